@@ -1,0 +1,371 @@
+//! The scan's vocabulary: products, verdicts, findings, machines, processes and the report.
+//!
+//! Everything here serialises to the `smolsweep.scan/1` JSON contract. Extra fields are allowed
+//! by the contract; the required ones keep their names.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// Schema name of the scan report.
+pub const SCAN_SCHEMA: &str = "smolsweep.scan/1";
+
+/// The two unrelated products that are both called "SmolVM".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Product {
+    /// Celesto SmolVM: the Python SDK/CLI (`celesto`, formerly PyPI `smolvm`).
+    Celesto,
+    /// smol-machines smolvm: the Rust CLI on libkrun.
+    Smolvm,
+}
+
+impl Product {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Product::Celesto => "celesto",
+            Product::Smolvm => "smolvm",
+        }
+    }
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Product::Celesto => "Celesto SmolVM",
+            Product::Smolvm => "smol-machines smolvm",
+        }
+    }
+}
+
+/// The desktop platforms whose layouts Smolsweep knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Platform {
+    Linux,
+    Macos,
+}
+
+impl Platform {
+    /// The platform this binary runs on (Linux for anything that is not macOS).
+    pub fn current() -> Platform {
+        if cfg!(target_os = "macos") {
+            Platform::Macos
+        } else {
+            Platform::Linux
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Platform::Linux => "linux",
+            Platform::Macos => "macos",
+        }
+    }
+}
+
+/// What Smolsweep may do with a finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Safe to delete; included in "Reclaim" by default.
+    Reclaimable,
+    /// Safe to delete, but only when the user asks for that class (saved disks, caches, ...).
+    OptIn,
+    /// Alive, in use or kept: never deleted.
+    Protected,
+    /// The scanner could not verify it: shown, never acted on.
+    Unknown,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Reclaimable => "reclaimable",
+            Verdict::OptIn => "opt_in",
+            Verdict::Protected => "protected",
+            Verdict::Unknown => "unknown",
+        }
+    }
+}
+
+/// Classes of opt-in findings a user can include in a reclaim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OptInClass {
+    /// Celesto disks with a `.retained` marker, their companions and logs.
+    SavedDisks,
+    /// Rebuildable caches (image caches, pack caches, registry blobs, restore caches, ...).
+    Caches,
+    /// Residue that may still carry user data (firmware NVRAM, snapshots of deleted sandboxes).
+    Residue,
+}
+
+/// Identity of a file system object when it was scanned; re-checked before any action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FileIdentity {
+    pub dev: u64,
+    pub ino: u64,
+    /// `S_IFMT` bits of `st_mode` (file, directory, socket, symlink...).
+    pub file_type: u32,
+    pub size: u64,
+    pub mtime_ns: i128,
+}
+
+/// One path Smolsweep found, with what it is and what may be done with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Stable across scans of the same state (derived from product, kind and path).
+    pub id: String,
+    pub product: Product,
+    /// `<product>.<what>`, for example `celesto.orphan_disk`.
+    pub kind: String,
+    pub path: PathBuf,
+    /// The sandbox id or machine name this belongs to, when known.
+    pub owner: Option<String>,
+    pub apparent_bytes: u64,
+    pub allocated_bytes: u64,
+    pub verdict: Verdict,
+    /// One sentence a person understands.
+    pub reason: String,
+    /// Which opt-in class includes it, for `opt_in` findings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opt_in_class: Option<OptInClass>,
+    /// Identity at scan time (absent when the path could not be stat'ed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<FileIdentity>,
+    /// Whether the path is a directory (deleted recursively) rather than a single file.
+    #[serde(default)]
+    pub is_dir: bool,
+    /// The root directory this finding lies under (deletion never leaves it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<PathBuf>,
+    /// Mount points found inside a directory finding (never walked into, never deleted through).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mounts_inside: Vec<PathBuf>,
+}
+
+/// Stable finding id: 16 hex characters of SHA-256 over product, kind and path.
+pub fn finding_id(product: Product, kind: &str, path: &std::path::Path) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(product.as_str().as_bytes());
+    h.update([0]);
+    h.update(kind.as_bytes());
+    h.update([0]);
+    h.update(path.as_os_str().as_encoded_bytes());
+    let d = h.finalize();
+    hex::encode(&d[..8])
+}
+
+/// A machine (smolvm) or sandbox (Celesto) from an inventory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Machine {
+    pub product: Product,
+    pub name: String,
+    /// The state as recorded (`running`, `stopped`, `created`, `paused`, ...).
+    pub state: String,
+    pub pid: Option<u32>,
+    /// Whether the recorded process is alive and is the same process (pid + start time).
+    pub alive: bool,
+    /// The state a person should see (`running`, `stopped`, `stale: recorded running, process gone`, ...).
+    #[serde(default)]
+    pub effective_state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_start_time: Option<u64>,
+    #[serde(default)]
+    pub ephemeral: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<i64>,
+    /// The machine/sandbox directory or disk, when it exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
+    #[serde(default)]
+    pub allocated_bytes: u64,
+    /// Inventory this record came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db: Option<PathBuf>,
+}
+
+/// Whether a VM process belongs to the HOME being scanned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    ThisHome,
+    Foreign,
+}
+
+/// A VMM process of either product.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmProcess {
+    pub pid: u32,
+    /// Linux: `/proc/<pid>/stat` field 22 (clock ticks since boot). macOS: seconds since epoch.
+    pub start_time: u64,
+    pub product: Product,
+    /// `smolvm.boot_vm`, `smolvm.forked`, `celesto.qemu`, `celesto.firecracker`, `celesto.libkrun`.
+    pub shape: String,
+    /// Machine name or sandbox id.
+    pub owner: Option<String>,
+    /// No inventory record owns it.
+    pub orphan: bool,
+    pub scope: Scope,
+    /// Allocated bytes of deleted files it still holds open (0 where unreadable).
+    pub held_deleted_bytes: u64,
+    #[serde(default)]
+    pub uid: u32,
+    #[serde(default)]
+    pub comm: String,
+    #[serde(default)]
+    pub argv: Vec<String>,
+    /// Paths this process names or holds open that matter for in-use checks
+    /// (machine dir, disks, sockets, configs).
+    #[serde(default)]
+    pub paths: Vec<PathBuf>,
+    /// Why the scanner attributed it the way it did.
+    #[serde(default)]
+    pub reason: String,
+    /// Whether `/proc/<pid>/fd` could be read (held bytes are a lower bound otherwise).
+    #[serde(default)]
+    pub fds_readable: bool,
+}
+
+/// Per-product status in a report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProductReport {
+    pub product: Product,
+    pub detected: bool,
+    /// `ok` or `unknown` (an inventory could not be read).
+    pub status: String,
+    /// Named roots, for example `data_dir`, `image_dir`, `cache_root`.
+    pub roots: std::collections::BTreeMap<String, PathBuf>,
+    pub problems: Vec<String>,
+    /// Installed version, when it could be read without running anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    pub reclaimable_allocated_bytes: u64,
+    pub opt_in_allocated_bytes: u64,
+    #[serde(default)]
+    pub reclaimable_apparent_bytes: u64,
+    #[serde(default)]
+    pub protected_allocated_bytes: u64,
+    #[serde(default)]
+    pub unknown_allocated_bytes: u64,
+    #[serde(default)]
+    pub reclaimable_count: u64,
+    #[serde(default)]
+    pub opt_in_count: u64,
+    #[serde(default)]
+    pub orphan_process_count: u64,
+    #[serde(default)]
+    pub held_deleted_bytes: u64,
+}
+
+/// The whole scan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScanReport {
+    pub schema: String,
+    pub home: PathBuf,
+    pub platform: Platform,
+    pub products: Vec<ProductReport>,
+    pub findings: Vec<Finding>,
+    pub machines: Vec<Machine>,
+    pub processes: Vec<VmProcess>,
+    pub totals: Totals,
+    /// Seconds since the Unix epoch when the scan started.
+    #[serde(default)]
+    pub scanned_at: u64,
+    #[serde(default)]
+    pub duration_ms: u64,
+}
+
+impl ScanReport {
+    /// Recompute the totals from findings and processes.
+    pub fn compute_totals(&mut self) {
+        let mut t = Totals::default();
+        for f in &self.findings {
+            match f.verdict {
+                Verdict::Reclaimable => {
+                    t.reclaimable_allocated_bytes += f.allocated_bytes;
+                    t.reclaimable_apparent_bytes += f.apparent_bytes;
+                    t.reclaimable_count += 1;
+                }
+                Verdict::OptIn => {
+                    t.opt_in_allocated_bytes += f.allocated_bytes;
+                    t.opt_in_count += 1;
+                }
+                Verdict::Protected => t.protected_allocated_bytes += f.allocated_bytes,
+                Verdict::Unknown => t.unknown_allocated_bytes += f.allocated_bytes,
+            }
+        }
+        for p in &self.processes {
+            if p.orphan && p.scope == Scope::ThisHome {
+                t.orphan_process_count += 1;
+            }
+            t.held_deleted_bytes += p.held_deleted_bytes;
+        }
+        self.totals = t;
+    }
+
+    pub fn finding(&self, id: &str) -> Option<&Finding> {
+        self.findings.iter().find(|f| f.id == id)
+    }
+}
+
+/// Human byte count: `1.5 GB` style, decimal units as desktop file managers show them.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "kB", "MB", "GB", "TB", "PB"];
+    if n < 1000 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64;
+    let mut i = 0;
+    while v >= 1000.0 && i < UNITS.len() - 1 {
+        v /= 1000.0;
+        i += 1;
+    }
+    if v >= 100.0 {
+        format!("{v:.0} {}", UNITS[i])
+    } else {
+        format!("{v:.1} {}", UNITS[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_serialise_to_the_contract_names() {
+        let v: Vec<String> = [
+            Verdict::Reclaimable,
+            Verdict::OptIn,
+            Verdict::Protected,
+            Verdict::Unknown,
+        ]
+        .iter()
+        .map(|v| serde_json::to_string(v).unwrap())
+        .collect();
+        assert_eq!(
+            v,
+            ["\"reclaimable\"", "\"opt_in\"", "\"protected\"", "\"unknown\""]
+        );
+        assert_eq!(serde_json::to_string(&Scope::ThisHome).unwrap(), "\"this_home\"");
+    }
+
+    #[test]
+    fn finding_ids_are_stable_and_distinct() {
+        let a = finding_id(Product::Celesto, "celesto.orphan_disk", "/x/a".as_ref());
+        assert_eq!(a, finding_id(Product::Celesto, "celesto.orphan_disk", "/x/a".as_ref()));
+        assert_ne!(a, finding_id(Product::Celesto, "celesto.orphan_log", "/x/a".as_ref()));
+        assert_eq!(a.len(), 16);
+    }
+
+    #[test]
+    fn human_bytes_reads_well() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(999), "999 B");
+        assert_eq!(human_bytes(1_500), "1.5 kB");
+        assert_eq!(human_bytes(2_000_000_000), "2.0 GB");
+        assert_eq!(human_bytes(123_456_789), "123 MB");
+    }
+}
