@@ -1,8 +1,3 @@
 fn main() {
-    std::process::exit(smolsweep_cli::run());
-}
-mod smolsweep_cli {
-    pub fn run() -> i32 {
-        0
-    }
+    std::process::exit(smolsweep::cli::main());
 }
