@@ -1,1 +1,4 @@
-//! TODO
+//! Linux process table (placeholder).
+pub fn list_processes() -> Vec<super::RawProcess> {
+    todo!("procs: linux")
+}
