@@ -16,5 +16,6 @@ pub mod report;
 pub mod roots;
 pub mod scan;
 pub mod size;
+pub mod uninstall;
 
 pub use model::*;
