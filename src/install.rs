@@ -466,3 +466,91 @@ fn installs_in_prefix(prefix: &Path, homes: &Homes) -> Vec<Install> {
         distribution: None,
     }]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_point_shebang_forms() {
+        let venv = python_entry_point(b"#!/v/bin/python3\nfrom celesto.cli.main import main\n");
+        assert_eq!(
+            venv,
+            Some(PythonEntry {
+                distribution: "celesto",
+                interpreter: Some(PathBuf::from("/v/bin/python3")),
+            })
+        );
+        let env = python_entry_point(b"#!/usr/bin/env python3\nfrom smolvm.cli.main import main\n");
+        assert_eq!(
+            env,
+            Some(PythonEntry {
+                distribution: "smolvm",
+                interpreter: None,
+            })
+        );
+        let sh = python_entry_point(
+            b"#!/bin/sh\n'''exec' \"/a b/bin/python3.11\" \"$0\" \"$@\"\n' '''\nfrom celesto.cli.main import main\n",
+        );
+        assert_eq!(
+            sh.unwrap().interpreter,
+            Some(PathBuf::from("/a b/bin/python3.11"))
+        );
+        // Not an entry point of either distribution.
+        assert_eq!(
+            python_entry_point(b"#!/v/bin/python3\nfrom other import main\n"),
+            None
+        );
+        assert_eq!(
+            python_entry_point(b"#!/bin/bash\nfrom celesto.cli.main import main\n"),
+            None
+        );
+        assert_eq!(
+            python_entry_point(b"from celesto.cli.main import main\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn homebrew_keg_paths() {
+        assert_eq!(
+            homebrew_keg(Path::new(
+                "/opt/homebrew/Cellar/smolvm/1.32.2/libexec/smolvm-bin"
+            )),
+            Some((
+                PathBuf::from("/opt/homebrew/Cellar/smolvm/1.32.2"),
+                "1.32.2".to_string()
+            ))
+        );
+        assert_eq!(
+            homebrew_keg(Path::new("/opt/homebrew/Cellar/other/1/bin/x")),
+            None
+        );
+        assert_eq!(homebrew_keg(Path::new("/opt/homebrew/Cellar/smolvm")), None);
+    }
+
+    #[test]
+    fn dist_info_names_are_normalised_and_core_packages_do_not_match() {
+        let tmp = tempfile::tempdir().unwrap();
+        for d in [
+            "smolvm_core-2026.6.24.dist-info",
+            "Celesto-0.1.10.dist-info",
+            "smolmachines-1.32.2.dist-info",
+        ] {
+            std::fs::create_dir(tmp.path().join(d)).unwrap();
+        }
+        assert_eq!(dist_info_version(tmp.path(), "smolvm"), None);
+        assert_eq!(
+            dist_info_version(tmp.path(), "smolvm-core").as_deref(),
+            Some("2026.6.24")
+        );
+        assert_eq!(
+            dist_info_version(tmp.path(), "celesto").as_deref(),
+            Some("0.1.10")
+        );
+        assert_eq!(
+            dist_info_version(tmp.path(), "smolmachines").as_deref(),
+            Some("1.32.2")
+        );
+    }
+}

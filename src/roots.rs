@@ -647,3 +647,98 @@ pub(crate) fn is_native_binary(head: &[u8]) -> bool {
     ];
     head.len() >= 4 && MAGICS.iter().any(|m| head[..4] == m[..])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_file_bodies() {
+        assert_eq!(parse_version(b"1.32.2\n").as_deref(), Some("1.32.2"));
+        assert_eq!(parse_version(b"v1.18.2").as_deref(), Some("1.18.2"));
+        assert_eq!(
+            parse_version(b" 1.0.0-rc.1+g1234 ").as_deref(),
+            Some("1.0.0-rc.1+g1234")
+        );
+        assert_eq!(parse_version(b""), None);
+        assert_eq!(parse_version(b"latest"), None);
+        assert_eq!(parse_version(b"1.2 beta"), None);
+        assert_eq!(parse_version(&[0xff, 0xfe]), None);
+    }
+
+    #[test]
+    fn wrapper_needs_a_shell_shebang_and_the_real_binary_name() {
+        assert!(is_smolvm_wrapper(
+            b"#!/usr/bin/env bash\nexec \"$d/smolvm-bin\" \"$@\"\n"
+        ));
+        assert!(is_smolvm_wrapper(
+            b"#!/bin/sh\nexec /usr/lib/smolvm/smolvm-bin \"$@\"\n"
+        ));
+        assert!(is_smolvm_wrapper(b"#!/bin/bash\nexec \"$d/smol-bin\"\n"));
+        // A Python script that mentions smolvm-bin in a comment is not the wrapper.
+        assert!(!is_smolvm_wrapper(
+            b"#!/venv/bin/python3\n# smolvm-bin\nfrom smolvm.cli.main import main\n"
+        ));
+        assert!(!is_smolvm_wrapper(b"#!/bin/bash\necho smolvm\n"));
+        assert!(!is_smolvm_wrapper(b"exec smolvm-bin"));
+    }
+
+    #[test]
+    fn native_binary_magics() {
+        assert!(is_native_binary(b"\x7fELF\x02\x01"));
+        assert!(is_native_binary(&[0xcf, 0xfa, 0xed, 0xfe, 7]));
+        assert!(is_native_binary(&[0xca, 0xfe, 0xba, 0xbe]));
+        assert!(!is_native_binary(b"#!/bin/sh"));
+        assert!(!is_native_binary(b"\x7fEL"));
+    }
+
+    #[test]
+    fn read_head_does_not_follow_symlinks_or_open_fifos() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("f");
+        std::fs::write(&file, b"0123456789").unwrap();
+        assert_eq!(read_head(&file, 4).as_deref(), Some(&b"0123"[..]));
+        let link = tmp.path().join("l");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert_eq!(read_head(&link, 4), None);
+        let fifo = tmp.path().join("p");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert_eq!(read_head(&fifo, 4), None);
+        assert_eq!(read_head(tmp.path(), 4), None);
+    }
+
+    #[test]
+    fn dot_smolvm_fifo_named_version_is_not_read_as_a_version() {
+        let tmp = tempfile::tempdir().unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            tmp.path().join(".version"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let c = dot_smolvm_contents(tmp.path()).unwrap();
+        assert!(!c.smolvm_install);
+        assert_eq!(c.other_entries, vec![tmp.path().join(".version")]);
+    }
+
+    #[test]
+    fn existing_legacy_path_matches_celesto_compat() {
+        let c = Path::new("/c");
+        let l = Path::new("/l");
+        let only =
+            |set: &'static [&'static str]| move |p: &Path| set.iter().any(|s| Path::new(s) == p);
+        assert_eq!(existing_legacy_path(c, l, &only(&[])), c);
+        assert_eq!(existing_legacy_path(c, l, &only(&["/l"])), l);
+        assert_eq!(existing_legacy_path(c, l, &only(&["/c", "/l"])), c);
+        assert_eq!(existing_legacy_path(c, l, &only(&["/c"])), c);
+    }
+}
