@@ -7,7 +7,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use smolsweep::env::EnvSnapshot;
-use smolsweep::install::{detect_installs_with, Install};
+use smolsweep::install::{detect_installs, detect_installs_with, Install};
 use smolsweep::roots::{
     celesto_roots, celesto_roots_with, dot_smolvm_contents, smolvm_roots, CelestoRoots,
     RootCandidate,
@@ -488,7 +488,7 @@ fn socket_dir_override_for_tests() {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-fn smolvm_default_linux() {
+fn hazard_24_smolvm_default_linux_machine_dirs_in_cache_and_data_root() {
     let r = smolvm_roots(Platform::Linux, &env("/home/u", &[]));
     assert_eq!(r.sets.len(), 1);
     let s = &r.sets[0];
@@ -677,7 +677,7 @@ fn smolvm_config_moves_the_config_dir() {
 }
 
 #[test]
-fn smolvm_root_on_linux_also_scans_the_serve_root_and_the_sudo_users_home() {
+fn hazard_28_root_scan_covers_serve_root_and_sudo_users_home() {
     let e = sudo_env(&[("SUDO_USER", "alice")]);
     let r = smolvm_roots(Platform::Linux, &e);
     let sources: Vec<&str> = r.sets.iter().map(|s| s.source.as_str()).collect();
@@ -1241,4 +1241,27 @@ fn relative_path_entries_are_not_searched() {
     venv(&v, "celesto", "0.1.10", "2026.10.25");
     let e = EnvSnapshot::from_pairs(tmp.path(), [("PATH", "venv/bin::.")]);
     assert_eq!(detect_installs_with(&e, &[], &[]), vec![]);
+}
+
+#[test]
+fn detect_installs_looks_at_the_home_prefix_and_launchers_without_path() {
+    // The glue: fixed prefixes and launchers come from smolvm_roots. Only assert on the scratch
+    // HOME's install, since the host may have system-wide ones.
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let prefix = h.join(".smolvm");
+    smol_machines_prefix(&prefix);
+    let local_bin = h.join(".local/bin");
+    fs::create_dir_all(&local_bin).unwrap();
+    symlink(prefix.join("smolvm"), local_bin.join("smolvm")).unwrap();
+    let e = path_env(h, &[]);
+    for platform in BOTH {
+        let found = detect_installs(platform, &e);
+        let mine: Vec<&Install> = found.iter().filter(|i| i.path.starts_with(h)).collect();
+        assert_eq!(mine.len(), 1, "{found:#?}");
+        assert_eq!(mine[0].method, "script");
+        assert_eq!(mine[0].path, prefix);
+        assert_eq!(mine[0].executable, Some(local_bin.join("smolvm")));
+        assert_eq!(mine[0].version.as_deref(), Some("1.32.2"));
+    }
 }
