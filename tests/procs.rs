@@ -140,6 +140,14 @@ fn hazard_7_proc_self_exe_argv0_boot_vm_is_found() {
     );
     assert_eq!(shape.shape_name(), "smolvm.boot_vm");
     assert!(names_path_exactly(&p, &cfg));
+    // While booting, before libkrun renames it, the kernel names it after `/proc/self/exe`.
+    let booting = fake(&["/proc/self/exe", "_boot-vm", s(&cfg)], Some("exe"), None);
+    let b = read(booting.pid());
+    assert_eq!(b.comm, "exe");
+    assert_eq!(
+        detect_shape(&b).map(|s| s.shape_name()),
+        Some("smolvm.boot_vm")
+    );
     let all = linux::list_processes();
     assert!(detect_all(&all).iter().any(|(q, _)| q.pid == g.pid()));
 }
@@ -609,6 +617,52 @@ fn macos_hazard_9_shell_text_mentioning_boot_vm_is_not_a_vmm() {
     assert_eq!(shell.argv[0], "/bin/zsh");
     assert!(shell.argv.join(" ").contains("_boot-vm"));
     assert_eq!(detect_shape(shell), None);
+}
+
+/// procps `ps` accepts the same invocation, so the parser meets real `ps` output here.
+#[test]
+fn macos_ps_command_output_from_a_real_ps_parses() {
+    let tmp = tempfile::Builder::new().prefix("a b ").tempdir().unwrap();
+    let sock = tmp.path().join("fc-sbx9.sock");
+    let g = fake(
+        &["/opt/fc dir/firecracker", "--api-sock", s(&sock)],
+        None,
+        None,
+    );
+
+    let cmd = ps_command();
+    let out = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .output()
+        .expect("run ps");
+    assert!(out.status.success());
+    let procs = parse_ps_output(&String::from_utf8(out.stdout).unwrap());
+    let from_proc = linux::list_processes();
+    assert!(procs.len() * 2 > from_proc.len(), "most processes parsed");
+
+    let p = procs
+        .iter()
+        .find(|p| p.pid == g.pid())
+        .expect("listed by ps");
+    assert_eq!(p.ppid, std::process::id());
+    assert_eq!(
+        p.argv,
+        vec!["/opt/fc dir/firecracker", "--api-sock", s(&sock)]
+    );
+    assert_eq!(p.comm, "firecracker");
+    assert_eq!(
+        detect_shape(p),
+        Some(VmmShape::CelestoFirecracker {
+            api_sock: sock.clone(),
+            sandbox_id: Some("sbx9".into())
+        })
+    );
+    let linux_start = linux::start_time_epoch_secs(read(g.pid()).start_time).unwrap();
+    assert!(
+        p.start_time.abs_diff(linux_start) <= 2,
+        "ps {} vs /proc {linux_start}",
+        p.start_time
+    );
 }
 
 #[test]

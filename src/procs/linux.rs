@@ -208,6 +208,11 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
     parse_stat(&bytes).map(|s| s.start_time)
 }
 
+/// Whether `pid` is still the process that had `start_time` (guards signals against PID reuse).
+pub fn is_same_process(pid: u32, start_time: u64) -> bool {
+    process_start_time(pid) == Some(start_time)
+}
+
 /// Clock ticks per second (`USER_HZ`, from the auxiliary vector), the unit of start times.
 pub fn clock_ticks_per_second() -> u64 {
     rustix::param::clock_ticks_per_second()
@@ -302,5 +307,7 @@ mod tests {
         assert_eq!(Some(p.start_time), process_start_time(me));
         assert_eq!(p.uid, rustix::process::getuid().as_raw());
         assert!(p.fds_readable);
+        assert!(is_same_process(me, p.start_time));
+        assert!(!is_same_process(me, p.start_time + 1));
     }
 }

@@ -335,6 +335,26 @@ pub fn libkrun_config_id(path: &Path) -> Option<String> {
     (is_hex && !id.is_empty()).then(|| id.to_string())
 }
 
+/// The parent chain of `pid` within `procs`, nearest first (stops at a missing parent or a
+/// cycle). Maps a forked VMM to the CLI or packed binary that started it.
+pub fn ancestors(procs: &[RawProcess], pid: u32) -> Vec<&RawProcess> {
+    let by_pid: HashMap<u32, &RawProcess> = procs.iter().map(|p| (p.pid, p)).collect();
+    let mut chain = Vec::new();
+    let mut seen = HashSet::from([pid]);
+    let mut cur = by_pid.get(&pid).map(|p| p.ppid);
+    while let Some(ppid) = cur {
+        if !seen.insert(ppid) {
+            break;
+        }
+        let Some(parent) = by_pid.get(&ppid) else {
+            break;
+        };
+        chain.push(*parent);
+        cur = Some(parent.ppid);
+    }
+    chain
+}
+
 /// Whether `p` names `path` exactly: an argv element equal to it, a path its shape names (QEMU
 /// drive `file=` after unescaping, sockets, configs), or an open file with that path or the
 /// same device and inode. Never a substring: `…/victim.qcow2.backup-zz` does not name
@@ -545,6 +565,28 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(held_deleted_bytes(&p), 4096 + 8192);
+    }
+
+    #[test]
+    fn ancestors_follow_ppid() {
+        let mk = |pid, ppid| RawProcess {
+            pid,
+            ppid,
+            ..Default::default()
+        };
+        let procs = [
+            mk(1, 0),
+            mk(10, 1),
+            mk(11, 10),
+            mk(12, 11),
+            mk(20, 21),
+            mk(21, 20),
+        ];
+        let chain: Vec<u32> = ancestors(&procs, 12).iter().map(|p| p.pid).collect();
+        assert_eq!(chain, vec![11, 10, 1]);
+        let cycle: Vec<u32> = ancestors(&procs, 20).iter().map(|p| p.pid).collect();
+        assert_eq!(cycle, vec![21]);
+        assert!(ancestors(&procs, 99).is_empty());
     }
 
     #[test]
