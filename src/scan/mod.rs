@@ -178,18 +178,7 @@ fn mount_kind(p: Product) -> &'static str {
 
 /// The processes of this machine, read the way this platform allows.
 pub fn list_processes() -> Vec<crate::procs::RawProcess> {
-    #[cfg(target_os = "linux")]
-    {
-        crate::procs::linux::list_processes()
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let cmd = crate::procs::macos::ps_command();
-        match std::process::Command::new(&cmd[0]).args(&cmd[1..]).output() {
-            Ok(out) => crate::procs::macos::parse_ps_output(&String::from_utf8_lossy(&out.stdout)),
-            Err(_) => Vec::new(),
-        }
-    }
+    crate::procs::list()
 }
 
 /// Scan everything both products leave behind. Read-only: writes nothing, changes no timestamp.

@@ -6,7 +6,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::model::{Product, Scope, VmProcess};
-use crate::procs::shape::{detect_shape, VmmShape};
+use crate::procs::shape::{detect_all, VmmShape};
 use crate::procs::RawProcess;
 
 use super::celesto::CelestoKnowledge;
@@ -35,14 +35,23 @@ impl ProcIndex {
                     idx.args.entry(PathBuf::from(a)).or_default().push(i);
                 }
             }
-            if let Some(shape) = detect_shape(p) {
-                if let VmmShape::CelestoQemu { drives, .. } = &shape {
-                    for d in drives {
-                        idx.args.entry(d.clone()).or_default().push(i);
-                    }
+        }
+        // Shapes are detected over the whole table: a macOS forked child is recognised by its
+        // parent.
+        let shapes: Vec<(u32, VmmShape)> = detect_all(&raw)
+            .into_iter()
+            .map(|(p, s)| (p.pid, s))
+            .collect();
+        for (pid, shape) in shapes {
+            let Some(i) = raw.iter().position(|p| p.pid == pid) else {
+                continue;
+            };
+            if let VmmShape::CelestoQemu { drives, .. } = &shape {
+                for d in drives {
+                    idx.args.entry(d.clone()).or_default().push(i);
                 }
-                idx.vmms.push((i, shape));
             }
+            idx.vmms.push((i, shape));
         }
         idx.raw = raw;
         idx
