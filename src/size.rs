@@ -496,11 +496,10 @@ impl Queue {
                 let subdirs = read_dir(item, root_dev, claims, &mut acc, &mut buf);
                 st = self.state.lock().unwrap_or_else(|e| e.into_inner());
                 st.busy -= 1;
-                let woke = !subdirs.is_empty();
-                st.stack.extend(subdirs);
-                if woke {
-                    self.ready.notify_all();
-                } else if st.busy == 0 && st.stack.is_empty() {
+                // Wake the others for new work, or to let them finish when none is left.
+                let finished = st.busy == 0 && st.stack.is_empty() && subdirs.is_empty();
+                if !subdirs.is_empty() || finished {
+                    st.stack.extend(subdirs);
                     self.ready.notify_all();
                 }
             } else if st.busy == 0 {

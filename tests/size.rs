@@ -421,8 +421,12 @@ fn unreadable_directory_counted_as_error() {
     fs::set_permissions(&locked, fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-/// (atime, mtime, ctime) of everything below `root`, read with lstat (which changes nothing).
-fn times(root: &Path) -> Vec<(PathBuf, (i64, i64), (i64, i64), (i64, i64))> {
+/// Seconds and nanoseconds.
+type Ts = (i64, i64);
+
+/// (path, atime, mtime, ctime) of everything below `root`, read with lstat (which changes
+/// nothing).
+fn times(root: &Path) -> Vec<(PathBuf, Ts, Ts, Ts)> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(p) = stack.pop() {
