@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 pub mod scan;
+pub mod uninstall;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -19,6 +20,10 @@ pub struct Cli {
 pub enum Command {
     /// Scan both SmolVMs' state (read-only) and report findings.
     Scan(scan::ScanArgs),
+    /// Uninstall SmolVM (either product or both), then prove what is left.
+    Uninstall(uninstall::UninstallArgs),
+    /// Prove that no machine, VM directory or VM process of this HOME is left (read-only).
+    Verify(uninstall::VerifyArgs),
 }
 
 /// Parse arguments and run; returns the process exit code (0 ok, 1 refused/failure, 2 usage).
@@ -33,5 +38,7 @@ pub fn main() -> i32 {
     };
     match cli.command {
         Command::Scan(a) => scan::run(a),
+        Command::Uninstall(a) => uninstall::run_uninstall(a),
+        Command::Verify(a) => uninstall::run_verify(a),
     }
 }
