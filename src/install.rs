@@ -287,17 +287,16 @@ fn python_installs(invoked: &Path, resolved: &Path, entry: &PythonEntry) -> Vec<
 fn site_dirs(base: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for lib in [base.join("lib"), base.join("lib64"), base.join("local/lib")] {
-        let Ok(read) = std::fs::read_dir(&lib) else {
+        let Ok(read) = crate::fsread::read_dir(&lib) else {
             continue;
         };
         let mut pythons: Vec<PathBuf> = read
-            .filter_map(Result::ok)
+            .into_iter()
             .filter(|e| {
-                e.file_name()
-                    .to_str()
+                e.name_str()
                     .is_some_and(|n| n == "python" || n.starts_with("python3"))
             })
-            .map(|e| e.path())
+            .map(|e| e.path)
             .collect();
         pythons.sort();
         for py in pythons {
@@ -316,12 +315,12 @@ fn site_dirs(base: &Path) -> Vec<PathBuf> {
 /// them: case-insensitive, `-`, `_` and `.` alike). With several, the last in sort order.
 fn dist_info_version(site: &Path, dist: &str) -> Option<String> {
     let want = normalize_dist(dist);
-    let read = std::fs::read_dir(site).ok()?;
+    let read = crate::fsread::read_dir(site).ok()?;
     let mut versions: Vec<String> = read
-        .filter_map(Result::ok)
-        .filter(|e| e.path().is_dir())
+        .into_iter()
+        .filter(|e| e.path.is_dir())
         .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
+            let name = e.name.into_string().ok()?;
             let stem = name.strip_suffix(".dist-info")?;
             let (n, v) = stem.rsplit_once('-')?;
             (normalize_dist(n) == want && !v.is_empty()).then(|| v.to_string())
@@ -408,12 +407,12 @@ fn installs_in_prefix(prefix: &Path, homes: &Homes) -> Vec<Install> {
             .and_then(Path::file_name)
             .is_some_and(|n| n == "Cellar");
     if is_cellar {
-        let Ok(read) = std::fs::read_dir(prefix) else {
+        let Ok(read) = crate::fsread::read_dir(prefix) else {
             return Vec::new();
         };
         let mut kegs: Vec<PathBuf> = read
-            .filter_map(Result::ok)
-            .map(|e| e.path())
+            .into_iter()
+            .map(|e| e.path)
             .filter(|p| p.is_dir())
             .collect();
         kegs.sort();

@@ -498,15 +498,10 @@ type Entry = (Option<String>, PathBuf, std::fs::FileType);
 /// listing are skipped.
 fn sorted_entries(dir: &Path) -> std::io::Result<Vec<Entry>> {
     let mut entries = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let path = entry.path();
-        let ft = match std::fs::symlink_metadata(&path) {
-            Ok(m) => m.file_type(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
-        };
-        entries.push((entry.file_name().into_string().ok(), path, ft));
+    // O_NOATIME listing with lstat metadata: looking never changes a timestamp.
+    for entry in crate::fsread::read_dir(dir)? {
+        let ft = entry.meta.file_type();
+        entries.push((entry.name.into_string().ok(), entry.path, ft));
     }
     entries.sort_by(|a, b| a.1.cmp(&b.1));
     Ok(entries)
@@ -596,11 +591,18 @@ pub(crate) const HEAD_BYTES: usize = 16 * 1024;
 pub(crate) fn read_head(path: &Path, max: usize) -> Option<Vec<u8>> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
+    let open = |extra: i32| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | extra)
+            .open(path)
+    };
+    // O_NOATIME where the kernel allows it (file owner or CAP_FOWNER), so reading leaves atime.
+    let file = match open(libc::O_NOATIME) {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => open(0),
+        other => other,
+    }
+    .ok()?;
     if !file.metadata().ok()?.is_file() {
         return None;
     }

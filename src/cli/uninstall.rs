@@ -159,6 +159,7 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
             }
             if let Some(r) = run {
                 print!("{}", render_run(r));
+                print!("{}", plan::render_leftovers(&plan));
             }
             if let Some(p) = proof {
                 println!();

@@ -304,12 +304,30 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         }
     }
 
-    // 4. State and caches, then credentials on request.
-    for d in pre
-        .state_dirs
-        .iter()
-        .filter(|d| d.exists && chosen(d.product))
-    {
+    // 4. State and caches, then credentials on request. The CLI calls above may create the
+    // smolvm data and cache roots (every `machine` command opens the database and lock files),
+    // so those are planned whenever a smolvm CLI step is.
+    let smolvm_cli_steps = steps.iter().any(|s| {
+        matches!(
+            &s.step,
+            Step::StopMachine {
+                product: Product::Smolvm,
+                ..
+            } | Step::DeleteMachine {
+                product: Product::Smolvm,
+                ..
+            }
+        )
+    });
+    for d in pre.state_dirs.iter().filter(|d| chosen(d.product)) {
+        let created_by_cli =
+            smolvm_cli_steps && matches!(d.kind.as_str(), "data_root" | "cache_root");
+        if !d.exists && !created_by_cli {
+            if !matches!(d.kind.as_str(), "config_dir" | "celesto_home") {
+                removed_roots.push(d.path.clone());
+            }
+            continue;
+        }
         if is_system_path(&d.path) || d.path == home || home.starts_with(&d.path) {
             continue;
         }
@@ -339,12 +357,20 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
                 path: d.path.clone(),
                 root: d.path.clone(),
             },
-            format!(
-                "Remove {} {} ({})",
-                what,
-                d.path.display(),
-                human_bytes(d.allocated_bytes)
-            ),
+            if d.exists {
+                format!(
+                    "Remove {} {} ({})",
+                    what,
+                    d.path.display(),
+                    human_bytes(d.allocated_bytes)
+                )
+            } else {
+                format!(
+                    "Remove {} {} if the machine commands above create it",
+                    what,
+                    d.path.display()
+                )
+            },
             state_why(&d.kind),
             d.allocated_bytes,
         );
@@ -665,6 +691,14 @@ pub fn render(plan: &UninstallPlan) -> String {
             st.summary
         );
     }
+    s.push_str(&render_leftovers(plan));
+    s
+}
+
+/// What the plan keeps and what the user runs: shown with the plan and again after a run.
+pub fn render_leftovers(plan: &UninstallPlan) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
     if !plan.kept.is_empty() {
         let _ = writeln!(s, "Kept:");
         for k in &plan.kept {

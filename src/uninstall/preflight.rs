@@ -658,7 +658,7 @@ pub fn render(p: &Preflight) -> String {
     if let Some(d) = &p.dot_smolvm {
         let _ = writeln!(
             s,
-            "  {} is shared: {} smolvm entries, {} Celesto entries, {} others",
+            "  {}: {} smol-machines entries, {} Celesto entries, {} others",
             d.path.display(),
             d.smolvm_entries.len(),
             d.celesto_entries.len(),

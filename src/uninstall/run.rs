@@ -394,14 +394,16 @@ impl StepRunner for SystemRunner {
             };
         }
         match current_record(product, name, db) {
-            Ok(None) => StepOutcome::done(
-                c.text()
+            Ok(None) => StepOutcome::done(match product {
+                Product::Smolvm => c
+                    .text()
                     .lines()
-                    .last()
+                    .rfind(|l| !l.trim().is_empty())
                     .unwrap_or("deleted")
                     .trim()
                     .to_string(),
-            ),
+                Product::Celesto => format!("deleted through {}", cli.display()),
+            }),
             Ok(Some(_)) => StepOutcome::failed(format!(
                 "still recorded after delete (exit {:?}): {}",
                 c.code,

@@ -1,0 +1,622 @@
+//! Guided uninstall against the real upstream tools in scratch HOMEs.
+//!
+//! smolvm 1.32.2 comes from the `smolmachines` wheel laid out the way `install.sh` does it
+//! (prefix `~/.smolvm` with the wrapper, `smolvm-bin`, `lib/`, templates and `.version`, the agent
+//! rootfs in the data root, the `~/.local/bin/smolvm` symlink, a PATH block appended to a
+//! `.bashrc` with the user's own lines); Celesto 0.1.10 comes from PyPI in a virtualenv. Machines
+//! are created with the real CLI. Every test works in its own `tempfile` directory.
+//!
+//! The tools are taken from `SMOLSWEEP_SMOL_WHEEL` / `SMOLSWEEP_CELESTO_BIN` when the setup
+//! scripts exported them; otherwise they are fetched once with pip into `target/real-tools`.
+//! A missing tool fails the test; nothing is skipped.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+use sha2::{Digest, Sha256};
+
+const SMOLVM_VERSION: &str = "1.32.2";
+
+fn tools_dir() -> PathBuf {
+    let base = std::env::var_os("SMOLSWEEP_REPO")
+        .map(|r| PathBuf::from(r).join(".tools"))
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/real-tools"));
+    std::fs::create_dir_all(&base).unwrap();
+    base
+}
+
+fn run_ok(cmd: &mut Command) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Serialises the one-time downloads between the tests of this binary.
+static FETCH: Mutex<()> = Mutex::new(());
+
+/// The unpacked wheel's `smol/` directory (smol-vmm, libkrun.so, libkrunfw.so.5, …).
+fn smol_wheel() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        if let Some(p) = std::env::var_os("SMOLSWEEP_SMOL_WHEEL").filter(|v| !v.is_empty()) {
+            return PathBuf::from(p);
+        }
+        let _g = FETCH.lock().unwrap();
+        let tools = tools_dir();
+        let unpacked = tools.join("smolmachines-1.32.2");
+        if unpacked.join("smol/smol-vmm").is_file() {
+            return unpacked.join("smol");
+        }
+        let wheels = tools.join("wheels");
+        run_ok(
+            Command::new("python3")
+                .args(["-m", "pip", "download", "-q", "--no-deps", "-d"])
+                .arg(&wheels)
+                .arg(format!("smolmachines=={SMOLVM_VERSION}")),
+        );
+        let whl = std::fs::read_dir(&wheels)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("smolmachines-1.32.2-"))
+            })
+            .expect("the smolmachines wheel was downloaded");
+        let tmp = tools.join("smolmachines-1.32.2.tmp");
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).unwrap();
+        run_ok(
+            Command::new("unzip")
+                .arg("-q")
+                .arg(&whl)
+                .arg("-d")
+                .arg(&tmp),
+        );
+        std::fs::rename(&tmp, &unpacked).unwrap();
+        unpacked.join("smol")
+    })
+    .clone()
+}
+
+/// `<venv>/bin/celesto` (celesto 0.1.10).
+fn celesto_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(p) = std::env::var_os("SMOLSWEEP_CELESTO_BIN").filter(|v| !v.is_empty()) {
+            return PathBuf::from(p);
+        }
+        let _g = FETCH.lock().unwrap();
+        let venv = tools_dir().join("venv-celesto");
+        let bin = venv.join("bin/celesto");
+        if bin.is_file() {
+            return bin;
+        }
+        run_ok(Command::new("python3").args(["-m", "venv"]).arg(&venv));
+        run_ok(Command::new(venv.join("bin/pip")).args(["install", "-q", "celesto==0.1.10"]));
+        bin
+    })
+    .clone()
+}
+
+/// Lay out a script install of smolvm 1.32.2 under `home`, as `install.sh` does.
+fn install_smolvm_script_layout(home: &Path) {
+    let wheel = smol_wheel();
+    let prefix = home.join(".smolvm");
+    std::fs::create_dir_all(prefix.join("lib")).unwrap();
+    let rootfs = home.join(".local/share/smolvm/agent-rootfs");
+    std::fs::create_dir_all(&rootfs).unwrap();
+    std::fs::create_dir_all(home.join(".local/bin")).unwrap();
+    std::fs::copy(wheel.join("smol-vmm"), prefix.join("smolvm-bin")).unwrap();
+    for lib in ["libkrun.so", "libkrunfw.so.5"] {
+        std::fs::copy(wheel.join(lib), prefix.join("lib").join(lib)).unwrap();
+    }
+    for t in ["storage-template.ext4.zst", "overlay-template.ext4.zst"] {
+        std::fs::copy(wheel.join(t), prefix.join(t)).unwrap();
+    }
+    run_ok(
+        Command::new("tar")
+            .arg("--zstd")
+            .arg("-xf")
+            .arg(wheel.join("agent-rootfs.tar.zst"))
+            .arg("-C")
+            .arg(&rootfs),
+    );
+    std::fs::write(prefix.join(".version"), format!("{SMOLVM_VERSION}\n")).unwrap();
+    std::fs::write(
+        prefix.join("smolvm"),
+        "#!/usr/bin/env bash\nset -e\n\
+         d=\"$(cd \"$(dirname \"$(readlink -f \"${BASH_SOURCE[0]}\")\")\" && pwd)\"\n\
+         export LD_LIBRARY_PATH=\"$d/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\"\n\
+         exec \"$d/smolvm-bin\" \"$@\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        prefix.join("smolvm"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(prefix.join("smolvm"), home.join(".local/bin/smolvm")).unwrap();
+}
+
+/// The `.bashrc` text before the install, and after `install.sh` appended its PATH block.
+fn write_bashrc_with_block(home: &Path) -> (String, String) {
+    let before = "# my settings\nexport EDITOR=vim\nalias ll='ls -l'\n".to_string();
+    let after = format!(
+        "{before}\n# smolvm\nexport PATH=\"{}/.local/bin:$PATH\"\n",
+        home.display()
+    );
+    std::fs::write(home.join(".bashrc"), &after).unwrap();
+    (before, after)
+}
+
+fn base_path(home: &Path) -> String {
+    format!("{}/.local/bin:/usr/local/bin:/usr/bin:/bin", home.display())
+}
+
+/// The real smolvm, as the user would run it.
+fn smolvm(home: &Path, args: &[&str]) -> Output {
+    Command::new(home.join(".local/bin/smolvm"))
+        .args(args)
+        .env_clear()
+        .env("HOME", home)
+        .env("PATH", base_path(home))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn smolvm_ok(home: &Path, args: &[&str]) -> String {
+    let o = smolvm(home, args);
+    assert!(
+        o.status.success(),
+        "smolvm {args:?}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Environment of a scratch Celesto user: `HOME`, the data directory in the usual place (set
+/// explicitly: as root Celesto would prefer `/var/lib/celesto`), telemetry and checks off.
+fn celesto_env(home: &Path) -> Vec<(String, String)> {
+    let venv_bin = celesto_bin().parent().unwrap().to_path_buf();
+    vec![
+        ("HOME".into(), home.display().to_string()),
+        (
+            "PATH".into(),
+            format!("{}:{}", venv_bin.display(), base_path(home)),
+        ),
+        (
+            "CELESTO_DATA_DIR".into(),
+            home.join(".local/state/celesto").display().to_string(),
+        ),
+        ("CELESTO_NO_TELEMETRY".into(), "1".into()),
+        ("DO_NOT_TRACK".into(), "1".into()),
+        ("CELESTO_DISABLE_VERSION_CHECK".into(), "1".into()),
+        ("CELESTO_NO_KVM_REEXEC".into(), "1".into()),
+    ]
+}
+
+fn celesto(home: &Path, args: &[&str]) -> Output {
+    Command::new(celesto_bin())
+        .args(args)
+        .env_clear()
+        .envs(celesto_env(home))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Smolsweep itself, with only the scratch user's environment.
+fn smolsweep(home: &Path, extra: &[(String, String)], args: &[&str]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_smolsweep"));
+    c.args(args)
+        .env_clear()
+        .env("HOME", home)
+        .env("PATH", base_path(home))
+        .stdin(Stdio::null());
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn scratch_home() -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    (t, home)
+}
+
+/// A smolvm script install with two machines created by the real CLI, registry credentials and
+/// a PATH block. Returns the `.bashrc` text before and after the install.
+fn smolvm_home(home: &Path) -> (String, String) {
+    install_smolvm_script_layout(home);
+    let rc = write_bashrc_with_block(home);
+    assert!(smolvm_ok(home, &["--version"]).contains(SMOLVM_VERSION));
+    smolvm_ok(home, &["machine", "create", "--name", "demo"]);
+    smolvm_ok(home, &["machine", "create", "--name", "demo2"]);
+    std::fs::create_dir_all(home.join(".config/smolvm")).unwrap();
+    std::fs::write(
+        home.join(".config/smolvm/config.toml"),
+        "[registries.\"ghcr.io\"]\nusername = \"me\"\npassword = \"secret\"\n",
+    )
+    .unwrap();
+    // What upstream's uninstaller misses (hazard 17).
+    for d in [
+        "smolvm-registry/blobs/sha256",
+        "smolvm-image-archives/fetched",
+    ] {
+        std::fs::create_dir_all(home.join(".cache").join(d)).unwrap();
+    }
+    std::fs::write(home.join(".cache/smolvm-registry/blobs/sha256/ab"), b"blob").unwrap();
+    std::fs::write(
+        home.join(".cache/smolvm-image-archives/fetched/x.tar"),
+        b"img",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(home.join(".smolvm/smol"), home.join(".local/bin/smol")).unwrap();
+    rc
+}
+
+fn assert_clean(home: &Path, extra: &[(String, String)], product: &str) {
+    let v = smolsweep(home, extra, &["verify", "--product", product]);
+    let t = text(&v);
+    assert!(v.status.success(), "verify not clean:\n{t}");
+    assert!(
+        t.contains(&format!("audited_home={}", home.display())),
+        "{t}"
+    );
+    assert!(t.contains("result=clean"), "{t}");
+}
+
+#[test]
+fn smolvm_uninstall_leaves_verify_clean_and_keeps_credentials_and_rc_file() {
+    let (_t, home) = scratch_home();
+    let (_before, after) = smolvm_home(&home);
+    assert!(smolvm_ok(&home, &["machine", "ls", "-q"]).contains("demo2"));
+
+    let o = smolsweep(&home, &[], &["uninstall", "--product", "smolvm", "--yes"]);
+    let t = text(&o);
+    assert!(o.status.success(), "uninstall failed:\n{t}");
+    assert!(t.contains("Deleted machine: demo"), "{t}");
+    assert!(t.contains("result=clean"), "{t}");
+    assert_clean(&home, &[], "smolvm");
+
+    for gone in [
+        ".smolvm",
+        ".local/share/smolvm",
+        ".cache/smolvm",
+        ".cache/smolvm-registry",
+        ".cache/smolvm-image-archives",
+        ".local/bin/smolvm",
+        ".local/bin/smol",
+    ] {
+        assert!(
+            std::fs::symlink_metadata(home.join(gone)).is_err(),
+            "{gone} is still there"
+        );
+    }
+    // Kept unless asked: registry credentials and the PATH block.
+    assert!(home.join(".config/smolvm/config.toml").is_file());
+    assert_eq!(
+        std::fs::read_to_string(home.join(".bashrc")).unwrap(),
+        after
+    );
+    assert!(t.contains("--remove-credentials"), "{t}");
+    assert!(t.contains("--remove-path-block"), "{t}");
+}
+
+#[test]
+fn smolvm_uninstall_on_request_removes_credentials_and_only_the_path_lines() {
+    let (_t, home) = scratch_home();
+    let (before, _after) = smolvm_home(&home);
+    let o = smolsweep(
+        &home,
+        &[],
+        &[
+            "uninstall",
+            "--product",
+            "smolvm",
+            "--remove-credentials",
+            "--remove-path-block",
+            "--yes",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!home.join(".config/smolvm").exists());
+    // The rc file differs from the installed one only by the smolvm lines: it is byte for byte
+    // the pre-install text again, and the installed text is kept in a backup.
+    assert_eq!(
+        std::fs::read(home.join(".bashrc")).unwrap(),
+        before.as_bytes()
+    );
+    let backups: Vec<_> = std::fs::read_dir(&home)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".bashrc.smolsweep-backup-")
+        })
+        .collect();
+    assert_eq!(backups.len(), 1);
+    assert_clean(&home, &[], "smolvm");
+}
+
+/// Every file's content and metadata below `root`: (type+mode, size, atime, mtime, ctime,
+/// content hash).
+type Snapshot = BTreeMap<PathBuf, (u32, u64, (i64, i64), (i64, i64), (i64, i64), String)>;
+
+fn snapshot(root: &Path) -> Snapshot {
+    // Read without touching atimes: directories and files are opened with O_NOATIME.
+    fn walk(p: &Path, out: &mut Snapshot) {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let m = std::fs::symlink_metadata(p).unwrap();
+        let hash = if m.file_type().is_file() {
+            let mut f = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOATIME)
+                .open(p)
+                .unwrap();
+            let mut b = Vec::new();
+            f.read_to_end(&mut b).unwrap();
+            hex::encode(Sha256::digest(&b))
+        } else if m.file_type().is_symlink() {
+            std::fs::read_link(p).unwrap().display().to_string()
+        } else {
+            String::new()
+        };
+        // A symlink's atime is the one timestamp no reader can spare: Linux updates it on
+        // readlink and whenever a path walk follows it (relatime included), and there is no
+        // O_NOATIME for either. Finding launchers and PATH executables needs their targets.
+        let atime = if m.file_type().is_symlink() {
+            (0, 0)
+        } else {
+            (m.atime(), m.atime_nsec())
+        };
+        out.insert(
+            p.to_path_buf(),
+            (
+                m.mode(),
+                m.size(),
+                atime,
+                (m.mtime(), m.mtime_nsec()),
+                (m.ctime(), m.ctime_nsec()),
+                hash,
+            ),
+        );
+        if m.file_type().is_dir() {
+            for e in smolsweep::fsread::read_dir(p).unwrap() {
+                walk(&e.path, out);
+            }
+        }
+    }
+    let mut out = Snapshot::new();
+    walk(root, &mut out);
+    out
+}
+
+/// Make every atime older than its mtime, so that any read (relatime) would update it.
+fn age_atimes(root: &Path) {
+    use rustix::fs::{AtFlags, Timespec, Timestamps, CWD};
+    for e in walkdir::WalkDir::new(root)
+        .follow_links(false)
+        .contents_first(true)
+    {
+        let e = e.unwrap();
+        let m = std::fs::symlink_metadata(e.path()).unwrap();
+        let ts = Timestamps {
+            last_access: Timespec {
+                tv_sec: m.mtime() - 3600,
+                tv_nsec: 0,
+            },
+            last_modification: Timespec {
+                tv_sec: m.mtime(),
+                tv_nsec: m.mtime_nsec(),
+            },
+        };
+        rustix::fs::utimensat(CWD, e.path(), &ts, AtFlags::SYMLINK_NOFOLLOW).unwrap();
+    }
+}
+
+#[test]
+fn dry_run_and_preflight_change_no_byte_or_timestamp() {
+    let (t, home) = scratch_home();
+    smolvm_home(&home);
+    // Celesto files sharing ~/.smolvm, a Celesto home and data directory.
+    std::fs::create_dir_all(home.join(".smolvm/keys")).unwrap();
+    std::fs::write(home.join(".smolvm/keys/id_ed25519"), b"key").unwrap();
+    std::fs::create_dir_all(home.join(".celesto/images/ubuntu-v0.1.10-amd64-qemu")).unwrap();
+    std::fs::write(home.join(".celesto/credentials"), b"token").unwrap();
+    std::fs::create_dir_all(home.join(".local/state/celesto/disks")).unwrap();
+    age_atimes(t.path());
+    let before = snapshot(t.path());
+    std::thread::sleep(std::time::Duration::from_millis(20));
+
+    for args in [
+        &["uninstall", "--dry-run"][..],
+        &["uninstall", "--dry-run", "--json", "--product", "smolvm"],
+        &[
+            "uninstall",
+            "--dry-run",
+            "--remove-credentials",
+            "--remove-path-block",
+        ],
+        // No --yes and stdin not a terminal: the plan is printed, nothing is done, exit 1.
+        &["uninstall"],
+        &["verify"],
+        &["verify", "--json"],
+    ] {
+        let o = smolsweep(&home, &[], args);
+        let code = o.status.code();
+        match args {
+            ["uninstall"] => assert_eq!(code, Some(1), "{}", text(&o)),
+            ["verify", ..] => assert_eq!(code, Some(1), "machines exist:\n{}", text(&o)),
+            _ => assert_eq!(code, Some(0), "{args:?}: {}", text(&o)),
+        }
+        let after = snapshot(t.path());
+        for (p, v) in &before {
+            assert_eq!(after.get(p), Some(v), "{args:?} changed {}", p.display());
+        }
+        assert_eq!(after.len(), before.len(), "{args:?} created files");
+    }
+    let o = smolsweep(&home, &[], &["uninstall", "--dry-run", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["dry_run"], true);
+    let machines: Vec<&str> = v["preflight"]["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(machines, ["demo", "demo2"]);
+    assert!(v["preflight"]["installs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|i| i["method"] == "script" && i["version"] == SMOLVM_VERSION));
+}
+
+/// A Celesto user: the real CLI in a venv, its data directory (with a sandbox row and disk),
+/// an image cache, SSH keys and credentials.
+fn celesto_home(home: &Path) {
+    let o = celesto(home, &["sandbox", "prune", "--dry-run", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let data = home.join(".local/state/celesto");
+    assert!(data.join("celesto.db").is_file());
+    let img = home.join(".celesto/images/ubuntu-v0.1.10-amd64-qemu");
+    let config = serde_json::json!({
+        "vm_id": "sbx1", "preset": null, "vcpu_count": 1, "memory": 256,
+        "guest_os": "alpine", "boot_mode": "direct_kernel",
+        "kernel_path": img.join("vmlinux.bin"), "initrd_path": img.join("initrd.img"),
+        "rootfs_path": data.join("disks/sbx1.qcow2"), "rootfs_format": "qcow2",
+        "macos_machine": null, "extra_drives": [],
+        "boot_args": "console=ttyS0 reboot=k panic=1 rdinit=/init", "ssh_capable": false,
+        "backend": "qemu", "qemu_network": "slirp", "qemu_machine": "auto",
+        "disk_mode": "isolated", "disk_size_mib": null, "grow_filesystem": false,
+        "retain_disk_on_delete": false, "env_vars": {}, "network_rate_limit_mbps": null,
+        "port_forwards": [], "vsock": null, "comm_channel": null, "internet_settings": null,
+        "workspace_mounts": [], "ssh_public_key": null, "guest_managed_networking": false,
+        "network_attachment": {"mode": "nat", "bridge": null}
+    });
+    let network = serde_json::json!({
+        "guest_ip": "10.0.2.15", "gateway_ip": "10.0.2.2", "netmask": "255.255.255.0",
+        "tap_device": "usernet", "guest_mac": "AA:FC:00:00:08:99", "ssh_host_port": 2200,
+        "egress_proxy_host_port": null, "mode": "nat", "bridge": null
+    });
+    let conn = rusqlite::Connection::open(data.join("celesto.db")).unwrap();
+    conn.execute(
+        "INSERT INTO vms (id, status, config, network, pid, socket_path, display, created_at, \
+         updated_at) VALUES ('sbx1', 'created', ?1, ?2, NULL, NULL, NULL, \
+         '2026-01-01T00:00:00+00:00', '2026-01-01T00:00:00+00:00')",
+        [config.to_string(), network.to_string()],
+    )
+    .unwrap();
+    drop(conn);
+    std::fs::write(data.join("disks/sbx1.qcow2"), b"disk").unwrap();
+    std::fs::write(data.join("sbx1.log"), b"log").unwrap();
+    std::fs::create_dir_all(&img).unwrap();
+    std::fs::write(img.join("rootfs.ext4"), vec![0u8; 4096]).unwrap();
+    std::fs::create_dir_all(home.join(".celesto/keys")).unwrap();
+    std::fs::write(home.join(".celesto/keys/id_ed25519"), b"private").unwrap();
+    std::fs::write(home.join(".celesto/keys/id_ed25519.pub"), b"public").unwrap();
+    std::fs::write(home.join(".celesto/credentials"), b"token").unwrap();
+    let l = celesto(home, &["sandbox", "list", "--all", "--json"]);
+    assert!(text(&l).contains("sbx1"), "{}", text(&l));
+}
+
+#[test]
+fn celesto_uninstall_leaves_verify_clean_and_keeps_keys() {
+    let (_t, home) = scratch_home();
+    celesto_home(&home);
+    let env = celesto_env(&home);
+    let o = smolsweep(&home, &env, &["uninstall", "--product", "celesto", "--yes"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("Delete sandbox 'sbx1'"), "{t}");
+    assert_clean(&home, &env, "celesto");
+    assert!(!home.join(".local/state/celesto").exists());
+    assert!(!home.join(".celesto/images").exists());
+    assert!(home.join(".celesto/keys/id_ed25519").is_file());
+    assert!(home.join(".celesto/credentials").is_file());
+    // The package itself is the user's to remove: shown as a pip command.
+    assert!(t.contains("-m pip uninstall celesto"), "{t}");
+}
+
+#[test]
+fn uninstalling_smolvm_leaves_celesto_sharing_dot_smolvm_working() {
+    let (_t, home) = scratch_home();
+    smolvm_home(&home);
+    celesto_home(&home);
+    // Older Celesto / PyPI smolvm files inside the shared ~/.smolvm.
+    std::fs::create_dir_all(home.join(".smolvm/keys")).unwrap();
+    std::fs::write(home.join(".smolvm/keys/id_ed25519"), b"legacy").unwrap();
+    std::fs::create_dir_all(home.join(".smolvm/forwards")).unwrap();
+    let env = celesto_env(&home);
+
+    let o = smolsweep(&home, &env, &["uninstall", "--product", "smolvm", "--yes"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_clean(&home, &env, "smolvm");
+    // ~/.smolvm keeps only what is not smol-machines'.
+    let mut left: Vec<String> = std::fs::read_dir(home.join(".smolvm"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["forwards", "keys"]);
+    // Celesto still works and still lists its state.
+    let l = celesto(&home, &["sandbox", "list", "--all", "--json"]);
+    assert!(
+        l.status.success() && text(&l).contains("sbx1"),
+        "{}",
+        text(&l)
+    );
+    assert!(home.join(".local/state/celesto/disks/sbx1.qcow2").is_file());
+
+    // Then Celesto: keys stay (asked for nothing), the rest goes.
+    let o = smolsweep(&home, &env, &["uninstall", "--product", "celesto", "--yes"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_clean(&home, &env, "all");
+    assert!(home.join(".smolvm/keys/id_ed25519").is_file());
+    assert!(!home.join(".smolvm/forwards").exists());
+}
+
+#[test]
+fn uninstalling_celesto_leaves_smolvm_working() {
+    let (_t, home) = scratch_home();
+    smolvm_home(&home);
+    celesto_home(&home);
+    std::fs::create_dir_all(home.join(".smolvm/images/ubuntu-v0.0.36-amd64-qemu")).unwrap();
+    let env = celesto_env(&home);
+    let o = smolsweep(&home, &env, &["uninstall", "--product", "celesto", "--yes"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_clean(&home, &env, "celesto");
+    assert!(!home.join(".smolvm/images").exists());
+    let ls = smolvm_ok(&home, &["machine", "ls", "-q"]);
+    assert!(ls.contains("demo") && ls.contains("demo2"), "{ls}");
+    assert!(home.join(".smolvm/smolvm-bin").is_file());
+    // smolvm's state is not "clean" while its machines exist.
+    let v = smolsweep(&home, &env, &["verify", "--product", "smolvm"]);
+    assert_eq!(v.status.code(), Some(1), "{}", text(&v));
+}
