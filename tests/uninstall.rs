@@ -620,3 +620,202 @@ fn uninstalling_celesto_leaves_smolvm_working() {
     let v = smolsweep(&home, &env, &["verify", "--product", "smolvm"]);
     assert_eq!(v.status.code(), Some(1), "{}", text(&v));
 }
+
+/// The stand-in VMM of the process tests (`examples/fake_vmm.rs`), compiled once here.
+fn fake_vmm() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fake_vmm.rs");
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let tmp = dir.join(format!("uninstall_fake_vmm.{}", std::process::id()));
+        let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+        run_ok(
+            Command::new(rustc)
+                .args(["--edition", "2021", "-C", "opt-level=0", "-o"])
+                .arg(&tmp)
+                .arg(&src),
+        );
+        let bin = dir.join("uninstall_fake_vmm");
+        std::fs::rename(&tmp, &bin).unwrap();
+        bin
+    })
+}
+
+/// A spawned stand-in VMM; killed by its own pid and reaped on drop.
+struct Vmm(std::process::Child);
+
+impl Drop for Vmm {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A process shaped like smolvm's exec'd boot child for the machine directory `vm_dir`.
+fn boot_vm(vm_dir: &Path) -> Vmm {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let mut c = Command::new(fake_vmm());
+    c.arg0("/proc/self/exe")
+        .arg("_boot-vm")
+        .arg(vm_dir.join("boot-config.json"))
+        .env("FAKE_VMM_COMM", "libkrun VM")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    Vmm(child)
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            let after = &s[s.rfind(')').unwrap() + 2..];
+            !after.starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn hazard_28_verify_names_the_audited_home_and_sees_only_its_vms() {
+    let (_ta, a) = scratch_home();
+    let (_tb, b) = scratch_home();
+    let vm_dir = a.join(".cache/smolvm/vms/0123456789abcdef");
+    std::fs::create_dir_all(&vm_dir).unwrap();
+    std::fs::write(vm_dir.join("name"), b"ghost").unwrap();
+    std::fs::write(vm_dir.join("storage.raw"), b"disk").unwrap();
+    let vmm = boot_vm(&vm_dir);
+
+    // Another HOME is clean, and says which HOME it audited.
+    let o = smolsweep(&b, &[], &["verify"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains(&format!("audited_home={}", b.display())), "{t}");
+
+    // The VM's own HOME is dirty: its process and its directory, with what removes them.
+    let o = smolsweep(&a, &[], &["verify"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains(&format!("audited_home={}", a.display())), "{t}");
+    assert!(t.contains("vm_processes=FAIL"), "{t}");
+    assert!(t.contains("vm_dirs=FAIL"), "{t}");
+    assert!(t.contains(&format!("VM process {}", vmm.0.id())), "{t}");
+    assert!(t.contains("result=dirty"), "{t}");
+    let j = smolsweep(&a, &[], &["verify", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
+    assert_eq!(v["result"], "dirty");
+    assert_eq!(v["audited_home"], a.display().to_string());
+
+    // The uninstall reaps this HOME's survivor and removes its directory; verify is clean.
+    let o = smolsweep(&a, &[], &["uninstall", "--product", "smolvm", "--yes"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(!alive(vmm.0.id()), "the VM process survived:\n{t}");
+    assert!(!vm_dir.exists());
+    assert_clean(&a, &[], "all");
+}
+
+#[test]
+fn hazard_29_excluded_and_empty_vm_dirs_are_not_leaks() {
+    let (_t, home) = scratch_home();
+    let vms = home.join(".cache/smolvm/vms");
+    for d in [
+        "_shared/abc",
+        "_restore-checkpoints/c1",
+        "_restore-base/b1",
+        "_cow-bases/d1",
+        "checkpoint-unpack",
+        "fedcba9876543210",
+    ] {
+        std::fs::create_dir_all(vms.join(d)).unwrap();
+    }
+    std::fs::write(
+        vms.join("_restore-checkpoints/c1/memory.bin"),
+        vec![1u8; 8192],
+    )
+    .unwrap();
+    std::fs::write(vms.join("_shared/abc/layer"), b"x").unwrap();
+    for f in [".demo.fork-operation.lock", ".artifact-cache.lock"] {
+        std::fs::write(vms.join(f), b"").unwrap();
+    }
+    let o = smolsweep(&home, &[], &["verify", "--product", "smolvm"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("vm_dirs=none"), "{t}");
+    assert!(t.contains("empty_vm_dirs=1"), "{t}");
+    assert!(t.contains("restore_cache=present"), "{t}");
+
+    std::fs::write(vms.join("fedcba9876543210/name"), b"left").unwrap();
+    let o = smolsweep(&home, &[], &["verify", "--product", "smolvm"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("vm_dirs=FAIL expected=none actual=1 remaining"),
+        "{t}"
+    );
+    assert!(t.contains("fedcba9876543210"), "{t}");
+}
+
+#[test]
+fn hazard_19_machine_dirs_under_smolvm_data_dir_are_checked() {
+    let (t, home) = scratch_home();
+    let d = t.path().join("relocated");
+    let vm = d.join(".cache/smolvm/vms/00112233aabbccdd");
+    std::fs::create_dir_all(&vm).unwrap();
+    std::fs::write(vm.join("storage.raw"), b"disk").unwrap();
+    // Upstream's scripts look in $SMOLVM_DATA_DIR/vms, where nothing is.
+    std::fs::create_dir_all(d.join("vms")).unwrap();
+    let env = [("SMOLVM_DATA_DIR".to_string(), d.display().to_string())];
+    let o = smolsweep(&home, &env, &["verify", "--product", "smolvm"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("00112233aabbccdd"), "{t}");
+}
+
+#[test]
+fn protected_dir_must_be_untouched_since_the_date() {
+    let (t, home) = scratch_home();
+    let real = t.path().join("real-install");
+    std::fs::create_dir_all(real.join(".smolvm")).unwrap();
+    std::fs::write(real.join(".smolvm/.version"), b"1.32.2\n").unwrap();
+    let o = smolsweep(&home, &[], &["verify"]);
+    assert!(text(&o).contains("protected=not_checked"), "{}", text(&o));
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 1;
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let args = [
+        "verify",
+        "--protected",
+        real.to_str().unwrap(),
+        "--since",
+        &since.to_string(),
+    ];
+    let o = smolsweep(&home, &[], &args);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains(&format!("protected_untouched_since_{since}=ok")),
+        "{out}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    std::fs::write(real.join(".smolvm/.version"), b"1.32.3\n").unwrap();
+    let o = smolsweep(&home, &[], &args);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("FAIL"), "{out}");
+    assert!(out.contains(".version was modified"), "{out}");
+    // A bad date is a usage error.
+    let o = smolsweep(
+        &home,
+        &[],
+        &["verify", "--protected", "/x", "--since", "soon"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -198,7 +198,7 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
             return 1;
         }
     }
-    let report = run::run(&plan, &SystemRunner::default(), now_secs());
+    let report = run::run(&plan, &SystemRunner::for_env(&env), now_secs());
     let proof = verify::verify(
         &env,
         platform,

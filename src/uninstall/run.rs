@@ -79,9 +79,25 @@ pub trait StepRunner {
 pub fn run(plan: &UninstallPlan, runner: &dyn StepRunner, now_secs: u64) -> RunReport {
     let home = &plan.home;
     let mut report = RunReport::default();
+    // Mount points whose detach failed (or was unticked): nothing holding one is removed.
+    let mut still_mounted: Vec<PathBuf> = Vec::new();
     for (index, ps) in plan.steps.iter().enumerate() {
+        let blocked = match &ps.step {
+            Step::RemovePath { path, .. } | Step::RemoveDirIfEmpty { path, .. } => {
+                still_mounted.iter().find(|m| m.starts_with(path)).cloned()
+            }
+            _ => None,
+        };
         let result = if !ps.checked {
+            if let Step::Detach { mountpoint } = &ps.step {
+                still_mounted.push(mountpoint.clone());
+            }
             StepOutcome::skipped("unticked")
+        } else if let Some(m) = blocked {
+            StepOutcome::failed(format!(
+                "not removed: {} is still mounted inside it",
+                m.display()
+            ))
         } else {
             match &ps.step {
                 Step::StopMachine {
@@ -102,7 +118,13 @@ pub fn run(plan: &UninstallPlan, runner: &dyn StepRunner, now_secs: u64) -> RunR
                     uid,
                     ..
                 } => runner.reap(*pid, *start_time, *uid),
-                Step::Detach { mountpoint } => runner.detach(mountpoint),
+                Step::Detach { mountpoint } => {
+                    let o = runner.detach(mountpoint);
+                    if o.is_failed() {
+                        still_mounted.push(mountpoint.clone());
+                    }
+                    o
+                }
                 Step::RemovePath { path, root, .. } => {
                     if !super::remove::exists(path) {
                         StepOutcome::skipped("already gone")
@@ -180,6 +202,8 @@ pub struct SystemRunner {
     pub cli_timeout: Duration,
     /// Time between SIGTERM and SIGKILL.
     pub grace: Duration,
+    /// The exact environment commands run with (`None`: this process's own).
+    pub env: Option<Vec<(String, String)>>,
 }
 
 impl Default for SystemRunner {
@@ -187,6 +211,25 @@ impl Default for SystemRunner {
         SystemRunner {
             cli_timeout: Duration::from_secs(120),
             grace: Duration::from_secs(2),
+            env: None,
+        }
+    }
+}
+
+impl SystemRunner {
+    /// A runner whose commands see exactly the audited environment (its HOME, PATH, XDG and
+    /// product variables), so a CLI never acts on another HOME's state.
+    pub fn for_env(env: &crate::env::EnvSnapshot) -> Self {
+        let mut vars: Vec<(String, String)> = env
+            .vars
+            .iter()
+            .filter(|(k, _)| k.as_str() != "HOME")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        vars.push(("HOME".into(), env.home.display().to_string()));
+        SystemRunner {
+            env: Some(vars),
+            ..SystemRunner::default()
         }
     }
 }
@@ -209,14 +252,24 @@ impl Captured {
     }
 }
 
-/// Run `program args…` with stdin closed, output captured, killed after `timeout`.
-pub fn run_captured(program: &Path, args: &[&str], timeout: Duration) -> std::io::Result<Captured> {
-    let mut child = Command::new(program)
-        .args(args)
+/// Run `program args…` with stdin closed, output captured, killed after `timeout`; with
+/// `env`, in exactly that environment.
+pub fn run_captured(
+    program: &Path,
+    args: &[&str],
+    env: Option<&[(String, String)]>,
+    timeout: Duration,
+) -> std::io::Result<Captured> {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
+        .stderr(Stdio::piped());
+    if let Some(vars) = env {
+        cmd.env_clear();
+        cmd.envs(vars.iter().map(|(k, v)| (k, v)));
+    }
+    let mut child = cmd.spawn()?;
     let mut out = child.stdout.take();
     let mut err = child.stderr.take();
     let t_out = std::thread::spawn(move || {
@@ -289,7 +342,7 @@ const FS_SYNC_FAILURE: &str = "guest did not confirm filesystem synchronization"
 
 impl SystemRunner {
     fn smolvm(&self, cli: &Path, args: &[&str]) -> Result<Captured, StepOutcome> {
-        match run_captured(cli, args, self.cli_timeout) {
+        match run_captured(cli, args, self.env.as_deref(), self.cli_timeout) {
             Ok(c) if c.timed_out => Err(StepOutcome::failed(format!(
                 "{} {} did not finish within {} s",
                 cli.display(),
@@ -420,10 +473,12 @@ impl StepRunner for SystemRunner {
     fn detach(&self, mountpoint: &Path) -> StepOutcome {
         let hdiutil = Path::new("hdiutil");
         let mp = mountpoint.to_string_lossy();
-        let first = run_captured(hdiutil, &["detach", &mp], self.cli_timeout);
+        let env = self.env.as_deref();
+        let first = run_captured(hdiutil, &["detach", &mp], env, self.cli_timeout);
         match first {
             Ok(c) if c.ok() => StepOutcome::done("detached"),
-            Ok(_) => match run_captured(hdiutil, &["detach", &mp, "-force"], self.cli_timeout) {
+            Ok(_) => match run_captured(hdiutil, &["detach", &mp, "-force"], env, self.cli_timeout)
+            {
                 Ok(c) if c.ok() => StepOutcome::done("detached with -force"),
                 Ok(c) => StepOutcome::failed(format!(
                     "hdiutil detach -force failed: {}",
