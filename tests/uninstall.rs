@@ -819,3 +819,258 @@ fn protected_dir_must_be_untouched_since_the_date() {
     );
     assert_eq!(o.status.code(), Some(2));
 }
+
+mod library {
+    //! The same procedure through the library: plans edited the way the wizard edits them.
+
+    use super::*;
+    use smolsweep::env::EnvSnapshot;
+    use smolsweep::model::Platform;
+    use smolsweep::uninstall::plan::{self, ProductChoice, Step, UninstallOptions};
+    use smolsweep::uninstall::preflight;
+    use smolsweep::uninstall::run::{self, StepOutcome, SystemRunner};
+
+    fn env_for(home: &Path, path: &str) -> EnvSnapshot {
+        EnvSnapshot::from_pairs(home, [("PATH", path.to_string())])
+    }
+
+    fn smolvm_only() -> UninstallOptions {
+        UninstallOptions {
+            product: ProductChoice::Smolvm,
+            ..UninstallOptions::default()
+        }
+    }
+
+    #[test]
+    fn hazard_3_a_name_gone_since_planning_never_reaches_the_cli() {
+        let (_t, home) = scratch_home();
+        smolvm_home(&home);
+        let env = env_for(&home, &base_path(&home));
+        let pre = preflight::gather_with(&env, Platform::Linux, &[]);
+        let mut p = plan::build(&pre, &smolvm_only());
+        // Tick only the machine steps (what a user unticking the rest would do).
+        for i in 0..p.steps.len() {
+            let machine = matches!(p.steps[i].step, Step::DeleteMachine { .. });
+            p.set_checked(i, machine);
+        }
+        assert_eq!(p.checked_count(), 2);
+        // 'demo' disappears between planning and running.
+        smolvm_ok(&home, &["machine", "delete", "--name", "demo", "--force"]);
+        let vms = home.join(".cache/smolvm/vms");
+        let listing = |d: &Path| -> Vec<String> {
+            std::fs::read_dir(d)
+                .map(|r| {
+                    r.flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let before: Vec<String> = listing(&vms);
+
+        let r = run::run(&p, &SystemRunner::for_env(&env), 0);
+        let outcome = |name: &str| {
+            r.records
+                .iter()
+                .find(|rec| matches!(&rec.step, Step::DeleteMachine { name: n, .. } if n == name))
+                .map(|rec| rec.result.clone())
+                .unwrap()
+        };
+        assert!(
+            matches!(outcome("demo"), StepOutcome::Skipped { ref why } if why.contains("not passed to the CLI")),
+            "{:?}",
+            outcome("demo")
+        );
+        assert!(matches!(outcome("demo2"), StepOutcome::Done { .. }));
+        // No state for the ghost name: no machine dir, no fork-operation lock.
+        let hash = smolsweep::inventory::smolvm::vm_dir_hash("demo");
+        let new: Vec<String> = listing(&vms)
+            .into_iter()
+            .filter(|n| !before.contains(n))
+            .collect();
+        assert!(
+            !new.iter().any(|n| n == &hash || n.starts_with(".demo.")),
+            "{new:?}"
+        );
+        // Unticked steps were not carried out.
+        assert!(r
+            .records
+            .iter()
+            .filter(|rec| matches!(rec.step, Step::RemovePath { .. }))
+            .all(|rec| rec.result == StepOutcome::skipped("unticked")));
+        assert!(home.join(".smolvm/smolvm-bin").is_file());
+        assert!(home.join(".local/share/smolvm/agent-rootfs").is_dir());
+    }
+
+    /// A stand-in smolvm whose first `delete` fails the way a guest that cannot freeze its file
+    /// system does (hazard 22), recording every call.
+    const FAKE_SMOLVM: &str = r#"#!/usr/bin/env python3
+import os, sqlite3, sys
+home = os.environ["HOME"]
+args = sys.argv[1:]
+with open(os.path.join(home, "cli.log"), "a") as f:
+    f.write(" ".join(args) + "\n")
+db = os.path.join(home, ".local/share/smolvm/server/smolvm.db")
+if args[:2] == ["machine", "stop"]:
+    sys.stderr.write("Error: agent operation failed: stop agent: guest did not confirm filesystem synchronization; left the VM alive for retry\n")
+    sys.exit(1)
+if args[:2] == ["machine", "delete"]:
+    name = args[args.index("--name") + 1]
+    marker = os.path.join(home, "fs-sync-failed")
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        sys.stderr.write("Error: agent operation failed: stop agent: guest did not confirm filesystem synchronization; left the VM alive for retry: agent operation failed: shutdown ack: freeze /oldroot/mnt/overlay: I/O error (os error 5)\n")
+        sys.exit(1)
+    c = sqlite3.connect(db)
+    c.execute("DELETE FROM vms WHERE name = ?", (name,))
+    c.commit()
+    print("Deleted machine: " + name)
+    sys.exit(0)
+sys.exit(2)
+"#;
+
+    #[test]
+    fn hazard_22_fs_sync_failure_reaps_then_deletes() {
+        let (_t, home) = scratch_home();
+        let prefix = home.join(".smolvm");
+        std::fs::create_dir_all(prefix.join("lib")).unwrap();
+        std::fs::create_dir_all(home.join(".local/bin")).unwrap();
+        std::fs::write(prefix.join("smolvm-bin"), FAKE_SMOLVM).unwrap();
+        std::fs::write(prefix.join(".version"), "1.32.2\n").unwrap();
+        std::fs::write(
+            prefix.join("smolvm"),
+            "#!/usr/bin/env bash\nset -e\n\
+             d=\"$(cd \"$(dirname \"$(readlink -f \"${BASH_SOURCE[0]}\")\")\" && pwd)\"\n\
+             export LD_LIBRARY_PATH=\"$d/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\"\n\
+             exec \"$d/smolvm-bin\" \"$@\"\n",
+        )
+        .unwrap();
+        for f in ["smolvm", "smolvm-bin"] {
+            std::fs::set_permissions(prefix.join(f), std::fs::Permissions::from_mode(0o755))
+                .unwrap();
+        }
+        std::os::unix::fs::symlink(prefix.join("smolvm"), home.join(".local/bin/smolvm")).unwrap();
+        let vm_dir = home
+            .join(".cache/smolvm/vms")
+            .join(smolsweep::inventory::smolvm::vm_dir_hash("demo"));
+        std::fs::create_dir_all(&vm_dir).unwrap();
+        std::fs::write(vm_dir.join("name"), b"demo").unwrap();
+        let vmm = boot_vm(&vm_dir);
+        let db = home.join(".local/share/smolvm/server/smolvm.db");
+        std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute(
+            "CREATE TABLE vms (name TEXT PRIMARY KEY NOT NULL, data BLOB NOT NULL)",
+            [],
+        )
+        .unwrap();
+        let data = serde_json::json!({"name": "demo", "state": "running", "pid": vmm.0.id()});
+        conn.execute(
+            "INSERT INTO vms (name, data) VALUES ('demo', ?1)",
+            [serde_json::to_vec(&data).unwrap()],
+        )
+        .unwrap();
+        drop(conn);
+
+        let o = smolsweep(&home, &[], &["uninstall", "--product", "smolvm", "--yes"]);
+        let t = text(&o);
+        // The stop cannot sync (skipped, said why), the delete reaps the VMM and succeeds on
+        // the retry.
+        assert!(t.contains("Deleted machine: demo"), "{t}");
+        assert!(!alive(vmm.0.id()), "{t}");
+        let log = std::fs::read_to_string(home.join("cli.log")).unwrap();
+        assert_eq!(
+            log.lines()
+                .filter(|l| l.starts_with("machine delete"))
+                .count(),
+            2,
+            "{log}"
+        );
+        assert!(log
+            .lines()
+            .all(|l| !l.starts_with("machine delete") || l.contains("--force")));
+        assert!(t.contains("result=clean"), "{t}");
+        assert!(t.contains("skipped: Stop machine 'demo'"), "{t}");
+        assert_eq!(o.status.code(), Some(0), "{t}");
+    }
+
+    /// Stand-in `hdiutil`: logs each call and whether the mount point's directory existed then;
+    /// a path with `busy` fails without `-force`, a path with `stuck` always fails.
+    const FAKE_HDIUTIL: &str = r#"#!/bin/sh
+mp="$2"
+if [ -d "$mp" ]; then state=exists; else state=missing; fi
+echo "$* $state" >> "$HDIUTIL_LOG"
+case "$mp" in
+  *stuck*) echo "hdiutil: detach failed - Resource busy" >&2; exit 16 ;;
+  *busy*) if [ "$3" = "-force" ]; then exit 0; fi; echo "hdiutil: detach failed - Resource busy" >&2; exit 16 ;;
+esac
+exit 0
+"#;
+
+    #[test]
+    fn macos_mounts_are_detached_first_busy_is_forced_and_a_stuck_one_blocks_its_parent() {
+        let (t, home) = scratch_home();
+        let caches = home.join("Library/Caches");
+        let ok = caches.join("smolvm-pack/1a2b3c4d/layers-cs");
+        let busy = caches.join("smolvm-pack/busy0001/layers-cs");
+        let stuck = caches.join("smolvm/vms/0123456789abcdef/pack/stuck/layers-cs");
+        for m in [&ok, &busy, &stuck] {
+            std::fs::create_dir_all(m).unwrap();
+        }
+        let bin = t.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("hdiutil"), FAKE_HDIUTIL).unwrap();
+        std::fs::set_permissions(bin.join("hdiutil"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        let log = t.path().join("hdiutil.log");
+        let mut env = env_for(&home, &format!("{}:/usr/bin:/bin", bin.display()));
+        env.vars
+            .insert("HDIUTIL_LOG".into(), log.display().to_string());
+
+        let mut pre = preflight::gather_with(&env, Platform::Macos, &[]);
+        pre.mounts = vec![ok.clone(), busy.clone(), stuck.clone()];
+        pre.mounts_checked = true;
+        let p = plan::build(&pre, &smolvm_only());
+        let first_remove = p
+            .steps
+            .iter()
+            .position(|s| matches!(s.step, Step::RemovePath { .. }))
+            .unwrap();
+        let last_detach = p
+            .steps
+            .iter()
+            .rposition(|s| matches!(s.step, Step::Detach { .. }))
+            .unwrap();
+        assert!(last_detach < first_remove);
+
+        let r = run::run(&p, &SystemRunner::for_env(&env), 0);
+        let calls = std::fs::read_to_string(&log).unwrap();
+        let lines: Vec<&str> = calls.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                format!("detach {} exists", ok.display()),
+                format!("detach {} exists", busy.display()),
+                format!("detach {} -force exists", busy.display()),
+                format!("detach {} exists", stuck.display()),
+                format!("detach {} -force exists", stuck.display()),
+            ]
+        );
+        // The pack cache went; the cache root holding the stuck mount stayed, reported.
+        assert!(!caches.join("smolvm-pack").exists());
+        assert!(stuck.exists());
+        let blocked = r
+            .records
+            .iter()
+            .find(|rec| {
+                matches!(&rec.step, Step::RemovePath { path, .. } if *path == caches.join("smolvm"))
+            })
+            .unwrap();
+        assert!(
+            matches!(&blocked.result, StepOutcome::Failed { error } if error.contains("still mounted")),
+            "{:?}",
+            blocked.result
+        );
+        assert!(r.any_failed());
+    }
+}

@@ -405,6 +405,11 @@ impl StepRunner for SystemRunner {
             StepOutcome::done(text.lines().last().unwrap_or("stopped").trim().to_string())
         } else if text.contains("saved execution") {
             StepOutcome::skipped("paused: deleted with --force instead")
+        } else if product == Product::Smolvm && text.contains(FS_SYNC_FAILURE) {
+            StepOutcome::skipped(
+                "the guest could not sync its file system; the delete step ends its VM process \
+                 and deletes it",
+            )
         } else {
             StepOutcome::failed(format!("exit {:?}: {}", c.code, text.trim()))
         }
