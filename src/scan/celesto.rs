@@ -48,6 +48,9 @@ impl CelestoKnowledge {
 enum Hold {
     Orphan,
     Saved,
+    /// A create may be under way: the disk is written before the row, under
+    /// `locks/<id>.create.lock`.
+    Creating(String),
     InUse(Vec<u32>),
     Live(String),
 }
@@ -349,6 +352,35 @@ fn scan_data_dir(
             g.hold = Hold::InUse(pids);
             continue;
         }
+        let create_lock = dir.join("locks").join(format!("{id}.create.lock"));
+        let lock_held = fsread::lstat(&create_lock).is_some_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            ctx.locks.is_held(m.dev(), m.ino())
+        });
+        let newest = std::iter::once(&g.disk.meta)
+            .chain(g.companions.iter().map(|c| &c.meta))
+            .map(super::mtime_ns)
+            .max()
+            .unwrap_or(0);
+        let now = ctx
+            .now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i128)
+            .unwrap_or(0);
+        if lock_held {
+            g.hold = Hold::Creating(format!(
+                "its create lock {} is held right now",
+                create_lock.display()
+            ));
+            continue;
+        }
+        if now - newest < ctx.opts.age_guard.as_nanos() as i128 {
+            g.hold = Hold::Creating(format!(
+                "it changed {} s ago, and Celesto writes a disk before its inventory row",
+                ((now - newest).max(0) / 1_000_000_000)
+            ));
+            continue;
+        }
         let marker = disks_dir.join(format!("{}.retained", g.disk.name.to_string_lossy()));
         if std::fs::metadata(&marker).is_ok_and(|m| m.is_file()) {
             g.hold = Hold::Saved;
@@ -375,6 +407,14 @@ fn scan_data_dir(
                 Verdict::Protected,
                 format!("Disk of sandbox '{id}', which exists in {db}."),
                 format!("Companion of the disk of sandbox '{id}', which exists in {db}."),
+                None,
+            ),
+            Hold::Creating(why) => (
+                "celesto.young_disk",
+                "celesto.young_companion",
+                Verdict::Protected,
+                format!("Disk of '{id}' with no inventory row yet, but a sandbox may be being created: {why}."),
+                format!("Companion of disk '{disk_name}', which may be being created: {why}."),
                 None,
             ),
             Hold::InUse(pids) => (
@@ -430,6 +470,10 @@ fn scan_data_dir(
         let d = match hold {
             Hold::Live(db) => Draft { kind: "celesto.sandbox_log", ..d }
                 .verdict(Verdict::Protected, format!("Console log of sandbox '{id}', which exists in {db}.")),
+            Hold::Creating(why) => Draft { kind: "celesto.young_log", ..d }.verdict(
+                Verdict::Protected,
+                format!("Console log of '{id}', which may be being created: {why}."),
+            ),
             Hold::InUse(pids) => Draft { kind: "celesto.in_use_log", ..d }.verdict(
                 Verdict::Protected,
                 format!("Console log of sandbox '{id}', whose disk process {} is using (upstream would delete it: B3).", pid_list(pids)),
