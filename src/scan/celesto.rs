@@ -156,7 +156,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
                     .into_iter()
                     .flatten()
                 {
-                    depends.push((canon(p), s.id.clone()));
+                    depends.push((p.clone(), s.id.clone()));
                 }
             }
         }
@@ -168,7 +168,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
                     .unwrap_or("?")
                     .to_string();
                 for b in crate::qcow2::backing_chain(&e.path, 16) {
-                    depends.push((canon(&b), owner.clone()));
+                    depends.push((b, owner.clone()));
                 }
             }
         }
@@ -343,7 +343,8 @@ fn scan_data_dir(
             .chain(g.companions.iter().map(|c| &c.path))
             .chain(std::iter::once(&log_path(&id)))
         {
-            let meta = std::fs::metadata(p).ok();
+            // lstat: a scan never resolves through a symlink (that would touch its atime).
+            let meta = fsread::lstat(p);
             pids.extend(ctx.procs.users_of(p, meta.as_ref()));
         }
         pids.sort_unstable();
@@ -382,7 +383,10 @@ fn scan_data_dir(
             continue;
         }
         let marker = disks_dir.join(format!("{}.retained", g.disk.name.to_string_lossy()));
-        if std::fs::metadata(&marker).is_ok_and(|m| m.is_file()) {
+        // A marker that is a symlink is not followed (a scan never resolves through links);
+        // it is taken as saved, the more careful reading (upstream counts a dangling one as
+        // not saved).
+        if fsread::lstat(&marker).is_some_and(|m| m.is_file() || m.file_type().is_symlink()) {
             g.hold = Hold::Saved;
         }
     }
@@ -512,8 +516,7 @@ fn scan_data_dir(
         });
         let d = match orphan_comp {
             Some((id, disk, tail)) if !e.is_dir() => {
-                let meta = std::fs::metadata(&e.path).ok();
-                let pids = ctx.procs.users_of(&e.path, meta.as_ref());
+                let pids = ctx.procs.users_of(&e.path, Some(&e.meta));
                 let d = Draft::new(P, "celesto.orphan_companion", &e.path).owner(id.as_str()).root(&disks_dir);
                 if let Some(db) = db_of(&id) {
                     d.verdict(Verdict::Protected, format!("Companion file of sandbox '{id}', which exists in {db}."))
@@ -555,8 +558,7 @@ fn scan_data_dir(
                     format!("Console log of sandbox '{stem}', which exists in {db}."),
                 )
         } else {
-            let meta = std::fs::metadata(&e.path).ok();
-            let mut pids = ctx.procs.users_of(&e.path, meta.as_ref());
+            let mut pids = ctx.procs.users_of(&e.path, Some(&e.meta));
             pids.extend(vmm_ids.get(stem).cloned().unwrap_or_default());
             if pids.is_empty() {
                 Draft::new(P, "celesto.orphan_log", &e.path).owner(stem).verdict(
@@ -823,6 +825,7 @@ fn scan_image_dir(
     depends: &[(PathBuf, String)],
 ) {
     let newest = installed.iter().map(|(_, v)| v).max();
+    let real_dir = canon(dir);
     for e in fsread::read_dir_or_empty(dir) {
         let Some(name) = e.name_str() else { continue };
         let Some(ver) = cache_version(name) else {
@@ -836,10 +839,12 @@ fn scan_image_dir(
             ));
             continue;
         }
-        let target = canon(&e.path);
+        // Lexical: sandboxes record absolute, resolved paths; a symlinked entry is never
+        // resolved (removing a link cannot break what its target holds).
+        let real_entry = real_dir.join(&e.name);
         let users: Vec<&str> = depends
             .iter()
-            .filter(|(p, _)| p.starts_with(&target) || p.starts_with(&e.path))
+            .filter(|(p, _)| p.starts_with(&real_entry) || p.starts_with(&e.path))
             .map(|(_, id)| id.as_str())
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
