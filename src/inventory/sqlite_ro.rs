@@ -11,8 +11,9 @@
 //!   into private heap memory instead (the "unreliable shm" path). Either way nothing is written.
 //!   So WAL databases are opened with `mode=ro&readonly_shm=1`.
 //! * A WAL database whose `-wal` (or `-shm`) is missing (cleanly closed) makes a `mode=ro` reader
-//!   **create** `-wal` and `-shm` (and leave them behind, owned by the reader). Such a database is
-//!   read from a private copy instead (all its data is in the main file), see [`copy_and_open`].
+//!   **create** `-wal` and `-shm` and leave them behind (owned by the reader, or chowned to the
+//!   database owner when the reader is root). Such a database is read from a private copy
+//!   instead (all its data is in the main file, plus `-wal` when only `-shm` is missing).
 //! * **As root**, SQLite `fchown`s every `-wal`/`-shm` it opens to the database owner, which bumps
 //!   their ctime. Reading also updates atime (relatime: whenever atime <= mtime).
 //!
