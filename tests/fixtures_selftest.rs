@@ -726,6 +726,39 @@ fn env_vars_point_at_the_scratch_home_and_socket_dir() {
 }
 
 #[test]
+fn both_products_share_one_home_and_keep_their_young_items() {
+    let (_t, h) = home(Layout::Linux);
+    let sm = smolvm_edge_cases(&h).unwrap();
+    let ce = celesto_edge_cases(&h).unwrap();
+    let mut all = sm.manifest.clone();
+    all.extend(ce.manifest.clone());
+    for e in &all.entries {
+        let young = matches!(
+            e.label,
+            "young_orphan_disk" | "young_dangling_dir" | "held_lock"
+        );
+        let age = age_of(&e.path);
+        assert_eq!(
+            age < Duration::from_secs(600),
+            young,
+            "{} ({}) age {age:?}",
+            e.path.display(),
+            e.label
+        );
+    }
+    // ~/.smolvm holds both products' files, each labelled for its product.
+    let dot = h.path(".smolvm");
+    assert_eq!(all.entry(&dot.join("smolvm-bin")).unwrap().label, "install");
+    assert_eq!(
+        all.entry(&dot.join("smolvm-bin")).unwrap().product,
+        "smolvm"
+    );
+    let key = all.entry(&dot.join("keys/id_ed25519")).unwrap();
+    assert_eq!((key.label, key.product), ("legacy_home_entry", "celesto"));
+    assert!(dot.join("images/ubuntu-v0.0.36-amd64-firecracker").is_dir());
+}
+
+#[test]
 fn age_tree_ages_children_directories_and_symlinks_without_following() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path().join("x");
