@@ -6,16 +6,19 @@
 //! `getdents`, and `lstat`s every entry relative to that descriptor (`fstatat` with
 //! `AT_SYMLINK_NOFOLLOW`). Nothing is ever read through a symlink, and on Linux reading a
 //! directory does not update its atime (relatime would otherwise touch it on the first read after
-//! a change). A subdirectory is entered only if the descriptor opened for it is the very inode
+//! a change; macOS has no `O_NOATIME`, so there the mount's atime policy applies). Regular files
+//! are never opened. A subdirectory is entered only if the descriptor opened for it is the very inode
 //! that was `lstat`ed, so a directory swapped for a symlink or a mount mid-walk is not followed.
 //!
 //! Large trees are walked by several threads (one per available core, at most
 //! [`MAX_THREADS`]) sharing one stack of pending directories; each (device, inode) is claimed
-//! exactly once through a sharded set, so hard links are never counted twice whatever the order.
+//! exactly once through a sharded map kept by the [`Sizer`], so hard links are never counted
+//! twice whatever the order. Directory descriptors stay open only while subdirectories of them
+//! are pending, so open descriptors grow with depth, not with breadth.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::ffi::{CStr, CString, OsStr};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -52,7 +55,8 @@ pub struct Measure {
     pub files: u64,
     /// Directories counted, the root included.
     pub dirs: u64,
-    /// Directories on another device below the path: never entered.
+    /// Entries below the path on another device (mount points): listed here, never entered, not
+    /// counted. Sorted.
     pub mounts: Vec<PathBuf>,
     /// Entries that could not be read.
     pub errors: u64,
@@ -225,7 +229,9 @@ type InodeMap = HashMap<(u64, u64), u32, BuildHasherDefault<InodeHasher>>;
 impl Default for Claims {
     fn default() -> Self {
         Self {
-            shards: (0..SHARDS).map(|_| Mutex::new(InodeMap::default())).collect(),
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(InodeMap::default()))
+                .collect(),
             walk: 0,
         }
     }
