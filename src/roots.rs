@@ -498,7 +498,7 @@ type Entry = (Option<String>, PathBuf, std::fs::FileType);
 /// listing are skipped.
 fn sorted_entries(dir: &Path) -> std::io::Result<Vec<Entry>> {
     let mut entries = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
+    for entry in crate::fsread::read_dir_std(dir)? {
         let entry = entry?;
         let path = entry.path();
         let ft = match std::fs::symlink_metadata(&path) {
@@ -596,11 +596,18 @@ pub(crate) const HEAD_BYTES: usize = 16 * 1024;
 pub(crate) fn read_head(path: &Path, max: usize) -> Option<Vec<u8>> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
+    let open = |extra: i32| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | extra)
+            .open(path)
+    };
+    // O_NOATIME: a scan changes no timestamp (refused for files of other users: then without).
+    let file = match open(libc::O_NOATIME) {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => open(0).ok()?,
+        Err(_) => return None,
+    };
     if !file.metadata().ok()?.is_file() {
         return None;
     }

@@ -218,16 +218,21 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
     // Sockets and libkrun configs in /tmp.
     scan_socket_dir(ctx, &roots.socket_dir, &live_all, &vmm_ids, &know, all_ok);
 
-    // Image caches.
-    let installed: Vec<(String, Version)> = ctx
-        .installs
-        .iter()
-        .filter(|i| i.product == Product::Celesto)
-        .filter_map(|i| {
-            let v = i.version.as_ref()?;
-            Some((v.clone(), Version::parse(v)?))
-        })
-        .collect();
+    // Image caches. Versions in cache names are the version of the distribution that wrote
+    // them (celesto 0.1.x, PyPI smolvm 0.0.x): each directory is judged against the installed
+    // versions of the distributions that use it.
+    let installs = ctx.installs.clone();
+    let installed_of = |dists: &[&str]| -> Vec<(String, Version)> {
+        installs
+            .iter()
+            .filter(|i| i.product == Product::Celesto)
+            .filter(|i| dists.contains(&i.distribution.as_deref().unwrap_or("celesto")))
+            .filter_map(|i| {
+                let v = i.version.as_ref()?;
+                Some((v.clone(), Version::parse(v)?))
+            })
+            .collect()
+    };
     let mut seen_images = HashSet::new();
     for cand in &roots.image_dirs {
         let dir = &cand.path;
@@ -240,7 +245,16 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
             "image_dir".to_string()
         };
         report_roots.insert(key, dir.clone());
-        scan_image_dir(ctx, dir, &installed, &depends);
+        let mut dists = Vec::new();
+        if cand.source == "CELESTO_IMAGE_DIR" || dir.ends_with(".celesto/images") || cand.preferred
+        {
+            dists.push("celesto");
+        }
+        if cand.source == "SMOLVM_IMAGE_DIR" || dir.ends_with(".smolvm/images") {
+            dists.push("smolvm");
+        }
+        let installed = installed_of(&dists);
+        scan_image_dir(ctx, dir, &installed, &depends, &dists);
     }
 
     let home_exists = roots.home_dir.is_dir();
@@ -823,7 +837,13 @@ fn scan_image_dir(
     dir: &Path,
     installed: &[(String, Version)],
     depends: &[(PathBuf, String)],
+    dists: &[&str],
 ) {
+    let who = if dists.is_empty() {
+        "Celesto".to_string()
+    } else {
+        dists.join(" or ")
+    };
     let newest = installed.iter().map(|(_, v)| v).max();
     let real_dir = canon(dir);
     for e in fsread::read_dir_or_empty(dir) {
@@ -901,7 +921,7 @@ fn scan_image_dir(
         } else {
             Draft { kind: "celesto.image_cache_stale", ..d }.opt_in(
                 OptInClass::Caches,
-                format!("Image cache of v{ver}; Celesto is not installed here, so no version is current and no sandbox uses it."),
+                format!("Image cache of v{ver}; {who} is not installed here, so no version is current, and no sandbox uses it."),
             )
         };
         ctx.add(d);
