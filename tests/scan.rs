@@ -326,7 +326,7 @@ fn smolvm_vm_processes_are_attributed_and_scoped_by_home() {
     let orphan_dir = sm.dangling_dir("vm-orphan").unwrap();
     let other_sm = other.smolvm().unwrap();
     let foreign_dir = other_sm.dangling_dir("vm-foreign").unwrap();
-    smolsweep_fixtures::age_tree(&t.path().to_path_buf(), smolsweep_fixtures::OLD).unwrap();
+    smolsweep_fixtures::age_tree(t.path(), smolsweep_fixtures::OLD).unwrap();
     let bin = fake_vmm_bin(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fake_vmm.rs"),
         Path::new(env!("CARGO_TARGET_TMPDIR")),
@@ -405,7 +405,10 @@ fn unreadable_inventory_makes_findings_unknown_never_reclaimable() {
 }
 
 /// Every path below `root` with what a scan must not change.
-fn state_of(root: &Path) -> BTreeMap<PathBuf, (u64, i64, i64, i64, i64, i64, u64, Vec<u8>)> {
+/// (inode, atime, atime ns, mtime, mtime ns, ctime, size, data digest).
+type Stamp = (u64, i64, i64, i64, i64, i64, u64, Vec<u8>);
+
+fn state_of(root: &Path) -> BTreeMap<PathBuf, Stamp> {
     let mut out = BTreeMap::new();
     // Walk with O_NOATIME listings: the check itself must not disturb what it checks.
     let mut paths = vec![root.to_path_buf()];
