@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod env;
+pub mod exec;
 pub mod install;
 pub mod inventory;
 pub mod model;
