@@ -26,7 +26,10 @@ mod support {
     }
 
     fn run_ok(cmd: &mut Command, what: &str) {
-        let out = cmd.stdin(Stdio::null()).output().unwrap_or_else(|e| panic!("{what}: {e}"));
+        let out = cmd
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
         assert!(
             out.status.success(),
             "{what} failed: {}{}",
@@ -51,7 +54,10 @@ mod support {
         }
         let dir = scratch().join("wheels");
         run_ok(
-            Command::new("python3").args(["-m", "pip", "download", "--no-deps", "-d"]).arg(&dir).arg("smolmachines==1.32.2"),
+            Command::new("python3")
+                .args(["-m", "pip", "download", "--no-deps", "-d"])
+                .arg(&dir)
+                .arg("smolmachines==1.32.2"),
             "pip download smolmachines==1.32.2",
         );
         smol_wheel()
@@ -66,7 +72,10 @@ mod support {
                 let tmp = scratch().join(format!("smolmachines-x-{}", std::process::id()));
                 let _ = std::fs::remove_dir_all(&tmp);
                 run_ok(
-                    Command::new("python3").args(["-m", "zipfile", "-e"]).arg(smol_wheel()).arg(&tmp),
+                    Command::new("python3")
+                        .args(["-m", "zipfile", "-e"])
+                        .arg(smol_wheel())
+                        .arg(&tmp),
                     "extract the smolmachines wheel",
                 );
                 if std::fs::rename(&tmp, &dest).is_err() {
@@ -114,7 +123,10 @@ mod support {
         let mut c = Command::new(home.join(".local/bin/smolvm"));
         c.env_clear()
             .env("HOME", home)
-            .env("PATH", format!("{}:/usr/bin:/bin", home.join(".local/bin").display()))
+            .env(
+                "PATH",
+                format!("{}:/usr/bin:/bin", home.join(".local/bin").display()),
+            )
             .stdin(Stdio::null());
         c
     }
@@ -129,7 +141,10 @@ mod support {
             let venv = scratch().join("venv-celesto-0.1.10");
             let bin = venv.join("bin/celesto");
             if !bin.exists() {
-                run_ok(Command::new("python3").args(["-m", "venv"]).arg(&venv), "python3 -m venv");
+                run_ok(
+                    Command::new("python3").args(["-m", "venv"]).arg(&venv),
+                    "python3 -m venv",
+                );
                 run_ok(
                     Command::new(venv.join("bin/pip")).args(["install", "-q", "celesto==0.1.10"]),
                     "pip install celesto==0.1.10",
@@ -202,7 +217,11 @@ fn edit_record(home: &Path, name: &str, json_set_args: &str) {
         .unwrap();
     assert_eq!(n, 1);
     let ty: String = conn
-        .query_row("SELECT typeof(data) FROM vms WHERE name = ?1", [name], |r| r.get(0))
+        .query_row(
+            "SELECT typeof(data) FROM vms WHERE name = ?1",
+            [name],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(ty, "blob");
 }
@@ -243,12 +262,16 @@ fn locate_skips_the_other_smolvm() {
     std::fs::create_dir_all(&bin).unwrap();
     // Celesto / PyPI smolvm's entry point has the same command name.
     let py = bin.join("smolvm");
-    std::fs::write(&py, "#!/usr/bin/python3\nfrom smolvm.cli.main import main\nmain()\n").unwrap();
+    std::fs::write(
+        &py,
+        "#!/usr/bin/python3\nfrom smolvm.cli.main import main\nmain()\n",
+    )
+    .unwrap();
     make_executable(&py);
     let env = EnvSnapshot::from_pairs(tmp.path(), [("PATH", bin.to_str().unwrap())]);
     let found = SmolvmCli::locate(&env, tmp.path().join("db"));
     assert!(
-        found.as_ref().map_or(true, |c| c.program != py),
+        !matches!(&found, Some(c) if c.program == py),
         "picked the Python smolvm: {found:?}"
     );
 }
@@ -263,7 +286,12 @@ fn stop_on_a_created_machine_is_not_running() {
             state: "created".into()
         }
     );
-    assert_eq!(smolvm_record_state(&db_of(&home), "demo").unwrap().as_deref(), Some("created"));
+    assert_eq!(
+        smolvm_record_state(&db_of(&home), "demo")
+            .unwrap()
+            .as_deref(),
+        Some("created")
+    );
 }
 
 /// Hazard 12: `machine delete` without `--force` on a non-TTY exits 1 (v1.17+; earlier it
@@ -278,10 +306,16 @@ fn hazard_12_delete_without_force_on_non_tty() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("needs confirmation but stdin is not a terminal"));
-    assert!(smolvm_record_state(&db_of(&home), "demo").unwrap().is_some());
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("needs confirmation but stdin is not a terminal"));
+    assert!(smolvm_record_state(&db_of(&home), "demo")
+        .unwrap()
+        .is_some());
     // Through Smolsweep.
-    assert_eq!(cli_for(&home).delete("demo", false), MachineOutcome::Deleted);
+    assert_eq!(
+        cli_for(&home).delete("demo", false),
+        MachineOutcome::Deleted
+    );
     assert_eq!(smolvm_record_state(&db_of(&home), "demo").unwrap(), None);
 }
 
@@ -294,11 +328,17 @@ fn hazard_13_paused_machine_refuses_stop() {
     edit_record(
         &home,
         "p1",
-        &format!("'$.state', 'paused', '$.paused_checkpoint', '{}'", ckpt.display()),
+        &format!(
+            "'$.state', 'paused', '$.paused_checkpoint', '{}'",
+            ckpt.display()
+        ),
     );
     let cli = cli_for(&home);
     assert_eq!(cli.stop("p1"), MachineOutcome::Paused);
-    assert_eq!(smolvm_record_state(&db_of(&home), "p1").unwrap().as_deref(), Some("paused"));
+    assert_eq!(
+        smolvm_record_state(&db_of(&home), "p1").unwrap().as_deref(),
+        Some("paused")
+    );
     // Resume cannot work here (the checkpoint does not exist): reported as it is, not as success.
     match cli.resume("p1") {
         MachineOutcome::Unexpected { code, stderr, .. } => {
@@ -399,8 +439,15 @@ fn delete_passes_force_always_and_cascade_only_when_asked() {
         .filter_map(|l| l.strip_prefix("env ").map(String::from))
         .filter(|l| !l.starts_with("PWD=") && !l.starts_with("SHLVL=") && !l.starts_with("_="))
         .collect();
-    assert!(envs.contains(&format!("HOME={}", home.display())), "{envs:?}");
-    assert!(envs.iter().all(|e| e.starts_with("HOME=") || e.starts_with("PATH=")), "{envs:?}");
+    assert!(
+        envs.contains(&format!("HOME={}", home.display())),
+        "{envs:?}"
+    );
+    assert!(
+        envs.iter()
+            .all(|e| e.starts_with("HOME=") || e.starts_with("PATH=")),
+        "{envs:?}"
+    );
 }
 
 #[test]
@@ -453,8 +500,15 @@ fn hanging_cli_times_out_and_its_process_group_is_killed() {
     };
     let started = Instant::now();
     assert_eq!(cli.stop("demo"), MachineOutcome::TimedOut);
-    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
-    let listed: Vec<u32> = read(&pids).lines().map(|l| l.trim().parse().unwrap()).collect();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let listed: Vec<u32> = read(&pids)
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
     assert_eq!(listed.len(), 2, "the stand-in did not start its child");
     let until = Instant::now() + Duration::from_secs(5);
     while !listed.iter().all(|p| gone(*p)) {
@@ -486,7 +540,10 @@ fn unexpected_output_is_reported_not_guessed() {
     };
     assert!(matches!(
         cli.delete("demo", false),
-        MachineOutcome::Unexpected { code: Some(101), .. }
+        MachineOutcome::Unexpected {
+            code: Some(101),
+            ..
+        }
     ));
 }
 
@@ -552,7 +609,11 @@ impl CelestoScene {
             .stdin(Stdio::null())
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(state.join("celesto.db").exists());
         CelestoScene {
             _tmp: tmp,
@@ -593,7 +654,13 @@ impl CelestoScene {
 struct Sleeper(std::process::Child);
 impl Sleeper {
     fn new() -> Sleeper {
-        Sleeper(Command::new("sleep").arg("600").stdin(Stdio::null()).spawn().unwrap())
+        Sleeper(
+            Command::new("sleep")
+                .arg("600")
+                .stdin(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
     }
     fn alive(&mut self) -> bool {
         self.0.try_wait().unwrap().is_none()
@@ -621,7 +688,10 @@ fn celesto_stop_and_delete_with_the_real_cli() {
     // A row that says running without a pid: the real CLI stops it.
     s.add("c2", "running", None);
     assert_eq!(cli.stop("c2", None), MachineOutcome::Stopped);
-    assert_eq!(celesto_row(&s.db(), "c2").unwrap().unwrap().status, "stopped");
+    assert_eq!(
+        celesto_row(&s.db(), "c2").unwrap().unwrap().status,
+        "stopped"
+    );
     // Delete through the real CLI: row, disk and log go.
     assert_eq!(cli.delete("c1", None), MachineOutcome::Deleted);
     assert_eq!(celesto_row(&s.db(), "c1").unwrap(), None);
@@ -648,8 +718,14 @@ fn b7_celesto_stop_on_a_reused_pid_is_refused() {
         ..now
     };
     assert_eq!(cli.stop("c3", None), MachineOutcome::PidNotVerified { pid });
-    assert_eq!(cli.stop("c3", Some(&stale)), MachineOutcome::PidNotVerified { pid });
-    assert_eq!(cli.delete("c3", Some(&stale)), MachineOutcome::PidNotVerified { pid });
+    assert_eq!(
+        cli.stop("c3", Some(&stale)),
+        MachineOutcome::PidNotVerified { pid }
+    );
+    assert_eq!(
+        cli.delete("c3", Some(&stale)),
+        MachineOutcome::PidNotVerified { pid }
+    );
     std::thread::sleep(Duration::from_millis(300));
     assert!(unrelated.alive(), "the unrelated process was signalled");
     assert!(s.state.join("disks/c3.ext4").exists());
@@ -657,7 +733,10 @@ fn b7_celesto_stop_on_a_reused_pid_is_refused() {
     assert_eq!(cli.stop("c3", Some(&now)), MachineOutcome::Stopped);
     let until = Instant::now() + Duration::from_secs(10);
     while unrelated.alive() {
-        assert!(Instant::now() < until, "celesto did not stop the verified process");
+        assert!(
+            Instant::now() < until,
+            "celesto did not stop the verified process"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -676,7 +755,10 @@ fn b6_invalid_sandbox_id_never_reaches_the_cli() {
             spy.delete(id, None),
             MachineOutcome::InvalidName { name: id.into() }
         );
-        assert_eq!(spy.stop(id, None), MachineOutcome::InvalidName { name: id.into() });
+        assert_eq!(
+            spy.stop(id, None),
+            MachineOutcome::InvalidName { name: id.into() }
+        );
     }
     assert_eq!(read(&log), "");
 }
@@ -695,5 +777,8 @@ fn celesto_cli_missing_and_unexpected() {
         program: prog,
         ..s.cli()
     };
-    assert!(matches!(odd.stop("c4", None), MachineOutcome::Unexpected { .. }));
+    assert!(matches!(
+        odd.stop("c4", None),
+        MachineOutcome::Unexpected { .. }
+    ));
 }

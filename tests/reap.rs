@@ -297,7 +297,7 @@ fn proc_probe_path_terminates_and_kills() {
     assert_eq!(c.wait_signal(), Some(libc::SIGTERM));
 }
 
-/// The macOS probe (`ps -o uid=,stat=,etime=`) works against procps `ps` too.
+/// The macOS probe (`ps -o uid=,stat=,lstart=`, UTC) works against procps `ps` too.
 #[test]
 fn ps_probe_path_reaps_a_real_process() {
     let mut c = sleeper();

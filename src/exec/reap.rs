@@ -368,41 +368,23 @@ impl ProcessProbe for ProcProbe {
     }
 }
 
-/// `ps -o uid=,stat=,etime= -p <pid>` probe (macOS; procps accepts the same columns).
-/// Start times are seconds since the epoch, derived from the elapsed time, so they compare
-/// with a tolerance of [`PS_START_TOLERANCE_SECS`].
+/// `ps -o uid=,stat=,lstart= -p <pid>` probe (macOS; procps accepts the same columns), run with
+/// `LC_ALL=C TZ=UTC` so `lstart` reads as UTC seconds since the epoch, the unit the macOS
+/// process scanner records ([`crate::procs::macos::parse_lstart`]).
 pub struct PsProbe;
 
-/// `ps` reports elapsed time in whole seconds: allow this much drift between two readings.
-pub const PS_START_TOLERANCE_SECS: u64 = 2;
-
-/// Parse `[[dd-]hh:]mm:ss` (the `etime` column) into seconds.
-pub fn parse_etime(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (days, rest) = match s.split_once('-') {
-        Some((d, r)) => (d.parse::<u64>().ok()?, r),
-        None => (0, s),
-    };
-    let parts: Vec<&str> = rest.split(':').collect();
-    let nums: Option<Vec<u64>> = parts.iter().map(|p| p.parse::<u64>().ok()).collect();
-    let nums = nums?;
-    let (h, m, sec) = match nums.as_slice() {
-        [m, s] => (0, *m, *s),
-        [h, m, s] => (*h, *m, *s),
-        _ => return None,
-    };
-    Some(days * 86_400 + h * 3600 + m * 60 + sec)
-}
-
-/// Parse one `ps -o uid=,stat=,etime=` line taken at `now_secs` (seconds since the epoch).
-/// `ps` shows one uid (the effective one on macOS).
-pub fn parse_ps_probe_line(line: &str, now_secs: u64) -> Option<Probe> {
+/// Parse one `ps -o uid=,stat=,lstart=` line (`501 Ss Mon Nov 30 03:10:04 2026`).
+/// `ps` shows one uid (the effective one).
+pub fn parse_ps_probe_line(line: &str) -> Option<Probe> {
     let mut it = line.split_whitespace();
     let uid: u32 = it.next()?.parse().ok()?;
     let stat = it.next()?;
-    let elapsed = parse_etime(it.next()?)?;
+    let lstart: Vec<&str> = it.collect();
+    if lstart.len() != 5 {
+        return None;
+    }
     Some(Probe {
-        start_time: now_secs.saturating_sub(elapsed),
+        start_time: crate::procs::macos::parse_lstart(&lstart.join(" "))?,
         uid,
         euid: uid,
         zombie: stat.starts_with('Z'),
@@ -421,19 +403,16 @@ pub fn macos_start_secs(v: u64) -> u64 {
 impl ProcessProbe for PsProbe {
     fn probe(&self, pid: u32) -> io::Result<Option<Probe>> {
         let out = std::process::Command::new("ps")
-            .args(["-o", "uid=,stat=,etime=", "-p", &pid.to_string()])
+            .args(["-o", "uid=,stat=,lstart=", "-p", &pid.to_string()])
             .env("LC_ALL", "C")
+            .env("TZ", "UTC")
             .stdin(std::process::Stdio::null())
             .output()?;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
         let text = String::from_utf8_lossy(&out.stdout);
         match text.lines().find(|l| !l.trim().is_empty()) {
             // `ps -p` exits 1 with no line when the pid does not exist.
             None => Ok(None),
-            Some(line) => parse_ps_probe_line(line, now)
+            Some(line) => parse_ps_probe_line(line)
                 .map(Some)
                 .ok_or_else(|| io::Error::other(format!("unexpected ps output: {line:?}"))),
         }
@@ -445,7 +424,7 @@ impl ProcessProbe for PsProbe {
         my_euid()
     }
     fn same_start(&self, recorded: u64, observed: u64) -> bool {
-        macos_start_secs(recorded).abs_diff(observed) <= PS_START_TOLERANCE_SECS
+        macos_start_secs(recorded) == observed
     }
 }
 
@@ -600,25 +579,28 @@ mod tests {
     }
 
     #[test]
-    fn etime_forms() {
-        assert_eq!(parse_etime("00:05"), Some(5));
-        assert_eq!(parse_etime("01:02:03"), Some(3723));
-        assert_eq!(parse_etime("2-01:00:00"), Some(2 * 86400 + 3600));
-        assert_eq!(parse_etime("x"), None);
-        let p = parse_ps_probe_line("  501 Ss     01:40", 1_000_000).unwrap();
+    fn ps_probe_lines() {
+        let p = parse_ps_probe_line("  501 Ss   Mon Nov 30 03:10:04 2026").unwrap();
+        assert_eq!((p.uid, p.zombie), (501, false));
         assert_eq!(
-            (p.uid, p.start_time, p.zombie),
-            (501, 1_000_000 - 100, false)
+            p.start_time,
+            crate::procs::macos::parse_lstart("Mon Nov 30 03:10:04 2026").unwrap()
         );
-        assert!(parse_ps_probe_line("501 Z+ 00:01", 10).unwrap().zombie);
+        assert!(
+            parse_ps_probe_line("501 Z+ Thu Jan  1 00:00:01 1970")
+                .unwrap()
+                .zombie
+        );
+        assert_eq!(parse_ps_probe_line("501 S 01:40"), None);
     }
 
     #[test]
     fn macos_start_units() {
         assert_eq!(macos_start_secs(1_796_004_250_123_456), 1_796_004_250);
         assert_eq!(macos_start_secs(1_796_004_250), 1_796_004_250);
-        assert!(PsProbe.same_start(1_796_004_250_000_000, 1_796_004_251));
-        assert!(!PsProbe.same_start(1_796_004_250, 1_796_004_260));
+        assert!(PsProbe.same_start(1_796_004_250_123_456, 1_796_004_250));
+        assert!(PsProbe.same_start(1_796_004_250, 1_796_004_250));
+        assert!(!PsProbe.same_start(1_796_004_250, 1_796_004_251));
     }
 
     /// A scripted process table: what each probe returns, and the signals received.
