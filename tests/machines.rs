@@ -565,6 +565,88 @@ fn hazard_22_fs_sync_failure_offers_reap_then_delete() {
     assert_eq!(cli.delete("demo", false), MachineOutcome::FsSyncFailed);
 }
 
+/// Hazard 22 and #787, the way out: reap the VMM (verified), then delete again, and the delete
+/// runs only after the VMM is confirmed dead.
+#[test]
+fn hazard_22_reap_then_delete_only_after_the_vmm_is_dead() {
+    let (t, home) = smolvm_home();
+    create(&home, "demo");
+    // A "VMM" that ignores SIGTERM, as smolvm's can.
+    let ready = t.path().join("ready");
+    let mut vmm = Sleeper(
+        Command::new("bash")
+            .arg("-c")
+            .arg("trap '' TERM; touch \"$1\"; exec sleep 600")
+            .arg("bash")
+            .arg(&ready)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = vmm.0.id();
+    let until = Instant::now() + Duration::from_secs(10);
+    while !(ready.exists()
+        && std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep"))
+    {
+        assert!(Instant::now() < until);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let target = ProcessRef::current(pid).unwrap();
+    // The stand-in CLI records whether the VMM was still running when it was called.
+    let (prog, log) = stand_in(
+        t.path(),
+        &format!(
+            "s=$(cut -d' ' -f3 /proc/{pid}/stat 2>/dev/null); echo \"vmm-state ${{s:-gone}}\" >> '{}'; \
+             echo 'Deleted machine: demo'",
+            t.path().join("stand-in.log").display()
+        ),
+    );
+    let cli = SmolvmCli {
+        program: prog,
+        ..cli_for(&home)
+    };
+    let opts = smolsweep::exec::reap::ReapOptions {
+        term_grace: Duration::from_millis(300),
+        kill_grace: Duration::from_secs(5),
+    };
+    // A stale identity: nothing is signalled and the CLI is not called.
+    let stale = ProcessRef {
+        start_time: target.start_time + 7,
+        ..target
+    };
+    let (r, d) = cli.delete_after_reap("demo", &stale, false, &opts);
+    assert!(
+        matches!(
+            r,
+            smolsweep::exec::reap::ReapOutcome::IdentityMismatch { .. }
+        ),
+        "{r:?}"
+    );
+    assert_eq!(d, None);
+    assert!(vmm.alive());
+    assert_eq!(read(&log), "");
+    // The real identity: SIGKILL after the grace, then the delete.
+    let (r, d) = cli.delete_after_reap("demo", &target, false, &opts);
+    assert!(r.death_confirmed(), "{r:?}");
+    assert_eq!(d, Some(MachineOutcome::Deleted));
+    let states: Vec<String> = read(&log)
+        .lines()
+        .filter_map(|l| l.strip_prefix("vmm-state ").map(String::from))
+        .collect();
+    assert_eq!(states.len(), 1);
+    assert!(
+        states[0] == "Z" || states[0] == "gone",
+        "delete ran while the VMM was {}",
+        states[0]
+    );
+    // A ghost name: nothing is reaped at all.
+    let mut other = Sleeper::new();
+    let other_ref = ProcessRef::current(other.0.id()).unwrap();
+    let (_, d) = cli.delete_after_reap("ghost", &other_ref, false, &opts);
+    assert_eq!(d, Some(MachineOutcome::NotFound));
+    assert!(other.alive());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Celesto
 

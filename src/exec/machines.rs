@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::env::EnvSnapshot;
-use crate::exec::reap::ProcessRef;
+use crate::exec::reap::{reap, ProcessRef, ReapOptions, ReapOutcome};
 
 /// Default time a CLI call may take before its process group is killed.
 pub const DEFAULT_CLI_TIMEOUT: Duration = Duration::from_secs(120);
@@ -232,8 +232,12 @@ fn passthrough_env(env: &EnvSnapshot, prefixes: &[&str]) -> Vec<(OsString, OsStr
     ];
     let mut out: Vec<(OsString, OsString)> =
         vec![("HOME".into(), env.home.clone().into_os_string())];
+    if env.var("PATH").is_none() {
+        // Launchers are scripts (`#!/usr/bin/env bash`, Python entry points).
+        out.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
+    }
     for (k, v) in &env.vars {
-        if k == "HOME" {
+        if k == "HOME" || v.trim().is_empty() {
             continue;
         }
         if KEEP.contains(&k.as_str()) || prefixes.iter().any(|p| k.starts_with(p)) {
@@ -322,19 +326,50 @@ impl SmolvmCli {
         self.call(name, Verb::Delete, &args)
     }
 
+    /// The way out of [`MachineOutcome::FsSyncFailed`] (hazard 22): reap the machine's VMM
+    /// (verified pid + start time), and only once its death is confirmed run
+    /// `machine delete --force` again. Nothing is deleted while the VMM may still be alive (#787).
+    pub fn delete_after_reap(
+        &self,
+        name: &str,
+        vmm: &ProcessRef,
+        cascade: bool,
+        opts: &ReapOptions,
+    ) -> (ReapOutcome, Option<MachineOutcome>) {
+        if let Err(o) = self.precheck(name) {
+            // Nothing is signalled for a machine that cannot be checked (or does not exist).
+            let error = "not attempted: the machine record could not be confirmed".to_string();
+            return (ReapOutcome::Failed { error }, Some(o));
+        }
+        let outcome = reap(vmm, opts);
+        if outcome.death_confirmed() {
+            let deleted = self.delete(name, cascade);
+            (outcome, Some(deleted))
+        } else {
+            (outcome, None)
+        }
+    }
+
     /// `smolvm machine resume --name N` (the way out of a paused machine besides delete).
     pub fn resume(&self, name: &str) -> MachineOutcome {
         self.call(name, Verb::Resume, &["machine", "resume", "--name", name])
     }
 
-    fn call(&self, name: &str, verb: Verb, args: &[&str]) -> MachineOutcome {
+    /// The name is acceptable and has a record (read-only).
+    fn precheck(&self, name: &str) -> Result<String, MachineOutcome> {
         if !valid_smolvm_name(name) {
-            return MachineOutcome::InvalidName { name: name.into() };
+            return Err(MachineOutcome::InvalidName { name: name.into() });
         }
         match smolvm_record_state(&self.db, name) {
-            Ok(Some(_)) => {}
-            Ok(None) => return MachineOutcome::NotFound,
-            Err(error) => return MachineOutcome::InventoryUnreadable { error },
+            Ok(Some(state)) => Ok(state),
+            Ok(None) => Err(MachineOutcome::NotFound),
+            Err(error) => Err(MachineOutcome::InventoryUnreadable { error }),
+        }
+    }
+
+    fn call(&self, name: &str, verb: Verb, args: &[&str]) -> MachineOutcome {
+        if let Err(o) = self.precheck(name) {
+            return o;
         }
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();
         match run_captured(&self.program, &args, &self.env, self.timeout) {
