@@ -823,6 +823,49 @@ fn b7_celesto_stop_on_a_reused_pid_is_refused() {
     }
 }
 
+/// Celesto B8: `sandbox delete` on a sandbox with no row but a live VMM (an SDK sandbox)
+/// deletes its disk and log under the running process and reports success. Smolsweep never
+/// passes an id without a row to the CLI.
+#[test]
+fn b8_rowless_running_sandbox_is_never_passed_to_delete() {
+    let s = CelestoScene::new();
+    let disk = s.state.join("disks/sdk1.qcow2");
+    let log = s.state.join("sdk1.log");
+    std::fs::write(&disk, vec![0u8; 4096]).unwrap();
+    std::fs::write(&log, "boot\n").unwrap();
+    // A QEMU-shaped process holding the disk open, as an SDK VM would.
+    let mut vmm = Sleeper(
+        Command::new("bash")
+            .arg("-c")
+            .arg("exec 3<\"$1\"; exec -a \"qemu-system-x86_64 -drive file=$1,if=none\" sleep 600")
+            .arg("bash")
+            .arg(&disk)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert_eq!(s.cli().delete("sdk1", None), MachineOutcome::NotFound);
+    assert_eq!(s.cli().stop("sdk1", None), MachineOutcome::NotFound);
+    assert!(disk.exists() && log.exists());
+    assert!(vmm.alive());
+    // The hazard is real: celesto itself deletes both under the live process.
+    let cli = s.cli();
+    let out = Command::new(&cli.program)
+        .args(["sandbox", "delete", "sdk1", "--json"])
+        .env_clear()
+        .envs(cli.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(!disk.exists() && !log.exists());
+    assert!(vmm.alive());
+}
+
 /// Celesto B6: an id with a path in it is refused before any command is built.
 #[test]
 fn b6_invalid_sandbox_id_never_reaches_the_cli() {

@@ -95,7 +95,7 @@ fn normal_child_dies_by_sigterm() {
 }
 
 #[test]
-fn sigterm_ignored_dies_by_sigkill_and_storage_is_removed_only_after() {
+fn smolvm_787_sigterm_ignored_dies_by_sigkill_and_storage_is_removed_only_after() {
     let dir = tempfile::tempdir().unwrap();
     let storage = dir.path().join("storage.raw");
     let ready = dir.path().join("ready");
