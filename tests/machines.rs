@@ -14,145 +14,21 @@ use smolsweep::exec::machines::{
 use smolsweep::exec::reap::ProcessRef;
 use smolsweep::inventory::smolvm::vm_dir_hash;
 
-/// Getting the real tools. (Stands in for `smolsweep_fixtures::real_tools` and
-/// scripts/setup/20-real-tools.sh until those land: same inputs, `SMOLSWEEP_SMOL_WHEEL` and
-/// `SMOLSWEEP_CELESTO_BIN`, with a pip fallback.)
+/// The real tools come from scripts/setup/20-real-tools.sh through the fixture crate.
 mod support {
-    use super::*;
-    use std::sync::OnceLock;
+    use std::path::{Path, PathBuf};
 
-    fn scratch() -> PathBuf {
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-    }
-
-    fn run_ok(cmd: &mut Command, what: &str) {
-        let out = cmd
-            .stdin(Stdio::null())
-            .output()
-            .unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert!(
-            out.status.success(),
-            "{what} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    fn smol_wheel() -> PathBuf {
-        if let Some(w) = std::env::var_os("SMOLSWEEP_SMOL_WHEEL") {
-            return PathBuf::from(w);
-        }
-        for dir in [PathBuf::from("/tmp/wheels"), scratch().join("wheels")] {
-            if let Ok(rd) = std::fs::read_dir(&dir) {
-                for e in rd.flatten() {
-                    let n = e.file_name().to_string_lossy().into_owned();
-                    if n.starts_with("smolmachines-1.32.2-") && n.ends_with(".whl") {
-                        return e.path();
-                    }
-                }
-            }
-        }
-        let dir = scratch().join("wheels");
-        run_ok(
-            Command::new("python3")
-                .args(["-m", "pip", "download", "--no-deps", "-d"])
-                .arg(&dir)
-                .arg("smolmachines==1.32.2"),
-            "pip download smolmachines==1.32.2",
-        );
-        smol_wheel()
-    }
-
-    /// The wheel's `smol/` directory, extracted once.
-    fn smol_dir() -> &'static Path {
-        static DIR: OnceLock<PathBuf> = OnceLock::new();
-        DIR.get_or_init(|| {
-            let dest = scratch().join("smolmachines-1.32.2");
-            if !dest.join("smol/smol-vmm").exists() {
-                let tmp = scratch().join(format!("smolmachines-x-{}", std::process::id()));
-                let _ = std::fs::remove_dir_all(&tmp);
-                run_ok(
-                    Command::new("python3")
-                        .args(["-m", "zipfile", "-e"])
-                        .arg(smol_wheel())
-                        .arg(&tmp),
-                    "extract the smolmachines wheel",
-                );
-                if std::fs::rename(&tmp, &dest).is_err() {
-                    let _ = std::fs::remove_dir_all(&tmp);
-                }
-            }
-            use std::os::unix::fs::PermissionsExt;
-            let exe = dest.join("smol/smol-vmm");
-            std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-            dest.join("smol")
-        })
-    }
+    pub use smolsweep_fixtures::real_tools::smolvm_cmd;
 
     /// Lay smolvm out like `install.sh` does under `home` (§13.2); returns the launcher.
     pub fn install_smolvm_script_layout(home: &Path) -> PathBuf {
-        let wheel = smol_dir();
-        let prefix = home.join(".smolvm");
-        std::fs::create_dir_all(prefix.join("lib")).unwrap();
-        std::fs::create_dir_all(home.join(".local/bin")).unwrap();
-        std::os::unix::fs::symlink(wheel.join("smol-vmm"), prefix.join("smolvm-bin")).unwrap();
-        for lib in ["libkrun.so", "libkrunfw.so.5"] {
-            std::os::unix::fs::symlink(wheel.join(lib), prefix.join("lib").join(lib)).unwrap();
-        }
-        for t in ["storage-template.ext4.zst", "overlay-template.ext4.zst"] {
-            std::fs::copy(wheel.join(t), prefix.join(t)).unwrap();
-        }
-        std::fs::write(prefix.join(".version"), "1.32.2\n").unwrap();
-        let wrapper = prefix.join("smolvm");
-        std::fs::write(
-            &wrapper,
-            "#!/usr/bin/env bash\nset -e\n\
-             d=\"$(cd \"$(dirname \"$(readlink -f \"${BASH_SOURCE[0]}\")\")\" && pwd)\"\n\
-             export LD_LIBRARY_PATH=\"$d/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\"\n\
-             exec \"$d/smolvm-bin\" \"$@\"\n",
-        )
-        .unwrap();
-        make_executable(&wrapper);
-        let launcher = home.join(".local/bin/smolvm");
-        std::os::unix::fs::symlink(&wrapper, &launcher).unwrap();
-        launcher
-    }
-
-    /// `smolvm` for `home` with a clean environment and stdin from /dev/null.
-    pub fn smolvm_cmd(home: &Path) -> Command {
-        let mut c = Command::new(home.join(".local/bin/smolvm"));
-        c.env_clear()
-            .env("HOME", home)
-            .env(
-                "PATH",
-                format!("{}:/usr/bin:/bin", home.join(".local/bin").display()),
-            )
-            .stdin(Stdio::null());
-        c
+        smolsweep_fixtures::real_tools::install_smolvm_script_layout(home)
+            .expect("smolvm script layout")
     }
 
     /// The celesto 0.1.10 entry point.
     pub fn celesto_bin() -> PathBuf {
-        static BIN: OnceLock<PathBuf> = OnceLock::new();
-        BIN.get_or_init(|| {
-            if let Some(b) = std::env::var_os("SMOLSWEEP_CELESTO_BIN") {
-                return PathBuf::from(b);
-            }
-            let venv = scratch().join("venv-celesto-0.1.10");
-            let bin = venv.join("bin/celesto");
-            if !bin.exists() {
-                run_ok(
-                    Command::new("python3").args(["-m", "venv"]).arg(&venv),
-                    "python3 -m venv",
-                );
-                run_ok(
-                    Command::new(venv.join("bin/pip")).args(["install", "-q", "celesto==0.1.10"]),
-                    "pip install celesto==0.1.10",
-                );
-            }
-            bin
-        })
-        .clone()
+        smolsweep_fixtures::real_tools::require_celesto_bin()
     }
 
     pub fn make_executable(p: &Path) {
@@ -406,8 +282,10 @@ fn no_database_means_not_found_and_nothing_is_created() {
     let cli = cli_for(&home);
     assert_eq!(cli.stop("demo"), MachineOutcome::NotFound);
     assert_eq!(cli.delete("demo", false), MachineOutcome::NotFound);
-    // Running the CLI would have created the DB and `usage/`.
-    assert!(!home.join(".local/share/smolvm").exists());
+    // Running the CLI would have created the DB and `usage/` (the data root itself exists:
+    // install.sh puts the agent rootfs there).
+    assert!(!db_of(&home).exists());
+    assert!(!home.join(".local/share/smolvm/usage").exists());
     assert!(!home.join(".cache/smolvm").exists());
 }
 

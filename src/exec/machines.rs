@@ -466,18 +466,12 @@ fn not_running_state(text: &str, name: &str) -> Option<String> {
 }
 
 fn open_ro(db: &Path) -> Result<Option<rusqlite::Connection>, String> {
-    if !db.exists() {
-        return Ok(None);
+    // The same side-effect-free snapshot the scan reads (never opened by SQLite in place).
+    match crate::inventory::snapshot::open_snapshot(db, crate::inventory::snapshot::BUSY_TIMEOUT) {
+        Ok(c) => Ok(Some(c)),
+        Err(crate::inventory::InventoryError::Missing(_)) => Ok(None),
+        Err(e) => Err(e.to_string()),
     }
-    use rusqlite::OpenFlags;
-    let conn = rusqlite::Connection::open_with_flags(
-        db,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|e| format!("{}: {e}", db.display()))?;
-    conn.busy_timeout(Duration::from_secs(5))
-        .map_err(|e| e.to_string())?;
-    Ok(Some(conn))
 }
 
 /// The recorded state of one smolvm machine (read-only, one short statement), `None` when no
