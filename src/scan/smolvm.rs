@@ -250,7 +250,8 @@ fn scan_set(
                 .any(|(_, vd)| vd == d.as_path())
         });
         let effective = match r.state.as_str() {
-            "running" | "unreachable" | "paused" | "pausing" if !alive => {
+            // A paused machine has no process by design (its execution is saved to disk).
+            "running" | "unreachable" | "pausing" if !alive => {
                 if r.pid.is_some() {
                     format!("stale: recorded {}, process gone", r.state)
                 } else {
