@@ -70,6 +70,45 @@ pub fn read_dir(path: &Path) -> std::io::Result<Vec<Entry>> {
     Ok(out)
 }
 
+/// A `std::fs::DirEntry` look-alike produced by [`read_dir_std`].
+#[derive(Debug, Clone)]
+pub struct DirEntryLite {
+    name: OsString,
+    path: PathBuf,
+}
+
+impl DirEntryLite {
+    pub fn file_name(&self) -> OsString {
+        self.name.clone()
+    }
+    pub fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+}
+
+/// Drop-in for `std::fs::read_dir` that lists without touching the directory's atime.
+pub fn read_dir_std(
+    path: impl AsRef<Path>,
+) -> std::io::Result<std::vec::IntoIter<std::io::Result<DirEntryLite>>> {
+    let path = path.as_ref();
+    let fd = open_noatime(path, OFlags::DIRECTORY)?;
+    let mut dir = rustix::fs::Dir::read_from(&fd)?;
+    let mut out = Vec::new();
+    while let Some(ent) = dir.read() {
+        let ent = ent?;
+        let bytes = ent.file_name().to_bytes();
+        if bytes == b"." || bytes == b".." {
+            continue;
+        }
+        let name = OsString::from_vec(bytes.to_vec());
+        out.push(Ok(DirEntryLite {
+            path: path.join(&name),
+            name,
+        }));
+    }
+    Ok(out.into_iter())
+}
+
 /// Like [`read_dir`], but a missing directory is an empty list.
 pub fn read_dir_or_empty(path: &Path) -> Vec<Entry> {
     read_dir(path).unwrap_or_default()

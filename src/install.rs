@@ -58,16 +58,21 @@ pub fn detect_installs_with(
     for dir in path_var.split(':').filter(|d| Path::new(d).is_absolute()) {
         for cmd in COMMANDS {
             let candidate = Path::new(dir).join(cmd);
-            if is_executable_file(&candidate) {
+            if crate::fsread::lstat(&candidate).is_some() {
                 invoked.push(candidate);
             }
         }
     }
-    invoked.extend(launchers.iter().filter(|l| is_executable_file(l)).cloned());
+    invoked.extend(
+        launchers
+            .iter()
+            .filter(|l| crate::fsread::lstat(l).is_some())
+            .cloned(),
+    );
 
     let mut seen_resolved: HashSet<PathBuf> = HashSet::new();
     for exe in invoked {
-        let Ok(resolved) = std::fs::canonicalize(&exe) else {
+        let Some(resolved) = resolve_quietly(&exe, prefixes) else {
             continue;
         };
         if !seen_resolved.insert(resolved.clone()) {
@@ -84,6 +89,30 @@ pub fn detect_installs_with(
         }
     }
     found.0
+}
+
+/// Where an executable really is. A symlink whose length matches a known launcher target
+/// (`<prefix>/smolvm`, `<prefix>/smol`, what `install.sh` links) is taken to point there without
+/// being read: following or reading a link updates its atime, and a scan changes no timestamp
+/// of the SmolVM layout it reads. Anything else is resolved normally.
+fn resolve_quietly(exe: &Path, prefixes: &[PathBuf]) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = crate::fsread::lstat(exe)?;
+    if meta.file_type().is_symlink() {
+        let name = exe.file_name()?;
+        for prefix in prefixes {
+            let target = prefix.join(name);
+            if target.as_os_str().len() as u64 == meta.size()
+                && crate::fsread::lstat(&target).is_some_and(|m| m.is_file())
+            {
+                return Some(target);
+            }
+        }
+    } else if !meta.is_file() || meta.mode() & 0o111 == 0 {
+        return None;
+    }
+    let resolved = std::fs::canonicalize(exe).ok()?;
+    is_executable_file(&resolved).then_some(resolved)
 }
 
 #[derive(Default)]
@@ -287,16 +316,17 @@ fn python_installs(invoked: &Path, resolved: &Path, entry: &PythonEntry) -> Vec<
 fn site_dirs(base: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for lib in [base.join("lib"), base.join("lib64"), base.join("local/lib")] {
-        let Ok(read) = crate::fsread::read_dir(&lib) else {
+        let Ok(read) = crate::fsread::read_dir_std(&lib) else {
             continue;
         };
         let mut pythons: Vec<PathBuf> = read
-            .into_iter()
+            .filter_map(Result::ok)
             .filter(|e| {
-                e.name_str()
+                e.file_name()
+                    .to_str()
                     .is_some_and(|n| n == "python" || n.starts_with("python3"))
             })
-            .map(|e| e.path)
+            .map(|e| e.path())
             .collect();
         pythons.sort();
         for py in pythons {
@@ -315,12 +345,12 @@ fn site_dirs(base: &Path) -> Vec<PathBuf> {
 /// them: case-insensitive, `-`, `_` and `.` alike). With several, the last in sort order.
 fn dist_info_version(site: &Path, dist: &str) -> Option<String> {
     let want = normalize_dist(dist);
-    let read = crate::fsread::read_dir(site).ok()?;
+    let read = crate::fsread::read_dir_std(site).ok()?;
     let mut versions: Vec<String> = read
-        .into_iter()
-        .filter(|e| e.path.is_dir())
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir())
         .filter_map(|e| {
-            let name = e.name.into_string().ok()?;
+            let name = e.file_name().into_string().ok()?;
             let stem = name.strip_suffix(".dist-info")?;
             let (n, v) = stem.rsplit_once('-')?;
             (normalize_dist(n) == want && !v.is_empty()).then(|| v.to_string())
@@ -407,12 +437,12 @@ fn installs_in_prefix(prefix: &Path, homes: &Homes) -> Vec<Install> {
             .and_then(Path::file_name)
             .is_some_and(|n| n == "Cellar");
     if is_cellar {
-        let Ok(read) = crate::fsread::read_dir(prefix) else {
+        let Ok(read) = crate::fsread::read_dir_std(prefix) else {
             return Vec::new();
         };
         let mut kegs: Vec<PathBuf> = read
-            .into_iter()
-            .map(|e| e.path)
+            .filter_map(Result::ok)
+            .map(|e| e.path())
             .filter(|p| p.is_dir())
             .collect();
         kegs.sort();

@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod env;
+pub mod exec;
 pub mod fsread;
 pub mod install;
 pub mod inventory;

@@ -498,10 +498,15 @@ type Entry = (Option<String>, PathBuf, std::fs::FileType);
 /// listing are skipped.
 fn sorted_entries(dir: &Path) -> std::io::Result<Vec<Entry>> {
     let mut entries = Vec::new();
-    // O_NOATIME listing with lstat metadata: looking never changes a timestamp.
-    for entry in crate::fsread::read_dir(dir)? {
-        let ft = entry.meta.file_type();
-        entries.push((entry.name.into_string().ok(), entry.path, ft));
+    for entry in crate::fsread::read_dir_std(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        let ft = match std::fs::symlink_metadata(&path) {
+            Ok(m) => m.file_type(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        entries.push((entry.file_name().into_string().ok(), path, ft));
     }
     entries.sort_by(|a, b| a.1.cmp(&b.1));
     Ok(entries)
@@ -597,12 +602,12 @@ pub(crate) fn read_head(path: &Path, max: usize) -> Option<Vec<u8>> {
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | extra)
             .open(path)
     };
-    // O_NOATIME where the kernel allows it (file owner or CAP_FOWNER), so reading leaves atime.
+    // O_NOATIME: a scan changes no timestamp (refused for files of other users: then without).
     let file = match open(libc::O_NOATIME) {
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => open(0),
-        other => other,
-    }
-    .ok()?;
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => open(0).ok()?,
+        Err(_) => return None,
+    };
     if !file.metadata().ok()?.is_file() {
         return None;
     }

@@ -6,15 +6,19 @@
 //! `getdents`, and `lstat`s every entry relative to that descriptor (`fstatat` with
 //! `AT_SYMLINK_NOFOLLOW`). Nothing is ever read through a symlink, and on Linux reading a
 //! directory does not update its atime (relatime would otherwise touch it on the first read after
-//! a change). A subdirectory is entered only if the descriptor opened for it is the very inode
+//! a change; macOS has no `O_NOATIME`, so there the mount's atime policy applies). Regular files
+//! are never opened. A subdirectory is entered only if the descriptor opened for it is the very inode
 //! that was `lstat`ed, so a directory swapped for a symlink or a mount mid-walk is not followed.
 //!
 //! Large trees are walked by several threads (one per available core, at most
 //! [`MAX_THREADS`]) sharing one stack of pending directories; each (device, inode) is claimed
-//! exactly once through a sharded set, so hard links are never counted twice whatever the order.
+//! exactly once through a sharded map kept by the [`Sizer`], so hard links are never counted
+//! twice whatever the order. Directory descriptors stay open only while subdirectories of them
+//! are pending, so open descriptors grow with depth, not with breadth.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::ffi::{CStr, CString, OsStr};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -35,7 +39,7 @@ pub const MAX_THREADS: usize = 8;
 /// findings) never pay for spawning threads.
 const INLINE_DIRS: usize = 64;
 
-/// Shards of the set of inodes claimed during one walk (a power of two).
+/// Shards of the set of counted inodes (a power of two).
 const SHARDS: usize = 64;
 
 /// What a walk of one path measured.
@@ -51,7 +55,8 @@ pub struct Measure {
     pub files: u64,
     /// Directories counted, the root included.
     pub dirs: u64,
-    /// Directories on another device below the path: never entered.
+    /// Entries below the path on another device (mount points): listed here, never entered, not
+    /// counted. Sorted.
     pub mounts: Vec<PathBuf>,
     /// Entries that could not be read.
     pub errors: u64,
@@ -67,7 +72,7 @@ pub struct Measure {
 /// Measures paths, counting each (device, inode) once across all calls.
 #[derive(Debug, Default)]
 pub struct Sizer {
-    seen: HashSet<(u64, u64)>,
+    seen: Claims,
     /// Walker threads; 0 means one per available core (at most [`MAX_THREADS`]).
     threads: usize,
 }
@@ -80,14 +85,14 @@ impl Sizer {
     /// A sizer that walks with exactly `threads` threads (1 = on the calling thread only).
     pub fn with_threads(threads: usize) -> Self {
         Self {
-            seen: HashSet::new(),
+            seen: Claims::default(),
             threads: threads.max(1),
         }
     }
 
     /// Whether this sizer has already counted the object with this identity.
     pub fn has_counted(&self, dev: u64, ino: u64) -> bool {
-        self.seen.contains(&(dev, ino))
+        self.seen.contains(dev, ino)
     }
 
     /// Measure a file or a directory tree. A symlink counts as itself.
@@ -101,9 +106,10 @@ impl Sizer {
             identity: Some(identity_of(&st)),
             ..Measure::default()
         };
-        let claims = Claims::new(&self.seen);
+        self.seen.next_walk();
+        let claims = &self.seen;
         let mut acc = Acc::default();
-        acc.entry(&claims, &st);
+        acc.entry(claims, &st);
         let is_dir = FileType::from_raw_mode(st.st_mode as _) == FileType::Directory;
         if is_dir {
             let want = (root_dev, st.st_ino as u64);
@@ -113,7 +119,7 @@ impl Sizer {
                         open: Open::Ready(fd),
                         path: path.to_path_buf(),
                     };
-                    walk(root, root_dev, &claims, self.thread_count(), &mut acc);
+                    walk(root, root_dev, claims, self.thread_count(), &mut acc);
                 }
                 Err(_) => acc.errors += 1,
             }
@@ -127,8 +133,6 @@ impl Sizer {
         m.already_counted = acc.already_counted;
         acc.mounts.sort();
         m.mounts = acc.mounts;
-        let claimed = claims.into_claimed();
-        self.seen.extend(claimed);
         Ok(m)
     }
 
@@ -212,11 +216,25 @@ fn verified(fd: OwnedFd, want: (u64, u64)) -> io::Result<OwnedFd> {
     }
 }
 
-/// Inodes claimed during one walk. The set from earlier calls is only read; new claims go to a
-/// sharded set so threads rarely wait for each other.
-struct Claims<'a> {
-    before: &'a HashSet<(u64, u64)>,
-    shards: Vec<Mutex<HashSet<(u64, u64)>>>,
+/// Every (device, inode) a sizer has counted, with the number of the last walk that met it.
+/// Sharded so walker threads rarely wait for each other.
+#[derive(Debug)]
+struct Claims {
+    shards: Vec<Mutex<InodeMap>>,
+    walk: u32,
+}
+
+type InodeMap = HashMap<(u64, u64), u32, BuildHasherDefault<InodeHasher>>;
+
+impl Default for Claims {
+    fn default() -> Self {
+        Self {
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(InodeMap::default()))
+                .collect(),
+            walk: 0,
+        }
+    }
 }
 
 enum Claim {
@@ -229,33 +247,71 @@ enum Claim {
     SeenThisWalk,
 }
 
-impl<'a> Claims<'a> {
-    fn new(before: &'a HashSet<(u64, u64)>) -> Self {
-        Self {
-            before,
-            shards: (0..SHARDS).map(|_| Mutex::new(HashSet::new())).collect(),
+impl Claims {
+    fn next_walk(&mut self) {
+        self.walk = self.walk.wrapping_add(1);
+        if self.walk == 0 {
+            // Four billion walks later: forget which walk met what, keep what was counted.
+            for s in &mut self.shards {
+                for w in s.get_mut().unwrap_or_else(|e| e.into_inner()).values_mut() {
+                    *w = 0;
+                }
+            }
+            self.walk = 1;
         }
+    }
+
+    fn shard(&self, dev: u64, ino: u64) -> &Mutex<InodeMap> {
+        // Bits the maps' own bucket index and tag do not use, so each shard stays well spread.
+        let h = BuildHasherDefault::<InodeHasher>::default().hash_one((dev, ino));
+        &self.shards[(h >> 32) as usize & (SHARDS - 1)]
+    }
+
+    fn contains(&self, dev: u64, ino: u64) -> bool {
+        self.shard(dev, ino)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(&(dev, ino))
     }
 
     fn claim(&self, dev: u64, ino: u64) -> Claim {
-        let shard = (ino ^ dev.rotate_left(17)) as usize & (SHARDS - 1);
-        let fresh = self.shards[shard]
+        let mut map = self
+            .shard(dev, ino)
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert((dev, ino));
-        if !fresh {
-            Claim::SeenThisWalk
-        } else if self.before.contains(&(dev, ino)) {
-            Claim::CountedBefore
-        } else {
-            Claim::New
+            .unwrap_or_else(|e| e.into_inner());
+        match map.insert((dev, ino), self.walk) {
+            None => Claim::New,
+            Some(w) if w == self.walk => Claim::SeenThisWalk,
+            Some(_) => Claim::CountedBefore,
+        }
+    }
+}
+
+/// A fast hash for (device, inode) keys: multiply-xor while writing, a full 64-bit avalanche
+/// (MurmurHash3's finaliser) at the end, so both the low bits (bucket index) and the high bits
+/// (tag) depend on every input bit. Inode numbers are not attacker-chosen, so no keyed hash is
+/// needed.
+#[derive(Default)]
+struct InodeHasher(u64);
+
+impl Hasher for InodeHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
         }
     }
 
-    fn into_claimed(self) -> impl Iterator<Item = (u64, u64)> {
-        self.shards
-            .into_iter()
-            .flat_map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()))
+    fn write_u64(&mut self, n: u64) {
+        self.0 = self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ n;
+    }
+
+    fn finish(&self) -> u64 {
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+        h ^ (h >> 33)
     }
 }
 

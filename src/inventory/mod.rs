@@ -3,6 +3,7 @@
 pub mod celesto;
 pub mod smolvm;
 pub mod snapshot;
+pub mod sqlite_ro;
 
 /// Why an inventory could not be read. Any of these makes the product's findings `unknown`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -282,10 +282,20 @@ pub fn apply_wal(img: &mut Vec<u8>, wal: &[u8]) {
 
 /// Open a read-only in-memory snapshot of the database at `path`.
 pub fn open_snapshot(path: &Path, timeout: Duration) -> Result<Connection, InventoryError> {
-    if std::fs::symlink_metadata(path).is_err() {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
         return Err(InventoryError::Missing(path.to_path_buf()));
-    }
-    let mut img = read_image(path, timeout)?;
+    };
+    // A symlinked database is read where SQLite would read it: at its target, with the
+    // `-wal` beside the target.
+    let real;
+    let target = if meta.file_type().is_symlink() {
+        real =
+            std::fs::canonicalize(path).map_err(|_| InventoryError::Missing(path.to_path_buf()))?;
+        real.as_path()
+    } else {
+        path
+    };
+    let mut img = read_image(target, timeout)?;
     if img.len() >= 100 {
         // A WAL-mode header would make SQLite look for a -wal beside the in-memory image.
         img[18] = 1;

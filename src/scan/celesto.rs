@@ -48,6 +48,9 @@ impl CelestoKnowledge {
 enum Hold {
     Orphan,
     Saved,
+    /// A create may be under way: the disk is written before the row, under
+    /// `locks/<id>.create.lock`.
+    Creating(String),
     InUse(Vec<u32>),
     Live(String),
 }
@@ -153,7 +156,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
                     .into_iter()
                     .flatten()
                 {
-                    depends.push((canon(p), s.id.clone()));
+                    depends.push((p.clone(), s.id.clone()));
                 }
             }
         }
@@ -165,7 +168,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
                     .unwrap_or("?")
                     .to_string();
                 for b in crate::qcow2::backing_chain(&e.path, 16) {
-                    depends.push((canon(&b), owner.clone()));
+                    depends.push((b, owner.clone()));
                 }
             }
         }
@@ -215,16 +218,21 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
     // Sockets and libkrun configs in /tmp.
     scan_socket_dir(ctx, &roots.socket_dir, &live_all, &vmm_ids, &know, all_ok);
 
-    // Image caches.
-    let installed: Vec<(String, Version)> = ctx
-        .installs
-        .iter()
-        .filter(|i| i.product == Product::Celesto)
-        .filter_map(|i| {
-            let v = i.version.as_ref()?;
-            Some((v.clone(), Version::parse(v)?))
-        })
-        .collect();
+    // Image caches. Versions in cache names are the version of the distribution that wrote
+    // them (celesto 0.1.x, PyPI smolvm 0.0.x): each directory is judged against the installed
+    // versions of the distributions that use it.
+    let installs = ctx.installs.clone();
+    let installed_of = |dists: &[&str]| -> Vec<(String, Version)> {
+        installs
+            .iter()
+            .filter(|i| i.product == Product::Celesto)
+            .filter(|i| dists.contains(&i.distribution.as_deref().unwrap_or("celesto")))
+            .filter_map(|i| {
+                let v = i.version.as_ref()?;
+                Some((v.clone(), Version::parse(v)?))
+            })
+            .collect()
+    };
     let mut seen_images = HashSet::new();
     for cand in &roots.image_dirs {
         let dir = &cand.path;
@@ -237,7 +245,16 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
             "image_dir".to_string()
         };
         report_roots.insert(key, dir.clone());
-        scan_image_dir(ctx, dir, &installed, &depends);
+        let mut dists = Vec::new();
+        if cand.source == "CELESTO_IMAGE_DIR" || dir.ends_with(".celesto/images") || cand.preferred
+        {
+            dists.push("celesto");
+        }
+        if cand.source == "SMOLVM_IMAGE_DIR" || dir.ends_with(".smolvm/images") {
+            dists.push("smolvm");
+        }
+        let installed = installed_of(&dists);
+        scan_image_dir(ctx, dir, &installed, &depends, &dists);
     }
 
     let home_exists = roots.home_dir.is_dir();
@@ -340,7 +357,8 @@ fn scan_data_dir(
             .chain(g.companions.iter().map(|c| &c.path))
             .chain(std::iter::once(&log_path(&id)))
         {
-            let meta = std::fs::metadata(p).ok();
+            // lstat: a scan never resolves through a symlink (that would touch its atime).
+            let meta = fsread::lstat(p);
             pids.extend(ctx.procs.users_of(p, meta.as_ref()));
         }
         pids.sort_unstable();
@@ -349,8 +367,40 @@ fn scan_data_dir(
             g.hold = Hold::InUse(pids);
             continue;
         }
+        let create_lock = dir.join("locks").join(format!("{id}.create.lock"));
+        let lock_held = fsread::lstat(&create_lock).is_some_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            ctx.locks.is_held(m.dev(), m.ino())
+        });
+        let newest = std::iter::once(&g.disk.meta)
+            .chain(g.companions.iter().map(|c| &c.meta))
+            .map(super::mtime_ns)
+            .max()
+            .unwrap_or(0);
+        let now = ctx
+            .now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i128)
+            .unwrap_or(0);
+        if lock_held {
+            g.hold = Hold::Creating(format!(
+                "its create lock {} is held right now",
+                create_lock.display()
+            ));
+            continue;
+        }
+        if now - newest < ctx.opts.age_guard.as_nanos() as i128 {
+            g.hold = Hold::Creating(format!(
+                "it changed {} s ago, and Celesto writes a disk before its inventory row",
+                ((now - newest).max(0) / 1_000_000_000)
+            ));
+            continue;
+        }
         let marker = disks_dir.join(format!("{}.retained", g.disk.name.to_string_lossy()));
-        if std::fs::metadata(&marker).is_ok_and(|m| m.is_file()) {
+        // A marker that is a symlink is not followed (a scan never resolves through links);
+        // it is taken as saved, the more careful reading (upstream counts a dangling one as
+        // not saved).
+        if fsread::lstat(&marker).is_some_and(|m| m.is_file() || m.file_type().is_symlink()) {
             g.hold = Hold::Saved;
         }
     }
@@ -375,6 +425,14 @@ fn scan_data_dir(
                 Verdict::Protected,
                 format!("Disk of sandbox '{id}', which exists in {db}."),
                 format!("Companion of the disk of sandbox '{id}', which exists in {db}."),
+                None,
+            ),
+            Hold::Creating(why) => (
+                "celesto.young_disk",
+                "celesto.young_companion",
+                Verdict::Protected,
+                format!("Disk of '{id}' with no inventory row yet, but a sandbox may be being created: {why}."),
+                format!("Companion of disk '{disk_name}', which may be being created: {why}."),
                 None,
             ),
             Hold::InUse(pids) => (
@@ -430,6 +488,10 @@ fn scan_data_dir(
         let d = match hold {
             Hold::Live(db) => Draft { kind: "celesto.sandbox_log", ..d }
                 .verdict(Verdict::Protected, format!("Console log of sandbox '{id}', which exists in {db}.")),
+            Hold::Creating(why) => Draft { kind: "celesto.young_log", ..d }.verdict(
+                Verdict::Protected,
+                format!("Console log of '{id}', which may be being created: {why}."),
+            ),
             Hold::InUse(pids) => Draft { kind: "celesto.in_use_log", ..d }.verdict(
                 Verdict::Protected,
                 format!("Console log of sandbox '{id}', whose disk process {} is using (upstream would delete it: B3).", pid_list(pids)),
@@ -468,8 +530,7 @@ fn scan_data_dir(
         });
         let d = match orphan_comp {
             Some((id, disk, tail)) if !e.is_dir() => {
-                let meta = std::fs::metadata(&e.path).ok();
-                let pids = ctx.procs.users_of(&e.path, meta.as_ref());
+                let pids = ctx.procs.users_of(&e.path, Some(&e.meta));
                 let d = Draft::new(P, "celesto.orphan_companion", &e.path).owner(id.as_str()).root(&disks_dir);
                 if let Some(db) = db_of(&id) {
                     d.verdict(Verdict::Protected, format!("Companion file of sandbox '{id}', which exists in {db}."))
@@ -511,8 +572,7 @@ fn scan_data_dir(
                     format!("Console log of sandbox '{stem}', which exists in {db}."),
                 )
         } else {
-            let meta = std::fs::metadata(&e.path).ok();
-            let mut pids = ctx.procs.users_of(&e.path, meta.as_ref());
+            let mut pids = ctx.procs.users_of(&e.path, Some(&e.meta));
             pids.extend(vmm_ids.get(stem).cloned().unwrap_or_default());
             if pids.is_empty() {
                 Draft::new(P, "celesto.orphan_log", &e.path).owner(stem).verdict(
@@ -777,8 +837,15 @@ fn scan_image_dir(
     dir: &Path,
     installed: &[(String, Version)],
     depends: &[(PathBuf, String)],
+    dists: &[&str],
 ) {
+    let who = if dists.is_empty() {
+        "Celesto".to_string()
+    } else {
+        dists.join(" or ")
+    };
     let newest = installed.iter().map(|(_, v)| v).max();
+    let real_dir = canon(dir);
     for e in fsread::read_dir_or_empty(dir) {
         let Some(name) = e.name_str() else { continue };
         let Some(ver) = cache_version(name) else {
@@ -792,10 +859,12 @@ fn scan_image_dir(
             ));
             continue;
         }
-        let target = canon(&e.path);
+        // Lexical: sandboxes record absolute, resolved paths; a symlinked entry is never
+        // resolved (removing a link cannot break what its target holds).
+        let real_entry = real_dir.join(&e.name);
         let users: Vec<&str> = depends
             .iter()
-            .filter(|(p, _)| p.starts_with(&target) || p.starts_with(&e.path))
+            .filter(|(p, _)| p.starts_with(&real_entry) || p.starts_with(&e.path))
             .map(|(_, id)| id.as_str())
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
@@ -852,7 +921,7 @@ fn scan_image_dir(
         } else {
             Draft { kind: "celesto.image_cache_stale", ..d }.opt_in(
                 OptInClass::Caches,
-                format!("Image cache of v{ver}; Celesto is not installed here, so no version is current and no sandbox uses it."),
+                format!("Image cache of v{ver}; {who} is not installed here, so no version is current, and no sandbox uses it."),
             )
         };
         ctx.add(d);

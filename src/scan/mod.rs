@@ -225,3 +225,9 @@ pub fn scan_with(opts: &ScanOptions, processes: Vec<crate::procs::RawProcess>) -
     report.compute_totals();
     report
 }
+
+/// Modification time in ns since the epoch.
+pub(crate) fn mtime_ns(meta: &std::fs::Metadata) -> i128 {
+    use std::os::unix::fs::MetadataExt;
+    meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128
+}

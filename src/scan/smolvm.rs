@@ -250,7 +250,8 @@ fn scan_set(
                 .any(|(_, vd)| vd == d.as_path())
         });
         let effective = match r.state.as_str() {
-            "running" | "unreachable" | "paused" | "pausing" if !alive => {
+            // A paused machine has no process by design (its execution is saved to disk).
+            "running" | "unreachable" | "pausing" if !alive => {
                 if r.pid.is_some() {
                     format!("stale: recorded {}, process gone", r.state)
                 } else {
@@ -408,10 +409,26 @@ fn scan_set(
                     if let Some(mname) = out.hash_to_name.get(n).cloned() {
                         let rec = records.iter().find(|r| r.name == mname);
                         let state = rec.map(|r| r.state.clone()).unwrap_or_default();
-                        ctx.add(Draft { kind: "smolvm.machine_dir", ..d }.owner(mname.as_str()).verdict(
-                            Verdict::Protected,
-                            format!("Directory of machine '{mname}' ({state}); delete the machine to reclaim it."),
-                        ));
+                        let dead_ephemeral = rec.is_some_and(|r| {
+                            r.ephemeral
+                                && r.pid.is_some_and(|pid| {
+                                    !ctx.procs.alive_as_recorded(pid, r.pid_start_time)
+                                })
+                        }) && ctx.procs.users_below(&e.path).is_empty();
+                        let d = if dead_ephemeral {
+                            // Reclaimed through `machine delete --force`, which removes the
+                            // record with the directory.
+                            Draft { kind: "smolvm.dead_ephemeral_dir", ..d }.owner(mname.as_str()).verdict(
+                                Verdict::Reclaimable,
+                                format!("Ephemeral machine '{mname}' whose VM process is gone; smolvm's own next command would delete it, Smolsweep does it through `machine delete`."),
+                            )
+                        } else {
+                            Draft { kind: "smolvm.machine_dir", ..d }.owner(mname.as_str()).verdict(
+                                Verdict::Protected,
+                                format!("Directory of machine '{mname}' ({state}); delete the machine to reclaim it."),
+                            )
+                        };
+                        ctx.add(gate(d));
                         if let Some(f) = ctx.findings.iter().find(|f| f.path == e.path) {
                             let bytes = f.allocated_bytes;
                             if let Some(m) = ctx.machines.iter_mut().find(|m| {
