@@ -6,145 +6,33 @@
 //! `.bashrc` with the user's own lines); Celesto 0.1.10 comes from PyPI in a virtualenv. Machines
 //! are created with the real CLI. Every test works in its own `tempfile` directory.
 //!
-//! The tools are taken from `SMOLSWEEP_SMOL_WHEEL` / `SMOLSWEEP_CELESTO_BIN` when the setup
-//! scripts exported them; otherwise they are fetched once with pip into `target/real-tools`.
-//! A missing tool fails the test; nothing is skipped.
+//! The tools come from `scripts/setup/20-real-tools.sh` (PyPI, through pip), which exports
+//! `SMOLSWEEP_SMOL_WHEEL` and `SMOLSWEEP_CELESTO_BIN`; a missing tool fails the test, nothing is
+//! skipped. Run: `export SMOLSWEEP_REPO=$PWD; source scripts/setup/20-real-tools.sh;
+//! cargo test --test uninstall`.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
 
-const SMOLVM_VERSION: &str = "1.32.2";
+use smolsweep_fixtures::real_tools::SMOLVM_VERSION;
 
-fn tools_dir() -> PathBuf {
-    let base = std::env::var_os("SMOLSWEEP_REPO")
-        .map(|r| PathBuf::from(r).join(".tools"))
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/real-tools"));
-    std::fs::create_dir_all(&base).unwrap();
-    base
+/// `<venv>/bin/celesto` (celesto 0.1.10), from `scripts/setup/20-real-tools.sh`.
+fn celesto_bin() -> PathBuf {
+    smolsweep_fixtures::real_tools::require_celesto_bin()
+}
+
+/// A script install of smolvm 1.32.2 under `home`, laid out as `install.sh` does it.
+fn install_smolvm_script_layout(home: &Path) {
+    smolsweep_fixtures::real_tools::install_smolvm_script_layout(home).unwrap();
 }
 
 fn run_ok(cmd: &mut Command) {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Serialises the one-time downloads between the tests of this binary.
-static FETCH: Mutex<()> = Mutex::new(());
-
-/// The unpacked wheel's `smol/` directory (smol-vmm, libkrun.so, libkrunfw.so.5, …).
-fn smol_wheel() -> PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        if let Some(p) = std::env::var_os("SMOLSWEEP_SMOL_WHEEL").filter(|v| !v.is_empty()) {
-            return PathBuf::from(p);
-        }
-        let _g = FETCH.lock().unwrap();
-        let tools = tools_dir();
-        let unpacked = tools.join("smolmachines-1.32.2");
-        if unpacked.join("smol/smol-vmm").is_file() {
-            return unpacked.join("smol");
-        }
-        let wheels = tools.join("wheels");
-        run_ok(
-            Command::new("python3")
-                .args(["-m", "pip", "download", "-q", "--no-deps", "-d"])
-                .arg(&wheels)
-                .arg(format!("smolmachines=={SMOLVM_VERSION}")),
-        );
-        let whl = std::fs::read_dir(&wheels)
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("smolmachines-1.32.2-"))
-            })
-            .expect("the smolmachines wheel was downloaded");
-        let tmp = tools.join("smolmachines-1.32.2.tmp");
-        let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp).unwrap();
-        run_ok(
-            Command::new("unzip")
-                .arg("-q")
-                .arg(&whl)
-                .arg("-d")
-                .arg(&tmp),
-        );
-        std::fs::rename(&tmp, &unpacked).unwrap();
-        unpacked.join("smol")
-    })
-    .clone()
-}
-
-/// `<venv>/bin/celesto` (celesto 0.1.10).
-fn celesto_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(p) = std::env::var_os("SMOLSWEEP_CELESTO_BIN").filter(|v| !v.is_empty()) {
-            return PathBuf::from(p);
-        }
-        let _g = FETCH.lock().unwrap();
-        let venv = tools_dir().join("venv-celesto");
-        let bin = venv.join("bin/celesto");
-        if bin.is_file() {
-            return bin;
-        }
-        run_ok(Command::new("python3").args(["-m", "venv"]).arg(&venv));
-        run_ok(Command::new(venv.join("bin/pip")).args(["install", "-q", "celesto==0.1.10"]));
-        bin
-    })
-    .clone()
-}
-
-/// Lay out a script install of smolvm 1.32.2 under `home`, as `install.sh` does.
-fn install_smolvm_script_layout(home: &Path) {
-    let wheel = smol_wheel();
-    let prefix = home.join(".smolvm");
-    std::fs::create_dir_all(prefix.join("lib")).unwrap();
-    let rootfs = home.join(".local/share/smolvm/agent-rootfs");
-    std::fs::create_dir_all(&rootfs).unwrap();
-    std::fs::create_dir_all(home.join(".local/bin")).unwrap();
-    std::fs::copy(wheel.join("smol-vmm"), prefix.join("smolvm-bin")).unwrap();
-    for lib in ["libkrun.so", "libkrunfw.so.5"] {
-        std::fs::copy(wheel.join(lib), prefix.join("lib").join(lib)).unwrap();
-    }
-    for t in ["storage-template.ext4.zst", "overlay-template.ext4.zst"] {
-        std::fs::copy(wheel.join(t), prefix.join(t)).unwrap();
-    }
-    run_ok(
-        Command::new("tar")
-            .arg("--zstd")
-            .arg("-xf")
-            .arg(wheel.join("agent-rootfs.tar.zst"))
-            .arg("-C")
-            .arg(&rootfs),
-    );
-    std::fs::write(prefix.join(".version"), format!("{SMOLVM_VERSION}\n")).unwrap();
-    std::fs::write(
-        prefix.join("smolvm"),
-        "#!/usr/bin/env bash\nset -e\n\
-         d=\"$(cd \"$(dirname \"$(readlink -f \"${BASH_SOURCE[0]}\")\")\" && pwd)\"\n\
-         export LD_LIBRARY_PATH=\"$d/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\"\n\
-         exec \"$d/smolvm-bin\" \"$@\"\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        prefix.join("smolvm"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
-    std::os::unix::fs::symlink(prefix.join("smolvm"), home.join(".local/bin/smolvm")).unwrap();
+    smolsweep_fixtures::real_tools::run_ok(cmd).unwrap();
 }
 
 /// The `.bashrc` text before the install, and after `install.sh` appended its PATH block.
@@ -289,7 +177,7 @@ fn assert_clean(home: &Path, extra: &[(String, String)], product: &str) {
 }
 
 #[test]
-fn smolvm_uninstall_leaves_verify_clean_and_keeps_credentials_and_rc_file() {
+fn hazard_17_smolvm_uninstall_removes_upstream_leftovers_keeps_credentials_and_rc_file() {
     let (_t, home) = scratch_home();
     let (_before, after) = smolvm_home(&home);
     assert!(smolvm_ok(&home, &["machine", "ls", "-q"]).contains("demo2"));
@@ -416,6 +304,28 @@ fn snapshot(root: &Path) -> Snapshot {
     out
 }
 
+/// Give every hard-linked file below `root` its own inode. The shared layout hard-links the
+/// wheel's files; other tests unlinking their links would change the shared inodes' ctime
+/// while this test watches.
+fn unshare_hard_links(root: &Path) {
+    for e in walkdir::WalkDir::new(root).follow_links(false) {
+        let e = e.unwrap();
+        let m = std::fs::symlink_metadata(e.path()).unwrap();
+        if m.file_type().is_dir() || m.nlink() <= 1 {
+            continue;
+        }
+        let tmp = e.path().with_file_name(".unshare.tmp");
+        if m.file_type().is_symlink() {
+            let target = std::fs::read_link(e.path()).unwrap();
+            std::os::unix::fs::symlink(&target, &tmp).unwrap();
+        } else {
+            std::fs::copy(e.path(), &tmp).unwrap();
+            std::fs::set_permissions(&tmp, m.permissions()).unwrap();
+        }
+        std::fs::rename(&tmp, e.path()).unwrap();
+    }
+}
+
 /// Make every atime older than its mtime, so that any read (relatime) would update it.
 fn age_atimes(root: &Path) {
     use rustix::fs::{AtFlags, Timespec, Timestamps, CWD};
@@ -449,6 +359,7 @@ fn dry_run_and_preflight_change_no_byte_or_timestamp() {
     std::fs::create_dir_all(home.join(".celesto/images/ubuntu-v0.1.10-amd64-qemu")).unwrap();
     std::fs::write(home.join(".celesto/credentials"), b"token").unwrap();
     std::fs::create_dir_all(home.join(".local/state/celesto/disks")).unwrap();
+    unshare_hard_links(t.path());
     age_atimes(t.path());
     let before = snapshot(t.path());
     std::thread::sleep(std::time::Duration::from_millis(20));
@@ -846,7 +757,7 @@ mod library {
         let (_t, home) = scratch_home();
         smolvm_home(&home);
         let env = env_for(&home, &base_path(&home));
-        let pre = preflight::gather_with(&env, Platform::Linux, &[]);
+        let pre = preflight::gather_with(&env, Platform::Linux, &[], Some(&[]));
         let mut p = plan::build(&pre, &smolvm_only());
         // Tick only the machine steps (what a user unticking the rest would do).
         for i in 0..p.steps.len() {
@@ -997,12 +908,14 @@ sys.exit(2)
     /// Stand-in `hdiutil`: logs each call and whether the mount point's directory existed then;
     /// a path with `busy` fails without `-force`, a path with `stuck` always fails.
     const FAKE_HDIUTIL: &str = r#"#!/bin/sh
-mp="$2"
+for a in "$@"; do mp="$a"; done
+force=no
+for a in "$@"; do [ "$a" = "-force" ] && force=yes; done
 if [ -d "$mp" ]; then state=exists; else state=missing; fi
 echo "$* $state" >> "$HDIUTIL_LOG"
 case "$mp" in
   *stuck*) echo "hdiutil: detach failed - Resource busy" >&2; exit 16 ;;
-  *busy*) if [ "$3" = "-force" ]; then exit 0; fi; echo "hdiutil: detach failed - Resource busy" >&2; exit 16 ;;
+  *busy*) [ "$force" = yes ] && exit 0; echo "hdiutil: detach failed - Resource busy" >&2; exit 16 ;;
 esac
 exit 0
 "#;
@@ -1013,7 +926,7 @@ exit 0
         let caches = home.join("Library/Caches");
         let ok = caches.join("smolvm-pack/1a2b3c4d/layers-cs");
         let busy = caches.join("smolvm-pack/busy0001/layers-cs");
-        let stuck = caches.join("smolvm/vms/0123456789abcdef/pack/stuck/layers-cs");
+        let stuck = caches.join("smolvm/vms/stuck00000000000/pack/layers-cs");
         for m in [&ok, &busy, &stuck] {
             std::fs::create_dir_all(m).unwrap();
         }
@@ -1027,9 +940,21 @@ exit 0
         env.vars
             .insert("HDIUTIL_LOG".into(), log.display().to_string());
 
-        let mut pre = preflight::gather_with(&env, Platform::Macos, &[]);
-        pre.mounts = vec![ok.clone(), busy.clone(), stuck.clone()];
-        pre.mounts_checked = true;
+        // macOS `mount` output: the three layers-cs images, plus mounts that are not smolvm's.
+        let table = format!(
+            "/dev/disk3s1s1 on / (apfs, sealed, local, read-only, journaled)\n\
+             /dev/disk5s1 on {} (apfs, local, nodev, nosuid, journaled, noowners, nobrowse)\n\
+             /dev/disk6s1 on {} (apfs, local, nodev, nosuid, journaled, noowners, nobrowse)\n\
+             /dev/disk7s1 on {} (apfs, local, nodev, nosuid, journaled, noowners, nobrowse)\n\
+             /dev/disk8s1 on {} (apfs, local, nodev, nosuid, journaled, noowners, nobrowse)\n",
+            ok.display(),
+            busy.display(),
+            stuck.display(),
+            t.path().join("elsewhere/layers-cs").display(),
+        );
+        let entries = smolsweep::exec::detach::parse_mount_output(&table);
+        let pre = preflight::gather_with(&env, Platform::Macos, &[], Some(&entries));
+        assert_eq!(pre.mounts.len(), 3, "{:?}", pre.mounts);
         let p = plan::build(&pre, &smolvm_only());
         let first_remove = p
             .steps
@@ -1049,11 +974,12 @@ exit 0
         assert_eq!(
             lines,
             [
+                // Deepest first; every parent still there when its mount is detached.
+                format!("detach {} exists", stuck.display()),
+                format!("detach -force {} exists", stuck.display()),
                 format!("detach {} exists", ok.display()),
                 format!("detach {} exists", busy.display()),
-                format!("detach {} -force exists", busy.display()),
-                format!("detach {} exists", stuck.display()),
-                format!("detach {} -force exists", stuck.display()),
+                format!("detach -force {} exists", busy.display()),
             ]
         );
         // The pack cache went; the cache root holding the stuck mount stayed, reported.

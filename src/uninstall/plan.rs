@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::exec::reap::ProcessRef;
 use crate::model::{human_bytes, Product};
 
 use super::preflight::{is_system_path, Preflight};
@@ -68,6 +69,10 @@ pub enum Step {
         name: String,
         cli: PathBuf,
         db: PathBuf,
+        /// The VM process the preflight saw for it (Celesto signals the recorded pid: it is
+        /// used only while it is still this process).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        process: Option<ProcessRef>,
     },
     /// `<cli> machine delete --name N --force --cascade` / `<cli> sandbox delete <id> --json`.
     DeleteMachine {
@@ -75,6 +80,8 @@ pub enum Step {
         name: String,
         cli: PathBuf,
         db: PathBuf,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        process: Option<ProcessRef>,
     },
     /// SIGTERM, a grace period, SIGKILL: only while pid + start time still match.
     Reap {
@@ -230,6 +237,16 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         };
         for m in records {
             let running = matches!(m.state.as_str(), "running");
+            let process = m.pid.and_then(|pid| {
+                pre.processes
+                    .iter()
+                    .find(|v| v.pid == pid)
+                    .map(|v| ProcessRef {
+                        pid,
+                        start_time: v.start_time,
+                        uid: v.uid,
+                    })
+            });
             if product == Product::Smolvm && running {
                 push(
                     &mut steps,
@@ -238,6 +255,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
                         name: m.name.clone(),
                         cli: cli.to_path_buf(),
                         db: m.db.clone(),
+                        process,
                     },
                     format!("Stop machine '{}'", m.name),
                     "A running machine is stopped through its own CLI so the guest shuts down \
@@ -252,6 +270,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
                     name: m.name.clone(),
                     cli: cli.to_path_buf(),
                     db: m.db.clone(),
+                    process,
                 },
                 match product {
                     Product::Smolvm => format!("Delete machine '{}' ({})", m.name, m.state),
@@ -297,7 +316,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         }
         if !pre.mounts_checked {
             notes.push(
-                "Mounts were not checked on this platform: a mounted layers-cs image stops the \
+                "The mount table could not be read: a mounted layers-cs image stops the \
                  removal of the directory holding it, and is reported."
                     .into(),
             );

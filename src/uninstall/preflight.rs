@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::env::EnvSnapshot;
+use crate::exec::detach::MountEntry;
 use crate::install::Install;
 use crate::model::{human_bytes, Platform, Product};
 use crate::procs::shape::{detect_all, VmmShape};
@@ -156,13 +157,21 @@ impl Preflight {
     }
 }
 
-/// Gather the preflight for `env` from the live system (process table included).
+/// Gather the preflight for `env` from the live system (process table and mount table
+/// included).
 pub fn gather(env: &EnvSnapshot, platform: Platform) -> Preflight {
-    gather_with(env, platform, &crate::procs::list())
+    let mounts = crate::exec::detach::current_mounts();
+    gather_with(env, platform, &crate::procs::list(), mounts.as_deref().ok())
 }
 
-/// [`gather`] with a given process table (tests; macOS `ps` fixtures).
-pub fn gather_with(env: &EnvSnapshot, platform: Platform, procs: &[RawProcess]) -> Preflight {
+/// [`gather`] with a given process table and mount table (`None`: the mount table could not be
+/// read). Tests pass fixtures: macOS `ps` and `mount` output parsed on any platform.
+pub fn gather_with(
+    env: &EnvSnapshot,
+    platform: Platform,
+    procs: &[RawProcess],
+    mount_table: Option<&[MountEntry]>,
+) -> Preflight {
     let home = env.home.clone();
     let mut problems = Vec::new();
     let smol = smolvm_roots(platform, env);
@@ -265,6 +274,16 @@ pub fn gather_with(env: &EnvSnapshot, platform: Platform, procs: &[RawProcess]) 
 
     let installs = crate::install::detect_installs(platform, env);
 
+    // `layers-cs` image mounts (macOS hdiutil) under this user's smolvm roots, deepest first.
+    let mut mount_roots: Vec<PathBuf> = Vec::new();
+    for set in user_smolvm_sets(&smol, &home) {
+        mount_roots.push(set.pack_cache.clone());
+        mount_roots.extend(set.vms_dirs.iter().cloned());
+    }
+    let mounts = mount_table
+        .map(|t| crate::exec::detach::layers_cs_mounts_under(t, &mount_roots))
+        .unwrap_or_default();
+
     let mut machines = Vec::new();
     for set in user_smolvm_sets(&smol, &home) {
         if std::fs::symlink_metadata(&set.db_path).is_err() {
@@ -365,10 +384,8 @@ pub fn gather_with(env: &EnvSnapshot, platform: Platform, procs: &[RawProcess]) 
         dot_smolvm,
         machines,
         processes,
-        mounts: Vec::new(),
-        // TODO(detach): read `mount` output on macOS and list `*/layers-cs` mounts under the
-        // smolvm roots once the mount parser (exec::detach) is on main.
-        mounts_checked: platform == Platform::Linux,
+        mounts,
+        mounts_checked: mount_table.is_some(),
         launchers,
         path_blocks: pathblock::find(&home),
         credentials,
@@ -674,7 +691,7 @@ pub fn render(p: &Preflight) -> String {
         let _ = writeln!(s, "  pid {} {} ({})", v.pid, v.shape, v.evidence);
     }
     if !p.mounts_checked {
-        let _ = writeln!(s, "Mounts: not checked on this platform yet");
+        let _ = writeln!(s, "Mounts: the mount table could not be read");
     }
     for m in &p.mounts {
         let _ = writeln!(s, "  mount {}", m.display());

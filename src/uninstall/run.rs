@@ -5,17 +5,19 @@
 //! step's root, no symlink followed, no mount crossed); PATH-block edits use
 //! [`super::pathblock::remove`] (backup first, only the smolvm lines go).
 
-use std::io::Read;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::env::EnvSnapshot;
+use crate::exec::detach::DetachOutcome;
+use crate::exec::machines::{CelestoCli, MachineOutcome, SmolvmCli};
+use crate::exec::reap::{ProcessRef, ReapOptions, ReapOutcome};
 use crate::model::Product;
 
 use super::plan::{Step, UninstallPlan};
-use super::preflight::{read_celesto_rows, read_smolvm_machines, MachineRecord};
 
 /// The outcome of one step. Expected situations (already gone, unticked) are outcomes, not
 /// errors.
@@ -69,9 +71,23 @@ impl RunReport {
 
 /// Machine, process and mount actions.
 pub trait StepRunner {
-    fn stop_machine(&self, product: Product, name: &str, cli: &Path, db: &Path) -> StepOutcome;
-    fn delete_machine(&self, product: Product, name: &str, cli: &Path, db: &Path) -> StepOutcome;
-    fn reap(&self, pid: u32, start_time: u64, uid: u32) -> StepOutcome;
+    fn stop_machine(
+        &self,
+        product: Product,
+        name: &str,
+        cli: &Path,
+        db: &Path,
+        process: Option<&ProcessRef>,
+    ) -> StepOutcome;
+    fn delete_machine(
+        &self,
+        product: Product,
+        name: &str,
+        cli: &Path,
+        db: &Path,
+        process: Option<&ProcessRef>,
+    ) -> StepOutcome;
+    fn reap(&self, target: &ProcessRef) -> StepOutcome;
     fn detach(&self, mountpoint: &Path) -> StepOutcome;
 }
 
@@ -105,19 +121,25 @@ pub fn run(plan: &UninstallPlan, runner: &dyn StepRunner, now_secs: u64) -> RunR
                     name,
                     cli,
                     db,
-                } => runner.stop_machine(*product, name, cli, db),
+                    process,
+                } => runner.stop_machine(*product, name, cli, db, process.as_ref()),
                 Step::DeleteMachine {
                     product,
                     name,
                     cli,
                     db,
-                } => runner.delete_machine(*product, name, cli, db),
+                    process,
+                } => runner.delete_machine(*product, name, cli, db, process.as_ref()),
                 Step::Reap {
                     pid,
                     start_time,
                     uid,
                     ..
-                } => runner.reap(*pid, *start_time, *uid),
+                } => runner.reap(&ProcessRef {
+                    pid: *pid,
+                    start_time: *start_time,
+                    uid: *uid,
+                }),
                 Step::Detach { mountpoint } => {
                     let o = runner.detach(mountpoint);
                     if o.is_failed() {
@@ -196,169 +218,87 @@ fn remove_launcher(link: &Path, target: &Path, home: &Path) -> StepOutcome {
     }
 }
 
-/// The real runner: the products' own CLIs, signals to verified processes, `hdiutil`.
+/// The real runner, on the shared executors: the products' CLIs through
+/// [`crate::exec::machines`] (never a name without a record, `delete` always forced, paused and
+/// failed-freeze machines handled), pidfd reaping through [`crate::exec::reap`] (pid + start time
+/// + uid verified), `hdiutil detach` then `-force` through [`crate::exec::detach`].
 #[derive(Debug, Clone)]
 pub struct SystemRunner {
     pub cli_timeout: Duration,
-    /// Time between SIGTERM and SIGKILL.
-    pub grace: Duration,
-    /// The exact environment commands run with (`None`: this process's own).
-    pub env: Option<Vec<(String, String)>>,
+    pub reap: ReapOptions,
+    /// The audited environment: commands run with exactly it (nothing else is inherited).
+    pub env: Option<EnvSnapshot>,
 }
 
 impl Default for SystemRunner {
     fn default() -> Self {
         SystemRunner {
-            cli_timeout: Duration::from_secs(120),
-            grace: Duration::from_secs(2),
+            cli_timeout: crate::exec::machines::DEFAULT_CLI_TIMEOUT,
+            reap: ReapOptions::default(),
             env: None,
         }
     }
 }
 
 impl SystemRunner {
-    /// A runner whose commands see exactly the audited environment (its HOME, PATH, XDG and
-    /// product variables), so a CLI never acts on another HOME's state.
-    pub fn for_env(env: &crate::env::EnvSnapshot) -> Self {
-        let mut vars: Vec<(String, String)> = env
-            .vars
-            .iter()
-            .filter(|(k, _)| k.as_str() != "HOME")
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        vars.push(("HOME".into(), env.home.display().to_string()));
+    /// A runner whose commands see the audited environment (its HOME, PATH, XDG and product
+    /// variables), so a CLI never acts on another HOME's state.
+    pub fn for_env(env: &EnvSnapshot) -> Self {
         SystemRunner {
-            env: Some(vars),
+            env: Some(env.clone()),
             ..SystemRunner::default()
         }
     }
-}
 
-/// A finished command.
-#[derive(Debug, Clone, Default)]
-pub struct Captured {
-    pub code: Option<i32>,
-    pub stdout: String,
-    pub stderr: String,
-    pub timed_out: bool,
-}
-
-impl Captured {
-    pub fn text(&self) -> String {
-        format!("{}{}", self.stdout, self.stderr)
+    fn env(&self) -> EnvSnapshot {
+        match &self.env {
+            Some(e) => e.clone(),
+            None => EnvSnapshot::capture()
+                .unwrap_or_else(|_| EnvSnapshot::from_pairs("/", Vec::<(String, String)>::new())),
+        }
     }
-    pub fn ok(&self) -> bool {
-        self.code == Some(0)
+
+    /// Every variable of the audited environment, HOME included.
+    fn full_env(&self) -> Vec<(OsString, OsString)> {
+        let e = self.env();
+        let mut v: Vec<(OsString, OsString)> = e
+            .vars
+            .iter()
+            .filter(|(k, _)| k.as_str() != "HOME" && !k.is_empty())
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect();
+        v.push(("HOME".into(), e.home.into_os_string()));
+        v
     }
-}
 
-/// Run `program args…` with stdin closed, output captured, killed after `timeout`; with
-/// `env`, in exactly that environment.
-pub fn run_captured(
-    program: &Path,
-    args: &[&str],
-    env: Option<&[(String, String)]>,
-    timeout: Duration,
-) -> std::io::Result<Captured> {
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if let Some(vars) = env {
-        cmd.env_clear();
-        cmd.envs(vars.iter().map(|(k, v)| (k, v)));
+    fn smolvm_cli(&self, cli: &Path, db: &Path) -> SmolvmCli {
+        let env = self.env();
+        let mut c = SmolvmCli::locate(&env, db).unwrap_or(SmolvmCli {
+            program: cli.to_path_buf(),
+            env: self.full_env(),
+            timeout: self.cli_timeout,
+            db: db.to_path_buf(),
+        });
+        c.program = cli.to_path_buf();
+        c.timeout = self.cli_timeout;
+        c
     }
-    let mut child = cmd.spawn()?;
-    let mut out = child.stdout.take();
-    let mut err = child.stderr.take();
-    let t_out = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(o) = out.as_mut() {
-            let _ = o.read_to_string(&mut s);
-        }
-        s
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(e) = err.as_mut() {
-            let _ = e.read_to_string(&mut s);
-        }
-        s
-    });
-    let start = Instant::now();
-    let mut timed_out = false;
-    let status = loop {
-        if let Some(st) = child.try_wait()? {
-            break Some(st);
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            timed_out = true;
-            break child.wait().ok();
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    Ok(Captured {
-        code: status.and_then(|s| s.code()),
-        stdout: t_out.join().unwrap_or_default(),
-        stderr: t_err.join().unwrap_or_default(),
-        timed_out,
-    })
-}
 
-/// Upstream Celesto's sandbox id rule (`_validate_cleanup_id`): checked before any command is
-/// built, so a crafted id never reaches the CLI.
-pub fn valid_celesto_id(id: &str) -> bool {
-    let b = id.as_bytes();
-    let ok = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    match b.len() {
-        0 => false,
-        1 => ok(b[0]),
-        n if n <= 64 => {
-            ok(b[0]) && ok(b[n - 1]) && b[1..n - 1].iter().all(|&c| ok(c) || c == b'_' || c == b'-')
-        }
-        _ => false,
-    }
-}
-
-fn current_record(
-    product: Product,
-    name: &str,
-    db: &Path,
-) -> Result<Option<MachineRecord>, String> {
-    if std::fs::symlink_metadata(db).is_err() {
-        return Ok(None);
-    }
-    let rows = match product {
-        Product::Smolvm => read_smolvm_machines(db)?,
-        Product::Celesto => read_celesto_rows(db)?,
-    };
-    Ok(rows.into_iter().find(|m| m.name == name))
-}
-
-/// What smolvm prints when a guest cannot freeze its file system (hazard 22).
-const FS_SYNC_FAILURE: &str = "guest did not confirm filesystem synchronization";
-
-impl SystemRunner {
-    fn smolvm(&self, cli: &Path, args: &[&str]) -> Result<Captured, StepOutcome> {
-        match run_captured(cli, args, self.env.as_deref(), self.cli_timeout) {
-            Ok(c) if c.timed_out => Err(StepOutcome::failed(format!(
-                "{} {} did not finish within {} s",
-                cli.display(),
-                args.join(" "),
-                self.cli_timeout.as_secs()
-            ))),
-            Ok(c) => Ok(c),
-            Err(e) => Err(StepOutcome::failed(format!(
-                "could not run {}: {e}",
-                cli.display()
-            ))),
-        }
+    fn celesto_cli(&self, cli: &Path, db: &Path) -> CelestoCli {
+        let env = self.env();
+        let mut c = CelestoCli::locate(&env, db).unwrap_or(CelestoCli {
+            program: cli.to_path_buf(),
+            env: self.full_env(),
+            timeout: self.cli_timeout,
+            db: db.to_path_buf(),
+        });
+        c.program = cli.to_path_buf();
+        c.timeout = self.cli_timeout;
+        c
     }
 
     /// VMM processes booting the smolvm machine `name` (by its machine directory hash).
-    fn vmms_of_machine(&self, name: &str) -> Vec<(u32, u64, u32)> {
+    fn vmms_of_machine(&self, name: &str) -> Vec<ProcessRef> {
         let hash = crate::inventory::smolvm::vm_dir_hash(name);
         let procs = crate::procs::list();
         crate::procs::shape::detect_all(&procs)
@@ -369,209 +309,155 @@ impl SystemRunner {
                 }
                 _ => false,
             })
-            .map(|(p, _)| (p.pid, p.start_time, p.uid))
+            .map(|(p, _)| ProcessRef {
+                pid: p.pid,
+                start_time: p.start_time,
+                uid: p.uid,
+            })
             .collect()
     }
 }
 
+/// A machine outcome as a step outcome.
+fn machine_outcome(name: &str, o: MachineOutcome) -> StepOutcome {
+    match o {
+        MachineOutcome::Stopped => StepOutcome::done("stopped"),
+        MachineOutcome::Deleted => StepOutcome::done(format!("Deleted machine: {name}")),
+        MachineOutcome::Resumed => StepOutcome::done("resumed"),
+        MachineOutcome::NotRunning { state } => {
+            StepOutcome::done(format!("not running (state: {state})"))
+        }
+        MachineOutcome::Paused => StepOutcome::skipped(
+            "paused: the CLI refuses to stop it; it is deleted with --force instead",
+        ),
+        MachineOutcome::NotFound => {
+            StepOutcome::skipped("no longer recorded; not passed to the CLI")
+        }
+        MachineOutcome::FsSyncFailed => StepOutcome::skipped(
+            "the guest could not sync its file system; the delete step ends its VM process and \
+             deletes it",
+        ),
+        MachineOutcome::NeedsConfirmation => {
+            StepOutcome::failed("the CLI asked for a confirmation")
+        }
+        MachineOutcome::CliMissing => StepOutcome::failed("the CLI is missing"),
+        MachineOutcome::TimedOut => StepOutcome::failed("the CLI did not finish in time"),
+        MachineOutcome::InvalidName { name } => {
+            StepOutcome::failed(format!("'{name}' is not a name upstream accepts; refused"))
+        }
+        MachineOutcome::PidNotVerified { pid } => StepOutcome::failed(format!(
+            "pid {pid} no longer belongs to the recorded VM; the CLI would signal another process"
+        )),
+        MachineOutcome::InventoryUnreadable { error } => StepOutcome::failed(error),
+        MachineOutcome::Unexpected {
+            code,
+            stdout,
+            stderr,
+        } => StepOutcome::failed(format!(
+            "exit {code:?}: {} {}",
+            stdout.trim(),
+            stderr.trim()
+        )),
+    }
+}
+
+fn reap_outcome(o: ReapOutcome) -> StepOutcome {
+    match o {
+        ReapOutcome::AlreadyGone => StepOutcome::skipped("already gone"),
+        ReapOutcome::IdentityMismatch { .. } => {
+            StepOutcome::skipped("the pid now belongs to another process; nothing was signalled")
+        }
+        ReapOutcome::NotOurs { uid } => {
+            StepOutcome::failed(format!("the process belongs to uid {uid}; not signalled"))
+        }
+        ReapOutcome::Terminated { by, after_ms } => {
+            StepOutcome::done(format!("ended by {} after {after_ms} ms", by.as_str()))
+        }
+        ReapOutcome::StillAlive => StepOutcome::failed("still alive after SIGKILL"),
+        ReapOutcome::Failed { error } => StepOutcome::failed(error),
+    }
+}
+
 impl StepRunner for SystemRunner {
-    fn stop_machine(&self, product: Product, name: &str, cli: &Path, db: &Path) -> StepOutcome {
-        let rec = match current_record(product, name, db) {
-            Ok(Some(r)) => r,
-            // Never pass a name with no record: `stop` on a ghost name creates state (hazard 3).
-            Ok(None) => return StepOutcome::skipped("no longer recorded; not passed to the CLI"),
-            Err(e) => return StepOutcome::failed(e),
+    fn stop_machine(
+        &self,
+        product: Product,
+        name: &str,
+        cli: &Path,
+        db: &Path,
+        process: Option<&ProcessRef>,
+    ) -> StepOutcome {
+        let o = match product {
+            Product::Smolvm => self.smolvm_cli(cli, db).stop(name),
+            Product::Celesto => self.celesto_cli(cli, db).stop(name, process),
         };
-        if rec.state == "paused" {
-            return StepOutcome::skipped(
-                "paused: smolvm refuses to stop it; it is deleted with --force instead",
-            );
-        }
-        let c = match product {
-            Product::Smolvm => self.smolvm(cli, &["machine", "stop", "--name", name]),
-            Product::Celesto => {
-                if !valid_celesto_id(name) {
-                    return StepOutcome::failed("not a valid Celesto sandbox id; refused");
+        machine_outcome(name, o)
+    }
+
+    fn delete_machine(
+        &self,
+        product: Product,
+        name: &str,
+        cli: &Path,
+        db: &Path,
+        process: Option<&ProcessRef>,
+    ) -> StepOutcome {
+        match product {
+            Product::Smolvm => {
+                let c = self.smolvm_cli(cli, db);
+                // Children of a branched machine go with it; their own steps then find no
+                // record and are skipped.
+                match c.delete(name, true) {
+                    MachineOutcome::FsSyncFailed => {
+                        // Hazard 22: end the VMM (death confirmed), then delete again.
+                        let vmms = self.vmms_of_machine(name);
+                        let Some(vmm) = vmms.first() else {
+                            return StepOutcome::failed(
+                                "the guest could not sync its file system and no VM process of \
+                                 this machine was found to end",
+                            );
+                        };
+                        match c.delete_after_reap(name, vmm, true, &self.reap) {
+                            (_, Some(o)) => machine_outcome(name, o),
+                            (r, None) => match reap_outcome(r) {
+                                StepOutcome::Failed { error } => StepOutcome::failed(format!(
+                                    "the guest could not sync its file system and its VM process \
+                                     could not be ended: {error}"
+                                )),
+                                other => other,
+                            },
+                        }
+                    }
+                    o => machine_outcome(name, o),
                 }
-                self.smolvm(cli, &["sandbox", "stop", name, "--json"])
             }
-        };
-        let c = match c {
-            Ok(c) => c,
-            Err(o) => return o,
-        };
-        let text = c.text();
-        if c.ok() {
-            StepOutcome::done(text.lines().last().unwrap_or("stopped").trim().to_string())
-        } else if text.contains("saved execution") {
-            StepOutcome::skipped("paused: deleted with --force instead")
-        } else if product == Product::Smolvm && text.contains(FS_SYNC_FAILURE) {
-            StepOutcome::skipped(
-                "the guest could not sync its file system; the delete step ends its VM process \
-                 and deletes it",
-            )
-        } else {
-            StepOutcome::failed(format!("exit {:?}: {}", c.code, text.trim()))
+            Product::Celesto => {
+                machine_outcome(name, self.celesto_cli(cli, db).delete(name, process))
+            }
         }
     }
 
-    fn delete_machine(&self, product: Product, name: &str, cli: &Path, db: &Path) -> StepOutcome {
-        match current_record(product, name, db) {
-            Ok(Some(_)) => {}
-            Ok(None) => return StepOutcome::skipped("no longer recorded; not passed to the CLI"),
-            Err(e) => return StepOutcome::failed(e),
-        }
-        let args: Vec<&str> = match product {
-            // Never without --force: a non-TTY exits 1 (v1.17+) or prints `Cancelled` and
-            // exits 0 with the machine left in place (hazard 12).
-            Product::Smolvm => vec!["machine", "delete", "--name", name, "--force"],
-            Product::Celesto => {
-                if !valid_celesto_id(name) {
-                    return StepOutcome::failed("not a valid Celesto sandbox id; refused");
-                }
-                vec!["sandbox", "delete", name, "--json"]
-            }
-        };
-        let mut c = match self.smolvm(cli, &args) {
-            Ok(c) => c,
-            Err(o) => return o,
-        };
-        if product == Product::Smolvm && !c.ok() && c.text().contains(FS_SYNC_FAILURE) {
-            // Hazard 22: the VM was left alive for retry; end its VMM, then delete again.
-            for (pid, st, uid) in self.vmms_of_machine(name) {
-                if let StepOutcome::Failed { error } = self.reap(pid, st, uid) {
-                    return StepOutcome::failed(format!(
-                        "the guest could not sync its file system and its VM process could not \
-                         be ended: {error}"
-                    ));
-                }
-            }
-            c = match self.smolvm(cli, &args) {
-                Ok(c) => c,
-                Err(o) => return o,
-            };
-        }
-        match current_record(product, name, db) {
-            Ok(None) => StepOutcome::done(match product {
-                Product::Smolvm => c
-                    .text()
-                    .lines()
-                    .rfind(|l| !l.trim().is_empty())
-                    .unwrap_or("deleted")
-                    .trim()
-                    .to_string(),
-                Product::Celesto => format!("deleted through {}", cli.display()),
-            }),
-            Ok(Some(_)) => StepOutcome::failed(format!(
-                "still recorded after delete (exit {:?}): {}",
-                c.code,
-                c.text().trim()
-            )),
-            Err(e) => StepOutcome::failed(e),
-        }
-    }
-
-    fn reap(&self, pid: u32, start_time: u64, uid: u32) -> StepOutcome {
-        reap_verified(pid, start_time, uid, self.grace)
+    fn reap(&self, target: &ProcessRef) -> StepOutcome {
+        reap_outcome(crate::exec::reap::reap(target, &self.reap))
     }
 
     fn detach(&self, mountpoint: &Path) -> StepOutcome {
-        let hdiutil = Path::new("hdiutil");
-        let mp = mountpoint.to_string_lossy();
-        let env = self.env.as_deref();
-        let first = run_captured(hdiutil, &["detach", &mp], env, self.cli_timeout);
-        match first {
-            Ok(c) if c.ok() => StepOutcome::done("detached"),
-            Ok(_) => match run_captured(hdiutil, &["detach", &mp, "-force"], env, self.cli_timeout)
-            {
-                Ok(c) if c.ok() => StepOutcome::done("detached with -force"),
-                Ok(c) => StepOutcome::failed(format!(
-                    "hdiutil detach -force failed: {}",
-                    c.text().trim()
-                )),
-                Err(e) => StepOutcome::failed(format!("could not run hdiutil: {e}")),
-            },
-            Err(e) => StepOutcome::failed(format!("could not run hdiutil: {e}")),
-        }
-    }
-}
-
-/// SIGTERM, wait up to `grace`, SIGKILL; every signal only while `pid` is still the process
-/// with `start_time` and `uid` (Linux `/proc`).
-pub fn reap_verified(pid: u32, start_time: u64, uid: u32, grace: Duration) -> StepOutcome {
-    #[cfg(target_os = "linux")]
-    {
-        use rustix::process::{kill_process, Pid, Signal};
-        let same = || {
-            crate::procs::linux::is_same_process(pid, start_time)
-                && std::fs::read(format!("/proc/{pid}/status"))
-                    .ok()
-                    .and_then(|b| crate::procs::linux::parse_status_uid(&b))
-                    == Some(uid)
+        let env = self.env();
+        let runner = crate::exec::detach::SystemRunner {
+            path: env.var("PATH").map(OsString::from),
+            env: self.full_env(),
+            timeout: self.cli_timeout,
         };
-        let alive = || {
-            // A zombie child of ours counts as gone.
-            std::fs::read(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|b| {
-                    let st = crate::procs::linux::parse_stat(&b)?;
-                    let close = b.iter().rposition(|&c| c == b')')?;
-                    let state = b.get(close + 2).copied()?;
-                    Some(st.start_time == start_time && state != b'Z')
-                })
-                .unwrap_or(false)
-        };
-        if !same() {
-            return StepOutcome::skipped(
-                "already gone (or the pid now belongs to another process)",
-            );
+        match crate::exec::detach::detach(mountpoint, &runner) {
+            DetachOutcome::Detached { forced: false, .. } => StepOutcome::done("detached"),
+            DetachOutcome::Detached {
+                forced: true,
+                first_error,
+            } => StepOutcome::done(format!(
+                "detached with -force (first: {})",
+                first_error.unwrap_or_default()
+            )),
+            DetachOutcome::Failed { error } => StepOutcome::failed(error),
         }
-        let Some(p) = Pid::from_raw(pid as i32) else {
-            return StepOutcome::failed("invalid pid");
-        };
-        if let Err(e) = kill_process(p, Signal::TERM) {
-            return StepOutcome::failed(format!("SIGTERM: {e}"));
-        }
-        let deadline = Instant::now() + grace;
-        while Instant::now() < deadline {
-            if !alive() {
-                return StepOutcome::done("ended with SIGTERM");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if same() {
-            let _ = kill_process(p, Signal::KILL);
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if !alive() {
-                return StepOutcome::done("ended with SIGKILL");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        StepOutcome::failed("still alive after SIGKILL")
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (pid, start_time, uid, grace);
-        StepOutcome::failed("ending VM processes is not wired in on this platform yet")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn celesto_ids_are_validated_like_upstream() {
-        assert!(valid_celesto_id("real1"));
-        assert!(valid_celesto_id("a"));
-        assert!(valid_celesto_id("a-b_c"));
-        assert!(!valid_celesto_id("-a"));
-        assert!(!valid_celesto_id("a-"));
-        assert!(!valid_celesto_id("../x"));
-        assert!(!valid_celesto_id("A"));
-        assert!(!valid_celesto_id(""));
-        assert!(!valid_celesto_id(&"a".repeat(65)));
     }
 }
