@@ -1000,3 +1000,22 @@ exit 0
         assert!(r.any_failed());
     }
 }
+
+#[test]
+fn nothing_installed_means_nothing_to_do_and_nothing_created() {
+    let (_t, home) = scratch_home();
+    for args in [&["uninstall"][..], &["uninstall", "--yes"], &["verify"]] {
+        let o = smolsweep(&home, &[], args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o));
+        if args[0] == "uninstall" {
+            assert!(text(&o).contains("Nothing to do."), "{}", text(&o));
+        }
+    }
+    let o = smolsweep(&home, &[], &["uninstall", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["plan"]["steps"].as_array().unwrap().len(), 0);
+    assert_eq!(std::fs::read_dir(&home).unwrap().count(), 0);
+    // Usage errors exit 2.
+    let o = smolsweep(&home, &[], &["uninstall", "--product", "both"]);
+    assert_eq!(o.status.code(), Some(2));
+}

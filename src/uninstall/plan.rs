@@ -368,6 +368,39 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         {
             continue;
         }
+        // Another product's state inside this directory (a `SMOLVM_DATA_DIR` that Celesto
+        // also reads through its alias, a data directory pointed into the other's tree): only
+        // this product's own entries go.
+        let shared_with = pre.state_dirs.iter().find(|o| {
+            o.product != d.product && o.exists && o.path != d.path && o.path.starts_with(&d.path)
+        });
+        if let Some(other) = shared_with {
+            if d.product == Product::Celesto && d.kind == "data_dir" {
+                for e in celesto_data_entries(&d.path) {
+                    let bytes = size_of(pre, &e);
+                    push(
+                        &mut steps,
+                        Step::RemovePath {
+                            product: d.product,
+                            path: e.clone(),
+                            root: d.path.clone(),
+                        },
+                        format!("Remove {}", e.display()),
+                        "Celesto's own files in a directory that also holds smol-machines \
+                         state.",
+                        bytes,
+                    );
+                }
+            } else {
+                notes.push(format!(
+                    "{} also holds {} ({}); it is left for you to sort out.",
+                    d.path.display(),
+                    other.path.display(),
+                    other.product.display_name()
+                ));
+            }
+            continue;
+        }
         let what = state_label(&d.kind);
         push(
             &mut steps,
@@ -648,6 +681,36 @@ fn python_of(path: &Path) -> Option<PathBuf> {
     None
 }
 
+/// What Celesto (or PyPI smolvm) keeps directly in a data directory.
+fn celesto_data_entries(dir: &Path) -> Vec<PathBuf> {
+    const NAMES: [&str; 12] = [
+        "celesto.db",
+        "celesto.db-journal",
+        "smolvm.db",
+        "smolvm.db-journal",
+        "disks",
+        "snapshots",
+        "firmware",
+        "locks",
+        "ssh-known-hosts",
+        "browser-sessions",
+        "macos-vms",
+        "dashboard-ui",
+    ];
+    crate::fsread::read_dir(dir)
+        .map(|entries| {
+            entries
+                .into_iter()
+                .filter(|e| {
+                    e.name_str()
+                        .is_some_and(|n| NAMES.contains(&n) || (n.ends_with(".log") && e.is_file()))
+                })
+                .map(|e| e.path)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn size_of(pre: &Preflight, path: &Path) -> u64 {
     // Entry sizes are not measured in the preflight; measure now (read-only).
     let _ = pre;
@@ -740,4 +803,298 @@ pub fn render_leftovers(plan: &UninstallPlan) -> String {
         let _ = writeln!(s, "Note: {n}");
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::install::Install;
+    use crate::model::Platform;
+    use crate::uninstall::pathblock::PathBlock;
+    use crate::uninstall::preflight::{
+        Credential, Launcher, MachineRecord, SharedDotSmolvm, StateDir, PREFLIGHT_SCHEMA,
+    };
+
+    fn pre(home: &Path) -> Preflight {
+        Preflight {
+            schema: PREFLIGHT_SCHEMA.into(),
+            home: home.to_path_buf(),
+            platform: Platform::Linux,
+            installs: vec![],
+            state_dirs: vec![],
+            dot_smolvm: None,
+            machines: vec![],
+            processes: vec![],
+            mounts: vec![],
+            mounts_checked: true,
+            launchers: vec![],
+            path_blocks: vec![],
+            credentials: vec![],
+            system: vec![],
+            problems: vec![],
+        }
+    }
+
+    fn dir(product: Product, kind: &str, path: PathBuf) -> StateDir {
+        StateDir {
+            product,
+            kind: kind.into(),
+            path,
+            exists: true,
+            allocated_bytes: 4096,
+            apparent_bytes: 4096,
+            mounts: vec![],
+        }
+    }
+
+    fn opts(product: ProductChoice) -> UninstallOptions {
+        UninstallOptions {
+            product,
+            ..UninstallOptions::default()
+        }
+    }
+
+    fn removed(plan: &UninstallPlan) -> Vec<PathBuf> {
+        plan.steps
+            .iter()
+            .filter_map(|s| match &s.step {
+                Step::RemovePath { path, .. } => Some(path.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn never_plans_home_slash_or_system_paths() {
+        let home = PathBuf::from("/home/u");
+        let mut p = pre(&home);
+        p.state_dirs = vec![
+            dir(Product::Celesto, "data_dir", home.clone()),
+            dir(Product::Celesto, "data_dir", PathBuf::from("/")),
+            dir(
+                Product::Celesto,
+                "data_dir",
+                PathBuf::from("/var/lib/celesto"),
+            ),
+            dir(
+                Product::Smolvm,
+                "data_root",
+                PathBuf::from("/var/lib/smolvm/.local/share/smolvm"),
+            ),
+            dir(Product::Smolvm, "cache_root", home.join(".cache/smolvm")),
+        ];
+        let plan = build(&p, &opts(ProductChoice::All));
+        assert_eq!(removed(&plan), [home.join(".cache/smolvm")]);
+        for s in &plan.steps {
+            if let Step::RemovePath { path, root, .. } = &s.step {
+                assert!(crate::uninstall::remove::refusal(path, root, &home).is_none());
+            }
+        }
+    }
+
+    #[test]
+    fn shared_dot_smolvm_keeps_the_other_products_entries() {
+        let home = PathBuf::from("/home/u");
+        let dot = home.join(".smolvm");
+        let mut p = pre(&home);
+        p.dot_smolvm = Some(SharedDotSmolvm {
+            path: dot.clone(),
+            smolvm_entries: vec![dot.join("lib"), dot.join("smolvm-bin")],
+            celesto_entries: vec![dot.join("images"), dot.join("keys")],
+            other_entries: vec![],
+            smolvm_version: Some("1.32.2".into()),
+        });
+        p.credentials = vec![Credential {
+            product: Product::Celesto,
+            path: dot.join("keys"),
+            what: "SSH keys".into(),
+        }];
+        let plan = build(&p, &opts(ProductChoice::Smolvm));
+        assert_eq!(removed(&plan), [dot.join("lib"), dot.join("smolvm-bin")]);
+        assert!(plan
+            .steps
+            .iter()
+            .any(|s| matches!(&s.step, Step::RemoveDirIfEmpty { path, .. } if *path == dot)));
+        assert!(!plan.removed_roots.contains(&dot));
+
+        let plan = build(&p, &opts(ProductChoice::Celesto));
+        assert_eq!(removed(&plan), [dot.join("images")]);
+        assert!(plan.kept.iter().any(|k| k.path == dot.join("keys")));
+
+        let mut o = opts(ProductChoice::All);
+        o.remove_credentials = true;
+        let plan = build(&p, &o);
+        assert_eq!(removed(&plan).len(), 4);
+        assert!(plan.removed_roots.contains(&dot));
+    }
+
+    #[test]
+    fn path_block_and_config_only_when_asked() {
+        let home = PathBuf::from("/home/u");
+        let mut p = pre(&home);
+        p.path_blocks = vec![PathBlock {
+            file: home.join(".bashrc"),
+            line: 4,
+            lines: vec![String::new(), "# smolvm".into()],
+        }];
+        p.state_dirs = vec![dir(
+            Product::Smolvm,
+            "config_dir",
+            home.join(".config/smolvm"),
+        )];
+        let plan = build(&p, &opts(ProductChoice::Smolvm));
+        assert!(!plan
+            .steps
+            .iter()
+            .any(|s| matches!(s.step, Step::RemovePathBlock { .. })));
+        assert!(removed(&plan).is_empty());
+        assert_eq!(plan.kept.len(), 2);
+        let mut o = opts(ProductChoice::Smolvm);
+        o.remove_path_block = true;
+        o.remove_credentials = true;
+        let plan = build(&p, &o);
+        assert!(plan.steps.iter().any(
+            |s| matches!(&s.step, Step::RemovePathBlock { file } if *file == home.join(".bashrc"))
+        ));
+        assert_eq!(removed(&plan), [home.join(".config/smolvm")]);
+        // Celesto alone never touches smolvm's PATH block.
+        let plan = build(&p, &opts(ProductChoice::Celesto));
+        assert!(plan.steps.is_empty());
+    }
+
+    #[test]
+    fn machines_go_first_through_the_cli_and_only_when_one_is_found() {
+        let home = PathBuf::from("/home/u");
+        let mut p = pre(&home);
+        let db = home.join(".local/share/smolvm/server/smolvm.db");
+        p.machines = vec![
+            MachineRecord {
+                product: Product::Smolvm,
+                name: "a".into(),
+                state: "running".into(),
+                pid: None,
+                pid_start_time: None,
+                db: db.clone(),
+            },
+            MachineRecord {
+                product: Product::Smolvm,
+                name: "b".into(),
+                state: "paused".into(),
+                pid: None,
+                pid_start_time: None,
+                db: db.clone(),
+            },
+        ];
+        p.state_dirs = vec![dir(
+            Product::Smolvm,
+            "cache_root",
+            home.join(".cache/smolvm"),
+        )];
+        let plan = build(&p, &opts(ProductChoice::Smolvm));
+        assert!(plan.steps.iter().all(|s| !matches!(
+            s.step,
+            Step::StopMachine { .. } | Step::DeleteMachine { .. }
+        )));
+        assert!(plan
+            .notes
+            .iter()
+            .any(|n| n.contains("No smol-machines smolvm command")));
+
+        p.installs = vec![Install {
+            product: Product::Smolvm,
+            method: "script".into(),
+            path: home.join(".smolvm"),
+            executable: Some(home.join(".smolvm/smolvm")),
+            version: Some("1.32.2".into()),
+            distribution: None,
+        }];
+        let plan = build(&p, &opts(ProductChoice::Smolvm));
+        let names: Vec<&str> = plan.steps.iter().map(|s| s.step.name()).collect();
+        // Stop only the running one (a paused one refuses stop); delete both; then state.
+        assert_eq!(
+            &names[..4],
+            [
+                "stop_machine",
+                "delete_machine",
+                "delete_machine",
+                "remove_path"
+            ]
+        );
+        // A data root that does not exist yet is planned too: the machine commands create it.
+        let mut absent = dir(
+            Product::Smolvm,
+            "data_root",
+            home.join(".local/share/smolvm"),
+        );
+        absent.exists = false;
+        p.state_dirs.push(absent);
+        let plan = build(&p, &opts(ProductChoice::Smolvm));
+        assert!(removed(&plan).contains(&home.join(".local/share/smolvm")));
+        p.installs.clear();
+        let plan = build(&p, &opts(ProductChoice::Smolvm));
+        assert!(!removed(&plan).contains(&home.join(".local/share/smolvm")));
+        assert!(plan
+            .removed_roots
+            .contains(&home.join(".local/share/smolvm")));
+    }
+
+    #[test]
+    fn launchers_are_removed_only_when_they_point_into_the_prefix() {
+        let home = PathBuf::from("/home/u");
+        let mut p = pre(&home);
+        p.launchers = vec![
+            Launcher {
+                path: home.join(".local/bin/smolvm"),
+                target: home.join(".smolvm/smolvm"),
+                into_prefix: Some(home.join(".smolvm")),
+            },
+            Launcher {
+                path: home.join(".local/bin/smol"),
+                target: PathBuf::from("/usr/local/other/smol"),
+                into_prefix: None,
+            },
+        ];
+        let plan = build(&p, &opts(ProductChoice::Smolvm));
+        let links: Vec<&PathBuf> = plan
+            .steps
+            .iter()
+            .filter_map(|s| match &s.step {
+                Step::RemoveLauncher { link, .. } => Some(link),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(links, [&home.join(".local/bin/smolvm")]);
+        assert!(build(&p, &opts(ProductChoice::Celesto)).steps.is_empty());
+    }
+
+    #[test]
+    fn celesto_data_dir_aliased_to_smolvm_data_dir_loses_only_celesto_files() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let d = t.path().join("relocated");
+        for sub in ["disks", ".local/share/smolvm/server", "snapshots"] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        for f in ["celesto.db", "sbx1.log", "notes.txt"] {
+            std::fs::write(d.join(f), b"x").unwrap();
+        }
+        let mut p = pre(&home);
+        p.state_dirs = vec![
+            dir(Product::Celesto, "data_dir", d.clone()),
+            dir(Product::Smolvm, "data_root", d.join(".local/share/smolvm")),
+        ];
+        let plan = build(&p, &opts(ProductChoice::Celesto));
+        let mut r = removed(&plan);
+        r.sort();
+        assert_eq!(
+            r,
+            [
+                d.join("celesto.db"),
+                d.join("disks"),
+                d.join("sbx1.log"),
+                d.join("snapshots")
+            ]
+        );
+        assert!(!plan.removed_roots.contains(&d));
+    }
 }
