@@ -813,6 +813,42 @@ mod library {
         assert!(home.join(".local/share/smolvm/agent-rootfs").is_dir());
     }
 
+    #[test]
+    fn a_path_replaced_since_planning_is_left_alone() {
+        let (_t, home) = scratch_home();
+        let reg = home.join(".cache/smolvm-registry");
+        let archives = home.join(".cache/smolvm-image-archives");
+        for d in [&reg, &archives] {
+            std::fs::create_dir_all(d.join("x")).unwrap();
+        }
+        let env = env_for(&home, "/usr/bin:/bin");
+        let pre = preflight::gather_with(&env, Platform::Linux, &[], Some(&[]));
+        let p = plan::build(&pre, &smolvm_only());
+        // Between plan and run, the registry cache is replaced by something else (the old one
+        // is moved aside first, so its inode cannot be reused by the new one).
+        let aside = home.join(".cache/aside");
+        std::fs::rename(&reg, &aside).unwrap();
+        std::fs::create_dir_all(&reg).unwrap();
+        std::fs::write(reg.join("new"), b"not what was planned").unwrap();
+        let r = run::run(&p, &SystemRunner::for_env(&env), 0);
+        let outcome = |dir: &Path| {
+            r.records
+                .iter()
+                .find(|rec| matches!(&rec.step, Step::RemovePath { path, .. } if path == dir))
+                .map(|rec| rec.result.clone())
+                .unwrap()
+        };
+        assert!(
+            matches!(outcome(&reg), StepOutcome::Skipped { ref why } if why.contains("something else")),
+            "{:?}",
+            outcome(&reg)
+        );
+        assert!(reg.join("new").is_file());
+        assert!(aside.join("x").is_dir());
+        assert!(matches!(outcome(&archives), StepOutcome::Done { .. }));
+        assert!(!archives.exists());
+    }
+
     /// A stand-in smolvm whose first `delete` fails the way a guest that cannot freeze its file
     /// system does (hazard 22), recording every call.
     const FAKE_SMOLVM: &str = r#"#!/usr/bin/env python3

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::exec::reap::ProcessRef;
-use crate::model::{human_bytes, Product};
+use crate::model::{human_bytes, FileIdentity, Product};
 
 use super::preflight::{is_system_path, Preflight};
 
@@ -92,11 +92,15 @@ pub enum Step {
     },
     /// `hdiutil detach <mountpoint>`, retried with `-force` (macOS).
     Detach { mountpoint: PathBuf },
-    /// Remove a file or tree; `root` bounds it.
+    /// Remove a file or tree; `root` bounds it. `identity` is what was there when the plan was
+    /// made (absent: nothing was, and a machine command may create it); anything else found at
+    /// the path by then is left alone.
     RemovePath {
         product: Product,
         path: PathBuf,
         root: PathBuf,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        identity: Option<FileIdentity>,
     },
     /// Remove a directory if, and only if, it is empty by then (`~/.smolvm`, `~/.celesto`).
     RemoveDirIfEmpty { product: Product, path: PathBuf },
@@ -384,6 +388,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
                             product: d.product,
                             path: e.clone(),
                             root: d.path.clone(),
+                            identity: crate::size::identity(&e).ok(),
                         },
                         format!("Remove {}", e.display()),
                         "Celesto's own files in a directory that also holds smol-machines \
@@ -408,6 +413,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
                 product: d.product,
                 path: d.path.clone(),
                 root: d.path.clone(),
+                identity: crate::size::identity(&d.path).ok(),
             },
             if d.exists {
                 format!(
@@ -447,6 +453,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
                         product: Product::Celesto,
                         path: e.path.clone(),
                         root: dir.clone(),
+                        identity: crate::size::identity(&e.path).ok(),
                     },
                     format!("Remove {}", e.path.display()),
                     "Celesto's per-user files (image cache, Firecracker binary, port forwards, \
@@ -496,6 +503,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
                         product,
                         path: e.clone(),
                         root: dot.path.clone(),
+                        identity: crate::size::identity(e).ok(),
                     },
                     summary: format!("Remove {}", e.display()),
                     why: why.to_string(),

@@ -147,20 +147,29 @@ pub fn run(plan: &UninstallPlan, runner: &dyn StepRunner, now_secs: u64) -> RunR
                     }
                     o
                 }
-                Step::RemovePath { path, root, .. } => {
-                    if !super::remove::exists(path) {
+                Step::RemovePath {
+                    path,
+                    root,
+                    identity,
+                    ..
+                } => {
+                    let now = crate::size::identity(path).ok();
+                    let same = |a: &crate::model::FileIdentity, b: &crate::model::FileIdentity| {
+                        a.dev == b.dev && a.ino == b.ino && a.file_type == b.file_type
+                    };
+                    if now.is_none() {
                         StepOutcome::skipped("already gone")
-                    } else {
-                        match super::remove::remove_path(path, root, home) {
-                            Ok(r) => {
-                                report.freed_bytes += r.allocated_bytes;
-                                StepOutcome::done(format!(
-                                    "removed {} file(s), {} dir(s)",
-                                    r.files, r.dirs
-                                ))
-                            }
-                            Err(e) => StepOutcome::failed(e.to_string()),
+                    } else if let (Some(was), Some(is)) = (identity, &now) {
+                        if same(was, is) {
+                            remove_now(path, root, home, &mut report.freed_bytes)
+                        } else {
+                            StepOutcome::skipped(
+                                "something else is at this path than when the plan was made; \
+                                 left alone",
+                            )
                         }
+                    } else {
+                        remove_now(path, root, home, &mut report.freed_bytes)
                     }
                 }
                 Step::RemoveDirIfEmpty { path, .. } => {
@@ -195,6 +204,16 @@ pub fn run(plan: &UninstallPlan, runner: &dyn StepRunner, now_secs: u64) -> RunR
         });
     }
     report
+}
+
+fn remove_now(path: &Path, root: &Path, home: &Path, freed: &mut u64) -> StepOutcome {
+    match super::remove::remove_path(path, root, home) {
+        Ok(r) => {
+            *freed += r.allocated_bytes;
+            StepOutcome::done(format!("removed {} file(s), {} dir(s)", r.files, r.dirs))
+        }
+        Err(e) => StepOutcome::failed(e.to_string()),
+    }
 }
 
 fn remove_launcher(link: &Path, target: &Path, home: &Path) -> StepOutcome {
