@@ -458,13 +458,33 @@ fn celesto_home(home: &Path) {
 
 #[test]
 fn celesto_uninstall_leaves_verify_clean_and_keeps_keys() {
-    let (_t, home) = scratch_home();
+    let (tmp, home) = scratch_home();
     celesto_home(&home);
-    let env = celesto_env(&home);
+    // The shared socket directory: sbx1's launcher config and vsock socket, and a file of a
+    // sandbox this HOME does not have.
+    let sockets = tmp.path().join("sockets");
+    std::fs::create_dir_all(&sockets).unwrap();
+    let hex32 = "0123456789abcdef0123456789abcdef";
+    for f in [
+        format!("libkrun-sbx1-{hex32}.json"),
+        "vsock-sbx1.sock".to_string(),
+        format!("libkrun-other-{hex32}.json"),
+    ] {
+        std::fs::write(sockets.join(f), b"{}").unwrap();
+    }
+    let mut env = celesto_env(&home);
+    env.push(("SMOLSWEEP_SOCKET_DIR".into(), sockets.display().to_string()));
     let o = smolsweep(&home, &env, &["uninstall", "--product", "celesto", "--yes"]);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     assert!(t.contains("Delete sandbox 'sbx1'"), "{t}");
+    let mut left: Vec<String> = std::fs::read_dir(&sockets)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, [format!("libkrun-other-{hex32}.json")]);
     assert_clean(&home, &env, "celesto");
     assert!(!home.join(".local/state/celesto").exists());
     assert!(!home.join(".celesto/images").exists());

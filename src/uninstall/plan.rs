@@ -435,6 +435,26 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         removed_roots.push(d.path.clone());
     }
 
+    // Celesto's per-sandbox files in the shared socket directory (upstream never removes the
+    // libkrun configs; vsock sockets only at the next start).
+    if chosen(Product::Celesto) {
+        for f in &pre.runtime_files {
+            push(
+                &mut steps,
+                Step::RemovePath {
+                    product: f.product,
+                    path: f.path.clone(),
+                    root: f.path.clone(),
+                    identity: crate::size::identity(&f.path).ok(),
+                },
+                format!("Remove {} (sandbox '{}')", f.path.display(), f.owner),
+                "A runtime file of one of this HOME's sandboxes, left in the shared socket \
+                 directory.",
+                0,
+            );
+        }
+    }
+
     // 5. ~/.celesto entry by entry (credentials and keys kept unless asked).
     if chosen(Product::Celesto) {
         let dir = home.join(".celesto");
@@ -838,6 +858,7 @@ mod tests {
             launchers: vec![],
             path_blocks: vec![],
             credentials: vec![],
+            runtime_files: vec![],
             system: vec![],
             problems: vec![],
         }

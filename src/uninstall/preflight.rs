@@ -101,6 +101,16 @@ pub struct SystemItem {
     pub command: String,
 }
 
+/// A per-sandbox runtime file in the shared socket directory (`/tmp`): Celesto's libkrun
+/// launcher configs (never removed upstream), vsock, QMP and Firecracker API sockets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeFile {
+    pub product: Product,
+    pub path: PathBuf,
+    /// The sandbox it belongs to.
+    pub owner: String,
+}
+
 /// Everything the uninstall looks at.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Preflight {
@@ -119,6 +129,9 @@ pub struct Preflight {
     pub launchers: Vec<Launcher>,
     pub path_blocks: Vec<PathBlock>,
     pub credentials: Vec<Credential>,
+    /// Runtime files of this HOME's sandboxes in the shared socket directory.
+    #[serde(default)]
+    pub runtime_files: Vec<RuntimeFile>,
     pub system: Vec<SystemItem>,
     /// Things that could not be read.
     pub problems: Vec<String>,
@@ -375,6 +388,8 @@ pub fn gather_with(
         "PyPI smolvm / older Celesto account credentials",
     );
 
+    let runtime_files = celesto_runtime_files(&cel.socket_dir, &machines, env.euid);
+
     Preflight {
         schema: PREFLIGHT_SCHEMA.to_string(),
         home: home.clone(),
@@ -389,9 +404,53 @@ pub fn gather_with(
         launchers,
         path_blocks: pathblock::find(&home),
         credentials,
+        runtime_files,
         system: system_items(platform, &system_exists),
         problems,
     }
+}
+
+/// Files in `socket_dir` named after one of this HOME's Celesto sandboxes and owned by `uid`:
+/// `libkrun-<id>-<32 hex>.json`, `vsock-<id>.sock`, `qmp-<id>.sock`, `fc-<id>.sock`. Another
+/// user's files, or names of sandboxes this HOME does not have, are never listed.
+pub fn celesto_runtime_files(
+    socket_dir: &Path,
+    machines: &[MachineRecord],
+    uid: u32,
+) -> Vec<RuntimeFile> {
+    use std::os::unix::fs::MetadataExt;
+    let ids: Vec<&str> = machines
+        .iter()
+        .filter(|m| m.product == Product::Celesto)
+        .map(|m| m.name.as_str())
+        .collect();
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    let Ok(entries) = crate::fsread::read_dir(socket_dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries {
+        if e.is_dir() || e.is_symlink() || e.meta.uid() != uid {
+            continue;
+        }
+        let Some(name) = e.name_str() else { continue };
+        let owner = ids.iter().find(|id| {
+            name == format!("vsock-{id}.sock")
+                || name == format!("qmp-{id}.sock")
+                || name == format!("fc-{id}.sock")
+                || crate::procs::shape::libkrun_config_id(&e.path).as_deref() == Some(**id)
+        });
+        if let Some(id) = owner {
+            out.push(RuntimeFile {
+                product: Product::Celesto,
+                path: e.path.clone(),
+                owner: id.to_string(),
+            });
+        }
+    }
+    out
 }
 
 /// The smolvm root sets that belong to this user (not `/var/lib/smolvm`, not another HOME).
