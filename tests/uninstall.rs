@@ -1075,3 +1075,45 @@ fn nothing_installed_means_nothing_to_do_and_nothing_created() {
     let o = smolsweep(&home, &[], &["uninstall", "--product", "both"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// On a terminal (a pseudo-terminal from util-linux `script`), the user is asked with the step
+/// count and bytes; anything but yes does nothing and exits 1.
+#[test]
+fn a_terminal_is_asked_and_only_yes_proceeds() {
+    let (_t, home) = scratch_home();
+    let reg = home.join(".cache/smolvm-registry/blobs");
+    std::fs::create_dir_all(&reg).unwrap();
+    std::fs::write(reg.join("b"), vec![7u8; 10_000]).unwrap();
+    let ask = |answer: &str| {
+        let cmd = format!(
+            "env -i HOME={} PATH=/usr/bin:/bin {} uninstall",
+            home.display(),
+            env!("CARGO_BIN_EXE_smolsweep")
+        );
+        let mut c = Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("util-linux script");
+        use std::io::Write;
+        c.stdin
+            .take()
+            .unwrap()
+            .write_all(answer.as_bytes())
+            .unwrap();
+        c.wait_with_output().unwrap()
+    };
+    let o = ask("n\n");
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("Carry out 1 step(s), removing about"), "{t}");
+    assert!(t.contains("Nothing done."), "{t}");
+    assert!(reg.join("b").is_file());
+    let o = ask("y\n");
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("result=clean"), "{t}");
+    assert!(!home.join(".cache/smolvm-registry").exists());
+}
