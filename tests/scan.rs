@@ -669,3 +669,39 @@ fn mount_point_under_a_root_is_its_own_protected_finding_and_never_walked() {
     assert_eq!(d.allocated_bytes, du);
     assert!(!f.contains_key(&mp.join("inside")));
 }
+
+#[test]
+fn macos_layout_is_scanned_as_data_on_linux() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Macos).unwrap();
+    let mut case = smolvm_edge_cases(&home).unwrap();
+    let names: Vec<String> = case.records.iter().map(|r| r.name.clone()).collect();
+    case.held_locks.clear();
+    let mut opts = options(&home, "/usr/bin:/bin");
+    opts.platform = Platform::Macos;
+    let r = scan(&opts);
+    assert_eq!(r.platform, Platform::Macos);
+    let smol = r
+        .products
+        .iter()
+        .find(|p| p.product == Product::Smolvm)
+        .unwrap();
+    assert_eq!(
+        smol.roots["cache_root"],
+        home.path("Library/Caches/smolvm"),
+        "macOS roots come from ~/Library"
+    );
+    check_manifest(&r, &case.manifest, "smolvm", &names, &|l| {
+        if l == "held_lock" {
+            "free_lock"
+        } else {
+            l
+        }
+    });
+    // The leased pack (this test's own pid holds the lease) is protected.
+    let leased = case.manifest.with_label("pack_cache_leased");
+    assert!(!leased.is_empty());
+    for p in leased {
+        assert_eq!(by_path(&r)[p].verdict, Verdict::Protected);
+    }
+}
