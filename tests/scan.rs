@@ -622,3 +622,86 @@ fn json_report_has_the_contract_fields_and_stable_ids() {
     assert!(text.contains("RECLAIMABLE"), "{text}");
     assert!(text.contains("orphan_disk"), "{text}");
 }
+
+#[test]
+fn mount_point_under_a_root_is_its_own_protected_finding_and_never_walked() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let sm = home.smolvm().unwrap();
+    let dangling = sm.dangling_dir("vm-mounted").unwrap();
+    let mp = dangling.join("pack");
+    std::fs::create_dir(&mp).unwrap();
+    // A real mount (CI runs as root); unmounted when the guard drops.
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let st = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
+        .arg(&mp)
+        .status()
+        .expect("mount");
+    assert!(st.success(), "mounting a tmpfs needs root");
+    let _guard = Unmount(mp.clone());
+    std::fs::write(mp.join("inside"), vec![1u8; 200_000]).unwrap();
+    smolsweep_fixtures::age_tree(&dangling, smolsweep_fixtures::OLD).unwrap();
+    let r = scan(&options(&home, "/usr/bin:/bin"));
+    let f = by_path(&r);
+    let m = f.get(&mp).expect("the mount point is a finding");
+    assert_eq!(m.kind, "smolvm.mount_point");
+    assert_eq!(m.verdict, Verdict::Protected);
+    let d = f[&dangling];
+    assert_eq!(d.mounts_inside, vec![mp.clone()]);
+    // The mount's contents are not counted: the same figure as `du -sx`.
+    let du = std::process::Command::new("du")
+        .args(["-s", "-x", "-B1"])
+        .arg(&dangling)
+        .output()
+        .unwrap();
+    let du: u64 = String::from_utf8_lossy(&du.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(d.allocated_bytes, du);
+    assert!(!f.contains_key(&mp.join("inside")));
+}
+
+#[test]
+fn macos_layout_is_scanned_as_data_on_linux() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Macos).unwrap();
+    let mut case = smolvm_edge_cases(&home).unwrap();
+    let names: Vec<String> = case.records.iter().map(|r| r.name.clone()).collect();
+    case.held_locks.clear();
+    let mut opts = options(&home, "/usr/bin:/bin");
+    opts.platform = Platform::Macos;
+    let r = scan(&opts);
+    assert_eq!(r.platform, Platform::Macos);
+    let smol = r
+        .products
+        .iter()
+        .find(|p| p.product == Product::Smolvm)
+        .unwrap();
+    assert_eq!(
+        smol.roots["cache_root"],
+        home.path("Library/Caches/smolvm"),
+        "macOS roots come from ~/Library"
+    );
+    check_manifest(&r, &case.manifest, "smolvm", &names, &|l| {
+        if l == "held_lock" {
+            "free_lock"
+        } else {
+            l
+        }
+    });
+    // The leased pack (this test's own pid holds the lease) is protected.
+    let leased = case.manifest.with_label("pack_cache_leased");
+    assert!(!leased.is_empty());
+    for p in leased {
+        assert_eq!(by_path(&r)[p].verdict, Verdict::Protected);
+    }
+}
