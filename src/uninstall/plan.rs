@@ -639,7 +639,14 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
     // Installs Smolsweep does not remove itself.
     for i in pre.installs.iter().filter(|i| chosen(i.product)) {
         let cmd = match i.method.as_str() {
-            "script" if !is_system_path(&i.path) => continue,
+            // ~/.smolvm is removed above; a system prefix (`/opt/smolvm`) is listed with the
+            // system files, as the command to run.
+            "opt" => continue,
+            "script" if i.path == home.join(".smolvm") || is_system_path(&i.path) => continue,
+            "script" => format!(
+                "rm -rf {}   # install.sh --prefix; check it holds nothing of yours first",
+                i.path.display()
+            ),
             "pypi" | "wheel" => {
                 let dist = i.distribution.clone().unwrap_or_else(|| match i.product {
                     Product::Celesto => "celesto".into(),
