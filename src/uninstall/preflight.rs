@@ -7,7 +7,6 @@
 //! machine ls` deletes directories; `celesto sandbox list` writes its database).
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -563,77 +562,43 @@ pub fn system_items(platform: Platform, exists: &dyn Fn(&Path) -> bool) -> Vec<S
     out
 }
 
-/// smolvm machine records from `server/smolvm.db`, read through an in-memory snapshot.
+/// smolvm machine records from `server/smolvm.db` (read-only, through
+/// [`crate::inventory::smolvm`]).
 pub fn read_smolvm_machines(db: &Path) -> Result<Vec<MachineRecord>, String> {
-    let conn = crate::inventory::snapshot::open_snapshot(db, Duration::from_secs(5))
-        .map_err(|e| e.to_string())?;
-    let mut stmt = conn
-        .prepare("SELECT name, data FROM vms ORDER BY name")
-        .map_err(|e| format!("{}: {e}", db.display()))?;
-    let rows = stmt
-        .query_map([], |r| {
-            let name: String = r.get(0)?;
-            let data: Vec<u8> = match r.get_ref(1)? {
-                rusqlite::types::ValueRef::Blob(b) | rusqlite::types::ValueRef::Text(b) => {
-                    b.to_vec()
-                }
-                _ => Vec::new(),
-            };
-            Ok((name, data))
-        })
-        .map_err(|e| format!("{}: {e}", db.display()))?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (name, data) = row.map_err(|e| format!("{}: {e}", db.display()))?;
-        let v: serde_json::Value = serde_json::from_slice(&data).unwrap_or_default();
-        out.push(MachineRecord {
+    let mut out: Vec<MachineRecord> = crate::inventory::smolvm::read_smolvm_db(db)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(|r| MachineRecord {
             product: Product::Smolvm,
-            name,
-            state: v
-                .get("state")
-                .and_then(|s| s.as_str())
-                .unwrap_or("unknown")
-                .to_string(),
-            pid: v.get("pid").and_then(|p| p.as_u64()).map(|p| p as u32),
-            pid_start_time: v.get("pid_start_time").and_then(|p| p.as_u64()),
+            name: r.name,
+            state: r.state,
+            pid: r.pid,
+            pid_start_time: r.pid_start_time,
             db: db.to_path_buf(),
-        });
-    }
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
 }
 
-/// Celesto (or PyPI smolvm) sandbox rows from `celesto.db` / `smolvm.db`.
+/// Celesto (or PyPI smolvm) sandbox rows from `celesto.db` / `smolvm.db` (read-only, through
+/// [`crate::inventory::celesto`]).
 pub fn read_celesto_rows(db: &Path) -> Result<Vec<MachineRecord>, String> {
-    let conn = crate::inventory::snapshot::open_snapshot(db, Duration::from_secs(5))
-        .map_err(|e| e.to_string())?;
-    let has_vms: bool = conn
-        .query_row(
-            "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='vms'",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
-        .map(|n| n > 0)
-        .map_err(|e| format!("{}: {e}", db.display()))?;
-    if !has_vms {
-        return Ok(Vec::new());
-    }
-    let mut stmt = conn
-        .prepare("SELECT id, status, pid FROM vms ORDER BY id")
-        .map_err(|e| format!("{}: {e}", db.display()))?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok(MachineRecord {
-                product: Product::Celesto,
-                name: r.get(0)?,
-                state: r.get(1)?,
-                pid: r.get::<_, Option<i64>>(2)?.map(|p| p as u32),
-                pid_start_time: None,
-                db: db.to_path_buf(),
-            })
+    let mut out: Vec<MachineRecord> = crate::inventory::celesto::read_celesto_db(db)
+        .map_err(|e| e.to_string())?
+        .sandboxes
+        .into_iter()
+        .map(|r| MachineRecord {
+            product: Product::Celesto,
+            name: r.id,
+            state: r.status,
+            pid: r.pid.and_then(|p| u32::try_from(p).ok()),
+            pid_start_time: None,
+            db: db.to_path_buf(),
         })
-        .map_err(|e| format!("{}: {e}", db.display()))?;
-    rows.collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{}: {e}", db.display()))
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
 }
 
 /// VM processes of both products that belong to this HOME: same uid as us, and tied to this
