@@ -584,15 +584,27 @@ impl Drop for Vmm {
 
 /// A process shaped like smolvm's exec'd boot child for the machine directory `vm_dir`.
 fn boot_vm(vm_dir: &Path) -> Vmm {
+    let argv = [
+        "/proc/self/exe".to_string(),
+        "_boot-vm".to_string(),
+        vm_dir.join("boot-config.json").display().to_string(),
+    ];
+    stand_in_vmm(&argv, "libkrun VM", &[])
+}
+
+/// The stand-in VMM with this argv (argv[0] included), comm and extra environment.
+fn stand_in_vmm(argv: &[String], comm: &str, env: &[(&str, &Path)]) -> Vmm {
     use std::io::BufRead;
     use std::os::unix::process::CommandExt;
     let mut c = Command::new(fake_vmm());
-    c.arg0("/proc/self/exe")
-        .arg("_boot-vm")
-        .arg(vm_dir.join("boot-config.json"))
-        .env("FAKE_VMM_COMM", "libkrun VM")
+    c.arg0(&argv[0])
+        .args(&argv[1..])
+        .env("FAKE_VMM_COMM", comm)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
     let mut child = c.spawn().unwrap();
     let mut line = String::new();
     std::io::BufReader::new(child.stdout.as_mut().unwrap())
@@ -648,6 +660,47 @@ fn hazard_28_verify_names_the_audited_home_and_sees_only_its_vms() {
     assert!(!alive(vmm.0.id()), "the VM process survived:\n{t}");
     assert!(!vm_dir.exists());
     assert_clean(&a, &[], "all");
+}
+
+#[test]
+fn hazard_8_forked_and_renamed_vms_are_no_false_clean() {
+    let (_t, home) = scratch_home();
+    let smolvm_bin = home.join(".smolvm/smolvm-bin").display().to_string();
+    // A forked pack-run VM: argv inherited from the CLI, recognisable only by its comm; tied to
+    // this HOME by its environment.
+    let forked = stand_in_vmm(
+        &[
+            smolvm_bin,
+            "pack".into(),
+            "run".into(),
+            "app.smolmachine".into(),
+        ],
+        "libkrun VM",
+        &[("HOME", &home)],
+    );
+    let o = smolsweep(&home, &[], &["verify"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains(&format!("VM process {}", forked.0.id())), "{t}");
+    drop(forked);
+    assert_clean(&home, &[], "all");
+
+    // A boot child renamed after the host (`VM:$HOSTNAME`), which a `libkrun VM` comm match
+    // misses.
+    let vm_dir = home.join(".cache/smolvm/vms/0123456789abcdef");
+    std::fs::create_dir_all(&vm_dir).unwrap();
+    let argv = [
+        "/proc/self/exe".to_string(),
+        "_boot-vm".to_string(),
+        vm_dir.join("boot-config.json").display().to_string(),
+    ];
+    let renamed = stand_in_vmm(&argv, "VM:buildhost", &[]);
+    let o = smolsweep(&home, &[], &["verify"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains(&format!("VM process {}", renamed.0.id())), "{t}");
+    // The directory itself is empty: not state (hazard 29).
+    assert!(t.contains("vm_dirs=none"), "{t}");
 }
 
 #[test]
