@@ -5,9 +5,12 @@
 
 pub mod cli;
 pub mod env;
+pub mod exec;
 pub mod install;
 pub mod inventory;
+pub mod journal;
 pub mod model;
+pub mod plan;
 pub mod procs;
 pub mod qcow2;
 pub mod roots;

@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod reclaim;
 pub mod scan;
 
 #[derive(Debug, Parser)]

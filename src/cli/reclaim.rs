@@ -1,0 +1,1 @@
+//! `smolsweep prune|reap|stop|plan|apply|history`.
