@@ -31,7 +31,10 @@ impl EnvSnapshot {
     {
         EnvSnapshot {
             home: home.into(),
-            vars: vars.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+            vars: vars
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
             euid: 1000,
             sudo_home: None,
         }

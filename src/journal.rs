@@ -34,7 +34,7 @@ pub enum JournalEntry {
         at_ms: u64,
         plan_id: String,
         #[serde(flatten)]
-        record: ActionRecord,
+        record: Box<ActionRecord>,
     },
     PlanFinished {
         at_ms: u64,
@@ -144,7 +144,7 @@ impl Journal {
         self.append(&JournalEntry::Action {
             at_ms: now_ms(),
             plan_id: plan_id.into(),
-            record: record.clone(),
+            record: Box::new(record.clone()),
         })
     }
 
@@ -245,7 +245,7 @@ pub fn runs(entries: &[JournalEntry]) -> Vec<RunSummary> {
                         Outcome::Failed { .. } => r.failed += 1,
                         Outcome::WouldDo { .. } => {}
                     }
-                    r.outcomes.push(record.clone());
+                    r.outcomes.push((**record).clone());
                 }
             }
             JournalEntry::PlanFinished {

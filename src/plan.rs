@@ -60,6 +60,7 @@ pub enum Action {
         kind: String,
         path: PathBuf,
         root: PathBuf,
+        #[serde(with = "identity_repr")]
         identity: FileIdentity,
         is_dir: bool,
         /// Allocated bytes the scan measured.
@@ -121,6 +122,45 @@ impl Action {
     }
 }
 
+/// [`FileIdentity`] with `mtime_ns` as an `i64`: actions are internally tagged (and flattened
+/// into records), and serde's buffered path for those does not carry `i128`. Nanoseconds since
+/// the epoch fit an `i64` until 2262.
+mod identity_repr {
+    use super::FileIdentity;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct Repr {
+        dev: u64,
+        ino: u64,
+        file_type: u32,
+        size: u64,
+        mtime_ns: i64,
+    }
+
+    pub fn serialize<S: Serializer>(id: &FileIdentity, s: S) -> Result<S::Ok, S::Error> {
+        Repr {
+            dev: id.dev,
+            ino: id.ino,
+            file_type: id.file_type,
+            size: id.size,
+            mtime_ns: id.mtime_ns.clamp(i64::MIN as i128, i64::MAX as i128) as i64,
+        }
+        .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<FileIdentity, D::Error> {
+        let r = Repr::deserialize(d)?;
+        Ok(FileIdentity {
+            dev: r.dev,
+            ino: r.ino,
+            file_type: r.file_type,
+            size: r.size,
+            mtime_ns: r.mtime_ns as i128,
+        })
+    }
+}
+
 /// An action with the line a person reads in the confirmation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlannedAction {
@@ -145,6 +185,10 @@ pub struct Plan {
     pub id: String,
     /// Seconds since the Unix epoch.
     pub created_at: u64,
+    /// When the scan this plan was made from started (seconds since the epoch; 0 unknown).
+    /// Directories inside a planned directory modified after it are left in place.
+    #[serde(default)]
+    pub scanned_at: u64,
     pub home: PathBuf,
     pub platform: Platform,
     /// Every root directory the scan resolved. None of them is ever deleted itself.
@@ -176,10 +220,7 @@ pub fn is_normal_absolute(path: &Path) -> bool {
 
 /// Whether `path` lies strictly below `root` (both normal absolute paths).
 pub fn strictly_inside(path: &Path, root: &Path) -> bool {
-    is_normal_absolute(path)
-        && is_normal_absolute(root)
-        && path != root
-        && path.starts_with(root)
+    is_normal_absolute(path) && is_normal_absolute(root) && path != root && path.starts_with(root)
 }
 
 impl Plan {
@@ -226,7 +267,10 @@ impl Plan {
         }
         for pid in &selection.reap_pids {
             if !report.processes.iter().any(|p| p.pid == *pid) {
-                skip(&format!("pid:{pid}"), "no such VM process in the scan".into());
+                skip(
+                    &format!("pid:{pid}"),
+                    "no such VM process in the scan".into(),
+                );
             }
         }
 
@@ -247,7 +291,11 @@ impl Plan {
                         "stop {} {} ({})",
                         m.product.display_name(),
                         m.name,
-                        if m.effective_state.is_empty() { &m.state } else { &m.effective_state }
+                        if m.effective_state.is_empty() {
+                            &m.state
+                        } else {
+                            &m.effective_state
+                        }
                     ),
                     action: Action::StopMachine {
                         product: m.product,
@@ -313,7 +361,10 @@ impl Plan {
                     continue;
                 }
                 Verdict::Unknown => {
-                    skip(&f.id, format!("could not be verified, never deleted: {}", f.reason));
+                    skip(
+                        &f.id,
+                        format!("could not be verified, never deleted: {}", f.reason),
+                    );
                     continue;
                 }
                 _ => {}
@@ -326,13 +377,26 @@ impl Plan {
                 skip(&f.id, "the scan could not record its identity".into());
                 continue;
             }
+            if root == Path::new("/") || report.home.starts_with(root) {
+                skip(
+                    &f.id,
+                    "its root is /, HOME or contains HOME; never deleted from".into(),
+                );
+                continue;
+            }
             if !strictly_inside(&f.path, root) {
-                skip(&f.id, format!("not strictly inside its root {}", root.display()));
+                skip(
+                    &f.id,
+                    format!("not strictly inside its root {}", root.display()),
+                );
                 continue;
             }
             if roots.contains(&f.path) || f.path == report.home || report.home.starts_with(&f.path)
             {
-                skip(&f.id, "a root directory or HOME itself is never deleted".into());
+                skip(
+                    &f.id,
+                    "a root directory or HOME itself is never deleted".into(),
+                );
                 continue;
             }
             chosen.push(f);
@@ -352,7 +416,13 @@ impl Plan {
                 .iter()
                 .find(|k| k.is_dir && f.path.starts_with(&k.path))
             {
-                skip(&f.id, format!("inside {}, which is deleted as a whole", parent.path.display()));
+                skip(
+                    &f.id,
+                    format!(
+                        "inside {}, which is deleted as a whole",
+                        parent.path.display()
+                    ),
+                );
                 continue;
             }
             if let Some(d) = deleted_machine_dirs.iter().find(|d| f.path.starts_with(d)) {
@@ -371,7 +441,10 @@ impl Plan {
                     p.product.display_name(),
                     p.pid,
                     p.shape,
-                    p.owner.as_deref().map(|o| format!(", {o}")).unwrap_or_default()
+                    p.owner
+                        .as_deref()
+                        .map(|o| format!(", {o}"))
+                        .unwrap_or_default()
                 ),
                 action: Action::SignalProcess {
                     pid: p.pid,
@@ -446,6 +519,7 @@ impl Plan {
             schema: PLAN_SCHEMA.into(),
             id: String::new(),
             created_at,
+            scanned_at: report.scanned_at,
             home: report.home.clone(),
             platform: report.platform,
             roots: roots.into_iter().collect(),

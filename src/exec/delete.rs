@@ -15,6 +15,10 @@
 //! Deleting needs a [`Confirmed`] token; the executor's dry run never has one, so it cannot reach
 //! [`delete_path`]. [`precheck`] is the read-only half a dry run uses.
 
+// `stat` field and `S_IF*` constant types differ between Linux and macOS (u32/u16, u64/i32):
+// the casts below are no-ops on one platform and needed on the other.
+#![allow(clippy::unnecessary_cast)]
+
 use std::cell::Cell;
 use std::ffi::{CStr, OsStr};
 use std::os::fd::{AsFd, OwnedFd};
@@ -68,6 +72,9 @@ pub struct Target<'a> {
     pub home: &'a Path,
     /// Every root directory: none is ever deleted itself.
     pub roots: &'a [PathBuf],
+    /// When the scan ran (ns since the epoch): a directory inside the target modified later
+    /// (entries added or removed since the scan) is left in place. `None` disables this.
+    pub scanned_at_ns: Option<i128>,
 }
 
 /// What the primitive did. Expected situations are outcomes, not errors.
@@ -187,6 +194,9 @@ pub fn refusal(t: &Target) -> Option<String> {
     if !is_normal_absolute(t.root) {
         return Some("the root is not a normal absolute path".into());
     }
+    if t.root == Path::new("/") || t.home.starts_with(t.root) {
+        return Some("refusing: the root is /, HOME or a directory that contains HOME".into());
+    }
     if t.path == Path::new("/") {
         return Some("refusing to delete /".into());
     }
@@ -206,7 +216,10 @@ fn locate(t: &Target) -> Result<Located, DeleteOutcome> {
     if let Some(why) = refusal(t) {
         return Err(DeleteOutcome::Refused { why });
     }
-    let rel = t.path.strip_prefix(t.root).expect("checked strictly inside");
+    let rel = t
+        .path
+        .strip_prefix(t.root)
+        .expect("checked strictly inside");
     let comps: Vec<&OsStr> = rel
         .components()
         .map(|c| match c {
@@ -378,13 +391,18 @@ pub fn delete_path(token: &Confirmed, t: &Target) -> DeleteOutcome {
     }
     let mut walk = Walk {
         root_mount: loc.root_mount,
+        newer_than_ns: match t.check {
+            IdentityCheck::Full => t.scanned_at_ns,
+            IdentityCheck::DevInoType => None,
+        },
         entries: 0,
         mounts: Vec::new(),
+        changed: Vec::new(),
         errors: Vec::new(),
     };
     let mut path = t.path.to_path_buf();
     walk.empty_and_remove(&loc.parent, name, fd, &mut path);
-    if walk.mounts.is_empty() && walk.errors.is_empty() {
+    if walk.kept() == 0 {
         return DeleteOutcome::Deleted {
             entries: walk.entries,
         };
@@ -396,7 +414,15 @@ pub fn delete_path(token: &Confirmed, t: &Target) -> DeleteOutcome {
             join(&walk.mounts)
         ));
     }
+    if !walk.changed.is_empty() {
+        why.push(format!(
+            "changed since the scan, left in place: {}",
+            join(&walk.changed)
+        ));
+    }
+    let has_errors = !walk.errors.is_empty();
     let mut left = walk.mounts;
+    left.extend(walk.changed);
     if !walk.errors.is_empty() {
         let shown: Vec<String> = walk
             .errors
@@ -412,9 +438,13 @@ pub fn delete_path(token: &Confirmed, t: &Target) -> DeleteOutcome {
         ));
         left.extend(walk.errors.into_iter().map(|(p, _)| p));
     }
-    if walk.entries == 0 {
+    if has_errors {
         return DeleteOutcome::Failed {
-            error: why.join("; "),
+            error: format!(
+                "partly deleted ({} entries); {}",
+                walk.entries,
+                why.join("; ")
+            ),
         };
     }
     DeleteOutcome::Partial {
@@ -454,13 +484,13 @@ struct MountKey {
 }
 
 #[cfg(target_os = "linux")]
-fn mount_key(fd: impl AsFd) -> rustix::io::Result<MountKey> {
+fn dir_info(fd: impl AsFd) -> rustix::io::Result<DirInfo> {
     use rustix::fs::{statx, StatxFlags};
     match statx(
         &fd,
         c"",
         AtFlags::EMPTY_PATH,
-        StatxFlags::TYPE | StatxFlags::INO | StatxFlags::MNT_ID,
+        StatxFlags::TYPE | StatxFlags::INO | StatxFlags::MTIME | StatxFlags::MNT_ID,
     ) {
         Ok(x) => {
             let dev = rustix::fs::makedev(x.stx_dev_major, x.stx_dev_minor);
@@ -469,39 +499,60 @@ fn mount_key(fd: impl AsFd) -> rustix::io::Result<MountKey> {
             } else {
                 0
             };
-            Ok(MountKey {
-                dev: dev as u64,
-                mnt_id,
+            Ok(DirInfo {
+                key: MountKey {
+                    dev: dev as u64,
+                    mnt_id,
+                },
+                mtime_ns: x.stx_mtime.tv_sec as i128 * 1_000_000_000 + x.stx_mtime.tv_nsec as i128,
             })
         }
-        Err(Errno::NOSYS) => {
-            let st = rfs::fstat(&fd)?;
-            Ok(MountKey {
-                dev: st.st_dev as u64,
-                mnt_id: 0,
-            })
-        }
+        Err(Errno::NOSYS) => fstat_info(fd),
         Err(e) => Err(e),
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn mount_key(fd: impl AsFd) -> rustix::io::Result<MountKey> {
+fn dir_info(fd: impl AsFd) -> rustix::io::Result<DirInfo> {
+    fstat_info(fd)
+}
+
+#[cfg_attr(target_os = "linux", allow(dead_code))]
+fn fstat_info(fd: impl AsFd) -> rustix::io::Result<DirInfo> {
     let st = rfs::fstat(&fd)?;
-    Ok(MountKey {
-        dev: st.st_dev as u64,
-        mnt_id: 0,
+    Ok(DirInfo {
+        key: MountKey {
+            dev: st.st_dev as u64,
+            mnt_id: 0,
+        },
+        mtime_ns: st.st_mtime as i128 * 1_000_000_000 + st.st_mtime_nsec as i128,
     })
+}
+
+fn mount_key(fd: impl AsFd) -> rustix::io::Result<MountKey> {
+    dir_info(fd).map(|i| i.key)
+}
+
+struct DirInfo {
+    key: MountKey,
+    mtime_ns: i128,
 }
 
 struct Walk {
     root_mount: MountKey,
+    /// Directories modified after this time (the scan) are left in place.
+    newer_than_ns: Option<i128>,
     entries: u64,
     mounts: Vec<PathBuf>,
+    changed: Vec<PathBuf>,
     errors: Vec<(PathBuf, Errno)>,
 }
 
 impl Walk {
+    fn kept(&self) -> usize {
+        self.mounts.len() + self.changed.len() + self.errors.len()
+    }
+
     /// Open `name` in `parent` as a directory without following, and remove it with its contents.
     /// A name that is no longer a directory is unlinked as what it is now.
     fn remove_dir_entry(&mut self, parent: &OwnedFd, name: &CStr, path: &mut PathBuf) {
@@ -518,12 +569,16 @@ impl Walk {
                 return;
             }
         };
-        match mount_key(&fd) {
-            Ok(k) if k == self.root_mount => {}
-            Ok(_) => {
+        match dir_info(&fd) {
+            Ok(i) if i.key != self.root_mount => {
                 self.mounts.push(path.clone());
                 return;
             }
+            Ok(i) if self.newer_than_ns.is_some_and(|t| i.mtime_ns > t) => {
+                self.changed.push(path.clone());
+                return;
+            }
+            Ok(_) => {}
             Err(e) => {
                 self.errors.push((path.clone(), e));
                 return;
@@ -547,7 +602,7 @@ impl Walk {
                 return;
             }
         };
-        let (mounts0, errors0) = (self.mounts.len(), self.errors.len());
+        let kept0 = self.mounts.len() + self.changed.len() + self.errors.len();
         // Entries created while we delete make rmdir fail with ENOTEMPTY: a few more passes.
         for pass in 0..4 {
             if pass > 0 {
@@ -560,13 +615,9 @@ impl Walk {
                     return;
                 }
                 Err(Errno::NOENT) => return,
-                Err(Errno::NOTEMPTY) | Err(Errno::EXIST)
-                    if self.mounts.len() == mounts0 && self.errors.len() == errors0 =>
-                {
-                    continue
-                }
+                Err(Errno::NOTEMPTY) | Err(Errno::EXIST) if self.kept() == kept0 => continue,
                 Err(e) => {
-                    if self.mounts.len() == mounts0 && self.errors.len() == errors0 {
+                    if self.kept() == kept0 {
                         self.errors.push((path.clone(), e));
                     }
                     return;
@@ -640,6 +691,7 @@ mod tests {
             schema: crate::plan::PLAN_SCHEMA.into(),
             id: "x".into(),
             created_at: 0,
+            scanned_at: 0,
             home: "/nonexistent-home".into(),
             platform: crate::model::Platform::Linux,
             roots: vec![],
@@ -657,6 +709,7 @@ mod tests {
             check: IdentityCheck::Full,
             home: Path::new("/nonexistent-home"),
             roots: &[],
+            scanned_at_ns: None,
         }
     }
 
@@ -711,7 +764,10 @@ mod tests {
         // Same inode, size and type only: allowed with the relaxed check.
         let mut tg = target(root, &f, &id);
         tg.check = IdentityCheck::DevInoType;
-        assert_eq!(delete_path(&tok, &tg), DeleteOutcome::Deleted { entries: 1 });
+        assert_eq!(
+            delete_path(&tok, &tg),
+            DeleteOutcome::Deleted { entries: 1 }
+        );
         assert_eq!(
             delete_path(&tok, &target(root, &f, &id)),
             DeleteOutcome::AlreadyGone
@@ -736,6 +792,7 @@ mod tests {
             check: IdentityCheck::Full,
             home,
             roots: &roots,
+            scanned_at_ns: None,
         };
         assert!(refusal(&mk("/", "/")).is_some());
         assert!(refusal(&mk("/", "/h")).is_some());

@@ -121,13 +121,19 @@ pub struct UnwiredRunner;
 
 impl ActionRunner for UnwiredRunner {
     fn stop_machine(&self, _: Product, name: &str, _: Option<u32>, _: Option<u64>) -> Outcome {
-        Outcome::failed(format!("stopping machines is not available in this build ({name})"))
+        Outcome::failed(format!(
+            "stopping machines is not available in this build ({name})"
+        ))
     }
     fn delete_machine(&self, _: Product, name: &str, _: bool, _: &[String]) -> Outcome {
-        Outcome::failed(format!("deleting machines is not available in this build ({name})"))
+        Outcome::failed(format!(
+            "deleting machines is not available in this build ({name})"
+        ))
     }
     fn reap(&self, pid: u32, _: u64, _: Product, _: Option<&str>, _: u32) -> Outcome {
-        Outcome::failed(format!("reaping is not available in this build (pid {pid})"))
+        Outcome::failed(format!(
+            "reaping is not available in this build (pid {pid})"
+        ))
     }
     fn detach(&self, m: &Path) -> Outcome {
         Outcome::failed(format!(
@@ -289,7 +295,9 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
             });
         }
         let outcome = if let Some(e) = &journal_broken {
-            Outcome::skipped(format!("not attempted: the journal could not be written ({e})"))
+            Outcome::skipped(format!(
+                "not attempted: the journal could not be written ({e})"
+            ))
         } else {
             match &mode {
                 RunMode::DryRun => dry_outcome(plan, &pa.action),
@@ -354,7 +362,7 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
         filesystems,
     };
     if !dry_run && journal_broken.is_none() {
-        if let Some(j) = journal.as_deref_mut() {
+        if let Some(j) = journal {
             // The actions are done and journaled; a failure to write the summary is reported
             // through the log only (the record stays readable without it).
             if let Err(e) = j.plan_finished(&report) {
@@ -384,6 +392,7 @@ fn target<'a>(plan: &'a Plan, a: &'a Action) -> Option<Target<'a>> {
             },
             home: &plan.home,
             roots: &plan.roots,
+            scanned_at_ns: (plan.scanned_at > 0).then(|| plan.scanned_at as i128 * 1_000_000_000),
         }),
         _ => None,
     }
@@ -470,6 +479,7 @@ fn measure(plan: &Plan) -> Vec<(u64, PathBuf, u64)> {
             let Ok(st) = rustix::fs::stat(root) else {
                 continue;
             };
+            #[allow(clippy::unnecessary_cast)] // i32 on macOS
             let dev = st.st_dev as u64;
             if seen.contains_key(&dev) {
                 continue;
