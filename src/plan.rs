@@ -595,3 +595,222 @@ pub(crate) fn now_secs() -> u64 {
         .map(|d| d.as_secs())
         .unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Machine, ProductReport, Totals, VmProcess};
+
+    fn f(id: &str, path: &str, verdict: Verdict, class: Option<OptInClass>) -> Finding {
+        Finding {
+            id: id.into(),
+            product: Product::Smolvm,
+            kind: "smolvm.test".into(),
+            path: path.into(),
+            owner: None,
+            apparent_bytes: 10,
+            allocated_bytes: 100,
+            verdict,
+            reason: "r".into(),
+            opt_in_class: class,
+            identity: Some(FileIdentity {
+                dev: 1,
+                ino: path.len() as u64 + id.len() as u64 * 1000,
+                file_type: libc::S_IFDIR as u32,
+                size: 0,
+                mtime_ns: 0,
+            }),
+            is_dir: true,
+            root: Some("/h/.cache/smolvm".into()),
+            mounts_inside: vec![],
+        }
+    }
+
+    fn proc_(pid: u32, orphan: bool, scope: Scope, paths: Vec<PathBuf>) -> VmProcess {
+        VmProcess {
+            pid,
+            start_time: 5,
+            product: Product::Smolvm,
+            shape: "smolvm.boot_vm".into(),
+            owner: Some("m".into()),
+            orphan,
+            scope,
+            held_deleted_bytes: 0,
+            uid: 1000,
+            comm: String::new(),
+            argv: vec![],
+            paths,
+            reason: String::new(),
+            fds_readable: true,
+        }
+    }
+
+    fn report(findings: Vec<Finding>) -> ScanReport {
+        ScanReport {
+            schema: crate::model::SCAN_SCHEMA.into(),
+            home: "/h".into(),
+            platform: Platform::Linux,
+            products: vec![ProductReport {
+                product: Product::Smolvm,
+                detected: true,
+                status: "ok".into(),
+                roots: [("cache_root".to_string(), PathBuf::from("/h/.cache/smolvm"))].into(),
+                problems: vec![],
+                version: None,
+            }],
+            findings,
+            machines: vec![],
+            processes: vec![],
+            totals: Totals::default(),
+            scanned_at: 1,
+            duration_ms: 0,
+        }
+    }
+
+    fn paths(p: &Plan) -> Vec<String> {
+        p.actions
+            .iter()
+            .filter_map(|a| match &a.action {
+                Action::DeletePath { path, .. } => Some(path.display().to_string()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_reclaimable_and_included_opt_in_are_planned() {
+        let r = report(vec![
+            f("a", "/h/.cache/smolvm/vms/a", Verdict::Reclaimable, None),
+            f(
+                "c",
+                "/h/.cache/smolvm/pack",
+                Verdict::OptIn,
+                Some(OptInClass::Caches),
+            ),
+            f(
+                "s",
+                "/h/.cache/smolvm/saved",
+                Verdict::OptIn,
+                Some(OptInClass::SavedDisks),
+            ),
+            f("p", "/h/.cache/smolvm/vms/live", Verdict::Protected, None),
+            f("u", "/h/.cache/smolvm/vms/odd", Verdict::Unknown, None),
+        ]);
+        let p = Plan::from_scan_at(&r, &Selection::reclaimable(), 1);
+        assert_eq!(paths(&p), ["/h/.cache/smolvm/vms/a"]);
+        assert!(
+            p.skipped_at_plan.is_empty(),
+            "unselected findings are not 'skipped'"
+        );
+        let mut sel = Selection::reclaimable();
+        sel.include.insert(OptInClass::Caches);
+        let p = Plan::from_scan_at(&r, &sel, 1);
+        assert_eq!(
+            paths(&p),
+            ["/h/.cache/smolvm/pack", "/h/.cache/smolvm/vms/a"]
+        );
+        assert_eq!(p.estimated_bytes, 200);
+        // Explicit ids: opt-in ones are allowed, protected and unknown never.
+        let sel = Selection {
+            ids: vec!["s".into(), "p".into(), "u".into(), "nope".into()],
+            ..Default::default()
+        };
+        let p = Plan::from_scan_at(&r, &sel, 1);
+        assert_eq!(paths(&p), ["/h/.cache/smolvm/saved"]);
+        let why: BTreeMap<_, _> = p
+            .skipped_at_plan
+            .iter()
+            .map(|s| (s.id.as_str(), s.why.as_str()))
+            .collect();
+        assert!(why["p"].starts_with("protected"));
+        assert!(why["u"].starts_with("could not be verified"));
+        assert!(why["nope"].contains("no finding"));
+    }
+
+    #[test]
+    fn actions_are_ordered_and_ids_are_content_hashes() {
+        let mut r = report(vec![f(
+            "a",
+            "/h/.cache/smolvm/vms/a",
+            Verdict::Reclaimable,
+            None,
+        )]);
+        r.processes = vec![
+            proc_(
+                10,
+                true,
+                Scope::ThisHome,
+                vec!["/h/.cache/smolvm/vms/a/disk".into()],
+            ),
+            proc_(11, true, Scope::Foreign, vec![]),
+            proc_(12, false, Scope::ThisHome, vec![]),
+        ];
+        r.machines = vec![Machine {
+            product: Product::Smolvm,
+            name: "m".into(),
+            state: "running".into(),
+            pid: Some(12),
+            alive: true,
+            effective_state: "running".into(),
+            pid_start_time: Some(5),
+            ephemeral: false,
+            created_at: None,
+            dir: None,
+            allocated_bytes: 0,
+            db: None,
+        }];
+        let sel = Selection {
+            all_reclaimable: true,
+            reap_orphans: true,
+            reap_pids: vec![11, 12],
+            stop_machines: vec!["m".into(), "ghost".into()],
+            ..Default::default()
+        };
+        let p = Plan::from_scan_at(&r, &sel, 1);
+        let names: Vec<_> = p.actions.iter().map(|a| a.action.name()).collect();
+        assert_eq!(names, ["signal_process", "stop_machine", "delete_path"]);
+        assert!(
+            matches!(&p.actions[2].action, Action::DeletePath { after_reap, .. } if after_reap == &vec![10])
+        );
+        let ids: Vec<_> = p.skipped_at_plan.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["pid:11", "pid:12", "machine:ghost"]);
+        assert_eq!(p.id, p.content_id());
+        assert_eq!(
+            p.id,
+            Plan::from_scan_at(&r, &sel, 1).id,
+            "same content, same id"
+        );
+        assert_ne!(p.id, Plan::from_scan_at(&r, &sel, 2).id);
+    }
+
+    #[test]
+    fn macos_layers_cs_mounts_are_detached_first() {
+        let mut a = f("a", "/h/.cache/smolvm/vms/a", Verdict::Reclaimable, None);
+        a.mounts_inside = vec!["/h/.cache/smolvm/vms/a/pack/layers-cs".into()];
+        let mut r = report(vec![a]);
+        let p = Plan::from_scan_at(&r, &Selection::reclaimable(), 1);
+        assert_eq!(p.actions.len(), 1, "Linux: reported, never detached");
+        r.platform = Platform::Macos;
+        let p = Plan::from_scan_at(&r, &Selection::reclaimable(), 1);
+        let names: Vec<_> = p.actions.iter().map(|a| a.action.name()).collect();
+        assert_eq!(names, ["detach", "delete_path"]);
+    }
+
+    #[test]
+    fn paths_must_be_normal_and_strictly_inside() {
+        assert!(strictly_inside(Path::new("/a/b/c"), Path::new("/a/b")));
+        assert!(!strictly_inside(Path::new("/a/b"), Path::new("/a/b")));
+        assert!(!strictly_inside(Path::new("/a/bc"), Path::new("/a/b")));
+        assert!(!strictly_inside(Path::new("/a/b/../c"), Path::new("/a/b")));
+        assert!(!strictly_inside(Path::new("a/b/c"), Path::new("a/b")));
+        let r = report(vec![f(
+            "x",
+            "/h/.cache/smolvm/../../etc",
+            Verdict::Reclaimable,
+            None,
+        )]);
+        let p = Plan::from_scan_at(&r, &Selection::reclaimable(), 1);
+        assert!(p.actions.is_empty());
+        assert_eq!(p.skipped_at_plan.len(), 1);
+    }
+}
