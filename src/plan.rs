@@ -616,7 +616,7 @@ mod tests {
             identity: Some(FileIdentity {
                 dev: 1,
                 ino: path.len() as u64 + id.len() as u64 * 1000,
-                file_type: libc::S_IFDIR as u32,
+                file_type: 0o040000,
                 size: 0,
                 mtime_ns: 0,
             }),
