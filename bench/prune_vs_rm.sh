@@ -78,6 +78,7 @@ for r in $(seq 1 "$ROUNDS"); do
   # Alternate the order so neither side always runs on a colder cache.
   if (( r % 2 )); then order="prune rm"; else order="rm prune"; fi
   for what in $order; do
+    sync; sleep 1 # start each timed delete with no writeback of our own pending
     if [ "$what" = prune ]; then
       read -r w c < <(timed "$WORK/out.json" "$BIN" prune --yes --json --from-report "$WORK/report.json")
       grep -q '"failed":\[\]' "$WORK/out.json" || { cat "$WORK/out.json"; exit 1; }
