@@ -272,11 +272,10 @@ pub fn history(a: HistoryArgs) -> i32 {
         println!("No reclaims recorded yet ({}).", path.display());
     }
     for r in &runs {
-        let when = r.started_at_ms / 1000;
+        let when = utc(r.started_at_ms / 1000);
         println!(
-            "plan {}  started {} (unix)  {} planned, {} done, {} skipped, {} failed; estimated {}, {}",
+            "plan {}  started {when}  {} planned, {} done, {} skipped, {} failed; estimated {}, {}",
             &r.plan_id[..r.plan_id.len().min(12)],
-            when,
             r.planned_actions,
             r.done,
             r.skipped,
@@ -299,6 +298,27 @@ pub fn history(a: HistoryArgs) -> i32 {
         );
     }
     0
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` from seconds since the epoch (civil-from-days, proleptic Gregorian).
+fn utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 fn outcome_line(summary: &str, o: &Outcome) -> String {
@@ -479,5 +499,15 @@ pub fn run_plan(plan: &Plan, run: &RunArgs) -> i32 {
             }
         }
         Err(e) => fail(run.json, &e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utc_formats_civil_dates() {
+        assert_eq!(super::utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(super::utc(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(super::utc(1_796_011_677), "2026-11-30 04:07:57 UTC");
     }
 }
