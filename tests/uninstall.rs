@@ -211,6 +211,12 @@ fn hazard_17_smolvm_uninstall_removes_upstream_leftovers_keeps_credentials_and_r
     );
     assert!(t.contains("--remove-credentials"), "{t}");
     assert!(t.contains("--remove-path-block"), "{t}");
+    // The same journal as prune recorded the machine deletions and the removals.
+    let h = smolsweep(&home, &[], &["history"]);
+    let ht = text(&h);
+    assert!(h.status.success(), "{ht}");
+    assert!(ht.contains("Delete machine 'demo2'"), "{ht}");
+    assert!(ht.contains("Remove smolvm data"), "{ht}");
 }
 
 #[test]

@@ -198,7 +198,20 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
             return 1;
         }
     }
-    let report = run::run(&plan, &SystemRunner::for_env(&env), now_secs());
+    // The same journal as prune: every machine, process, mount and delete action is recorded.
+    let mut journal = match crate::journal::Journal::open_default() {
+        Ok(j) => j,
+        Err(e) => {
+            eprintln!("smolsweep: cannot open the journal, so nothing was done: {e}");
+            return 1;
+        }
+    };
+    let report = run::run_with(
+        &plan,
+        &SystemRunner::for_env(&env),
+        now_secs(),
+        Some(&mut journal),
+    );
     let proof = verify::verify(
         &env,
         platform,

@@ -17,6 +17,12 @@ use crate::exec::machines::{CelestoCli, MachineOutcome, SmolvmCli};
 use crate::exec::reap::{ProcessRef, ReapOptions, ReapOutcome};
 use crate::model::Product;
 
+use crate::exec::delete::Confirmed;
+use crate::exec::{ActionRunner, ExecContext, Outcome, RunMode};
+use crate::journal::Journal;
+use crate::model::Platform;
+use crate::plan::{Action, Plan, PlannedAction, PLAN_SCHEMA};
+
 use super::plan::{Step, UninstallPlan};
 
 /// The outcome of one step. Expected situations (already gone, unticked) are outcomes, not
@@ -91,87 +97,195 @@ pub trait StepRunner {
     fn detach(&self, mountpoint: &Path) -> StepOutcome;
 }
 
-/// Run every checked step of `plan` in order.
+/// Run every checked step of `plan` (no journal).
 pub fn run(plan: &UninstallPlan, runner: &dyn StepRunner, now_secs: u64) -> RunReport {
+    run_with(plan, runner, now_secs, None)
+}
+
+/// Run every checked step of `plan`, journaling what the shared executor carries out.
+///
+/// Three phases, each in plan order:
+/// 1. machines, surviving processes and mounts, as a shared [`Plan`] run by
+///    [`crate::exec::execute`] (journaled) with `runner` behind it;
+/// 2. removals, as a second shared [`Plan`] of `DeletePath` actions built right then: each path
+///    must still be what the uninstall plan saw (device, inode, type), the identity recorded is
+///    the one found now, and the fd-based delete primitive re-checks it at deletion time. A path
+///    holding a mount whose detach failed is not removed;
+/// 3. what is not a deletion: empty-directory removal, launchers, PATH-block edits
+///    ([`super::pathblock::remove`], backup first).
+pub fn run_with(
+    plan: &UninstallPlan,
+    runner: &dyn StepRunner,
+    now_secs: u64,
+    mut journal: Option<&mut Journal>,
+) -> RunReport {
     let home = &plan.home;
     let mut report = RunReport::default();
-    // Mount points whose detach failed (or was unticked): nothing holding one is removed.
+    let mut results: Vec<Option<StepOutcome>> = vec![None; plan.steps.len()];
     let mut still_mounted: Vec<PathBuf> = Vec::new();
-    for (index, ps) in plan.steps.iter().enumerate() {
+    for (i, ps) in plan.steps.iter().enumerate() {
+        if !ps.checked {
+            if let Step::Detach { mountpoint } = &ps.step {
+                still_mounted.push(mountpoint.clone());
+            }
+            results[i] = Some(StepOutcome::skipped("unticked"));
+        }
+    }
+
+    // Phase 1.
+    let mut p1: Vec<(usize, PlannedAction)> = Vec::new();
+    for (i, ps) in plan.steps.iter().enumerate().filter(|(_, s)| s.checked) {
+        let action = match &ps.step {
+            Step::StopMachine {
+                product,
+                name,
+                process,
+                ..
+            } => Action::StopMachine {
+                product: *product,
+                name: name.clone(),
+                pid: process.map(|p| p.pid),
+                pid_start_time: process.map(|p| p.start_time),
+            },
+            Step::DeleteMachine { product, name, .. } => Action::DeleteMachine {
+                product: *product,
+                name: name.clone(),
+                cascade: *product == Product::Smolvm,
+                children: Vec::new(),
+            },
+            Step::Reap {
+                product,
+                pid,
+                start_time,
+                uid,
+            } => Action::SignalProcess {
+                pid: *pid,
+                start_time: *start_time,
+                product: *product,
+                owner: None,
+                uid: *uid,
+            },
+            Step::Detach { mountpoint } => Action::Detach {
+                mountpoint: mountpoint.clone(),
+            },
+            _ => continue,
+        };
+        p1.push((
+            i,
+            PlannedAction {
+                action,
+                summary: ps.summary.clone(),
+            },
+        ));
+    }
+    let adapter = Adapter {
+        plan,
+        inner: runner,
+    };
+    for (i, o) in execute_shared(plan, &p1, vec![], 0, &adapter, journal.as_deref_mut()).0 {
+        if let (Step::Detach { mountpoint }, true) = (&plan.steps[i].step, o.is_failed()) {
+            still_mounted.push(mountpoint.clone());
+        }
+        results[i] = Some(o);
+    }
+
+    // Phase 2.
+    let mut p2: Vec<(usize, PlannedAction)> = Vec::new();
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for (i, ps) in plan.steps.iter().enumerate().filter(|(_, s)| s.checked) {
+        let Step::RemovePath {
+            product,
+            path,
+            root,
+            identity,
+        } = &ps.step
+        else {
+            continue;
+        };
+        if let Some(m) = still_mounted.iter().find(|m| m.starts_with(path)) {
+            results[i] = Some(StepOutcome::failed(format!(
+                "not removed: {} is still mounted inside it",
+                m.display()
+            )));
+            continue;
+        }
+        let Ok(now) = crate::exec::delete::identity_of(path) else {
+            results[i] = Some(StepOutcome::skipped("already gone"));
+            continue;
+        };
+        if let Some(was) = identity {
+            if (was.dev, was.ino, was.file_type) != (now.dev, now.ino, now.file_type) {
+                results[i] = Some(StepOutcome::skipped(
+                    "something else is at this path than when the plan was made; left alone",
+                ));
+                continue;
+            }
+        }
+        // The primitive deletes strictly inside a root: a whole product root is bounded by the
+        // directory that holds it.
+        let bound = if path == root {
+            match path.parent() {
+                Some(p) => p.to_path_buf(),
+                None => {
+                    results[i] = Some(StepOutcome::failed("no parent directory"));
+                    continue;
+                }
+            }
+        } else {
+            root.clone()
+        };
+        if !roots.contains(&bound) {
+            roots.push(bound.clone());
+        }
+        #[allow(clippy::unnecessary_cast)] // `mode_t` is u16 on macOS
+        let dir_type = libc::S_IFDIR as u32;
+        let kind = format!("{}.uninstall", product.as_str());
+        p2.push((
+            i,
+            PlannedAction {
+                action: Action::DeletePath {
+                    finding_id: crate::model::finding_id(*product, &kind, path),
+                    product: *product,
+                    kind,
+                    path: path.clone(),
+                    root: bound,
+                    identity: now,
+                    is_dir: now.file_type == dir_type,
+                    expected_bytes: ps.bytes,
+                    after_reap: Vec::new(),
+                    mounts_inside: Vec::new(),
+                },
+                summary: ps.summary.clone(),
+            },
+        ));
+    }
+    // Anything changed inside a directory after this instant (rounded up to the next second,
+    // the plan's resolution) is left in place.
+    let scanned_at = now_secs_real() + 1;
+    let (outcomes, freed) = execute_shared(plan, &p2, roots, scanned_at, &adapter, journal);
+    report.freed_bytes += freed;
+    for (i, o) in outcomes {
+        results[i] = Some(o);
+    }
+
+    // Phase 3.
+    for (i, ps) in plan.steps.iter().enumerate() {
+        if results[i].is_some() {
+            continue;
+        }
         let blocked = match &ps.step {
-            Step::RemovePath { path, .. } | Step::RemoveDirIfEmpty { path, .. } => {
+            Step::RemoveDirIfEmpty { path, .. } => {
                 still_mounted.iter().find(|m| m.starts_with(path)).cloned()
             }
             _ => None,
         };
-        let result = if !ps.checked {
-            if let Step::Detach { mountpoint } = &ps.step {
-                still_mounted.push(mountpoint.clone());
-            }
-            StepOutcome::skipped("unticked")
-        } else if let Some(m) = blocked {
+        let o = if let Some(m) = blocked {
             StepOutcome::failed(format!(
                 "not removed: {} is still mounted inside it",
                 m.display()
             ))
         } else {
             match &ps.step {
-                Step::StopMachine {
-                    product,
-                    name,
-                    cli,
-                    db,
-                    process,
-                } => runner.stop_machine(*product, name, cli, db, process.as_ref()),
-                Step::DeleteMachine {
-                    product,
-                    name,
-                    cli,
-                    db,
-                    process,
-                } => runner.delete_machine(*product, name, cli, db, process.as_ref()),
-                Step::Reap {
-                    pid,
-                    start_time,
-                    uid,
-                    ..
-                } => runner.reap(&ProcessRef {
-                    pid: *pid,
-                    start_time: *start_time,
-                    uid: *uid,
-                }),
-                Step::Detach { mountpoint } => {
-                    let o = runner.detach(mountpoint);
-                    if o.is_failed() {
-                        still_mounted.push(mountpoint.clone());
-                    }
-                    o
-                }
-                Step::RemovePath {
-                    path,
-                    root,
-                    identity,
-                    ..
-                } => {
-                    let now = crate::size::identity(path).ok();
-                    let same = |a: &crate::model::FileIdentity, b: &crate::model::FileIdentity| {
-                        a.dev == b.dev && a.ino == b.ino && a.file_type == b.file_type
-                    };
-                    if now.is_none() {
-                        StepOutcome::skipped("already gone")
-                    } else if let (Some(was), Some(is)) = (identity, &now) {
-                        if same(was, is) {
-                            remove_now(path, root, home, &mut report.freed_bytes)
-                        } else {
-                            StepOutcome::skipped(
-                                "something else is at this path than when the plan was made; \
-                                 left alone",
-                            )
-                        }
-                    } else {
-                        remove_now(path, root, home, &mut report.freed_bytes)
-                    }
-                }
                 Step::RemoveDirIfEmpty { path, .. } => {
                     match super::remove::remove_dir_if_empty(path, home) {
                         Ok(true) => StepOutcome::done("removed"),
@@ -194,25 +308,187 @@ pub fn run(plan: &UninstallPlan, runner: &dyn StepRunner, now_secs: u64) -> RunR
                         Err(e) => StepOutcome::failed(e.to_string()),
                     }
                 }
+                _ => StepOutcome::failed("not carried out"),
             }
         };
+        results[i] = Some(o);
+    }
+
+    for (index, (ps, result)) in plan.steps.iter().zip(results).enumerate() {
         report.records.push(StepRecord {
             index,
             summary: ps.summary.clone(),
             step: ps.step.clone(),
-            result,
+            result: result.unwrap_or_else(|| StepOutcome::failed("not carried out")),
         });
     }
     report
 }
 
-fn remove_now(path: &Path, root: &Path, home: &Path, freed: &mut u64) -> StepOutcome {
-    match super::remove::remove_path(path, root, home) {
-        Ok(r) => {
-            *freed += r.allocated_bytes;
-            StepOutcome::done(format!("removed {} file(s), {} dir(s)", r.files, r.dirs))
+fn now_secs_real() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Run `actions` (tagged with their step index) as one shared plan; outcomes per step index
+/// and the bytes the file systems gained.
+fn execute_shared(
+    plan: &UninstallPlan,
+    actions: &[(usize, PlannedAction)],
+    roots: Vec<PathBuf>,
+    scanned_at: u64,
+    runner: &dyn ActionRunner,
+    journal: Option<&mut Journal>,
+) -> (Vec<(usize, StepOutcome)>, u64) {
+    if actions.is_empty() {
+        return (Vec::new(), 0);
+    }
+    let mut shared = Plan {
+        schema: PLAN_SCHEMA.to_string(),
+        id: String::new(),
+        created_at: now_secs_real(),
+        scanned_at,
+        home: plan.home.clone(),
+        platform: Platform::current(),
+        roots,
+        actions: actions.iter().map(|(_, a)| a.clone()).collect(),
+        estimated_bytes: actions
+            .iter()
+            .map(|(_, a)| match &a.action {
+                Action::DeletePath { expected_bytes, .. } => *expected_bytes,
+                _ => 0,
+            })
+            .sum(),
+        skipped_at_plan: Vec::new(),
+    };
+    shared.id = shared.content_id();
+    let token = Confirmed::for_plan(&shared);
+    match crate::exec::execute(
+        &shared,
+        ExecContext {
+            mode: RunMode::Execute(token),
+            journal,
+            progress: None,
+            runner,
+        },
+    ) {
+        Ok(r) => (
+            r.records
+                .iter()
+                .map(|rec| (actions[rec.index].0, from_shared(&rec.outcome)))
+                .collect(),
+            r.freed_bytes,
+        ),
+        Err(e) => (
+            actions
+                .iter()
+                .map(|(i, _)| (*i, StepOutcome::failed(format!("not carried out: {e}"))))
+                .collect(),
+            0,
+        ),
+    }
+}
+
+fn from_shared(o: &Outcome) -> StepOutcome {
+    match o {
+        Outcome::Done { detail } | Outcome::WouldDo { detail } => StepOutcome::done(detail),
+        Outcome::Skipped {
+            why, partial, left, ..
+        } if *partial || !left.is_empty() => {
+            let left: Vec<String> = left.iter().map(|p| p.display().to_string()).collect();
+            StepOutcome::failed(format!("{why} (left: {})", left.join(", ")))
         }
-        Err(e) => StepOutcome::failed(e.to_string()),
+        Outcome::Skipped { why, .. } => StepOutcome::skipped(why),
+        Outcome::Failed { error } => StepOutcome::failed(error),
+    }
+}
+
+fn to_shared(o: StepOutcome) -> Outcome {
+    match o {
+        StepOutcome::Done { detail } => Outcome::done(detail),
+        StepOutcome::Skipped { why } => Outcome::skipped(why),
+        StepOutcome::Failed { error } => Outcome::failed(error),
+    }
+}
+
+/// The shared executor's machine, process and mount actions, carried out by a [`StepRunner`]
+/// with the CLI and inventory each uninstall step names.
+struct Adapter<'a> {
+    plan: &'a UninstallPlan,
+    inner: &'a dyn StepRunner,
+}
+
+impl Adapter<'_> {
+    fn machine_step(&self, product: Product, name: &str, delete: bool) -> Option<&Step> {
+        self.plan.steps.iter().map(|s| &s.step).find(|s| match s {
+            Step::StopMachine {
+                product: p,
+                name: n,
+                ..
+            } => !delete && *p == product && n == name,
+            Step::DeleteMachine {
+                product: p,
+                name: n,
+                ..
+            } => delete && *p == product && n == name,
+            _ => false,
+        })
+    }
+}
+
+impl ActionRunner for Adapter<'_> {
+    fn stop_machine(
+        &self,
+        product: Product,
+        name: &str,
+        _pid: Option<u32>,
+        _pid_start_time: Option<u64>,
+    ) -> Outcome {
+        match self.machine_step(product, name, false) {
+            Some(Step::StopMachine {
+                cli, db, process, ..
+            }) => to_shared(
+                self.inner
+                    .stop_machine(product, name, cli, db, process.as_ref()),
+            ),
+            _ => Outcome::failed("no such step"),
+        }
+    }
+    fn delete_machine(
+        &self,
+        product: Product,
+        name: &str,
+        _cascade: bool,
+        _children: &[String],
+    ) -> Outcome {
+        match self.machine_step(product, name, true) {
+            Some(Step::DeleteMachine {
+                cli, db, process, ..
+            }) => to_shared(
+                self.inner
+                    .delete_machine(product, name, cli, db, process.as_ref()),
+            ),
+            _ => Outcome::failed("no such step"),
+        }
+    }
+    fn reap(
+        &self,
+        pid: u32,
+        start_time: u64,
+        _product: Product,
+        _owner: Option<&str>,
+        uid: u32,
+    ) -> Outcome {
+        to_shared(self.inner.reap(&ProcessRef {
+            pid,
+            start_time,
+            uid,
+        }))
+    }
+    fn detach(&self, mountpoint: &Path) -> Outcome {
+        to_shared(self.inner.detach(mountpoint))
     }
 }
 
