@@ -1,8 +1,9 @@
 //! Removal inside a resolved root, without following symlinks and without crossing into another
 //! file system.
 //!
-//! This is the uninstall's own minimal primitive, used until the shared delete primitive
-//! (`exec::delete`) carries the uninstall's steps. Every directory is opened relative to its
+//! Used for what is not a plan deletion (a launcher symlink, a directory emptied by the run);
+//! product state goes through the shared delete primitive (`exec::delete`). Every directory is
+//! opened relative to its
 //! parent's descriptor with `O_NOFOLLOW | O_DIRECTORY`, every entry is `lstat`ed through the
 //! descriptor (`fstatat(AT_SYMLINK_NOFOLLOW)`), a symlink is unlinked as itself, and a directory
 //! on another device (a mount point) stops the removal of everything above it.

@@ -1,9 +1,11 @@
 //! Carrying out an [`UninstallPlan`], step by step, with every outcome recorded.
 //!
-//! Machine, process and mount steps go through a [`StepRunner`]; [`SystemRunner`] is the real
-//! one (the products' CLIs, signals, `hdiutil`). Removals use [`super::remove`] (inside the
-//! step's root, no symlink followed, no mount crossed); PATH-block edits use
-//! [`super::pathblock::remove`] (backup first, only the smolvm lines go).
+//! Machine, process and mount steps and path removals run as shared plans through
+//! [`crate::exec::execute`] (journaled like prune); the machine, process and mount actions are
+//! carried out by a [`StepRunner`] ([`SystemRunner`]: the shared CLI drivers, pidfd reaping and
+//! `hdiutil`), removals by the fd-based delete primitive. PATH-block edits use
+//! [`super::pathblock::remove`] (backup first, only the smolvm lines go); a launcher symlink and
+//! an emptied `~/.smolvm` / `~/.celesto` are removed with [`super::remove`].
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
