@@ -13,5 +13,6 @@ pub mod qcow2;
 pub mod roots;
 pub mod scan;
 pub mod size;
+pub mod tray;
 
 pub use model::*;
