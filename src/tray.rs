@@ -336,6 +336,17 @@ impl TrayModel {
         }
     }
 
+    /// The menu when the last scan failed: nothing is offered for reclaiming.
+    pub fn scan_failed(problem: &str) -> TrayModel {
+        let mut m = TrayModel::scanning();
+        m.status = format!("Can't verify: {problem}");
+        m.tooltip = format!("Smolsweep — {}", m.status);
+        if let Some(TrayEntry::Item(i)) = m.entries.first_mut() {
+            i.label = m.status.clone();
+        }
+        m
+    }
+
     /// Every item (including those inside submenus), in display order.
     pub fn items(&self) -> Vec<&TrayItem> {
         let mut v = Vec::new();
@@ -614,6 +625,15 @@ mod tests {
         all.sort();
         all.dedup();
         assert_eq!(all.len(), n);
+    }
+
+    #[test]
+    fn failed_scan_offers_no_reclaim() {
+        let m = TrayModel::scan_failed("scan failed: permission denied");
+        assert_eq!(m.status, "Can't verify: scan failed: permission denied");
+        assert_eq!(m.item(ids::STATUS).unwrap().label, m.status);
+        assert!(!m.item(ids::RECLAIM).unwrap().enabled);
+        assert!(m.item(ids::RESCAN).unwrap().enabled);
     }
 
     #[test]

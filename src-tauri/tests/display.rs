@@ -1,0 +1,153 @@
+//! The real app on a real (virtual) display: the tray menu as exported over D-Bus, clicks
+//! through dbusmenu, the native confirmation dialog, notifications through dunst.
+//!
+//! These need Xvfb, a session bus and dunst: scripts/desktop-tests.sh runs them
+//! (`--ignored`) under `xvfb-run` + `dbus-run-session`.
+
+mod common;
+
+use common::*;
+use smolsweep::model::{human_bytes, Verdict};
+
+fn started(s: &Scratch, name: &str) -> (AppProc, String, String) {
+    let app = AppProc::launch(s, name, &[]);
+    let (bus, path) = wait_for(20, "the tray menu on the session bus", || {
+        find_menu(app.pid())
+    });
+    (app, bus, path)
+}
+
+fn menu_with(bus: &str, path: &str, what: &str, f: impl Fn(&[MenuItem]) -> bool) -> Vec<MenuItem> {
+    wait_for(20, what, || layout(bus, path).ok().filter(|l| f(l)))
+}
+
+#[test]
+#[ignore = "needs a display server: run scripts/desktop-tests.sh"]
+fn tray_menu_over_dbus_shows_totals_and_rescan_updates_it() {
+    let mut s = Scratch::with_leftovers();
+    let (_app, bus, path) = started(&s, "menu");
+    let want = format!("Reclaimable: {}", human_bytes(s.reclaimable_bytes()));
+    let items = menu_with(&bus, &path, &want, |l| item(l, &want).is_some());
+    assert_eq!(
+        labels(&items),
+        [
+            want.clone(),
+            format!("Reclaim {}…", human_bytes(s.reclaimable_bytes())),
+            "Rescan now".into(),
+            "Open Smolsweep".into(),
+            "Uninstall SmolVM…".into(),
+            "Quit".into(),
+        ]
+    );
+    assert!(!item(&items, "Reclaimable:").unwrap().enabled);
+    assert!(item(&items, "Reclaim ").unwrap().enabled);
+
+    // New orphans appear; "Rescan now" picks them up.
+    s.add_file(
+        ".local/share/smolvm/sandboxes/sb-new.qcow2",
+        6_000_000,
+        Verdict::Reclaimable,
+        "celesto.orphan_disk",
+        None,
+        "No sandbox in sandboxes.db owns this disk.",
+    );
+    s.save();
+    let rescan = item(&items, "Rescan now").unwrap().id;
+    click(&bus, &path, rescan).unwrap();
+    let want2 = format!("Reclaimable: {}", human_bytes(s.reclaimable_bytes()));
+    assert_ne!(want, want2);
+    let items = menu_with(&bus, &path, &want2, |l| item(l, &want2).is_some());
+    assert!(item(
+        &items,
+        &format!("Reclaim {}…", human_bytes(s.reclaimable_bytes()))
+    )
+    .is_some());
+}
+
+#[test]
+#[ignore = "needs a display server: run scripts/desktop-tests.sh"]
+fn tray_reclaim_after_accepting_the_native_dialog_removes_exactly_the_reclaimable_files() {
+    let s = Scratch::with_leftovers();
+    let (_app, bus, path) = started(&s, "reclaim");
+    let items = menu_with(&bus, &path, "a reclaimable total", |l| {
+        item(l, "Reclaimable:").is_some()
+    });
+    let reclaim = item(&items, "Reclaim ").unwrap().id;
+    click(&bus, &path, reclaim).unwrap();
+    // The native dialog names the bytes; accept it like a user would.
+    let title = format!("Reclaim {}", human_bytes(s.reclaimable_bytes()));
+    let win = wait_for(20, "the confirmation dialog", || {
+        run("xdotool", &["search", "--name", &title])
+            .ok()
+            .and_then(|o| o.lines().next().map(str::to_string))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    screenshot("tray-confirm-dialog");
+    run("xdotool", &["windowactivate", "--sync", &win]).ok();
+    run("xdotool", &["key", "--window", &win, "Return"]).unwrap();
+    let reclaimable: Vec<_> = s
+        .report
+        .findings
+        .iter()
+        .filter(|f| f.verdict == Verdict::Reclaimable)
+        .collect();
+    wait_for(20, "the reclaimable files to be gone", || {
+        reclaimable.iter().all(|f| !f.path.exists()).then_some(())
+    });
+    for f in &s.report.findings {
+        if f.verdict != Verdict::Reclaimable {
+            assert!(f.path.exists(), "{} must stay", f.path.display());
+        }
+    }
+    menu_with(
+        &bus,
+        &path,
+        "\"Nothing to reclaim\" after the reclaim",
+        |l| item(l, "Nothing to reclaim").is_some(),
+    );
+}
+
+#[test]
+#[ignore = "needs a display server: run scripts/desktop-tests.sh"]
+fn a_new_orphaned_vm_process_is_notified_exactly_once() {
+    let mut s = Scratch::with_leftovers();
+    let (app, bus, path) = started(&s, "notify");
+    let items = menu_with(&bus, &path, "the first scan", |l| {
+        item(l, "Reclaimable:").is_some()
+    });
+    let rescan = item(&items, "Rescan now").unwrap().id;
+    let machine = format!("orphan-{}", std::process::id());
+    let count = |h: &[(String, String, String)]| {
+        h.iter()
+            .filter(|(app, sum, body)| {
+                app == "Smolsweep" && sum == "Orphaned VM still running" && body.contains(&machine)
+            })
+            .count()
+    };
+    assert_eq!(count(&dunst_history()), 0);
+
+    let vmm = FakeVmm::spawn(s.dir.path(), &machine);
+    s.add_process(vmm.as_orphan(&machine, 2_500_000_000));
+    s.save();
+    click(&bus, &path, rescan).unwrap();
+    let vm_label = format!("smol-machines smolvm · {machine} · orphaned");
+    let items = menu_with(&bus, &path, "the orphan in the menu", |l| {
+        item(l, &vm_label).is_some()
+    });
+    let h = wait_for(20, "the notification", || {
+        let h = dunst_history();
+        (count(&h) > 0).then_some(h)
+    });
+    assert_eq!(count(&h), 1, "{h:?}");
+    let (_, _, body) = h
+        .iter()
+        .find(|(_, s, _)| s == "Orphaned VM still running")
+        .unwrap();
+    assert!(body.contains("2.5 GB"), "{body}");
+
+    // A second scan does not repeat it.
+    click(&bus, &path, item(&items, "Rescan now").unwrap().id).unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(count(&dunst_history()), 1);
+    assert!(app.log_text().is_empty() || !app.log_text().contains("panicked"));
+}

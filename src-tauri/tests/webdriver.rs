@@ -1,0 +1,215 @@
+//! The real window through WebDriver (tauri-driver + WebKitWebDriver): findings listed with
+//! reasons, protected items not selectable, select → confirm → execute removes exactly the
+//! selected files, the result shows the freed bytes. Writes the window screenshots.
+//!
+//! Needs Xvfb, a session bus, tauri-driver and WebKitWebDriver: scripts/desktop-tests.sh runs it
+//! (`--ignored`) under `xvfb-run` + `dbus-run-session`.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::json;
+use smolsweep::model::{human_bytes, Verdict};
+
+struct Driver(Child);
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start_driver(s: &Scratch) -> (Driver, u16) {
+    let port = free_port();
+    let native = free_port();
+    let log = std::fs::File::create(log_dir().join("tauri-driver.log")).unwrap();
+    let child = Command::new("tauri-driver")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--native-port",
+            &native.to_string(),
+            "--native-driver",
+            "/usr/bin/WebKitWebDriver",
+        ])
+        .envs(s.app_env())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("tauri-driver (cargo install tauri-driver --locked --version 2.1.0)");
+    wait_for(20, "tauri-driver to listen", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+    });
+    (Driver(child), port)
+}
+
+async fn connect(port: u16) -> Client {
+    let mut caps = serde_json::Map::new();
+    caps.insert("browserName".into(), json!("wry"));
+    caps.insert(
+        "tauri:options".into(),
+        json!({ "application": APP, "args": ["--show"] }),
+    );
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{port}"))
+        .await
+        .expect("a WebDriver session with the app")
+}
+
+async fn shot(c: &Client, name: &str) {
+    let Ok(dir) = std::env::var("SMOLSWEEP_SCREENSHOTS") else {
+        return;
+    };
+    if let Ok(png) = c.screenshot().await {
+        let _ = std::fs::create_dir_all(&dir);
+        std::fs::write(format!("{dir}/{name}.png"), png).unwrap();
+    }
+}
+
+async fn wait_css(c: &Client, css: &str) -> fantoccini::elements::Element {
+    c.wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("waiting for {css}: {e}"))
+}
+
+async fn checkbox(c: &Client, id: &str) -> fantoccini::elements::Element {
+    wait_css(c, &format!("tr.finding[data-id='{id}'] input.select")).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a display server, tauri-driver and WebKitWebDriver: run scripts/desktop-tests.sh"]
+async fn window_select_confirm_execute_removes_exactly_the_selected_files() {
+    let s = Scratch::with_leftovers();
+    let (_driver, port) = start_driver(&s);
+    let c = connect(port).await;
+    c.set_window_size(1280, 800).await.ok();
+
+    // The overview with totals, after the first scan.
+    let total = human_bytes(s.reclaimable_bytes());
+    wait_css(&c, "#t-reclaimable").await;
+    let t = c
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::XPath(&format!(
+            "//div[@id='t-reclaimable'][text()='{total}']"
+        )))
+        .await;
+    assert!(t.is_ok(), "overview shows {total}");
+    shot(&c, "window-overview").await;
+
+    // Findings, with reasons; reclaimable checked, opt-in unchecked, protected disabled.
+    c.find(Locator::Css("nav button[data-view='findings']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let rows = c.find_all(Locator::Css("tr.finding")).await.unwrap();
+    assert_eq!(rows.len(), s.report.findings.len());
+    for f in &s.report.findings {
+        let row = wait_css(&c, &format!("tr.finding[data-id='{}']", f.id)).await;
+        let text = row.text().await.unwrap();
+        assert!(text.contains(&f.reason), "{text}");
+        assert!(text.contains(&f.path.display().to_string()), "{text}");
+    }
+    let by = |v: Verdict| {
+        s.report
+            .findings
+            .iter()
+            .filter(|f| f.verdict == v)
+            .collect::<Vec<_>>()
+    };
+    let (reclaimable, opt_in, protected) = (
+        by(Verdict::Reclaimable),
+        by(Verdict::OptIn),
+        by(Verdict::Protected),
+    );
+    for f in &reclaimable {
+        assert!(checkbox(&c, &f.id).await.is_selected().await.unwrap());
+    }
+    assert!(!checkbox(&c, &opt_in[0].id)
+        .await
+        .is_selected()
+        .await
+        .unwrap());
+    let p = checkbox(&c, &protected[0].id).await;
+    assert!(
+        !p.is_enabled().await.unwrap(),
+        "protected is not selectable"
+    );
+    let _ = p.click().await;
+    assert!(
+        !p.is_selected().await.unwrap(),
+        "clicking it selects nothing"
+    );
+
+    // Choose: the first orphan disk and the cache; leave the second orphan disk.
+    checkbox(&c, &reclaimable[1].id)
+        .await
+        .click()
+        .await
+        .unwrap();
+    checkbox(&c, &opt_in[0].id).await.click().await.unwrap();
+    shot(&c, "window-findings").await;
+
+    c.find(Locator::Id("reclaim-btn"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_css(&c, "#confirm-dialog[open] #confirm-list li").await;
+    let planned = c.find_all(Locator::Css("#confirm-list li")).await.unwrap();
+    let mut planned_ids = vec![];
+    for li in &planned {
+        planned_ids.push(li.attr("data-id").await.unwrap().unwrap());
+    }
+    planned_ids.sort();
+    let mut want = vec![reclaimable[0].id.clone(), opt_in[0].id.clone()];
+    want.sort();
+    assert_eq!(planned_ids, want, "the dialog lists exactly the selection");
+    shot(&c, "window-confirm").await;
+    c.find(Locator::Id("confirm-go"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+
+    let measured = wait_css(&c, "#result #result-measured").await;
+    let freed = measured.text().await.unwrap();
+    let expect = human_bytes(reclaimable[0].allocated_bytes + opt_in[0].allocated_bytes);
+    assert_eq!(freed, expect);
+    shot(&c, "window-result").await;
+
+    assert!(!reclaimable[0].path.exists());
+    assert!(!opt_in[0].path.exists());
+    assert!(reclaimable[1].path.exists(), "unselected file stays");
+    assert!(protected[0].path.exists(), "protected file stays");
+
+    // Smaller window, dark theme screenshots are taken by the same session.
+    c.set_window_size(800, 600).await.ok();
+    c.find(Locator::Css("nav button[data-view='overview']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    shot(&c, "window-overview-800x600").await;
+    c.close().await.ok();
+}
