@@ -68,7 +68,7 @@ $("#overview-review").addEventListener("click", () => show("findings"));
 function render(status) {
   state.status = status;
   const r = status.report;
-  $("#scan-state").textContent = status.scanning ? "Scanning…" : r ? `Scanned ${ago(r.scanned_at)}` : status.error ? "" : "Scanning…";
+  $("#scan-state").textContent = status.scanning ? "Scanning…" : r ? (r.scanned_at ? `Scanned ${ago(r.scanned_at)}` : "Scan complete") : status.error ? "" : "Scanning…";
   const line = $("#status-line");
   line.textContent = status.tray.status;
   line.classList.toggle("warn", status.tray.status.startsWith("Can't verify"));
@@ -166,7 +166,7 @@ function renderFindings(r) {
         if (box.checked) state.selected.add(f.id); else state.selected.delete(f.id);
         updateSelection();
       });
-      const size = f.apparent_bytes !== f.allocated_bytes
+      const size = bytes(f.apparent_bytes) !== bytes(f.allocated_bytes)
         ? el("td", { class: "size" }, bytes(f.allocated_bytes), el("div", { class: "reason", text: `${bytes(f.apparent_bytes)} apparent` }))
         : el("td", { class: "size", text: bytes(f.allocated_bytes) });
       return el("tr", { class: `finding ${f.verdict}`, dataset: { id: f.id, verdict: f.verdict } },
@@ -233,7 +233,7 @@ $("#reclaim-btn").addEventListener("click", async () => {
     ? `This deletes ${n} item${n === 1 ? "" : "s"} (${bytes(plan.estimated_bytes)} estimated). Nothing else is touched.`
     : "Nothing selected can be reclaimed.";
   $("#confirm-list").replaceChildren(...plan.steps.map((s) =>
-    el("li", { dataset: { id: s.id } }, el("span", { class: "badge opt_in", text: s.action }), el("span", { class: "path", text: s.path }), el("span", { class: "muted", text: bytes(s.allocated_bytes) }))));
+    el("li", { dataset: { id: s.id } }, el("span", { class: "action", text: s.action }), el("span", { class: "path", text: s.path }), el("span", { class: "muted", text: bytes(s.allocated_bytes) }))));
   $("#confirm-refused").replaceChildren(...(plan.refused.length
     ? [el("p", { class: "small muted", text: "Not included:" }), el("ul", { class: "small" }, plan.refused.map((x) => el("li", { text: `${x.path || x.id}: ${x.reason}` })))]
     : []));
@@ -272,7 +272,8 @@ function showResult(out) {
   box.replaceChildren(
     el("h2", {}, "Freed ", el("span", { id: "result-measured", text: bytes(out.measured_bytes) })),
     el("p", { class: "small" }, `Removed ${removed.length} item${removed.length === 1 ? "" : "s"}; estimated `, el("span", { id: "result-estimated", text: bytes(out.estimated_bytes) }), ", measured ", bytes(out.measured_bytes), "."),
-    other.length ? el("ul", { class: "small" }, other.map((s) => el("li", { text: `${s.status}: ${s.path} — ${s.message}` }))) : null);
+    ...(other.length ? [el("ul", { class: "small" }, other.map((s) => el("li", { text: `${s.status}: ${s.path} — ${s.message}` })))] : []),
+    ...(out.refused.length ? [el("p", { class: "small muted", text: `${out.refused.length} selected item${out.refused.length === 1 ? " was" : "s were"} not included (protected or not verified).` })] : []));
 }
 
 listen("reclaim-progress", (e) => {

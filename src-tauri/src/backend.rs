@@ -177,6 +177,9 @@ impl Backend for RealBackend {
         if let Some(path) = std::env::var_os(REPORT_FILE_ENV) {
             let text = std::fs::read_to_string(&path)?;
             let mut r: ScanReport = serde_json::from_str(&text)?;
+            // A real scan does not find what is gone: drop findings whose path was removed.
+            r.findings
+                .retain(|f| std::fs::symlink_metadata(&f.path).is_ok());
             r.compute_totals();
             return Ok(r);
         }
@@ -492,5 +495,10 @@ mod tests {
         std::env::remove_var(REPORT_FILE_ENV);
         assert_eq!(got.findings, r.findings);
         assert_eq!(got.totals.reclaimable_count, 1, "totals are recomputed");
+        std::fs::remove_file(&a).unwrap();
+        std::env::set_var(REPORT_FILE_ENV, &file);
+        let got = RealBackend.scan().unwrap();
+        std::env::remove_var(REPORT_FILE_ENV);
+        assert!(got.findings.is_empty(), "a removed file is not found again");
     }
 }

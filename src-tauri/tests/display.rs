@@ -83,8 +83,27 @@ fn tray_reclaim_after_accepting_the_native_dialog_removes_exactly_the_reclaimabl
     });
     std::thread::sleep(std::time::Duration::from_millis(500));
     screenshot("tray-confirm-dialog");
-    run("xdotool", &["windowactivate", "--sync", &win]).ok();
-    run("xdotool", &["key", "--window", &win, "Return"]).unwrap();
+    // Click the dialog's first button ("Reclaim", left half of the button row at the bottom).
+    let geo = run("xdotool", &["getwindowgeometry", &win]).unwrap();
+    let (w, h) = geo
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Geometry: "))
+        .and_then(|g| g.split_once('x'))
+        .map(|(w, h)| (w.parse::<i32>().unwrap(), h.parse::<i32>().unwrap()))
+        .unwrap();
+    run(
+        "xdotool",
+        &[
+            "mousemove",
+            "--window",
+            &win,
+            &(w / 4).to_string(),
+            &(h - 16).to_string(),
+            "click",
+            "1",
+        ],
+    )
+    .unwrap();
     let reclaimable: Vec<_> = s
         .report
         .findings

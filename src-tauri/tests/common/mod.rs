@@ -347,7 +347,8 @@ pub fn find_menu(pid: u32) -> Option<(String, String)> {
     )
     .ok()?;
     for name in names.split('\'').filter(|n| n.starts_with(':')) {
-        let owner = run(
+        // Names come and go (gdbus's own connection is listed too): skip those that vanished.
+        let Ok(owner) = run(
             "gdbus",
             &[
                 "call",
@@ -360,8 +361,9 @@ pub fn find_menu(pid: u32) -> Option<(String, String)> {
                 "org.freedesktop.DBus.GetConnectionUnixProcessID",
                 name,
             ],
-        )
-        .ok()?;
+        ) else {
+            continue;
+        };
         if !owner.contains(&format!("uint32 {pid},")) {
             continue;
         }
@@ -381,8 +383,9 @@ pub fn find_menu(pid: u32) -> Option<(String, String)> {
         for line in intro.lines() {
             let l = line.trim();
             if let Some(node) = l.strip_prefix("node ") {
-                let node = node.trim_end_matches('{').trim().trim_start_matches('/');
-                if !node.is_empty() {
+                // The first `node` line is the introspected path itself; children follow.
+                let node = node.trim_end_matches('{').trim();
+                if !node.is_empty() && !node.starts_with('/') {
                     return Some((
                         name.to_string(),
                         format!("/org/ayatana/NotificationItem/{node}/Menu"),
