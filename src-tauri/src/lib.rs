@@ -322,6 +322,14 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
             }
             Err(e) => tracing::warn!("building the tray menu: {e}"),
         }
+        if let (Some(t0), true) = (STARTED.get(), lock(&st.report).is_some()) {
+            FIRST_MENU.call_once(|| {
+                tracing::info!(
+                    "first menu with scan results after {} ms",
+                    t0.elapsed().as_millis()
+                )
+            });
+        }
         let _ = tray.set_icon(Some(tray_icon(model.icon)));
         let _ = tray.set_tooltip(Some(&model.tooltip));
         #[cfg(target_os = "macos")]
@@ -329,6 +337,10 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
     }
     let _ = app.emit(EV_STATUS, status(&st));
 }
+
+/// When `run` started (for the launch-to-first-menu figure in the log).
+static STARTED: OnceLock<std::time::Instant> = OnceLock::new();
+static FIRST_MENU: std::sync::Once = std::sync::Once::new();
 
 /// The icon for a state (on macOS one template icon; the menu's status line tells the state).
 pub fn tray_icon(state: IconState) -> tauri::image::Image<'static> {
@@ -780,6 +792,7 @@ pub fn run_app<R: Runtime>(builder: Builder<R>, context: tauri::Context<R>) {
 
 /// The desktop app's entry point.
 pub fn run() {
+    let _ = STARTED.set(std::time::Instant::now());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

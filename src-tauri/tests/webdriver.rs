@@ -32,6 +32,10 @@ fn free_port() -> u16 {
 }
 
 fn start_driver(s: &Scratch) -> (Driver, u16) {
+    start_driver_with(s, &[])
+}
+
+fn start_driver_with(s: &Scratch, extra_env: &[(&str, &str)]) -> (Driver, u16) {
     let port = free_port();
     let native = free_port();
     let log = std::fs::File::create(log_dir().join("tauri-driver.log")).unwrap();
@@ -45,6 +49,7 @@ fn start_driver(s: &Scratch) -> (Driver, u16) {
             "/usr/bin/WebKitWebDriver",
         ])
         .envs(s.app_env())
+        .envs(extra_env.iter().copied())
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -211,5 +216,56 @@ async fn window_select_confirm_execute_removes_exactly_the_selected_files() {
         .await
         .unwrap();
     shot(&c, "window-overview-800x600").await;
+
+    // Closing the window (the same close request a window manager sends) only hides it.
+    let visible = || {
+        run(
+            "xdotool",
+            &["search", "--onlyvisible", "--name", "^Smolsweep$"],
+        )
+        .map(|o| o.lines().count())
+        .unwrap_or(0)
+    };
+    assert_eq!(visible(), 1);
+    let _ = c
+        .execute(
+            "window.__TAURI__.window.getCurrentWindow().close(); return true",
+            vec![],
+        )
+        .await;
+    wait_for(10, "the window to be hidden", || {
+        (visible() == 0).then_some(())
+    });
+    let all = run("xdotool", &["search", "--name", "^Smolsweep$"]).unwrap_or_default();
+    assert_eq!(all.lines().count(), 1, "hidden, not destroyed");
+    c.close().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a display server, tauri-driver and WebKitWebDriver: run scripts/desktop-tests.sh"]
+async fn window_follows_a_dark_desktop_theme() {
+    let s = Scratch::with_leftovers();
+    let (_driver, port) = start_driver_with(&s, &[("GTK_THEME", "Adwaita:dark")]);
+    let c = connect(port).await;
+    c.set_window_size(1280, 800).await.ok();
+    wait_css(&c, "tr.finding").await;
+    let bg = c
+        .execute(
+            "return getComputedStyle(document.body).backgroundColor",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(bg, json!("rgb(27, 30, 36)"), "the dark palette is used");
+    shot(&c, "window-overview-dark").await;
+    c.find(Locator::Css("nav button[data-view='findings']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    shot(&c, "window-findings-dark").await;
+    c.set_window_size(800, 600).await.ok();
+    shot(&c, "window-findings-dark-800x600").await;
     c.close().await.ok();
 }
