@@ -5,6 +5,10 @@
 # src-tauri/tests/webdriver.rs under Xvfb and a private session bus; screenshots go to
 # docs/screenshots/.
 #
+# Also builds the .deb (packaging/build-deb.sh), installs it on this machine and checks the
+# installed app's tray menu; SMOLSWEEP_SKIP_DEB=1 leaves that out (the installed-app test then
+# fails, so the skip is visible).
+#
 # Called by scripts/test.sh after `cargo test --workspace` (which built the app and the tests);
 # can be run on its own.
 set -euo pipefail
@@ -18,6 +22,14 @@ if [ -z "${SMOLSWEEP_IN_SESSION:-}" ]; then
   # Build exactly what `cargo test --workspace` builds, so nothing is rebuilt.
   cargo test --workspace --no-run -q
   mkdir -p docs/screenshots target/desktop-tests
+  # The .deb (release build, offline), installed on this machine for the installed-app test.
+  if [ -z "${SMOLSWEEP_SKIP_DEB:-}" ]; then
+    packaging/build-deb.sh >target/desktop-tests/deb-build.log 2>&1 || { tail -40 target/desktop-tests/deb-build.log >&2; exit 1; }
+    deb=$(ls -t target/release/bundle/deb/*.deb | head -1)
+    sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "./$deb" >/dev/null
+    export SMOLSWEEP_INSTALLED_DEB="$deb"
+  fi
   export SMOLSWEEP_IN_SESSION=1
   exec xvfb-run -a -s "-screen 0 1280x800x24 -nolisten tcp" dbus-run-session -- "$0" "$@"
 fi

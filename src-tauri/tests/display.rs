@@ -153,6 +153,20 @@ fn a_new_orphaned_vm_process_is_notified_exactly_once() {
     let items = menu_with(&bus, &path, "the orphan in the menu", |l| {
         item(l, &vm_label).is_some()
     });
+    // "Review" (the notification's default action) opens the window.
+    wait_for(20, "the notification on screen", || {
+        run("dunstctl", &["count", "displayed"])
+            .ok()
+            .filter(|n| n.trim() != "0")
+    });
+    run("dunstctl", &["action", "0"]).unwrap();
+    wait_for(20, "the window opened by Review", || {
+        run(
+            "xdotool",
+            &["search", "--onlyvisible", "--name", "^Smolsweep$"],
+        )
+        .ok()
+    });
     let h = wait_for(20, "the notification", || {
         let h = dunst_history();
         (count(&h) > 0).then_some(h)
@@ -169,4 +183,49 @@ fn a_new_orphaned_vm_process_is_notified_exactly_once() {
     std::thread::sleep(std::time::Duration::from_secs(2));
     assert_eq!(count(&dunst_history()), 1);
     assert!(app.log_text().is_empty() || !app.log_text().contains("panicked"));
+}
+
+#[test]
+#[ignore = "needs the .deb installed and a display server: run scripts/desktop-tests.sh"]
+fn installed_deb_carries_app_cli_desktop_entry_and_icons_and_shows_the_tray_menu() {
+    let deb = std::env::var("SMOLSWEEP_INSTALLED_DEB")
+        .expect("scripts/desktop-tests.sh builds and installs the .deb (unset SMOLSWEEP_SKIP_DEB)");
+    let listing = run("dpkg-deb", &["--contents", &deb]).unwrap();
+    for want in [
+        "./usr/bin/smolsweep-desktop",
+        "./usr/bin/smolsweep",
+        "./usr/share/applications/Smolsweep.desktop",
+        "./usr/share/icons/hicolor/128x128/apps/smolsweep-desktop.png",
+    ] {
+        assert!(
+            listing.contains(want),
+            "{want} missing from the .deb:\n{listing}"
+        );
+    }
+    let entry = std::fs::read_to_string("/usr/share/applications/Smolsweep.desktop").unwrap();
+    assert!(entry.contains("Exec=smolsweep-desktop"), "{entry}");
+    let v = run("/usr/bin/smolsweep", &["--version"]).unwrap();
+    assert!(v.starts_with("smolsweep "), "{v}");
+
+    // The installed app, not the test build, draws the menu.
+    let s = Scratch::with_leftovers();
+    let log = log_dir().join("app-installed.log");
+    let child = std::process::Command::new("/usr/bin/smolsweep-desktop")
+        .envs(s.app_env())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let app = AppProc { child, log };
+    let (bus, path) = wait_for(20, "the installed app's tray menu", || find_menu(app.pid()));
+    let want = format!("Reclaimable: {}", human_bytes(s.reclaimable_bytes()));
+    let items = menu_with(&bus, &path, &want, |l| item(l, &want).is_some());
+    assert!(item(&items, "Rescan now").is_some());
+    assert!(item(&items, "Quit").is_some());
+    // "Quit" ends it.
+    click(&bus, &path, item(&items, "Quit").unwrap().id).unwrap();
+    let mut app = app;
+    wait_for(10, "the app to quit", || {
+        app.child.try_wait().ok().flatten()
+    });
 }
