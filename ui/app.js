@@ -49,6 +49,26 @@ const kindLabel = (k) => k.replace(/^[a-z]+\./, "").replace(/_/g, " ");
 
 let state = { status: null, selected: new Set(), touched: false, busy: false };
 
+// In-page confirmation (webviews do not all implement window.confirm).
+function ask(title, text, ok) {
+  const d = $("#ask-dialog");
+  $("#ask-title").textContent = title;
+  $("#ask-text").textContent = text;
+  $("#ask-ok").textContent = ok;
+  d.returnValue = "";
+  d.showModal();
+  return new Promise((resolve) => d.addEventListener("close", () => resolve(d.returnValue === "ok"), { once: true }));
+}
+
+let toastTimer;
+function toast(msg) {
+  const t = $("#toast");
+  t.textContent = msg;
+  t.classList.remove("hidden");
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => t.classList.add("hidden"), 6000);
+}
+
 // ---- navigation -------------------------------------------------------------------------------
 
 function show(view) {
@@ -202,11 +222,14 @@ function renderVms(r) {
     const mine = p.scope === "this_home";
     const age = m && m.created_at ? `created ${ago(m.created_at)}` : "";
     const meta = [`pid ${p.pid}`, p.shape, mine ? "" : "another HOME", age, p.held_deleted_bytes ? `holds ${bytes(p.held_deleted_bytes)} of deleted files` : ""].filter(Boolean).join(" · ");
+    const who = `${PRODUCT[p.product]} ${p.owner || ""} (pid ${p.pid})`;
     const act = (action) => async () => {
-      const verb = action === "reap" ? "Kill (SIGKILL) this orphaned VM? Anything running inside is lost." : "Ask this VM to shut down (SIGTERM)?";
-      if (!window.confirm(verb)) return;
+      const yes = action === "reap"
+        ? await ask("Reap orphaned VM", `Kill ${who} with SIGKILL? No inventory owns it; anything running inside is lost.`, "Kill")
+        : await ask("Stop VM", `Ask ${who} to shut down (SIGTERM)?`, "Stop");
+      if (!yes) return;
       try { render(await invoke("vm_action", { pid: p.pid, startTime: p.start_time, action })); }
-      catch (e) { alert(String(e)); }
+      catch (e) { toast(String(e)); }
     };
     return el("div", { class: "vm", dataset: { pid: p.pid } },
       el("div", {},
@@ -226,7 +249,7 @@ function renderVms(r) {
 $("#reclaim-btn").addEventListener("click", async () => {
   const ids = [...state.selected];
   let plan;
-  try { plan = await invoke("plan_reclaim", { ids }); } catch (e) { alert(String(e)); return; }
+  try { plan = await invoke("plan_reclaim", { ids }); } catch (e) { toast(String(e)); return; }
   const n = plan.steps.length;
   $("#confirm-title").textContent = `Reclaim ${bytes(plan.estimated_bytes)}`;
   $("#confirm-summary").textContent = n

@@ -180,6 +180,8 @@ impl Backend for RealBackend {
             // A real scan does not find what is gone: drop findings whose path was removed.
             r.findings
                 .retain(|f| std::fs::symlink_metadata(&f.path).is_ok());
+            r.processes
+                .retain(|p| process_start_time(p.pid) == Some(p.start_time) && !is_zombie(p.pid));
             r.compute_totals();
             return Ok(r);
         }
@@ -320,6 +322,17 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether a process has exited but was not waited for yet (state `Z`).
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 1..];
+            rest.split_whitespace().next().map(|st| st == "Z")
+        })
+        .unwrap_or(false)
 }
 
 /// Signal a VM process after re-checking it is the same process the scan saw.

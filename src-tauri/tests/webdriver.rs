@@ -78,6 +78,14 @@ async fn shot(c: &Client, name: &str) {
     let Ok(dir) = std::env::var("SMOLSWEEP_SCREENSHOTS") else {
         return;
     };
+    // Let the page paint what the DOM already holds (snapshots show the last painted frame).
+    let _ = c
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; requestAnimationFrame(() => requestAnimationFrame(() => done(true)));",
+            vec![],
+        )
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
     if let Ok(png) = c.screenshot().await {
         let _ = std::fs::create_dir_all(&dir);
         std::fs::write(format!("{dir}/{name}.png"), png).unwrap();
@@ -267,5 +275,68 @@ async fn window_follows_a_dark_desktop_theme() {
     shot(&c, "window-findings-dark").await;
     c.set_window_size(800, 600).await.ok();
     shot(&c, "window-findings-dark-800x600").await;
+    c.close().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a display server, tauri-driver and WebKitWebDriver: run scripts/desktop-tests.sh"]
+async fn window_reaps_an_orphaned_vm_after_confirmation() {
+    let mut s = Scratch::with_leftovers();
+    let machine = format!("stray-{}", std::process::id());
+    let mut vmm = FakeVmm::spawn(s.dir.path(), &machine);
+    s.add_process(vmm.as_orphan(&machine, 1_200_000_000));
+    s.save();
+    let (_driver, port) = start_driver(&s);
+    let c = connect(port).await;
+    c.set_window_size(1280, 800).await.ok();
+    wait_css(&c, "tr.finding").await;
+    c.find(Locator::Css("nav button[data-view='vms']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let vm = wait_css(&c, &format!(".vm[data-pid='{}']", vmm.pid)).await;
+    let text = vm.text().await.unwrap();
+    assert!(
+        text.contains(&machine) && text.contains("orphaned"),
+        "{text}"
+    );
+    assert!(text.contains("holds 1.2 GB of deleted files"), "{text}");
+    shot(&c, "window-vms").await;
+    vm.find(Locator::Css("button.danger"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    // The confirmation names what is lost; accept it.
+    let prompt = wait_css(&c, "#ask-dialog[open] #ask-text")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        prompt.contains("SIGKILL") && prompt.contains(&machine),
+        "{prompt}"
+    );
+    shot(&c, "window-vms-reap-confirm").await;
+    c.find(Locator::Id("ask-ok"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let status = wait_for(20, "the orphaned VM process to be killed", || {
+        vmm.child.try_wait().ok().flatten()
+    });
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(9), "reaped with SIGKILL");
+    c.find(Locator::Css("nav button[data-view='vms']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     c.close().await.ok();
 }

@@ -217,8 +217,9 @@ impl Scratch {
     }
 }
 
-/// A process shaped like a smol-machines VMM (`smolvm _boot-vm <machine dir>`), owned by the
-/// test: a copy of `sleep` named `smolvm`.
+/// A process standing in for a smol-machines VMM, owned by the test: a copy of `sleep` named
+/// `smolvm`, running in a machine directory. (The report file describes it; the real process
+/// scan's own tests cover the exact VMM argv shapes.)
 pub struct FakeVmm {
     pub child: Child,
     pub pid: u32,
@@ -233,7 +234,12 @@ impl FakeVmm {
         }
         let mdir = dir.join("vms").join(machine);
         std::fs::create_dir_all(&mdir).unwrap();
-        let child = Command::new(&exe).arg("600").arg(&mdir).spawn().unwrap();
+        // `sleep` takes only durations: the machine dir is its working directory instead.
+        let child = Command::new(&exe)
+            .arg("600")
+            .current_dir(&mdir)
+            .spawn()
+            .unwrap();
         let pid = child.id();
         let start_time = smolsweep_desktop::backend::process_start_time(pid).unwrap();
         FakeVmm {
