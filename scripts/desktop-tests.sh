@@ -42,4 +42,4 @@ trap 'kill $dunst_pid 2>/dev/null || true' EXIT
 gdbus wait --session --timeout 10 org.freedesktop.Notifications
 
 export SMOLSWEEP_SCREENSHOTS="$PWD/docs/screenshots"
-cargo test --workspace -q --test display --test webdriver -- --ignored --test-threads=1 "$@"
+cargo test --workspace -q --no-fail-fast --test display --test webdriver -- --ignored --test-threads=1 "$@"

@@ -124,6 +124,15 @@ fn tray_reclaim_after_accepting_the_native_dialog_removes_exactly_the_reclaimabl
         "\"Nothing to reclaim\" after the reclaim",
         |l| item(l, "Nothing to reclaim").is_some(),
     );
+    // A notification reports the measured bytes freed.
+    let freed: u64 = reclaimable.iter().map(|f| f.allocated_bytes).sum();
+    let want = format!("Freed {}", human_bytes(freed));
+    wait_for(20, &want, || {
+        dunst_history()
+            .iter()
+            .any(|(app, sum, _)| app == "Smolsweep" && *sum == want)
+            .then_some(())
+    });
 }
 
 #[test]
