@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 export SMOLSWEEP_REPO="$PWD"
 
 if [ -z "${SMOLSWEEP_IN_SESSION:-}" ]; then
-  for t in xvfb-run dbus-run-session dunst dunstctl gdbus xdotool import tauri-driver WebKitWebDriver; do
+  for t in xvfb-run dbus-run-session dunst dunstctl gdbus xdotool import trayer tauri-driver WebKitWebDriver; do
     command -v "$t" >/dev/null || { echo "desktop-tests: missing $t (run scripts/setup/50-desktop.sh)" >&2; exit 1; }
   done
   # Build exactly what `cargo test --workspace` builds, so nothing is rebuilt.

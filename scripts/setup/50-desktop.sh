@@ -3,7 +3,7 @@
 # display-server tests; tauri-driver (cargo) and the Tauri CLI (npm, for `tauri build --bundles deb`).
 # Idempotent: installs only what is missing. Sourced by scripts/test.sh.
 _smolsweep_desktop_pkgs="build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-dev
-  dbus xvfb xauth xdotool dunst libglib2.0-bin webkit2gtk-driver imagemagick ca-certificates"
+  dbus xvfb xauth xdotool dunst libglib2.0-bin webkit2gtk-driver imagemagick ca-certificates trayer"
 _smolsweep_missing=""
 for p in $_smolsweep_desktop_pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || _smolsweep_missing="$_smolsweep_missing $p"

@@ -238,3 +238,115 @@ fn installed_deb_carries_app_cli_desktop_entry_and_icons_and_shows_the_tray_menu
         app.child.try_wait().ok().flatten()
     });
 }
+
+/// Pixels of the top-right corner (where trayer docks) that are the orphan badge's red.
+fn red_pixels_in_tray(shot: &std::path::Path) -> usize {
+    let hist = run(
+        "convert",
+        &[
+            &shot.display().to_string(),
+            "-crop",
+            "120x40+1160+0",
+            "-format",
+            "%c",
+            "histogram:info:-",
+        ],
+    )
+    .unwrap();
+    // Lines look like `     12: (229, 62, 62) #E53E3E srgb(229,62,62)`.
+    hist.lines()
+        .filter_map(|l| {
+            let (n, rest) = l.trim().split_once(':')?;
+            let rgb = rest.trim().strip_prefix('(')?.split(')').next()?;
+            let v: Vec<u32> = rgb
+                .split(',')
+                .filter_map(|x| x.trim().parse().ok())
+                .collect();
+            (v.len() >= 3 && v[0] > 180 && v[1] < 110 && v[2] < 110)
+                .then(|| n.trim().parse::<usize>().ok())?
+        })
+        .sum()
+}
+
+#[test]
+#[ignore = "needs a display server: run scripts/desktop-tests.sh"]
+fn tray_icon_shows_orphans_and_opens_its_menu_in_a_tray_host() {
+    struct Tray(std::process::Child);
+    impl Drop for Tray {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    // An XEmbed system tray docked at the top right of the virtual screen.
+    let _tray = Tray(
+        std::process::Command::new("trayer")
+            .args([
+                "--edge",
+                "top",
+                "--align",
+                "right",
+                "--widthtype",
+                "request",
+                "--height",
+                "32",
+                "--SetDockType",
+                "true",
+                "--transparent",
+                "false",
+                "--tint",
+                "0x333333",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("trayer"),
+    );
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let dir = tempfile::tempdir().unwrap();
+    let clean = Scratch::new();
+    {
+        let (_app, bus, path) = started(&clean, "tray-clean");
+        menu_with(&bus, &path, "Nothing to reclaim", |l| {
+            item(l, "Nothing to reclaim").is_some()
+        });
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let shot = dir.path().join("clean.png");
+        run("import", &["-window", "root", &shot.display().to_string()]).unwrap();
+        assert_eq!(
+            red_pixels_in_tray(&shot),
+            0,
+            "a clean state has no red badge"
+        );
+    }
+    let mut s = Scratch::with_leftovers();
+    let vmm = FakeVmm::spawn(s.dir.path(), "left-running");
+    s.add_process(vmm.as_orphan("left-running", 0));
+    s.save();
+    let (_app, bus, path) = started(&s, "tray-orphans");
+    menu_with(&bus, &path, "the orphan in the menu", |l| {
+        item(l, "1 VM still running").is_some()
+    });
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let shot = dir.path().join("orphans.png");
+    run("import", &["-window", "root", &shot.display().to_string()]).unwrap();
+    assert!(red_pixels_in_tray(&shot) > 3, "the orphan badge is red");
+    // A click on the icon opens the menu the user sees.
+    run("xdotool", &["mousemove", "1266", "16", "click", "1"]).unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    if let Ok(dir) = std::env::var("SMOLSWEEP_SCREENSHOTS") {
+        let full = log_dir().join("tray-open.png");
+        run("import", &["-window", "root", &full.display().to_string()]).unwrap();
+        run(
+            "convert",
+            &[
+                &full.display().to_string(),
+                "-crop",
+                "560x300+720+0",
+                &format!("{dir}/tray-menu.png"),
+            ],
+        )
+        .unwrap();
+    }
+    run("xdotool", &["key", "Escape"]).ok();
+}

@@ -215,7 +215,41 @@ async fn window_select_confirm_execute_removes_exactly_the_selected_files() {
     assert!(reclaimable[1].path.exists(), "unselected file stays");
     assert!(protected[0].path.exists(), "protected file stays");
 
-    // Smaller window, dark theme screenshots are taken by the same session.
+    // The history lists the reclaim with its measured bytes.
+    c.find(Locator::Css("nav button[data-view='history']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let row = wait_css(&c, "#history-list tr").await;
+    let text = row.text().await.unwrap();
+    assert!(
+        text.contains("2 removed") && text.contains(&expect),
+        "{text}"
+    );
+    shot(&c, "window-history").await;
+
+    // Settings are saved in the scratch HOME's config dir.
+    c.find(Locator::Css("nav button[data-view='settings']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_css(&c, ".s-class[value='caches']")
+        .await
+        .click()
+        .await
+        .unwrap();
+    wait_for(10, "the saved settings", || {
+        std::fs::read_to_string(s.home.join(".config/dev.smolsweep.desktop/settings.json"))
+            .ok()
+            .filter(|t| t.contains("caches"))
+    });
+    shot(&c, "window-settings").await;
+
+    // A smaller window.
     c.set_window_size(800, 600).await.ok();
     c.find(Locator::Css("nav button[data-view='overview']"))
         .await
