@@ -6,9 +6,9 @@
 #     processes, with RSS beside it,
 # once with the window never opened and once with the window open and idle.
 #
-# Usage: scripts/bench-desktop.sh [APP_BINARY] [IDLE_SECONDS]
+# Usage: bench/desktop_idle.sh [APP_BINARY] [IDLE_SECONDS]
 # Default binary: target/release/smolsweep-desktop (built by packaging/build-deb.sh or
-# `cargo build --release -p smolsweep-desktop`). Writes docs/benchmarks/desktop-idle.md.
+# `cargo build --release -p smolsweep-desktop`). Writes bench/desktop-idle.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -121,12 +121,12 @@ gdbus call --session --dest "${mp% *}" --object-path "${mp#* }" --method com.can
 xdotool search --sync --name '^Smolsweep$' >/dev/null
 row2=$(measure)
 
-out=docs/benchmarks/desktop-idle.md
-mkdir -p docs/benchmarks
+out=bench/desktop-idle.md
+mkdir -p bench
 {
   echo "# Desktop app idle cost"
   echo
-  echo "Measured by \`scripts/bench-desktop.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores, $(. /etc/os-release && echo "$PRETTY_NAME"),"
+  echo "Measured by \`bench/desktop_idle.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores, $(. /etc/os-release && echo "$PRETTY_NAME"),"
   echo "Xvfb + a private session bus, binary \`${app#"$repo"/}\`, a state of 40 findings, idle ${idle} s."
   echo
   echo "Launch to the first tray menu showing scan results: **${app_ms} ms** as logged by the app"
