@@ -28,7 +28,7 @@ if [ -z "${SMOLSWEEP_IN_SESSION:-}" ]; then
     deb=$(ls -t target/release/bundle/deb/*.deb | head -1)
     sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "./$deb" >/dev/null
-    export SMOLSWEEP_INSTALLED_DEB="$deb"
+    export SMOLSWEEP_INSTALLED_DEB="$PWD/$deb"
   fi
   export SMOLSWEEP_IN_SESSION=1
   exec xvfb-run -a -s "-screen 0 1280x800x24 -nolisten tcp" dbus-run-session -- "$0" "$@"

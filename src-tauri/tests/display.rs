@@ -201,13 +201,15 @@ fn installed_deb_carries_app_cli_desktop_entry_and_icons_and_shows_the_tray_menu
         .expect("scripts/desktop-tests.sh builds and installs the .deb (unset SMOLSWEEP_SKIP_DEB)");
     let listing = run("dpkg-deb", &["--contents", &deb]).unwrap();
     for want in [
-        "./usr/bin/smolsweep-desktop",
-        "./usr/bin/smolsweep",
-        "./usr/share/applications/Smolsweep.desktop",
-        "./usr/share/icons/hicolor/128x128/apps/smolsweep-desktop.png",
+        "usr/bin/smolsweep-desktop",
+        "usr/bin/smolsweep",
+        "usr/share/applications/Smolsweep.desktop",
+        "usr/share/icons/hicolor/128x128/apps/smolsweep-desktop.png",
     ] {
         assert!(
-            listing.contains(want),
+            listing
+                .lines()
+                .any(|l| l.ends_with(&format!(" {want}")) || l.ends_with(&format!(" ./{want}"))),
             "{want} missing from the .deb:\n{listing}"
         );
     }
