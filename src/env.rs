@@ -3,6 +3,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use anyhow::Context;
+
 /// The environment a scan resolves its roots from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvSnapshot {
@@ -18,8 +20,48 @@ pub struct EnvSnapshot {
 
 impl EnvSnapshot {
     /// Capture the current process environment.
+    ///
+    /// Only variables whose name and value are valid UTF-8 are kept. `HOME` falls back to the
+    /// password database entry of the effective user when it is unset or blank.
+    /// `sudo_home` is looked up whenever `SUDO_USER` names a user other than `root`; whether the
+    /// process really runs under sudo (effective uid 0) is decided by the callers.
     pub fn capture() -> anyhow::Result<Self> {
-        todo!("env: capture")
+        let vars: BTreeMap<String, String> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        let euid = rustix::process::geteuid().as_raw();
+        let home = match vars.get("HOME").filter(|h| !h.is_empty()) {
+            Some(h) => PathBuf::from(h),
+            None => nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(euid))
+                .ok()
+                .flatten()
+                .map(|u| u.dir)
+                .context("HOME is not set and the user has no password database entry")?,
+        };
+        let sudo_home = sudo_user(&vars).and_then(|name| {
+            nix::unistd::User::from_name(name)
+                .ok()
+                .flatten()
+                .map(|u| u.dir)
+        });
+        Ok(EnvSnapshot {
+            home,
+            vars,
+            euid,
+            sudo_home,
+        })
+    }
+
+    /// `$SUDO_USER` when it names a user other than `root` (what Celesto calls a usable
+    /// sudo user; the password database lookup is [`EnvSnapshot::sudo_home`]).
+    pub fn sudo_user(&self) -> Option<&str> {
+        sudo_user(&self.vars)
+    }
+
+    /// Running under sudo as Celesto defines it: effective uid 0, `SUDO_USER` set to a user other
+    /// than `root`, and that user found in the password database.
+    pub fn under_sudo(&self) -> bool {
+        self.euid == 0 && self.sudo_user().is_some() && self.sudo_home.is_some()
     }
 
     /// A snapshot with the given HOME and variables (for tests and fixtures).
@@ -31,7 +73,10 @@ impl EnvSnapshot {
     {
         EnvSnapshot {
             home: home.into(),
-            vars: vars.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+            vars: vars
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
             euid: 1000,
             sudo_home: None,
         }
@@ -45,11 +90,79 @@ impl EnvSnapshot {
             .filter(|s| !s.trim().is_empty())
     }
 
+    /// `~` and `~/...` expanded against [`EnvSnapshot::home`], like Python's `expanduser()`.
+    /// `~user/...` is left as written (it would need a password database lookup).
+    pub fn expand_user(&self, path: &str) -> PathBuf {
+        if path == "~" {
+            self.home.clone()
+        } else if let Some(rest) = path.strip_prefix("~/") {
+            self.home.join(rest.trim_start_matches('/'))
+        } else {
+            PathBuf::from(path)
+        }
+    }
+
     /// Where Celesto puts its sockets and launcher configs: `/tmp` on both platforms.
     /// `SMOLSWEEP_SOCKET_DIR` overrides it (tests use a scratch directory).
     pub fn socket_dir(&self) -> PathBuf {
         self.var("SMOLSWEEP_SOCKET_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/tmp"))
+    }
+}
+
+fn sudo_user(vars: &BTreeMap<String, String>) -> Option<&str> {
+    vars.get("SUDO_USER")
+        .map(|s| s.as_str())
+        .filter(|u| !u.is_empty() && *u != "root")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_reads_home_and_euid_of_this_process() {
+        let snap = EnvSnapshot::capture().unwrap();
+        assert_eq!(snap.euid, rustix::process::geteuid().as_raw());
+        match std::env::var("HOME") {
+            Ok(h) if !h.is_empty() => assert_eq!(snap.home, PathBuf::from(h)),
+            _ => assert!(snap.home.is_absolute()),
+        }
+        if let Ok(path) = std::env::var("PATH") {
+            assert_eq!(snap.vars.get("PATH"), Some(&path));
+        }
+    }
+
+    #[test]
+    fn blank_variables_read_as_unset() {
+        let snap = EnvSnapshot::from_pairs("/h", [("A", "  "), ("B", ""), ("C", " x ")]);
+        assert_eq!(snap.var("A"), None);
+        assert_eq!(snap.var("B"), None);
+        assert_eq!(snap.var("C"), Some(" x "));
+        assert_eq!(snap.var("D"), None);
+    }
+
+    #[test]
+    fn expand_user_like_python() {
+        let snap = EnvSnapshot::from_pairs("/home/u", Vec::<(String, String)>::new());
+        assert_eq!(snap.expand_user("~"), PathBuf::from("/home/u"));
+        assert_eq!(snap.expand_user("~/x/y"), PathBuf::from("/home/u/x/y"));
+        assert_eq!(snap.expand_user("~other/x"), PathBuf::from("~other/x"));
+        assert_eq!(snap.expand_user("/abs"), PathBuf::from("/abs"));
+    }
+
+    #[test]
+    fn sudo_needs_root_euid_a_non_root_user_and_a_home() {
+        let mut snap = EnvSnapshot::from_pairs("/root", [("SUDO_USER", "alice")]);
+        snap.sudo_home = Some(PathBuf::from("/home/alice"));
+        assert!(!snap.under_sudo(), "euid 1000 is not sudo");
+        snap.euid = 0;
+        assert!(snap.under_sudo());
+        snap.vars.insert("SUDO_USER".into(), "root".into());
+        assert!(!snap.under_sudo(), "SUDO_USER=root is direct root");
+        snap.vars.insert("SUDO_USER".into(), "alice".into());
+        snap.sudo_home = None;
+        assert!(!snap.under_sudo(), "unknown sudo user is direct root");
     }
 }

@@ -5,14 +5,19 @@
 
 pub mod cli;
 pub mod env;
+pub mod exec;
+pub mod fsread;
 pub mod install;
 pub mod inventory;
+pub mod locks;
 pub mod model;
 pub mod procs;
 pub mod qcow2;
+pub mod report;
 pub mod roots;
 pub mod scan;
 pub mod size;
 pub mod tray;
+pub mod uninstall;
 
 pub use model::*;

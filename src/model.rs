@@ -347,16 +347,30 @@ mod tests {
         .collect();
         assert_eq!(
             v,
-            ["\"reclaimable\"", "\"opt_in\"", "\"protected\"", "\"unknown\""]
+            [
+                "\"reclaimable\"",
+                "\"opt_in\"",
+                "\"protected\"",
+                "\"unknown\""
+            ]
         );
-        assert_eq!(serde_json::to_string(&Scope::ThisHome).unwrap(), "\"this_home\"");
+        assert_eq!(
+            serde_json::to_string(&Scope::ThisHome).unwrap(),
+            "\"this_home\""
+        );
     }
 
     #[test]
     fn finding_ids_are_stable_and_distinct() {
         let a = finding_id(Product::Celesto, "celesto.orphan_disk", "/x/a".as_ref());
-        assert_eq!(a, finding_id(Product::Celesto, "celesto.orphan_disk", "/x/a".as_ref()));
-        assert_ne!(a, finding_id(Product::Celesto, "celesto.orphan_log", "/x/a".as_ref()));
+        assert_eq!(
+            a,
+            finding_id(Product::Celesto, "celesto.orphan_disk", "/x/a".as_ref())
+        );
+        assert_ne!(
+            a,
+            finding_id(Product::Celesto, "celesto.orphan_log", "/x/a".as_ref())
+        );
         assert_eq!(a.len(), 16);
     }
 

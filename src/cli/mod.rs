@@ -5,7 +5,11 @@ use clap::{Parser, Subcommand};
 pub mod scan;
 
 #[derive(Debug, Parser)]
-#[command(name = "smolsweep", version, about = "Find and safely reclaim what SmolVM leaves behind")]
+#[command(
+    name = "smolsweep",
+    version,
+    about = "Find and safely reclaim what SmolVM leaves behind"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -2,6 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
+use rusqlite::types::Value;
+
+use super::sqlite_ro::{self, columns, map_err, require_columns};
 use super::InventoryError;
 
 /// One `vms` row.
@@ -32,6 +35,9 @@ pub struct CelestoInventory {
     pub browser_ids: Vec<String>,
     /// `snapshots` rows: (snapshot_id, vm_id).
     pub snapshots: Vec<(String, String)>,
+    /// Rows that could not be fully understood. Such a row is still listed (its id stays live, so
+    /// its files are protected) with `config = Null`; upstream `sandbox prune` aborts on it (B17).
+    pub problems: Vec<String>,
 }
 
 impl CelestoInventory {
@@ -45,11 +51,207 @@ impl CelestoInventory {
 }
 
 /// Read one inventory: `mode=ro`, busy timeout, one short transaction, never created or written.
-pub fn read_celesto_db(_path: &Path) -> Result<CelestoInventory, InventoryError> {
-    todo!("inventory: celesto")
+///
+/// `smolvm.db` (PyPI smolvm, same schema) is read the same way and flagged `legacy`.
+/// A `vms.config` that is not JSON does not fail the inventory (B17): the row is kept with
+/// `config = Null` and a line in `problems`, because its id must stay live. Missing
+/// `browser_sessions` / `snapshots` tables (older schemas) give empty lists.
+pub fn read_celesto_db(path: &Path) -> Result<CelestoInventory, InventoryError> {
+    sqlite_ro::read(path, |conn| read_tx(conn, path))
+}
+
+fn read_tx(conn: &rusqlite::Connection, path: &Path) -> Result<CelestoInventory, InventoryError> {
+    let mut problems = Vec::new();
+    let cols = require_columns(conn, path, "vms", &["id", "status", "config"])?;
+    let has = |c: &str| cols.iter().any(|k| k.eq_ignore_ascii_case(c));
+    let sql = format!(
+        "SELECT id, status, config, {}, {} FROM vms ORDER BY rowid",
+        if has("pid") { "pid" } else { "NULL" },
+        if has("created_at") {
+            "created_at"
+        } else {
+            "NULL"
+        },
+    );
+    let mut stmt = conn.prepare(&sql).map_err(|e| map_err(path, e))?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, Value>(0)?,
+                r.get::<_, Value>(1)?,
+                r.get::<_, Value>(2)?,
+                r.get::<_, Value>(3)?,
+                r.get::<_, Value>(4)?,
+            ))
+        })
+        .map_err(|e| map_err(path, e))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| map_err(path, e))?;
+    drop(stmt);
+
+    let mut sandboxes = Vec::with_capacity(rows.len());
+    for (id, status, config, pid, created_at) in rows {
+        let Some(id) = text(&id) else {
+            problems.push(format!("a vms row has no usable id ({id:?}); row ignored"));
+            continue;
+        };
+        let config = match text_or_blob(&config) {
+            Some(raw) => match serde_json::from_slice::<serde_json::Value>(&raw) {
+                Ok(v) => v,
+                Err(e) => {
+                    problems.push(format!("sandbox {id}: config is not JSON ({e})"));
+                    serde_json::Value::Null
+                }
+            },
+            None => {
+                problems.push(format!("sandbox {id}: config is missing"));
+                serde_json::Value::Null
+            }
+        };
+        let pid = match pid {
+            Value::Integer(n) => Some(n),
+            Value::Text(t) => t.trim().parse().ok(),
+            _ => None,
+        };
+        let cfg_path = |k: &str| config.get(k).and_then(|v| v.as_str()).map(PathBuf::from);
+        sandboxes.push(CelestoSandbox {
+            status: text(&status).unwrap_or_default(),
+            pid,
+            rootfs_path: cfg_path("rootfs_path"),
+            kernel_path: cfg_path("kernel_path"),
+            initrd_path: cfg_path("initrd_path"),
+            backend: config
+                .get("backend")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned),
+            retain_disk_on_delete: config
+                .get("retain_disk_on_delete")
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false),
+            created_at: text(&created_at),
+            config,
+            id,
+        });
+    }
+
+    // Browser sessions keep both their session id and their VM id alive.
+    let mut browser_ids = Vec::new();
+    if let Some(bcols) = columns(conn, path, "browser_sessions")? {
+        let wanted: Vec<&str> = ["session_id", "vm_id"]
+            .into_iter()
+            .filter(|c| bcols.iter().any(|k| k.eq_ignore_ascii_case(c)))
+            .collect();
+        for col in wanted {
+            let mut stmt = conn
+                .prepare(&format!(
+                    "SELECT {col} FROM browser_sessions ORDER BY rowid"
+                ))
+                .map_err(|e| map_err(path, e))?;
+            let ids = stmt
+                .query_map([], |r| r.get::<_, Value>(0))
+                .map_err(|e| map_err(path, e))?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| map_err(path, e))?;
+            for v in ids {
+                if let Some(id) = text(&v) {
+                    if !browser_ids.contains(&id) {
+                        browser_ids.push(id);
+                    }
+                }
+            }
+        }
+    }
+
+    let mut snapshots = Vec::new();
+    if let Some(scols) = columns(conn, path, "snapshots")? {
+        let has = |c: &str| scols.iter().any(|k| k.eq_ignore_ascii_case(c));
+        if has("snapshot_id") && has("vm_id") {
+            let mut stmt = conn
+                .prepare("SELECT snapshot_id, vm_id FROM snapshots ORDER BY rowid")
+                .map_err(|e| map_err(path, e))?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, Value>(0)?, r.get::<_, Value>(1)?)))
+                .map_err(|e| map_err(path, e))?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| map_err(path, e))?;
+            for (s, v) in rows {
+                if let (Some(s), Some(v)) = (text(&s), text(&v)) {
+                    snapshots.push((s, v));
+                }
+            }
+        } else {
+            problems.push("table `snapshots` lacks snapshot_id/vm_id".into());
+        }
+    }
+
+    Ok(CelestoInventory {
+        db_path: path.to_path_buf(),
+        legacy: path.file_name().is_some_and(|n| n == "smolvm.db"),
+        sandboxes,
+        browser_ids,
+        snapshots,
+        problems,
+    })
+}
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::Text(t) => Some(t.clone()),
+        Value::Integer(n) => Some(n.to_string()),
+        Value::Blob(b) => String::from_utf8(b.clone()).ok(),
+        _ => None,
+    }
+}
+
+fn text_or_blob(v: &Value) -> Option<Vec<u8>> {
+    match v {
+        Value::Text(t) => Some(t.clone().into_bytes()),
+        Value::Blob(b) => Some(b.clone()),
+        _ => None,
+    }
 }
 
 /// Upstream's sandbox id rule: `^[a-z0-9][a-z0-9_-]{0,62}[a-z0-9]$|^[a-z0-9]$`.
-pub fn valid_sandbox_id(_id: &str) -> bool {
-    todo!("inventory: valid_sandbox_id")
+pub fn valid_sandbox_id(id: &str) -> bool {
+    let b = id.as_bytes();
+    let edge = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let inner = |c: u8| edge(c) || c == b'_' || c == b'-';
+    match b.len() {
+        0 => false,
+        1 => edge(b[0]),
+        n if n <= 64 => edge(b[0]) && edge(b[n - 1]) && b[1..n - 1].iter().all(|&c| inner(c)),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn b6_valid_sandbox_id_matches_the_upstream_regex() {
+        for ok in ["a", "0", "ab", "a-b", "a_b", "real1", "x9", &"a".repeat(64)] {
+            assert!(valid_sandbox_id(ok), "{ok:?} should be valid");
+        }
+        for bad in [
+            "",
+            "-",
+            "_",
+            "-a",
+            "a-",
+            "a_",
+            "A",
+            "aB",
+            "a.b",
+            "two.dots",
+            "../x",
+            "a/b",
+            "a b",
+            "é",
+            "a\0",
+            &"a".repeat(65),
+        ] {
+            assert!(!valid_sandbox_id(bad), "{bad:?} should be invalid");
+        }
+    }
 }

@@ -6,6 +6,8 @@ pub mod linux;
 pub mod macos;
 pub mod shape;
 
+pub use shape::{detect_all, detect_shape, held_deleted_bytes, names_path_exactly, VmmShape};
+
 /// A file a process holds open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenFile {
@@ -37,4 +39,24 @@ pub struct RawProcess {
     /// Open files (Linux `/proc/<pid>/fd`), when readable.
     pub open_files: Vec<OpenFile>,
     pub fds_readable: bool,
+    /// Read from macOS `ps` text: argv boundaries were rebuilt from spaces (see
+    /// [`macos::parse_ps_output`]) and `comm` is argv[0]'s basename (macOS has no comm rename).
+    pub from_ps: bool,
+}
+
+/// Every process of this machine: `/proc` on Linux; `ps` plus `lsof +L1` on macOS (processes
+/// only, plus the deleted files they hold); nothing elsewhere.
+pub fn list() -> Vec<RawProcess> {
+    #[cfg(target_os = "macos")]
+    {
+        macos::list_processes()
+    }
+    #[cfg(not(target_os = "macos"))]
+    {
+        if cfg!(target_os = "linux") {
+            linux::list_processes()
+        } else {
+            Vec::new()
+        }
+    }
 }

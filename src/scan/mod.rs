@@ -1,9 +1,24 @@
 //! The scan: roots → inventories → processes → findings with verdicts and reasons.
+//!
+//! A scan is read-only: it opens databases read-only, lists directories with `O_NOATIME`,
+//! reads `/proc`, and never runs either product's CLI (`smolvm machine ls` deletes directories,
+//! `celesto sandbox prune --dry-run` writes its database).
 
-use std::time::{Duration, SystemTime};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::env::EnvSnapshot;
-use crate::model::{Platform, ScanReport};
+use crate::install::Install;
+use crate::locks::HeldLocks;
+use crate::model::*;
+use crate::size::Sizer;
+
+mod celesto;
+pub mod procindex;
+mod smolvm;
+pub mod version;
+
+pub use procindex::ProcIndex;
 
 /// What a scan looks at.
 #[derive(Debug, Clone)]
@@ -27,7 +42,192 @@ impl ScanOptions {
     }
 }
 
+/// Shared state of one scan.
+pub(crate) struct Ctx<'a> {
+    pub opts: &'a ScanOptions,
+    pub sizer: Sizer,
+    pub procs: ProcIndex,
+    pub locks: HeldLocks,
+    pub installs: Vec<Install>,
+    pub findings: Vec<Finding>,
+    pub machines: Vec<Machine>,
+    pub products: Vec<ProductReport>,
+}
+
+/// A finding before it is measured.
+pub(crate) struct Draft {
+    pub product: Product,
+    pub kind: &'static str,
+    pub path: PathBuf,
+    pub owner: Option<String>,
+    pub verdict: Verdict,
+    pub reason: String,
+    pub opt_in_class: Option<OptInClass>,
+    pub root: Option<PathBuf>,
+}
+
+impl Draft {
+    pub fn new(product: Product, kind: &'static str, path: impl Into<PathBuf>) -> Self {
+        Draft {
+            product,
+            kind,
+            path: path.into(),
+            owner: None,
+            verdict: Verdict::Unknown,
+            reason: String::new(),
+            opt_in_class: None,
+            root: None,
+        }
+    }
+    pub fn owner(mut self, o: impl Into<String>) -> Self {
+        self.owner = Some(o.into());
+        self
+    }
+    pub fn owner_opt(mut self, o: Option<String>) -> Self {
+        self.owner = o;
+        self
+    }
+    pub fn verdict(mut self, v: Verdict, reason: impl Into<String>) -> Self {
+        self.verdict = v;
+        self.reason = reason.into();
+        self
+    }
+    pub fn opt_in(mut self, class: OptInClass, reason: impl Into<String>) -> Self {
+        self.verdict = Verdict::OptIn;
+        self.opt_in_class = Some(class);
+        self.reason = reason.into();
+        self
+    }
+    pub fn root(mut self, r: &Path) -> Self {
+        self.root = Some(r.to_path_buf());
+        self
+    }
+}
+
+impl Ctx<'_> {
+    /// Measure and record a finding; mount points inside it become findings of their own.
+    pub fn add(&mut self, d: Draft) {
+        if self.findings.iter().any(|f| f.path == d.path) {
+            return; // one finding per path
+        }
+        let (apparent, allocated, identity, is_dir, mounts) = match self.sizer.measure(&d.path) {
+            Ok(m) => {
+                let is_dir = m
+                    .identity
+                    .map(|i| i.file_type == libc::S_IFDIR)
+                    .unwrap_or(false);
+                (m.apparent, m.allocated, m.identity, is_dir, m.mounts)
+            }
+            Err(_) => (0, 0, None, false, Vec::new()),
+        };
+        let mut verdict = d.verdict;
+        let mut reason = d.reason;
+        let mut opt_in_class = d.opt_in_class;
+        if identity.is_none() && matches!(verdict, Verdict::Reclaimable | Verdict::OptIn) {
+            verdict = Verdict::Unknown;
+            opt_in_class = None;
+            reason = format!("{reason} It could not be examined, so it is left alone.");
+        }
+        for m in &mounts {
+            self.findings.push(Finding {
+                id: finding_id(d.product, mount_kind(d.product), m),
+                product: d.product,
+                kind: mount_kind(d.product).to_string(),
+                path: m.clone(),
+                owner: d.owner.clone(),
+                apparent_bytes: 0,
+                allocated_bytes: 0,
+                verdict: Verdict::Protected,
+                reason: "A file system is mounted here; Smolsweep never walks into or deletes through a mount point.".into(),
+                opt_in_class: None,
+                identity: crate::size::identity(m).ok(),
+                is_dir: true,
+                root: d.root.clone(),
+                mounts_inside: Vec::new(),
+            });
+        }
+        self.findings.push(Finding {
+            id: finding_id(d.product, d.kind, &d.path),
+            product: d.product,
+            kind: d.kind.to_string(),
+            path: d.path,
+            owner: d.owner,
+            apparent_bytes: apparent,
+            allocated_bytes: allocated,
+            verdict,
+            reason,
+            opt_in_class,
+            identity,
+            is_dir,
+            root: d.root,
+            mounts_inside: mounts,
+        });
+    }
+
+    pub fn now(&self) -> SystemTime {
+        self.opts.now
+    }
+}
+
+fn mount_kind(p: Product) -> &'static str {
+    match p {
+        Product::Celesto => "celesto.mount_point",
+        Product::Smolvm => "smolvm.mount_point",
+    }
+}
+
+/// The processes of this machine, read the way this platform allows.
+pub fn list_processes() -> Vec<crate::procs::RawProcess> {
+    crate::procs::list()
+}
+
 /// Scan everything both products leave behind. Read-only: writes nothing, changes no timestamp.
-pub fn scan(_opts: &ScanOptions) -> ScanReport {
-    todo!("scan")
+pub fn scan(opts: &ScanOptions) -> ScanReport {
+    scan_with(opts, list_processes())
+}
+
+/// [`scan`] with a given process list (tests, and macOS `ps` fixtures).
+pub fn scan_with(opts: &ScanOptions, processes: Vec<crate::procs::RawProcess>) -> ScanReport {
+    let started = Instant::now();
+    let mut ctx = Ctx {
+        opts,
+        sizer: Sizer::new(),
+        procs: ProcIndex::build(processes, opts.env.euid),
+        locks: HeldLocks::read(),
+        installs: crate::install::detect_installs(opts.platform, &opts.env),
+        findings: Vec::new(),
+        machines: Vec::new(),
+        products: Vec::new(),
+    };
+    let cel = celesto::scan(&mut ctx);
+    let smol = smolvm::scan(&mut ctx);
+    let processes = procindex::attribute(&ctx, &cel, &smol);
+
+    let mut findings = std::mem::take(&mut ctx.findings);
+    findings.sort_by(|a, b| (a.product, &a.kind, &a.path).cmp(&(b.product, &b.kind, &b.path)));
+    let mut report = ScanReport {
+        schema: SCAN_SCHEMA.to_string(),
+        home: opts.env.home.clone(),
+        platform: opts.platform,
+        products: std::mem::take(&mut ctx.products),
+        findings,
+        machines: std::mem::take(&mut ctx.machines),
+        processes,
+        totals: Totals::default(),
+        scanned_at: opts
+            .now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        duration_ms: started.elapsed().as_millis() as u64,
+    };
+    report.products.sort_by_key(|p| p.product);
+    report.compute_totals();
+    report
+}
+
+/// Modification time in ns since the epoch.
+pub(crate) fn mtime_ns(meta: &std::fs::Metadata) -> i128 {
+    use std::os::unix::fs::MetadataExt;
+    meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128
 }

@@ -1,0 +1,3 @@
+pub mod detach;
+pub mod machines;
+pub mod reap;

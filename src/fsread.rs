@@ -1,0 +1,219 @@
+//! Read-only file system access that leaves no trace: directories and small files are opened
+//! with `O_NOATIME` (where the kernel allows it), symlinks inside a tree are never followed.
+
+use std::ffi::OsString;
+use std::fs::Metadata;
+use std::io::Read;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags};
+
+/// One directory entry with its `lstat` metadata.
+#[derive(Debug)]
+pub struct Entry {
+    pub name: OsString,
+    pub path: PathBuf,
+    pub meta: Metadata,
+}
+
+impl Entry {
+    pub fn name_str(&self) -> Option<&str> {
+        self.name.to_str()
+    }
+    pub fn is_dir(&self) -> bool {
+        self.meta.file_type().is_dir()
+    }
+    pub fn is_file(&self) -> bool {
+        self.meta.file_type().is_file()
+    }
+    pub fn is_symlink(&self) -> bool {
+        self.meta.file_type().is_symlink()
+    }
+}
+
+fn open_noatime(path: &Path, flags: OFlags) -> std::io::Result<rustix::fd::OwnedFd> {
+    let base = flags | OFlags::RDONLY | OFlags::CLOEXEC;
+    match rustix::fs::open(path, base | OFlags::NOATIME, Mode::empty()) {
+        Ok(fd) => Ok(fd),
+        Err(rustix::io::Errno::PERM) => Ok(rustix::fs::open(path, base, Mode::empty())?),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// List a directory without touching its atime; entries come with `lstat` metadata, sorted by
+/// name. Entries that vanish while listing are left out. `path` itself may be a symlink to a
+/// directory (a root configured that way); nothing inside is followed.
+pub fn read_dir(path: &Path) -> std::io::Result<Vec<Entry>> {
+    let fd = open_noatime(path, OFlags::DIRECTORY)?;
+    let mut dir = rustix::fs::Dir::read_from(&fd)?;
+    let mut out = Vec::new();
+    while let Some(ent) = dir.read() {
+        let ent = ent?;
+        let bytes = ent.file_name().to_bytes();
+        if bytes == b"." || bytes == b".." {
+            continue;
+        }
+        let name = OsString::from_vec(bytes.to_vec());
+        let p = path.join(&name);
+        match std::fs::symlink_metadata(&p) {
+            Ok(meta) => out.push(Entry {
+                name,
+                path: p,
+                meta,
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// A `std::fs::DirEntry` look-alike produced by [`read_dir_std`].
+#[derive(Debug, Clone)]
+pub struct DirEntryLite {
+    name: OsString,
+    path: PathBuf,
+}
+
+impl DirEntryLite {
+    pub fn file_name(&self) -> OsString {
+        self.name.clone()
+    }
+    pub fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+}
+
+/// Drop-in for `std::fs::read_dir` that lists without touching the directory's atime.
+pub fn read_dir_std(
+    path: impl AsRef<Path>,
+) -> std::io::Result<std::vec::IntoIter<std::io::Result<DirEntryLite>>> {
+    let path = path.as_ref();
+    let fd = open_noatime(path, OFlags::DIRECTORY)?;
+    let mut dir = rustix::fs::Dir::read_from(&fd)?;
+    let mut out = Vec::new();
+    while let Some(ent) = dir.read() {
+        let ent = ent?;
+        let bytes = ent.file_name().to_bytes();
+        if bytes == b"." || bytes == b".." {
+            continue;
+        }
+        let name = OsString::from_vec(bytes.to_vec());
+        out.push(Ok(DirEntryLite {
+            path: path.join(&name),
+            name,
+        }));
+    }
+    Ok(out.into_iter())
+}
+
+/// Like [`read_dir`], but a missing directory is an empty list.
+pub fn read_dir_or_empty(path: &Path) -> Vec<Entry> {
+    read_dir(path).unwrap_or_default()
+}
+
+/// Read at most `max` bytes of a regular file without touching its atime or following a
+/// symlink.
+pub fn read_small(path: &Path, max: usize) -> std::io::Result<Vec<u8>> {
+    let fd = open_noatime(path, OFlags::NOFOLLOW)?;
+    let mut f = std::fs::File::from(fd);
+    let mut buf = Vec::new();
+    f.by_ref().take(max as u64).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// `lstat`, `None` when the path does not exist.
+pub fn lstat(path: &Path) -> Option<Metadata> {
+    std::fs::symlink_metadata(path).ok()
+}
+
+/// Whether `path` is `root` or lies below it (lexically; both should be absolute and clean).
+pub fn is_within(path: &Path, root: &Path) -> bool {
+    path.starts_with(root)
+}
+
+/// Newest modification time (ns since the epoch) of `path` and everything below it, without
+/// following symlinks or crossing into another file system.
+pub fn newest_mtime(path: &Path) -> Option<i128> {
+    use std::os::unix::fs::MetadataExt;
+    let root = lstat(path)?;
+    let dev = root.dev();
+    let ns = |m: &Metadata| m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128;
+    let mut newest = ns(&root);
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in read_dir_or_empty(&dir) {
+            newest = newest.max(ns(&e.meta));
+            if e.is_dir() && e.meta.dev() == dev {
+                stack.push(e.path);
+            }
+        }
+    }
+    Some(newest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn read_dir_lists_sorted_without_following_links() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("b"), b"x").unwrap();
+        std::fs::create_dir(t.path().join("a")).unwrap();
+        std::os::unix::fs::symlink("/nonexistent", t.path().join("c")).unwrap();
+        let names: Vec<_> = read_dir(t.path())
+            .unwrap()
+            .into_iter()
+            .map(|e| {
+                (
+                    e.name.into_string().unwrap(),
+                    e.meta.file_type().is_symlink(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [("a".into(), false), ("b".into(), false), ("c".into(), true)]
+        );
+    }
+
+    #[test]
+    fn read_dir_keeps_directory_atime() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().join("d");
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("f"), b"x").unwrap();
+        // atime well before mtime: a plain readdir on relatime would update it.
+        let old = libc::timespec {
+            tv_sec: 1_000_000,
+            tv_nsec: 0,
+        };
+        let keep = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_OMIT,
+        };
+        let c = std::ffi::CString::new(d.as_os_str().as_encoded_bytes()).unwrap();
+        let times = [old, keep];
+        assert_eq!(
+            unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), times.as_ptr(), 0) },
+            0
+        );
+        let before = std::fs::metadata(&d).unwrap().atime();
+        read_dir(&d).unwrap();
+        read_small(&d.join("f"), 10).unwrap();
+        assert_eq!(std::fs::metadata(&d).unwrap().atime(), before);
+    }
+
+    #[test]
+    fn read_small_refuses_symlinks() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("f"), b"hello").unwrap();
+        std::os::unix::fs::symlink(t.path().join("f"), t.path().join("l")).unwrap();
+        assert_eq!(read_small(&t.path().join("f"), 3).unwrap(), b"hel");
+        assert!(read_small(&t.path().join("l"), 3).is_err());
+    }
+}

@@ -1,0 +1,936 @@
+//! Celesto SmolVM (and legacy PyPI smolvm): sandboxes, disks, logs, image caches and residue.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use crate::fsread::{self, Entry};
+use crate::inventory::celesto::{read_celesto_db, valid_sandbox_id, CelestoInventory};
+use crate::model::{OptInClass, Product, ProductReport, Verdict};
+use crate::roots::celesto_roots;
+
+use super::version::{cache_version, Version};
+use super::{Ctx, Draft};
+
+const P: Product = Product::Celesto;
+
+/// One Celesto data directory as the scan understood it.
+#[derive(Debug, Clone)]
+pub(crate) struct CelData {
+    pub dir: PathBuf,
+    /// Ids kept alive by any inventory in the directory (`celesto.db` ∪ `smolvm.db`, browser
+    /// sessions included).
+    pub live: HashSet<String>,
+    /// Whether the inventories could be read.
+    pub ok: bool,
+}
+
+/// What the Celesto part of the scan learnt, for process attribution.
+#[derive(Debug, Default)]
+pub(crate) struct CelestoKnowledge {
+    pub data_dirs: Vec<CelData>,
+}
+
+impl CelestoKnowledge {
+    pub fn data_dir_of(&self, path: &Path) -> Option<&CelData> {
+        self.data_dirs.iter().find(|d| path.starts_with(&d.dir))
+    }
+    pub fn data_dir_with_disk(&self, id: &str) -> Option<&CelData> {
+        self.data_dirs.iter().find(|d| {
+            ["qcow2", "ext4"]
+                .iter()
+                .any(|e| fsread::lstat(&d.dir.join("disks").join(format!("{id}.{e}"))).is_some())
+        })
+    }
+}
+
+/// How a disk group (a sandbox id's disk, companions and log) is held.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Hold {
+    Orphan,
+    Saved,
+    /// A create may be under way: the disk is written before the row, under
+    /// `locks/<id>.create.lock`.
+    Creating(String),
+    InUse(Vec<u32>),
+    Live(String),
+}
+
+fn is_celesto_data_dir(dir: &Path) -> bool {
+    ["celesto.db", "smolvm.db", "disks"]
+        .iter()
+        .any(|n| fsread::lstat(&dir.join(n)).is_some())
+}
+
+fn canon(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// Downgrade a draft when the data directory's inventory could not be verified.
+fn gate(d: Draft, ok: bool, problem: &str) -> Draft {
+    if ok || !matches!(d.verdict, Verdict::Reclaimable | Verdict::OptIn) {
+        return d;
+    }
+    let reason = format!(
+        "{} But {problem}, so Smolsweep cannot verify it is unused and leaves it alone.",
+        d.reason
+    );
+    let mut d = d.verdict(Verdict::Unknown, reason);
+    d.opt_in_class = None;
+    d
+}
+
+pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
+    let roots = celesto_roots(ctx.opts.platform, &ctx.opts.env);
+    let mut know = CelestoKnowledge::default();
+    let mut problems = Vec::new();
+    let mut report_roots: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let mut seen_dirs = HashSet::new();
+    let vmm_ids = ctx.procs.celesto_vmm_ids();
+
+    // Inventories first: live ids across every data directory are needed for residue.
+    let mut dirs: Vec<(PathBuf, Vec<CelestoInventory>, bool, String)> = Vec::new();
+    for cand in &roots.data_dirs {
+        let dir = &cand.path;
+        if !dir.is_dir() || !seen_dirs.insert(canon(dir)) || !is_celesto_data_dir(dir) {
+            continue;
+        }
+        let mut invs = Vec::new();
+        let mut ok = true;
+        let mut problem = String::new();
+        let dbs: Vec<PathBuf> = ["celesto.db", "smolvm.db"]
+            .iter()
+            .map(|n| dir.join(n))
+            .filter(|p| fsread::lstat(p).is_some())
+            .collect();
+        if dbs.is_empty() {
+            ok = false;
+            problem = format!(
+                "there is no inventory (celesto.db or smolvm.db) in {}",
+                dir.display()
+            );
+        }
+        for db in dbs {
+            match read_celesto_db(&db) {
+                Ok(inv) => invs.push(inv),
+                Err(e) => {
+                    ok = false;
+                    problem = e.to_string();
+                }
+            }
+        }
+        if !ok {
+            problems.push(problem.clone());
+        }
+        let key = if report_roots.keys().any(|k| k.starts_with("data_dir")) {
+            format!("data_dir_{}", report_roots.len() + 1)
+        } else {
+            "data_dir".to_string()
+        };
+        report_roots.insert(key, dir.clone());
+        dirs.push((dir.clone(), invs, ok, problem));
+    }
+    for (dir, invs, ok, _) in &dirs {
+        let live = invs
+            .iter()
+            .flat_map(|i| i.live_ids().map(str::to_string))
+            .collect();
+        know.data_dirs.push(CelData {
+            dir: dir.clone(),
+            live,
+            ok: *ok,
+        });
+    }
+    let all_ok = know.data_dirs.iter().all(|d| d.ok);
+    let live_all: HashSet<String> = know
+        .data_dirs
+        .iter()
+        .flat_map(|d| d.live.iter().cloned())
+        .collect();
+
+    // Paths sandboxes depend on inside image caches (upstream B1).
+    let mut depends: Vec<(PathBuf, String)> = Vec::new();
+    for (dir, invs, _, _) in &dirs {
+        for inv in invs {
+            for s in &inv.sandboxes {
+                for p in [&s.kernel_path, &s.initrd_path, &s.rootfs_path]
+                    .into_iter()
+                    .flatten()
+                {
+                    depends.push((p.clone(), s.id.clone()));
+                }
+            }
+        }
+        for e in fsread::read_dir_or_empty(&dir.join("disks")) {
+            if e.is_file() {
+                let owner = e
+                    .name_str()
+                    .and_then(|n| n.split('.').next())
+                    .unwrap_or("?")
+                    .to_string();
+                for b in crate::qcow2::backing_chain(&e.path, 16) {
+                    depends.push((b, owner.clone()));
+                }
+            }
+        }
+    }
+
+    for (i, (dir, invs, ok, problem)) in dirs.iter().enumerate() {
+        let live = know.data_dirs[i].live.clone();
+        scan_data_dir(ctx, dir, invs, &live, *ok, problem, &vmm_ids);
+    }
+
+    // ~/.celesto/forwards and the legacy ~/.smolvm/forwards.
+    for home_dir in [&roots.home_dir, &roots.legacy_home_dir] {
+        let fwd = home_dir.join("forwards");
+        for e in fsread::read_dir_or_empty(&fwd) {
+            let Some(name) = e.name_str() else { continue };
+            let id = name
+                .strip_suffix(".operation.lock")
+                .or_else(|| name.strip_suffix(".json"));
+            let d = Draft::new(P, "celesto.forward_residue", &e.path).root(&fwd);
+            let d = match id {
+                Some(id) if valid_sandbox_id(id) && e.is_file() => {
+                    let d = d.owner(id);
+                    if live_all.contains(id) || vmm_ids.contains_key(id) {
+                        d.verdict(
+                            Verdict::Protected,
+                            format!("Port-forward state of sandbox '{id}', which exists."),
+                        )
+                    } else if know.data_dirs.is_empty() {
+                        d.verdict(Verdict::Unknown, format!("Port-forward state of sandbox '{id}', but no Celesto data directory was found to confirm the sandbox is gone."))
+                    } else {
+                        gate(
+                            d.verdict(Verdict::Reclaimable, format!("Port-forward state of sandbox '{id}', which no longer exists; upstream never removes it.")),
+                            all_ok,
+                            "an inventory could not be read",
+                        )
+                    }
+                }
+                _ => d.verdict(
+                    Verdict::Unknown,
+                    "Not a file Celesto writes under forwards/; left alone.",
+                ),
+            };
+            ctx.add(d);
+        }
+    }
+
+    // Sockets and libkrun configs in /tmp.
+    scan_socket_dir(ctx, &roots.socket_dir, &live_all, &vmm_ids, &know, all_ok);
+
+    // Image caches. Versions in cache names are the version of the distribution that wrote
+    // them (celesto 0.1.x, PyPI smolvm 0.0.x): each directory is judged against the installed
+    // versions of the distributions that use it.
+    let installs = ctx.installs.clone();
+    let installed_of = |dists: &[&str]| -> Vec<(String, Version)> {
+        installs
+            .iter()
+            .filter(|i| i.product == Product::Celesto)
+            .filter(|i| dists.contains(&i.distribution.as_deref().unwrap_or("celesto")))
+            .filter_map(|i| {
+                let v = i.version.as_ref()?;
+                Some((v.clone(), Version::parse(v)?))
+            })
+            .collect()
+    };
+    let mut seen_images = HashSet::new();
+    for cand in &roots.image_dirs {
+        let dir = &cand.path;
+        if !dir.is_dir() || !seen_images.insert(canon(dir)) {
+            continue;
+        }
+        let key = if report_roots.contains_key("image_dir") {
+            format!("image_dir_{}", seen_images.len())
+        } else {
+            "image_dir".to_string()
+        };
+        report_roots.insert(key, dir.clone());
+        let mut dists = Vec::new();
+        if cand.source == "CELESTO_IMAGE_DIR" || dir.ends_with(".celesto/images") || cand.preferred
+        {
+            dists.push("celesto");
+        }
+        if cand.source == "SMOLVM_IMAGE_DIR" || dir.ends_with(".smolvm/images") {
+            dists.push("smolvm");
+        }
+        let installed = installed_of(&dists);
+        scan_image_dir(ctx, dir, &installed, &depends, &dists);
+    }
+
+    let home_exists = roots.home_dir.is_dir();
+    if home_exists {
+        report_roots.insert("home_dir".into(), roots.home_dir.clone());
+    }
+    report_roots.insert("socket_dir".into(), roots.socket_dir.clone());
+    let detected = !know.data_dirs.is_empty()
+        || report_roots.keys().any(|k| k.starts_with("image_dir"))
+        || home_exists
+        || ctx.installs.iter().any(|i| i.product == Product::Celesto);
+    let version = ctx
+        .installs
+        .iter()
+        .find(|i| i.product == Product::Celesto)
+        .and_then(|i| i.version.clone());
+    ctx.products.push(ProductReport {
+        product: P,
+        detected,
+        status: if all_ok { "ok" } else { "unknown" }.into(),
+        roots: report_roots,
+        problems,
+        version,
+    });
+    know
+}
+
+#[allow(clippy::too_many_arguments)]
+fn scan_data_dir(
+    ctx: &mut Ctx<'_>,
+    dir: &Path,
+    invs: &[CelestoInventory],
+    live: &HashSet<String>,
+    ok: bool,
+    problem: &str,
+    vmm_ids: &HashMap<String, Vec<u32>>,
+) {
+    let disks_dir = dir.join("disks");
+    let entries = fsread::read_dir_or_empty(&disks_dir);
+    let names: HashSet<String> = entries
+        .iter()
+        .filter_map(|e| e.name_str().map(str::to_string))
+        .collect();
+    let db_of = |id: &str| -> Option<String> {
+        invs.iter()
+            .find(|i| i.live_ids().any(|x| x == id))
+            .map(|i| {
+                i.db_path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            })
+    };
+
+    // Disks: `<id>.qcow2` / `<id>.ext4` with exactly one dot.
+    struct DiskGroup<'e> {
+        id: String,
+        disk: &'e Entry,
+        companions: Vec<&'e Entry>,
+        hold: Hold,
+    }
+    let mut consumed: HashSet<String> = HashSet::new();
+    let mut groups: Vec<DiskGroup> = Vec::new();
+    for e in &entries {
+        let Some(name) = e.name_str() else { continue };
+        let Some((stem, ext)) = name.split_once('.') else {
+            continue;
+        };
+        if stem.is_empty() || !(ext == "qcow2" || ext == "ext4") || e.is_dir() {
+            continue;
+        }
+        if !(e.is_file() || e.is_symlink()) || !valid_sandbox_id(stem) {
+            continue; // left for the unrecognised sweep
+        }
+        let prefix = format!("{name}.");
+        let companions: Vec<&Entry> = entries
+            .iter()
+            .filter(|c| c.name_str().is_some_and(|n| n.starts_with(&prefix)) && !c.is_dir())
+            .collect();
+        consumed.insert(name.to_string());
+        for c in &companions {
+            consumed.insert(c.name_str().unwrap_or_default().to_string());
+        }
+        groups.push(DiskGroup {
+            id: stem.to_string(),
+            disk: e,
+            companions,
+            hold: Hold::Orphan,
+        });
+    }
+    let log_path = |id: &str| dir.join(format!("{id}.log"));
+    for g in &mut groups {
+        let id = g.id.clone();
+        if let Some(db) = db_of(&id) {
+            g.hold = Hold::Live(db);
+            continue;
+        }
+        let mut pids: Vec<u32> = vmm_ids.get(&id).cloned().unwrap_or_default();
+        for p in std::iter::once(&g.disk.path)
+            .chain(g.companions.iter().map(|c| &c.path))
+            .chain(std::iter::once(&log_path(&id)))
+        {
+            // lstat: a scan never resolves through a symlink (that would touch its atime).
+            let meta = fsread::lstat(p);
+            pids.extend(ctx.procs.users_of(p, meta.as_ref()));
+        }
+        pids.sort_unstable();
+        pids.dedup();
+        if !pids.is_empty() {
+            g.hold = Hold::InUse(pids);
+            continue;
+        }
+        let create_lock = dir.join("locks").join(format!("{id}.create.lock"));
+        let lock_held = fsread::lstat(&create_lock).is_some_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            ctx.locks.is_held(m.dev(), m.ino())
+        });
+        let newest = std::iter::once(&g.disk.meta)
+            .chain(g.companions.iter().map(|c| &c.meta))
+            .map(super::mtime_ns)
+            .max()
+            .unwrap_or(0);
+        let now = ctx
+            .now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i128)
+            .unwrap_or(0);
+        if lock_held {
+            g.hold = Hold::Creating(format!(
+                "its create lock {} is held right now",
+                create_lock.display()
+            ));
+            continue;
+        }
+        if now - newest < ctx.opts.age_guard.as_nanos() as i128 {
+            g.hold = Hold::Creating(format!(
+                "it changed {} s ago, and Celesto writes a disk before its inventory row",
+                ((now - newest).max(0) / 1_000_000_000)
+            ));
+            continue;
+        }
+        let marker = disks_dir.join(format!("{}.retained", g.disk.name.to_string_lossy()));
+        // A marker that is a symlink is not followed (a scan never resolves through links);
+        // it is taken as saved, the more careful reading (upstream counts a dangling one as
+        // not saved).
+        if fsread::lstat(&marker).is_some_and(|m| m.is_file() || m.file_type().is_symlink()) {
+            g.hold = Hold::Saved;
+        }
+    }
+
+    // The log of an id takes the most protective hold among its disks (upstream B11).
+    let mut id_hold: HashMap<String, Hold> = HashMap::new();
+    for g in &groups {
+        let h = id_hold.entry(g.id.clone()).or_insert(Hold::Orphan);
+        if g.hold > *h {
+            *h = g.hold.clone();
+        }
+    }
+
+    for g in &groups {
+        let id = &g.id;
+        let disk_name = g.disk.name.to_string_lossy().into_owned();
+        let symlink = g.disk.is_symlink();
+        let (kind, comp_kind, verdict, reason, comp_reason, class) = match &g.hold {
+            Hold::Live(db) => (
+                "celesto.sandbox_disk",
+                "celesto.sandbox_disk_companion",
+                Verdict::Protected,
+                format!("Disk of sandbox '{id}', which exists in {db}."),
+                format!("Companion of the disk of sandbox '{id}', which exists in {db}."),
+                None,
+            ),
+            Hold::Creating(why) => (
+                "celesto.young_disk",
+                "celesto.young_companion",
+                Verdict::Protected,
+                format!("Disk of '{id}' with no inventory row yet, but a sandbox may be being created: {why}."),
+                format!("Companion of disk '{disk_name}', which may be being created: {why}."),
+                None,
+            ),
+            Hold::InUse(pids) => (
+                "celesto.in_use_disk",
+                "celesto.in_use_companion",
+                Verdict::Protected,
+                format!("No inventory row, but process {} is using this disk (a running SDK sandbox or a survivor).", pid_list(pids)),
+                format!("Companion of disk '{disk_name}', which process {} is using.", pid_list(pids)),
+                None,
+            ),
+            Hold::Saved => (
+                "celesto.saved_disk",
+                "celesto.saved_companion",
+                Verdict::OptIn,
+                format!("Saved disk of deleted sandbox '{id}' (it has a .retained marker); kept unless you include saved disks."),
+                format!("Companion of the saved disk '{disk_name}'; kept with it unless you include saved disks."),
+                Some(OptInClass::SavedDisks),
+            ),
+            Hold::Orphan => (
+                if symlink { "celesto.disk_symlink" } else { "celesto.orphan_disk" },
+                "celesto.disk_companion",
+                Verdict::Reclaimable,
+                if symlink {
+                    format!("Symbolic link named like the disk of sandbox '{id}', which no longer exists; removing the link frees no space and never touches its target.")
+                } else {
+                    format!("Disk of sandbox '{id}', which no longer exists in any inventory, and no process is using it.")
+                },
+                format!("Snapshot or resize companion of the orphaned disk '{disk_name}'."),
+                None,
+            ),
+        };
+        let mk = |k: &'static str, p: &Path, r: String| {
+            let d = Draft::new(P, k, p).owner(id.as_str()).root(&disks_dir);
+            let d = match class {
+                Some(c) => d.opt_in(c, r),
+                None => d.verdict(verdict, r),
+            };
+            gate(d, ok, problem)
+        };
+        ctx.add(mk(kind, &g.disk.path, reason));
+        for c in &g.companions {
+            ctx.add(mk(comp_kind, &c.path, comp_reason.clone()));
+        }
+    }
+    for (id, hold) in &id_hold {
+        let lp = log_path(id);
+        if !fsread::lstat(&lp).is_some_and(|m| m.is_file()) {
+            continue;
+        }
+        let d = Draft::new(P, "celesto.orphan_log", &lp)
+            .owner(id.as_str())
+            .root(dir);
+        let d = match hold {
+            Hold::Live(db) => Draft { kind: "celesto.sandbox_log", ..d }
+                .verdict(Verdict::Protected, format!("Console log of sandbox '{id}', which exists in {db}.")),
+            Hold::Creating(why) => Draft { kind: "celesto.young_log", ..d }.verdict(
+                Verdict::Protected,
+                format!("Console log of '{id}', which may be being created: {why}."),
+            ),
+            Hold::InUse(pids) => Draft { kind: "celesto.in_use_log", ..d }.verdict(
+                Verdict::Protected,
+                format!("Console log of sandbox '{id}', whose disk process {} is using (upstream would delete it: B3).", pid_list(pids)),
+            ),
+            Hold::Saved => Draft { kind: "celesto.saved_log", ..d }.opt_in(
+                OptInClass::SavedDisks,
+                format!("Console log of deleted sandbox '{id}', whose disk is saved; kept with it unless you include saved disks."),
+            ),
+            Hold::Orphan => d.verdict(
+                Verdict::Reclaimable,
+                format!("Console log of sandbox '{id}', which no longer exists."),
+            ),
+        };
+        ctx.add(gate(d, ok, problem));
+    }
+
+    // Companions whose disk is gone (upstream never finds these: B10), and anything else.
+    for e in &entries {
+        let Some(name) = e.name_str() else {
+            ctx.add(Draft::new(P, "celesto.unrecognised", &e.path).verdict(
+                Verdict::Unknown,
+                "A file name that is not valid text; left alone.",
+            ));
+            continue;
+        };
+        if consumed.contains(name) {
+            continue;
+        }
+        let orphan_comp = name.split_once('.').and_then(|(stem, rest)| {
+            let (ext, tail) = rest.split_once('.')?;
+            ((ext == "qcow2" || ext == "ext4")
+                && !tail.is_empty()
+                && valid_sandbox_id(stem)
+                && !names.contains(&format!("{stem}.{ext}")))
+            .then(|| (stem.to_string(), format!("{stem}.{ext}"), tail.to_string()))
+        });
+        let d = match orphan_comp {
+            Some((id, disk, tail)) if !e.is_dir() => {
+                let pids = ctx.procs.users_of(&e.path, Some(&e.meta));
+                let d = Draft::new(P, "celesto.orphan_companion", &e.path).owner(id.as_str()).root(&disks_dir);
+                if let Some(db) = db_of(&id) {
+                    d.verdict(Verdict::Protected, format!("Companion file of sandbox '{id}', which exists in {db}."))
+                } else if !pids.is_empty() || vmm_ids.contains_key(&id) {
+                    d.verdict(Verdict::Protected, format!("Companion file of '{disk}' held by a running process."))
+                } else if tail == "retained" {
+                    d.verdict(Verdict::Reclaimable, format!("A .retained marker whose disk '{disk}' is gone; upstream never finds it (B10)."))
+                } else {
+                    d.verdict(Verdict::Reclaimable, format!("Companion file of disk '{disk}', which is gone; upstream never finds these (B10)."))
+                }
+            }
+            _ => Draft::new(P, "celesto.unrecognised", &e.path).verdict(
+                Verdict::Unknown,
+                "Not a disk or companion name Celesto uses; Smolsweep leaves unrecognised files alone.",
+            ),
+        };
+        ctx.add(gate(d, ok, problem));
+    }
+
+    // Logs with no disk: `<id>.log` directly in the data directory.
+    for e in fsread::read_dir_or_empty(dir) {
+        let Some(name) = e.name_str() else { continue };
+        let Some(stem) = name.strip_suffix(".log") else {
+            continue;
+        };
+        if id_hold.contains_key(stem) && e.is_file() {
+            continue; // handled with its disk
+        }
+        let d = if !e.is_file() || !valid_sandbox_id(stem) {
+            Draft::new(P, "celesto.unrecognised_log", &e.path).verdict(
+                Verdict::Unknown,
+                "Named like a log, but not a sandbox id Celesto would use (upstream deletes these: B18); left alone.",
+            )
+        } else if let Some(db) = db_of(stem) {
+            Draft::new(P, "celesto.sandbox_log", &e.path)
+                .owner(stem)
+                .verdict(
+                    Verdict::Protected,
+                    format!("Console log of sandbox '{stem}', which exists in {db}."),
+                )
+        } else {
+            let mut pids = ctx.procs.users_of(&e.path, Some(&e.meta));
+            pids.extend(vmm_ids.get(stem).cloned().unwrap_or_default());
+            if pids.is_empty() {
+                Draft::new(P, "celesto.orphan_log", &e.path).owner(stem).verdict(
+                    Verdict::Reclaimable,
+                    format!("Console log of sandbox '{stem}', which no longer exists (its disk is gone too)."),
+                )
+            } else {
+                Draft::new(P, "celesto.in_use_log", &e.path)
+                    .owner(stem)
+                    .verdict(
+                        Verdict::Protected,
+                        format!(
+                            "Console log of sandbox '{stem}', still written by process {}.",
+                            pid_list(&pids)
+                        ),
+                    )
+            }
+        };
+        ctx.add(gate(d.root(dir), ok, problem));
+    }
+
+    scan_residue(ctx, dir, invs, live, ok, problem, vmm_ids, &id_hold);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn scan_residue(
+    ctx: &mut Ctx<'_>,
+    dir: &Path,
+    invs: &[CelestoInventory],
+    live: &HashSet<String>,
+    ok: bool,
+    problem: &str,
+    vmm_ids: &HashMap<String, Vec<u32>>,
+    id_hold: &HashMap<String, Hold>,
+) {
+    let saved = |id: &str| matches!(id_hold.get(id), Some(Hold::Saved));
+    let running = |id: &str| vmm_ids.contains_key(id);
+
+    // firmware/<id>/
+    let fw = dir.join("firmware");
+    for e in fsread::read_dir_or_empty(&fw) {
+        let id = e.name_str().unwrap_or_default().to_string();
+        let d = Draft::new(P, "celesto.firmware_residue", &e.path)
+            .owner(id.as_str())
+            .root(&fw);
+        let d = if !valid_sandbox_id(&id) || !e.is_dir() {
+            d.verdict(
+                Verdict::Unknown,
+                "Not a sandbox firmware directory; left alone.",
+            )
+        } else if live.contains(&id) || running(&id) || !ctx.procs.users_below(&e.path).is_empty() {
+            d.verdict(
+                Verdict::Protected,
+                format!("Firmware state of sandbox '{id}', which exists or runs."),
+            )
+        } else if saved(&id) {
+            d.verdict(
+                Verdict::Protected,
+                format!("Firmware state kept with the saved disk of '{id}'."),
+            )
+        } else {
+            d.opt_in(OptInClass::Residue, format!("Firmware state (UEFI variables, TPM) of deleted sandbox '{id}'; upstream never removes it."))
+        };
+        ctx.add(gate(d, ok, problem));
+    }
+
+    // locks/
+    let locks_dir = dir.join("locks");
+    let mut lock_entries = fsread::read_dir_or_empty(&locks_dir);
+    lock_entries.extend(fsread::read_dir_or_empty(&locks_dir.join("resources")));
+    let snapshot_ids: HashSet<String> = invs
+        .iter()
+        .flat_map(|i| i.snapshots.iter().map(|(s, _)| s.clone()))
+        .chain(
+            fsread::read_dir_or_empty(&dir.join("snapshots"))
+                .into_iter()
+                .filter_map(|e| e.name_str().map(str::to_string)),
+        )
+        .collect();
+    for e in lock_entries {
+        if e.is_dir() {
+            continue;
+        }
+        let name = e.name_str().unwrap_or_default().to_string();
+        let d = Draft::new(P, "celesto.lock_residue", &e.path).root(&locks_dir);
+        use std::os::unix::fs::MetadataExt;
+        let held = ctx.locks.is_held(e.meta.dev(), e.meta.ino());
+        let in_resources = e.path.parent().is_some_and(|p| p.ends_with("resources"));
+        let id = name
+            .strip_suffix(".create.lock")
+            .or_else(|| name.strip_suffix(".snapshot.lock"));
+        let d = if !ctx.locks.readable {
+            d.verdict(Verdict::Unknown, "Lock file; the system lock table is not readable here, so Smolsweep cannot tell whether it is held.")
+        } else if held {
+            d.verdict(
+                Verdict::Protected,
+                "Lock file held by a running process right now.",
+            )
+        } else if in_resources {
+            d.verdict(
+                Verdict::Reclaimable,
+                "Resource-claim lock left by an SDK process that has exited; nothing holds it.",
+            )
+        } else if let Some(sid) = name
+            .strip_prefix("snapshot-")
+            .and_then(|s| s.strip_suffix(".lock"))
+        {
+            if snapshot_ids.contains(sid) {
+                d.verdict(
+                    Verdict::Protected,
+                    format!("Lock of snapshot '{sid}', which exists."),
+                )
+            } else {
+                d.verdict(Verdict::Reclaimable, format!("Lock of snapshot '{sid}', which no longer exists; upstream never removes lock files."))
+            }
+        } else if let Some(id) = id.filter(|i| valid_sandbox_id(i)) {
+            let d = d.owner(id);
+            if live.contains(id) || running(id) {
+                d.verdict(
+                    Verdict::Protected,
+                    format!("Lock file of sandbox '{id}', which exists."),
+                )
+            } else {
+                d.verdict(Verdict::Reclaimable, format!("Lock file of sandbox '{id}', which no longer exists; upstream never removes lock files (B21)."))
+            }
+        } else {
+            d.verdict(
+                Verdict::Unknown,
+                "A lock file Smolsweep does not recognise; left alone.",
+            )
+        };
+        ctx.add(gate(d, ok, problem));
+    }
+
+    // ssh-known-hosts/<id>.known_hosts
+    let kh = dir.join("ssh-known-hosts");
+    for e in fsread::read_dir_or_empty(&kh) {
+        let name = e.name_str().unwrap_or_default().to_string();
+        let d = Draft::new(P, "celesto.known_hosts_residue", &e.path).root(&kh);
+        let d = match name.strip_suffix(".known_hosts").filter(|i| valid_sandbox_id(i) && e.is_file()) {
+            Some(id) if live.contains(id) || running(id) => d.owner(id).verdict(Verdict::Protected, format!("Pinned SSH host key of sandbox '{id}', which exists.")),
+            Some(id) if saved(id) => d.owner(id).verdict(Verdict::Protected, format!("Pinned SSH host key kept with the saved disk of '{id}'.")),
+            Some(id) => d.owner(id).verdict(Verdict::Reclaimable, format!("Pinned SSH host key of sandbox '{id}', which no longer exists; upstream never removes it.")),
+            None => d.verdict(Verdict::Unknown, "Not a known-hosts file Celesto writes; left alone."),
+        };
+        ctx.add(gate(d, ok, problem));
+    }
+
+    // snapshots/<sid>/, browser-sessions/<sid>/, macos-vms/<id>/
+    let snap_vm: HashMap<String, String> = invs
+        .iter()
+        .flat_map(|i| i.snapshots.iter().cloned())
+        .collect();
+    let sd = dir.join("snapshots");
+    for e in fsread::read_dir_or_empty(&sd) {
+        let sid = e.name_str().unwrap_or_default().to_string();
+        let vm = snap_vm.get(&sid).cloned();
+        let d = Draft::new(P, "celesto.snapshot", &e.path)
+            .owner_opt(vm.clone())
+            .root(&sd);
+        let d = match vm {
+            Some(vm) if live.contains(&vm) => d.verdict(Verdict::Protected, format!("Snapshot '{sid}' of sandbox '{vm}', which exists.")),
+            Some(vm) => d.opt_in(OptInClass::Residue, format!("Snapshot '{sid}' of deleted sandbox '{vm}'; it can still be restored, so it is kept unless you include residue.")),
+            None => d.opt_in(OptInClass::Residue, format!("Snapshot directory '{sid}' with no inventory row; kept unless you include residue.")),
+        };
+        ctx.add(gate(d, ok, problem));
+    }
+    for (sub, kind, what) in [
+        (
+            "browser-sessions",
+            "celesto.browser_session_residue",
+            "Browser-session artifacts",
+        ),
+        ("macos-vms", "celesto.macos_vm_residue", "macOS VM bundle"),
+    ] {
+        let base = dir.join(sub);
+        for e in fsread::read_dir_or_empty(&base) {
+            let id = e.name_str().unwrap_or_default().to_string();
+            let d = Draft::new(P, kind, &e.path).owner(id.as_str()).root(&base);
+            let d = if live.contains(&id)
+                || running(&id)
+                || !ctx.procs.users_below(&e.path).is_empty()
+            {
+                d.verdict(
+                    Verdict::Protected,
+                    format!("{what} of '{id}', which exists."),
+                )
+            } else {
+                d.opt_in(OptInClass::Residue, format!("{what} of '{id}', which no longer exists; kept unless you include residue."))
+            };
+            ctx.add(gate(d, ok, problem));
+        }
+    }
+}
+
+fn scan_socket_dir(
+    ctx: &mut Ctx<'_>,
+    sock_dir: &Path,
+    live_all: &HashSet<String>,
+    vmm_ids: &HashMap<String, Vec<u32>>,
+    know: &CelestoKnowledge,
+    all_ok: bool,
+) {
+    use std::os::unix::fs::MetadataExt;
+    for e in fsread::read_dir_or_empty(sock_dir) {
+        let Some(name) = e.name_str() else { continue };
+        let parsed = if let Some(r) = name
+            .strip_prefix("libkrun-")
+            .and_then(|r| r.strip_suffix(".json"))
+        {
+            // libkrun-<id>-<32hex>.json
+            r.rsplit_once('-')
+                .filter(|(_, h)| h.len() == 32 && h.bytes().all(|c| c.is_ascii_hexdigit()))
+                .map(|(id, _)| {
+                    (
+                        id.to_string(),
+                        "celesto.libkrun_config",
+                        "libkrun launcher config",
+                    )
+                })
+        } else {
+            ["fc-", "qmp-", "vsock-"].iter().find_map(|pre| {
+                name.strip_prefix(pre)
+                    .and_then(|r| r.strip_suffix(".sock"))
+                    .map(|id| (id.to_string(), "celesto.socket_residue", "socket"))
+            })
+        };
+        let Some((id, kind, what)) = parsed else {
+            continue;
+        };
+        if !valid_sandbox_id(&id)
+            || e.meta.uid() != ctx.opts.env.euid
+            || e.is_dir()
+            || e.is_symlink()
+        {
+            continue; // not ours to judge
+        }
+        let pids = ctx.procs.users_of(&e.path, Some(&e.meta));
+        let d = Draft::new(P, kind, &e.path)
+            .owner(id.as_str())
+            .root(sock_dir);
+        let d = if live_all.contains(&id) || vmm_ids.contains_key(&id) || !pids.is_empty() {
+            d.verdict(
+                Verdict::Protected,
+                format!("{what} of sandbox '{id}', which exists or runs."),
+            )
+        } else if know.data_dirs.is_empty() {
+            d.verdict(Verdict::Unknown, format!("{what} of sandbox '{id}', but this HOME has no Celesto data directory to confirm the sandbox is gone."))
+        } else {
+            gate(
+                d.verdict(Verdict::Reclaimable, format!("Stale {what} of sandbox '{id}', which no longer exists; upstream never removes it (B21).")),
+                all_ok,
+                "an inventory could not be read",
+            )
+        };
+        ctx.add(d);
+    }
+}
+
+fn scan_image_dir(
+    ctx: &mut Ctx<'_>,
+    dir: &Path,
+    installed: &[(String, Version)],
+    depends: &[(PathBuf, String)],
+    dists: &[&str],
+) {
+    let who = if dists.is_empty() {
+        "Celesto".to_string()
+    } else {
+        dists.join(" or ")
+    };
+    let newest = installed.iter().map(|(_, v)| v).max();
+    let real_dir = canon(dir);
+    for e in fsread::read_dir_or_empty(dir) {
+        let Some(name) = e.name_str() else { continue };
+        let Some(ver) = cache_version(name) else {
+            continue; // s3/, custom/, macos/ and unversioned names: never touched
+        };
+        let link = e.is_symlink();
+        if !(e.is_dir() || link) {
+            ctx.add(Draft::new(P, "celesto.unrecognised", &e.path).root(dir).verdict(
+                Verdict::Unknown,
+                "A plain file named like an image cache; not something Celesto creates, left alone.",
+            ));
+            continue;
+        }
+        // Lexical: sandboxes record absolute, resolved paths; a symlinked entry is never
+        // resolved (removing a link cannot break what its target holds).
+        let real_entry = real_dir.join(&e.name);
+        let users: Vec<&str> = depends
+            .iter()
+            .filter(|(p, _)| p.starts_with(&real_entry) || p.starts_with(&e.path))
+            .map(|(_, id)| id.as_str())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let kind = if link {
+            "celesto.image_cache_link"
+        } else {
+            "celesto.image_cache"
+        };
+        let d = Draft::new(P, kind, &e.path).root(dir);
+        let parsed = Version::parse(ver);
+        let d = if !users.is_empty() {
+            Draft { kind: "celesto.image_cache_in_use", ..d }.verdict(
+                Verdict::Protected,
+                format!("Image cache v{ver} that sandbox {} backs onto or boots from; deleting it would break them (upstream B1).", users.iter().map(|u| format!("'{u}'")).collect::<Vec<_>>().join(", ")),
+            )
+        } else if installed
+            .iter()
+            .any(|(s, v)| s == ver || Some(v) == parsed.as_ref())
+        {
+            Draft {
+                kind: "celesto.image_cache_current",
+                ..d
+            }
+            .verdict(
+                Verdict::Protected,
+                format!("Image cache of the installed version {ver}."),
+            )
+        } else if let (Some(newest), Some(v)) = (newest, parsed.as_ref()) {
+            if v > newest {
+                Draft { kind: "celesto.image_cache_newer", ..d }.verdict(
+                    Verdict::Protected,
+                    format!("Image cache of v{ver}, newer than the installed version; upstream would delete it, Smolsweep keeps it."),
+                )
+            } else if link {
+                d.verdict(Verdict::Reclaimable, format!("Link to an image cache of old version {ver}; only the link is removed, its target stays (upstream counts the target's bytes: B12)."))
+            } else {
+                Draft {
+                    kind: "celesto.image_cache_stale",
+                    ..d
+                }
+                .verdict(
+                    Verdict::Reclaimable,
+                    format!(
+                        "Image cache of old version {ver}; no sandbox backs onto or boots from it."
+                    ),
+                )
+            }
+        } else if parsed.is_none() {
+            d.verdict(
+                Verdict::Unknown,
+                format!("Image cache with a version '{ver}' Smolsweep cannot order; left alone."),
+            )
+        } else {
+            Draft { kind: "celesto.image_cache_stale", ..d }.opt_in(
+                OptInClass::Caches,
+                format!("Image cache of v{ver}; {who} is not installed here, so no version is current, and no sandbox uses it."),
+            )
+        };
+        ctx.add(d);
+    }
+}
+
+pub(crate) fn pid_list(pids: &[u32]) -> String {
+    pids.iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

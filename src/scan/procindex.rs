@@ -1,0 +1,348 @@
+//! An index over the process table: which files each process holds open or names exactly, which
+//! VMMs run, and to whom each VMM belongs.
+
+use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::model::{Product, Scope, VmProcess};
+use crate::procs::shape::{detect_all, VmmShape};
+use crate::procs::RawProcess;
+
+use super::celesto::CelestoKnowledge;
+use super::smolvm::SmolvmKnowledge;
+use super::Ctx;
+
+/// The process table, indexed for in-use checks.
+#[derive(Debug, Default)]
+pub struct ProcIndex {
+    pub raw: Vec<RawProcess>,
+    /// Index into `raw` and the VMM shape of that process.
+    pub vmms: Vec<(usize, VmmShape)>,
+    open: HashMap<(u64, u64), Vec<usize>>,
+    args: HashMap<PathBuf, Vec<usize>>,
+}
+
+impl ProcIndex {
+    pub fn build(raw: Vec<RawProcess>, _euid: u32) -> Self {
+        let mut idx = ProcIndex::default();
+        for (i, p) in raw.iter().enumerate() {
+            for f in &p.open_files {
+                idx.open.entry((f.dev, f.ino)).or_default().push(i);
+            }
+            for a in p.argv.iter().skip(1) {
+                if a.starts_with('/') {
+                    idx.args.entry(PathBuf::from(a)).or_default().push(i);
+                }
+            }
+        }
+        // Shapes are detected over the whole table: a macOS forked child is recognised by its
+        // parent.
+        let shapes: Vec<(u32, VmmShape)> = detect_all(&raw)
+            .into_iter()
+            .map(|(p, s)| (p.pid, s))
+            .collect();
+        for (pid, shape) in shapes {
+            let Some(i) = raw.iter().position(|p| p.pid == pid) else {
+                continue;
+            };
+            if let VmmShape::CelestoQemu { drives, .. } = &shape {
+                for d in drives {
+                    idx.args.entry(d.clone()).or_default().push(i);
+                }
+            }
+            idx.vmms.push((i, shape));
+        }
+        idx.raw = raw;
+        idx
+    }
+
+    /// Pids of processes that hold `path` open (same device and inode) or name it exactly as an
+    /// argument (a QEMU `-drive file=` value counts). Never a substring match (upstream B4).
+    pub fn users_of(&self, path: &Path, meta: Option<&std::fs::Metadata>) -> Vec<u32> {
+        let mut out: Vec<usize> = Vec::new();
+        if let Some(m) = meta {
+            if let Some(v) = self.open.get(&(m.dev(), m.ino())) {
+                out.extend(v);
+            }
+        }
+        if let Some(v) = self.args.get(path) {
+            out.extend(v);
+        }
+        let mut pids: Vec<u32> = out.into_iter().map(|i| self.raw[i].pid).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        pids
+    }
+
+    /// Pids of processes holding open any file below `dir` or naming a path below it.
+    pub fn users_below(&self, dir: &Path) -> Vec<u32> {
+        let mut pids: Vec<u32> = Vec::new();
+        for p in &self.raw {
+            let named = p.argv.iter().skip(1).any(|a| Path::new(a).starts_with(dir));
+            let open = p.open_files.iter().any(|f| f.path.starts_with(dir));
+            if named || open {
+                pids.push(p.pid);
+            }
+        }
+        for (i, s) in &self.vmms {
+            if let VmmShape::SmolvmBootVm { vm_dir, .. } = s {
+                if vm_dir.starts_with(dir) {
+                    pids.push(self.raw[*i].pid);
+                }
+            }
+        }
+        pids.sort_unstable();
+        pids.dedup();
+        pids
+    }
+
+    /// Sandbox ids that a running Celesto VMM names through its QMP socket, Firecracker API
+    /// socket or libkrun config, and the pids of those VMMs.
+    pub fn celesto_vmm_ids(&self) -> HashMap<String, Vec<u32>> {
+        let mut m: HashMap<String, Vec<u32>> = HashMap::new();
+        for (i, s) in &self.vmms {
+            let id = match s {
+                VmmShape::CelestoQemu { sandbox_id, .. }
+                | VmmShape::CelestoFirecracker { sandbox_id, .. }
+                | VmmShape::CelestoLibkrun { sandbox_id, .. } => sandbox_id.clone(),
+                _ => None,
+            };
+            if let Some(id) = id {
+                m.entry(id).or_default().push(self.raw[*i].pid);
+            }
+        }
+        m
+    }
+
+    pub fn by_pid(&self, pid: u32) -> Option<&RawProcess> {
+        self.raw.iter().find(|p| p.pid == pid)
+    }
+
+    /// Whether `pid` is alive and, when a start time was recorded, is the same process.
+    pub fn alive_as_recorded(&self, pid: u32, start_time: Option<u64>) -> bool {
+        match self.by_pid(pid) {
+            Some(p) => start_time.is_none_or(|t| t == p.start_time),
+            None => false,
+        }
+    }
+
+    /// Smolvm VMMs whose machine directory lies in `vms_dir`.
+    pub fn smolvm_vmms_in<'a>(
+        &'a self,
+        vms_dir: &'a Path,
+    ) -> impl Iterator<Item = (&'a RawProcess, &'a Path)> + 'a {
+        self.vmms.iter().filter_map(move |(i, s)| match s {
+            VmmShape::SmolvmBootVm { vm_dir, .. } if vm_dir.parent() == Some(vms_dir) => {
+                Some((&self.raw[*i], vm_dir.as_path()))
+            }
+            _ => None,
+        })
+    }
+}
+
+fn held_deleted(p: &RawProcess) -> u64 {
+    let mut seen = HashSet::new();
+    p.open_files
+        .iter()
+        .filter(|f| f.deleted && seen.insert((f.dev, f.ino)))
+        .map(|f| f.allocated)
+        .sum()
+}
+
+fn under_any(path: &Path, roots: &[PathBuf]) -> bool {
+    roots.iter().any(|r| path.starts_with(r))
+}
+
+/// Turn VMM-shaped processes into attributed [`VmProcess`]es.
+pub(crate) fn attribute(
+    ctx: &Ctx<'_>,
+    cel: &CelestoKnowledge,
+    smol: &SmolvmKnowledge,
+) -> Vec<VmProcess> {
+    let home = &ctx.opts.env.home;
+    let euid = ctx.opts.env.euid;
+    let mut out = Vec::new();
+    for (i, shape) in &ctx.procs.vmms {
+        let p = &ctx.procs.raw[*i];
+        let env_is_home = p.env_home.as_deref() == Some(home.as_path());
+        let files_under =
+            |roots: &[PathBuf]| p.open_files.iter().any(|f| under_any(&f.path, roots));
+        let (product, owner, orphan, mut this_home, reason): (
+            Product,
+            Option<String>,
+            bool,
+            bool,
+            String,
+        ) = match shape {
+            VmmShape::SmolvmBootVm { vm_dir, .. } => match smol.locate_vm_dir(vm_dir) {
+                Some((set, name)) => {
+                    let recorded = name.as_ref().is_some_and(|n| set.names.contains(n));
+                    let reason = match (&name, recorded, set.ok) {
+                        (_, _, false) => {
+                            "machine database could not be read; ownership unverified".to_string()
+                        }
+                        (Some(n), true, _) => {
+                            format!("boots machine '{n}' from {}", vm_dir.display())
+                        }
+                        (Some(n), false, _) => format!(
+                            "boots '{n}' from {}, but no machine record exists",
+                            vm_dir.display()
+                        ),
+                        (None, _, _) => format!(
+                            "boots from {}, which has no name file and no record",
+                            vm_dir.display()
+                        ),
+                    };
+                    (
+                        Product::Smolvm,
+                        name.clone(),
+                        set.ok && !recorded,
+                        true,
+                        reason,
+                    )
+                }
+                None => (
+                    Product::Smolvm,
+                    None,
+                    false,
+                    false,
+                    format!(
+                        "boots from {}, outside this HOME's smolvm roots",
+                        vm_dir.display()
+                    ),
+                ),
+            },
+            VmmShape::SmolvmForked => {
+                let mine = env_is_home
+                    || p.env_smolvm_data_dir
+                        .as_deref()
+                        .is_some_and(|d| smol.data_dirs.iter().any(|x| x == d))
+                    || files_under(&smol.all_roots);
+                let recorded = smol.recorded_pids.contains(&p.pid);
+                let reason = if recorded {
+                    "forked pack-run VM with a machine record".to_string()
+                } else {
+                    "forked pack-run VM (recognised by its process name) with no machine record"
+                        .to_string()
+                };
+                (
+                    Product::Smolvm,
+                    smol.name_for_pid(p.pid),
+                    mine && smol.all_ok && !recorded,
+                    mine,
+                    reason,
+                )
+            }
+            VmmShape::CelestoQemu {
+                drives, sandbox_id, ..
+            } => {
+                let dd = drives.iter().find_map(|d| cel.data_dir_of(d));
+                cel_attr("QEMU", sandbox_id, dd, cel)
+            }
+            VmmShape::CelestoFirecracker { sandbox_id, .. } => {
+                let dd = p
+                    .open_files
+                    .iter()
+                    .find_map(|f| cel.data_dir_of(&f.path))
+                    .or_else(|| {
+                        sandbox_id
+                            .as_deref()
+                            .and_then(|id| cel.data_dir_with_disk(id))
+                    });
+                cel_attr("Firecracker", sandbox_id, dd, cel)
+            }
+            VmmShape::CelestoLibkrun { sandbox_id, .. } => {
+                let dd = p
+                    .open_files
+                    .iter()
+                    .find_map(|f| cel.data_dir_of(&f.path))
+                    .or_else(|| {
+                        sandbox_id
+                            .as_deref()
+                            .and_then(|id| cel.data_dir_with_disk(id))
+                    });
+                cel_attr("libkrun", sandbox_id, dd, cel)
+            }
+        };
+        if p.uid != euid {
+            this_home = false;
+        }
+        // A process started from another HOME is never claimed, even if it names our paths.
+        if p.env_home.as_ref().is_some_and(|h| h != home)
+            && !matches!(
+                shape,
+                VmmShape::SmolvmBootVm { .. } | VmmShape::CelestoQemu { .. }
+            )
+        {
+            this_home = false;
+        }
+        out.push(VmProcess {
+            pid: p.pid,
+            start_time: p.start_time,
+            product,
+            shape: shape.shape_name().to_string(),
+            owner,
+            orphan: orphan && this_home,
+            scope: if this_home {
+                Scope::ThisHome
+            } else {
+                Scope::Foreign
+            },
+            held_deleted_bytes: held_deleted(p),
+            uid: p.uid,
+            comm: p.comm.clone(),
+            argv: p.argv.clone(),
+            paths: match shape {
+                VmmShape::SmolvmBootVm { vm_dir, .. } => vec![vm_dir.clone()],
+                VmmShape::CelestoQemu { drives, .. } => drives.clone(),
+                VmmShape::CelestoFirecracker { api_sock, .. } => vec![api_sock.clone()],
+                VmmShape::CelestoLibkrun { config, .. } => vec![config.clone()],
+                VmmShape::SmolvmForked => Vec::new(),
+            },
+            reason: if this_home {
+                reason
+            } else {
+                format!("{reason} (not this HOME's: never acted on)")
+            },
+            fds_readable: p.fds_readable,
+        });
+    }
+    out.sort_by_key(|p| p.pid);
+    out
+}
+
+fn cel_attr(
+    vmm: &str,
+    sandbox_id: &Option<String>,
+    data_dir: Option<&super::celesto::CelData>,
+    _cel: &CelestoKnowledge,
+) -> (Product, Option<String>, bool, bool, String) {
+    match data_dir {
+        Some(dd) => {
+            let live = sandbox_id.as_ref().is_some_and(|id| dd.live.contains(id));
+            let name = sandbox_id.clone().unwrap_or_else(|| "?".into());
+            let reason = if !dd.ok {
+                format!("{vmm} VM '{name}'; its inventory could not be read, ownership unverified")
+            } else if live {
+                format!("{vmm} VM of sandbox '{name}' in {}", dd.dir.display())
+            } else {
+                format!("{vmm} VM '{name}' with no inventory row (an SDK sandbox or a survivor)")
+            };
+            (
+                Product::Celesto,
+                sandbox_id.clone(),
+                dd.ok && !live,
+                true,
+                reason,
+            )
+        }
+        None => (
+            Product::Celesto,
+            sandbox_id.clone(),
+            false,
+            false,
+            format!("{vmm} VM whose disk is not in this HOME's Celesto data directories"),
+        ),
+    }
+}

@@ -1,0 +1,3 @@
+//! Guided uninstall: preflight, one plan, proof.
+
+pub mod pathblock;

@@ -1,0 +1,675 @@
+//! Process scanning against real processes shaped like the VMMs of both products.
+//!
+//! Stand-in VMMs are `examples/fake_vmm.rs` (compiled here with `rustc`) started with a chosen
+//! argv[0], argv and comm; `tail`, `bash` and `python3` are used where the real shape needs a
+//! real program. Every process is killed by its own PID when its guard drops.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use smolsweep::procs::macos::{parse_ps_output, ps_command};
+use smolsweep::procs::shape::{detect_all, detect_shape, InUseIndex, VmmShape};
+use smolsweep::procs::{held_deleted_bytes, linux, names_path_exactly, RawProcess};
+
+/// The compiled stand-in VMM, built once per test binary.
+fn fake_vmm() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fake_vmm.rs");
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let tmp = dir.join(format!("fake_vmm.{}", std::process::id()));
+        let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+        let status = Command::new(rustc)
+            .args(["--edition", "2021", "-C", "opt-level=0", "-o"])
+            .arg(&tmp)
+            .arg(&src)
+            .status()
+            .expect("run rustc");
+        assert!(status.success(), "compiling {}", src.display());
+        let bin = dir.join("fake_vmm");
+        std::fs::rename(&tmp, &bin).expect("install fake_vmm");
+        bin
+    })
+}
+
+/// A spawned process; killed (by its own PID) and reaped on drop.
+struct Guard {
+    child: Child,
+    _stdin: Option<ChildStdin>,
+    /// Kept open so that the process never writes into a closed pipe.
+    _stdout: Option<BufReader<ChildStdout>>,
+}
+
+impl Guard {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn wait_ready(mut self) -> Self {
+        let mut out = BufReader::new(self.child.stdout.take().expect("stdout piped"));
+        let mut line = String::new();
+        out.read_line(&mut line).expect("read ready");
+        assert_eq!(line.trim(), "ready", "process {} did not start", self.pid());
+        self._stdout = Some(out);
+        self
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn(mut cmd: Command) -> Guard {
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn");
+    let stdin = child.stdin.take();
+    Guard {
+        child,
+        _stdin: stdin,
+        _stdout: None,
+    }
+    .wait_ready()
+}
+
+/// The stand-in VMM with this argv (argv[0] included) and, optionally, a comm and a held file.
+fn fake(argv: &[&str], comm: Option<&str>, open: Option<&Path>) -> Guard {
+    let mut cmd = Command::new(fake_vmm());
+    cmd.arg0(argv[0]).args(&argv[1..]);
+    if let Some(c) = comm {
+        cmd.env("FAKE_VMM_COMM", c);
+    }
+    if let Some(o) = open {
+        cmd.env("FAKE_VMM_OPEN", o);
+    }
+    spawn(cmd)
+}
+
+fn read(pid: u32) -> RawProcess {
+    linux::list_processes()
+        .into_iter()
+        .find(|p| p.pid == pid)
+        .unwrap_or_else(|| panic!("pid {pid} not listed"))
+}
+
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 scratch path")
+}
+
+/// Field 22 of `/proc/<pid>/stat`, read independently of the code under test.
+fn stat_field_22(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    after.split(' ').nth(22 - 3).unwrap().parse().unwrap()
+}
+
+#[test]
+fn hazard_7_proc_self_exe_argv0_boot_vm_is_found() {
+    let tmp = scratch();
+    let vm_dir = tmp.path().join(".cache/smolvm/vms/0123456789abcdef");
+    std::fs::create_dir_all(&vm_dir).unwrap();
+    let cfg = vm_dir.join("boot-config.json");
+    let g = fake(
+        &["/proc/self/exe", "_boot-vm", s(&cfg)],
+        Some("libkrun VM"),
+        None,
+    );
+
+    let p = read(g.pid());
+    assert_eq!(p.comm, "libkrun VM");
+    assert_eq!(p.argv, vec!["/proc/self/exe", "_boot-vm", s(&cfg)]);
+    // A scanner keyed on `smolvm-bin` in the command line misses it.
+    assert!(!p.argv.iter().any(|a| a.contains("smolvm-bin")));
+    let shape = detect_shape(&p).expect("boot child detected");
+    assert_eq!(
+        shape,
+        VmmShape::SmolvmBootVm {
+            boot_config: cfg.clone(),
+            vm_dir: vm_dir.clone()
+        }
+    );
+    assert_eq!(shape.shape_name(), "smolvm.boot_vm");
+    assert!(names_path_exactly(&p, &cfg));
+    // While booting, before libkrun renames it, the kernel names it after `/proc/self/exe`.
+    let booting = fake(&["/proc/self/exe", "_boot-vm", s(&cfg)], Some("exe"), None);
+    let b = read(booting.pid());
+    assert_eq!(b.comm, "exe");
+    assert_eq!(
+        detect_shape(&b).map(|s| s.shape_name()),
+        Some("smolvm.boot_vm")
+    );
+    let all = linux::list_processes();
+    assert!(detect_all(&all).iter().any(|(q, _)| q.pid == g.pid()));
+}
+
+#[test]
+fn vm_hostname_comm_is_found_in_both_smolvm_shapes() {
+    let tmp = scratch();
+    let cfg = tmp.path().join("vms/fedcba9876543210/boot-config.json");
+    let boot = fake(
+        &["/proc/self/exe", "_boot-vm", s(&cfg)],
+        Some("VM:myhost"),
+        None,
+    );
+    let forked = fake(&["./myapp", "run"], Some("VM:myhost"), None);
+
+    let p = read(boot.pid());
+    assert_eq!(p.comm, "VM:myhost");
+    assert_eq!(detect_shape(&p).unwrap().shape_name(), "smolvm.boot_vm");
+    let f = read(forked.pid());
+    assert_eq!(detect_shape(&f), Some(VmmShape::SmolvmForked));
+}
+
+#[test]
+fn hazard_8_forked_pack_run_child_is_found_by_comm_only() {
+    let argv = [
+        "/home/u/.smolvm/smolvm-bin",
+        "machine",
+        "run",
+        "--name",
+        "web",
+        "--oci-cache",
+    ];
+    let vm = fake(&argv, Some("libkrun VM"), None);
+    let cli = fake(&argv, None, None);
+
+    let p = read(vm.pid());
+    assert_eq!(p.argv, argv);
+    assert_eq!(detect_shape(&p), Some(VmmShape::SmolvmForked));
+    // Same argv, not renamed: the CLI itself, not a VMM.
+    let c = read(cli.pid());
+    assert_ne!(c.comm, "libkrun VM");
+    assert_eq!(detect_shape(&c), None);
+}
+
+#[test]
+fn hazard_9_pgrep_f_boot_vm_false_positive() {
+    let tmp = scratch();
+    let cfg = tmp.path().join("vms/0123456789abcdef/boot-config.json");
+    let text = format!(
+        "echo ready; read x; : pgrep -f _boot-vm {} qemu-system-x86_64 -drive file=/d.qcow2",
+        cfg.display()
+    );
+    let mut cmd = Command::new("bash");
+    cmd.args(["-c", &text, "_boot-vm", s(&cfg)]);
+    let shell = spawn(cmd);
+    // argv[1] is exactly `_boot-vm`, but the process is not renamed by libkrun.
+    let lookalike = fake(&["cat", "_boot-vm", s(&cfg)], None, None);
+
+    for pid in [shell.pid(), lookalike.pid()] {
+        let p = read(pid);
+        // What `pgrep -f _boot-vm` keys on is there …
+        assert!(p.argv.join(" ").contains("_boot-vm"));
+        // … and still no VMM.
+        assert_eq!(detect_shape(&p), None, "{:?}", p.argv);
+    }
+    let all = linux::list_processes();
+    let found: Vec<u32> = detect_all(&all).iter().map(|(p, _)| p.pid).collect();
+    assert!(!found.contains(&shell.pid()) && !found.contains(&lookalike.pid()));
+}
+
+#[test]
+fn hazard_28_vm_under_another_home_is_found_and_reports_that_home() {
+    let tmp = scratch();
+    let other_home = tmp.path().join("someone-else");
+    let data = tmp.path().join("smol-data");
+    let cfg = data.join(".cache/smolvm/vms/0123456789abcdef/boot-config.json");
+    let mut cmd = Command::new(fake_vmm());
+    cmd.arg0("/proc/self/exe")
+        .args(["_boot-vm", s(&cfg)])
+        .env("FAKE_VMM_COMM", "libkrun VM")
+        .env("HOME", &other_home)
+        .env("SMOLVM_DATA_DIR", &data);
+    let g = spawn(cmd);
+
+    let p = read(g.pid());
+    assert!(detect_shape(&p).is_some(), "found regardless of HOME");
+    assert_eq!(p.env_home.as_deref(), Some(other_home.as_path()));
+    assert_eq!(p.env_smolvm_data_dir.as_deref(), Some(data.as_path()));
+}
+
+#[test]
+fn celesto_qemu_drive_paths_are_exact_with_comma_doubling() {
+    let tmp = scratch();
+    let data = tmp.path().join("data,dir");
+    let disk = data.join("disks/sbx1.qcow2");
+    std::fs::create_dir_all(disk.parent().unwrap()).unwrap();
+    std::fs::write(&disk, b"QFI\xfb").unwrap();
+    let qmp = tmp.path().join("qmp-sbx1.sock");
+    let drive = format!(
+        "file={},if=none,format=qcow2,id=root-drive,node-name=root",
+        s(&disk).replace(',', ",,")
+    );
+    let qmp_arg = format!("unix:{},server=on,wait=off", s(&qmp).replace(',', ",,"));
+    let g = fake(
+        &[
+            "qemu-system-x86_64",
+            "-M",
+            "microvm",
+            "-drive",
+            &drive,
+            "-qmp",
+            &qmp_arg,
+        ],
+        None,
+        None,
+    );
+
+    let p = read(g.pid());
+    let shape = detect_shape(&p).expect("qemu detected");
+    assert_eq!(
+        shape,
+        VmmShape::CelestoQemu {
+            drives: vec![disk.clone()],
+            qmp_socket: Some(qmp.clone()),
+            sandbox_id: Some("sbx1".into())
+        }
+    );
+    assert!(names_path_exactly(&p, &disk));
+    assert!(!names_path_exactly(&p, &tmp.path().join("data")));
+    assert!(!names_path_exactly(&p, &data));
+}
+
+#[test]
+fn b4_longer_path_in_argv_does_not_mark_disk_in_use() {
+    let tmp = scratch();
+    let disk = tmp.path().join("disks/victim.qcow2");
+    std::fs::create_dir_all(disk.parent().unwrap()).unwrap();
+    std::fs::write(&disk, b"disk").unwrap();
+    let backup = PathBuf::from(format!("{}.backup-zz", disk.display()));
+    std::fs::write(&backup, b"backup").unwrap();
+
+    let mut cmd = Command::new("bash");
+    cmd.args([
+        "-c",
+        "echo ready; exec tail -f \"$1\" >/dev/null",
+        "bash",
+        s(&backup),
+    ]);
+    let tail = spawn(cmd);
+    let drive = format!("file={},if=none", s(&backup));
+    let qemu = fake(&["qemu-system-x86_64", "-drive", &drive], None, None);
+
+    // `exec tail` may not have happened the instant `ready` was printed.
+    let mut t = read(tail.pid());
+    for _ in 0..100 {
+        if t.argv.first().map(String::as_str) == Some("tail") && !t.open_files.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        t = read(tail.pid());
+    }
+    assert_eq!(t.argv, vec!["tail", "-f", s(&backup)]);
+    let q = read(qemu.pid());
+    for p in [&t, &q] {
+        // Celesto's substring rule would protect the disk …
+        assert!(p.argv.join(" ").contains(s(&disk)));
+        // … the exact rule does not, yet does see the path the process really names.
+        assert!(!names_path_exactly(p, &disk), "{:?}", p.argv);
+        assert!(names_path_exactly(p, &backup), "{:?}", p.argv);
+    }
+    let index = InUseIndex::build(&linux::list_processes());
+    assert!(index.users(&disk).is_empty());
+    let users = index.users(&backup);
+    assert!(users.contains(&tail.pid()) && users.contains(&qemu.pid()));
+}
+
+#[test]
+fn b2_firecracker_maps_to_sandbox_id_and_open_disk_is_in_use() {
+    let tmp = scratch();
+    let disk = tmp.path().join("disks/sbx2.ext4");
+    std::fs::create_dir_all(disk.parent().unwrap()).unwrap();
+    std::fs::write(&disk, vec![1u8; 8192]).unwrap();
+    let sock = tmp.path().join("fc-sbx2.sock");
+    let argv = ["/usr/local/bin/firecracker", "--api-sock", s(&sock)];
+    let bare = fake(&argv, None, None);
+    let holding = fake(&argv, None, Some(&disk));
+
+    let p = read(bare.pid());
+    assert_eq!(
+        detect_shape(&p),
+        Some(VmmShape::CelestoFirecracker {
+            api_sock: sock.clone(),
+            sandbox_id: Some("sbx2".into())
+        })
+    );
+    // The command line does not name the disk (B2): only the id or an open file can.
+    assert!(!names_path_exactly(&p, &disk));
+    assert!(names_path_exactly(&read(holding.pid()), &disk));
+}
+
+#[test]
+fn b3_open_log_of_a_vm_is_in_use() {
+    let tmp = scratch();
+    let log = tmp.path().join("logs/sbx1.log");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::fs::write(&log, b"boot\n").unwrap();
+    let g = fake(
+        &[
+            "qemu-system-x86_64",
+            "-drive",
+            "file=/nowhere/sbx1.qcow2,if=none",
+        ],
+        None,
+        Some(&log),
+    );
+    let p = read(g.pid());
+    assert!(!p.argv.iter().any(|a| a.contains("sbx1.log")));
+    assert!(names_path_exactly(&p, &log));
+    assert!(InUseIndex::build(&[p]).users(&log).contains(&g.pid()));
+}
+
+#[test]
+fn celesto_libkrun_launcher_from_real_python_is_found() {
+    let tmp = scratch();
+    let pkg = tmp.path().join("celesto/runtime");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(tmp.path().join("celesto/__init__.py"), "").unwrap();
+    std::fs::write(pkg.join("__init__.py"), "").unwrap();
+    std::fs::write(
+        pkg.join("_libkrun_launcher.py"),
+        "import sys\nprint('ready', flush=True)\nsys.stdin.read()\n",
+    )
+    .unwrap();
+    let hex = "0123456789abcdef0123456789abcdef";
+    let cfg = tmp.path().join(format!("libkrun-my-sbx-3-{hex}.json"));
+    let mut cmd = Command::new("python3");
+    cmd.current_dir(tmp.path())
+        .args(["-m", "celesto.runtime._libkrun_launcher", s(&cfg)]);
+    let py = spawn(cmd);
+    // The same launcher after libkrun renamed it.
+    let renamed = fake(
+        &[
+            "/venv/bin/python3",
+            "-m",
+            "celesto.runtime._libkrun_launcher",
+            s(&cfg),
+        ],
+        Some("libkrun VM"),
+        None,
+    );
+
+    for pid in [py.pid(), renamed.pid()] {
+        let p = read(pid);
+        let shape = detect_shape(&p).unwrap_or_else(|| panic!("{:?}", p.argv));
+        assert_eq!(
+            shape,
+            VmmShape::CelestoLibkrun {
+                config: cfg.clone(),
+                sandbox_id: Some("my-sbx-3".into())
+            }
+        );
+        assert_eq!(shape.shape_name(), "celesto.libkrun");
+    }
+}
+
+#[test]
+fn smolvm_787_deleted_but_open_bytes_are_counted() {
+    let tmp = scratch();
+    let storage = tmp.path().join("vms/0123456789abcdef/storage.raw");
+    std::fs::create_dir_all(storage.parent().unwrap()).unwrap();
+    let mut f = std::fs::File::create(&storage).unwrap();
+    f.write_all(&vec![7u8; 1 << 20]).unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+    let cfg = tmp.path().join("vms/0123456789abcdef/boot-config.json");
+    let g = fake(
+        &["/proc/self/exe", "_boot-vm", s(&cfg)],
+        Some("libkrun VM"),
+        Some(&storage),
+    );
+
+    let before = read(g.pid());
+    assert!(before.fds_readable);
+    let open = before
+        .open_files
+        .iter()
+        .find(|o| o.path == storage)
+        .expect("storage listed while linked");
+    assert!(!open.deleted);
+    assert_eq!(held_deleted_bytes(&before), 0);
+
+    std::fs::remove_file(&storage).unwrap();
+    let after = read(g.pid());
+    let held = after
+        .open_files
+        .iter()
+        .find(|o| o.path == storage)
+        .expect("unlinked storage still listed under its old path");
+    assert!(held.deleted);
+    assert_eq!((held.dev, held.ino), (open.dev, open.ino));
+    assert!(held.allocated >= 1 << 20, "allocated {}", held.allocated);
+    assert_eq!(held_deleted_bytes(&after), held.allocated);
+}
+
+#[test]
+fn b7_start_time_matches_proc_and_differs_for_a_new_process_with_the_same_comm() {
+    let comm = "a) b (c";
+    let first = fake(&["fake"], Some(comm), None);
+    std::thread::sleep(Duration::from_millis(60));
+    let second = fake(&["fake"], Some(comm), None);
+
+    let a = read(first.pid());
+    let b = read(second.pid());
+    assert_eq!(a.comm, comm);
+    assert_eq!(a.ppid, std::process::id());
+    assert_eq!(a.uid, rustix::process::getuid().as_raw());
+    assert_eq!(a.start_time, stat_field_22(first.pid()));
+    assert_eq!(linux::process_start_time(first.pid()), Some(a.start_time));
+    assert_eq!(b.start_time, stat_field_22(second.pid()));
+    assert!(b.start_time > a.start_time);
+    let secs = linux::start_time_epoch_secs(a.start_time).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(
+        secs <= now + 1 && secs + 120 > now,
+        "start {secs}, now {now}"
+    );
+    assert_eq!(linux::clock_ticks_per_second(), 100);
+}
+
+#[test]
+fn vanished_process_is_skipped_and_threads_are_not_listed() {
+    let mut g = fake(&["fake"], None, None);
+    let pid = g.pid();
+    g.child.kill().unwrap();
+    g.child.wait().unwrap();
+    assert_eq!(linux::read_process(Path::new("/proc"), pid), None);
+
+    // This test binary runs tests on several threads; only its leader may be listed.
+    let all = linux::list_processes();
+    for p in &all {
+        if let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", p.pid)) {
+            let tgid = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Tgid:"))
+                .map(|v| v.trim().parse::<u32>().unwrap());
+            assert_eq!(tgid, Some(p.pid), "thread {} listed", p.pid);
+        }
+    }
+    assert!(all.iter().any(|p| p.pid == std::process::id()));
+}
+
+// ---- macOS `ps` fixtures ----------------------------------------------------------------
+
+const PS_FIXTURE: &str = "\
+    1     0     0 Mon Nov 30 01:00:00 2026     /sbin/launchd
+  501     1   501 Mon Nov 30 03:10:04 2026     /Users/u/.smolvm/smolvm-bin _boot-vm /Users/u/Library/Caches/smolvm/vms/0123456789abcdef/boot-config.json
+  610   600   501 Mon Nov 30 03:11:00 2026     /Users/u/.smolvm/smolvm-bin machine run --name web --oci-cache
+  611   610   501 Mon Nov 30 03:11:01 2026     /Users/u/.smolvm/smolvm-bin machine run --name web --oci-cache
+  620     1   501 Mon Nov 30 03:12:00 2026     /Users/u/.smolvm/smolvm-bin pack run ./app.smolmachine
+  630     1   501 Mon Nov 30 03:12:30 2026     /Users/u/.smolvm/smolvm-bin machine ls
+  600   400   501 Mon Nov 30 03:09:59 2026     -zsh
+  700     1   501 Tue Dec  1 09:05:07 2026     /opt/homebrew/bin/qemu-system-aarch64 -M virt -drive file=/Users/u/.local/state/celesto/disks/sbx1.qcow2,if=none,format=qcow2 -qmp unix:/tmp/qmp-sbx1.sock,server=on,wait=off
+  710     1   501 Tue Dec  1 09:06:00 2026     /usr/local/bin/firecracker --api-sock /tmp/fc-sbx2.sock
+  720     1   501 Tue Dec  1 09:07:00 2026     /Users/u/.venv/bin/python3 -m celesto.runtime._libkrun_launcher /tmp/libkrun-sbx3-0123456789abcdef0123456789abcdef.json
+  800   600   501 Tue Dec  1 09:08:00 2026     /bin/zsh -c pgrep -f _boot-vm; echo qemu-system-x86_64 /x/smolvm-bin _boot-vm /y/boot-config.json
+  801   600   501 Tue Dec  1 09:08:01 2026     /Users/John Doe/.smolvm/smolvm-bin _boot-vm /Users/John Doe/Library/Caches/smolvm/vms/fedcba9876543210/boot-config.json
+";
+
+fn shapes_by_pid(procs: &[RawProcess]) -> Vec<(u32, String)> {
+    detect_all(procs)
+        .into_iter()
+        .map(|(p, s)| (p.pid, s.shape_name().to_string()))
+        .collect()
+}
+
+#[test]
+fn macos_ps_command_pins_locale_zone_and_columns() {
+    let cmd = ps_command();
+    assert_eq!(&cmd[..3], ["env", "LC_ALL=C", "TZ=UTC"]);
+    assert_eq!(cmd[3], "ps");
+    assert!(cmd.contains(&"-axww".to_string()));
+    assert_eq!(cmd.last().unwrap(), "pid=,ppid=,uid=,lstart=,command=");
+}
+
+#[test]
+fn macos_ps_fixture_finds_every_vmm_shape_and_nothing_else() {
+    let procs = parse_ps_output(PS_FIXTURE);
+    assert_eq!(procs.len(), 12);
+    assert!(procs.iter().all(|p| p.from_ps));
+    assert_eq!(
+        shapes_by_pid(&procs),
+        vec![
+            (501, "smolvm.boot_vm".to_string()),
+            (611, "smolvm.forked".to_string()),
+            (620, "smolvm.forked".to_string()),
+            (700, "celesto.qemu".to_string()),
+            (710, "celesto.firecracker".to_string()),
+            (720, "celesto.libkrun".to_string()),
+            (801, "smolvm.boot_vm".to_string()),
+        ]
+    );
+    let by_pid = |pid| procs.iter().find(|p| p.pid == pid).unwrap();
+    let boot = by_pid(501);
+    assert_eq!(boot.comm, "smolvm-bin");
+    assert_eq!(boot.ppid, 1);
+    assert_eq!(boot.uid, 501);
+    assert_eq!(boot.start_time, 1_796_008_204); // 2026-11-30T03:10:04Z
+    assert_eq!(
+        detect_shape(boot),
+        Some(VmmShape::SmolvmBootVm {
+            boot_config: "/Users/u/Library/Caches/smolvm/vms/0123456789abcdef/boot-config.json"
+                .into(),
+            vm_dir: "/Users/u/Library/Caches/smolvm/vms/0123456789abcdef".into(),
+        })
+    );
+    // A path with spaces in argv[0] and in the boot config survives `ps`.
+    assert_eq!(
+        detect_shape(by_pid(801)),
+        Some(VmmShape::SmolvmBootVm {
+            boot_config:
+                "/Users/John Doe/Library/Caches/smolvm/vms/fedcba9876543210/boot-config.json".into(),
+            vm_dir: "/Users/John Doe/Library/Caches/smolvm/vms/fedcba9876543210".into(),
+        })
+    );
+    assert_eq!(
+        detect_shape(by_pid(700)),
+        Some(VmmShape::CelestoQemu {
+            drives: vec!["/Users/u/.local/state/celesto/disks/sbx1.qcow2".into()],
+            qmp_socket: Some("/tmp/qmp-sbx1.sock".into()),
+            sandbox_id: Some("sbx1".into()),
+        })
+    );
+    assert_eq!(
+        detect_shape(by_pid(710)).unwrap().sandbox_id(),
+        Some("sbx2")
+    );
+    assert_eq!(
+        detect_shape(by_pid(720)).unwrap().sandbox_id(),
+        Some("sbx3")
+    );
+    // Day padded with two spaces in lstart.
+    assert_eq!(by_pid(700).start_time, 1_796_115_907); // 2026-12-01T09:05:07Z
+}
+
+#[test]
+fn macos_forked_child_needs_a_smolvm_parent_or_init() {
+    let procs = parse_ps_output(PS_FIXTURE);
+    let cli = procs.iter().find(|p| p.pid == 610).unwrap();
+    let child = procs.iter().find(|p| p.pid == 611).unwrap();
+    // The CLI (parent: a shell) and the child share argv; only the parent tells them apart.
+    assert_eq!(cli.argv, child.argv);
+    assert_eq!(detect_shape(cli), None);
+    // Alone, the child's parent (610) is unknown.
+    assert_eq!(detect_shape(child), None);
+    assert!(detect_all(&procs).iter().any(|(p, _)| p.pid == 611));
+    // `machine ls` under init is not a VM.
+    assert!(!detect_all(&procs).iter().any(|(p, _)| p.pid == 630));
+}
+
+#[test]
+fn macos_hazard_9_shell_text_mentioning_boot_vm_is_not_a_vmm() {
+    let procs = parse_ps_output(PS_FIXTURE);
+    let shell = procs.iter().find(|p| p.pid == 800).unwrap();
+    assert_eq!(shell.argv[0], "/bin/zsh");
+    assert!(shell.argv.join(" ").contains("_boot-vm"));
+    assert_eq!(detect_shape(shell), None);
+}
+
+/// procps `ps` accepts the same invocation, so the parser meets real `ps` output here.
+#[test]
+fn macos_ps_command_output_from_a_real_ps_parses() {
+    let tmp = tempfile::Builder::new().prefix("a b ").tempdir().unwrap();
+    let sock = tmp.path().join("fc-sbx9.sock");
+    let g = fake(
+        &["/opt/fc dir/firecracker", "--api-sock", s(&sock)],
+        None,
+        None,
+    );
+
+    let cmd = ps_command();
+    let out = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .output()
+        .expect("run ps");
+    assert!(out.status.success());
+    let procs = parse_ps_output(&String::from_utf8(out.stdout).unwrap());
+    let from_proc = linux::list_processes();
+    assert!(procs.len() * 2 > from_proc.len(), "most processes parsed");
+
+    let p = procs
+        .iter()
+        .find(|p| p.pid == g.pid())
+        .expect("listed by ps");
+    assert_eq!(p.ppid, std::process::id());
+    assert_eq!(
+        p.argv,
+        vec!["/opt/fc dir/firecracker", "--api-sock", s(&sock)]
+    );
+    assert_eq!(p.comm, "firecracker");
+    assert_eq!(
+        detect_shape(p),
+        Some(VmmShape::CelestoFirecracker {
+            api_sock: sock.clone(),
+            sandbox_id: Some("sbx9".into())
+        })
+    );
+    let linux_start = linux::start_time_epoch_secs(read(g.pid()).start_time).unwrap();
+    assert!(
+        p.start_time.abs_diff(linux_start) <= 2,
+        "ps {} vs /proc {linux_start}",
+        p.start_time
+    );
+}
+
+#[test]
+fn macos_unparseable_lines_are_skipped() {
+    let text = "garbage\n  12 1 501 Mon Nov 30 03:10:04\n 13 1 501 Mon Nov 30 03:10:04 2026 /bin/sleep 5\n";
+    let procs = parse_ps_output(text);
+    assert_eq!(procs.len(), 1);
+    assert_eq!(procs[0].argv, vec!["/bin/sleep", "5"]);
+    assert_eq!(procs[0].comm, "sleep");
+}
