@@ -4,7 +4,7 @@
 #   - CPU over 60 s with the window closed (app + webview processes, from /proc/<pid>/stat),
 #   - memory: Private_Dirty from /proc/<pid>/smaps_rollup summed over the app and its webview
 #     processes, with RSS beside it,
-# once with the window never opened and once with the window open and idle.
+# with the window never opened, open and idle, and closed again (hidden, then released).
 #
 # Usage: bench/desktop_idle.sh [APP_BINARY] [IDLE_SECONDS]
 # Default binary: target/release/smolsweep-desktop (built by packaging/build-deb.sh or
@@ -112,14 +112,50 @@ measure() { # prints "processes cpu% private_dirty_MB rss_MB"
 }
 
 row1=$(measure)
-# Open the window ("Open Smolsweep" over D-Bus) and leave it idle. Closing it only hides it
-# (tests/webdriver.rs checks that), so an open idle window bounds the closed-window cost from above.
+# Open the window ("Open Smolsweep" over D-Bus) and leave it idle.
 mp=$(menu_path)
 open_id=$(gdbus call --session --dest "${mp% *}" --object-path "${mp#* }" --method com.canonical.dbusmenu.GetLayout -- 0 -1 '[]' |
   grep -o "<([0-9]*, {[^}]*'label': <'Open Smolsweep'>" | grep -o "^<([0-9]*" | tr -d '<(')
 gdbus call --session --dest "${mp% *}" --object-path "${mp#* }" --method com.canonical.dbusmenu.Event -- "$open_id" clicked '<int32 0>' 0 >/dev/null
-xdotool search --sync --name '^Smolsweep$' >/dev/null
+win=$(xdotool search --sync --name '^Smolsweep$' | head -1)
 row2=$(measure)
+
+# Close it as a window manager would (WM_DELETE_WINDOW): it hides, and after
+# RELEASE_HIDDEN_WINDOW_AFTER (60 s) the app destroys it and its webview processes end.
+row3=""
+if command -v python3 >/dev/null; then
+  python3 - "$win" <<'PY'
+import ctypes, sys
+x = ctypes.cdll.LoadLibrary("libX11.so.6")
+x.XOpenDisplay.restype = ctypes.c_void_p
+x.XInternAtom.restype = ctypes.c_ulong
+x.XInternAtom.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+class ClientMessage(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("serial", ctypes.c_ulong), ("send_event", ctypes.c_int),
+                ("display", ctypes.c_void_p), ("window", ctypes.c_ulong), ("message_type", ctypes.c_ulong),
+                ("format", ctypes.c_int), ("data", ctypes.c_long * 5)]
+class XEvent(ctypes.Union):
+    _fields_ = [("xclient", ClientMessage), ("pad", ctypes.c_long * 24)]
+x.XSendEvent.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int, ctypes.c_long, ctypes.POINTER(XEvent)]
+d = x.XOpenDisplay(None)
+w = int(sys.argv[1])
+ev = XEvent()
+ev.xclient.type = 33  # ClientMessage
+ev.xclient.window = w
+ev.xclient.message_type = x.XInternAtom(d, b"WM_PROTOCOLS", 0)
+ev.xclient.format = 32
+ev.xclient.data[0] = x.XInternAtom(d, b"WM_DELETE_WINDOW", 0)
+x.XSendEvent(d, w, 0, 0, ctypes.byref(ev))
+x.XFlush(d)
+PY
+  sleep 2
+  if xdotool search --onlyvisible --name '^Smolsweep$' >/dev/null; then
+    echo "bench: the window did not hide on close" >&2
+  else
+    sleep 62
+    row3=$(measure)
+  fi
+fi
 
 out=bench/desktop-idle.md
 mkdir -p bench
@@ -139,6 +175,10 @@ mkdir -p bench
   echo "| window never opened | $n | $cpu % | $pd MB | $rss MB |"
   read -r n cpu pd rss <<<"$row2"
   echo "| window open, idle | $n | $cpu % | $pd MB | $rss MB |"
+  if [ -n "$row3" ]; then
+    read -r n cpu pd rss <<<"$row3"
+    echo "| window closed (hidden, then released after 60 s) | $n | $cpu % | $pd MB | $rss MB |"
+  fi
   echo
   echo "Goals: CPU < 0.2 % of a core, memory (Private_Dirty of the app plus its webview processes) ≤ 60 MB."
   echo "Private_Dirty counts memory only these processes use; RSS also counts shared libraries"

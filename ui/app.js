@@ -225,8 +225,8 @@ function renderVms(r) {
     const who = `${PRODUCT[p.product]} ${p.owner || ""} (pid ${p.pid})`;
     const act = (action) => async () => {
       const yes = action === "reap"
-        ? await ask("Reap orphaned VM", `Kill ${who} with SIGKILL? No inventory owns it; anything running inside is lost.`, "Kill")
-        : await ask("Stop VM", `Ask ${who} to shut down (SIGTERM)?`, "Stop");
+        ? await ask("Reap orphaned VM", `Kill ${who}? No inventory owns it; anything running inside is lost (SIGTERM, then SIGKILL after 2 s).`, "Kill")
+        : await ask("Stop VM", `Ask ${who} to shut down (SIGTERM; SIGKILL if it is still running after 10 s)?`, "Stop");
       if (!yes) return;
       try { render(await invoke("vm_action", { pid: p.pid, startTime: p.start_time, action })); }
       catch (e) { toast(String(e)); }

@@ -11,7 +11,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use smolsweep::model::{Finding, Product, ScanReport, Verdict};
+use smolsweep::exec::reap::{reap, ProcessRef, ReapOptions, ReapOutcome};
+use smolsweep::model::{Finding, Product, ScanReport, Verdict, VmProcess};
 
 /// Environment variable naming a saved scan report to use instead of a real scan.
 pub const REPORT_FILE_ENV: &str = "SMOLSWEEP_REPORT_FILE";
@@ -165,7 +166,8 @@ pub trait Backend: Send + Sync + 'static {
         plan: &Plan,
         progress: &mut dyn FnMut(Progress),
     ) -> ReclaimOutcome;
-    fn vm_action(&self, pid: u32, start_time: u64, action: VmAction) -> anyhow::Result<()>;
+    /// Stop or reap a VM process of the latest scan; `Ok` only once its death is confirmed.
+    fn vm_action(&self, p: &VmProcess, action: VmAction) -> anyhow::Result<()>;
 }
 
 /// The real core.
@@ -198,8 +200,8 @@ impl Backend for RealBackend {
         execute_plan(report, plan, progress)
     }
 
-    fn vm_action(&self, pid: u32, start_time: u64, action: VmAction) -> anyhow::Result<()> {
-        signal_vm(pid, start_time, action)
+    fn vm_action(&self, p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
+        end_vm(p, action)
     }
 }
 
@@ -335,25 +337,50 @@ fn is_zombie(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// Signal a VM process after re-checking it is the same process the scan saw.
-pub fn signal_vm(pid: u32, start_time: u64, action: VmAction) -> anyhow::Result<()> {
-    if process_start_time(pid) != Some(start_time) {
-        anyhow::bail!("process {pid} is gone or was replaced since the scan");
+/// Grace periods: a stop lets the VMM shut down cleanly for longer than a reap does.
+pub fn reap_options(action: VmAction) -> ReapOptions {
+    match action {
+        VmAction::Stop => ReapOptions {
+            term_grace: std::time::Duration::from_secs(10),
+            ..ReapOptions::default()
+        },
+        VmAction::Reap => ReapOptions::default(),
     }
-    let p = rustix::process::Pid::from_raw(pid as i32)
-        .ok_or_else(|| anyhow::anyhow!("invalid pid {pid}"))?;
-    let sig = match action {
-        VmAction::Stop => rustix::process::Signal::TERM,
-        VmAction::Reap => rustix::process::Signal::KILL,
+}
+
+/// End a VM process through the core's reaper: identity (pid, start time, uid) proven on a
+/// pidfd first, SIGTERM, a grace period, SIGKILL, and death confirmed.
+pub fn end_vm(p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
+    let target = ProcessRef {
+        pid: p.pid,
+        start_time: p.start_time,
+        uid: p.uid,
     };
-    rustix::process::kill_process(p, sig)?;
-    Ok(())
+    match reap(&target, &reap_options(action)) {
+        ReapOutcome::Terminated { .. } => Ok(()),
+        ReapOutcome::AlreadyGone => Ok(()),
+        ReapOutcome::IdentityMismatch { .. } => {
+            anyhow::bail!(
+                "process {} was replaced since the scan: nothing was signalled",
+                p.pid
+            )
+        }
+        ReapOutcome::NotOurs { uid } => {
+            anyhow::bail!(
+                "process {} belongs to uid {uid}: nothing was signalled",
+                p.pid
+            )
+        }
+        ReapOutcome::StillAlive => anyhow::bail!("process {} survived SIGKILL", p.pid),
+        ReapOutcome::Failed { error } => anyhow::bail!("process {}: {error}", p.pid),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use smolsweep::model::{finding_id, FileIdentity, Platform, Totals, SCAN_SCHEMA};
+    use std::os::unix::process::ExitStatusExt;
 
     fn finding(path: &Path, root: &Path, verdict: Verdict) -> Finding {
         let md = std::fs::symlink_metadata(path).ok();
@@ -486,12 +513,41 @@ mod tests {
         assert_eq!(out.steps[0].status, StepStatus::Failed);
     }
 
+    fn vm_of(child: &std::process::Child, start_time: u64) -> VmProcess {
+        VmProcess {
+            pid: child.id(),
+            start_time,
+            product: Product::Smolvm,
+            shape: "smolvm.boot_vm".into(),
+            owner: None,
+            orphan: true,
+            scope: smolsweep::model::Scope::ThisHome,
+            held_deleted_bytes: 0,
+            uid: rustix::process::getuid().as_raw(),
+            comm: String::new(),
+            argv: vec![],
+            paths: vec![],
+            reason: String::new(),
+            fds_readable: true,
+        }
+    }
+
     #[test]
-    fn signal_refuses_a_recycled_pid() {
-        let me = std::process::id();
-        let st = process_start_time(me).unwrap();
-        let e = signal_vm(me, st + 1, VmAction::Stop).unwrap_err();
-        assert!(e.to_string().contains("replaced"));
+    fn b7_recycled_pid_is_never_signalled() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let st = process_start_time(child.id()).unwrap();
+        // The scan saw another process under this pid (a different start time).
+        let e = end_vm(&vm_of(&child, st + 1), VmAction::Reap).unwrap_err();
+        assert!(e.to_string().contains("replaced"), "{e}");
+        assert_eq!(child.try_wait().unwrap(), None, "still running");
+        end_vm(&vm_of(&child, st), VmAction::Reap).unwrap();
+        assert!(
+            child.wait().unwrap().signal().is_some(),
+            "ended by a signal"
+        );
     }
 
     #[test]

@@ -24,6 +24,10 @@ pub use backend::{Backend, Plan, RealBackend, ReclaimOutcome, VmAction};
 pub use notes::{DesktopNotifier, Note, Notifier, OrphanWatch};
 pub use settings::Settings;
 
+/// A window closed (hidden) this long without being shown again is destroyed, which ends its
+/// webview processes; "Open Smolsweep" then builds a new one.
+pub const RELEASE_HIDDEN_WINDOW_AFTER: Duration = Duration::from_secs(60);
+
 /// Label of the one window.
 pub const MAIN_WINDOW: &str = "main";
 /// Id of the tray icon.
@@ -89,6 +93,8 @@ pub struct AppState {
     /// Wakes the background loop (settings changed, roots changed).
     wake: tokio::sync::Notify,
     confirm_answer: bool,
+    /// Counts window closes, so a release timer only acts on the latest close.
+    closes: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -111,6 +117,7 @@ impl AppState {
             scans: AtomicU64::new(0),
             wake: tokio::sync::Notify::new(),
             confirm_answer: d.confirm_answer,
+            closes: AtomicU64::new(0),
         }
     }
     /// Set the directories and load what is saved there (once).
@@ -439,13 +446,13 @@ pub fn handle_menu_id<R: Runtime>(app: &AppHandle<R>, id: &str) {
             let (title, msg, ok) = match act {
                 VmAction::Stop => (
                     "Stop VM",
-                    format!("Ask {label} to shut down (SIGTERM)?"),
+                    format!("Ask {label} to shut down (SIGTERM; SIGKILL if it is still running after 10 s)?"),
                     "Stop",
                 ),
                 VmAction::Reap => (
                     "Reap orphaned VM",
                     format!(
-                        "Kill {label} (SIGKILL)? No inventory owns it; anything running inside is lost."
+                        "Kill {label}? No inventory owns it; anything running inside is lost (SIGTERM, then SIGKILL after 2 s)."
                     ),
                     "Kill",
                 ),
@@ -570,7 +577,7 @@ async fn run_vm_action<R: Runtime>(
     action: VmAction,
 ) -> Result<(), String> {
     let st = app.state::<AppState>();
-    {
+    let p = {
         let r = lock(&st.report);
         let p = r
             .as_ref()
@@ -586,9 +593,10 @@ async fn run_vm_action<R: Runtime>(
         if action == VmAction::Reap && !p.orphan {
             return Err("only orphaned VMs are reaped; stop this one instead".into());
         }
-    }
+        p.clone()
+    };
     let b = st.backend.clone();
-    tauri::async_runtime::spawn_blocking(move || b.vm_action(pid, start_time, action))
+    tauri::async_runtime::spawn_blocking(move || b.vm_action(&p, action))
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| format!("{e:#}"))?;
@@ -728,10 +736,23 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, deps: Deps) -> Builder<R> {
             vm_action
         ])
         .on_window_event(|w, e| {
-            // Closing the window hides it; the app lives in the tray until "Quit".
+            // Closing the window hides it; the app lives in the tray until "Quit". A window left
+            // hidden is released after a while so the idle app does not keep a webview.
             if let tauri::WindowEvent::CloseRequested { api, .. } = e {
                 api.prevent_close();
                 let _ = w.hide();
+                let st = w.state::<AppState>();
+                let closed = st.closes.fetch_add(1, Ordering::SeqCst) + 1;
+                let w = w.clone();
+                tauri::async_runtime::spawn(async move {
+                    tokio::time::sleep(RELEASE_HIDDEN_WINDOW_AFTER).await;
+                    let st = w.state::<AppState>();
+                    if st.closes.load(Ordering::SeqCst) == closed && !w.is_visible().unwrap_or(true)
+                    {
+                        tracing::debug!("releasing the hidden window");
+                        let _ = w.destroy();
+                    }
+                });
             }
         })
         .setup(move |app| {

@@ -50,8 +50,11 @@ impl Backend for Fake {
     ) -> ReclaimOutcome {
         execute_plan(report, plan, progress)
     }
-    fn vm_action(&self, pid: u32, start_time: u64, action: VmAction) -> anyhow::Result<()> {
-        self.signals.lock().unwrap().push((pid, start_time, action));
+    fn vm_action(&self, p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
+        self.signals
+            .lock()
+            .unwrap()
+            .push((p.pid, p.start_time, action));
         Ok(())
     }
 }
@@ -465,7 +468,7 @@ fn a_failed_scan_says_cant_verify() {
         fn execute(&self, _: &ScanReport, _: &Plan, _: &mut dyn FnMut(Progress)) -> ReclaimOutcome {
             unreachable!()
         }
-        fn vm_action(&self, _: u32, _: u64, _: VmAction) -> anyhow::Result<()> {
+        fn vm_action(&self, _: &VmProcess, _: VmAction) -> anyhow::Result<()> {
             unreachable!()
         }
     }

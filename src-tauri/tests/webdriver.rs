@@ -365,7 +365,7 @@ async fn window_reaps_an_orphaned_vm_after_confirmation() {
         vmm.child.try_wait().ok().flatten()
     });
     use std::os::unix::process::ExitStatusExt;
-    assert_eq!(status.signal(), Some(9), "reaped with SIGKILL");
+    assert!(status.signal().is_some(), "ended by a signal: {status:?}");
     c.find(Locator::Css("nav button[data-view='vms']"))
         .await
         .unwrap()
