@@ -137,6 +137,7 @@ class ClientMessage(ctypes.Structure):
 class XEvent(ctypes.Union):
     _fields_ = [("xclient", ClientMessage), ("pad", ctypes.c_long * 24)]
 x.XSendEvent.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int, ctypes.c_long, ctypes.POINTER(XEvent)]
+x.XFlush.argtypes = [ctypes.c_void_p]
 d = x.XOpenDisplay(None)
 w = int(sys.argv[1])
 ev = XEvent()

@@ -15,11 +15,27 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
 use smolsweep::model::{human_bytes, Verdict};
 
+/// tauri-driver in its own process group, with the WebKitWebDriver and the app it starts: the
+/// whole group ends when the test does, so no app instance outlives its test (the next test's
+/// app would otherwise hand over to it as the single instance).
 struct Driver(Child);
 impl Drop for Driver {
     fn drop(&mut self) {
-        let _ = self.0.kill();
+        use rustix::process::{kill_process_group, test_kill_process_group, Pid, Signal};
+        let Some(group) = Pid::from_raw(self.0.id() as i32) else {
+            return;
+        };
+        let _ = kill_process_group(group, Signal::TERM);
         let _ = self.0.wait();
+        for i in 0..50 {
+            if test_kill_process_group(group).is_err() {
+                return;
+            }
+            if i == 30 {
+                let _ = kill_process_group(group, Signal::KILL);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 }
 
@@ -39,7 +55,9 @@ fn start_driver_with(s: &Scratch, extra_env: &[(&str, &str)]) -> (Driver, u16) {
     let port = free_port();
     let native = free_port();
     let log = std::fs::File::create(log_dir().join("tauri-driver.log")).unwrap();
+    use std::os::unix::process::CommandExt;
     let child = Command::new("tauri-driver")
+        .process_group(0)
         .args([
             "--port",
             &port.to_string(),
@@ -67,11 +85,18 @@ async fn connect(port: u16) -> Client {
         "tauri:options".into(),
         json!({ "application": APP, "args": ["--show"] }),
     );
-    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(caps)
-        .connect(&format!("http://127.0.0.1:{port}"))
-        .await
-        .expect("a WebDriver session with the app")
+    let mut b = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new());
+    b.capabilities(caps);
+    // tauri-driver listens before its native driver does: retry the first session briefly.
+    let mut last = None;
+    for _ in 0..20 {
+        match b.connect(&format!("http://127.0.0.1:{port}")).await {
+            Ok(c) => return c,
+            Err(e) => last = Some(e),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("a WebDriver session with the app: {last:?}")
 }
 
 async fn shot(c: &Client, name: &str) {
