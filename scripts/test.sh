@@ -11,3 +11,4 @@ done
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace
+scripts/desktop-tests.sh

@@ -19,6 +19,7 @@ pub mod report;
 pub mod roots;
 pub mod scan;
 pub mod size;
+pub mod tray;
 pub mod uninstall;
 
 pub use model::*;

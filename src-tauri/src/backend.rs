@@ -1,0 +1,573 @@
+//! What the shell asks of the core: scan, execute a reclaim plan, stop or reap a VM.
+//!
+//! The shell only talks to a [`Backend`], so the headless tests drive it with a fake one. The real
+//! backend scans with `smolsweep::scan::scan`.
+//!
+//! Test hook (documented in src-tauri/README.md): when `SMOLSWEEP_REPORT_FILE` names a file, the
+//! real backend reads the scan report from that JSON file (re-read on every scan) instead of
+//! scanning. Display-server tests use it to give the app a known state.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use smolsweep::exec::reap::{reap, ProcessRef, ReapOptions, ReapOutcome};
+use smolsweep::model::{Finding, Product, ScanReport, Verdict, VmProcess};
+
+/// Environment variable naming a saved scan report to use instead of a real scan.
+pub const REPORT_FILE_ENV: &str = "SMOLSWEEP_REPORT_FILE";
+
+/// One thing the plan will do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanStep {
+    pub id: String,
+    pub product: Product,
+    pub kind: String,
+    pub path: PathBuf,
+    /// `delete file` or `delete directory`.
+    pub action: String,
+    pub allocated_bytes: u64,
+    pub apparent_bytes: u64,
+    pub reason: String,
+}
+
+/// A finding the user asked for that will not be touched, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub id: String,
+    pub path: Option<PathBuf>,
+    pub reason: String,
+}
+
+/// Exactly what a reclaim will do, shown before it runs.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Plan {
+    pub steps: Vec<PlanStep>,
+    pub refused: Vec<Refusal>,
+    pub estimated_bytes: u64,
+}
+
+/// Build the plan for the chosen finding ids. Protected, unknown and unknown-id findings are
+/// refused; duplicates are dropped. Pure: looks at the report only.
+pub fn plan(report: &ScanReport, ids: &[String]) -> Plan {
+    let mut p = Plan::default();
+    let mut seen = std::collections::BTreeSet::new();
+    for id in ids {
+        if !seen.insert(id.as_str()) {
+            continue;
+        }
+        let Some(f) = report.finding(id) else {
+            p.refused.push(Refusal {
+                id: id.clone(),
+                path: None,
+                reason: "not in the latest scan".into(),
+            });
+            continue;
+        };
+        match f.verdict {
+            Verdict::Reclaimable | Verdict::OptIn => {
+                p.estimated_bytes += f.allocated_bytes;
+                p.steps.push(step(f));
+            }
+            Verdict::Protected => p.refused.push(Refusal {
+                id: id.clone(),
+                path: Some(f.path.clone()),
+                reason: format!("protected: {}", f.reason),
+            }),
+            Verdict::Unknown => p.refused.push(Refusal {
+                id: id.clone(),
+                path: Some(f.path.clone()),
+                reason: format!("could not be verified: {}", f.reason),
+            }),
+        }
+    }
+    p
+}
+
+fn step(f: &Finding) -> PlanStep {
+    PlanStep {
+        id: f.id.clone(),
+        product: f.product,
+        kind: f.kind.clone(),
+        path: f.path.clone(),
+        action: if f.is_dir {
+            "delete directory".into()
+        } else {
+            "delete file".into()
+        },
+        allocated_bytes: f.allocated_bytes,
+        apparent_bytes: f.apparent_bytes,
+        reason: f.reason.clone(),
+    }
+}
+
+/// What happened to one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    Removed,
+    Skipped,
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepResult {
+    pub id: String,
+    pub path: PathBuf,
+    pub status: StepStatus,
+    pub message: String,
+    /// Allocated bytes measured just before removal.
+    pub freed_bytes: u64,
+}
+
+/// The result of a reclaim, kept in the history.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ReclaimOutcome {
+    /// Seconds since the Unix epoch.
+    pub started_at: u64,
+    pub finished_at: u64,
+    pub estimated_bytes: u64,
+    pub measured_bytes: u64,
+    pub steps: Vec<StepResult>,
+    pub refused: Vec<Refusal>,
+}
+
+impl ReclaimOutcome {
+    pub fn count(&self, s: StepStatus) -> usize {
+        self.steps.iter().filter(|r| r.status == s).count()
+    }
+}
+
+/// Progress of a running reclaim, sent to the window as `reclaim-progress` events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    pub done: usize,
+    pub total: usize,
+    pub path: PathBuf,
+    pub status: StepStatus,
+}
+
+/// Which signal a VM action sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VmAction {
+    /// SIGTERM: let the VMM shut down.
+    Stop,
+    /// SIGKILL: an orphan that no inventory owns.
+    Reap,
+}
+
+/// The core, as the shell sees it.
+pub trait Backend: Send + Sync + 'static {
+    fn scan(&self) -> anyhow::Result<ScanReport>;
+    fn execute(
+        &self,
+        report: &ScanReport,
+        plan: &Plan,
+        progress: &mut dyn FnMut(Progress),
+    ) -> ReclaimOutcome;
+    /// Stop or reap a VM process of the latest scan; `Ok` only once its death is confirmed.
+    fn vm_action(&self, p: &VmProcess, action: VmAction) -> anyhow::Result<()>;
+}
+
+/// The real core.
+#[derive(Debug, Default)]
+pub struct RealBackend;
+
+impl Backend for RealBackend {
+    fn scan(&self) -> anyhow::Result<ScanReport> {
+        if let Some(path) = std::env::var_os(REPORT_FILE_ENV) {
+            let text = std::fs::read_to_string(&path)?;
+            let mut r: ScanReport = serde_json::from_str(&text)?;
+            // A real scan does not find what is gone: drop findings whose path was removed.
+            r.findings
+                .retain(|f| std::fs::symlink_metadata(&f.path).is_ok());
+            r.processes
+                .retain(|p| process_start_time(p.pid) == Some(p.start_time) && !is_zombie(p.pid));
+            r.compute_totals();
+            return Ok(r);
+        }
+        let opts = smolsweep::scan::ScanOptions::from_env()?;
+        Ok(smolsweep::scan::scan(&opts))
+    }
+
+    fn execute(
+        &self,
+        report: &ScanReport,
+        plan: &Plan,
+        progress: &mut dyn FnMut(Progress),
+    ) -> ReclaimOutcome {
+        execute_plan(report, plan, progress)
+    }
+
+    fn vm_action(&self, p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
+        end_vm(p, action)
+    }
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Allocated bytes under `p` (not following symlinks, not crossing into other file systems).
+fn allocated(p: &Path) -> u64 {
+    let Ok(md) = std::fs::symlink_metadata(p) else {
+        return 0;
+    };
+    let mut n = md.blocks() * 512;
+    if md.is_dir() {
+        if let Ok(rd) = std::fs::read_dir(p) {
+            for e in rd.flatten() {
+                if let Ok(cmd) = e.metadata() {
+                    if cmd.dev() == md.dev() {
+                        n += allocated(&e.path());
+                    }
+                }
+            }
+        }
+    }
+    n
+}
+
+/// Execute a plan with the checks that make a stale plan harmless: the path must still be the
+/// object that was scanned (device, inode, type), must lie under its root, and a directory with
+/// mount points inside is never removed.
+///
+/// This is the shell's own small executor until the core's plan/execute replaces it.
+pub fn execute_plan(
+    report: &ScanReport,
+    plan: &Plan,
+    progress: &mut dyn FnMut(Progress),
+) -> ReclaimOutcome {
+    let mut out = ReclaimOutcome {
+        started_at: now_secs(),
+        estimated_bytes: plan.estimated_bytes,
+        refused: plan.refused.clone(),
+        ..Default::default()
+    };
+    let total = plan.steps.len();
+    for (i, s) in plan.steps.iter().enumerate() {
+        let r = execute_step(report, s);
+        progress(Progress {
+            done: i + 1,
+            total,
+            path: s.path.clone(),
+            status: r.status,
+        });
+        out.measured_bytes += r.freed_bytes;
+        out.steps.push(r);
+    }
+    out.finished_at = now_secs();
+    out
+}
+
+fn execute_step(report: &ScanReport, s: &PlanStep) -> StepResult {
+    let res = |status, message: &str, freed| StepResult {
+        id: s.id.clone(),
+        path: s.path.clone(),
+        status,
+        message: message.to_string(),
+        freed_bytes: freed,
+    };
+    let Some(f) = report.finding(&s.id) else {
+        return res(StepStatus::Skipped, "not in the latest scan", 0);
+    };
+    if !matches!(f.verdict, Verdict::Reclaimable | Verdict::OptIn) {
+        return res(StepStatus::Skipped, "not reclaimable", 0);
+    }
+    let root = f.root.as_deref().unwrap_or(&report.home);
+    if !f.path.is_absolute()
+        || f.path == root
+        || !f.path.starts_with(root)
+        || f.path
+            .components()
+            .any(|c| c == std::path::Component::ParentDir)
+    {
+        return res(StepStatus::Failed, "path is not inside its root", 0);
+    }
+    if !f.mounts_inside.is_empty() {
+        return res(StepStatus::Skipped, "has mount points inside", 0);
+    }
+    let md = match std::fs::symlink_metadata(&f.path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return res(StepStatus::Skipped, "already gone", 0)
+        }
+        Err(e) => return res(StepStatus::Failed, &e.to_string(), 0),
+    };
+    if let Some(id) = &f.identity {
+        if md.dev() != id.dev || md.ino() != id.ino || (md.mode() & 0o170000) != id.file_type {
+            return res(StepStatus::Skipped, "changed since the scan", 0);
+        }
+    }
+    let is_dir = md.is_dir();
+    if is_dir != f.is_dir {
+        return res(StepStatus::Skipped, "changed since the scan", 0);
+    }
+    let freed = allocated(&f.path);
+    let r = if is_dir {
+        std::fs::remove_dir_all(&f.path)
+    } else {
+        std::fs::remove_file(&f.path)
+    };
+    match r {
+        Ok(()) => res(StepStatus::Removed, "removed", freed),
+        Err(e) => res(StepStatus::Failed, &e.to_string(), 0),
+    }
+}
+
+/// Start time of a process (Linux: `/proc/<pid>/stat` field 22).
+pub fn process_start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether a process has exited but was not waited for yet (state `Z`).
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 1..];
+            rest.split_whitespace().next().map(|st| st == "Z")
+        })
+        .unwrap_or(false)
+}
+
+/// Grace periods: a stop lets the VMM shut down cleanly for longer than a reap does.
+pub fn reap_options(action: VmAction) -> ReapOptions {
+    match action {
+        VmAction::Stop => ReapOptions {
+            term_grace: std::time::Duration::from_secs(10),
+            ..ReapOptions::default()
+        },
+        VmAction::Reap => ReapOptions::default(),
+    }
+}
+
+/// End a VM process through the core's reaper: identity (pid, start time, uid) proven on a
+/// pidfd first, SIGTERM, a grace period, SIGKILL, and death confirmed.
+pub fn end_vm(p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
+    let target = ProcessRef {
+        pid: p.pid,
+        start_time: p.start_time,
+        uid: p.uid,
+    };
+    match reap(&target, &reap_options(action)) {
+        ReapOutcome::Terminated { .. } => Ok(()),
+        ReapOutcome::AlreadyGone => Ok(()),
+        ReapOutcome::IdentityMismatch { .. } => {
+            anyhow::bail!(
+                "process {} was replaced since the scan: nothing was signalled",
+                p.pid
+            )
+        }
+        ReapOutcome::NotOurs { uid } => {
+            anyhow::bail!(
+                "process {} belongs to uid {uid}: nothing was signalled",
+                p.pid
+            )
+        }
+        ReapOutcome::StillAlive => anyhow::bail!("process {} survived SIGKILL", p.pid),
+        ReapOutcome::Failed { error } => anyhow::bail!("process {}: {error}", p.pid),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smolsweep::model::{finding_id, FileIdentity, Platform, Totals, SCAN_SCHEMA};
+    use std::os::unix::process::ExitStatusExt;
+
+    fn finding(path: &Path, root: &Path, verdict: Verdict) -> Finding {
+        let md = std::fs::symlink_metadata(path).ok();
+        let kind = "celesto.orphan_disk";
+        Finding {
+            id: finding_id(Product::Celesto, kind, path),
+            product: Product::Celesto,
+            kind: kind.into(),
+            path: path.to_path_buf(),
+            owner: None,
+            apparent_bytes: 4096,
+            allocated_bytes: 4096,
+            verdict,
+            reason: "no sandbox owns it".into(),
+            opt_in_class: None,
+            identity: md.map(|m| FileIdentity {
+                dev: m.dev(),
+                ino: m.ino(),
+                file_type: m.mode() & 0o170000,
+                size: m.size(),
+                mtime_ns: 0,
+            }),
+            is_dir: path.is_dir(),
+            root: Some(root.to_path_buf()),
+            mounts_inside: vec![],
+        }
+    }
+
+    fn report(home: &Path, findings: Vec<Finding>) -> ScanReport {
+        ScanReport {
+            schema: SCAN_SCHEMA.into(),
+            home: home.into(),
+            platform: Platform::Linux,
+            products: vec![],
+            findings,
+            machines: vec![],
+            processes: vec![],
+            totals: Totals::default(),
+            scanned_at: 0,
+            duration_ms: 0,
+        }
+    }
+
+    #[test]
+    fn plan_refuses_protected_unknown_and_unlisted_ids() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a");
+        std::fs::write(&a, b"x").unwrap();
+        let r = report(
+            d.path(),
+            vec![
+                finding(&a, d.path(), Verdict::Reclaimable),
+                finding(&d.path().join("p"), d.path(), Verdict::Protected),
+                finding(&d.path().join("u"), d.path(), Verdict::Unknown),
+            ],
+        );
+        let ids: Vec<String> = r.findings.iter().map(|f| f.id.clone()).collect();
+        let mut asked = ids.clone();
+        asked.push("nope".into());
+        asked.push(ids[0].clone());
+        let p = plan(&r, &asked);
+        assert_eq!(p.steps.len(), 1);
+        assert_eq!(p.steps[0].path, a);
+        assert_eq!(p.estimated_bytes, 4096);
+        assert_eq!(p.refused.len(), 3);
+        assert!(p.refused[0].reason.starts_with("protected"));
+        assert!(p.refused[1].reason.starts_with("could not be verified"));
+    }
+
+    #[test]
+    fn execute_removes_exactly_the_planned_paths() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a.qcow2");
+        let b = d.path().join("b.qcow2");
+        let dir = d.path().join("vmdir");
+        std::fs::write(&a, vec![1u8; 10_000]).unwrap();
+        std::fs::write(&b, vec![1u8; 10_000]).unwrap();
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("log"), b"x").unwrap();
+        let r = report(
+            d.path(),
+            vec![
+                finding(&a, d.path(), Verdict::Reclaimable),
+                finding(&b, d.path(), Verdict::Reclaimable),
+                finding(&dir, d.path(), Verdict::OptIn),
+            ],
+        );
+        let p = plan(&r, &[r.findings[0].id.clone(), r.findings[2].id.clone()]);
+        let mut events = vec![];
+        let out = execute_plan(&r, &p, &mut |e| events.push(e));
+        assert!(!a.exists());
+        assert!(!dir.exists());
+        assert!(b.exists(), "an unselected file stays");
+        assert_eq!(out.count(StepStatus::Removed), 2);
+        assert!(out.measured_bytes >= 10_000, "{}", out.measured_bytes);
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[1].done, 2);
+    }
+
+    #[test]
+    fn execute_skips_a_path_replaced_since_the_scan() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a");
+        std::fs::write(&a, b"old").unwrap();
+        let r = report(d.path(), vec![finding(&a, d.path(), Verdict::Reclaimable)]);
+        // A different file (a different inode: both exist at once) takes the path.
+        let b = d.path().join("b");
+        std::fs::write(&b, b"new user data").unwrap();
+        std::fs::rename(&b, &a).unwrap();
+        let p = plan(&r, &[r.findings[0].id.clone()]);
+        let out = execute_plan(&r, &p, &mut |_| {});
+        assert_eq!(std::fs::read(&a).unwrap(), b"new user data");
+        assert_eq!(out.steps[0].status, StepStatus::Skipped);
+        assert_eq!(out.steps[0].message, "changed since the scan");
+        assert_eq!(out.measured_bytes, 0);
+    }
+
+    #[test]
+    fn execute_refuses_paths_outside_their_root() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let outside = d.path().join("outside");
+        std::fs::write(&outside, b"x").unwrap();
+        let mut f = finding(&outside, &root, Verdict::Reclaimable);
+        f.root = Some(root.clone());
+        let r = report(d.path(), vec![f]);
+        let out = execute_plan(&r, &plan(&r, &[r.findings[0].id.clone()]), &mut |_| {});
+        assert!(outside.exists());
+        assert_eq!(out.steps[0].status, StepStatus::Failed);
+    }
+
+    fn vm_of(child: &std::process::Child, start_time: u64) -> VmProcess {
+        VmProcess {
+            pid: child.id(),
+            start_time,
+            product: Product::Smolvm,
+            shape: "smolvm.boot_vm".into(),
+            owner: None,
+            orphan: true,
+            scope: smolsweep::model::Scope::ThisHome,
+            held_deleted_bytes: 0,
+            uid: rustix::process::getuid().as_raw(),
+            comm: String::new(),
+            argv: vec![],
+            paths: vec![],
+            reason: String::new(),
+            fds_readable: true,
+        }
+    }
+
+    #[test]
+    fn b7_recycled_pid_is_never_signalled() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let st = process_start_time(child.id()).unwrap();
+        // The scan saw another process under this pid (a different start time).
+        let e = end_vm(&vm_of(&child, st + 1), VmAction::Reap).unwrap_err();
+        assert!(e.to_string().contains("replaced"), "{e}");
+        assert_eq!(child.try_wait().unwrap(), None, "still running");
+        end_vm(&vm_of(&child, st), VmAction::Reap).unwrap();
+        assert!(
+            child.wait().unwrap().signal().is_some(),
+            "ended by a signal"
+        );
+    }
+
+    #[test]
+    fn report_file_hook_feeds_the_real_backend() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a");
+        std::fs::write(&a, b"x").unwrap();
+        let r = report(d.path(), vec![finding(&a, d.path(), Verdict::Reclaimable)]);
+        let file = d.path().join("report.json");
+        std::fs::write(&file, serde_json::to_string(&r).unwrap()).unwrap();
+        // Only this test sets the variable in this test binary.
+        std::env::set_var(REPORT_FILE_ENV, &file);
+        let got = RealBackend.scan().unwrap();
+        std::env::remove_var(REPORT_FILE_ENV);
+        assert_eq!(got.findings, r.findings);
+        assert_eq!(got.totals.reclaimable_count, 1, "totals are recomputed");
+        std::fs::remove_file(&a).unwrap();
+        std::env::set_var(REPORT_FILE_ENV, &file);
+        let got = RealBackend.scan().unwrap();
+        std::env::remove_var(REPORT_FILE_ENV);
+        assert!(got.findings.is_empty(), "a removed file is not found again");
+    }
+}

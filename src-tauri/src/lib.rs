@@ -1,0 +1,835 @@
+//! Smolsweep's desktop shell: a tray app over the core.
+//!
+//! Everything is generic over [`tauri::Runtime`] so the commands and the menu are tested under
+//! the mock runtime. [`build_app`] wires state, commands and window behaviour into any builder;
+//! [`run`] adds the real plugins (single instance, autostart, dialogs) and runs the app.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use smolsweep::model::{human_bytes, ScanReport};
+use smolsweep::tray::{IconState, TrayAction, TrayEntry, TrayModel};
+use tauri::menu::{IsMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
+use tauri::{AppHandle, Builder, Emitter, Manager, Runtime, WebviewUrl, WebviewWindowBuilder};
+
+pub mod backend;
+pub mod notes;
+pub mod settings;
+mod watch;
+
+pub use backend::{Backend, Plan, RealBackend, ReclaimOutcome, VmAction};
+pub use notes::{DesktopNotifier, Note, Notifier, OrphanWatch};
+pub use settings::Settings;
+
+/// A window closed (hidden) this long without being shown again is destroyed, which ends its
+/// webview processes; "Open Smolsweep" then builds a new one.
+pub const RELEASE_HIDDEN_WINDOW_AFTER: Duration = Duration::from_secs(60);
+
+/// Label of the one window.
+pub const MAIN_WINDOW: &str = "main";
+/// Id of the tray icon.
+pub const TRAY_ID: &str = "smolsweep";
+/// Event with a fresh [`Status`] after every scan.
+pub const EV_STATUS: &str = "status-updated";
+/// Event with [`backend::Progress`] while a reclaim runs.
+pub const EV_PROGRESS: &str = "reclaim-progress";
+/// Event asking the window to show a view (`overview`, `findings`, `uninstall`, ...).
+pub const EV_NAVIGATE: &str = "navigate";
+
+/// What the shell is built with. Tests replace the backend and notifier and turn off the tray
+/// and background work.
+pub struct Deps {
+    pub backend: Arc<dyn Backend>,
+    pub notifier: Arc<dyn Notifier>,
+    /// Settings directory; `None` means the platform's app config dir.
+    pub config_dir: Option<PathBuf>,
+    /// History and notification state; `None` means the platform's app data dir.
+    pub data_dir: Option<PathBuf>,
+    /// Create the tray icon.
+    pub tray: bool,
+    /// Scan at start and on the interval, and watch the SmolVM roots.
+    pub background: bool,
+    /// Answer to confirmation dialogs when no dialog plugin is registered (tests).
+    pub confirm_answer: bool,
+}
+
+impl Deps {
+    /// The real core, desktop notifications, the tray and background scanning.
+    pub fn real() -> Deps {
+        Deps {
+            backend: Arc::new(RealBackend),
+            notifier: Arc::new(DesktopNotifier),
+            config_dir: None,
+            data_dir: None,
+            tray: true,
+            background: true,
+            confirm_answer: false,
+        }
+    }
+}
+
+struct Dirs {
+    config: PathBuf,
+    data: PathBuf,
+}
+
+/// The shell's state, managed by Tauri.
+pub struct AppState {
+    backend: Arc<dyn Backend>,
+    notifier: Arc<dyn Notifier>,
+    dirs: OnceLock<Dirs>,
+    report: Mutex<Option<ScanReport>>,
+    scan_error: Mutex<Option<String>>,
+    tray_model: Mutex<TrayModel>,
+    settings: Mutex<Settings>,
+    orphans: Mutex<OrphanWatch>,
+    /// Held for the whole of a scan or a reclaim: never two at once.
+    scan_lock: tokio::sync::Mutex<()>,
+    scanning: AtomicBool,
+    scans: AtomicU64,
+    /// Wakes the background loop (settings changed, roots changed).
+    wake: tokio::sync::Notify,
+    confirm_answer: bool,
+    /// Counts window closes, so a release timer only acts on the latest close.
+    closes: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl AppState {
+    fn new(d: &Deps) -> AppState {
+        AppState {
+            backend: d.backend.clone(),
+            notifier: d.notifier.clone(),
+            dirs: OnceLock::new(),
+            report: Mutex::new(None),
+            scan_error: Mutex::new(None),
+            tray_model: Mutex::new(TrayModel::scanning()),
+            settings: Mutex::new(Settings::default()),
+            orphans: Mutex::new(OrphanWatch::default()),
+            scan_lock: tokio::sync::Mutex::new(()),
+            scanning: AtomicBool::new(false),
+            scans: AtomicU64::new(0),
+            wake: tokio::sync::Notify::new(),
+            confirm_answer: d.confirm_answer,
+            closes: AtomicU64::new(0),
+        }
+    }
+    /// Set the directories and load what is saved there (once).
+    fn init_dirs(&self, config: PathBuf, data: PathBuf) {
+        *lock(&self.settings) = Settings::load(&config.join("settings.json"));
+        if let Ok(s) = std::fs::read_to_string(data.join("notified.json")) {
+            if let Ok(w) = serde_json::from_str(&s) {
+                *lock(&self.orphans) = w;
+            }
+        }
+        let _ = self.dirs.set(Dirs { config, data });
+    }
+    fn settings_path(&self) -> Option<PathBuf> {
+        self.dirs.get().map(|d| d.config.join("settings.json"))
+    }
+    fn history_path(&self) -> Option<PathBuf> {
+        self.dirs.get().map(|d| d.data.join("history.jsonl"))
+    }
+    fn orphans_path(&self) -> Option<PathBuf> {
+        self.dirs.get().map(|d| d.data.join("notified.json"))
+    }
+}
+
+/// What the window shows: the latest report, the menu model and whether a scan runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Status {
+    pub report: Option<ScanReport>,
+    pub error: Option<String>,
+    pub scanning: bool,
+    pub scans: u64,
+    pub tray: TrayModel,
+}
+
+fn status(st: &AppState) -> Status {
+    Status {
+        report: lock(&st.report).clone(),
+        error: lock(&st.scan_error).clone(),
+        scanning: st.scanning.load(Ordering::SeqCst),
+        scans: st.scans.load(Ordering::SeqCst),
+        tray: lock(&st.tray_model).clone(),
+    }
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commands (not `pub`: E0255 with the generated command macros)
+
+#[tauri::command]
+fn get_status(state: tauri::State<'_, AppState>) -> Status {
+    status(&state)
+}
+
+#[tauri::command]
+fn get_report(state: tauri::State<'_, AppState>) -> Option<ScanReport> {
+    lock(&state.report).clone()
+}
+
+#[tauri::command]
+fn get_tray_model(state: tauri::State<'_, AppState>) -> TrayModel {
+    lock(&state.tray_model).clone()
+}
+
+#[tauri::command]
+fn get_settings(state: tauri::State<'_, AppState>) -> Settings {
+    lock(&state.settings).clone()
+}
+
+#[tauri::command]
+fn set_settings<R: Runtime>(app: AppHandle<R>, settings: Settings) -> Result<Settings, String> {
+    apply_settings(&app, settings)
+}
+
+#[tauri::command]
+async fn rescan<R: Runtime>(app: AppHandle<R>) -> Result<Status, String> {
+    scan_now(&app).await?;
+    Ok(status(&app.state::<AppState>()))
+}
+
+#[tauri::command]
+fn plan_reclaim(state: tauri::State<'_, AppState>, ids: Vec<String>) -> Result<Plan, String> {
+    let report = lock(&state.report)
+        .clone()
+        .ok_or("no scan has finished yet")?;
+    Ok(backend::plan(&report, &ids))
+}
+
+#[tauri::command]
+async fn execute_reclaim<R: Runtime>(
+    app: AppHandle<R>,
+    ids: Vec<String>,
+) -> Result<ReclaimOutcome, String> {
+    reclaim(&app, ids).await
+}
+
+#[tauri::command]
+fn get_history(state: tauri::State<'_, AppState>) -> Vec<ReclaimOutcome> {
+    state
+        .history_path()
+        .map(|p| read_history(&p))
+        .unwrap_or_default()
+}
+
+#[tauri::command]
+async fn vm_action<R: Runtime>(
+    app: AppHandle<R>,
+    pid: u32,
+    start_time: u64,
+    action: VmAction,
+) -> Result<Status, String> {
+    run_vm_action(&app, pid, start_time, action).await?;
+    Ok(status(&app.state::<AppState>()))
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Save, apply (autostart, menu) and return the normalised settings.
+pub fn apply_settings<R: Runtime>(app: &AppHandle<R>, s: Settings) -> Result<Settings, String> {
+    let st = app.state::<AppState>();
+    let s = s.normalised();
+    let old = std::mem::replace(&mut *lock(&st.settings), s.clone());
+    if let Some(p) = st.settings_path() {
+        s.save(&p).map_err(|e| format!("saving settings: {e}"))?;
+    }
+    if old.autostart != s.autostart {
+        set_autostart(app, s.autostart)?;
+    }
+    if old.scan_interval_secs != s.scan_interval_secs {
+        st.wake.notify_one();
+    }
+    refresh(app);
+    Ok(s)
+}
+
+fn set_autostart<R: Runtime>(app: &AppHandle<R>, on: bool) -> Result<(), String> {
+    use tauri_plugin_autostart::ManagerExt;
+    if app
+        .try_state::<tauri_plugin_autostart::AutoLaunchManager>()
+        .is_none()
+    {
+        // Not registered (headless tests): the setting is only saved.
+        return Ok(());
+    }
+    let al = app.autolaunch();
+    let r = if on { al.enable() } else { al.disable() };
+    r.map_err(|e| format!("autostart: {e}"))
+}
+
+/// Run one scan now (waiting for a running scan or reclaim to finish first) and update the
+/// menu, the window and notifications.
+pub async fn scan_now<R: Runtime>(app: &AppHandle<R>) -> Result<ScanReport, String> {
+    let st = app.state::<AppState>();
+    let res = {
+        let _g = st.scan_lock.lock().await;
+        st.scanning.store(true, Ordering::SeqCst);
+        let b = st.backend.clone();
+        let res = tauri::async_runtime::spawn_blocking(move || b.scan()).await;
+        st.scanning.store(false, Ordering::SeqCst);
+        let res = match res {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => Err(format!("scan failed: {e:#}")),
+            Err(e) => Err(format!("scan failed: {e}")),
+        };
+        match &res {
+            Ok(r) => {
+                *lock(&st.report) = Some(r.clone());
+                *lock(&st.scan_error) = None;
+            }
+            Err(e) => {
+                tracing::warn!("{e}");
+                *lock(&st.scan_error) = Some(e.clone());
+            }
+        }
+        st.scans.fetch_add(1, Ordering::SeqCst);
+        res
+    };
+    refresh(app);
+    if let Ok(r) = &res {
+        notify_orphans(app, r);
+        watch::update(app, r);
+    }
+    res
+}
+
+/// Recompute the menu model and redraw the tray; tell the window.
+pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
+    let st = app.state::<AppState>();
+    let model = {
+        let report = lock(&st.report);
+        let err = lock(&st.scan_error);
+        match (&*report, &*err) {
+            (_, Some(e)) => TrayModel::scan_failed(e),
+            (Some(r), None) => TrayModel::from_report(r, &lock(&st.settings).tray()),
+            (None, None) => TrayModel::scanning(),
+        }
+    };
+    *lock(&st.tray_model) = model.clone();
+    if let Some(tray) = app.tray_by_id(TRAY_ID) {
+        match build_menu(app, &model) {
+            Ok(menu) => {
+                if let Err(e) = tray.set_menu(Some(menu)) {
+                    tracing::warn!("tray menu: {e}");
+                }
+            }
+            Err(e) => tracing::warn!("building the tray menu: {e}"),
+        }
+        if let (Some(t0), true) = (STARTED.get(), lock(&st.report).is_some()) {
+            FIRST_MENU.call_once(|| {
+                tracing::info!(
+                    "first menu with scan results after {} ms",
+                    t0.elapsed().as_millis()
+                )
+            });
+        }
+        let _ = tray.set_icon(Some(tray_icon(model.icon)));
+        let _ = tray.set_tooltip(Some(&model.tooltip));
+        #[cfg(target_os = "macos")]
+        let _ = tray.set_icon_as_template(true);
+    }
+    let _ = app.emit(EV_STATUS, status(&st));
+}
+
+/// When `run` started (for the launch-to-first-menu figure in the log).
+static STARTED: OnceLock<std::time::Instant> = OnceLock::new();
+static FIRST_MENU: std::sync::Once = std::sync::Once::new();
+
+/// The icon for a state (on macOS one template icon; the menu's status line tells the state).
+pub fn tray_icon(state: IconState) -> tauri::image::Image<'static> {
+    let bytes: &'static [u8] = if cfg!(target_os = "macos") {
+        include_bytes!("../../icons/tray-template.png")
+    } else {
+        match state {
+            IconState::Clean => include_bytes!("../../icons/tray-clean.png"),
+            IconState::Reclaimable => include_bytes!("../../icons/tray-reclaimable.png"),
+            IconState::Orphans => include_bytes!("../../icons/tray-orphans.png"),
+        }
+    };
+    tauri::image::Image::from_bytes(bytes).expect("bundled tray icons are valid PNGs")
+}
+
+/// Draw a [`TrayModel`] as a native menu. Item ids are the model's ids.
+pub fn build_menu<R: Runtime, M: Manager<R>>(m: &M, model: &TrayModel) -> tauri::Result<Menu<R>> {
+    let menu = Menu::new(m)?;
+    for e in &model.entries {
+        match e {
+            TrayEntry::Item(i) => {
+                menu.append(&MenuItem::with_id(
+                    m,
+                    i.id.as_str(),
+                    &i.label,
+                    i.enabled,
+                    None::<&str>,
+                )?)?;
+            }
+            TrayEntry::Separator => menu.append(&PredefinedMenuItem::separator(m)?)?,
+            TrayEntry::Submenu {
+                id,
+                label,
+                enabled,
+                items,
+            } => {
+                let children: Vec<MenuItem<R>> = items
+                    .iter()
+                    .map(|i| MenuItem::with_id(m, i.id.as_str(), &i.label, i.enabled, None::<&str>))
+                    .collect::<tauri::Result<_>>()?;
+                let refs: Vec<&dyn IsMenuItem<R>> =
+                    children.iter().map(|c| c as &dyn IsMenuItem<R>).collect();
+                menu.append(&Submenu::with_id_and_items(
+                    m,
+                    id.as_str(),
+                    label,
+                    *enabled,
+                    &refs,
+                )?)?;
+            }
+        }
+    }
+    Ok(menu)
+}
+
+/// What a click on a menu item does.
+pub fn handle_menu_id<R: Runtime>(app: &AppHandle<R>, id: &str) {
+    let Some(action) = TrayAction::from_id(id) else {
+        return;
+    };
+    match action {
+        TrayAction::Rescan => {
+            let app = app.clone();
+            tauri::async_runtime::spawn(async move {
+                let _ = scan_now(&app).await;
+            });
+        }
+        TrayAction::Open => show_window(app, None),
+        TrayAction::Uninstall => show_window(app, Some("uninstall")),
+        TrayAction::Quit => app.exit(0),
+        TrayAction::Reclaim => confirm_tray_reclaim(app),
+        TrayAction::Stop { pid, start_time } | TrayAction::Reap { pid, start_time } => {
+            let act = if matches!(action, TrayAction::Stop { .. }) {
+                VmAction::Stop
+            } else {
+                VmAction::Reap
+            };
+            let label = {
+                let st = app.state::<AppState>();
+                let r = lock(&st.report);
+                r.as_ref()
+                    .and_then(|r| {
+                        r.processes
+                            .iter()
+                            .find(|p| p.pid == pid && p.start_time == start_time)
+                    })
+                    .map(|p| {
+                        format!(
+                            "{} {} (pid {pid})",
+                            p.product.display_name(),
+                            p.owner.clone().unwrap_or_default()
+                        )
+                    })
+                    .unwrap_or_else(|| format!("pid {pid}"))
+            };
+            let (title, msg, ok) = match act {
+                VmAction::Stop => (
+                    "Stop VM",
+                    format!("Ask {label} to shut down (SIGTERM; SIGKILL if it is still running after 10 s)?"),
+                    "Stop",
+                ),
+                VmAction::Reap => (
+                    "Reap orphaned VM",
+                    format!(
+                        "Kill {label}? No inventory owns it; anything running inside is lost (SIGTERM, then SIGKILL after 2 s)."
+                    ),
+                    "Kill",
+                ),
+            };
+            let app2 = app.clone();
+            confirm(app, title, &msg, ok, move |yes| {
+                if yes {
+                    tauri::async_runtime::spawn(async move {
+                        if let Err(e) = run_vm_action(&app2, pid, start_time, act).await {
+                            tracing::warn!("{e}");
+                        }
+                    });
+                }
+            });
+        }
+    }
+}
+
+/// Ask a yes/no question with a native dialog (or the configured answer in tests).
+fn confirm<R: Runtime>(
+    app: &AppHandle<R>,
+    title: &str,
+    msg: &str,
+    ok: &str,
+    f: impl FnOnce(bool) + Send + 'static,
+) {
+    use tauri_plugin_dialog::{DialogExt, MessageDialogButtons, MessageDialogKind};
+    if app.try_state::<tauri_plugin_dialog::Dialog<R>>().is_some() {
+        app.dialog()
+            .message(msg)
+            .title(title)
+            .kind(MessageDialogKind::Warning)
+            .buttons(MessageDialogButtons::OkCancelCustom(
+                ok.to_string(),
+                "Cancel".to_string(),
+            ))
+            .show(f);
+    } else {
+        f(app.state::<AppState>().confirm_answer)
+    }
+}
+
+/// The native confirmation for the tray's "Reclaim" item: names the count and the bytes.
+fn confirm_tray_reclaim<R: Runtime>(app: &AppHandle<R>) {
+    let st = app.state::<AppState>();
+    let ids = lock(&st.tray_model).reclaim_ids.clone();
+    let Some(report) = lock(&st.report).clone() else {
+        return;
+    };
+    let plan = backend::plan(&report, &ids);
+    if plan.steps.is_empty() {
+        return;
+    }
+    let n = plan.steps.len();
+    let mut msg = format!(
+        "Delete {n} item{} and reclaim {}?\n",
+        if n == 1 { "" } else { "s" },
+        human_bytes(plan.estimated_bytes)
+    );
+    for s in plan.steps.iter().take(8) {
+        msg.push_str(&format!(
+            "\n• {} ({})",
+            s.path.display(),
+            human_bytes(s.allocated_bytes)
+        ));
+    }
+    if n > 8 {
+        msg.push_str(&format!("\n… and {} more", n - 8));
+    }
+    let title = format!("Reclaim {}", human_bytes(plan.estimated_bytes));
+    let app2 = app.clone();
+    confirm(app, &title, &msg, "Reclaim", move |yes| {
+        if yes {
+            tauri::async_runtime::spawn(async move {
+                if let Err(e) = reclaim(&app2, ids).await {
+                    tracing::warn!("reclaim: {e}");
+                }
+            });
+        }
+    });
+}
+
+/// Execute the plan for `ids` against the latest scan, record it, notify, and rescan.
+pub async fn reclaim<R: Runtime>(
+    app: &AppHandle<R>,
+    ids: Vec<String>,
+) -> Result<ReclaimOutcome, String> {
+    let st = app.state::<AppState>();
+    let out = {
+        let _g = st.scan_lock.lock().await;
+        let report = lock(&st.report).clone().ok_or("no scan has finished yet")?;
+        let plan = backend::plan(&report, &ids);
+        if plan.steps.is_empty() {
+            return Err("nothing selected can be reclaimed".into());
+        }
+        let b = st.backend.clone();
+        let app2 = app.clone();
+        tauri::async_runtime::spawn_blocking(move || {
+            b.execute(&report, &plan, &mut |p| {
+                let _ = app2.emit(EV_PROGRESS, p);
+            })
+        })
+        .await
+        .map_err(|e| format!("reclaim failed: {e}"))?
+    };
+    if let Some(p) = st.history_path() {
+        if let Err(e) = append_history(&p, &out) {
+            tracing::warn!("history: {e}");
+        }
+    }
+    if lock(&st.settings).notifications {
+        send_note(app, notes::reclaim_note(&out), None);
+    }
+    let _ = scan_now(app).await;
+    Ok(out)
+}
+
+async fn run_vm_action<R: Runtime>(
+    app: &AppHandle<R>,
+    pid: u32,
+    start_time: u64,
+    action: VmAction,
+) -> Result<(), String> {
+    let st = app.state::<AppState>();
+    let p = {
+        let r = lock(&st.report);
+        let p = r
+            .as_ref()
+            .and_then(|r| {
+                r.processes
+                    .iter()
+                    .find(|p| p.pid == pid && p.start_time == start_time)
+            })
+            .ok_or("that VM is not in the latest scan")?;
+        if p.scope != smolsweep::model::Scope::ThisHome {
+            return Err("that VM belongs to another HOME".into());
+        }
+        if action == VmAction::Reap && !p.orphan {
+            return Err("only orphaned VMs are reaped; stop this one instead".into());
+        }
+        p.clone()
+    };
+    let b = st.backend.clone();
+    tauri::async_runtime::spawn_blocking(move || b.vm_action(&p, action))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("{e:#}"))?;
+    // Give the VMM a moment to exit before looking again.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let _ = scan_now(app).await;
+    Ok(())
+}
+
+fn notify_orphans<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
+    let st = app.state::<AppState>();
+    let note = {
+        let mut w = lock(&st.orphans);
+        let before = w.clone();
+        let note = w.observe(r, now_secs());
+        if *w != before {
+            if let Some(p) = st.orphans_path() {
+                let _ = std::fs::create_dir_all(p.parent().unwrap_or(Path::new(".")));
+                let _ = std::fs::write(&p, serde_json::to_vec(&*w).unwrap_or_default());
+            }
+        }
+        note
+    };
+    // With notifications off, orphans are still marked as seen: turning them on later does not
+    // announce old ones.
+    if let Some(n) = note {
+        if lock(&st.settings).notifications {
+            send_note(app, n, Some("findings"));
+        }
+    }
+}
+
+fn send_note<R: Runtime>(app: &AppHandle<R>, note: Note, review_view: Option<&'static str>) {
+    let st = app.state::<AppState>();
+    let notifier = st.notifier.clone();
+    let app2 = app.clone();
+    // notify-rust talks D-Bus synchronously: keep it off the async workers.
+    std::thread::spawn(move || {
+        let app3 = app2.clone();
+        let on_review: Box<dyn FnOnce() + Send> = Box::new(move || {
+            let app4 = app3.clone();
+            let _ = app3.run_on_main_thread(move || show_window(&app4, review_view));
+        });
+        if let Err(e) = notifier.notify(&note, on_review) {
+            tracing::warn!("notification: {e:#}");
+        }
+    });
+}
+
+/// Show (creating it the first time) the window, optionally at a view.
+pub fn show_window<R: Runtime>(app: &AppHandle<R>, view: Option<&str>) {
+    if let Some(w) = app.get_webview_window(MAIN_WINDOW) {
+        let _ = w.show();
+        let _ = w.unminimize();
+        let _ = w.set_focus();
+        if let Some(v) = view {
+            let _ = app.emit_to(MAIN_WINDOW, EV_NAVIGATE, v);
+        }
+        return;
+    }
+    let url = match view {
+        Some(v) => format!("index.html#{v}"),
+        None => "index.html".to_string(),
+    };
+    let r = WebviewWindowBuilder::new(app, MAIN_WINDOW, WebviewUrl::App(url.into()))
+        .title("Smolsweep")
+        .inner_size(960.0, 680.0)
+        .min_inner_size(640.0, 480.0)
+        .build();
+    if let Err(e) = r {
+        tracing::warn!("opening the window: {e}");
+    }
+}
+
+fn read_history(p: &Path) -> Vec<ReclaimOutcome> {
+    let mut v: Vec<ReclaimOutcome> = std::fs::read_to_string(p)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    v.reverse();
+    v
+}
+
+fn append_history(p: &Path, out: &ReclaimOutcome) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(p)?;
+    let mut line = serde_json::to_vec(out).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    f.write_all(&line)
+}
+
+async fn scan_loop<R: Runtime>(app: AppHandle<R>) {
+    loop {
+        let _ = scan_now(&app).await;
+        let st = app.state::<AppState>();
+        let secs = lock(&st.settings).scan_interval_secs;
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(secs)) => {}
+            _ = st.wake.notified() => {}
+        }
+    }
+}
+
+/// Wire the shell's state, commands and window behaviour into `builder`.
+pub fn build_app<R: Runtime>(builder: Builder<R>, deps: Deps) -> Builder<R> {
+    let state = AppState::new(&deps);
+    if let (Some(c), Some(d)) = (&deps.config_dir, &deps.data_dir) {
+        // Known directories (tests): ready before the event loop runs `setup`.
+        state.init_dirs(c.clone(), d.clone());
+    }
+    let Deps {
+        config_dir,
+        data_dir,
+        tray,
+        background,
+        ..
+    } = deps;
+    builder
+        .manage(state)
+        .invoke_handler(tauri::generate_handler![
+            get_status,
+            get_report,
+            get_tray_model,
+            get_settings,
+            set_settings,
+            rescan,
+            plan_reclaim,
+            execute_reclaim,
+            get_history,
+            vm_action
+        ])
+        .on_window_event(|w, e| {
+            // Closing the window hides it; the app lives in the tray until "Quit". A window left
+            // hidden is released after a while so the idle app does not keep a webview.
+            if let tauri::WindowEvent::CloseRequested { api, .. } = e {
+                api.prevent_close();
+                let _ = w.hide();
+                let st = w.state::<AppState>();
+                let closed = st.closes.fetch_add(1, Ordering::SeqCst) + 1;
+                let w = w.clone();
+                tauri::async_runtime::spawn(async move {
+                    tokio::time::sleep(RELEASE_HIDDEN_WINDOW_AFTER).await;
+                    let st = w.state::<AppState>();
+                    if st.closes.load(Ordering::SeqCst) == closed && !w.is_visible().unwrap_or(true)
+                    {
+                        tracing::debug!("releasing the hidden window");
+                        let _ = w.destroy();
+                    }
+                });
+            }
+        })
+        .setup(move |app| {
+            let st = app.state::<AppState>();
+            if st.dirs.get().is_none() {
+                let config = match config_dir {
+                    Some(d) => d,
+                    None => app.path().app_config_dir()?,
+                };
+                let data = match data_dir {
+                    Some(d) => d,
+                    None => app.path().app_data_dir()?,
+                };
+                st.init_dirs(config, data);
+            }
+
+            #[cfg(target_os = "macos")]
+            app.set_activation_policy(tauri::ActivationPolicy::Accessory);
+
+            if tray {
+                let model = lock(&st.tray_model).clone();
+                let menu = build_menu(app, &model)?;
+                tauri::tray::TrayIconBuilder::with_id(TRAY_ID)
+                    .icon(tray_icon(model.icon))
+                    .icon_as_template(cfg!(target_os = "macos"))
+                    .tooltip(&model.tooltip)
+                    .menu(&menu)
+                    .show_menu_on_left_click(true)
+                    .on_menu_event(|app, ev| handle_menu_id(app, ev.id().as_ref()))
+                    .build(app)?;
+            }
+            if background {
+                watch::start(app.handle());
+                tauri::async_runtime::spawn(scan_loop(app.handle().clone()));
+            }
+            if std::env::args().any(|a| a == "--show") {
+                show_window(app.handle(), None);
+            }
+            Ok(())
+        })
+}
+
+/// Build and run a real app from any builder (the real plugins are added by [`run`]).
+pub fn run_app<R: Runtime>(builder: Builder<R>, context: tauri::Context<R>) {
+    let app = build_app(builder, Deps::real())
+        .build(context)
+        .expect("starting Smolsweep");
+    app.run(|_app, event| {
+        // No window is not a reason to exit: the app lives in the tray until "Quit".
+        if let tauri::RunEvent::ExitRequested {
+            code: None, api, ..
+        } = event
+        {
+            api.prevent_exit();
+        }
+    });
+}
+
+/// The desktop app's entry point.
+pub fn run() {
+    let _ = STARTED.set(std::time::Instant::now());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "smolsweep=info,smolsweep_desktop=info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let builder = tauri::Builder::default()
+        // A second launch opens the first instance's window instead.
+        .plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| {
+            show_window(app, None)
+        }))
+        .plugin(tauri_plugin_autostart::init(
+            tauri_plugin_autostart::MacosLauncher::LaunchAgent,
+            None,
+        ))
+        .plugin(tauri_plugin_dialog::init());
+    run_app(builder, tauri::generate_context!());
+}

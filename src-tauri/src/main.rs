@@ -1,0 +1,3 @@
+fn main() {
+    smolsweep_desktop::run();
+}

@@ -1,0 +1,308 @@
+//! Notifications: which orphans are new, rate limiting, and delivery through notify-rust.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use smolsweep::model::{human_bytes, ScanReport, Scope, Verdict};
+
+/// A notification to show.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Note {
+    pub summary: String,
+    pub body: String,
+    /// Offer a "Review" action that opens the window (Linux).
+    pub review: bool,
+}
+
+/// Shows notifications. The real one uses notify-rust; tests record them.
+pub trait Notifier: Send + Sync + 'static {
+    /// Show `note`; call `on_review` if the user picks "Review".
+    fn notify(&self, note: &Note, on_review: Box<dyn FnOnce() + Send>) -> anyhow::Result<()>;
+}
+
+/// Desktop notifications through the session's notification server.
+#[derive(Debug, Default)]
+pub struct DesktopNotifier;
+
+impl Notifier for DesktopNotifier {
+    fn notify(&self, note: &Note, on_review: Box<dyn FnOnce() + Send>) -> anyhow::Result<()> {
+        let mut n = notify_rust::Notification::new();
+        n.appname("Smolsweep")
+            .summary(&note.summary)
+            .body(&note.body)
+            .icon("smolsweep-desktop");
+        #[cfg(all(unix, not(target_os = "macos")))]
+        {
+            if note.review {
+                n.action("default", "Review").action("review", "Review");
+            }
+            let handle = n.show()?;
+            if note.review {
+                // Waits for the user's answer or the notification closing, off the async runtime.
+                std::thread::spawn(move || {
+                    handle.wait_for_action(|a| {
+                        if a == "review" || a == "default" {
+                            on_review();
+                        }
+                    })
+                });
+            }
+        }
+        #[cfg(not(all(unix, not(target_os = "macos"))))]
+        {
+            let _ = on_review;
+            n.show()?;
+        }
+        Ok(())
+    }
+}
+
+/// Remembers which orphans were already announced and spaces notifications out.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrphanWatch {
+    /// Keys of orphans already announced (`proc:<pid>:<start>`, `finding:<id>`).
+    pub seen: BTreeSet<String>,
+    /// When the last notification about orphaned VM processes went out (seconds since the epoch).
+    pub last_sent: Option<u64>,
+    /// When the last notification about orphaned files went out.
+    #[serde(default)]
+    pub last_sent_files: Option<u64>,
+}
+
+/// Minimum seconds between two notifications of the same kind (orphaned VM processes, orphaned
+/// files); orphans found in between wait for the next scan after the gap. The two kinds are
+/// limited separately so a burst of orphaned disks never delays news of a VM left running.
+pub const MIN_GAP_SECS: u64 = 300;
+
+/// Whether a finding counts as an orphan worth announcing.
+pub fn is_orphan_finding(kind: &str, verdict: Verdict) -> bool {
+    verdict == Verdict::Reclaimable && kind.contains("orphan")
+}
+
+impl OrphanWatch {
+    /// Compare a scan with what was announced. Returns the notification to show, if any, and
+    /// records it. Orphans that disappear are forgotten (a new one at the same place is new).
+    pub fn observe(&mut self, report: &ScanReport, now: u64) -> Option<Note> {
+        let mut current: BTreeMap<String, (String, u64, bool)> = BTreeMap::new();
+        for p in &report.processes {
+            if p.orphan && p.scope == Scope::ThisHome {
+                let who = p.owner.clone().unwrap_or_else(|| format!("pid {}", p.pid));
+                current.insert(
+                    format!("proc:{}:{}", p.pid, p.start_time),
+                    (
+                        format!("{} {} (pid {})", p.product.display_name(), who, p.pid),
+                        p.held_deleted_bytes,
+                        true,
+                    ),
+                );
+            }
+        }
+        for f in &report.findings {
+            if is_orphan_finding(&f.kind, f.verdict) {
+                current.insert(
+                    format!("finding:{}", f.id),
+                    (f.path.display().to_string(), f.allocated_bytes, false),
+                );
+            }
+        }
+        self.seen.retain(|k| current.contains_key(k));
+        let allowed =
+            |last: Option<u64>| last.map_or(true, |t| now.saturating_sub(t) >= MIN_GAP_SECS);
+        let (procs_ok, files_ok) = (allowed(self.last_sent), allowed(self.last_sent_files));
+        let new: Vec<(&String, &(String, u64, bool))> = current
+            .iter()
+            .filter(|(k, v)| !self.seen.contains(*k) && if v.2 { procs_ok } else { files_ok })
+            .collect();
+        if new.is_empty() {
+            return None;
+        }
+        let procs: Vec<_> = new.iter().filter(|(_, v)| v.2).collect();
+        let files: Vec<_> = new.iter().filter(|(_, v)| !v.2).collect();
+        let file_bytes: u64 = files.iter().map(|(_, v)| v.1).sum();
+        let summary = match (procs.len(), files.len()) {
+            (1, 0) => "Orphaned VM still running".to_string(),
+            (n, 0) => format!("{n} orphaned VMs still running"),
+            (0, 1) => format!("Orphaned VM disk: {} reclaimable", human_bytes(file_bytes)),
+            (0, n) => format!(
+                "{n} orphaned VM files: {} reclaimable",
+                human_bytes(file_bytes)
+            ),
+            (p, f) => format!(
+                "{p} orphaned VM{} and {f} orphaned file{}",
+                if p == 1 { "" } else { "s" },
+                if f == 1 { "" } else { "s" }
+            ),
+        };
+        let mut lines: Vec<String> = Vec::new();
+        for (_, (label, bytes, _)) in &procs {
+            if *bytes > 0 {
+                lines.push(format!(
+                    "{label}, holding {} of deleted files",
+                    human_bytes(*bytes)
+                ));
+            } else {
+                lines.push(format!("{label}, owned by no inventory"));
+            }
+        }
+        if !files.is_empty() {
+            lines.push(format!(
+                "{} in {} orphaned file{}",
+                human_bytes(file_bytes),
+                files.len(),
+                if files.len() == 1 { "" } else { "s" }
+            ));
+        }
+        for (k, _) in &new {
+            self.seen.insert((*k).clone());
+        }
+        if !procs.is_empty() {
+            self.last_sent = Some(now);
+        }
+        if !files.is_empty() {
+            self.last_sent_files = Some(now);
+        }
+        Some(Note {
+            summary,
+            body: lines.join("\n"),
+            review: true,
+        })
+    }
+}
+
+/// The notification after a reclaim.
+pub fn reclaim_note(out: &crate::backend::ReclaimOutcome) -> Note {
+    use crate::backend::StepStatus;
+    let removed = out.count(StepStatus::Removed);
+    let skipped = out.count(StepStatus::Skipped);
+    let failed = out.count(StepStatus::Failed);
+    let mut body = format!(
+        "Removed {removed} item{} (estimated {}).",
+        if removed == 1 { "" } else { "s" },
+        human_bytes(out.estimated_bytes)
+    );
+    if skipped + failed > 0 {
+        body.push_str(&format!(" Skipped {skipped}, failed {failed}."));
+    }
+    Note {
+        summary: format!("Freed {}", human_bytes(out.measured_bytes)),
+        body,
+        review: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smolsweep::model::{Platform, Product, Totals, VmProcess, SCAN_SCHEMA};
+
+    fn proc_(pid: u32, orphan: bool, scope: Scope) -> VmProcess {
+        VmProcess {
+            pid,
+            start_time: 77,
+            product: Product::Smolvm,
+            shape: "smolvm.boot_vm".into(),
+            owner: Some("box".into()),
+            orphan,
+            scope,
+            held_deleted_bytes: 2_000_000_000,
+            uid: 0,
+            comm: String::new(),
+            argv: vec![],
+            paths: vec![],
+            reason: String::new(),
+            fds_readable: true,
+        }
+    }
+
+    fn report(processes: Vec<VmProcess>) -> ScanReport {
+        ScanReport {
+            schema: SCAN_SCHEMA.into(),
+            home: "/h".into(),
+            platform: Platform::Linux,
+            products: vec![],
+            findings: vec![],
+            machines: vec![],
+            processes,
+            totals: Totals::default(),
+            scanned_at: 0,
+            duration_ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_new_orphan_is_announced_once_with_its_size() {
+        let mut w = OrphanWatch::default();
+        let r = report(vec![proc_(10, true, Scope::ThisHome)]);
+        let n = w.observe(&r, 1000).unwrap();
+        assert_eq!(n.summary, "Orphaned VM still running");
+        assert!(n.body.contains("2.0 GB"), "{}", n.body);
+        assert!(n.review);
+        assert_eq!(w.observe(&r, 5000), None, "second scan does not repeat it");
+    }
+
+    #[test]
+    fn owned_and_foreign_processes_are_not_announced() {
+        let mut w = OrphanWatch::default();
+        let r = report(vec![
+            proc_(10, false, Scope::ThisHome),
+            proc_(11, true, Scope::Foreign),
+        ]);
+        assert_eq!(w.observe(&r, 1000), None);
+    }
+
+    #[test]
+    fn orphans_found_within_the_gap_wait_for_the_next_allowed_scan() {
+        let mut w = OrphanWatch::default();
+        assert!(w
+            .observe(&report(vec![proc_(10, true, Scope::ThisHome)]), 1000)
+            .is_some());
+        let both = report(vec![
+            proc_(10, true, Scope::ThisHome),
+            proc_(12, true, Scope::ThisHome),
+        ]);
+        assert_eq!(w.observe(&both, 1010), None, "rate limited");
+        let n = w.observe(&both, 1000 + MIN_GAP_SECS).unwrap();
+        assert!(n.body.contains("pid 12"));
+        assert!(!n.body.contains("pid 10"), "only the new one: {}", n.body);
+    }
+
+    #[test]
+    fn orphaned_files_do_not_delay_news_of_an_orphaned_vm() {
+        let mut w = OrphanWatch::default();
+        let mut r = report(vec![]);
+        r.findings.push(smolsweep::model::Finding {
+            id: "f1".into(),
+            product: Product::Celesto,
+            kind: "celesto.orphan_disk".into(),
+            path: "/h/d.qcow2".into(),
+            owner: None,
+            apparent_bytes: 5,
+            allocated_bytes: 5,
+            verdict: Verdict::Reclaimable,
+            reason: String::new(),
+            opt_in_class: None,
+            identity: None,
+            is_dir: false,
+            root: None,
+            mounts_inside: vec![],
+        });
+        assert!(w
+            .observe(&r, 1000)
+            .unwrap()
+            .summary
+            .starts_with("Orphaned VM disk"));
+        r.processes.push(proc_(10, true, Scope::ThisHome));
+        let n = w.observe(&r, 1001).unwrap();
+        assert_eq!(n.summary, "Orphaned VM still running");
+        assert!(!n.body.contains("orphaned file"), "{}", n.body);
+    }
+
+    #[test]
+    fn an_orphan_that_goes_away_and_comes_back_is_new_again() {
+        let mut w = OrphanWatch::default();
+        let r = report(vec![proc_(10, true, Scope::ThisHome)]);
+        assert!(w.observe(&r, 0).is_some());
+        assert_eq!(w.observe(&report(vec![]), 1000), None);
+        assert!(w.observe(&r, 2000).is_some());
+    }
+}

@@ -1,0 +1,546 @@
+//! Helpers for the display-server tests: a scratch HOME with SmolVM leftovers, the app process,
+//! the tray menu over D-Bus, dunst's history, screenshots.
+#![allow(dead_code)]
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use smolsweep::model::{
+    finding_id, FileIdentity, Finding, OptInClass, Platform, Product, ProductReport, ScanReport,
+    Scope, Totals, Verdict, VmProcess, SCAN_SCHEMA,
+};
+
+pub const APP: &str = env!("CARGO_BIN_EXE_smolsweep-desktop");
+
+/// Wait until `f` returns `Some`, or panic with `what` after `secs`.
+pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let end = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        if Instant::now() > end {
+            panic!("timed out after {secs} s waiting for {what}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+pub fn run(cmd: &str, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{cmd}: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "{cmd} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// A scratch HOME holding SmolVM leftovers, described to the app by a report file.
+pub struct Scratch {
+    pub dir: tempfile::TempDir,
+    pub home: PathBuf,
+    pub report_file: PathBuf,
+    pub report: ScanReport,
+}
+
+impl Scratch {
+    pub fn new() -> Scratch {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let data = home.join(".local/share/smolvm");
+        std::fs::create_dir_all(data.join("sandboxes")).unwrap();
+        std::fs::create_dir_all(home.join(".cache/smolvm/images")).unwrap();
+        let report_file = dir.path().join("report.json");
+        let mut roots = std::collections::BTreeMap::new();
+        roots.insert("data_dir".to_string(), data.clone());
+        let report = ScanReport {
+            schema: SCAN_SCHEMA.into(),
+            home: home.clone(),
+            platform: Platform::Linux,
+            products: vec![ProductReport {
+                product: Product::Celesto,
+                detected: true,
+                status: "ok".into(),
+                roots,
+                problems: vec![],
+                version: Some("0.1.10".into()),
+            }],
+            findings: vec![],
+            machines: vec![],
+            processes: vec![],
+            totals: Totals::default(),
+            scanned_at: 0,
+            duration_ms: 0,
+        };
+        let s = Scratch {
+            dir,
+            home,
+            report_file,
+            report,
+        };
+        s.save();
+        s
+    }
+
+    /// The usual leftovers: two orphan disks, a cache (opt-in), a live disk (protected).
+    pub fn with_leftovers() -> Scratch {
+        let mut s = Scratch::new();
+        s.add_file(
+            ".local/share/smolvm/sandboxes/sb-1a2b.qcow2",
+            3_000_000,
+            Verdict::Reclaimable,
+            "celesto.orphan_disk",
+            None,
+            "No sandbox in sandboxes.db owns this disk.",
+        );
+        s.add_file(
+            ".local/share/smolvm/sandboxes/sb-9f8e.qcow2",
+            2_000_000,
+            Verdict::Reclaimable,
+            "celesto.orphan_disk",
+            None,
+            "No sandbox in sandboxes.db owns this disk.",
+        );
+        s.add_file(
+            ".cache/smolvm/images/alpine-3.20.ext4",
+            4_000_000,
+            Verdict::OptIn,
+            "celesto.image_cache",
+            Some(OptInClass::Caches),
+            "Cached base image; downloaded again when needed.",
+        );
+        s.add_file(
+            ".local/share/smolvm/sandboxes/sb-live.qcow2",
+            1_000_000,
+            Verdict::Protected,
+            "celesto.sandbox_disk",
+            None,
+            "Sandbox sb-live is running (pid recorded in sandboxes.db is alive).",
+        );
+        s.save();
+        s
+    }
+
+    /// Create a file of `size` real bytes and add its finding.
+    pub fn add_file(
+        &mut self,
+        rel: &str,
+        size: usize,
+        verdict: Verdict,
+        kind: &str,
+        class: Option<OptInClass>,
+        reason: &str,
+    ) -> Finding {
+        let path = self.home.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, vec![0x5au8; size]).unwrap();
+        let md = std::fs::symlink_metadata(&path).unwrap();
+        let f = Finding {
+            id: finding_id(Product::Celesto, kind, &path),
+            product: Product::Celesto,
+            kind: kind.into(),
+            path: path.clone(),
+            owner: path.file_stem().map(|s| s.to_string_lossy().into_owned()),
+            apparent_bytes: md.size(),
+            allocated_bytes: md.blocks() * 512,
+            verdict,
+            reason: reason.into(),
+            opt_in_class: class,
+            identity: Some(FileIdentity {
+                dev: md.dev(),
+                ino: md.ino(),
+                file_type: md.mode() & 0o170000,
+                size: md.size(),
+                mtime_ns: 0,
+            }),
+            is_dir: false,
+            root: Some(self.home.clone()),
+            mounts_inside: vec![],
+        };
+        self.report.findings.push(f.clone());
+        f
+    }
+
+    pub fn add_process(&mut self, p: VmProcess) {
+        self.report.processes.push(p);
+    }
+
+    /// Write the report the app reads on its next scan (dropping findings whose files are gone,
+    /// as a real scan would).
+    pub fn save(&self) {
+        let mut r = self.report.clone();
+        r.findings.retain(|f| f.path.exists());
+        r.compute_totals();
+        let tmp = self.report_file.with_extension("tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+        std::fs::rename(tmp, &self.report_file).unwrap();
+    }
+
+    pub fn reclaimable_bytes(&self) -> u64 {
+        self.report
+            .findings
+            .iter()
+            .filter(|f| f.verdict == Verdict::Reclaimable && f.path.exists())
+            .map(|f| f.allocated_bytes)
+            .sum()
+    }
+
+    /// Environment for the app: this HOME, fresh XDG dirs, and the report file.
+    pub fn app_env(&self) -> Vec<(String, String)> {
+        vec![
+            ("HOME".into(), self.home.display().to_string()),
+            (
+                "XDG_CONFIG_HOME".into(),
+                self.home.join(".config").display().to_string(),
+            ),
+            (
+                "XDG_DATA_HOME".into(),
+                self.home.join(".local/share").display().to_string(),
+            ),
+            (
+                "XDG_CACHE_HOME".into(),
+                self.home.join(".cache").display().to_string(),
+            ),
+            (
+                "SMOLSWEEP_REPORT_FILE".into(),
+                self.report_file.display().to_string(),
+            ),
+        ]
+    }
+}
+
+/// A process standing in for a smol-machines VMM, owned by the test: a copy of `sleep` named
+/// `smolvm`, running in a machine directory. (The report file describes it; the real process
+/// scan's own tests cover the exact VMM argv shapes.)
+pub struct FakeVmm {
+    pub child: Child,
+    pub pid: u32,
+    pub start_time: u64,
+}
+
+impl FakeVmm {
+    pub fn spawn(dir: &Path, machine: &str) -> FakeVmm {
+        let exe = dir.join("smolvm");
+        if !exe.exists() {
+            std::fs::copy("/bin/sleep", &exe).unwrap();
+        }
+        let mdir = dir.join("vms").join(machine);
+        std::fs::create_dir_all(&mdir).unwrap();
+        // `sleep` takes only durations: the machine dir is its working directory instead.
+        let child = Command::new(&exe)
+            .arg("600")
+            .current_dir(&mdir)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let start_time = smolsweep_desktop::backend::process_start_time(pid).unwrap();
+        FakeVmm {
+            child,
+            pid,
+            start_time,
+        }
+    }
+
+    pub fn as_orphan(&self, machine: &str, held: u64) -> VmProcess {
+        VmProcess {
+            pid: self.pid,
+            start_time: self.start_time,
+            product: Product::Smolvm,
+            shape: "smolvm.boot_vm".into(),
+            owner: Some(machine.into()),
+            orphan: true,
+            scope: Scope::ThisHome,
+            held_deleted_bytes: held,
+            uid: rustix::process::getuid().as_raw(),
+            comm: "smolvm".into(),
+            argv: vec!["smolvm".into(), "_boot-vm".into()],
+            paths: vec![],
+            reason: format!("No machine named {machine} in smolvm.db."),
+            fds_readable: true,
+        }
+    }
+}
+
+impl Drop for FakeVmm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The app, started by the test and stopped when dropped.
+pub struct AppProc {
+    pub child: Child,
+    pub log: PathBuf,
+}
+
+pub fn log_dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/desktop-tests");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+impl AppProc {
+    pub fn launch(s: &Scratch, name: &str, args: &[&str]) -> AppProc {
+        let log = log_dir().join(format!("app-{name}.log"));
+        let f = std::fs::File::create(&log).unwrap();
+        let mut c = Command::new(APP);
+        c.args(args)
+            .envs(s.app_env())
+            .stdout(Stdio::null())
+            .stderr(f);
+        let child = c.spawn().expect("starting the app (build it first)");
+        AppProc { child, log }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for AppProc {
+    fn drop(&mut self) {
+        if let Some(p) = rustix::process::Pid::from_raw(self.child.id() as i32) {
+            let _ = rustix::process::kill_process(p, rustix::process::Signal::TERM);
+        }
+        for _ in 0..30 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// ---- the tray menu over D-Bus (com.canonical.dbusmenu) ----------------------------------------
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MenuItem {
+    pub id: i32,
+    pub label: String,
+    pub enabled: bool,
+    pub separator: bool,
+}
+
+/// Where the app's menu lives: (bus name, object path).
+pub fn find_menu(pid: u32) -> Option<(String, String)> {
+    let names = run(
+        "gdbus",
+        &[
+            "call",
+            "--session",
+            "--dest",
+            "org.freedesktop.DBus",
+            "--object-path",
+            "/org/freedesktop/DBus",
+            "--method",
+            "org.freedesktop.DBus.ListNames",
+        ],
+    )
+    .ok()?;
+    for name in names.split('\'').filter(|n| n.starts_with(':')) {
+        // Names come and go (gdbus's own connection is listed too): skip those that vanished.
+        let Ok(owner) = run(
+            "gdbus",
+            &[
+                "call",
+                "--session",
+                "--dest",
+                "org.freedesktop.DBus",
+                "--object-path",
+                "/org/freedesktop/DBus",
+                "--method",
+                "org.freedesktop.DBus.GetConnectionUnixProcessID",
+                name,
+            ],
+        ) else {
+            continue;
+        };
+        if !owner.contains(&format!("uint32 {pid},")) {
+            continue;
+        }
+        let Ok(intro) = run(
+            "gdbus",
+            &[
+                "introspect",
+                "--session",
+                "--dest",
+                name,
+                "--object-path",
+                "/org/ayatana/NotificationItem",
+            ],
+        ) else {
+            continue;
+        };
+        for line in intro.lines() {
+            let l = line.trim();
+            if let Some(node) = l.strip_prefix("node ") {
+                // The first `node` line is the introspected path itself; children follow.
+                let node = node.trim_end_matches('{').trim();
+                if !node.is_empty() && !node.starts_with('/') {
+                    return Some((
+                        name.to_string(),
+                        format!("/org/ayatana/NotificationItem/{node}/Menu"),
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Parse a GVariant text string starting at `s` (either quote style); returns it unescaped.
+fn gvariant_string(s: &str) -> String {
+    let mut chars = s.chars();
+    let q = chars.next().unwrap_or('\'');
+    let mut out = String::new();
+    let mut esc = false;
+    for c in chars {
+        if esc {
+            out.push(c);
+            esc = false;
+        } else if c == '\\' {
+            esc = true;
+        } else if c == q {
+            break;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Every item of the menu layout (flattened, in order), as the desktop shell sees them.
+pub fn layout(bus: &str, path: &str) -> Result<Vec<MenuItem>, String> {
+    let out = run(
+        "gdbus",
+        &[
+            "call",
+            "--session",
+            "--dest",
+            bus,
+            "--object-path",
+            path,
+            "--method",
+            "com.canonical.dbusmenu.GetLayout",
+            "--",
+            "0",
+            "-1",
+            "[]",
+        ],
+    )?;
+    let mut items = vec![];
+    // Each child is `<(ID, {props}, [children])>`.
+    let mut rest = out.as_str();
+    while let Some(i) = rest.find("<(") {
+        rest = &rest[i + 2..];
+        let id_end = rest.find(',').unwrap_or(0);
+        let Ok(id) = rest[..id_end].trim().parse::<i32>() else {
+            continue;
+        };
+        let props_start = rest.find('{').unwrap_or(0);
+        let props_end = rest
+            .find("}, [")
+            .or_else(|| rest.find('}'))
+            .unwrap_or(rest.len());
+        let props = &rest[props_start..props_end];
+        let label = props
+            .find("'label': <")
+            .map(|j| gvariant_string(&props[j + 10..]))
+            .unwrap_or_default()
+            .replace('_', "");
+        let enabled = !props.contains("'enabled': <false>");
+        let separator = props.contains("'type': <'separator'>");
+        items.push(MenuItem {
+            id,
+            label,
+            enabled,
+            separator,
+        });
+    }
+    Ok(items)
+}
+
+/// Click an item the way a tray host does.
+pub fn click(bus: &str, path: &str, id: i32) -> Result<(), String> {
+    run(
+        "gdbus",
+        &[
+            "call",
+            "--session",
+            "--dest",
+            bus,
+            "--object-path",
+            path,
+            "--method",
+            "com.canonical.dbusmenu.Event",
+            "--",
+            &id.to_string(),
+            "clicked",
+            "<int32 0>",
+            "0",
+        ],
+    )
+    .map(|_| ())
+}
+
+pub fn labels(items: &[MenuItem]) -> Vec<String> {
+    items
+        .iter()
+        .filter(|i| !i.separator)
+        .map(|i| i.label.clone())
+        .collect()
+}
+
+pub fn item<'a>(items: &'a [MenuItem], label_prefix: &str) -> Option<&'a MenuItem> {
+    items.iter().find(|i| i.label.starts_with(label_prefix))
+}
+
+// ---- notifications (dunst) ---------------------------------------------------------------------
+
+/// (appname, summary, body) of every notification dunst has shown and closed.
+pub fn dunst_history() -> Vec<(String, String, String)> {
+    let _ = run("dunstctl", &["close-all"]);
+    std::thread::sleep(Duration::from_millis(500));
+    let out = run("dunstctl", &["history"]).unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+    let mut r = vec![];
+    if let Some(list) = v["data"][0].as_array() {
+        for n in list {
+            r.push((
+                n["appname"]["data"].as_str().unwrap_or("").to_string(),
+                n["summary"]["data"].as_str().unwrap_or("").to_string(),
+                n["body"]["data"].as_str().unwrap_or("").to_string(),
+            ));
+        }
+    }
+    r
+}
+
+// ---- screenshots ---------------------------------------------------------------------------------
+
+/// Save a screenshot of the whole virtual screen under docs/screenshots (when asked to).
+pub fn screenshot(name: &str) {
+    let Ok(dir) = std::env::var("SMOLSWEEP_SCREENSHOTS") else {
+        return;
+    };
+    let _ = std::fs::create_dir_all(&dir);
+    let path = format!("{dir}/{name}.png");
+    if let Err(e) = run("import", &["-window", "root", &path]) {
+        eprintln!("screenshot {name}: {e}");
+    }
+}

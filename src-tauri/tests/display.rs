@@ -1,0 +1,354 @@
+//! The real app on a real (virtual) display: the tray menu as exported over D-Bus, clicks
+//! through dbusmenu, the native confirmation dialog, notifications through dunst.
+//!
+//! These need Xvfb, a session bus and dunst: scripts/desktop-tests.sh runs them
+//! (`--ignored`) under `xvfb-run` + `dbus-run-session`.
+
+mod common;
+
+use common::*;
+use smolsweep::model::{human_bytes, Verdict};
+
+fn started(s: &Scratch, name: &str) -> (AppProc, String, String) {
+    let app = AppProc::launch(s, name, &[]);
+    let (bus, path) = wait_for(20, "the tray menu on the session bus", || {
+        find_menu(app.pid())
+    });
+    (app, bus, path)
+}
+
+fn menu_with(bus: &str, path: &str, what: &str, f: impl Fn(&[MenuItem]) -> bool) -> Vec<MenuItem> {
+    wait_for(20, what, || layout(bus, path).ok().filter(|l| f(l)))
+}
+
+#[test]
+#[ignore = "needs a display server: run scripts/desktop-tests.sh"]
+fn tray_menu_over_dbus_shows_totals_and_rescan_updates_it() {
+    let mut s = Scratch::with_leftovers();
+    let (_app, bus, path) = started(&s, "menu");
+    let want = format!("Reclaimable: {}", human_bytes(s.reclaimable_bytes()));
+    let items = menu_with(&bus, &path, &want, |l| item(l, &want).is_some());
+    assert_eq!(
+        labels(&items),
+        [
+            want.clone(),
+            format!("Reclaim {}…", human_bytes(s.reclaimable_bytes())),
+            "Rescan now".into(),
+            "Open Smolsweep".into(),
+            "Uninstall SmolVM…".into(),
+            "Quit".into(),
+        ]
+    );
+    assert!(!item(&items, "Reclaimable:").unwrap().enabled);
+    assert!(item(&items, "Reclaim ").unwrap().enabled);
+
+    // New orphans appear; "Rescan now" picks them up.
+    s.add_file(
+        ".local/share/smolvm/sandboxes/sb-new.qcow2",
+        6_000_000,
+        Verdict::Reclaimable,
+        "celesto.orphan_disk",
+        None,
+        "No sandbox in sandboxes.db owns this disk.",
+    );
+    s.save();
+    let rescan = item(&items, "Rescan now").unwrap().id;
+    click(&bus, &path, rescan).unwrap();
+    let want2 = format!("Reclaimable: {}", human_bytes(s.reclaimable_bytes()));
+    assert_ne!(want, want2);
+    let items = menu_with(&bus, &path, &want2, |l| item(l, &want2).is_some());
+    assert!(item(
+        &items,
+        &format!("Reclaim {}…", human_bytes(s.reclaimable_bytes()))
+    )
+    .is_some());
+}
+
+#[test]
+#[ignore = "needs a display server: run scripts/desktop-tests.sh"]
+fn tray_reclaim_after_accepting_the_native_dialog_removes_exactly_the_reclaimable_files() {
+    let s = Scratch::with_leftovers();
+    let (_app, bus, path) = started(&s, "reclaim");
+    let items = menu_with(&bus, &path, "a reclaimable total", |l| {
+        item(l, "Reclaimable:").is_some()
+    });
+    let reclaim = item(&items, "Reclaim ").unwrap().id;
+    click(&bus, &path, reclaim).unwrap();
+    // The native dialog names the bytes; accept it like a user would.
+    let title = format!("Reclaim {}", human_bytes(s.reclaimable_bytes()));
+    let win = wait_for(20, "the confirmation dialog", || {
+        run("xdotool", &["search", "--name", &title])
+            .ok()
+            .and_then(|o| o.lines().next().map(str::to_string))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    screenshot("tray-confirm-dialog");
+    // Click the dialog's first button ("Reclaim", left half of the button row at the bottom).
+    let geo = run("xdotool", &["getwindowgeometry", &win]).unwrap();
+    let (w, h) = geo
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Geometry: "))
+        .and_then(|g| g.split_once('x'))
+        .map(|(w, h)| (w.parse::<i32>().unwrap(), h.parse::<i32>().unwrap()))
+        .unwrap();
+    run(
+        "xdotool",
+        &[
+            "mousemove",
+            "--window",
+            &win,
+            &(w / 4).to_string(),
+            &(h - 16).to_string(),
+            "click",
+            "1",
+        ],
+    )
+    .unwrap();
+    let reclaimable: Vec<_> = s
+        .report
+        .findings
+        .iter()
+        .filter(|f| f.verdict == Verdict::Reclaimable)
+        .collect();
+    wait_for(20, "the reclaimable files to be gone", || {
+        reclaimable.iter().all(|f| !f.path.exists()).then_some(())
+    });
+    for f in &s.report.findings {
+        if f.verdict != Verdict::Reclaimable {
+            assert!(f.path.exists(), "{} must stay", f.path.display());
+        }
+    }
+    menu_with(
+        &bus,
+        &path,
+        "\"Nothing to reclaim\" after the reclaim",
+        |l| item(l, "Nothing to reclaim").is_some(),
+    );
+    // A notification reports the measured bytes freed.
+    let freed: u64 = reclaimable.iter().map(|f| f.allocated_bytes).sum();
+    let want = format!("Freed {}", human_bytes(freed));
+    wait_for(20, &want, || {
+        dunst_history()
+            .iter()
+            .any(|(app, sum, _)| app == "Smolsweep" && *sum == want)
+            .then_some(())
+    });
+}
+
+#[test]
+#[ignore = "needs a display server: run scripts/desktop-tests.sh"]
+fn a_new_orphaned_vm_process_is_notified_exactly_once() {
+    let mut s = Scratch::with_leftovers();
+    let (app, bus, path) = started(&s, "notify");
+    let items = menu_with(&bus, &path, "the first scan", |l| {
+        item(l, "Reclaimable:").is_some()
+    });
+    let rescan = item(&items, "Rescan now").unwrap().id;
+    let machine = format!("orphan-{}", std::process::id());
+    let count = |h: &[(String, String, String)]| {
+        h.iter()
+            .filter(|(app, sum, body)| {
+                app == "Smolsweep" && sum == "Orphaned VM still running" && body.contains(&machine)
+            })
+            .count()
+    };
+    assert_eq!(count(&dunst_history()), 0);
+
+    let vmm = FakeVmm::spawn(s.dir.path(), &machine);
+    s.add_process(vmm.as_orphan(&machine, 2_500_000_000));
+    s.save();
+    click(&bus, &path, rescan).unwrap();
+    let vm_label = format!("smol-machines smolvm · {machine} · orphaned");
+    let items = menu_with(&bus, &path, "the orphan in the menu", |l| {
+        item(l, &vm_label).is_some()
+    });
+    // "Review" (the notification's default action) opens the window.
+    wait_for(20, "the notification on screen", || {
+        run("dunstctl", &["count", "displayed"])
+            .ok()
+            .filter(|n| n.trim() != "0")
+    });
+    run("dunstctl", &["action", "0"]).unwrap();
+    wait_for(20, "the window opened by Review", || {
+        run(
+            "xdotool",
+            &["search", "--onlyvisible", "--name", "^Smolsweep$"],
+        )
+        .ok()
+    });
+    let h = wait_for(20, "the notification", || {
+        let h = dunst_history();
+        (count(&h) > 0).then_some(h)
+    });
+    assert_eq!(count(&h), 1, "{h:?}");
+    let (_, _, body) = h
+        .iter()
+        .find(|(_, s, _)| s == "Orphaned VM still running")
+        .unwrap();
+    assert!(body.contains("2.5 GB"), "{body}");
+
+    // A second scan does not repeat it.
+    click(&bus, &path, item(&items, "Rescan now").unwrap().id).unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(count(&dunst_history()), 1);
+    assert!(app.log_text().is_empty() || !app.log_text().contains("panicked"));
+}
+
+#[test]
+#[ignore = "needs the .deb installed and a display server: run scripts/desktop-tests.sh"]
+fn installed_deb_carries_app_cli_desktop_entry_and_icons_and_shows_the_tray_menu() {
+    let deb = std::env::var("SMOLSWEEP_INSTALLED_DEB")
+        .expect("scripts/desktop-tests.sh builds and installs the .deb (unset SMOLSWEEP_SKIP_DEB)");
+    let listing = run("dpkg-deb", &["--contents", &deb]).unwrap();
+    for want in [
+        "usr/bin/smolsweep-desktop",
+        "usr/bin/smolsweep",
+        "usr/share/applications/Smolsweep.desktop",
+        "usr/share/icons/hicolor/128x128/apps/smolsweep-desktop.png",
+    ] {
+        assert!(
+            listing
+                .lines()
+                .any(|l| l.ends_with(&format!(" {want}")) || l.ends_with(&format!(" ./{want}"))),
+            "{want} missing from the .deb:\n{listing}"
+        );
+    }
+    let entry = std::fs::read_to_string("/usr/share/applications/Smolsweep.desktop").unwrap();
+    assert!(entry.contains("Exec=smolsweep-desktop"), "{entry}");
+    let v = run("/usr/bin/smolsweep", &["--version"]).unwrap();
+    assert!(v.starts_with("smolsweep "), "{v}");
+
+    // The installed app, not the test build, draws the menu.
+    let s = Scratch::with_leftovers();
+    let log = log_dir().join("app-installed.log");
+    let child = std::process::Command::new("/usr/bin/smolsweep-desktop")
+        .envs(s.app_env())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let app = AppProc { child, log };
+    let (bus, path) = wait_for(20, "the installed app's tray menu", || find_menu(app.pid()));
+    let want = format!("Reclaimable: {}", human_bytes(s.reclaimable_bytes()));
+    let items = menu_with(&bus, &path, &want, |l| item(l, &want).is_some());
+    assert!(item(&items, "Rescan now").is_some());
+    assert!(item(&items, "Quit").is_some());
+    // "Quit" ends it.
+    click(&bus, &path, item(&items, "Quit").unwrap().id).unwrap();
+    let mut app = app;
+    wait_for(10, "the app to quit", || {
+        app.child.try_wait().ok().flatten()
+    });
+}
+
+/// Pixels of the top-right corner (where trayer docks) that are the orphan badge's red.
+fn red_pixels_in_tray(shot: &std::path::Path) -> usize {
+    let hist = run(
+        "convert",
+        &[
+            &shot.display().to_string(),
+            "-crop",
+            "120x40+1160+0",
+            "-format",
+            "%c",
+            "histogram:info:-",
+        ],
+    )
+    .unwrap();
+    // Lines look like `     12: (229, 62, 62) #E53E3E srgb(229,62,62)`.
+    hist.lines()
+        .filter_map(|l| {
+            let (n, rest) = l.trim().split_once(':')?;
+            let rgb = rest.trim().strip_prefix('(')?.split(')').next()?;
+            let v: Vec<u32> = rgb
+                .split(',')
+                .filter_map(|x| x.trim().parse().ok())
+                .collect();
+            (v.len() >= 3 && v[0] > 180 && v[1] < 110 && v[2] < 110)
+                .then(|| n.trim().parse::<usize>().ok())?
+        })
+        .sum()
+}
+
+#[test]
+#[ignore = "needs a display server: run scripts/desktop-tests.sh"]
+fn tray_icon_shows_orphans_and_opens_its_menu_in_a_tray_host() {
+    struct Tray(std::process::Child);
+    impl Drop for Tray {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    // An XEmbed system tray docked at the top right of the virtual screen.
+    let _tray = Tray(
+        std::process::Command::new("trayer")
+            .args([
+                "--edge",
+                "top",
+                "--align",
+                "right",
+                "--widthtype",
+                "request",
+                "--height",
+                "32",
+                "--SetDockType",
+                "true",
+                "--transparent",
+                "false",
+                "--tint",
+                "0x333333",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("trayer"),
+    );
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let dir = tempfile::tempdir().unwrap();
+    let clean = Scratch::new();
+    {
+        let (_app, bus, path) = started(&clean, "tray-clean");
+        menu_with(&bus, &path, "Nothing to reclaim", |l| {
+            item(l, "Nothing to reclaim").is_some()
+        });
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let shot = dir.path().join("clean.png");
+        run("import", &["-window", "root", &shot.display().to_string()]).unwrap();
+        assert_eq!(
+            red_pixels_in_tray(&shot),
+            0,
+            "a clean state has no red badge"
+        );
+    }
+    let mut s = Scratch::with_leftovers();
+    let vmm = FakeVmm::spawn(s.dir.path(), "left-running");
+    s.add_process(vmm.as_orphan("left-running", 0));
+    s.save();
+    let (_app, bus, path) = started(&s, "tray-orphans");
+    menu_with(&bus, &path, "the orphan in the menu", |l| {
+        item(l, "1 VM still running").is_some()
+    });
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let shot = dir.path().join("orphans.png");
+    run("import", &["-window", "root", &shot.display().to_string()]).unwrap();
+    assert!(red_pixels_in_tray(&shot) > 3, "the orphan badge is red");
+    // A click on the icon opens the menu the user sees.
+    run("xdotool", &["mousemove", "1266", "16", "click", "1"]).unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    if let Ok(dir) = std::env::var("SMOLSWEEP_SCREENSHOTS") {
+        let full = log_dir().join("tray-open.png");
+        run("import", &["-window", "root", &full.display().to_string()]).unwrap();
+        run(
+            "convert",
+            &[
+                &full.display().to_string(),
+                "-crop",
+                "560x300+720+0",
+                &format!("{dir}/tray-menu.png"),
+            ],
+        )
+        .unwrap();
+    }
+    run("xdotool", &["key", "Escape"]).ok();
+}

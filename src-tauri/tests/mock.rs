@@ -1,0 +1,513 @@
+//! The shell under Tauri's mock runtime: commands through IPC, the real menu built and read,
+//! menu clicks, notifications and the scan lock. No display needed.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use smolsweep::model::{
+    finding_id, FileIdentity, Finding, OptInClass, Platform, Product, ProductReport, ScanReport,
+    Scope, Totals, Verdict, VmProcess, SCAN_SCHEMA,
+};
+use smolsweep_desktop::backend::{execute_plan, Plan, Progress, ReclaimOutcome, VmAction};
+use smolsweep_desktop::{build_app, build_menu, handle_menu_id, Backend, Deps, Note, Notifier};
+use tauri::menu::MenuItemKind;
+use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime};
+use tauri::webview::InvokeRequest;
+use tauri::{App, WebviewWindow, WebviewWindowBuilder};
+
+struct Fake {
+    report: Mutex<ScanReport>,
+    scans: AtomicUsize,
+    running: AtomicUsize,
+    max_running: AtomicUsize,
+    delay: Duration,
+    signals: Mutex<Vec<(u32, u64, VmAction)>>,
+}
+
+impl Backend for Fake {
+    fn scan(&self) -> anyhow::Result<ScanReport> {
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_running.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(self.delay);
+        self.scans.fetch_add(1, Ordering::SeqCst);
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        // Like a real scan: files that are gone are not found again.
+        let mut r = self.report.lock().unwrap().clone();
+        r.findings
+            .retain(|f| f.path.exists() || f.identity.is_none());
+        r.compute_totals();
+        Ok(r)
+    }
+    fn execute(
+        &self,
+        report: &ScanReport,
+        plan: &Plan,
+        progress: &mut dyn FnMut(Progress),
+    ) -> ReclaimOutcome {
+        execute_plan(report, plan, progress)
+    }
+    fn vm_action(&self, p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
+        self.signals
+            .lock()
+            .unwrap()
+            .push((p.pid, p.start_time, action));
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct Notes(Mutex<Vec<Note>>);
+impl Notifier for Notes {
+    fn notify(&self, note: &Note, _on_review: Box<dyn FnOnce() + Send>) -> anyhow::Result<()> {
+        self.0.lock().unwrap().push(note.clone());
+        Ok(())
+    }
+}
+
+fn file_finding(root: &Path, name: &str, verdict: Verdict, class: Option<OptInClass>) -> Finding {
+    let path = root.join(name);
+    std::fs::write(&path, vec![7u8; 8192]).unwrap();
+    let md = std::fs::symlink_metadata(&path).unwrap();
+    let kind = match verdict {
+        Verdict::Reclaimable => "celesto.orphan_disk",
+        Verdict::OptIn => "smolvm.image_cache",
+        Verdict::Protected => "celesto.sandbox_disk",
+        Verdict::Unknown => "smolvm.machine_dir",
+    };
+    Finding {
+        id: finding_id(Product::Celesto, kind, &path),
+        product: Product::Celesto,
+        kind: kind.into(),
+        path,
+        owner: None,
+        apparent_bytes: md.size(),
+        allocated_bytes: md.blocks() * 512,
+        verdict,
+        reason: format!("{name} reason"),
+        opt_in_class: class,
+        identity: Some(FileIdentity {
+            dev: md.dev(),
+            ino: md.ino(),
+            file_type: md.mode() & 0o170000,
+            size: md.size(),
+            mtime_ns: 0,
+        }),
+        is_dir: false,
+        root: Some(root.to_path_buf()),
+        mounts_inside: vec![],
+    }
+}
+
+fn orphan(pid: u32) -> VmProcess {
+    VmProcess {
+        pid,
+        start_time: 99,
+        product: Product::Smolvm,
+        shape: "smolvm.boot_vm".into(),
+        owner: Some("lost".into()),
+        orphan: true,
+        scope: Scope::ThisHome,
+        held_deleted_bytes: 1_500_000_000,
+        uid: 0,
+        comm: "smolvm".into(),
+        argv: vec![],
+        paths: vec![],
+        reason: "no machine record".into(),
+        fds_readable: true,
+    }
+}
+
+struct World {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    fake: Arc<Fake>,
+    notes: Arc<Notes>,
+    app: App<MockRuntime>,
+    window: WebviewWindow<MockRuntime>,
+}
+
+fn world(delay_ms: u64, confirm: bool) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let findings = vec![
+        file_finding(&home, "orphan-a.qcow2", Verdict::Reclaimable, None),
+        file_finding(&home, "orphan-b.qcow2", Verdict::Reclaimable, None),
+        file_finding(&home, "cache.tar", Verdict::OptIn, Some(OptInClass::Caches)),
+        file_finding(&home, "live.qcow2", Verdict::Protected, None),
+        file_finding(&home, "odd.img", Verdict::Unknown, None),
+    ];
+    let mut report = ScanReport {
+        schema: SCAN_SCHEMA.into(),
+        home: home.clone(),
+        platform: Platform::Linux,
+        products: vec![ProductReport {
+            product: Product::Celesto,
+            detected: true,
+            status: "ok".into(),
+            roots: Default::default(),
+            problems: vec![],
+            version: None,
+        }],
+        findings,
+        machines: vec![],
+        processes: vec![],
+        totals: Totals::default(),
+        scanned_at: 0,
+        duration_ms: 0,
+    };
+    report.compute_totals();
+    let fake = Arc::new(Fake {
+        report: Mutex::new(report),
+        scans: AtomicUsize::new(0),
+        running: AtomicUsize::new(0),
+        max_running: AtomicUsize::new(0),
+        delay: Duration::from_millis(delay_ms),
+        signals: Mutex::new(vec![]),
+    });
+    let notes = Arc::new(Notes::default());
+    let deps = Deps {
+        backend: fake.clone(),
+        notifier: notes.clone(),
+        config_dir: Some(dir.path().join("config")),
+        data_dir: Some(dir.path().join("data")),
+        tray: false,
+        background: false,
+        confirm_answer: confirm,
+    };
+    let app = build_app(mock_builder(), deps)
+        .build(mock_context(noop_assets()))
+        .unwrap();
+    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+    World {
+        _dir: dir,
+        home,
+        fake,
+        notes,
+        app,
+        window,
+    }
+}
+
+fn call(w: &World, cmd: &str, args: Value) -> Result<Value, Value> {
+    let req = InvokeRequest {
+        cmd: cmd.into(),
+        callback: tauri::ipc::CallbackFn(0),
+        error: tauri::ipc::CallbackFn(1),
+        url: "tauri://localhost".parse().unwrap(),
+        body: tauri::ipc::InvokeBody::Json(args),
+        headers: Default::default(),
+        invoke_key: tauri::test::INVOKE_KEY.to_string(),
+    };
+    get_ipc_response(&w.window, req).map(|b| b.deserialize::<Value>().unwrap())
+}
+
+fn ids_by_verdict(w: &World, v: &str) -> Vec<String> {
+    let r = call(w, "get_report", json!({})).unwrap();
+    r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["verdict"] == v)
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// (id, text, enabled) of every native menu item, submenus flattened.
+fn menu_items(w: &World) -> Vec<(String, String, bool)> {
+    let model: smolsweep::tray::TrayModel =
+        serde_json::from_value(call(w, "get_tray_model", json!({})).unwrap()).unwrap();
+    let menu = build_menu(&w.app, &model).unwrap();
+    let mut out = vec![];
+    fn walk(items: Vec<MenuItemKind<MockRuntime>>, out: &mut Vec<(String, String, bool)>) {
+        for k in items {
+            match k {
+                MenuItemKind::MenuItem(i) => out.push((
+                    i.id().as_ref().to_string(),
+                    i.text().unwrap(),
+                    i.is_enabled().unwrap(),
+                )),
+                MenuItemKind::Submenu(s) => {
+                    out.push((
+                        s.id().as_ref().to_string(),
+                        s.text().unwrap(),
+                        s.is_enabled().unwrap(),
+                    ));
+                    walk(s.items().unwrap(), out)
+                }
+                _ => {}
+            }
+        }
+    }
+    walk(menu.items().unwrap(), &mut out);
+    out
+}
+
+fn wait_for(mut f: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("condition not reached in 5 s");
+}
+
+#[test]
+fn report_is_empty_until_the_first_scan() {
+    let w = world(0, false);
+    assert_eq!(call(&w, "get_report", json!({})).unwrap(), Value::Null);
+    let items = menu_items(&w);
+    assert_eq!(items[0].1, "Scanning…");
+    let st = call(&w, "rescan", json!({})).unwrap();
+    assert_eq!(st["scans"], 1);
+    assert_eq!(st["report"]["findings"].as_array().unwrap().len(), 5);
+    assert_eq!(st["tray"]["icon"], "reclaimable");
+}
+
+#[test]
+fn native_menu_shows_totals_and_every_action() {
+    let w = world(0, false);
+    call(&w, "rescan", json!({})).unwrap();
+    let items = menu_items(&w);
+    let labels: Vec<&str> = items.iter().map(|i| i.1.as_str()).collect();
+    // Two 8 KiB files: allocated size depends on the file system, so compare with the report.
+    let r = call(&w, "get_report", json!({})).unwrap();
+    let bytes = r["totals"]["reclaimable_allocated_bytes"].as_u64().unwrap();
+    let human = smolsweep::human_bytes(bytes);
+    assert_eq!(
+        labels,
+        [
+            format!("Reclaimable: {human}").as_str(),
+            format!("Reclaim {human}…").as_str(),
+            "Rescan now",
+            "Open Smolsweep",
+            "Uninstall SmolVM…",
+            "Quit"
+        ]
+    );
+    let reclaim = items.iter().find(|i| i.0 == "reclaim").unwrap();
+    assert!(reclaim.2, "reclaim is enabled");
+    assert!(!items[0].2, "the status line is not clickable");
+}
+
+#[test]
+fn menu_lists_orphaned_vms_with_stop_and_reap() {
+    let w = world(0, true);
+    w.fake.report.lock().unwrap().processes.push(orphan(4321));
+    call(&w, "rescan", json!({})).unwrap();
+    let items = menu_items(&w);
+    let ids: Vec<&str> = items.iter().map(|i| i.0.as_str()).collect();
+    assert!(ids.contains(&"vm:4321:99"), "{ids:?}");
+    assert!(ids.contains(&"vm.stop:4321:99"));
+    assert!(ids.contains(&"vm.reap:4321:99"));
+    // Clicking "Reap" (confirmed) signals exactly that process.
+    handle_menu_id(w.app.handle(), "vm.reap:4321:99");
+    wait_for(|| !w.fake.signals.lock().unwrap().is_empty());
+    assert_eq!(
+        w.fake.signals.lock().unwrap()[0],
+        (4321, 99, VmAction::Reap)
+    );
+}
+
+#[test]
+fn vm_action_refuses_a_vm_not_in_the_scan() {
+    let w = world(0, true);
+    call(&w, "rescan", json!({})).unwrap();
+    let e = call(
+        &w,
+        "vm_action",
+        json!({"pid": 1, "startTime": 1, "action": "reap"}),
+    )
+    .unwrap_err();
+    assert!(e.as_str().unwrap().contains("not in the latest scan"));
+    assert!(w.fake.signals.lock().unwrap().is_empty());
+}
+
+#[test]
+fn plan_refuses_protected_and_unknown_findings() {
+    let w = world(0, false);
+    call(&w, "rescan", json!({})).unwrap();
+    let mut ids = ids_by_verdict(&w, "protected");
+    ids.extend(ids_by_verdict(&w, "unknown"));
+    ids.extend(ids_by_verdict(&w, "reclaimable"));
+    let plan = call(&w, "plan_reclaim", json!({ "ids": ids })).unwrap();
+    assert_eq!(plan["steps"].as_array().unwrap().len(), 2);
+    assert_eq!(plan["refused"].as_array().unwrap().len(), 2);
+    for s in plan["steps"].as_array().unwrap() {
+        assert!(s["path"].as_str().unwrap().contains("orphan-"));
+    }
+}
+
+#[test]
+fn execute_removes_exactly_the_selected_files_and_records_history() {
+    let w = world(0, false);
+    call(&w, "rescan", json!({})).unwrap();
+    let mut chosen = vec![ids_by_verdict(&w, "reclaimable")[0].clone()];
+    chosen.extend(ids_by_verdict(&w, "protected"));
+    let out = call(&w, "execute_reclaim", json!({ "ids": chosen })).unwrap();
+    assert_eq!(out["steps"].as_array().unwrap().len(), 1);
+    assert_eq!(out["steps"][0]["status"], "removed");
+    assert!(out["measured_bytes"].as_u64().unwrap() > 0);
+    let gone = out["steps"][0]["path"].as_str().unwrap();
+    assert!(!Path::new(gone).exists());
+    let left: Vec<_> = std::fs::read_dir(&w.home)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left.len(), 4, "{left:?}");
+    assert!(w.home.join("live.qcow2").exists(), "protected stays");
+    let hist = call(&w, "get_history", json!({})).unwrap();
+    assert_eq!(hist.as_array().unwrap().len(), 1);
+    // After the reclaim the shell rescanned: the removed file is no longer a finding.
+    let r = call(&w, "get_report", json!({})).unwrap();
+    assert_eq!(r["findings"].as_array().unwrap().len(), 4);
+    wait_for(|| {
+        w.notes
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|n| n.summary.starts_with("Freed "))
+    });
+}
+
+#[test]
+fn tray_reclaim_runs_only_after_the_dialog_is_accepted() {
+    let declined = world(0, false);
+    call(&declined, "rescan", json!({})).unwrap();
+    handle_menu_id(declined.app.handle(), "reclaim");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(declined.home.join("orphan-a.qcow2").exists());
+
+    let w = world(0, true);
+    call(&w, "rescan", json!({})).unwrap();
+    handle_menu_id(w.app.handle(), "reclaim");
+    wait_for(|| !w.home.join("orphan-a.qcow2").exists() && !w.home.join("orphan-b.qcow2").exists());
+    assert!(
+        w.home.join("cache.tar").exists(),
+        "opt-in not chosen in settings"
+    );
+    assert!(w.home.join("live.qcow2").exists());
+    assert!(w.home.join("odd.img").exists());
+}
+
+#[test]
+fn settings_persist_and_change_the_reclaim_total() {
+    let w = world(0, false);
+    call(&w, "rescan", json!({})).unwrap();
+    let before = call(&w, "get_tray_model", json!({})).unwrap();
+    let s = call(
+        &w,
+        "set_settings",
+        json!({"settings": {"scan_interval_secs": 10, "notifications": false, "autostart": false, "include_opt_in": ["caches"]}}),
+    )
+    .unwrap();
+    assert_eq!(s["scan_interval_secs"], 60, "clamped to the minimum");
+    let after = call(&w, "get_tray_model", json!({})).unwrap();
+    assert_eq!(before["reclaim_ids"].as_array().unwrap().len(), 2);
+    assert_eq!(after["reclaim_ids"].as_array().unwrap().len(), 3);
+    assert!(after["reclaim_bytes"].as_u64() > before["reclaim_bytes"].as_u64());
+    let saved = std::fs::read_to_string(w._dir.path().join("config/settings.json")).unwrap();
+    assert!(saved.contains("caches"));
+    assert_eq!(call(&w, "get_settings", json!({})).unwrap(), s);
+}
+
+#[test]
+fn a_new_orphan_is_notified_once() {
+    let w = world(0, false);
+    call(&w, "rescan", json!({})).unwrap();
+    w.fake.report.lock().unwrap().processes.push(orphan(777));
+    call(&w, "rescan", json!({})).unwrap();
+    call(&w, "rescan", json!({})).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let notes = w.notes.0.lock().unwrap();
+    let orphan_notes: Vec<_> = notes
+        .iter()
+        .filter(|n| n.summary.contains("Orphaned VM"))
+        .collect();
+    assert_eq!(orphan_notes.len(), 1, "{notes:?}");
+    assert!(orphan_notes[0].body.contains("1.5 GB"));
+    assert!(orphan_notes[0].review);
+    let saved = std::fs::read_to_string(w._dir.path().join("data/notified.json")).unwrap();
+    assert!(saved.contains("proc:777:99"), "remembered across restarts");
+}
+
+#[test]
+fn scans_never_overlap() {
+    let w = world(150, false);
+    let handles: Vec<_> = (0..3)
+        .map(|_| {
+            let h = w.app.handle().clone();
+            std::thread::spawn(move || {
+                tauri::async_runtime::block_on(smolsweep_desktop::scan_now(&h)).unwrap();
+            })
+        })
+        .collect();
+    handle_menu_id(w.app.handle(), "rescan");
+    for h in handles {
+        h.join().unwrap();
+    }
+    wait_for(|| w.fake.scans.load(Ordering::SeqCst) == 4);
+    assert_eq!(w.fake.max_running.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn a_failed_scan_says_cant_verify() {
+    struct Broken;
+    impl Backend for Broken {
+        fn scan(&self) -> anyhow::Result<ScanReport> {
+            anyhow::bail!("permission denied reading the inventory")
+        }
+        fn execute(&self, _: &ScanReport, _: &Plan, _: &mut dyn FnMut(Progress)) -> ReclaimOutcome {
+            unreachable!()
+        }
+        fn vm_action(&self, _: &VmProcess, _: VmAction) -> anyhow::Result<()> {
+            unreachable!()
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let app = build_app(
+        mock_builder(),
+        Deps {
+            backend: Arc::new(Broken),
+            notifier: Arc::new(Notes::default()),
+            config_dir: Some(dir.path().into()),
+            data_dir: Some(dir.path().into()),
+            tray: false,
+            background: false,
+            confirm_answer: true,
+        },
+    )
+    .build(mock_context(noop_assets()))
+    .unwrap();
+    let e = tauri::async_runtime::block_on(smolsweep_desktop::scan_now(app.handle())).unwrap_err();
+    assert!(e.contains("permission denied"));
+    let w = WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+    let req = InvokeRequest {
+        cmd: "get_tray_model".into(),
+        callback: tauri::ipc::CallbackFn(0),
+        error: tauri::ipc::CallbackFn(1),
+        url: "tauri://localhost".parse().unwrap(),
+        body: tauri::ipc::InvokeBody::Json(json!({})),
+        headers: Default::default(),
+        invoke_key: tauri::test::INVOKE_KEY.to_string(),
+    };
+    let m = get_ipc_response(&w, req)
+        .unwrap()
+        .deserialize::<Value>()
+        .unwrap();
+    assert_eq!(
+        m["status"],
+        "Can't verify: scan failed: permission denied reading the inventory"
+    );
+    assert_eq!(m["reclaim_ids"].as_array().unwrap().len(), 0);
+}

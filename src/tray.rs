@@ -1,0 +1,653 @@
+//! The tray menu as data: what the desktop shell draws after every scan.
+//!
+//! The shell (src-tauri) turns a [`TrayModel`] into a native menu and maps clicks back through
+//! [`TrayAction::from_id`]. Keeping the model here means the menu's wording, totals and which
+//! entries are actionable are tested without a display.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{human_bytes, Finding, OptInClass, ScanReport, Scope, Verdict, VmProcess};
+
+/// Stable item ids (also the ids of the native menu items).
+pub mod ids {
+    pub const STATUS: &str = "status";
+    pub const VMS_HEADER: &str = "vms";
+    pub const RECLAIM: &str = "reclaim";
+    pub const RESCAN: &str = "rescan";
+    pub const OPEN: &str = "open";
+    pub const UNINSTALL: &str = "uninstall";
+    pub const QUIT: &str = "quit";
+    /// Prefix of a surviving VM's submenu: `vm:<pid>:<start_time>`.
+    pub const VM_PREFIX: &str = "vm:";
+    /// Prefix of a "Stop" entry: `vm.stop:<pid>:<start_time>`.
+    pub const STOP_PREFIX: &str = "vm.stop:";
+    /// Prefix of a "Reap" entry: `vm.reap:<pid>:<start_time>`.
+    pub const REAP_PREFIX: &str = "vm.reap:";
+}
+
+/// What the user chose that changes the menu.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TraySettings {
+    /// Opt-in classes that "Reclaim" includes besides the reclaimable findings.
+    #[serde(default)]
+    pub include_opt_in: Vec<OptInClass>,
+}
+
+impl TraySettings {
+    /// Whether "Reclaim" includes this finding.
+    pub fn includes(&self, f: &Finding) -> bool {
+        match f.verdict {
+            Verdict::Reclaimable => true,
+            Verdict::OptIn => f
+                .opt_in_class
+                .is_some_and(|c| self.include_opt_in.contains(&c)),
+            Verdict::Protected | Verdict::Unknown => false,
+        }
+    }
+}
+
+/// Which icon the tray shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IconState {
+    /// Nothing to reclaim, no orphaned VM.
+    Clean,
+    /// Space can be reclaimed.
+    Reclaimable,
+    /// An orphaned VM process of this HOME is running (takes precedence).
+    Orphans,
+}
+
+impl IconState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IconState::Clean => "clean",
+            IconState::Reclaimable => "reclaimable",
+            IconState::Orphans => "orphans",
+        }
+    }
+}
+
+/// One clickable (or informational) entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrayItem {
+    pub id: String,
+    pub label: String,
+    pub enabled: bool,
+}
+
+impl TrayItem {
+    fn new(id: impl Into<String>, label: impl Into<String>, enabled: bool) -> Self {
+        TrayItem {
+            id: id.into(),
+            label: label.into(),
+            enabled,
+        }
+    }
+}
+
+/// An entry of the menu, in display order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TrayEntry {
+    Item(TrayItem),
+    Separator,
+    Submenu {
+        id: String,
+        label: String,
+        enabled: bool,
+        items: Vec<TrayItem>,
+    },
+}
+
+/// A click mapped back from an item id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TrayAction {
+    Reclaim,
+    Rescan,
+    Open,
+    Uninstall,
+    Quit,
+    /// Ask a VM process to stop (SIGTERM / the product's own stop).
+    Stop {
+        pid: u32,
+        start_time: u64,
+    },
+    /// Kill an orphaned VM process (SIGKILL), after re-checking it is the same process.
+    Reap {
+        pid: u32,
+        start_time: u64,
+    },
+}
+
+impl TrayAction {
+    /// Map an item id back to an action; `None` for informational items and unknown ids.
+    pub fn from_id(id: &str) -> Option<TrayAction> {
+        fn pid_start(rest: &str) -> Option<(u32, u64)> {
+            let (p, s) = rest.split_once(':')?;
+            Some((p.parse().ok()?, s.parse().ok()?))
+        }
+        Some(match id {
+            ids::RECLAIM => TrayAction::Reclaim,
+            ids::RESCAN => TrayAction::Rescan,
+            ids::OPEN => TrayAction::Open,
+            ids::UNINSTALL => TrayAction::Uninstall,
+            ids::QUIT => TrayAction::Quit,
+            _ => {
+                if let Some(rest) = id.strip_prefix(ids::STOP_PREFIX) {
+                    let (pid, start_time) = pid_start(rest)?;
+                    TrayAction::Stop { pid, start_time }
+                } else if let Some(rest) = id.strip_prefix(ids::REAP_PREFIX) {
+                    let (pid, start_time) = pid_start(rest)?;
+                    TrayAction::Reap { pid, start_time }
+                } else {
+                    return None;
+                }
+            }
+        })
+    }
+}
+
+/// The whole tray menu and icon for one scan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrayModel {
+    pub status: String,
+    pub icon: IconState,
+    /// Tooltip text (status plus orphan count).
+    pub tooltip: String,
+    /// What "Reclaim" would act on, with the current settings.
+    pub reclaim_ids: Vec<String>,
+    pub reclaim_bytes: u64,
+    pub entries: Vec<TrayEntry>,
+}
+
+/// Label of a surviving VM: product, owner (or pid), and what it holds.
+fn vm_label(p: &VmProcess) -> String {
+    let who = match &p.owner {
+        Some(o) => o.clone(),
+        None => format!("pid {}", p.pid),
+    };
+    let mut s = format!("{} · {}", p.product.display_name(), who);
+    if p.orphan {
+        s.push_str(" · orphaned");
+    } else {
+        s.push_str(" · running");
+    }
+    if p.held_deleted_bytes > 0 {
+        s.push_str(&format!(
+            " · holds {} deleted",
+            human_bytes(p.held_deleted_bytes)
+        ));
+    }
+    if p.scope == Scope::Foreign {
+        s.push_str(" · another HOME");
+    }
+    s
+}
+
+impl TrayModel {
+    /// Build the menu for a scan. `None` report means no scan has finished yet.
+    pub fn from_report(report: &ScanReport, settings: &TraySettings) -> TrayModel {
+        let selected: Vec<&Finding> = report
+            .findings
+            .iter()
+            .filter(|f| settings.includes(f))
+            .collect();
+        let reclaim_bytes: u64 = selected.iter().map(|f| f.allocated_bytes).sum();
+        let reclaim_ids: Vec<String> = selected.iter().map(|f| f.id.clone()).collect();
+        let orphans = report
+            .processes
+            .iter()
+            .filter(|p| p.orphan && p.scope == Scope::ThisHome)
+            .count();
+
+        let problem = report
+            .products
+            .iter()
+            .filter(|p| p.status != "ok")
+            .flat_map(|p| {
+                let name = p.product.display_name();
+                let mut v: Vec<String> =
+                    p.problems.iter().map(|x| format!("{name}: {x}")).collect();
+                if v.is_empty() {
+                    v.push(format!("{name} state could not be read"));
+                }
+                v
+            })
+            .next();
+
+        let status = if let Some(problem) = &problem {
+            format!("Can't verify: {problem}")
+        } else if reclaim_ids.is_empty() {
+            "Nothing to reclaim".to_string()
+        } else {
+            format!("Reclaimable: {}", human_bytes(reclaim_bytes))
+        };
+        let icon = if orphans > 0 {
+            IconState::Orphans
+        } else if !reclaim_ids.is_empty() {
+            IconState::Reclaimable
+        } else {
+            IconState::Clean
+        };
+        let tooltip = match orphans {
+            0 => format!("Smolsweep — {status}"),
+            1 => format!("Smolsweep — {status} — 1 orphaned VM"),
+            n => format!("Smolsweep — {status} — {n} orphaned VMs"),
+        };
+
+        let mut entries = vec![TrayEntry::Item(TrayItem::new(ids::STATUS, &status, false))];
+
+        if !report.processes.is_empty() {
+            entries.push(TrayEntry::Separator);
+            let n = report.processes.len();
+            entries.push(TrayEntry::Item(TrayItem::new(
+                ids::VMS_HEADER,
+                if n == 1 {
+                    "1 VM still running".to_string()
+                } else {
+                    format!("{n} VMs still running")
+                },
+                false,
+            )));
+            for p in &report.processes {
+                let actionable = p.scope == Scope::ThisHome;
+                let key = format!("{}:{}", p.pid, p.start_time);
+                let mut items = vec![TrayItem::new(
+                    format!("{}{key}", ids::STOP_PREFIX),
+                    "Stop",
+                    actionable,
+                )];
+                // Reaping (SIGKILL) is only offered for processes no inventory owns.
+                if p.orphan {
+                    items.push(TrayItem::new(
+                        format!("{}{key}", ids::REAP_PREFIX),
+                        "Reap (kill the orphaned process)",
+                        actionable,
+                    ));
+                }
+                entries.push(TrayEntry::Submenu {
+                    id: format!("{}{key}", ids::VM_PREFIX),
+                    label: vm_label(p),
+                    enabled: true,
+                    items,
+                });
+            }
+        }
+
+        entries.push(TrayEntry::Separator);
+        let reclaim_label = if reclaim_ids.is_empty() {
+            "Reclaim…".to_string()
+        } else {
+            format!("Reclaim {}…", human_bytes(reclaim_bytes))
+        };
+        entries.push(TrayEntry::Item(TrayItem::new(
+            ids::RECLAIM,
+            reclaim_label,
+            !reclaim_ids.is_empty(),
+        )));
+        entries.push(TrayEntry::Item(TrayItem::new(
+            ids::RESCAN,
+            "Rescan now",
+            true,
+        )));
+        entries.push(TrayEntry::Item(TrayItem::new(
+            ids::OPEN,
+            "Open Smolsweep",
+            true,
+        )));
+        entries.push(TrayEntry::Separator);
+        entries.push(TrayEntry::Item(TrayItem::new(
+            ids::UNINSTALL,
+            "Uninstall SmolVM…",
+            true,
+        )));
+        entries.push(TrayEntry::Item(TrayItem::new(ids::QUIT, "Quit", true)));
+
+        TrayModel {
+            status,
+            icon,
+            tooltip,
+            reclaim_ids,
+            reclaim_bytes,
+            entries,
+        }
+    }
+
+    /// The menu before the first scan has finished.
+    pub fn scanning() -> TrayModel {
+        let status = "Scanning…".to_string();
+        TrayModel {
+            tooltip: format!("Smolsweep — {status}"),
+            icon: IconState::Clean,
+            reclaim_ids: vec![],
+            reclaim_bytes: 0,
+            entries: vec![
+                TrayEntry::Item(TrayItem::new(ids::STATUS, &status, false)),
+                TrayEntry::Separator,
+                TrayEntry::Item(TrayItem::new(ids::RECLAIM, "Reclaim…", false)),
+                TrayEntry::Item(TrayItem::new(ids::RESCAN, "Rescan now", true)),
+                TrayEntry::Item(TrayItem::new(ids::OPEN, "Open Smolsweep", true)),
+                TrayEntry::Separator,
+                TrayEntry::Item(TrayItem::new(ids::UNINSTALL, "Uninstall SmolVM…", true)),
+                TrayEntry::Item(TrayItem::new(ids::QUIT, "Quit", true)),
+            ],
+            status,
+        }
+    }
+
+    /// The menu when the last scan failed: nothing is offered for reclaiming.
+    pub fn scan_failed(problem: &str) -> TrayModel {
+        let mut m = TrayModel::scanning();
+        m.status = format!("Can't verify: {problem}");
+        m.tooltip = format!("Smolsweep — {}", m.status);
+        if let Some(TrayEntry::Item(i)) = m.entries.first_mut() {
+            i.label = m.status.clone();
+        }
+        m
+    }
+
+    /// Every item (including those inside submenus), in display order.
+    pub fn items(&self) -> Vec<&TrayItem> {
+        let mut v = Vec::new();
+        for e in &self.entries {
+            match e {
+                TrayEntry::Item(i) => v.push(i),
+                TrayEntry::Separator => {}
+                TrayEntry::Submenu { items, .. } => v.extend(items.iter()),
+            }
+        }
+        v
+    }
+
+    /// The item with this id, if present.
+    pub fn item(&self, id: &str) -> Option<&TrayItem> {
+        self.items().into_iter().find(|i| i.id == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::model::{finding_id, Platform, Product, ProductReport, Totals, SCAN_SCHEMA};
+
+    fn finding(path: &str, verdict: Verdict, bytes: u64, class: Option<OptInClass>) -> Finding {
+        let kind = "celesto.orphan_disk";
+        Finding {
+            id: finding_id(Product::Celesto, kind, path.as_ref()),
+            product: Product::Celesto,
+            kind: kind.into(),
+            path: PathBuf::from(path),
+            owner: None,
+            apparent_bytes: bytes,
+            allocated_bytes: bytes,
+            verdict,
+            reason: "test".into(),
+            opt_in_class: class,
+            identity: None,
+            is_dir: false,
+            root: None,
+            mounts_inside: vec![],
+        }
+    }
+
+    fn process(pid: u32, orphan: bool, scope: Scope, held: u64) -> VmProcess {
+        VmProcess {
+            pid,
+            start_time: 4242,
+            product: Product::Smolvm,
+            shape: "smolvm.boot_vm".into(),
+            owner: Some(format!("m{pid}")),
+            orphan,
+            scope,
+            held_deleted_bytes: held,
+            uid: 1000,
+            comm: "smolvm".into(),
+            argv: vec![],
+            paths: vec![],
+            reason: String::new(),
+            fds_readable: true,
+        }
+    }
+
+    fn report(findings: Vec<Finding>, processes: Vec<VmProcess>) -> ScanReport {
+        let mut r = ScanReport {
+            schema: SCAN_SCHEMA.into(),
+            home: "/home/u".into(),
+            platform: Platform::Linux,
+            products: vec![ProductReport {
+                product: Product::Celesto,
+                detected: true,
+                status: "ok".into(),
+                roots: Default::default(),
+                problems: vec![],
+                version: None,
+            }],
+            findings,
+            machines: vec![],
+            processes,
+            totals: Totals::default(),
+            scanned_at: 0,
+            duration_ms: 0,
+        };
+        r.compute_totals();
+        r
+    }
+
+    fn labels(m: &TrayModel) -> Vec<String> {
+        m.items().iter().map(|i| i.label.clone()).collect()
+    }
+
+    #[test]
+    fn empty_report_says_nothing_to_reclaim_and_disables_reclaim() {
+        let m = TrayModel::from_report(&report(vec![], vec![]), &TraySettings::default());
+        assert_eq!(m.status, "Nothing to reclaim");
+        assert_eq!(m.icon, IconState::Clean);
+        let r = m.item(ids::RECLAIM).unwrap();
+        assert!(!r.enabled);
+        assert_eq!(r.label, "Reclaim…");
+        assert_eq!(
+            labels(&m),
+            [
+                "Nothing to reclaim",
+                "Reclaim…",
+                "Rescan now",
+                "Open Smolsweep",
+                "Uninstall SmolVM…",
+                "Quit"
+            ]
+        );
+        assert!(!m.item(ids::STATUS).unwrap().enabled);
+    }
+
+    #[test]
+    fn reclaimable_total_counts_reclaimable_and_chosen_opt_in_only() {
+        let rep = report(
+            vec![
+                finding("/a", Verdict::Reclaimable, 1_000_000_000, None),
+                finding("/b", Verdict::Reclaimable, 200_000_000, None),
+                finding(
+                    "/c",
+                    Verdict::OptIn,
+                    5_000_000_000,
+                    Some(OptInClass::Caches),
+                ),
+                finding(
+                    "/d",
+                    Verdict::OptIn,
+                    7_000_000_000,
+                    Some(OptInClass::SavedDisks),
+                ),
+                finding("/e", Verdict::Protected, 9_000_000_000, None),
+                finding("/f", Verdict::Unknown, 9_000_000_000, None),
+            ],
+            vec![],
+        );
+        let m = TrayModel::from_report(&rep, &TraySettings::default());
+        assert_eq!(m.status, "Reclaimable: 1.2 GB");
+        assert_eq!(m.icon, IconState::Reclaimable);
+        assert_eq!(m.reclaim_bytes, 1_200_000_000);
+        assert_eq!(m.reclaim_ids.len(), 2);
+        let r = m.item(ids::RECLAIM).unwrap();
+        assert!(r.enabled);
+        assert_eq!(r.label, "Reclaim 1.2 GB…");
+
+        let with_caches = TraySettings {
+            include_opt_in: vec![OptInClass::Caches],
+        };
+        let m = TrayModel::from_report(&rep, &with_caches);
+        assert_eq!(m.reclaim_bytes, 6_200_000_000);
+        assert_eq!(m.item(ids::RECLAIM).unwrap().label, "Reclaim 6.2 GB…");
+        assert!(
+            !m.reclaim_ids.contains(&rep.findings[3].id),
+            "saved disks not chosen"
+        );
+        assert!(
+            !m.reclaim_ids.contains(&rep.findings[4].id),
+            "protected never"
+        );
+        assert!(
+            !m.reclaim_ids.contains(&rep.findings[5].id),
+            "unknown never"
+        );
+    }
+
+    #[test]
+    fn unreadable_inventory_says_cant_verify() {
+        let mut rep = report(vec![finding("/a", Verdict::Reclaimable, 10, None)], vec![]);
+        rep.products[0].status = "unknown".into();
+        rep.products[0].problems = vec!["sandboxes.db is locked".into()];
+        let m = TrayModel::from_report(&rep, &TraySettings::default());
+        assert_eq!(
+            m.status,
+            "Can't verify: Celesto SmolVM: sandboxes.db is locked"
+        );
+        assert_eq!(m.item(ids::STATUS).unwrap().label, m.status);
+        // The findings that were verified stay reclaimable.
+        assert!(m.item(ids::RECLAIM).unwrap().enabled);
+    }
+
+    #[test]
+    fn orphaned_vm_sets_orphan_icon_and_gets_stop_and_reap() {
+        let rep = report(
+            vec![],
+            vec![
+                process(100, true, Scope::ThisHome, 3_000_000_000),
+                process(200, false, Scope::ThisHome, 0),
+            ],
+        );
+        let m = TrayModel::from_report(&rep, &TraySettings::default());
+        assert_eq!(m.icon, IconState::Orphans);
+        assert!(m.tooltip.contains("1 orphaned VM"));
+        assert_eq!(
+            m.item(ids::VMS_HEADER).unwrap().label,
+            "2 VMs still running"
+        );
+        let sub = m
+            .entries
+            .iter()
+            .find_map(|e| match e {
+                TrayEntry::Submenu {
+                    id, label, items, ..
+                } if id == "vm:100:4242" => Some((label.clone(), items.clone())),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(
+            sub.0,
+            "smol-machines smolvm · m100 · orphaned · holds 3.0 GB deleted"
+        );
+        assert_eq!(sub.1.len(), 2);
+        assert!(sub.1.iter().all(|i| i.enabled));
+        assert_eq!(
+            TrayAction::from_id(&sub.1[1].id),
+            Some(TrayAction::Reap {
+                pid: 100,
+                start_time: 4242
+            })
+        );
+        // A VM with an owner in the inventory can be stopped, not reaped.
+        assert!(m.item("vm.stop:200:4242").unwrap().enabled);
+        assert!(m.item("vm.reap:200:4242").is_none());
+    }
+
+    #[test]
+    fn foreign_home_vms_are_listed_but_not_actionable() {
+        let rep = report(vec![], vec![process(300, true, Scope::Foreign, 0)]);
+        let m = TrayModel::from_report(&rep, &TraySettings::default());
+        // Another HOME's orphan does not turn this user's icon red.
+        assert_eq!(m.icon, IconState::Clean);
+        assert!(!m.item("vm.stop:300:4242").unwrap().enabled);
+        assert!(!m.item("vm.reap:300:4242").unwrap().enabled);
+    }
+
+    #[test]
+    fn every_action_id_round_trips() {
+        for (id, a) in [
+            (ids::RECLAIM, TrayAction::Reclaim),
+            (ids::RESCAN, TrayAction::Rescan),
+            (ids::OPEN, TrayAction::Open),
+            (ids::UNINSTALL, TrayAction::Uninstall),
+            (ids::QUIT, TrayAction::Quit),
+        ] {
+            assert_eq!(TrayAction::from_id(id), Some(a));
+        }
+        assert_eq!(
+            TrayAction::from_id("vm.stop:12:34"),
+            Some(TrayAction::Stop {
+                pid: 12,
+                start_time: 34
+            })
+        );
+        assert_eq!(TrayAction::from_id(ids::STATUS), None);
+        assert_eq!(TrayAction::from_id("vm.reap:x:1"), None);
+        assert_eq!(TrayAction::from_id("vm.reap:1"), None);
+    }
+
+    #[test]
+    fn ids_are_unique() {
+        let rep = report(
+            vec![finding("/a", Verdict::Reclaimable, 10, None)],
+            vec![
+                process(1, true, Scope::ThisHome, 0),
+                process(2, true, Scope::ThisHome, 0),
+            ],
+        );
+        let m = TrayModel::from_report(&rep, &TraySettings::default());
+        let mut all: Vec<&str> = m.items().iter().map(|i| i.id.as_str()).collect();
+        all.extend(m.entries.iter().filter_map(|e| match e {
+            TrayEntry::Submenu { id, .. } => Some(id.as_str()),
+            _ => None,
+        }));
+        let n = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), n);
+    }
+
+    #[test]
+    fn failed_scan_offers_no_reclaim() {
+        let m = TrayModel::scan_failed("scan failed: permission denied");
+        assert_eq!(m.status, "Can't verify: scan failed: permission denied");
+        assert_eq!(m.item(ids::STATUS).unwrap().label, m.status);
+        assert!(!m.item(ids::RECLAIM).unwrap().enabled);
+        assert!(m.item(ids::RESCAN).unwrap().enabled);
+    }
+
+    #[test]
+    fn scanning_menu_has_every_action() {
+        let m = TrayModel::scanning();
+        for id in [
+            ids::RECLAIM,
+            ids::RESCAN,
+            ids::OPEN,
+            ids::UNINSTALL,
+            ids::QUIT,
+        ] {
+            assert!(m.item(id).is_some(), "{id}");
+        }
+        assert!(!m.item(ids::RECLAIM).unwrap().enabled);
+    }
+}
