@@ -7,8 +7,7 @@
 //! real backend reads the scan report from that JSON file (re-read on every scan) instead of
 //! scanning. Display-server tests use it to give the app a known state.
 
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use smolsweep::exec::reap::{reap, ProcessRef, ReapOptions, ReapOutcome};
@@ -197,7 +196,9 @@ impl Backend for RealBackend {
         plan: &Plan,
         progress: &mut dyn FnMut(Progress),
     ) -> ReclaimOutcome {
-        execute_plan(report, plan, progress)
+        // The journal lives in the app's data directory (`SMOLSWEEP_DATA_DIR` overrides it).
+        let mut journal = smolsweep::journal::Journal::open_default().ok();
+        execute_plan(report, plan, journal.as_mut(), progress)
     }
 
     fn vm_action(&self, p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
@@ -212,110 +213,127 @@ fn now_secs() -> u64 {
         .unwrap_or(0)
 }
 
-/// Allocated bytes under `p` (not following symlinks, not crossing into other file systems).
-fn allocated(p: &Path) -> u64 {
-    let Ok(md) = std::fs::symlink_metadata(p) else {
-        return 0;
-    };
-    let mut n = md.blocks() * 512;
-    if md.is_dir() {
-        if let Ok(rd) = std::fs::read_dir(p) {
-            for e in rd.flatten() {
-                if let Ok(cmd) = e.metadata() {
-                    if cmd.dev() == md.dev() {
-                        n += allocated(&e.path());
-                    }
-                }
-            }
-        }
-    }
-    n
-}
-
-/// Execute a plan with the checks that make a stale plan harmless: the path must still be the
-/// object that was scanned (device, inode, type), must lie under its root, and a directory with
-/// mount points inside is never removed.
-///
-/// This is the shell's own small executor until the core's plan/execute replaces it.
+/// Execute a plan through the core: the chosen findings become a `smolsweep::plan::Plan`
+/// (content-hashed, identities recorded at scan time), run by `smolsweep::exec::execute` with
+/// the hardened delete primitive, ownership re-checked at the moment of deletion, machines and
+/// processes through the real runner, every action journaled in the core's journal. Freed bytes
+/// are measured (free space before and after), not estimated.
 pub fn execute_plan(
     report: &ScanReport,
     plan: &Plan,
+    mut journal: Option<&mut smolsweep::journal::Journal>,
     progress: &mut dyn FnMut(Progress),
 ) -> ReclaimOutcome {
+    use smolsweep::exec::delete::Confirmed;
+    use smolsweep::exec::{self, ExecContext, Outcome, ProgressEvent, RunMode};
+    use smolsweep::plan::{Action, Selection};
+
     let mut out = ReclaimOutcome {
         started_at: now_secs(),
         estimated_bytes: plan.estimated_bytes,
         refused: plan.refused.clone(),
         ..Default::default()
     };
-    let total = plan.steps.len();
-    for (i, s) in plan.steps.iter().enumerate() {
-        let r = execute_step(report, s);
-        progress(Progress {
-            done: i + 1,
-            total,
-            path: s.path.clone(),
-            status: r.status,
+    let selection = Selection {
+        ids: plan.steps.iter().map(|s| s.id.clone()).collect(),
+        ..Default::default()
+    };
+    let core = smolsweep::plan::Plan::from_scan(report, &selection);
+    for s in &core.skipped_at_plan {
+        let path = report.finding(&s.id).map(|f| f.path.clone());
+        out.refused.push(Refusal {
+            id: s.id.clone(),
+            path,
+            reason: s.why.clone(),
         });
-        out.measured_bytes += r.freed_bytes;
-        out.steps.push(r);
+    }
+    let runner: Box<dyn exec::ActionRunner> = match smolsweep::env::EnvSnapshot::capture() {
+        Ok(env) => Box::new(exec::runner::RealRunner::new(
+            env,
+            smolsweep::model::Platform::current(),
+        )),
+        Err(_) => Box::new(exec::UnwiredRunner),
+    };
+    let total = core.actions.len();
+    let path_of = |a: &Action| match a {
+        Action::DeletePath { path, .. } => path.clone(),
+        Action::Detach { mountpoint } => mountpoint.clone(),
+        _ => PathBuf::new(),
+    };
+    let progress = std::cell::RefCell::new(progress);
+    let on_progress = |e: &ProgressEvent| {
+        if let ProgressEvent::Finished { index, outcome, .. } = e {
+            (progress.borrow_mut())(Progress {
+                done: index + 1,
+                total,
+                path: core
+                    .actions
+                    .get(*index)
+                    .map(|a| path_of(&a.action))
+                    .unwrap_or_default(),
+                status: status_of(outcome),
+            });
+        }
+    };
+    let result = exec::execute(
+        &core,
+        ExecContext {
+            mode: RunMode::Execute(Confirmed::for_plan(&core)),
+            journal: journal.as_deref_mut(),
+            progress: Some(&on_progress),
+            runner: runner.as_ref(),
+        },
+    );
+    match result {
+        Ok(r) => {
+            out.measured_bytes = r.freed_bytes;
+            for rec in &r.records {
+                let id = match &rec.action {
+                    Action::DeletePath { finding_id, .. } => finding_id.clone(),
+                    _ => String::new(),
+                };
+                let (message, freed) = match &rec.outcome {
+                    Outcome::Done { detail } | Outcome::WouldDo { detail } => {
+                        let freed = match &rec.action {
+                            Action::DeletePath { expected_bytes, .. } => *expected_bytes,
+                            _ => 0,
+                        };
+                        (detail.clone(), freed)
+                    }
+                    Outcome::Skipped { why, .. } => (why.clone(), 0),
+                    Outcome::Failed { error } => (error.clone(), 0),
+                };
+                out.steps.push(StepResult {
+                    id,
+                    path: path_of(&rec.action),
+                    status: status_of(&rec.outcome),
+                    message,
+                    freed_bytes: freed,
+                });
+            }
+        }
+        Err(e) => {
+            for s in &plan.steps {
+                out.steps.push(StepResult {
+                    id: s.id.clone(),
+                    path: s.path.clone(),
+                    status: StepStatus::Failed,
+                    message: format!("not run: {e}"),
+                    freed_bytes: 0,
+                });
+            }
+        }
     }
     out.finished_at = now_secs();
     out
 }
 
-fn execute_step(report: &ScanReport, s: &PlanStep) -> StepResult {
-    let res = |status, message: &str, freed| StepResult {
-        id: s.id.clone(),
-        path: s.path.clone(),
-        status,
-        message: message.to_string(),
-        freed_bytes: freed,
-    };
-    let Some(f) = report.finding(&s.id) else {
-        return res(StepStatus::Skipped, "not in the latest scan", 0);
-    };
-    if !matches!(f.verdict, Verdict::Reclaimable | Verdict::OptIn) {
-        return res(StepStatus::Skipped, "not reclaimable", 0);
-    }
-    let root = f.root.as_deref().unwrap_or(&report.home);
-    if !f.path.is_absolute()
-        || f.path == root
-        || !f.path.starts_with(root)
-        || f.path
-            .components()
-            .any(|c| c == std::path::Component::ParentDir)
-    {
-        return res(StepStatus::Failed, "path is not inside its root", 0);
-    }
-    if !f.mounts_inside.is_empty() {
-        return res(StepStatus::Skipped, "has mount points inside", 0);
-    }
-    let md = match std::fs::symlink_metadata(&f.path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return res(StepStatus::Skipped, "already gone", 0)
-        }
-        Err(e) => return res(StepStatus::Failed, &e.to_string(), 0),
-    };
-    if let Some(id) = &f.identity {
-        if md.dev() != id.dev || md.ino() != id.ino || (md.mode() & 0o170000) != id.file_type {
-            return res(StepStatus::Skipped, "changed since the scan", 0);
-        }
-    }
-    let is_dir = md.is_dir();
-    if is_dir != f.is_dir {
-        return res(StepStatus::Skipped, "changed since the scan", 0);
-    }
-    let freed = allocated(&f.path);
-    let r = if is_dir {
-        std::fs::remove_dir_all(&f.path)
-    } else {
-        std::fs::remove_file(&f.path)
-    };
-    match r {
-        Ok(()) => res(StepStatus::Removed, "removed", freed),
-        Err(e) => res(StepStatus::Failed, &e.to_string(), 0),
+fn status_of(o: &smolsweep::exec::Outcome) -> StepStatus {
+    use smolsweep::exec::Outcome;
+    match o {
+        Outcome::Done { .. } | Outcome::WouldDo { .. } => StepStatus::Removed,
+        Outcome::Skipped { .. } => StepStatus::Skipped,
+        Outcome::Failed { .. } => StepStatus::Failed,
     }
 }
 
@@ -350,7 +368,29 @@ pub fn reap_options(action: VmAction) -> ReapOptions {
 
 /// End a VM process through the core's reaper: identity (pid, start time, uid) proven on a
 /// pidfd first, SIGTERM, a grace period, SIGKILL, and death confirmed.
+///
+/// "Stop" on a VM that an inventory owns goes through its product's own CLI instead
+/// (`smolvm machine stop`, `celesto sandbox stop`), so the inventory records the stop; a
+/// foreign VM is never touched.
 pub fn end_vm(p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
+    use smolsweep::exec::{ActionRunner, Outcome};
+    if p.scope != smolsweep::model::Scope::ThisHome {
+        anyhow::bail!(
+            "process {} is not this HOME's: nothing was signalled",
+            p.pid
+        );
+    }
+    if let (VmAction::Stop, false, Some(owner)) = (action, p.orphan, p.owner.as_deref()) {
+        let env = smolsweep::env::EnvSnapshot::capture()?;
+        let runner =
+            smolsweep::exec::runner::RealRunner::new(env, smolsweep::model::Platform::current());
+        return match runner.stop_machine(p.product, owner, Some(p.pid), Some(p.start_time)) {
+            Outcome::Done { .. } => Ok(()),
+            Outcome::WouldDo { detail } => anyhow::bail!("{detail}"),
+            Outcome::Skipped { why, .. } => anyhow::bail!("{why}"),
+            Outcome::Failed { error } => anyhow::bail!("{error}"),
+        };
+    }
     let target = ProcessRef {
         pid: p.pid,
         start_time: p.start_time,
@@ -379,8 +419,10 @@ pub fn end_vm(p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smolsweep::model::{finding_id, FileIdentity, Platform, Totals, SCAN_SCHEMA};
+    use smolsweep::model::{finding_id, Platform, Totals, SCAN_SCHEMA};
+    use std::os::unix::fs::MetadataExt;
     use std::os::unix::process::ExitStatusExt;
+    use std::path::Path;
 
     fn finding(path: &Path, root: &Path, verdict: Verdict) -> Finding {
         let md = std::fs::symlink_metadata(path).ok();
@@ -396,16 +438,18 @@ mod tests {
             verdict,
             reason: "no sandbox owns it".into(),
             opt_in_class: None,
-            identity: md.map(|m| FileIdentity {
-                dev: m.dev(),
-                ino: m.ino(),
-                file_type: m.mode() & 0o170000,
-                size: m.size(),
-                mtime_ns: 0,
-            }),
+            identity: md.and_then(|_| smolsweep::exec::delete::identity_of(path).ok()),
             is_dir: path.is_dir(),
             root: Some(root.to_path_buf()),
             mounts_inside: vec![],
+        }
+    }
+
+    /// A directory path with the `tempdir().path()` shape the tests use.
+    struct StdPath(std::path::PathBuf);
+    impl StdPath {
+        fn path(&self) -> &Path {
+            &self.0
         }
     }
 
@@ -452,7 +496,10 @@ mod tests {
 
     #[test]
     fn execute_removes_exactly_the_planned_paths() {
-        let d = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let d = home.path().join("state");
+        std::fs::create_dir(&d).unwrap();
+        let d = StdPath(d);
         let a = d.path().join("a.qcow2");
         let b = d.path().join("b.qcow2");
         let dir = d.path().join("vmdir");
@@ -461,7 +508,7 @@ mod tests {
         std::fs::create_dir(&dir).unwrap();
         std::fs::write(dir.join("log"), b"x").unwrap();
         let r = report(
-            d.path(),
+            home.path(),
             vec![
                 finding(&a, d.path(), Verdict::Reclaimable),
                 finding(&b, d.path(), Verdict::Reclaimable),
@@ -470,32 +517,41 @@ mod tests {
         );
         let p = plan(&r, &[r.findings[0].id.clone(), r.findings[2].id.clone()]);
         let mut events = vec![];
-        let out = execute_plan(&r, &p, &mut |e| events.push(e));
+        let out = execute_plan(&r, &p, None, &mut |e| events.push(e));
         assert!(!a.exists());
         assert!(!dir.exists());
         assert!(b.exists(), "an unselected file stays");
         assert_eq!(out.count(StepStatus::Removed), 2);
-        assert!(out.measured_bytes >= 10_000, "{}", out.measured_bytes);
+        assert!(out.steps.iter().all(|s| s.freed_bytes > 0));
         assert_eq!(events.len(), 2);
         assert_eq!(events[1].done, 2);
     }
 
     #[test]
     fn execute_skips_a_path_replaced_since_the_scan() {
-        let d = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let d = StdPath(home.path().join("state"));
+        std::fs::create_dir(d.path()).unwrap();
         let a = d.path().join("a");
         std::fs::write(&a, b"old").unwrap();
-        let r = report(d.path(), vec![finding(&a, d.path(), Verdict::Reclaimable)]);
+        let r = report(
+            home.path(),
+            vec![finding(&a, d.path(), Verdict::Reclaimable)],
+        );
         // A different file (a different inode: both exist at once) takes the path.
         let b = d.path().join("b");
         std::fs::write(&b, b"new user data").unwrap();
         std::fs::rename(&b, &a).unwrap();
         let p = plan(&r, &[r.findings[0].id.clone()]);
-        let out = execute_plan(&r, &p, &mut |_| {});
+        let out = execute_plan(&r, &p, None, &mut |_| {});
         assert_eq!(std::fs::read(&a).unwrap(), b"new user data");
         assert_eq!(out.steps[0].status, StepStatus::Skipped);
-        assert_eq!(out.steps[0].message, "changed since the scan");
-        assert_eq!(out.measured_bytes, 0);
+        assert!(
+            out.steps[0].message.contains("changed"),
+            "{}",
+            out.steps[0].message
+        );
+        assert_eq!(out.steps[0].freed_bytes, 0);
     }
 
     #[test]
@@ -508,9 +564,20 @@ mod tests {
         let mut f = finding(&outside, &root, Verdict::Reclaimable);
         f.root = Some(root.clone());
         let r = report(d.path(), vec![f]);
-        let out = execute_plan(&r, &plan(&r, &[r.findings[0].id.clone()]), &mut |_| {});
+        let out = execute_plan(
+            &r,
+            &plan(&r, &[r.findings[0].id.clone()]),
+            None,
+            &mut |_| {},
+        );
         assert!(outside.exists());
-        assert_eq!(out.steps[0].status, StepStatus::Failed);
+        // The core never plans it: it is refused before anything runs.
+        assert!(out.steps.is_empty());
+        assert!(
+            out.refused.iter().any(|x| x.reason.contains("root")),
+            "{:?}",
+            out.refused
+        );
     }
 
     fn vm_of(child: &std::process::Child, start_time: u64) -> VmProcess {

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use smolsweep::model::{
-    finding_id, FileIdentity, Finding, OptInClass, Platform, Product, ProductReport, ScanReport,
-    Scope, Totals, Verdict, VmProcess, SCAN_SCHEMA,
+    finding_id, Finding, OptInClass, Platform, Product, ProductReport, ScanReport, Scope, Totals,
+    Verdict, VmProcess, SCAN_SCHEMA,
 };
 use smolsweep_desktop::backend::{execute_plan, Plan, Progress, ReclaimOutcome, VmAction};
 use smolsweep_desktop::{build_app, build_menu, handle_menu_id, Backend, Deps, Note, Notifier};
@@ -48,7 +48,7 @@ impl Backend for Fake {
         plan: &Plan,
         progress: &mut dyn FnMut(Progress),
     ) -> ReclaimOutcome {
-        execute_plan(report, plan, progress)
+        execute_plan(report, plan, None, progress)
     }
     fn vm_action(&self, p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
         self.signals
@@ -78,6 +78,7 @@ fn file_finding(root: &Path, name: &str, verdict: Verdict, class: Option<OptInCl
         Verdict::Protected => "celesto.sandbox_disk",
         Verdict::Unknown => "smolvm.machine_dir",
     };
+    let identity = smolsweep::exec::delete::identity_of(&path).unwrap();
     Finding {
         id: finding_id(Product::Celesto, kind, &path),
         product: Product::Celesto,
@@ -89,13 +90,7 @@ fn file_finding(root: &Path, name: &str, verdict: Verdict, class: Option<OptInCl
         verdict,
         reason: format!("{name} reason"),
         opt_in_class: class,
-        identity: Some(FileIdentity {
-            dev: md.dev(),
-            ino: md.ino(),
-            file_type: md.mode() & 0o170000,
-            size: md.size(),
-            mtime_ns: 0,
-        }),
+        identity: Some(identity),
         is_dir: false,
         root: Some(root.to_path_buf()),
         mounts_inside: vec![],
@@ -134,12 +129,20 @@ fn world(delay_ms: u64, confirm: bool) -> World {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
+    // A product root below HOME (the core never deletes directly from HOME).
+    let state = home.join("state");
+    std::fs::create_dir_all(&state).unwrap();
     let findings = vec![
-        file_finding(&home, "orphan-a.qcow2", Verdict::Reclaimable, None),
-        file_finding(&home, "orphan-b.qcow2", Verdict::Reclaimable, None),
-        file_finding(&home, "cache.tar", Verdict::OptIn, Some(OptInClass::Caches)),
-        file_finding(&home, "live.qcow2", Verdict::Protected, None),
-        file_finding(&home, "odd.img", Verdict::Unknown, None),
+        file_finding(&state, "orphan-a.qcow2", Verdict::Reclaimable, None),
+        file_finding(&state, "orphan-b.qcow2", Verdict::Reclaimable, None),
+        file_finding(
+            &state,
+            "cache.tar",
+            Verdict::OptIn,
+            Some(OptInClass::Caches),
+        ),
+        file_finding(&state, "live.qcow2", Verdict::Protected, None),
+        file_finding(&state, "odd.img", Verdict::Unknown, None),
     ];
     let mut report = ScanReport {
         schema: SCAN_SCHEMA.into(),
@@ -357,12 +360,12 @@ fn execute_removes_exactly_the_selected_files_and_records_history() {
     assert!(out["measured_bytes"].as_u64().unwrap() > 0);
     let gone = out["steps"][0]["path"].as_str().unwrap();
     assert!(!Path::new(gone).exists());
-    let left: Vec<_> = std::fs::read_dir(&w.home)
+    let left: Vec<_> = std::fs::read_dir(w.home.join("state"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert_eq!(left.len(), 4, "{left:?}");
-    assert!(w.home.join("live.qcow2").exists(), "protected stays");
+    assert!(w.home.join("state/live.qcow2").exists(), "protected stays");
     let hist = call(&w, "get_history", json!({})).unwrap();
     assert_eq!(hist.as_array().unwrap().len(), 1);
     // After the reclaim the shell rescanned: the removed file is no longer a finding.
@@ -384,18 +387,21 @@ fn tray_reclaim_runs_only_after_the_dialog_is_accepted() {
     call(&declined, "rescan", json!({})).unwrap();
     handle_menu_id(declined.app.handle(), "reclaim");
     std::thread::sleep(Duration::from_millis(300));
-    assert!(declined.home.join("orphan-a.qcow2").exists());
+    assert!(declined.home.join("state/orphan-a.qcow2").exists());
 
     let w = world(0, true);
     call(&w, "rescan", json!({})).unwrap();
     handle_menu_id(w.app.handle(), "reclaim");
-    wait_for(|| !w.home.join("orphan-a.qcow2").exists() && !w.home.join("orphan-b.qcow2").exists());
+    wait_for(|| {
+        !w.home.join("state/orphan-a.qcow2").exists()
+            && !w.home.join("state/orphan-b.qcow2").exists()
+    });
     assert!(
-        w.home.join("cache.tar").exists(),
+        w.home.join("state/cache.tar").exists(),
         "opt-in not chosen in settings"
     );
-    assert!(w.home.join("live.qcow2").exists());
-    assert!(w.home.join("odd.img").exists());
+    assert!(w.home.join("state/live.qcow2").exists());
+    assert!(w.home.join("state/odd.img").exists());
 }
 
 #[test]

@@ -154,15 +154,11 @@ impl Scratch {
             verdict,
             reason: reason.into(),
             opt_in_class: class,
-            identity: Some(FileIdentity {
-                dev: md.dev(),
-                ino: md.ino(),
-                file_type: md.mode() & 0o170000,
-                size: md.size(),
-                mtime_ns: 0,
-            }),
+            // The identity formula the core re-checks (lstat: dev, ino, type, size, mtime).
+            identity: Some(smolsweep::exec::delete::identity_of(&path).unwrap()),
             is_dir: false,
-            root: Some(self.home.clone()),
+            // The directory holding it, as the scanner records for a product root's entry.
+            root: Some(path.parent().unwrap().to_path_buf()),
             mounts_inside: vec![],
         };
         self.report.findings.push(f.clone());
