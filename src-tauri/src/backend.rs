@@ -221,7 +221,7 @@ fn now_secs() -> u64 {
 pub fn execute_plan(
     report: &ScanReport,
     plan: &Plan,
-    mut journal: Option<&mut smolsweep::journal::Journal>,
+    journal: Option<&mut smolsweep::journal::Journal>,
     progress: &mut dyn FnMut(Progress),
 ) -> ReclaimOutcome {
     use smolsweep::exec::delete::Confirmed;
@@ -279,7 +279,7 @@ pub fn execute_plan(
         &core,
         ExecContext {
             mode: RunMode::Execute(Confirmed::for_plan(&core)),
-            journal: journal.as_deref_mut(),
+            journal,
             progress: Some(&on_progress),
             runner: runner.as_ref(),
         },
