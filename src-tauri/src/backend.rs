@@ -420,7 +420,6 @@ pub fn end_vm(p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
 mod tests {
     use super::*;
     use smolsweep::model::{finding_id, Platform, Totals, SCAN_SCHEMA};
-    use std::os::unix::fs::MetadataExt;
     use std::os::unix::process::ExitStatusExt;
     use std::path::Path;
 
