@@ -8,8 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use smolsweep::model::{
-    finding_id, FileIdentity, Finding, OptInClass, Platform, Product, ProductReport, ScanReport,
-    Scope, Totals, Verdict, VmProcess, SCAN_SCHEMA,
+    finding_id, Finding, OptInClass, Platform, Product, ProductReport, ScanReport, Scope, Totals,
+    Verdict, VmProcess, SCAN_SCHEMA,
 };
 
 pub const APP: &str = env!("CARGO_BIN_EXE_smolsweep-desktop");
