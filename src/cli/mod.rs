@@ -2,7 +2,9 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod reclaim;
 pub mod scan;
+pub mod uninstall;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -19,6 +21,22 @@ pub struct Cli {
 pub enum Command {
     /// Scan both SmolVMs' state (read-only) and report findings.
     Scan(scan::ScanArgs),
+    /// Delete what the scan found reclaimable (plan, confirm, execute).
+    Prune(reclaim::PruneArgs),
+    /// End orphaned VM processes of this HOME (pid + start time proven).
+    Reap(reclaim::ReapArgs),
+    /// Stop machines or sandboxes through their product's CLI.
+    Stop(reclaim::StopArgs),
+    /// Write a plan to a file for review (`smolsweep apply FILE` runs it).
+    Plan(reclaim::PlanArgs),
+    /// Run a plan written by `smolsweep plan`, re-checking every item.
+    Apply(reclaim::ApplyArgs),
+    /// Show the journal of executed plans.
+    History(reclaim::HistoryArgs),
+    /// Uninstall SmolVM (either product or both), then prove what is left.
+    Uninstall(uninstall::UninstallArgs),
+    /// Prove that no machine, VM directory or VM process of this HOME is left (read-only).
+    Verify(uninstall::VerifyArgs),
 }
 
 /// Parse arguments and run; returns the process exit code (0 ok, 1 refused/failure, 2 usage).
@@ -33,5 +51,13 @@ pub fn main() -> i32 {
     };
     match cli.command {
         Command::Scan(a) => scan::run(a),
+        Command::Prune(a) => reclaim::prune(a),
+        Command::Reap(a) => reclaim::reap(a),
+        Command::Stop(a) => reclaim::stop(a),
+        Command::Plan(a) => reclaim::plan(a),
+        Command::Apply(a) => reclaim::apply(a),
+        Command::History(a) => reclaim::history(a),
+        Command::Uninstall(a) => uninstall::run_uninstall(a),
+        Command::Verify(a) => uninstall::run_verify(a),
     }
 }

@@ -1,3 +1,510 @@
+//! Executing a confirmed plan: each action re-checked at the moment it is acted on, every outcome
+//! journaled as it completes, freed space measured per file system.
+//!
+//! Paths are deleted here (through [`delete`]); stopping and deleting machines, reaping processes
+//! and detaching mounts go through an [`ActionRunner`].
+//!
+//! A dry run cannot reach the delete primitive: [`delete::delete_path`] needs a
+//! [`delete::Confirmed`] token, and only [`RunMode::Execute`] carries one.
+
+pub mod delete;
 pub mod detach;
 pub mod machines;
+pub mod ownership;
 pub mod reap;
+pub mod runner;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::journal::Journal;
+use crate::model::Product;
+use crate::plan::{Action, Plan, PlanError};
+use delete::{Confirmed, DeleteOutcome, IdentityCheck, Target};
+
+/// Schema name of a reclaim result.
+pub const RESULT_SCHEMA: &str = "smolsweep.result/1";
+
+/// Whether actions are carried out.
+#[derive(Debug)]
+pub enum RunMode {
+    /// Report what would happen; read-only.
+    DryRun,
+    /// Carry the plan out; the token proves it was confirmed.
+    Execute(Confirmed),
+}
+
+impl RunMode {
+    pub fn is_dry_run(&self) -> bool {
+        matches!(self, RunMode::DryRun)
+    }
+}
+
+/// The outcome of one action. Expected situations (already gone, changed, refused) are outcomes,
+/// not errors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    Done {
+        detail: String,
+    },
+    /// Dry run: it would be done.
+    WouldDo {
+        detail: String,
+    },
+    Skipped {
+        why: String,
+        /// Part of it was done (a directory deleted except a mount point inside).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        partial: bool,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        left: Vec<PathBuf>,
+    },
+    Failed {
+        error: String,
+    },
+}
+
+impl Outcome {
+    pub fn skipped(why: impl Into<String>) -> Outcome {
+        Outcome::Skipped {
+            why: why.into(),
+            partial: false,
+            left: Vec::new(),
+        }
+    }
+    pub fn failed(error: impl Into<String>) -> Outcome {
+        Outcome::Failed {
+            error: error.into(),
+        }
+    }
+    pub fn done(detail: impl Into<String>) -> Outcome {
+        Outcome::Done {
+            detail: detail.into(),
+        }
+    }
+    pub fn is_done(&self) -> bool {
+        matches!(self, Outcome::Done { .. })
+    }
+}
+
+/// Carries out the actions that are not path deletions. The real implementation lives in
+/// `crate::exec::{machines, reap, detach}`; tests use recording stand-ins.
+pub trait ActionRunner {
+    fn stop_machine(
+        &self,
+        product: Product,
+        name: &str,
+        pid: Option<u32>,
+        pid_start_time: Option<u64>,
+    ) -> Outcome;
+    fn delete_machine(
+        &self,
+        product: Product,
+        name: &str,
+        cascade: bool,
+        children: &[String],
+    ) -> Outcome;
+    /// SIGTERM, wait, SIGKILL, confirm death; `Done` only once the process is proven gone.
+    fn reap(
+        &self,
+        pid: u32,
+        start_time: u64,
+        product: Product,
+        owner: Option<&str>,
+        uid: u32,
+    ) -> Outcome;
+    fn detach(&self, mountpoint: &Path) -> Outcome;
+}
+
+/// A runner for builds where machine, process and mount actions are not wired in: every such
+/// action fails with a clear message, nothing is touched.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct UnwiredRunner;
+
+impl ActionRunner for UnwiredRunner {
+    fn stop_machine(&self, _: Product, name: &str, _: Option<u32>, _: Option<u64>) -> Outcome {
+        Outcome::failed(format!(
+            "stopping machines is not available in this build ({name})"
+        ))
+    }
+    fn delete_machine(&self, _: Product, name: &str, _: bool, _: &[String]) -> Outcome {
+        Outcome::failed(format!(
+            "deleting machines is not available in this build ({name})"
+        ))
+    }
+    fn reap(&self, pid: u32, _: u64, _: Product, _: Option<&str>, _: u32) -> Outcome {
+        Outcome::failed(format!(
+            "reaping is not available in this build (pid {pid})"
+        ))
+    }
+    fn detach(&self, m: &Path) -> Outcome {
+        Outcome::failed(format!(
+            "detaching mounts is not available in this build ({})",
+            m.display()
+        ))
+    }
+}
+
+/// What the UI hears while a plan runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum ProgressEvent {
+    Started {
+        index: usize,
+        total: usize,
+        summary: String,
+    },
+    Finished {
+        index: usize,
+        total: usize,
+        summary: String,
+        outcome: Outcome,
+    },
+}
+
+/// Everything [`execute`] needs besides the plan.
+pub struct ExecContext<'a> {
+    pub mode: RunMode,
+    /// Appended to as the plan runs (never in a dry run).
+    pub journal: Option<&'a mut Journal>,
+    pub progress: Option<&'a dyn Fn(&ProgressEvent)>,
+    pub runner: &'a dyn ActionRunner,
+}
+
+/// One action with its outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionRecord {
+    pub index: usize,
+    pub summary: String,
+    #[serde(flatten)]
+    pub action: Action,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+/// Free space of one file system before and after the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FsMeasure {
+    pub dev: u64,
+    /// A path on it (a root of the plan).
+    pub path: PathBuf,
+    pub free_before: u64,
+    pub free_after: u64,
+}
+
+/// The result of running (or dry-running) a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecReport {
+    pub plan_id: String,
+    pub dry_run: bool,
+    pub records: Vec<ActionRecord>,
+    pub estimated_bytes: u64,
+    /// Measured: growth of free space on the plan's file systems (0 in a dry run).
+    pub freed_bytes: u64,
+    pub filesystems: Vec<FsMeasure>,
+}
+
+impl ExecReport {
+    pub fn done(&self) -> impl Iterator<Item = &ActionRecord> {
+        self.records.iter().filter(|r| r.outcome.is_done())
+    }
+    pub fn skipped(&self) -> impl Iterator<Item = &ActionRecord> {
+        self.records
+            .iter()
+            .filter(|r| matches!(r.outcome, Outcome::Skipped { .. }))
+    }
+    pub fn failed(&self) -> impl Iterator<Item = &ActionRecord> {
+        self.records
+            .iter()
+            .filter(|r| matches!(r.outcome, Outcome::Failed { .. }))
+    }
+    pub fn would_do(&self) -> impl Iterator<Item = &ActionRecord> {
+        self.records
+            .iter()
+            .filter(|r| matches!(r.outcome, Outcome::WouldDo { .. }))
+    }
+    pub fn any_failed(&self) -> bool {
+        self.failed().next().is_some()
+    }
+
+    /// The `smolsweep.result/1` JSON envelope.
+    pub fn envelope(&self, plan: &Plan) -> serde_json::Value {
+        let list = |it: &mut dyn Iterator<Item = &ActionRecord>| -> Vec<serde_json::Value> {
+            it.map(|r| serde_json::to_value(r).expect("records serialise"))
+                .collect()
+        };
+        serde_json::json!({
+            "schema": RESULT_SCHEMA,
+            "plan_id": self.plan_id,
+            "dry_run": self.dry_run,
+            "done": list(&mut self.done()),
+            "would_do": list(&mut self.would_do()),
+            "skipped": list(&mut self.skipped()),
+            "failed": list(&mut self.failed()),
+            "not_planned": plan.skipped_at_plan,
+            "estimated_bytes": self.estimated_bytes,
+            "freed_bytes": self.freed_bytes,
+            "filesystems": self.filesystems,
+        })
+    }
+}
+
+/// Why a plan was not run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("the confirmation was given for plan {confirmed}, not for plan {plan}")]
+    WrongConfirmation { confirmed: String, plan: String },
+    #[error("the journal could not be written, so nothing was done: {0}")]
+    Journal(std::io::Error),
+}
+
+/// Run `plan`. Each path is re-checked against its recorded identity when it is acted on.
+pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecError> {
+    plan.verify()?;
+    let ExecContext {
+        mode,
+        mut journal,
+        progress,
+        runner,
+    } = ctx;
+    if let RunMode::Execute(token) = &mode {
+        if token.plan_id() != plan.id {
+            return Err(ExecError::WrongConfirmation {
+                confirmed: token.plan_id().into(),
+                plan: plan.id.clone(),
+            });
+        }
+    }
+    let dry_run = mode.is_dry_run();
+    let total = plan.actions.len();
+    let before = if dry_run { Vec::new() } else { measure(plan) };
+    if !dry_run {
+        if let Some(j) = journal.as_deref_mut() {
+            j.plan_started(plan).map_err(ExecError::Journal)?;
+        }
+    }
+    let mut records = Vec::with_capacity(total);
+    let mut reaped: BTreeSet<u32> = BTreeSet::new();
+    let mut journal_broken: Option<String> = None;
+    for (index, pa) in plan.actions.iter().enumerate() {
+        if let Some(p) = progress {
+            p(&ProgressEvent::Started {
+                index,
+                total,
+                summary: pa.summary.clone(),
+            });
+        }
+        let outcome = if let Some(e) = &journal_broken {
+            Outcome::skipped(format!(
+                "not attempted: the journal could not be written ({e})"
+            ))
+        } else {
+            match &mode {
+                RunMode::DryRun => dry_outcome(plan, &pa.action),
+                RunMode::Execute(token) => run_action(plan, &pa.action, token, runner, &reaped),
+            }
+        };
+        if let (Action::SignalProcess { pid, .. }, Outcome::Done { .. }) = (&pa.action, &outcome) {
+            reaped.insert(*pid);
+        }
+        let record = ActionRecord {
+            index,
+            summary: pa.summary.clone(),
+            action: pa.action.clone(),
+            outcome,
+        };
+        if !dry_run && journal_broken.is_none() {
+            if let Some(j) = journal.as_deref_mut() {
+                if let Err(e) = j.action(&plan.id, &record) {
+                    journal_broken = Some(e.to_string());
+                }
+            }
+        }
+        if let Some(p) = progress {
+            p(&ProgressEvent::Finished {
+                index,
+                total,
+                summary: record.summary.clone(),
+                outcome: record.outcome.clone(),
+            });
+        }
+        records.push(record);
+    }
+    let filesystems: Vec<FsMeasure> = if dry_run {
+        Vec::new()
+    } else {
+        let after = measure(plan);
+        before
+            .into_iter()
+            .filter_map(|(dev, path, free_before)| {
+                after
+                    .iter()
+                    .find(|(d, _, _)| *d == dev)
+                    .map(|(_, _, free_after)| FsMeasure {
+                        dev,
+                        path,
+                        free_before,
+                        free_after: *free_after,
+                    })
+            })
+            .collect()
+    };
+    let freed_bytes = filesystems
+        .iter()
+        .map(|f| f.free_after.saturating_sub(f.free_before))
+        .sum();
+    let report = ExecReport {
+        plan_id: plan.id.clone(),
+        dry_run,
+        records,
+        estimated_bytes: plan.estimated_bytes,
+        freed_bytes,
+        filesystems,
+    };
+    if !dry_run && journal_broken.is_none() {
+        if let Some(j) = journal {
+            // The actions are done and journaled; a failure to write the summary is reported
+            // through the log only (the record stays readable without it).
+            if let Err(e) = j.plan_finished(&report) {
+                tracing::warn!("journal: could not write plan_finished: {e}");
+            }
+        }
+    }
+    Ok(report)
+}
+
+fn target<'a>(plan: &'a Plan, a: &'a Action) -> Option<Target<'a>> {
+    match a {
+        Action::DeletePath {
+            path,
+            root,
+            identity,
+            after_reap,
+            ..
+        } => Some(Target {
+            root,
+            path,
+            identity,
+            check: if after_reap.is_empty() {
+                IdentityCheck::Full
+            } else {
+                IdentityCheck::DevInoType
+            },
+            home: &plan.home,
+            roots: &plan.roots,
+            scanned_at_ns: (plan.scanned_at > 0).then(|| plan.scanned_at as i128 * 1_000_000_000),
+        }),
+        _ => None,
+    }
+}
+
+fn delete_outcome(o: DeleteOutcome) -> Outcome {
+    match o {
+        DeleteOutcome::Deleted { entries } => Outcome::done(format!(
+            "deleted ({entries} entr{})",
+            if entries == 1 { "y" } else { "ies" }
+        )),
+        DeleteOutcome::AlreadyGone => Outcome::skipped("already gone"),
+        DeleteOutcome::Changed { why } => Outcome::skipped(why),
+        DeleteOutcome::Refused { why } => Outcome::skipped(why),
+        DeleteOutcome::Partial { left, why, .. } => Outcome::Skipped {
+            why,
+            partial: true,
+            left,
+        },
+        DeleteOutcome::Failed { error } => Outcome::failed(error),
+    }
+}
+
+/// What a dry run reports: read-only checks only; never the delete primitive, never the runner.
+fn dry_outcome(plan: &Plan, a: &Action) -> Outcome {
+    match target(plan, a) {
+        Some(t) => match delete::precheck(&t) {
+            None => Outcome::WouldDo {
+                detail: "would delete".into(),
+            },
+            Some(o) => delete_outcome(o),
+        },
+        None => Outcome::WouldDo {
+            detail: format!("would {}", a.name().replace('_', " ")),
+        },
+    }
+}
+
+fn run_action(
+    plan: &Plan,
+    a: &Action,
+    token: &Confirmed,
+    runner: &dyn ActionRunner,
+    reaped: &BTreeSet<u32>,
+) -> Outcome {
+    match a {
+        Action::DeletePath { after_reap, .. } => {
+            if let Some(pid) = after_reap.iter().find(|p| !reaped.contains(p)) {
+                return Outcome::skipped(format!(
+                    "held by process {pid}, which was not ended; not deleted"
+                ));
+            }
+            if let Action::DeletePath {
+                product,
+                kind,
+                path,
+                root,
+                ..
+            } = a
+            {
+                if let Err(why) = ownership::still_orphaned(*product, kind, path, root) {
+                    return Outcome::skipped(why);
+                }
+            }
+            let t = target(plan, a).expect("a delete action");
+            delete_outcome(delete::delete_path(token, &t))
+        }
+        Action::StopMachine {
+            product,
+            name,
+            pid,
+            pid_start_time,
+        } => runner.stop_machine(*product, name, *pid, *pid_start_time),
+        Action::DeleteMachine {
+            product,
+            name,
+            cascade,
+            children,
+        } => runner.delete_machine(*product, name, *cascade, children),
+        Action::SignalProcess {
+            pid,
+            start_time,
+            product,
+            owner,
+            uid,
+        } => runner.reap(*pid, *start_time, *product, owner.as_deref(), *uid),
+        Action::Detach { mountpoint } => runner.detach(mountpoint),
+    }
+}
+
+/// Free bytes per file system holding one of the plan's delete roots: (dev, a path, free).
+fn measure(plan: &Plan) -> Vec<(u64, PathBuf, u64)> {
+    let mut seen: BTreeMap<u64, (PathBuf, u64)> = BTreeMap::new();
+    for a in &plan.actions {
+        if let Action::DeletePath { root, .. } = &a.action {
+            let Ok(st) = rustix::fs::stat(root) else {
+                continue;
+            };
+            #[allow(clippy::unnecessary_cast)] // i32 on macOS
+            let dev = st.st_dev as u64;
+            if seen.contains_key(&dev) {
+                continue;
+            }
+            if let Ok(v) = rustix::fs::statvfs(root) {
+                seen.insert(dev, (root.clone(), v.f_bfree.saturating_mul(v.f_frsize)));
+            }
+        }
+    }
+    seen.into_iter().map(|(d, (p, f))| (d, p, f)).collect()
+}

@@ -1,0 +1,248 @@
+//! `smolsweep uninstall` and `smolsweep verify`.
+//!
+//! Same conventions as `prune`: without `--yes` the plan is only shown; on a terminal the user is
+//! asked (step count and bytes); when stdin is not a terminal the plan is printed and the exit
+//! code is 1 if there was something to do. After a run, the proof is printed. Exit codes: 0 done
+//! (and clean) or nothing to do, 1 refused, any failure or a dirty proof, 2 usage.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::env::EnvSnapshot;
+use crate::model::{human_bytes, Platform};
+use crate::uninstall::plan::{self, ProductChoice, UninstallOptions, UninstallPlan};
+use crate::uninstall::preflight::{self, Preflight};
+use crate::uninstall::run::{self, RunReport, SystemRunner};
+use crate::uninstall::verify::{self, Proof, VerifyOptions};
+
+#[derive(Debug, clap::Args)]
+pub struct UninstallArgs {
+    /// Which product to uninstall.
+    #[arg(long, value_enum, default_value = "all")]
+    pub product: ProductChoice,
+    /// Also remove registry credentials (~/.config/smolvm), Celesto credentials and SSH keys.
+    #[arg(long)]
+    pub remove_credentials: bool,
+    /// Also remove the '# smolvm' PATH lines from shell startup files (backed up first).
+    #[arg(long)]
+    pub remove_path_block: bool,
+    /// Show the preflight and the plan; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do it without asking.
+    #[arg(long)]
+    pub yes: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// A directory that must not have been modified since --since.
+    #[arg(long, requires = "since")]
+    pub protected: Option<PathBuf>,
+    /// Unix seconds, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ (UTC).
+    #[arg(long, requires = "protected")]
+    pub since: Option<String>,
+    /// Only check this product.
+    #[arg(long, value_enum, default_value = "all")]
+    pub product: ProductChoice,
+    /// A directory that must be gone (repeatable).
+    #[arg(long = "removed-root")]
+    pub removed_roots: Vec<PathBuf>,
+    /// Print JSON instead of key=value lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn env_or_exit() -> Result<EnvSnapshot, i32> {
+    EnvSnapshot::capture().map_err(|e| {
+        eprintln!("smolsweep: {e:#}");
+        1
+    })
+}
+
+pub fn run_verify(args: VerifyArgs) -> i32 {
+    let env = match env_or_exit() {
+        Ok(e) => e,
+        Err(c) => return c,
+    };
+    let protected = match (&args.protected, &args.since) {
+        (Some(dir), Some(since)) => match verify::parse_since(since) {
+            Some(t) => Some((dir.clone(), t)),
+            None => {
+                eprintln!("smolsweep: --since: expected Unix seconds, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, got '{since}'");
+                return 2;
+            }
+        },
+        _ => None,
+    };
+    let opts = VerifyOptions {
+        products: args.product.products(),
+        removed_roots: args.removed_roots.clone(),
+        protected,
+    };
+    let proof = verify::verify(&env, Platform::current(), &opts);
+    print_proof(&proof, args.json);
+    if proof.is_clean() {
+        0
+    } else {
+        1
+    }
+}
+
+fn print_proof(proof: &Proof, json: bool) {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(proof).unwrap_or_else(|_| "{}".into())
+        );
+    } else {
+        print!("{}", verify::render_kv(proof));
+    }
+}
+
+/// The JSON answer of `uninstall`.
+#[derive(serde::Serialize)]
+struct Envelope<'a> {
+    schema: &'static str,
+    dry_run: bool,
+    preflight: &'a Preflight,
+    plan: &'a UninstallPlan,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run: Option<&'a RunReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    proof: Option<&'a Proof>,
+}
+
+pub fn run_uninstall(args: UninstallArgs) -> i32 {
+    let env = match env_or_exit() {
+        Ok(e) => e,
+        Err(c) => return c,
+    };
+    let platform = Platform::current();
+    let pre = preflight::gather(&env, platform);
+    let opts = UninstallOptions {
+        product: args.product,
+        remove_credentials: args.remove_credentials,
+        remove_path_block: args.remove_path_block,
+    };
+    let plan = plan::build(&pre, &opts);
+    let show = |run: Option<&RunReport>, proof: Option<&Proof>, dry: bool| {
+        if args.json {
+            let env = Envelope {
+                schema: "smolsweep.uninstall/1",
+                dry_run: dry,
+                preflight: &pre,
+                plan: &plan,
+                run,
+                proof,
+            };
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&env).unwrap_or_else(|_| "{}".into())
+            );
+        } else {
+            if run.is_none() {
+                print!("{}", preflight::render(&pre));
+                println!();
+                print!("{}", plan::render(&plan));
+            }
+            if let Some(r) = run {
+                print!("{}", render_run(r));
+                print!("{}", plan::render_leftovers(&plan));
+            }
+            if let Some(p) = proof {
+                println!();
+                print!("{}", verify::render_kv(p));
+            }
+        }
+    };
+    if plan.is_empty() {
+        show(None, None, true);
+        if !args.json {
+            println!("Nothing to do.");
+        }
+        return 0;
+    }
+    if args.dry_run {
+        show(None, None, true);
+        return 0;
+    }
+    if !args.yes {
+        if !std::io::stdin().is_terminal() {
+            show(None, None, true);
+            eprintln!("Not confirmed: stdin is not a terminal. Re-run with --yes to do this.");
+            return 1;
+        }
+        show(None, None, true);
+        eprint!(
+            "Carry out {} step(s), removing about {}? [y/N] ",
+            plan.checked_count(),
+            human_bytes(plan.checked_bytes())
+        );
+        let _ = std::io::stderr().flush();
+        let mut answer = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut answer);
+        if !matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES") {
+            eprintln!("Nothing done.");
+            return 1;
+        }
+    }
+    // The same journal as prune: every machine, process, mount and delete action is recorded.
+    let mut journal = match crate::journal::Journal::open_default() {
+        Ok(j) => j,
+        Err(e) => {
+            eprintln!("smolsweep: cannot open the journal, so nothing was done: {e}");
+            return 1;
+        }
+    };
+    let report = run::run_with(
+        &plan,
+        &SystemRunner::for_env(&env),
+        now_secs(),
+        Some(&mut journal),
+    );
+    let proof = verify::verify(
+        &env,
+        platform,
+        &VerifyOptions {
+            products: plan.products.clone(),
+            removed_roots: plan.removed_roots.clone(),
+            protected: None,
+        },
+    );
+    show(Some(&report), Some(&proof), false);
+    if report.any_failed() || !proof.is_clean() {
+        1
+    } else {
+        0
+    }
+}
+
+fn render_run(r: &RunReport) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    for rec in &r.records {
+        let (tag, detail) = match &rec.result {
+            run::StepOutcome::Done { detail } => ("done", detail),
+            run::StepOutcome::Skipped { why } => ("skipped", why),
+            run::StepOutcome::Failed { error } => ("FAILED", error),
+        };
+        let _ = writeln!(s, "{:>2}. {tag}: {} — {detail}", rec.index + 1, rec.summary);
+    }
+    let _ = writeln!(s, "Freed about {}.", human_bytes(r.freed_bytes));
+    for b in &r.backups {
+        let _ = writeln!(s, "Backup: {}", b.display());
+    }
+    s
+}

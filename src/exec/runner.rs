@@ -1,0 +1,193 @@
+//! The real [`ActionRunner`]: machines through their product's CLI ([`super::machines`]),
+//! processes through pidfds ([`super::reap`]), macOS disk images through `hdiutil`
+//! ([`super::detach`]).
+
+use std::path::{Path, PathBuf};
+
+use crate::env::EnvSnapshot;
+use crate::exec::detach::{self, DetachOutcome, SystemRunner};
+use crate::exec::machines::{
+    celesto_row, smolvm_record_state, CelestoCli, MachineOutcome, SmolvmCli,
+};
+use crate::exec::reap::{self, ProcessRef, ReapOptions, ReapOutcome};
+use crate::exec::{ActionRunner, Outcome};
+use crate::model::{Platform, Product};
+use crate::roots::{celesto_roots, smolvm_roots};
+
+/// Carries out machine, process and mount actions for one HOME.
+#[derive(Debug, Clone)]
+pub struct RealRunner {
+    pub env: EnvSnapshot,
+    pub platform: Platform,
+    pub reap: ReapOptions,
+}
+
+impl RealRunner {
+    pub fn new(env: EnvSnapshot, platform: Platform) -> Self {
+        RealRunner {
+            env,
+            platform,
+            reap: ReapOptions::default(),
+        }
+    }
+
+    /// The smolvm CLI for the root set whose database records `name`.
+    fn smolvm_for(&self, name: &str) -> Result<SmolvmCli, Outcome> {
+        let sets = smolvm_roots(self.platform, &self.env).sets;
+        let db = sets
+            .iter()
+            .map(|s| s.db_path.clone())
+            .find(|db| matches!(smolvm_record_state(db, name), Ok(Some(_))));
+        let Some(db) = db else {
+            // Never call the CLI with a name that has no record: `stop` creates directories.
+            return Err(Outcome::skipped(format!(
+                "machine '{name}' no longer exists; the CLI was not called"
+            )));
+        };
+        SmolvmCli::locate(&self.env, db)
+            .ok_or_else(|| Outcome::failed("the smolvm command was not found on PATH"))
+    }
+
+    /// The celesto CLI for the data directory whose inventory holds `id`.
+    fn celesto_for(&self, id: &str) -> Result<CelestoCli, Outcome> {
+        let dirs = celesto_roots(self.platform, &self.env).data_dirs;
+        let db: Option<PathBuf> = dirs
+            .iter()
+            .flat_map(|d| [d.path.join("celesto.db"), d.path.join("smolvm.db")])
+            .find(|db| matches!(celesto_row(db, id), Ok(Some(_))));
+        let Some(db) = db else {
+            return Err(Outcome::skipped(format!(
+                "sandbox '{id}' no longer exists; the CLI was not called"
+            )));
+        };
+        CelestoCli::locate(&self.env, db)
+            .ok_or_else(|| Outcome::failed("the celesto command was not found on PATH"))
+    }
+}
+
+fn machine_outcome(verb: &str, name: &str, o: MachineOutcome) -> Outcome {
+    match o {
+        MachineOutcome::Stopped => Outcome::done(format!("stopped {name}")),
+        MachineOutcome::Deleted => Outcome::done(format!("deleted {name}")),
+        MachineOutcome::Resumed => Outcome::done(format!("resumed {name}")),
+        MachineOutcome::NotRunning { state } => {
+            if verb == "stop" {
+                Outcome::done(format!("{name} was not running ({state})"))
+            } else {
+                Outcome::skipped(format!("{name} is {state}"))
+            }
+        }
+        MachineOutcome::Paused => Outcome::skipped(format!(
+            "{name} is paused (its execution is saved): resume it, or delete it"
+        )),
+        MachineOutcome::NotFound => Outcome::skipped(format!("{name} no longer exists")),
+        MachineOutcome::FsSyncFailed => Outcome::failed(format!(
+            "the guest of {name} did not confirm filesystem synchronization: reap its VM process, then delete it"
+        )),
+        other => Outcome::failed(format!("{verb} {name}: {other:?}")),
+    }
+}
+
+impl ActionRunner for RealRunner {
+    fn stop_machine(
+        &self,
+        product: Product,
+        name: &str,
+        pid: Option<u32>,
+        pid_start_time: Option<u64>,
+    ) -> Outcome {
+        match product {
+            Product::Smolvm => match self.smolvm_for(name) {
+                Ok(cli) => machine_outcome("stop", name, cli.stop(name)),
+                Err(o) => o,
+            },
+            Product::Celesto => match self.celesto_for(name) {
+                Ok(cli) => {
+                    let proc_ref = pid.zip(pid_start_time).map(|(pid, start_time)| ProcessRef {
+                        pid,
+                        start_time,
+                        uid: self.env.euid,
+                    });
+                    machine_outcome("stop", name, cli.stop(name, proc_ref.as_ref()))
+                }
+                Err(o) => o,
+            },
+        }
+    }
+
+    fn delete_machine(
+        &self,
+        product: Product,
+        name: &str,
+        cascade: bool,
+        _children: &[String],
+    ) -> Outcome {
+        match product {
+            Product::Smolvm => match self.smolvm_for(name) {
+                Ok(cli) => machine_outcome("delete", name, cli.delete(name, cascade)),
+                Err(o) => o,
+            },
+            Product::Celesto => match self.celesto_for(name) {
+                Ok(cli) => machine_outcome("delete", name, cli.delete(name, None)),
+                Err(o) => o,
+            },
+        }
+    }
+
+    fn reap(
+        &self,
+        pid: u32,
+        start_time: u64,
+        _product: Product,
+        owner: Option<&str>,
+        uid: u32,
+    ) -> Outcome {
+        let who = owner.map(|o| format!(" ({o})")).unwrap_or_default();
+        if uid != self.env.euid {
+            return Outcome::skipped(format!("process {pid}{who} belongs to another user"));
+        }
+        let target = ProcessRef {
+            pid,
+            start_time,
+            uid,
+        };
+        match reap::reap(&target, &self.reap) {
+            ReapOutcome::Terminated { by, after_ms } => Outcome::done(format!(
+                "process {pid}{who} ended by {by:?} after {after_ms} ms"
+            )),
+            ReapOutcome::AlreadyGone => {
+                Outcome::done(format!("process {pid}{who} had already exited"))
+            }
+            ReapOutcome::IdentityMismatch { .. } => Outcome::skipped(format!(
+                "pid {pid} now belongs to another process; nothing was signalled"
+            )),
+            ReapOutcome::NotOurs { uid } => Outcome::skipped(format!(
+                "process {pid} belongs to uid {uid}; nothing was signalled"
+            )),
+            ReapOutcome::StillAlive => {
+                Outcome::failed(format!("process {pid}{who} survived SIGKILL"))
+            }
+            ReapOutcome::Failed { error } => Outcome::failed(error),
+        }
+    }
+
+    fn detach(&self, mountpoint: &Path) -> Outcome {
+        if self.platform != Platform::Macos {
+            return Outcome::skipped(format!(
+                "{} is a mount point; Smolsweep never detaches mounts on Linux",
+                mountpoint.display()
+            ));
+        }
+        match detach::detach(mountpoint, &SystemRunner::default()) {
+            DetachOutcome::Detached { forced, .. } => Outcome::done(format!(
+                "detached {}{}",
+                mountpoint.display(),
+                if forced { " (forced)" } else { "" }
+            )),
+            DetachOutcome::Failed { error } => Outcome::failed(format!(
+                "could not detach {}: {error}; what contains it is left in place",
+                mountpoint.display()
+            )),
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! The journal: an append-only JSON Lines record of every executed plan.
+//!
+//! A `plan_started` line (plan id, actions, estimate) is written and fsynced before the first
+//! action, one `action` line per outcome as it completes, and a `plan_finished` line with the
+//! measured bytes. Each line is one `write` to a file opened with `O_APPEND`, followed by
+//! `fsync`, so a crash mid-run leaves every completed action on disk; the reader tolerates a
+//! truncated last line. Lives in the app's data directory (`SMOLSWEEP_DATA_DIR` overrides it).
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::exec::{ActionRecord, ExecReport, FsMeasure, Outcome};
+use crate::plan::{Plan, PlannedAction};
+
+/// File name of the journal inside the data directory.
+pub const JOURNAL_FILE: &str = "journal.jsonl";
+
+/// One line of the journal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum JournalEntry {
+    PlanStarted {
+        /// Milliseconds since the Unix epoch.
+        at_ms: u64,
+        plan_id: String,
+        home: PathBuf,
+        estimated_bytes: u64,
+        actions: Vec<PlannedAction>,
+    },
+    Action {
+        at_ms: u64,
+        plan_id: String,
+        #[serde(flatten)]
+        record: Box<ActionRecord>,
+    },
+    PlanFinished {
+        at_ms: u64,
+        plan_id: String,
+        done: usize,
+        skipped: usize,
+        failed: usize,
+        estimated_bytes: u64,
+        freed_bytes: u64,
+        #[serde(default)]
+        filesystems: Vec<FsMeasure>,
+    },
+}
+
+/// An open journal file.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+}
+
+/// The app data directory: `$SMOLSWEEP_DATA_DIR`, else the platform's data dir for Smolsweep.
+pub fn data_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("SMOLSWEEP_DATA_DIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    directories::ProjectDirs::from("org", "Smolsweep", "smolsweep").map(|p| p.data_dir().into())
+}
+
+/// Where the journal is (whether or not it exists yet).
+pub fn default_path() -> Option<PathBuf> {
+    data_dir().map(|d| d.join(JOURNAL_FILE))
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Journal {
+    /// Open (creating the data directory and file when needed) the journal at the default place.
+    pub fn open_default() -> io::Result<Journal> {
+        let path = default_path().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::NotFound, "no data directory for the journal")
+        })?;
+        Journal::open(&path)
+    }
+
+    /// Open the journal file at `path` for appending.
+    pub fn open(path: &Path) -> io::Result<Journal> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let mut j = Journal {
+            path: path.to_path_buf(),
+            file,
+        };
+        j.heal_tail()?;
+        Ok(j)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A crash may have left a partial last line: end it, so the next entry starts on its own
+    /// line (the reader skips the damaged one).
+    fn heal_tail(&mut self) -> io::Result<()> {
+        use std::io::{Read, Seek, SeekFrom};
+        let len = self.file.metadata()?.len();
+        if len == 0 {
+            return Ok(());
+        }
+        let mut f = File::open(&self.path)?;
+        f.seek(SeekFrom::Start(len - 1))?;
+        let mut b = [0u8; 1];
+        f.read_exact(&mut b)?;
+        if b[0] != b'\n' {
+            self.file.write_all(b"\n")?;
+            self.file.sync_data()?;
+        }
+        Ok(())
+    }
+
+    /// Append one entry as one line and fsync it.
+    pub fn append(&mut self, entry: &JournalEntry) -> io::Result<()> {
+        let mut line = serde_json::to_vec(entry).map_err(io::Error::other)?;
+        line.push(b'\n');
+        self.file.write_all(&line)?;
+        self.file.sync_data()
+    }
+
+    pub fn plan_started(&mut self, plan: &Plan) -> io::Result<()> {
+        self.append(&JournalEntry::PlanStarted {
+            at_ms: now_ms(),
+            plan_id: plan.id.clone(),
+            home: plan.home.clone(),
+            estimated_bytes: plan.estimated_bytes,
+            actions: plan.actions.clone(),
+        })
+    }
+
+    pub fn action(&mut self, plan_id: &str, record: &ActionRecord) -> io::Result<()> {
+        self.append(&JournalEntry::Action {
+            at_ms: now_ms(),
+            plan_id: plan_id.into(),
+            record: Box::new(record.clone()),
+        })
+    }
+
+    pub fn plan_finished(&mut self, report: &ExecReport) -> io::Result<()> {
+        self.append(&JournalEntry::PlanFinished {
+            at_ms: now_ms(),
+            plan_id: report.plan_id.clone(),
+            done: report.done().count(),
+            skipped: report.skipped().count(),
+            failed: report.failed().count(),
+            estimated_bytes: report.estimated_bytes,
+            freed_bytes: report.freed_bytes,
+            filesystems: report.filesystems.clone(),
+        })
+    }
+}
+
+/// What [`read`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JournalContents {
+    pub entries: Vec<JournalEntry>,
+    /// 1-based numbers of lines that were not valid entries (a crash's truncated line).
+    pub damaged_lines: Vec<usize>,
+}
+
+/// Read a journal; a missing file is an empty journal; damaged lines are skipped and counted.
+pub fn read(path: &Path) -> io::Result<JournalContents> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(JournalContents::default()),
+        Err(e) => return Err(e),
+    };
+    let mut out = JournalContents::default();
+    for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+        if line.iter().all(|b| b.is_ascii_whitespace()) {
+            continue;
+        }
+        match serde_json::from_slice::<JournalEntry>(line) {
+            Ok(e) => out.entries.push(e),
+            Err(_) => out.damaged_lines.push(i + 1),
+        }
+    }
+    Ok(out)
+}
+
+/// One executed plan as the journal tells it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunSummary {
+    pub plan_id: String,
+    pub started_at_ms: u64,
+    pub home: PathBuf,
+    pub planned_actions: usize,
+    pub estimated_bytes: u64,
+    pub done: usize,
+    pub skipped: usize,
+    pub failed: usize,
+    /// `None` when the run never finished (crash or kill): the actions listed are what was done.
+    pub freed_bytes: Option<u64>,
+    pub finished: bool,
+    pub outcomes: Vec<ActionRecord>,
+}
+
+/// Group journal entries into runs, oldest first.
+pub fn runs(entries: &[JournalEntry]) -> Vec<RunSummary> {
+    let mut runs: Vec<RunSummary> = Vec::new();
+    for e in entries {
+        match e {
+            JournalEntry::PlanStarted {
+                at_ms,
+                plan_id,
+                home,
+                estimated_bytes,
+                actions,
+            } => runs.push(RunSummary {
+                plan_id: plan_id.clone(),
+                started_at_ms: *at_ms,
+                home: home.clone(),
+                planned_actions: actions.len(),
+                estimated_bytes: *estimated_bytes,
+                done: 0,
+                skipped: 0,
+                failed: 0,
+                freed_bytes: None,
+                finished: false,
+                outcomes: Vec::new(),
+            }),
+            JournalEntry::Action {
+                plan_id, record, ..
+            } => {
+                if let Some(r) = runs
+                    .iter_mut()
+                    .rev()
+                    .find(|r| &r.plan_id == plan_id && !r.finished)
+                {
+                    match record.outcome {
+                        Outcome::Done { .. } => r.done += 1,
+                        Outcome::Skipped { .. } => r.skipped += 1,
+                        Outcome::Failed { .. } => r.failed += 1,
+                        Outcome::WouldDo { .. } => {}
+                    }
+                    r.outcomes.push((**record).clone());
+                }
+            }
+            JournalEntry::PlanFinished {
+                plan_id,
+                freed_bytes,
+                ..
+            } => {
+                if let Some(r) = runs
+                    .iter_mut()
+                    .rev()
+                    .find(|r| &r.plan_id == plan_id && !r.finished)
+                {
+                    r.finished = true;
+                    r.freed_bytes = Some(*freed_bytes);
+                }
+            }
+        }
+    }
+    runs
+}

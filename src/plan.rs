@@ -1,0 +1,835 @@
+//! Plans: the exact list of actions a reclaim will take, made from a scan and a selection.
+//!
+//! A plan is what the user confirms, and executing runs **that plan** (never a rescan). Every
+//! target carries the identity it had when scanned, so the executor can re-check it at the moment
+//! it acts. The plan id is the SHA-256 of the plan's canonical JSON (everything but the id), so a
+//! saved plan that was edited is refused by [`Plan::from_json`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::model::{
+    human_bytes, FileIdentity, Finding, OptInClass, Platform, Product, ScanReport, Scope, Verdict,
+};
+
+/// Schema name of a serialised plan.
+pub const PLAN_SCHEMA: &str = "smolsweep.plan/1";
+
+/// What the user asked to reclaim.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Selection {
+    /// Finding ids chosen one by one (only `reclaimable` or `opt_in` ones are ever planned).
+    pub ids: Vec<String>,
+    /// Every `reclaimable` finding.
+    pub all_reclaimable: bool,
+    /// Opt-in classes to include (saved disks, caches, residue).
+    pub include: BTreeSet<OptInClass>,
+    /// Signal every orphaned VM process of this HOME.
+    pub reap_orphans: bool,
+    /// Individual processes to reap (must be orphans of this HOME in the scan).
+    #[serde(default)]
+    pub reap_pids: Vec<u32>,
+    /// Machines (smolvm names or Celesto sandbox ids) to stop.
+    pub stop_machines: Vec<String>,
+    /// Machines to delete through their product's CLI.
+    #[serde(default)]
+    pub delete_machines: Vec<String>,
+}
+
+impl Selection {
+    /// The default `prune` selection: everything reclaimable.
+    pub fn reclaimable() -> Self {
+        Selection {
+            all_reclaimable: true,
+            ..Default::default()
+        }
+    }
+}
+
+/// One action of a plan. Serialised with an `action` tag (`delete_path`, `stop_machine`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    /// Remove a file, symlink or directory tree strictly inside `root`.
+    DeletePath {
+        finding_id: String,
+        product: Product,
+        kind: String,
+        path: PathBuf,
+        root: PathBuf,
+        #[serde(with = "identity_repr")]
+        identity: FileIdentity,
+        is_dir: bool,
+        /// Allocated bytes the scan measured.
+        expected_bytes: u64,
+        /// Processes reaped earlier in the same plan that held this path. The path is deleted only
+        /// when every one of those reaps succeeded, and then only dev, inode and type are
+        /// re-checked (a running VM changes its disk's size and mtime).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        after_reap: Vec<u32>,
+        /// Mount points the scan found inside (left in place, never deleted through).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        mounts_inside: Vec<PathBuf>,
+    },
+    /// Stop a machine through its product's CLI.
+    StopMachine {
+        product: Product,
+        name: String,
+        pid: Option<u32>,
+        pid_start_time: Option<u64>,
+    },
+    /// Delete a machine through its product's CLI.
+    DeleteMachine {
+        product: Product,
+        name: String,
+        cascade: bool,
+        children: Vec<String>,
+    },
+    /// Terminate an orphaned VM process (SIGTERM, wait, SIGKILL), proven by pid + start time.
+    SignalProcess {
+        pid: u32,
+        start_time: u64,
+        product: Product,
+        owner: Option<String>,
+        uid: u32,
+    },
+    /// Detach a mount (macOS `hdiutil detach`) before the directory holding it is deleted.
+    Detach { mountpoint: PathBuf },
+}
+
+impl Action {
+    /// The `action` tag.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::DeletePath { .. } => "delete_path",
+            Action::StopMachine { .. } => "stop_machine",
+            Action::DeleteMachine { .. } => "delete_machine",
+            Action::SignalProcess { .. } => "signal_process",
+            Action::Detach { .. } => "detach",
+        }
+    }
+
+    fn order(&self) -> u8 {
+        match self {
+            Action::StopMachine { .. } | Action::SignalProcess { .. } => 0,
+            Action::Detach { .. } => 1,
+            Action::DeleteMachine { .. } => 2,
+            Action::DeletePath { .. } => 3,
+        }
+    }
+}
+
+/// [`FileIdentity`] with `mtime_ns` as an `i64`: actions are internally tagged (and flattened
+/// into records), and serde's buffered path for those does not carry `i128`. Nanoseconds since
+/// the epoch fit an `i64` until 2262.
+mod identity_repr {
+    use super::FileIdentity;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct Repr {
+        dev: u64,
+        ino: u64,
+        file_type: u32,
+        size: u64,
+        mtime_ns: i64,
+    }
+
+    pub fn serialize<S: Serializer>(id: &FileIdentity, s: S) -> Result<S::Ok, S::Error> {
+        Repr {
+            dev: id.dev,
+            ino: id.ino,
+            file_type: id.file_type,
+            size: id.size,
+            mtime_ns: id.mtime_ns.clamp(i64::MIN as i128, i64::MAX as i128) as i64,
+        }
+        .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<FileIdentity, D::Error> {
+        let r = Repr::deserialize(d)?;
+        Ok(FileIdentity {
+            dev: r.dev,
+            ino: r.ino,
+            file_type: r.file_type,
+            size: r.size,
+            mtime_ns: r.mtime_ns as i128,
+        })
+    }
+}
+
+/// An action with the line a person reads in the confirmation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedAction {
+    #[serde(flatten)]
+    pub action: Action,
+    pub summary: String,
+}
+
+/// A finding (or process, or machine) that was selected but is not part of the plan, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedAtPlan {
+    /// Finding id, `pid:<n>` or `machine:<name>`.
+    pub id: String,
+    pub why: String,
+}
+
+/// The plan a user confirms and the executor runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub schema: String,
+    /// Hex SHA-256 of the canonical JSON of the plan without its id.
+    pub id: String,
+    /// Seconds since the Unix epoch.
+    pub created_at: u64,
+    /// When the scan this plan was made from started (seconds since the epoch; 0 unknown).
+    /// Directories inside a planned directory modified after it are left in place.
+    #[serde(default)]
+    pub scanned_at: u64,
+    pub home: PathBuf,
+    pub platform: Platform,
+    /// Every root directory the scan resolved. None of them is ever deleted itself.
+    pub roots: Vec<PathBuf>,
+    pub actions: Vec<PlannedAction>,
+    /// Allocated bytes the delete actions are expected to free (each inode counted once).
+    pub estimated_bytes: u64,
+    pub skipped_at_plan: Vec<SkippedAtPlan>,
+}
+
+/// Why a serialised plan was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("not a plan: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("unsupported plan schema {0:?} (expected {PLAN_SCHEMA})")]
+    Schema(String),
+    #[error("plan id {claimed} does not match its content ({actual}): the plan was changed after it was made")]
+    Tampered { claimed: String, actual: String },
+}
+
+/// Whether `path` is absolute and has no `.`/`..` components (so prefix tests mean containment).
+pub fn is_normal_absolute(path: &Path) -> bool {
+    path.is_absolute()
+        && path
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+}
+
+/// Whether `path` lies strictly below `root` (both normal absolute paths).
+pub fn strictly_inside(path: &Path, root: &Path) -> bool {
+    is_normal_absolute(path) && is_normal_absolute(root) && path != root && path.starts_with(root)
+}
+
+impl Plan {
+    /// Build the plan for `selection` from a scan. Pure: touches no file system.
+    pub fn from_scan(report: &ScanReport, selection: &Selection) -> Plan {
+        Self::from_scan_at(report, selection, now_secs())
+    }
+
+    /// [`Plan::from_scan`] with an explicit creation time (tests, reproducible ids).
+    pub fn from_scan_at(report: &ScanReport, selection: &Selection, created_at: u64) -> Plan {
+        let mut skipped: Vec<SkippedAtPlan> = Vec::new();
+        let mut skip = |id: &str, why: String| skipped.push(SkippedAtPlan { id: id.into(), why });
+
+        // Roots: every named product root plus every finding's root.
+        let mut roots: BTreeSet<PathBuf> = BTreeSet::new();
+        for p in &report.products {
+            roots.extend(p.roots.values().cloned());
+        }
+        roots.extend(report.findings.iter().filter_map(|f| f.root.clone()));
+
+        // ---- processes to reap
+        let mut reaps: Vec<&crate::model::VmProcess> = Vec::new();
+        let mut reap_pids: BTreeSet<u32> = BTreeSet::new();
+        for p in &report.processes {
+            let asked = selection.reap_pids.contains(&p.pid);
+            if !(asked || selection.reap_orphans && p.orphan) {
+                continue;
+            }
+            let key = format!("pid:{}", p.pid);
+            if p.scope != Scope::ThisHome {
+                if asked {
+                    skip(&key, "belongs to another HOME; never signalled".into());
+                }
+                continue;
+            }
+            if !p.orphan {
+                let owner = p.owner.as_deref().unwrap_or("a recorded machine");
+                skip(&key, format!("owned by {owner}; stop that machine instead"));
+                continue;
+            }
+            if reap_pids.insert(p.pid) {
+                reaps.push(p);
+            }
+        }
+        for pid in &selection.reap_pids {
+            if !report.processes.iter().any(|p| p.pid == *pid) {
+                skip(
+                    &format!("pid:{pid}"),
+                    "no such VM process in the scan".into(),
+                );
+            }
+        }
+
+        // ---- machines
+        let mut machine_actions: Vec<PlannedAction> = Vec::new();
+        let mut seen_machines = BTreeSet::new();
+        for name in &selection.stop_machines {
+            if !seen_machines.insert(("stop", name.clone())) {
+                continue;
+            }
+            match report.machines.iter().find(|m| &m.name == name) {
+                None => skip(
+                    &format!("machine:{name}"),
+                    "no machine or sandbox with that name in the scan".into(),
+                ),
+                Some(m) => machine_actions.push(PlannedAction {
+                    summary: format!(
+                        "stop {} {} ({})",
+                        m.product.display_name(),
+                        m.name,
+                        if m.effective_state.is_empty() {
+                            &m.state
+                        } else {
+                            &m.effective_state
+                        }
+                    ),
+                    action: Action::StopMachine {
+                        product: m.product,
+                        name: m.name.clone(),
+                        pid: m.pid,
+                        pid_start_time: m.pid_start_time,
+                    },
+                }),
+            }
+        }
+        let mut deleted_machine_dirs: Vec<PathBuf> = Vec::new();
+        for name in &selection.delete_machines {
+            if !seen_machines.insert(("delete", name.clone())) {
+                continue;
+            }
+            match report.machines.iter().find(|m| &m.name == name) {
+                None => skip(
+                    &format!("machine:{name}"),
+                    "no machine or sandbox with that name in the scan".into(),
+                ),
+                Some(m) => {
+                    deleted_machine_dirs.extend(m.dir.clone());
+                    machine_actions.push(PlannedAction {
+                        summary: format!(
+                            "delete {} {} ({})",
+                            m.product.display_name(),
+                            m.name,
+                            human_bytes(m.allocated_bytes)
+                        ),
+                        action: Action::DeleteMachine {
+                            product: m.product,
+                            name: m.name.clone(),
+                            cascade: false,
+                            children: Vec::new(),
+                        },
+                    })
+                }
+            }
+        }
+
+        // ---- findings
+        let mut chosen: Vec<&Finding> = Vec::new();
+        for id in &selection.ids {
+            if report.finding(id).is_none() {
+                skip(id, "no finding with this id in the scan".into());
+            }
+        }
+        for f in &report.findings {
+            let explicit = selection.ids.iter().any(|i| i == &f.id);
+            let by_class = match f.verdict {
+                Verdict::Reclaimable => selection.all_reclaimable,
+                Verdict::OptIn => f
+                    .opt_in_class
+                    .is_some_and(|c| selection.include.contains(&c)),
+                Verdict::Protected | Verdict::Unknown => false,
+            };
+            if !(explicit || by_class) {
+                continue;
+            }
+            match f.verdict {
+                Verdict::Protected => {
+                    skip(&f.id, format!("protected, never deleted: {}", f.reason));
+                    continue;
+                }
+                Verdict::Unknown => {
+                    skip(
+                        &f.id,
+                        format!("could not be verified, never deleted: {}", f.reason),
+                    );
+                    continue;
+                }
+                _ => {}
+            }
+            let Some(root) = &f.root else {
+                skip(&f.id, "the scan recorded no root for it".into());
+                continue;
+            };
+            if f.identity.is_none() {
+                skip(&f.id, "the scan could not record its identity".into());
+                continue;
+            }
+            if root == Path::new("/") || report.home.starts_with(root) {
+                skip(
+                    &f.id,
+                    "its root is /, HOME or contains HOME; never deleted from".into(),
+                );
+                continue;
+            }
+            if !strictly_inside(&f.path, root) {
+                skip(
+                    &f.id,
+                    format!("not strictly inside its root {}", root.display()),
+                );
+                continue;
+            }
+            if roots.contains(&f.path) || f.path == report.home || report.home.starts_with(&f.path)
+            {
+                skip(
+                    &f.id,
+                    "a root directory or HOME itself is never deleted".into(),
+                );
+                continue;
+            }
+            // A dead ephemeral machine is removed the way smolvm removes it: record and
+            // directory together, through `machine delete --force`.
+            if f.kind == "smolvm.dead_ephemeral_dir" {
+                if let Some(name) = &f.owner {
+                    deleted_machine_dirs.push(f.path.clone());
+                    machine_actions.push(PlannedAction {
+                        summary: format!(
+                            "delete ephemeral machine '{name}' whose VM is gone (smolvm machine delete --force)"
+                        ),
+                        action: Action::DeleteMachine {
+                            product: f.product,
+                            name: name.clone(),
+                            cascade: false,
+                            children: Vec::new(),
+                        },
+                    });
+                    continue;
+                }
+            }
+            chosen.push(f);
+        }
+
+        // De-duplicate (B11) and drop paths covered by another planned directory.
+        chosen.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut kept: Vec<&Finding> = Vec::new();
+        for f in chosen {
+            if let Some(prev) = kept.iter().find(|k| k.path == f.path) {
+                if prev.id != f.id {
+                    skip(&f.id, format!("same path as {} (planned once)", prev.id));
+                }
+                continue;
+            }
+            if let Some(parent) = kept
+                .iter()
+                .find(|k| k.is_dir && f.path.starts_with(&k.path))
+            {
+                skip(
+                    &f.id,
+                    format!(
+                        "inside {}, which is deleted as a whole",
+                        parent.path.display()
+                    ),
+                );
+                continue;
+            }
+            if let Some(d) = deleted_machine_dirs.iter().find(|d| f.path.starts_with(d)) {
+                skip(&f.id, format!("removed with its machine ({})", d.display()));
+                continue;
+            }
+            kept.push(f);
+        }
+
+        // ---- reap actions, then the deletes that depend on them
+        let mut actions: Vec<PlannedAction> = Vec::new();
+        for p in &reaps {
+            actions.push(PlannedAction {
+                summary: format!(
+                    "end orphaned {} process {} ({}{})",
+                    p.product.display_name(),
+                    p.pid,
+                    p.shape,
+                    p.owner
+                        .as_deref()
+                        .map(|o| format!(", {o}"))
+                        .unwrap_or_default()
+                ),
+                action: Action::SignalProcess {
+                    pid: p.pid,
+                    start_time: p.start_time,
+                    product: p.product,
+                    owner: p.owner.clone(),
+                    uid: p.uid,
+                },
+            });
+        }
+        actions.extend(machine_actions);
+
+        let mut detach: BTreeSet<PathBuf> = BTreeSet::new();
+        let mut deletes: Vec<PlannedAction> = Vec::new();
+        let mut counted: BTreeSet<(u64, u64)> = BTreeSet::new();
+        let mut estimated = 0u64;
+        for f in kept {
+            let identity = f.identity.expect("checked above");
+            let after_reap: Vec<u32> = reaps
+                .iter()
+                .filter(|p| {
+                    p.paths
+                        .iter()
+                        .any(|q| q.starts_with(&f.path) || f.path.starts_with(q))
+                })
+                .map(|p| p.pid)
+                .collect();
+            if report.platform == Platform::Macos {
+                for m in &f.mounts_inside {
+                    if m.file_name().is_some_and(|n| n == "layers-cs") {
+                        detach.insert(m.clone());
+                    }
+                }
+            }
+            if counted.insert((identity.dev, identity.ino)) {
+                estimated += f.allocated_bytes;
+            }
+            let mut summary = format!(
+                "delete {} {} ({})",
+                if f.is_dir { "directory" } else { "file" },
+                f.path.display(),
+                human_bytes(f.allocated_bytes)
+            );
+            if !after_reap.is_empty() {
+                summary.push_str(", after its process is ended");
+            }
+            deletes.push(PlannedAction {
+                summary,
+                action: Action::DeletePath {
+                    finding_id: f.id.clone(),
+                    product: f.product,
+                    kind: f.kind.clone(),
+                    path: f.path.clone(),
+                    root: f.root.clone().expect("checked above"),
+                    identity,
+                    is_dir: f.is_dir,
+                    expected_bytes: f.allocated_bytes,
+                    after_reap,
+                    mounts_inside: f.mounts_inside.clone(),
+                },
+            });
+        }
+        actions.extend(detach.into_iter().map(|m| PlannedAction {
+            summary: format!("detach the mount at {}", m.display()),
+            action: Action::Detach { mountpoint: m },
+        }));
+        actions.extend(deletes);
+        // Stable sort keeps the order within each group.
+        actions.sort_by_key(|a| a.action.order());
+
+        let mut plan = Plan {
+            schema: PLAN_SCHEMA.into(),
+            id: String::new(),
+            created_at,
+            scanned_at: report.scanned_at,
+            home: report.home.clone(),
+            platform: report.platform,
+            roots: roots.into_iter().collect(),
+            actions,
+            estimated_bytes: estimated,
+            skipped_at_plan: skipped,
+        };
+        plan.id = plan.content_id();
+        plan
+    }
+
+    /// Hex SHA-256 of the canonical JSON (sorted keys) of the plan without its id.
+    pub fn content_id(&self) -> String {
+        let mut copy = self.clone();
+        copy.id = String::new();
+        let value = serde_json::to_value(&copy).expect("a plan always serialises");
+        // serde_json's map is ordered by key, so this text is canonical.
+        let text = serde_json::to_string(&value).expect("a value always serialises");
+        hex::encode(Sha256::digest(text.as_bytes()))
+    }
+
+    /// Whether the id still matches the content.
+    pub fn verify(&self) -> Result<(), PlanError> {
+        if self.schema != PLAN_SCHEMA {
+            return Err(PlanError::Schema(self.schema.clone()));
+        }
+        let actual = self.content_id();
+        if actual != self.id {
+            return Err(PlanError::Tampered {
+                claimed: self.id.clone(),
+                actual,
+            });
+        }
+        Ok(())
+    }
+
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a plan always serialises")
+    }
+
+    /// Read a saved plan and refuse it unless its id matches its content.
+    pub fn from_json(text: &str) -> Result<Plan, PlanError> {
+        let plan: Plan = serde_json::from_str(text)?;
+        plan.verify()?;
+        Ok(plan)
+    }
+
+    /// Number of delete actions.
+    pub fn delete_count(&self) -> usize {
+        self.actions
+            .iter()
+            .filter(|a| matches!(a.action, Action::DeletePath { .. }))
+            .count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.actions.is_empty()
+    }
+
+    /// Count of actions per tag (for summaries).
+    pub fn counts(&self) -> BTreeMap<&'static str, usize> {
+        let mut m = BTreeMap::new();
+        for a in &self.actions {
+            *m.entry(a.action.name()).or_insert(0) += 1;
+        }
+        m
+    }
+}
+
+pub(crate) fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Machine, ProductReport, Totals, VmProcess};
+
+    fn f(id: &str, path: &str, verdict: Verdict, class: Option<OptInClass>) -> Finding {
+        Finding {
+            id: id.into(),
+            product: Product::Smolvm,
+            kind: "smolvm.test".into(),
+            path: path.into(),
+            owner: None,
+            apparent_bytes: 10,
+            allocated_bytes: 100,
+            verdict,
+            reason: "r".into(),
+            opt_in_class: class,
+            identity: Some(FileIdentity {
+                dev: 1,
+                ino: path.len() as u64 + id.len() as u64 * 1000,
+                file_type: 0o040000,
+                size: 0,
+                mtime_ns: 0,
+            }),
+            is_dir: true,
+            root: Some("/h/.cache/smolvm".into()),
+            mounts_inside: vec![],
+        }
+    }
+
+    fn proc_(pid: u32, orphan: bool, scope: Scope, paths: Vec<PathBuf>) -> VmProcess {
+        VmProcess {
+            pid,
+            start_time: 5,
+            product: Product::Smolvm,
+            shape: "smolvm.boot_vm".into(),
+            owner: Some("m".into()),
+            orphan,
+            scope,
+            held_deleted_bytes: 0,
+            uid: 1000,
+            comm: String::new(),
+            argv: vec![],
+            paths,
+            reason: String::new(),
+            fds_readable: true,
+        }
+    }
+
+    fn report(findings: Vec<Finding>) -> ScanReport {
+        ScanReport {
+            schema: crate::model::SCAN_SCHEMA.into(),
+            home: "/h".into(),
+            platform: Platform::Linux,
+            products: vec![ProductReport {
+                product: Product::Smolvm,
+                detected: true,
+                status: "ok".into(),
+                roots: [("cache_root".to_string(), PathBuf::from("/h/.cache/smolvm"))].into(),
+                problems: vec![],
+                version: None,
+            }],
+            findings,
+            machines: vec![],
+            processes: vec![],
+            totals: Totals::default(),
+            scanned_at: 1,
+            duration_ms: 0,
+        }
+    }
+
+    fn paths(p: &Plan) -> Vec<String> {
+        p.actions
+            .iter()
+            .filter_map(|a| match &a.action {
+                Action::DeletePath { path, .. } => Some(path.display().to_string()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_reclaimable_and_included_opt_in_are_planned() {
+        let r = report(vec![
+            f("a", "/h/.cache/smolvm/vms/a", Verdict::Reclaimable, None),
+            f(
+                "c",
+                "/h/.cache/smolvm/pack",
+                Verdict::OptIn,
+                Some(OptInClass::Caches),
+            ),
+            f(
+                "s",
+                "/h/.cache/smolvm/saved",
+                Verdict::OptIn,
+                Some(OptInClass::SavedDisks),
+            ),
+            f("p", "/h/.cache/smolvm/vms/live", Verdict::Protected, None),
+            f("u", "/h/.cache/smolvm/vms/odd", Verdict::Unknown, None),
+        ]);
+        let p = Plan::from_scan_at(&r, &Selection::reclaimable(), 1);
+        assert_eq!(paths(&p), ["/h/.cache/smolvm/vms/a"]);
+        assert!(
+            p.skipped_at_plan.is_empty(),
+            "unselected findings are not 'skipped'"
+        );
+        let mut sel = Selection::reclaimable();
+        sel.include.insert(OptInClass::Caches);
+        let p = Plan::from_scan_at(&r, &sel, 1);
+        assert_eq!(
+            paths(&p),
+            ["/h/.cache/smolvm/pack", "/h/.cache/smolvm/vms/a"]
+        );
+        assert_eq!(p.estimated_bytes, 200);
+        // Explicit ids: opt-in ones are allowed, protected and unknown never.
+        let sel = Selection {
+            ids: vec!["s".into(), "p".into(), "u".into(), "nope".into()],
+            ..Default::default()
+        };
+        let p = Plan::from_scan_at(&r, &sel, 1);
+        assert_eq!(paths(&p), ["/h/.cache/smolvm/saved"]);
+        let why: BTreeMap<_, _> = p
+            .skipped_at_plan
+            .iter()
+            .map(|s| (s.id.as_str(), s.why.as_str()))
+            .collect();
+        assert!(why["p"].starts_with("protected"));
+        assert!(why["u"].starts_with("could not be verified"));
+        assert!(why["nope"].contains("no finding"));
+    }
+
+    #[test]
+    fn actions_are_ordered_and_ids_are_content_hashes() {
+        let mut r = report(vec![f(
+            "a",
+            "/h/.cache/smolvm/vms/a",
+            Verdict::Reclaimable,
+            None,
+        )]);
+        r.processes = vec![
+            proc_(
+                10,
+                true,
+                Scope::ThisHome,
+                vec!["/h/.cache/smolvm/vms/a/disk".into()],
+            ),
+            proc_(11, true, Scope::Foreign, vec![]),
+            proc_(12, false, Scope::ThisHome, vec![]),
+        ];
+        r.machines = vec![Machine {
+            product: Product::Smolvm,
+            name: "m".into(),
+            state: "running".into(),
+            pid: Some(12),
+            alive: true,
+            effective_state: "running".into(),
+            pid_start_time: Some(5),
+            ephemeral: false,
+            created_at: None,
+            dir: None,
+            allocated_bytes: 0,
+            db: None,
+        }];
+        let sel = Selection {
+            all_reclaimable: true,
+            reap_orphans: true,
+            reap_pids: vec![11, 12],
+            stop_machines: vec!["m".into(), "ghost".into()],
+            ..Default::default()
+        };
+        let p = Plan::from_scan_at(&r, &sel, 1);
+        let names: Vec<_> = p.actions.iter().map(|a| a.action.name()).collect();
+        assert_eq!(names, ["signal_process", "stop_machine", "delete_path"]);
+        assert!(
+            matches!(&p.actions[2].action, Action::DeletePath { after_reap, .. } if after_reap == &vec![10])
+        );
+        let ids: Vec<_> = p.skipped_at_plan.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["pid:11", "pid:12", "machine:ghost"]);
+        assert_eq!(p.id, p.content_id());
+        assert_eq!(
+            p.id,
+            Plan::from_scan_at(&r, &sel, 1).id,
+            "same content, same id"
+        );
+        assert_ne!(p.id, Plan::from_scan_at(&r, &sel, 2).id);
+    }
+
+    #[test]
+    fn macos_layers_cs_mounts_are_detached_first() {
+        let mut a = f("a", "/h/.cache/smolvm/vms/a", Verdict::Reclaimable, None);
+        a.mounts_inside = vec!["/h/.cache/smolvm/vms/a/pack/layers-cs".into()];
+        let mut r = report(vec![a]);
+        let p = Plan::from_scan_at(&r, &Selection::reclaimable(), 1);
+        assert_eq!(p.actions.len(), 1, "Linux: reported, never detached");
+        r.platform = Platform::Macos;
+        let p = Plan::from_scan_at(&r, &Selection::reclaimable(), 1);
+        let names: Vec<_> = p.actions.iter().map(|a| a.action.name()).collect();
+        assert_eq!(names, ["detach", "delete_path"]);
+    }
+
+    #[test]
+    fn paths_must_be_normal_and_strictly_inside() {
+        assert!(strictly_inside(Path::new("/a/b/c"), Path::new("/a/b")));
+        assert!(!strictly_inside(Path::new("/a/b"), Path::new("/a/b")));
+        assert!(!strictly_inside(Path::new("/a/bc"), Path::new("/a/b")));
+        assert!(!strictly_inside(Path::new("/a/b/../c"), Path::new("/a/b")));
+        assert!(!strictly_inside(Path::new("a/b/c"), Path::new("a/b")));
+        let r = report(vec![f(
+            "x",
+            "/h/.cache/smolvm/../../etc",
+            Verdict::Reclaimable,
+            None,
+        )]);
+        let p = Plan::from_scan_at(&r, &Selection::reclaimable(), 1);
+        assert!(p.actions.is_empty());
+        assert_eq!(p.skipped_at_plan.len(), 1);
+    }
+}

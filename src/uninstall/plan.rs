@@ -1,0 +1,1136 @@
+//! The uninstall procedure as one reviewable plan: steps in order, each with a summary, a reason
+//! and a `checked` flag the user can clear.
+//!
+//! Built from a [`Preflight`] only (pure): stop and delete machines through the product's CLI,
+//! reap this HOME's surviving VM processes, detach macOS mounts, remove each chosen product's
+//! state and caches, its install prefix entries and launchers, then what upstream's uninstaller
+//! leaves behind. `~/.smolvm` is shared by both products: only the entries of the products being
+//! uninstalled are removed, and the directory itself only when nothing else is left in it.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::exec::reap::ProcessRef;
+use crate::model::{human_bytes, FileIdentity, Product};
+
+use super::preflight::{is_system_path, Preflight};
+
+/// Schema name of an uninstall plan.
+pub const UNINSTALL_PLAN_SCHEMA: &str = "smolsweep.uninstall.plan/1";
+
+/// Which product(s) to uninstall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ProductChoice {
+    Celesto,
+    Smolvm,
+    All,
+}
+
+impl ProductChoice {
+    pub fn products(self) -> Vec<Product> {
+        match self {
+            ProductChoice::Celesto => vec![Product::Celesto],
+            ProductChoice::Smolvm => vec![Product::Smolvm],
+            ProductChoice::All => vec![Product::Celesto, Product::Smolvm],
+        }
+    }
+}
+
+/// The user's choices.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UninstallOptions {
+    pub product: ProductChoice,
+    /// Also remove `~/.config/smolvm`, Celesto credentials and SSH keys.
+    pub remove_credentials: bool,
+    /// Also remove the `# smolvm` PATH block from shell startup files (backed up first).
+    pub remove_path_block: bool,
+}
+
+impl Default for UninstallOptions {
+    fn default() -> Self {
+        UninstallOptions {
+            product: ProductChoice::All,
+            remove_credentials: false,
+            remove_path_block: false,
+        }
+    }
+}
+
+/// One step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum Step {
+    /// `<cli> machine stop --name N` (smolvm) / `<cli> sandbox stop <id>` (Celesto).
+    StopMachine {
+        product: Product,
+        name: String,
+        cli: PathBuf,
+        db: PathBuf,
+        /// The VM process the preflight saw for it (Celesto signals the recorded pid: it is
+        /// used only while it is still this process).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        process: Option<ProcessRef>,
+    },
+    /// `<cli> machine delete --name N --force --cascade` / `<cli> sandbox delete <id> --json`.
+    DeleteMachine {
+        product: Product,
+        name: String,
+        cli: PathBuf,
+        db: PathBuf,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        process: Option<ProcessRef>,
+    },
+    /// SIGTERM, a grace period, SIGKILL: only while pid + start time still match.
+    Reap {
+        product: Product,
+        pid: u32,
+        start_time: u64,
+        uid: u32,
+    },
+    /// `hdiutil detach <mountpoint>`, retried with `-force` (macOS).
+    Detach { mountpoint: PathBuf },
+    /// Remove a file or tree; `root` bounds it. `identity` is what was there when the plan was
+    /// made (absent: nothing was, and a machine command may create it); anything else found at
+    /// the path by then is left alone.
+    RemovePath {
+        product: Product,
+        path: PathBuf,
+        root: PathBuf,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        identity: Option<FileIdentity>,
+    },
+    /// Remove a directory if, and only if, it is empty by then (`~/.smolvm`, `~/.celesto`).
+    RemoveDirIfEmpty { product: Product, path: PathBuf },
+    /// Remove a launcher symlink that points into a removed prefix.
+    RemoveLauncher {
+        link: PathBuf,
+        target: PathBuf,
+        prefix: PathBuf,
+    },
+    /// Take the `# smolvm` PATH block out of a startup file (backed up first).
+    RemovePathBlock { file: PathBuf },
+}
+
+impl Step {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Step::StopMachine { .. } => "stop_machine",
+            Step::DeleteMachine { .. } => "delete_machine",
+            Step::Reap { .. } => "reap",
+            Step::Detach { .. } => "detach",
+            Step::RemovePath { .. } => "remove_path",
+            Step::RemoveDirIfEmpty { .. } => "remove_dir_if_empty",
+            Step::RemoveLauncher { .. } => "remove_launcher",
+            Step::RemovePathBlock { .. } => "remove_path_block",
+        }
+    }
+}
+
+/// A step with what a person sees.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanStep {
+    #[serde(flatten)]
+    pub step: Step,
+    pub summary: String,
+    pub why: String,
+    /// Cleared by the user to skip this step.
+    pub checked: bool,
+    /// Allocated bytes the preflight measured for what this step removes.
+    pub bytes: u64,
+}
+
+/// Something deliberately left in place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kept {
+    pub path: PathBuf,
+    pub what: String,
+    /// How to have Smolsweep remove it.
+    pub how: String,
+}
+
+/// A command for the user to run (root, a package manager): never run by Smolsweep.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserCommand {
+    pub product: Product,
+    pub command: String,
+    pub why: String,
+}
+
+/// The whole procedure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UninstallPlan {
+    pub schema: String,
+    pub home: PathBuf,
+    pub products: Vec<Product>,
+    pub options: UninstallOptions,
+    pub steps: Vec<PlanStep>,
+    pub kept: Vec<Kept>,
+    pub user_commands: Vec<UserCommand>,
+    /// Every directory a removal may touch (the roots the proof checks afterwards).
+    pub removed_roots: Vec<PathBuf>,
+    pub notes: Vec<String>,
+}
+
+impl UninstallPlan {
+    /// Steps that will run.
+    pub fn checked(&self) -> impl Iterator<Item = &PlanStep> {
+        self.steps.iter().filter(|s| s.checked)
+    }
+    pub fn checked_count(&self) -> usize {
+        self.checked().count()
+    }
+    pub fn checked_bytes(&self) -> u64 {
+        self.checked().map(|s| s.bytes).sum()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.checked_count() == 0
+    }
+    /// Clear (or set) the `checked` flag of step `index`.
+    pub fn set_checked(&mut self, index: usize, checked: bool) -> bool {
+        match self.steps.get_mut(index) {
+            Some(s) => {
+                s.checked = checked;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Build the plan for `opts` from `pre` (pure).
+pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
+    let products = opts.product.products();
+    let chosen = |p: Product| products.contains(&p);
+    let home = pre.home.clone();
+    let mut steps: Vec<PlanStep> = Vec::new();
+    let mut kept: Vec<Kept> = Vec::new();
+    let mut user_commands: Vec<UserCommand> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    let mut removed_roots: Vec<PathBuf> = Vec::new();
+    let push = |steps: &mut Vec<PlanStep>, step: Step, summary: String, why: &str, bytes: u64| {
+        steps.push(PlanStep {
+            step,
+            summary,
+            why: why.to_string(),
+            checked: true,
+            bytes,
+        })
+    };
+
+    // 1. Machines through the CLI.
+    for product in products.iter().copied() {
+        let records: Vec<_> = pre
+            .machines
+            .iter()
+            .filter(|m| m.product == product)
+            .collect();
+        if records.is_empty() {
+            continue;
+        }
+        let Some(cli) = pre.cli(product) else {
+            notes.push(format!(
+                "No {} command was found, so its {} machine record(s) are not deleted through \
+                 it; surviving VM processes are reaped and the records go with the data directory.",
+                product.display_name(),
+                records.len()
+            ));
+            continue;
+        };
+        for m in records {
+            let running = matches!(m.state.as_str(), "running");
+            let process = m.pid.and_then(|pid| {
+                pre.processes
+                    .iter()
+                    .find(|v| v.pid == pid)
+                    .map(|v| ProcessRef {
+                        pid,
+                        start_time: v.start_time,
+                        uid: v.uid,
+                    })
+            });
+            if product == Product::Smolvm && running {
+                push(
+                    &mut steps,
+                    Step::StopMachine {
+                        product,
+                        name: m.name.clone(),
+                        cli: cli.to_path_buf(),
+                        db: m.db.clone(),
+                        process,
+                    },
+                    format!("Stop machine '{}'", m.name),
+                    "A running machine is stopped through its own CLI so the guest shuts down \
+                     cleanly before its disks are removed.",
+                    0,
+                );
+            }
+            push(
+                &mut steps,
+                Step::DeleteMachine {
+                    product,
+                    name: m.name.clone(),
+                    cli: cli.to_path_buf(),
+                    db: m.db.clone(),
+                    process,
+                },
+                match product {
+                    Product::Smolvm => format!("Delete machine '{}' ({})", m.name, m.state),
+                    Product::Celesto => format!("Delete sandbox '{}' ({})", m.name, m.state),
+                },
+                "Deleting through the CLI stops the VM and releases what it set up (a paused \
+                 machine is deleted with --force, which also removes its saved execution).",
+                0,
+            );
+        }
+    }
+
+    // 2. Surviving VM processes of this HOME.
+    for v in pre.processes.iter().filter(|v| chosen(v.product)) {
+        push(
+            &mut steps,
+            Step::Reap {
+                product: v.product,
+                pid: v.pid,
+                start_time: v.start_time,
+                uid: v.uid,
+            },
+            format!("End VM process {} ({})", v.pid, v.shape),
+            "A VM process still running after its machine was deleted keeps its disks' space \
+             and files in use; it is ended only while its pid and start time still match.",
+            0,
+        );
+    }
+
+    // 3. macOS mounts.
+    if chosen(Product::Smolvm) {
+        for m in &pre.mounts {
+            push(
+                &mut steps,
+                Step::Detach {
+                    mountpoint: m.clone(),
+                },
+                format!("Detach {}", m.display()),
+                "A mounted pack layer makes removing its directory fail with 'Resource busy'; \
+                 upstream's uninstaller misses the per-machine ones.",
+                0,
+            );
+        }
+        if !pre.mounts_checked {
+            notes.push(
+                "The mount table could not be read: a mounted layers-cs image stops the \
+                 removal of the directory holding it, and is reported."
+                    .into(),
+            );
+        }
+    }
+
+    // 4. State and caches, then credentials on request. The CLI calls above may create the
+    // smolvm data and cache roots (every `machine` command opens the database and lock files),
+    // so those are planned whenever a smolvm CLI step is.
+    let smolvm_cli_steps = steps.iter().any(|s| {
+        matches!(
+            &s.step,
+            Step::StopMachine {
+                product: Product::Smolvm,
+                ..
+            } | Step::DeleteMachine {
+                product: Product::Smolvm,
+                ..
+            }
+        )
+    });
+    for d in pre.state_dirs.iter().filter(|d| chosen(d.product)) {
+        let created_by_cli =
+            smolvm_cli_steps && matches!(d.kind.as_str(), "data_root" | "cache_root");
+        if !d.exists && !created_by_cli {
+            if !matches!(d.kind.as_str(), "config_dir" | "celesto_home") {
+                removed_roots.push(d.path.clone());
+            }
+            continue;
+        }
+        if is_system_path(&d.path) || d.path == home || home.starts_with(&d.path) {
+            continue;
+        }
+        let credentials = d.kind == "config_dir";
+        if d.kind == "celesto_home" {
+            continue; // entry by entry below
+        }
+        if credentials && !opts.remove_credentials {
+            kept.push(Kept {
+                path: d.path.clone(),
+                what: "smolvm settings and container-registry credentials (config.toml)".into(),
+                how: "--remove-credentials".into(),
+            });
+            continue;
+        }
+        // An image dir inside ~/.smolvm / ~/.celesto is handled with those directories.
+        if d.path.parent() == Some(home.join(".smolvm").as_path())
+            || d.path.parent() == Some(home.join(".celesto").as_path())
+        {
+            continue;
+        }
+        // Another product's state inside this directory (a `SMOLVM_DATA_DIR` that Celesto
+        // also reads through its alias, a data directory pointed into the other's tree): only
+        // this product's own entries go.
+        let shared_with = pre.state_dirs.iter().find(|o| {
+            o.product != d.product && o.exists && o.path != d.path && o.path.starts_with(&d.path)
+        });
+        if let Some(other) = shared_with {
+            if d.product == Product::Celesto && d.kind == "data_dir" {
+                for e in celesto_data_entries(&d.path) {
+                    let bytes = size_of(pre, &e);
+                    push(
+                        &mut steps,
+                        Step::RemovePath {
+                            product: d.product,
+                            path: e.clone(),
+                            root: d.path.clone(),
+                            identity: crate::size::identity(&e).ok(),
+                        },
+                        format!("Remove {}", e.display()),
+                        "Celesto's own files in a directory that also holds smol-machines \
+                         state.",
+                        bytes,
+                    );
+                }
+            } else {
+                notes.push(format!(
+                    "{} also holds {} ({}); it is left for you to sort out.",
+                    d.path.display(),
+                    other.path.display(),
+                    other.product.display_name()
+                ));
+            }
+            continue;
+        }
+        let what = state_label(&d.kind);
+        push(
+            &mut steps,
+            Step::RemovePath {
+                product: d.product,
+                path: d.path.clone(),
+                root: d.path.clone(),
+                identity: crate::size::identity(&d.path).ok(),
+            },
+            if d.exists {
+                format!(
+                    "Remove {} {} ({})",
+                    what,
+                    d.path.display(),
+                    human_bytes(d.allocated_bytes)
+                )
+            } else {
+                format!(
+                    "Remove {} {} if the machine commands above create it",
+                    what,
+                    d.path.display()
+                )
+            },
+            state_why(&d.kind),
+            d.allocated_bytes,
+        );
+        removed_roots.push(d.path.clone());
+    }
+
+    // Celesto's per-sandbox files in the shared socket directory (upstream never removes the
+    // libkrun configs; vsock sockets only at the next start).
+    if chosen(Product::Celesto) {
+        for f in &pre.runtime_files {
+            push(
+                &mut steps,
+                Step::RemovePath {
+                    product: f.product,
+                    path: f.path.clone(),
+                    root: f.path.clone(),
+                    identity: crate::size::identity(&f.path).ok(),
+                },
+                format!("Remove {} (sandbox '{}')", f.path.display(), f.owner),
+                "A runtime file of one of this HOME's sandboxes, left in the shared socket \
+                 directory.",
+                0,
+            );
+        }
+    }
+
+    // 5. ~/.celesto entry by entry (credentials and keys kept unless asked).
+    if chosen(Product::Celesto) {
+        let dir = home.join(".celesto");
+        if let Ok(rd) = crate::fsread::read_dir(&dir) {
+            let mut all_removed = true;
+            for e in rd {
+                let name = e.name_str().unwrap_or("");
+                let secret = matches!(name, "credentials" | "keys");
+                if secret && !opts.remove_credentials {
+                    all_removed = false;
+                    continue; // listed in `kept` from the preflight's credentials
+                }
+                push(
+                    &mut steps,
+                    Step::RemovePath {
+                        product: Product::Celesto,
+                        path: e.path.clone(),
+                        root: dir.clone(),
+                        identity: crate::size::identity(&e.path).ok(),
+                    },
+                    format!("Remove {}", e.path.display()),
+                    "Celesto's per-user files (image cache, Firecracker binary, port forwards, \
+                     telemetry and update-check state).",
+                    size_of(pre, &e.path),
+                );
+            }
+            push(
+                &mut steps,
+                Step::RemoveDirIfEmpty {
+                    product: Product::Celesto,
+                    path: dir.clone(),
+                },
+                format!("Remove {} if nothing else is left in it", dir.display()),
+                "The directory goes only when it is empty.",
+                0,
+            );
+            if all_removed {
+                removed_roots.push(dir.clone());
+            }
+        }
+    }
+
+    // 6. ~/.smolvm: only the chosen products' entries.
+    if let Some(dot) = &pre.dot_smolvm {
+        let mut remaining = dot.other_entries.len();
+        let mut remove = |entries: &[PathBuf], product: Product, steps: &mut Vec<PlanStep>| {
+            for e in entries {
+                let name = e.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                let secret = product == Product::Celesto && matches!(name, "credentials" | "keys");
+                if !chosen(product) || (secret && !opts.remove_credentials) {
+                    remaining += 1;
+                    continue;
+                }
+                let why = match product {
+                    Product::Smolvm => {
+                        "Part of the smolvm install prefix (install.sh puts the wrapper, \
+                         smolvm-bin, lib/, templates and .version here)."
+                    }
+                    Product::Celesto => {
+                        "PyPI smolvm / older Celesto files kept in ~/.smolvm (image cache, \
+                         Firecracker binary, port forwards)."
+                    }
+                };
+                steps.push(PlanStep {
+                    step: Step::RemovePath {
+                        product,
+                        path: e.clone(),
+                        root: dot.path.clone(),
+                        identity: crate::size::identity(e).ok(),
+                    },
+                    summary: format!("Remove {}", e.display()),
+                    why: why.to_string(),
+                    checked: true,
+                    bytes: size_of(pre, e),
+                });
+            }
+        };
+        remove(&dot.smolvm_entries, Product::Smolvm, &mut steps);
+        remove(&dot.celesto_entries, Product::Celesto, &mut steps);
+        let planned_any = steps
+            .iter()
+            .any(|s| matches!(&s.step, Step::RemovePath { root, .. } if *root == dot.path));
+        if planned_any {
+            let product = if chosen(Product::Smolvm) {
+                Product::Smolvm
+            } else {
+                Product::Celesto
+            };
+            push(
+                &mut steps,
+                Step::RemoveDirIfEmpty {
+                    product,
+                    path: dot.path.clone(),
+                },
+                format!(
+                    "Remove {} if nothing else is left in it",
+                    dot.path.display()
+                ),
+                "~/.smolvm is used by both products; it goes only when it is empty.",
+                0,
+            );
+        }
+        if remaining == 0 && planned_any {
+            removed_roots.push(dot.path.clone());
+        } else if planned_any {
+            notes.push(format!(
+                "{} keeps {} entr{} that do not belong to the product(s) being uninstalled.",
+                dot.path.display(),
+                remaining,
+                if remaining == 1 { "y" } else { "ies" }
+            ));
+        }
+    }
+
+    // 7. Launchers pointing into a prefix that goes.
+    if chosen(Product::Smolvm) {
+        for l in &pre.launchers {
+            let Some(prefix) = &l.into_prefix else {
+                notes.push(format!(
+                    "{} points to {}, not into a smolvm install prefix; left alone.",
+                    l.path.display(),
+                    l.target.display()
+                ));
+                continue;
+            };
+            if is_system_path(prefix) {
+                continue;
+            }
+            push(
+                &mut steps,
+                Step::RemoveLauncher {
+                    link: l.path.clone(),
+                    target: l.target.clone(),
+                    prefix: prefix.clone(),
+                },
+                format!("Remove launcher {}", l.path.display()),
+                "The symlink points into the removed install prefix (upstream's uninstaller \
+                 leaves ~/.local/bin/smol).",
+                0,
+            );
+        }
+    }
+
+    // 8. PATH block.
+    if chosen(Product::Smolvm) {
+        let files: BTreeSet<&Path> = pre.path_blocks.iter().map(|b| b.file.as_path()).collect();
+        for f in files {
+            if opts.remove_path_block {
+                push(
+                    &mut steps,
+                    Step::RemovePathBlock {
+                        file: f.to_path_buf(),
+                    },
+                    format!("Remove the '# smolvm' PATH lines from {}", f.display()),
+                    "Only the lines install.sh appended are taken out; the file is backed up \
+                     first and every other byte stays as it is.",
+                    0,
+                );
+            } else {
+                kept.push(Kept {
+                    path: f.to_path_buf(),
+                    what: "the '# smolvm' PATH lines install.sh appended".into(),
+                    how: "--remove-path-block".into(),
+                });
+            }
+        }
+    }
+
+    // Credentials the preflight found and the plan keeps.
+    if !opts.remove_credentials {
+        for c in pre.credentials.iter().filter(|c| chosen(c.product)) {
+            if !kept.iter().any(|k| k.path == c.path) {
+                kept.push(Kept {
+                    path: c.path.clone(),
+                    what: c.what.clone(),
+                    how: "--remove-credentials".into(),
+                });
+            }
+        }
+    }
+
+    // Installs Smolsweep does not remove itself.
+    for i in pre.installs.iter().filter(|i| chosen(i.product)) {
+        let cmd = match i.method.as_str() {
+            // ~/.smolvm is removed above; a system prefix (`/opt/smolvm`) is listed with the
+            // system files, as the command to run.
+            "opt" => continue,
+            "script" if i.path == home.join(".smolvm") || is_system_path(&i.path) => continue,
+            "script" => format!(
+                "rm -rf {}   # install.sh --prefix; check it holds nothing of yours first",
+                i.path.display()
+            ),
+            "pypi" | "wheel" => {
+                let dist = i.distribution.clone().unwrap_or_else(|| match i.product {
+                    Product::Celesto => "celesto".into(),
+                    Product::Smolvm => "smolmachines".into(),
+                });
+                let py = python_of(&i.path);
+                match py {
+                    Some(py) => format!("{} -m pip uninstall {dist}", py.display()),
+                    None => format!(
+                        "pip uninstall {dist}   # in the environment at {}",
+                        i.path.display()
+                    ),
+                }
+            }
+            "homebrew" => "brew uninstall smolvm".to_string(),
+            "deb" => "sudo apt remove smolvm   # or: sudo dnf remove smolvm".to_string(),
+            _ => format!(
+                "remove {} with the tool that installed it",
+                i.path.display()
+            ),
+        };
+        if !user_commands.iter().any(|u| u.command == cmd) {
+            user_commands.push(UserCommand {
+                product: i.product,
+                command: cmd,
+                why: format!(
+                    "{} {} install at {}",
+                    i.product.display_name(),
+                    i.method,
+                    i.path.display()
+                ),
+            });
+        }
+    }
+    for s in pre.system.iter().filter(|s| chosen(s.product)) {
+        if !user_commands.iter().any(|u| u.command == s.command) {
+            user_commands.push(UserCommand {
+                product: s.product,
+                command: s.command.clone(),
+                why: format!("{} ({})", s.what, s.path.display()),
+            });
+        }
+    }
+
+    UninstallPlan {
+        schema: UNINSTALL_PLAN_SCHEMA.to_string(),
+        home,
+        products,
+        options: opts.clone(),
+        steps,
+        kept,
+        user_commands,
+        removed_roots,
+        notes,
+    }
+}
+
+/// The interpreter of a virtualenv-style prefix (`<prefix>/bin/python3`), when the install path
+/// looks like one (or like its `site-packages`).
+fn python_of(path: &Path) -> Option<PathBuf> {
+    for anc in path.ancestors() {
+        let py = anc.join("bin/python3");
+        if anc.join("pyvenv.cfg").exists() && py.exists() {
+            return Some(py);
+        }
+    }
+    None
+}
+
+/// What Celesto (or PyPI smolvm) keeps directly in a data directory.
+fn celesto_data_entries(dir: &Path) -> Vec<PathBuf> {
+    const NAMES: [&str; 12] = [
+        "celesto.db",
+        "celesto.db-journal",
+        "smolvm.db",
+        "smolvm.db-journal",
+        "disks",
+        "snapshots",
+        "firmware",
+        "locks",
+        "ssh-known-hosts",
+        "browser-sessions",
+        "macos-vms",
+        "dashboard-ui",
+    ];
+    crate::fsread::read_dir(dir)
+        .map(|entries| {
+            entries
+                .into_iter()
+                .filter(|e| {
+                    e.name_str()
+                        .is_some_and(|n| NAMES.contains(&n) || (n.ends_with(".log") && e.is_file()))
+                })
+                .map(|e| e.path)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn size_of(pre: &Preflight, path: &Path) -> u64 {
+    // Entry sizes are not measured in the preflight; measure now (read-only).
+    let _ = pre;
+    crate::size::Sizer::new()
+        .measure(path)
+        .map(|m| m.allocated)
+        .unwrap_or(0)
+}
+
+fn state_label(kind: &str) -> &'static str {
+    match kind {
+        "data_root" => "smolvm data",
+        "cache_root" => "smolvm machines and caches",
+        "pack_cache" => "smolvm pack cache",
+        "libs_cache" => "smolvm unpacked libraries",
+        "registry_cache" => "smolvm registry blob cache",
+        "image_archives" => "smolvm image archives",
+        "config_dir" => "smolvm settings and registry credentials",
+        "data_dir" => "Celesto data",
+        "image_dir" => "Celesto image cache",
+        _ => "state",
+    }
+}
+
+fn state_why(kind: &str) -> &'static str {
+    match kind {
+        "data_root" => "The machine database, agent rootfs and usage files.",
+        "cache_root" => {
+            "Every machine's disks (vms/), pack stores and restore caches (which hold guest RAM)."
+        }
+        "pack_cache" => "Extracted .smolmachine packs.",
+        "libs_cache" => "Libraries unpacked by packed binaries.",
+        "registry_cache" | "image_archives" => "Left behind by upstream's own uninstaller.",
+        "config_dir" => "Asked for with --remove-credentials.",
+        "data_dir" => "Sandbox inventory, disks, logs, snapshots and locks.",
+        "image_dir" => "Downloaded images and kernels (rebuildable).",
+        _ => "State of the product being uninstalled.",
+    }
+}
+
+/// The plan for people.
+pub fn render(plan: &UninstallPlan) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let names: Vec<&str> = plan.products.iter().map(|p| p.display_name()).collect();
+    let _ = writeln!(
+        s,
+        "Uninstall plan for {} ({}): {} step(s), {}",
+        plan.home.display(),
+        names.join(" and "),
+        plan.checked_count(),
+        human_bytes(plan.checked_bytes())
+    );
+    for (i, st) in plan.steps.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "  [{}] {:>2}. {}",
+            if st.checked { "x" } else { " " },
+            i + 1,
+            st.summary
+        );
+    }
+    s.push_str(&render_leftovers(plan));
+    s
+}
+
+/// What the plan keeps and what the user runs: shown with the plan and again after a run.
+pub fn render_leftovers(plan: &UninstallPlan) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    if !plan.kept.is_empty() {
+        let _ = writeln!(s, "Kept:");
+        for k in &plan.kept {
+            let _ = writeln!(
+                s,
+                "  {} — {} (remove with {})",
+                k.path.display(),
+                k.what,
+                k.how
+            );
+        }
+    }
+    if !plan.user_commands.is_empty() {
+        let _ = writeln!(s, "Run these yourself (Smolsweep does not):");
+        for c in &plan.user_commands {
+            let _ = writeln!(s, "  {}   # {}", c.command, c.why);
+        }
+    }
+    for n in &plan.notes {
+        let _ = writeln!(s, "Note: {n}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::install::Install;
+    use crate::model::Platform;
+    use crate::uninstall::pathblock::PathBlock;
+    use crate::uninstall::preflight::{
+        Credential, Launcher, MachineRecord, SharedDotSmolvm, StateDir, PREFLIGHT_SCHEMA,
+    };
+
+    fn pre(home: &Path) -> Preflight {
+        Preflight {
+            schema: PREFLIGHT_SCHEMA.into(),
+            home: home.to_path_buf(),
+            platform: Platform::Linux,
+            installs: vec![],
+            state_dirs: vec![],
+            dot_smolvm: None,
+            machines: vec![],
+            processes: vec![],
+            mounts: vec![],
+            mounts_checked: true,
+            launchers: vec![],
+            path_blocks: vec![],
+            credentials: vec![],
+            runtime_files: vec![],
+            system: vec![],
+            problems: vec![],
+        }
+    }
+
+    fn dir(product: Product, kind: &str, path: PathBuf) -> StateDir {
+        StateDir {
+            product,
+            kind: kind.into(),
+            path,
+            exists: true,
+            allocated_bytes: 4096,
+            apparent_bytes: 4096,
+            mounts: vec![],
+        }
+    }
+
+    fn opts(product: ProductChoice) -> UninstallOptions {
+        UninstallOptions {
+            product,
+            ..UninstallOptions::default()
+        }
+    }
+
+    fn removed(plan: &UninstallPlan) -> Vec<PathBuf> {
+        plan.steps
+            .iter()
+            .filter_map(|s| match &s.step {
+                Step::RemovePath { path, .. } => Some(path.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn never_plans_home_slash_or_system_paths() {
+        let home = PathBuf::from("/home/u");
+        let mut p = pre(&home);
+        p.state_dirs = vec![
+            dir(Product::Celesto, "data_dir", home.clone()),
+            dir(Product::Celesto, "data_dir", PathBuf::from("/")),
+            dir(
+                Product::Celesto,
+                "data_dir",
+                PathBuf::from("/var/lib/celesto"),
+            ),
+            dir(
+                Product::Smolvm,
+                "data_root",
+                PathBuf::from("/var/lib/smolvm/.local/share/smolvm"),
+            ),
+            dir(Product::Smolvm, "cache_root", home.join(".cache/smolvm")),
+        ];
+        let plan = build(&p, &opts(ProductChoice::All));
+        assert_eq!(removed(&plan), [home.join(".cache/smolvm")]);
+        for s in &plan.steps {
+            if let Step::RemovePath { path, root, .. } = &s.step {
+                assert!(crate::uninstall::remove::refusal(path, root, &home).is_none());
+            }
+        }
+    }
+
+    #[test]
+    fn shared_dot_smolvm_keeps_the_other_products_entries() {
+        let home = PathBuf::from("/home/u");
+        let dot = home.join(".smolvm");
+        let mut p = pre(&home);
+        p.dot_smolvm = Some(SharedDotSmolvm {
+            path: dot.clone(),
+            smolvm_entries: vec![dot.join("lib"), dot.join("smolvm-bin")],
+            celesto_entries: vec![dot.join("images"), dot.join("keys")],
+            other_entries: vec![],
+            smolvm_version: Some("1.32.2".into()),
+        });
+        p.credentials = vec![Credential {
+            product: Product::Celesto,
+            path: dot.join("keys"),
+            what: "SSH keys".into(),
+        }];
+        let plan = build(&p, &opts(ProductChoice::Smolvm));
+        assert_eq!(removed(&plan), [dot.join("lib"), dot.join("smolvm-bin")]);
+        assert!(plan
+            .steps
+            .iter()
+            .any(|s| matches!(&s.step, Step::RemoveDirIfEmpty { path, .. } if *path == dot)));
+        assert!(!plan.removed_roots.contains(&dot));
+
+        let plan = build(&p, &opts(ProductChoice::Celesto));
+        assert_eq!(removed(&plan), [dot.join("images")]);
+        assert!(plan.kept.iter().any(|k| k.path == dot.join("keys")));
+
+        let mut o = opts(ProductChoice::All);
+        o.remove_credentials = true;
+        let plan = build(&p, &o);
+        assert_eq!(removed(&plan).len(), 4);
+        assert!(plan.removed_roots.contains(&dot));
+    }
+
+    #[test]
+    fn path_block_and_config_only_when_asked() {
+        let home = PathBuf::from("/home/u");
+        let mut p = pre(&home);
+        p.path_blocks = vec![PathBlock {
+            file: home.join(".bashrc"),
+            line: 4,
+            lines: vec![String::new(), "# smolvm".into()],
+        }];
+        p.state_dirs = vec![dir(
+            Product::Smolvm,
+            "config_dir",
+            home.join(".config/smolvm"),
+        )];
+        let plan = build(&p, &opts(ProductChoice::Smolvm));
+        assert!(!plan
+            .steps
+            .iter()
+            .any(|s| matches!(s.step, Step::RemovePathBlock { .. })));
+        assert!(removed(&plan).is_empty());
+        assert_eq!(plan.kept.len(), 2);
+        let mut o = opts(ProductChoice::Smolvm);
+        o.remove_path_block = true;
+        o.remove_credentials = true;
+        let plan = build(&p, &o);
+        assert!(plan.steps.iter().any(
+            |s| matches!(&s.step, Step::RemovePathBlock { file } if *file == home.join(".bashrc"))
+        ));
+        assert_eq!(removed(&plan), [home.join(".config/smolvm")]);
+        // Celesto alone never touches smolvm's PATH block.
+        let plan = build(&p, &opts(ProductChoice::Celesto));
+        assert!(plan.steps.is_empty());
+    }
+
+    #[test]
+    fn machines_go_first_through_the_cli_and_only_when_one_is_found() {
+        let home = PathBuf::from("/home/u");
+        let mut p = pre(&home);
+        let db = home.join(".local/share/smolvm/server/smolvm.db");
+        p.machines = vec![
+            MachineRecord {
+                product: Product::Smolvm,
+                name: "a".into(),
+                state: "running".into(),
+                pid: None,
+                pid_start_time: None,
+                db: db.clone(),
+            },
+            MachineRecord {
+                product: Product::Smolvm,
+                name: "b".into(),
+                state: "paused".into(),
+                pid: None,
+                pid_start_time: None,
+                db: db.clone(),
+            },
+        ];
+        p.state_dirs = vec![dir(
+            Product::Smolvm,
+            "cache_root",
+            home.join(".cache/smolvm"),
+        )];
+        let plan = build(&p, &opts(ProductChoice::Smolvm));
+        assert!(plan.steps.iter().all(|s| !matches!(
+            s.step,
+            Step::StopMachine { .. } | Step::DeleteMachine { .. }
+        )));
+        assert!(plan
+            .notes
+            .iter()
+            .any(|n| n.contains("No smol-machines smolvm command")));
+
+        p.installs = vec![Install {
+            product: Product::Smolvm,
+            method: "script".into(),
+            path: home.join(".smolvm"),
+            executable: Some(home.join(".smolvm/smolvm")),
+            version: Some("1.32.2".into()),
+            distribution: None,
+        }];
+        let plan = build(&p, &opts(ProductChoice::Smolvm));
+        let names: Vec<&str> = plan.steps.iter().map(|s| s.step.name()).collect();
+        // Stop only the running one (a paused one refuses stop); delete both; then state.
+        assert_eq!(
+            &names[..4],
+            [
+                "stop_machine",
+                "delete_machine",
+                "delete_machine",
+                "remove_path"
+            ]
+        );
+        // A data root that does not exist yet is planned too: the machine commands create it.
+        let mut absent = dir(
+            Product::Smolvm,
+            "data_root",
+            home.join(".local/share/smolvm"),
+        );
+        absent.exists = false;
+        p.state_dirs.push(absent);
+        let plan = build(&p, &opts(ProductChoice::Smolvm));
+        assert!(removed(&plan).contains(&home.join(".local/share/smolvm")));
+        p.installs.clear();
+        let plan = build(&p, &opts(ProductChoice::Smolvm));
+        assert!(!removed(&plan).contains(&home.join(".local/share/smolvm")));
+        assert!(plan
+            .removed_roots
+            .contains(&home.join(".local/share/smolvm")));
+    }
+
+    #[test]
+    fn launchers_are_removed_only_when_they_point_into_the_prefix() {
+        let home = PathBuf::from("/home/u");
+        let mut p = pre(&home);
+        p.launchers = vec![
+            Launcher {
+                path: home.join(".local/bin/smolvm"),
+                target: home.join(".smolvm/smolvm"),
+                into_prefix: Some(home.join(".smolvm")),
+            },
+            Launcher {
+                path: home.join(".local/bin/smol"),
+                target: PathBuf::from("/usr/local/other/smol"),
+                into_prefix: None,
+            },
+        ];
+        let plan = build(&p, &opts(ProductChoice::Smolvm));
+        let links: Vec<&PathBuf> = plan
+            .steps
+            .iter()
+            .filter_map(|s| match &s.step {
+                Step::RemoveLauncher { link, .. } => Some(link),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(links, [&home.join(".local/bin/smolvm")]);
+        assert!(build(&p, &opts(ProductChoice::Celesto)).steps.is_empty());
+    }
+
+    #[test]
+    fn celesto_data_dir_aliased_to_smolvm_data_dir_loses_only_celesto_files() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let d = t.path().join("relocated");
+        for sub in ["disks", ".local/share/smolvm/server", "snapshots"] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        for f in ["celesto.db", "sbx1.log", "notes.txt"] {
+            std::fs::write(d.join(f), b"x").unwrap();
+        }
+        let mut p = pre(&home);
+        p.state_dirs = vec![
+            dir(Product::Celesto, "data_dir", d.clone()),
+            dir(Product::Smolvm, "data_root", d.join(".local/share/smolvm")),
+        ];
+        let plan = build(&p, &opts(ProductChoice::Celesto));
+        let mut r = removed(&plan);
+        r.sort();
+        assert_eq!(
+            r,
+            [
+                d.join("celesto.db"),
+                d.join("disks"),
+                d.join("sbx1.log"),
+                d.join("snapshots")
+            ]
+        );
+        assert!(!plan.removed_roots.contains(&d));
+    }
+}

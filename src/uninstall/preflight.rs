@@ -1,0 +1,786 @@
+//! Preflight: everything an uninstall would look at, gathered read-only.
+//!
+//! Nothing here writes, creates or executes: installs are found by reading files
+//! ([`crate::install::detect_installs`]), sizes by `lstat` walks ([`crate::size::Sizer`]), machine
+//! inventories through in-memory snapshots ([`crate::inventory::snapshot`]), processes from the
+//! process table, PATH blocks by reading startup files. Neither product's CLI is run (`smolvm
+//! machine ls` deletes directories; `celesto sandbox list` writes its database).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::env::EnvSnapshot;
+use crate::exec::detach::MountEntry;
+use crate::install::Install;
+use crate::model::{human_bytes, Platform, Product};
+use crate::procs::shape::{detect_all, VmmShape};
+use crate::procs::RawProcess;
+use crate::roots::{celesto_roots, dot_smolvm_contents, smolvm_roots};
+
+use super::pathblock::{self, PathBlock};
+
+/// Schema name of the preflight report.
+pub const PREFLIGHT_SCHEMA: &str = "smolsweep.uninstall.preflight/1";
+
+/// A state directory of one product.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateDir {
+    pub product: Product,
+    /// `data_root`, `cache_root`, `pack_cache`, `libs_cache`, `registry_cache`, `image_archives`,
+    /// `config_dir`, `data_dir`, `image_dir`, `celesto_home`.
+    pub kind: String,
+    pub path: PathBuf,
+    pub exists: bool,
+    pub allocated_bytes: u64,
+    pub apparent_bytes: u64,
+    /// Mount points below it (never walked into).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mounts: Vec<PathBuf>,
+}
+
+/// `~/.smolvm`, split by owner.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedDotSmolvm {
+    pub path: PathBuf,
+    pub smolvm_entries: Vec<PathBuf>,
+    pub celesto_entries: Vec<PathBuf>,
+    pub other_entries: Vec<PathBuf>,
+    pub smolvm_version: Option<String>,
+}
+
+/// A machine (smolvm) or sandbox (Celesto) record, read from its inventory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineRecord {
+    pub product: Product,
+    pub name: String,
+    pub state: String,
+    pub pid: Option<u32>,
+    pub pid_start_time: Option<u64>,
+    pub db: PathBuf,
+}
+
+/// A VM process that belongs to this HOME.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmProc {
+    pub pid: u32,
+    pub start_time: u64,
+    pub uid: u32,
+    pub product: Product,
+    pub shape: String,
+    /// The machine directory, disk or socket that ties it to this HOME.
+    pub evidence: String,
+}
+
+/// A launcher symlink (`~/.local/bin/smolvm`, `~/.local/bin/smol`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Launcher {
+    pub path: PathBuf,
+    pub target: PathBuf,
+    /// The install prefix it points into, when it points into one.
+    pub into_prefix: Option<PathBuf>,
+}
+
+/// Something that holds secrets: kept unless the user asks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Credential {
+    pub product: Product,
+    pub path: PathBuf,
+    /// What it is, in a sentence.
+    pub what: String,
+}
+
+/// A system-level file that needs root: shown with the command, never acted on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemItem {
+    pub product: Product,
+    pub path: PathBuf,
+    pub what: String,
+    /// The exact command for the user to run.
+    pub command: String,
+}
+
+/// A per-sandbox runtime file in the shared socket directory (`/tmp`): Celesto's libkrun
+/// launcher configs (never removed upstream), vsock, QMP and Firecracker API sockets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeFile {
+    pub product: Product,
+    pub path: PathBuf,
+    /// The sandbox it belongs to.
+    pub owner: String,
+}
+
+/// Everything the uninstall looks at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Preflight {
+    pub schema: String,
+    pub home: PathBuf,
+    pub platform: Platform,
+    pub installs: Vec<Install>,
+    pub state_dirs: Vec<StateDir>,
+    pub dot_smolvm: Option<SharedDotSmolvm>,
+    pub machines: Vec<MachineRecord>,
+    pub processes: Vec<VmProc>,
+    /// macOS `layers-cs` mounts under the smolvm roots.
+    pub mounts: Vec<PathBuf>,
+    /// Whether `mounts` was read (false until the mount-table reader is wired in on macOS).
+    pub mounts_checked: bool,
+    pub launchers: Vec<Launcher>,
+    pub path_blocks: Vec<PathBlock>,
+    pub credentials: Vec<Credential>,
+    /// Runtime files of this HOME's sandboxes in the shared socket directory.
+    #[serde(default)]
+    pub runtime_files: Vec<RuntimeFile>,
+    pub system: Vec<SystemItem>,
+    /// Things that could not be read.
+    pub problems: Vec<String>,
+}
+
+impl Preflight {
+    /// State directories of one product that exist.
+    pub fn existing_dirs(&self, product: Product) -> impl Iterator<Item = &StateDir> {
+        self.state_dirs
+            .iter()
+            .filter(move |d| d.product == product && d.exists)
+    }
+
+    /// The CLI of a product, when an install with an executable was found.
+    pub fn cli(&self, product: Product) -> Option<&Path> {
+        let mut it = self
+            .installs
+            .iter()
+            .filter(|i| i.product == product && i.executable.is_some());
+        // Prefer a script install (the smolvm wrapper), then anything else.
+        let all: Vec<&Install> = it.by_ref().collect();
+        all.iter()
+            .find(|i| i.method == "script" || i.method == "pypi")
+            .or(all.first())
+            .and_then(|i| i.executable.as_deref())
+    }
+
+    /// Whether anything of either product was found at all.
+    pub fn anything_found(&self) -> bool {
+        !self.installs.is_empty()
+            || self.state_dirs.iter().any(|d| d.exists)
+            || !self.machines.is_empty()
+            || !self.processes.is_empty()
+            || !self.launchers.is_empty()
+            || !self.path_blocks.is_empty()
+    }
+}
+
+/// Gather the preflight for `env` from the live system (process table and mount table
+/// included).
+pub fn gather(env: &EnvSnapshot, platform: Platform) -> Preflight {
+    let mounts = crate::exec::detach::current_mounts();
+    gather_with(env, platform, &crate::procs::list(), mounts.as_deref().ok())
+}
+
+/// [`gather`] with a given process table and mount table (`None`: the mount table could not be
+/// read). Tests pass fixtures: macOS `ps` and `mount` output parsed on any platform.
+pub fn gather_with(
+    env: &EnvSnapshot,
+    platform: Platform,
+    procs: &[RawProcess],
+    mount_table: Option<&[MountEntry]>,
+) -> Preflight {
+    let home = env.home.clone();
+    let mut problems = Vec::new();
+    let smol = smolvm_roots(platform, env);
+    let cel = celesto_roots(platform, env);
+    let mut sizer = crate::size::Sizer::new();
+    let mut state_dirs = Vec::new();
+    let mut add = |product: Product, kind: &str, path: &Path, problems: &mut Vec<String>| {
+        if state_dirs.iter().any(|d: &StateDir| d.path == path) {
+            return;
+        }
+        let exists = std::fs::symlink_metadata(path).is_ok();
+        let (allocated, apparent, mounts) = if exists {
+            match sizer.measure(path) {
+                Ok(m) => (m.allocated, m.apparent, m.mounts),
+                Err(e) => {
+                    problems.push(format!("{}: {e}", path.display()));
+                    (0, 0, Vec::new())
+                }
+            }
+        } else {
+            (0, 0, Vec::new())
+        };
+        state_dirs.push(StateDir {
+            product,
+            kind: kind.to_string(),
+            path: path.to_path_buf(),
+            exists,
+            allocated_bytes: allocated,
+            apparent_bytes: apparent,
+            mounts,
+        });
+    };
+    for set in user_smolvm_sets(&smol, &home) {
+        add(Product::Smolvm, "data_root", &set.data_root, &mut problems);
+        add(
+            Product::Smolvm,
+            "cache_root",
+            &set.cache_root,
+            &mut problems,
+        );
+        add(
+            Product::Smolvm,
+            "pack_cache",
+            &set.pack_cache,
+            &mut problems,
+        );
+        add(
+            Product::Smolvm,
+            "libs_cache",
+            &set.libs_cache,
+            &mut problems,
+        );
+        add(
+            Product::Smolvm,
+            "registry_cache",
+            &set.registry_cache,
+            &mut problems,
+        );
+        add(
+            Product::Smolvm,
+            "image_archives",
+            &set.image_archives,
+            &mut problems,
+        );
+        add(
+            Product::Smolvm,
+            "config_dir",
+            &set.config_dir,
+            &mut problems,
+        );
+    }
+    for d in cel.data_dirs.iter().filter(|d| !is_system_path(&d.path)) {
+        add(Product::Celesto, "data_dir", &d.path, &mut problems);
+    }
+    for d in cel.image_dirs.iter().filter(|d| !is_system_path(&d.path)) {
+        add(Product::Celesto, "image_dir", &d.path, &mut problems);
+    }
+    add(
+        Product::Celesto,
+        "celesto_home",
+        &cel.home_dir,
+        &mut problems,
+    );
+
+    let dot = home.join(".smolvm");
+    let dot_smolvm = match dot_smolvm_contents(&dot) {
+        Ok(d) => Some(SharedDotSmolvm {
+            path: dot.clone(),
+            smolvm_entries: d.smolvm_entries,
+            celesto_entries: d.celesto_entries,
+            other_entries: d.other_entries,
+            smolvm_version: d.smolvm_version,
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            problems.push(format!("{}: {e}", dot.display()));
+            None
+        }
+    };
+
+    let installs = crate::install::detect_installs(platform, env);
+
+    // `layers-cs` image mounts (macOS hdiutil) under this user's smolvm roots, deepest first.
+    let mut mount_roots: Vec<PathBuf> = Vec::new();
+    for set in user_smolvm_sets(&smol, &home) {
+        mount_roots.push(set.pack_cache.clone());
+        mount_roots.extend(set.vms_dirs.iter().cloned());
+    }
+    let mounts = mount_table
+        .map(|t| crate::exec::detach::layers_cs_mounts_under(t, &mount_roots))
+        .unwrap_or_default();
+
+    let mut machines = Vec::new();
+    for set in user_smolvm_sets(&smol, &home) {
+        if std::fs::symlink_metadata(&set.db_path).is_err() {
+            continue;
+        }
+        match read_smolvm_machines(&set.db_path) {
+            Ok(m) => machines.extend(m),
+            Err(e) => problems.push(e),
+        }
+    }
+    for d in cel.data_dirs.iter().filter(|d| !is_system_path(&d.path)) {
+        for db in ["celesto.db", "smolvm.db"] {
+            let p = d.path.join(db);
+            if std::fs::symlink_metadata(&p).is_err() {
+                continue;
+            }
+            match read_celesto_rows(&p) {
+                Ok(m) => machines.extend(m),
+                Err(e) => problems.push(e),
+            }
+        }
+    }
+
+    let processes = vm_processes_of_home(env, platform, procs);
+
+    let launchers = smol
+        .launchers
+        .iter()
+        .filter(|l| l.starts_with(&home))
+        .filter_map(|l| {
+            let meta = std::fs::symlink_metadata(l).ok()?;
+            if !meta.file_type().is_symlink() {
+                return None;
+            }
+            let target = std::fs::read_link(l).ok()?;
+            let abs = if target.is_absolute() {
+                target.clone()
+            } else {
+                l.parent().unwrap_or(Path::new("/")).join(&target)
+            };
+            let into_prefix = smol
+                .install_prefixes
+                .iter()
+                .find(|p| lexical_starts_with(&abs, p))
+                .cloned();
+            Some(Launcher {
+                path: l.clone(),
+                target,
+                into_prefix,
+            })
+        })
+        .collect();
+
+    let mut credentials = Vec::new();
+    let mut cred = |product: Product, path: PathBuf, what: &str| {
+        if std::fs::symlink_metadata(&path).is_ok() {
+            credentials.push(Credential {
+                product,
+                path,
+                what: what.to_string(),
+            });
+        }
+    };
+    for set in user_smolvm_sets(&smol, &home) {
+        cred(
+            Product::Smolvm,
+            set.config_dir.clone(),
+            "smolvm settings and container-registry credentials (config.toml)",
+        );
+    }
+    cred(
+        Product::Celesto,
+        cel.home_dir.join("credentials"),
+        "Celesto account credentials",
+    );
+    cred(
+        Product::Celesto,
+        cel.home_dir.join("keys"),
+        "the SSH key pair Celesto uses to log in to sandboxes (id_ed25519)",
+    );
+    cred(
+        Product::Celesto,
+        dot.join("keys"),
+        "the SSH key pair PyPI smolvm / older Celesto uses to log in to sandboxes",
+    );
+    cred(
+        Product::Celesto,
+        dot.join("credentials"),
+        "PyPI smolvm / older Celesto account credentials",
+    );
+
+    let runtime_files = celesto_runtime_files(&cel.socket_dir, &machines, env.euid);
+
+    Preflight {
+        schema: PREFLIGHT_SCHEMA.to_string(),
+        home: home.clone(),
+        platform,
+        installs,
+        state_dirs,
+        dot_smolvm,
+        machines,
+        processes,
+        mounts,
+        mounts_checked: mount_table.is_some(),
+        launchers,
+        path_blocks: pathblock::find(&home),
+        credentials,
+        runtime_files,
+        system: system_items(platform, &system_exists),
+        problems,
+    }
+}
+
+/// Files in `socket_dir` named after one of this HOME's Celesto sandboxes and owned by `uid`:
+/// `libkrun-<id>-<32 hex>.json`, `vsock-<id>.sock`, `qmp-<id>.sock`, `fc-<id>.sock`. Another
+/// user's files, or names of sandboxes this HOME does not have, are never listed.
+pub fn celesto_runtime_files(
+    socket_dir: &Path,
+    machines: &[MachineRecord],
+    uid: u32,
+) -> Vec<RuntimeFile> {
+    use std::os::unix::fs::MetadataExt;
+    let ids: Vec<&str> = machines
+        .iter()
+        .filter(|m| m.product == Product::Celesto)
+        .map(|m| m.name.as_str())
+        .collect();
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    let Ok(entries) = crate::fsread::read_dir(socket_dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries {
+        if e.is_dir() || e.is_symlink() || e.meta.uid() != uid {
+            continue;
+        }
+        let Some(name) = e.name_str() else { continue };
+        let owner = ids.iter().find(|id| {
+            name == format!("vsock-{id}.sock")
+                || name == format!("qmp-{id}.sock")
+                || name == format!("fc-{id}.sock")
+                || crate::procs::shape::libkrun_config_id(&e.path).as_deref() == Some(**id)
+        });
+        if let Some(id) = owner {
+            out.push(RuntimeFile {
+                product: Product::Celesto,
+                path: e.path.clone(),
+                owner: id.to_string(),
+            });
+        }
+    }
+    out
+}
+
+/// The smolvm root sets that belong to this user (not `/var/lib/smolvm`, not another HOME).
+pub fn user_smolvm_sets<'a>(
+    roots: &'a crate::roots::SmolvmRoots,
+    _home: &Path,
+) -> impl Iterator<Item = &'a crate::roots::SmolvmRootSet> {
+    roots
+        .sets
+        .iter()
+        .filter(|s| s.source == "default" || s.source == "SMOLVM_DATA_DIR")
+}
+
+/// Paths that need root: never planned for removal, only shown as commands.
+pub fn is_system_path(p: &Path) -> bool {
+    ["/var/lib", "/etc", "/opt", "/usr"]
+        .iter()
+        .any(|s| p.starts_with(s))
+}
+
+fn lexical_starts_with(p: &Path, prefix: &Path) -> bool {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out.starts_with(prefix)
+}
+
+fn system_exists(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok()
+}
+
+/// System-level files of both products, with the command that removes each (as data: `exists`
+/// answers for a path, and `/etc/sudoers.d` is listed through `list_sudoers`).
+pub fn system_items(platform: Platform, exists: &dyn Fn(&Path) -> bool) -> Vec<SystemItem> {
+    let mut out = Vec::new();
+    let mut item = |product, path: &str, what: &str, command: String| {
+        if exists(Path::new(path)) {
+            out.push(SystemItem {
+                product,
+                path: PathBuf::from(path),
+                what: what.to_string(),
+                command,
+            });
+        }
+    };
+    if platform == Platform::Linux {
+        if let Ok(rd) = std::fs::read_dir("/etc/sudoers.d") {
+            let mut names: Vec<String> = rd
+                .flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with("celesto-runtime-"))
+                .collect();
+            names.sort();
+            for n in names {
+                let p = format!("/etc/sudoers.d/{n}");
+                item(
+                    Product::Celesto,
+                    &p,
+                    "sudo rule written by `celesto setup`",
+                    format!("sudo rm -f {p}"),
+                );
+            }
+        }
+        item(
+            Product::Celesto,
+            "/etc/udev/rules.d/65-celesto-kvm.rules",
+            "udev rule written by `celesto setup`",
+            "sudo rm -f /etc/udev/rules.d/65-celesto-kvm.rules && sudo udevadm control --reload"
+                .into(),
+        );
+        item(
+            Product::Celesto,
+            "/var/lib/celesto",
+            "Celesto's system data directory (and setup's libexec)",
+            "sudo rm -rf /var/lib/celesto".into(),
+        );
+        item(
+            Product::Smolvm,
+            "/var/lib/smolvm",
+            "smolvm `serve` data root as root, or PyPI smolvm's system data directory",
+            "sudo rm -rf /var/lib/smolvm".into(),
+        );
+        item(
+            Product::Smolvm,
+            "/opt/smolvm",
+            "smolvm installed by install.sh as root",
+            "sudo rm -rf /opt/smolvm && sudo rm -f /usr/local/bin/smolvm /usr/local/bin/smol"
+                .into(),
+        );
+        item(
+            Product::Smolvm,
+            "/usr/lib/smolvm",
+            "smolvm installed from a .deb/.rpm package",
+            "sudo apt remove smolvm   # or: sudo dnf remove smolvm".into(),
+        );
+        item(
+            Product::Smolvm,
+            "/usr/bin/smolvm",
+            "smolvm command from a .deb/.rpm package",
+            "sudo apt remove smolvm   # or: sudo dnf remove smolvm".into(),
+        );
+    }
+    out
+}
+
+/// smolvm machine records from `server/smolvm.db` (read-only, through
+/// [`crate::inventory::smolvm`]).
+pub fn read_smolvm_machines(db: &Path) -> Result<Vec<MachineRecord>, String> {
+    let mut out: Vec<MachineRecord> = crate::inventory::smolvm::read_smolvm_db(db)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(|r| MachineRecord {
+            product: Product::Smolvm,
+            name: r.name,
+            state: r.state,
+            pid: r.pid,
+            pid_start_time: r.pid_start_time,
+            db: db.to_path_buf(),
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// Celesto (or PyPI smolvm) sandbox rows from `celesto.db` / `smolvm.db` (read-only, through
+/// [`crate::inventory::celesto`]).
+pub fn read_celesto_rows(db: &Path) -> Result<Vec<MachineRecord>, String> {
+    let mut out: Vec<MachineRecord> = crate::inventory::celesto::read_celesto_db(db)
+        .map_err(|e| e.to_string())?
+        .sandboxes
+        .into_iter()
+        .map(|r| MachineRecord {
+            product: Product::Celesto,
+            name: r.id,
+            state: r.status,
+            pid: r.pid.and_then(|p| u32::try_from(p).ok()),
+            pid_start_time: None,
+            db: db.to_path_buf(),
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// VM processes of both products that belong to this HOME: same uid as us, and tied to this
+/// HOME by a machine directory under its smolvm roots, a disk under its Celesto data
+/// directories, open files under either, or the process's own `HOME`.
+pub fn vm_processes_of_home(
+    env: &EnvSnapshot,
+    platform: Platform,
+    procs: &[RawProcess],
+) -> Vec<VmProc> {
+    let smol = smolvm_roots(platform, env);
+    let cel = celesto_roots(platform, env);
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for s in user_smolvm_sets(&smol, &env.home) {
+        roots.push(s.data_root.clone());
+        roots.push(s.cache_root.clone());
+        roots.push(s.pack_cache.clone());
+    }
+    roots.push(env.home.join(".smolvm"));
+    for d in cel.data_dirs.iter().filter(|d| !is_system_path(&d.path)) {
+        roots.push(d.path.clone());
+    }
+    for d in cel.image_dirs.iter().filter(|d| !is_system_path(&d.path)) {
+        roots.push(d.path.clone());
+    }
+    let mut out = Vec::new();
+    for (p, shape) in detect_all(procs) {
+        if p.uid != env.euid {
+            continue;
+        }
+        let mut evidence: Option<String> = None;
+        for path in shape.paths() {
+            if roots.iter().any(|r| path.starts_with(r)) {
+                evidence = Some(path.display().to_string());
+                break;
+            }
+        }
+        if evidence.is_none() {
+            if let Some(f) = p
+                .open_files
+                .iter()
+                .find(|f| roots.iter().any(|r| f.path.starts_with(r)))
+            {
+                evidence = Some(format!("holds {}", f.path.display()));
+            }
+        }
+        if evidence.is_none() && p.env_home.as_deref() == Some(env.home.as_path()) {
+            if let VmmShape::SmolvmBootVm { .. } = shape {
+                // A boot child names its machine directory; one elsewhere is another root set.
+            } else {
+                evidence = Some(format!("started with HOME={}", env.home.display()));
+            }
+        }
+        if let Some(evidence) = evidence {
+            out.push(VmProc {
+                pid: p.pid,
+                start_time: p.start_time,
+                uid: p.uid,
+                product: shape.product(),
+                shape: shape.shape_name().to_string(),
+                evidence,
+            });
+        }
+    }
+    out
+}
+
+/// The preflight for people.
+pub fn render(p: &Preflight) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(s, "Uninstall preflight for {}", p.home.display());
+    let _ = writeln!(s, "\nInstallations:");
+    if p.installs.is_empty() {
+        let _ = writeln!(s, "  none found");
+    }
+    for i in &p.installs {
+        let _ = writeln!(
+            s,
+            "  {} ({}) {} at {}",
+            i.product.display_name(),
+            i.method,
+            i.version.as_deref().unwrap_or("version unknown"),
+            i.path.display()
+        );
+    }
+    let _ = writeln!(s, "\nState directories:");
+    for d in p.state_dirs.iter().filter(|d| d.exists) {
+        let _ = writeln!(
+            s,
+            "  {:>9}  {} {} ({})",
+            human_bytes(d.allocated_bytes),
+            d.product.as_str(),
+            d.path.display(),
+            d.kind
+        );
+    }
+    if let Some(d) = &p.dot_smolvm {
+        let _ = writeln!(
+            s,
+            "  {}: {} smol-machines entries, {} Celesto entries, {} others",
+            d.path.display(),
+            d.smolvm_entries.len(),
+            d.celesto_entries.len(),
+            d.other_entries.len()
+        );
+    }
+    let _ = writeln!(s, "\nMachines: {}", p.machines.len());
+    for m in &p.machines {
+        let _ = writeln!(s, "  {} {} ({})", m.product.as_str(), m.name, m.state);
+    }
+    let _ = writeln!(s, "VM processes of this HOME: {}", p.processes.len());
+    for v in &p.processes {
+        let _ = writeln!(s, "  pid {} {} ({})", v.pid, v.shape, v.evidence);
+    }
+    if !p.mounts_checked {
+        let _ = writeln!(s, "Mounts: the mount table could not be read");
+    }
+    for m in &p.mounts {
+        let _ = writeln!(s, "  mount {}", m.display());
+    }
+    for l in &p.launchers {
+        let _ = writeln!(
+            s,
+            "Launcher: {} -> {}",
+            l.path.display(),
+            l.target.display()
+        );
+    }
+    for b in &p.path_blocks {
+        let _ = writeln!(
+            s,
+            "PATH block: {} line {}: {}",
+            b.file.display(),
+            b.line,
+            b.lines.join(" | ")
+        );
+    }
+    for c in &p.credentials {
+        let _ = writeln!(s, "Kept unless asked: {} — {}", c.path.display(), c.what);
+    }
+    if !p.system.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nSystem files that need root (Smolsweep never runs these; run them yourself):"
+        );
+        for i in &p.system {
+            let _ = writeln!(s, "  {}  # {}", i.command, i.what);
+        }
+    }
+    for e in &p.problems {
+        let _ = writeln!(s, "Problem: {e}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_items_show_commands_only_for_existing_paths() {
+        let exists = |p: &Path| p == Path::new("/opt/smolvm") || p == Path::new("/var/lib/celesto");
+        let items = system_items(Platform::Linux, &exists);
+        let cmds: Vec<&str> = items.iter().map(|i| i.command.as_str()).collect();
+        assert!(cmds
+            .iter()
+            .any(|c| c.starts_with("sudo rm -rf /opt/smolvm")));
+        assert!(cmds.contains(&"sudo rm -rf /var/lib/celesto"));
+        assert!(!cmds.iter().any(|c| c.contains("/usr/lib/smolvm")));
+        assert!(system_items(Platform::Macos, &exists).is_empty());
+    }
+
+    #[test]
+    fn launcher_target_is_resolved_lexically() {
+        assert!(lexical_starts_with(
+            Path::new("/h/.local/bin/../../.smolvm/smolvm"),
+            Path::new("/h/.smolvm")
+        ));
+        assert!(!lexical_starts_with(
+            Path::new("/h/.smolvm2/smolvm"),
+            Path::new("/h/.smolvm")
+        ));
+    }
+}

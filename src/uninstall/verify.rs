@@ -1,0 +1,480 @@
+//! The proof: a native, read-only `verify-clean`.
+//!
+//! Like upstream's teardown `verify-clean.sh`, but:
+//! * machines are read from the inventories (in-memory snapshots); `smolvm machine ls` is never
+//!   run (it deletes ephemeral machines' directories);
+//! * VM directories are looked for where smolvm really keeps them for every user root set,
+//!   `SMOLVM_DATA_DIR` included (hazard 19: upstream looks in `$SMOLVM_DATA_DIR/vms`);
+//! * the exclusions are complete (`_shared`, `_restore-base`, `_restore-checkpoints`,
+//!   `_cow-bases`, `checkpoint-unpack`, dotfiles and lock files), and empty directories are not
+//!   state (hazard 29: `ls vms | wc -l` is not a leak check);
+//! * VM processes are found by shape (comm `libkrun VM` / `VM:*`, argv `_boot-vm`, Celesto VMMs),
+//!   never by `pgrep -f`, and tied to the audited HOME by their paths;
+//! * the audited HOME is named in the output (hazard 28: a check run under another HOME proves
+//!   nothing about this one).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::env::EnvSnapshot;
+use crate::model::{human_bytes, Platform, Product};
+use crate::procs::RawProcess;
+use crate::roots::{celesto_roots, smolvm_roots};
+
+use super::preflight::{
+    is_system_path, read_celesto_rows, read_smolvm_machines, user_smolvm_sets, vm_processes_of_home,
+};
+
+/// Schema name of the proof.
+pub const PROOF_SCHEMA: &str = "smolsweep.verify/1";
+
+/// Entries of a `vms/` directory that are never machines.
+pub const VMS_EXCLUDED: [&str; 5] = [
+    "_shared",
+    "_restore-base",
+    "_restore-checkpoints",
+    "_cow-bases",
+    "checkpoint-unpack",
+];
+
+/// What to check.
+#[derive(Debug, Clone, Default)]
+pub struct VerifyOptions {
+    /// Products to check (both when empty).
+    pub products: Vec<Product>,
+    /// Directories that must be gone (or hold nothing but empty directories).
+    pub removed_roots: Vec<PathBuf>,
+    /// `--protected DIR --since DATE`: nothing under DIR modified (mtime or ctime) after DATE.
+    pub protected: Option<(PathBuf, SystemTime)>,
+}
+
+/// Something still there, and what removes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Remaining {
+    pub what: String,
+    pub fix: String,
+}
+
+/// One check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Check {
+    pub key: String,
+    /// `none`, `clean`, `ok`, `not_checked`, or what was found.
+    pub value: String,
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remaining: Vec<Remaining>,
+}
+
+/// The proof.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proof {
+    pub schema: String,
+    pub audited_home: PathBuf,
+    pub products: Vec<Product>,
+    pub checks: Vec<Check>,
+    /// Facts that do not fail the proof (`empty_vm_dirs`, `restore_cache`).
+    pub info: Vec<(String, String)>,
+    /// `clean` or `dirty`.
+    pub result: String,
+}
+
+impl Proof {
+    pub fn is_clean(&self) -> bool {
+        self.result == "clean"
+    }
+}
+
+/// Verify the live system.
+pub fn verify(env: &EnvSnapshot, platform: Platform, opts: &VerifyOptions) -> Proof {
+    verify_with(env, platform, &crate::procs::list(), opts)
+}
+
+/// [`verify`] with a given process table.
+pub fn verify_with(
+    env: &EnvSnapshot,
+    platform: Platform,
+    procs: &[RawProcess],
+    opts: &VerifyOptions,
+) -> Proof {
+    let products = if opts.products.is_empty() {
+        vec![Product::Celesto, Product::Smolvm]
+    } else {
+        opts.products.clone()
+    };
+    let want = |p: Product| products.contains(&p);
+    let smol = smolvm_roots(platform, env);
+    let cel = celesto_roots(platform, env);
+    let mut checks = Vec::new();
+    let mut info = Vec::new();
+
+    // Machines.
+    let mut rem = Vec::new();
+    let mut unreadable = Vec::new();
+    if want(Product::Smolvm) {
+        for set in user_smolvm_sets(&smol, &env.home) {
+            if std::fs::symlink_metadata(&set.db_path).is_err() {
+                continue;
+            }
+            match read_smolvm_machines(&set.db_path) {
+                Ok(ms) => rem.extend(ms.into_iter().map(|m| Remaining {
+                    what: format!(
+                        "smolvm machine '{}' ({}) in {}",
+                        m.name,
+                        m.state,
+                        m.db.display()
+                    ),
+                    fix: format!("smolvm machine delete --name {} --force", m.name),
+                })),
+                Err(e) => unreadable.push(e),
+            }
+        }
+    }
+    if want(Product::Celesto) {
+        for d in cel.data_dirs.iter().filter(|d| !is_system_path(&d.path)) {
+            for db in ["celesto.db", "smolvm.db"] {
+                let p = d.path.join(db);
+                if std::fs::symlink_metadata(&p).is_err() {
+                    continue;
+                }
+                match read_celesto_rows(&p) {
+                    Ok(ms) => rem.extend(ms.into_iter().map(|m| Remaining {
+                        what: format!("sandbox '{}' ({}) in {}", m.name, m.state, m.db.display()),
+                        fix: format!("celesto sandbox delete {}", m.name),
+                    })),
+                    Err(e) => unreadable.push(e),
+                }
+            }
+        }
+    }
+    for e in unreadable {
+        rem.push(Remaining {
+            what: format!("an inventory that could not be read: {e}"),
+            fix: "check it by hand; Smolsweep cannot prove it empty".into(),
+        });
+    }
+    checks.push(check("machines", rem, |n| format!("{n} remaining")));
+
+    // VM directories.
+    if want(Product::Smolvm) {
+        let mut rem = Vec::new();
+        let mut empty = 0u64;
+        let mut restore = 0u64;
+        let mut restore_found = false;
+        for set in user_smolvm_sets(&smol, &env.home) {
+            for vms in &set.vms_dirs {
+                let Ok(entries) = crate::fsread::read_dir(vms) else {
+                    continue;
+                };
+                for e in entries {
+                    let name = e.name.to_string_lossy().into_owned();
+                    if !e.is_dir() || name.starts_with('.') {
+                        continue; // lock files, policy files
+                    }
+                    if name.starts_with("_restore-") {
+                        restore_found = true;
+                        restore += crate::size::Sizer::new()
+                            .measure(&e.path)
+                            .map(|m| m.allocated)
+                            .unwrap_or(0);
+                        continue;
+                    }
+                    if VMS_EXCLUDED.contains(&name.as_str()) {
+                        continue;
+                    }
+                    match crate::fsread::read_dir(&e.path) {
+                        Ok(inner) if inner.is_empty() => empty += 1,
+                        _ => rem.push(Remaining {
+                            what: format!("machine directory {}", e.path.display()),
+                            fix: format!(
+                                "smolsweep prune (or remove {} once no VM uses it)",
+                                e.path.display()
+                            ),
+                        }),
+                    }
+                }
+            }
+        }
+        checks.push(check("vm_dirs", rem, |n| format!("{n} remaining")));
+        info.push(("empty_vm_dirs".to_string(), empty.to_string()));
+        if restore_found {
+            info.push((
+                "restore_cache".to_string(),
+                format!("present {}", human_bytes(restore)),
+            ));
+        }
+    }
+    if want(Product::Celesto) {
+        let mut rem = Vec::new();
+        for d in cel.data_dirs.iter().filter(|d| !is_system_path(&d.path)) {
+            let Ok(entries) = crate::fsread::read_dir(&d.path.join("disks")) else {
+                continue;
+            };
+            for e in entries.into_iter().filter(|e| !e.is_dir()) {
+                rem.push(Remaining {
+                    what: format!("sandbox disk {}", e.path.display()),
+                    fix: "smolsweep prune (or celesto sandbox delete <id>)".into(),
+                });
+            }
+        }
+        checks.push(check("sandbox_disks", rem, |n| format!("{n} remaining")));
+    }
+
+    // VM processes of this HOME.
+    let rem: Vec<Remaining> = vm_processes_of_home(env, platform, procs)
+        .into_iter()
+        .filter(|v| want(v.product))
+        .map(|v| Remaining {
+            what: format!(
+                "{} VM process {} ({}, {})",
+                v.product.as_str(),
+                v.pid,
+                v.shape,
+                v.evidence
+            ),
+            fix: format!("smolsweep reap {} (or kill {})", v.pid, v.pid),
+        })
+        .collect();
+    checks.push(check("vm_processes", rem, |n| format!("{n} running")));
+
+    // Removed roots.
+    if opts.removed_roots.is_empty() {
+        checks.push(Check {
+            key: "removed_roots".into(),
+            value: "not_checked".into(),
+            ok: true,
+            remaining: Vec::new(),
+        });
+    } else {
+        let mut rem = Vec::new();
+        for r in &opts.removed_roots {
+            let mut found = Vec::new();
+            non_dirs_under(r, &mut found, 5);
+            for f in found {
+                rem.push(Remaining {
+                    what: format!("{} is still there", f.display()),
+                    fix: format!("smolsweep uninstall (or remove {})", r.display()),
+                });
+            }
+        }
+        checks.push(check("removed_roots", rem, |n| {
+            format!("{n}+ entries left")
+        }));
+    }
+
+    // Protected directory.
+    match &opts.protected {
+        None => checks.push(Check {
+            key: "protected".into(),
+            value: "not_checked".into(),
+            ok: true,
+            remaining: Vec::new(),
+        }),
+        Some((dir, since)) => {
+            let mut changed = Vec::new();
+            let exists = std::fs::symlink_metadata(dir).is_ok();
+            changed_since(dir, *since, &mut changed, 10);
+            let secs = since
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            let key = format!("protected_untouched_since_{secs}");
+            let mut rem: Vec<Remaining> = changed
+                .into_iter()
+                .map(|p| Remaining {
+                    what: format!("{} was modified after {secs}", p.display()),
+                    fix: "find out what touched it; Smolsweep must never write there".into(),
+                })
+                .collect();
+            if !exists {
+                rem.push(Remaining {
+                    what: format!("{} does not exist", dir.display()),
+                    fix: "the protected directory is gone".into(),
+                });
+            }
+            let mut c = check(&key, rem, |n| format!("{n} changed"));
+            if c.ok {
+                c.value = format!("ok {}", dir.display());
+            }
+            checks.push(c);
+        }
+    }
+
+    let clean = checks.iter().all(|c| c.ok);
+    Proof {
+        schema: PROOF_SCHEMA.to_string(),
+        audited_home: env.home.clone(),
+        products,
+        checks,
+        info,
+        result: if clean { "clean" } else { "dirty" }.to_string(),
+    }
+}
+
+fn check(key: &str, remaining: Vec<Remaining>, bad: impl Fn(usize) -> String) -> Check {
+    if remaining.is_empty() {
+        Check {
+            key: key.to_string(),
+            value: "none".into(),
+            ok: true,
+            remaining,
+        }
+    } else {
+        Check {
+            key: key.to_string(),
+            value: bad(remaining.len()),
+            ok: false,
+            remaining,
+        }
+    }
+}
+
+/// Up to `limit` non-directory entries (or the root itself if it is not a directory) under
+/// `root`, without following symlinks. Empty directories are not state.
+fn non_dirs_under(root: &Path, out: &mut Vec<PathBuf>, limit: usize) {
+    let Ok(m) = std::fs::symlink_metadata(root) else {
+        return;
+    };
+    if !m.file_type().is_dir() {
+        out.push(root.to_path_buf());
+        return;
+    }
+    let Ok(entries) = crate::fsread::read_dir(root) else {
+        out.push(root.to_path_buf());
+        return;
+    };
+    for e in entries {
+        if out.len() >= limit {
+            return;
+        }
+        if e.is_dir() {
+            non_dirs_under(&e.path, out, limit);
+        } else {
+            out.push(e.path);
+        }
+    }
+}
+
+fn time_of(secs: i64, nsecs: i64) -> SystemTime {
+    if secs >= 0 {
+        UNIX_EPOCH + Duration::new(secs as u64, nsecs.clamp(0, 999_999_999) as u32)
+    } else {
+        UNIX_EPOCH
+    }
+}
+
+/// Entries under `dir` (itself included) whose mtime or ctime is after `since`.
+fn changed_since(dir: &Path, since: SystemTime, out: &mut Vec<PathBuf>, limit: usize) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = std::fs::symlink_metadata(dir) else {
+        return;
+    };
+    let newer = |m: &std::fs::Metadata| {
+        time_of(m.mtime(), m.mtime_nsec()) > since || time_of(m.ctime(), m.ctime_nsec()) > since
+    };
+    if newer(&m) {
+        out.push(dir.to_path_buf());
+    }
+    if !m.file_type().is_dir() {
+        return;
+    }
+    let Ok(entries) = crate::fsread::read_dir(dir) else {
+        return;
+    };
+    for e in entries {
+        if out.len() >= limit {
+            return;
+        }
+        if e.is_dir() {
+            changed_since(&e.path, since, out, limit);
+        } else if newer(&e.meta) {
+            out.push(e.path);
+        }
+    }
+}
+
+/// Parse `--since`: Unix seconds (`1700000000` or `@1700000000`), `YYYY-MM-DD` (UTC midnight)
+/// or `YYYY-MM-DDTHH:MM:SS[Z]` (UTC).
+pub fn parse_since(s: &str) -> Option<SystemTime> {
+    let s = s.trim();
+    let digits = s.strip_prefix('@').unwrap_or(s);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(UNIX_EPOCH + Duration::from_secs(digits.parse().ok()?));
+    }
+    let (date, time) = match s.split_once(['T', ' ']) {
+        Some((d, t)) => (d, Some(t.trim_end_matches('Z'))),
+        None => (s, None),
+    };
+    let mut dp = date.split('-');
+    let y: i64 = dp.next()?.parse().ok()?;
+    let mo: i64 = dp.next()?.parse().ok()?;
+    let d: i64 = dp.next()?.parse().ok()?;
+    if dp.next().is_some() || !(1..=12).contains(&mo) || !(1..=31).contains(&d) {
+        return None;
+    }
+    let (mut h, mut mi, mut se) = (0i64, 0i64, 0i64);
+    if let Some(t) = time {
+        let mut tp = t.split(':');
+        h = tp.next()?.parse().ok()?;
+        mi = tp.next()?.parse().ok()?;
+        se = tp.next().map(|x| x.parse().ok()).unwrap_or(Some(0))?;
+        if h > 23 || mi > 59 || se > 60 {
+            return None;
+        }
+    }
+    // Days from civil (Howard Hinnant).
+    let y2 = if mo <= 2 { y - 1 } else { y };
+    let era = if y2 >= 0 { y2 } else { y2 - 399 } / 400;
+    let yoe = y2 - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe - 719468;
+    let secs = days * 86400 + h * 3600 + mi * 60 + se;
+    if secs < 0 {
+        return None;
+    }
+    Some(UNIX_EPOCH + Duration::from_secs(secs as u64))
+}
+
+/// `key=value` lines, then `result=clean|dirty`.
+pub fn render_kv(p: &Proof) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(s, "audited_home={}", p.audited_home.display());
+    let names: Vec<&str> = p.products.iter().map(|p| p.as_str()).collect();
+    let _ = writeln!(s, "products={}", names.join(","));
+    for c in &p.checks {
+        if c.ok {
+            let _ = writeln!(s, "{}={}", c.key, c.value);
+        } else {
+            let _ = writeln!(s, "{}=FAIL expected=none actual={}", c.key, c.value);
+            for r in &c.remaining {
+                let _ = writeln!(s, "remains={} fix={}", r.what, r.fix);
+            }
+        }
+    }
+    for (k, v) in &p.info {
+        let _ = writeln!(s, "{k}={v}");
+    }
+    let _ = writeln!(s, "result={}", p.result);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_parses_the_usual_forms() {
+        let t = |s| parse_since(s).map(|t| t.duration_since(UNIX_EPOCH).unwrap().as_secs());
+        assert_eq!(t("1700000000"), Some(1_700_000_000));
+        assert_eq!(t("@1700000000"), Some(1_700_000_000));
+        assert_eq!(t("2023-11-14T22:13:20Z"), Some(1_700_000_000));
+        assert_eq!(t("1970-01-02"), Some(86_400));
+        assert_eq!(t("2024-02-30x"), None);
+        assert_eq!(t("yesterday"), None);
+    }
+}

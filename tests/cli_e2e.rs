@@ -1,0 +1,127 @@
+//! The `smolsweep` binary end to end on scratch HOMEs: reaping a real orphaned VM-shaped
+//! process and then pruning what it held; stopping machines through the real smolvm 1.32.2.
+
+use std::path::Path;
+use std::process::Command;
+
+use smolsweep_fixtures::vmm::{fake_vmm_bin, spawn, Shape};
+use smolsweep_fixtures::{Home, Layout, OLD};
+
+fn smolsweep(home: &Home, data: &Path, args: &[&str], path: &str) -> (i32, serde_json::Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_smolsweep"))
+        .args(args)
+        .env_clear()
+        .envs(home.env_vars())
+        .env("SMOLSWEEP_DATA_DIR", data)
+        .env("PATH", path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{args:?}: {e}\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), v)
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie (our own exited child, not yet waited for) is dead.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            let state = s.rsplit(')').next().unwrap_or("").split_whitespace().next();
+            state != Some("Z")
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn reap_then_prune_frees_an_orphaned_vms_directory() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let data = t.path().join("smolsweep-data");
+    let sm = home.smolvm().unwrap();
+    sm.record("kept", serde_json::json!({})).unwrap();
+    let dir = sm.dangling_dir("vm-orphan").unwrap();
+    smolsweep_fixtures::age_tree(&home.root, OLD).unwrap();
+    let bin = fake_vmm_bin(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fake_vmm.rs"),
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+    );
+    let vmm = spawn(
+        &bin,
+        &Shape {
+            argv: vec![
+                "/proc/self/exe".into(),
+                "_boot-vm".into(),
+                dir.join("boot-config.json").display().to_string(),
+            ],
+            comm: Some("libkrun VM"),
+            home: Some(&home.root),
+            ..Default::default()
+        },
+    );
+    let pid = vmm.pid();
+    // While the VM runs, its directory is protected and prune leaves it.
+    let (code, v) = smolsweep(&home, &data, &["prune", "--yes", "--json"], "/usr/bin:/bin");
+    assert_eq!(code, 0, "{v}");
+    assert!(dir.exists());
+    // Reap without --yes off a terminal: a dry run, exit 1, the process untouched.
+    let (code, v) = smolsweep(&home, &data, &["reap", "--json"], "/usr/bin:/bin");
+    assert_eq!(code, 1, "{v}");
+    assert!(alive(pid));
+    let (code, v) = smolsweep(&home, &data, &["reap", "--yes", "--json"], "/usr/bin:/bin");
+    assert_eq!(code, 0, "{v}");
+    assert!(!alive(pid), "the orphan was ended: {v}");
+    assert_eq!(v["done"].as_array().unwrap().len(), 1, "{v}");
+    let (code, v) = smolsweep(&home, &data, &["prune", "--yes", "--json"], "/usr/bin:/bin");
+    assert_eq!(code, 0, "{v}");
+    assert!(!dir.exists(), "the directory it held is reclaimed: {v}");
+    // The journal recorded both runs.
+    let out = Command::new(env!("CARGO_BIN_EXE_smolsweep"))
+        .args(["history", "--json"])
+        .env_clear()
+        .envs(home.env_vars())
+        .env("SMOLSWEEP_DATA_DIR", &data)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&pid.to_string()), "{text}");
+    drop(vmm);
+}
+
+#[test]
+fn stop_goes_through_the_real_smolvm_and_never_calls_it_for_a_ghost() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let data = t.path().join("smolsweep-data");
+    smolsweep_fixtures::real_tools::install_smolvm_script_layout(&home.root).unwrap();
+    let out = smolsweep_fixtures::real_tools::smolvm_cmd(&home.root)
+        .args(["machine", "create", "--name", "demo"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = format!("{}:/usr/bin:/bin", home.path(".local/bin").display());
+    let (code, v) = smolsweep(&home, &data, &["stop", "demo", "--yes", "--json"], &path);
+    assert_eq!(code, 0, "{v}");
+    assert!(v["done"].to_string().contains("not running"), "{v}");
+    let vms = home.path(".cache/smolvm/vms");
+    let before: Vec<_> = std::fs::read_dir(&vms)
+        .map(|r| r.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    let (code, v) = smolsweep(&home, &data, &["stop", "ghost", "--yes", "--json"], &path);
+    assert_ne!(code, 2, "{v}");
+    let after: Vec<_> = std::fs::read_dir(&vms)
+        .map(|r| r.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        before, after,
+        "hazard 3: stop on a ghost name created nothing"
+    );
+}

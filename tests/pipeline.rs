@@ -1,0 +1,121 @@
+//! The whole pipeline on realistic scratch HOMEs: real scan → plan → (mutation) → execute.
+//! Ownership is re-checked at the moment of deletion: a sandbox row or a machine record
+//! created after the plan for an orphan's id makes it someone's again.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use smolsweep::env::EnvSnapshot;
+use smolsweep::exec::delete::Confirmed;
+use smolsweep::exec::{self, ExecContext, Outcome, RunMode, UnwiredRunner};
+use smolsweep::plan::{Action, Plan, Selection};
+use smolsweep::scan::{scan, ScanOptions};
+use smolsweep::{Platform, ScanReport};
+use smolsweep_fixtures::{Home, Layout, OLD};
+
+fn scan_home(home: &Home) -> ScanReport {
+    let mut vars = home.env_vars();
+    vars.push(("PATH".into(), "/usr/bin:/bin".into()));
+    let mut env = EnvSnapshot::from_pairs(home.root.clone(), vars);
+    env.euid = rustix::process::geteuid().as_raw();
+    scan(&ScanOptions {
+        env,
+        platform: Platform::Linux,
+        age_guard: Duration::from_secs(120),
+        now: SystemTime::now(),
+    })
+}
+
+fn execute(plan: &Plan) -> exec::ExecReport {
+    exec::execute(
+        plan,
+        ExecContext {
+            mode: RunMode::Execute(Confirmed::for_plan(plan)),
+            journal: None,
+            progress: None,
+            runner: &UnwiredRunner,
+        },
+    )
+    .unwrap()
+}
+
+fn outcome_of<'a>(r: &'a exec::ExecReport, p: &Path) -> &'a Outcome {
+    &r.records
+        .iter()
+        .find(|rec| matches!(&rec.action, Action::DeletePath { path, .. } if path == p))
+        .unwrap_or_else(|| panic!("{} not planned", p.display()))
+        .outcome
+}
+
+#[test]
+fn b9_sandbox_row_created_for_an_orphan_id_after_the_plan_keeps_its_files() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let data = home.celesto_data_dir().unwrap();
+    let reborn = data.disk("reborn", "ext4", 1 << 20, 1 << 16).unwrap();
+    let reborn_log = data.log("reborn", 100).unwrap();
+    let gone = data.disk("gone", "ext4", 1 << 20, 1 << 16).unwrap();
+    smolsweep_fixtures::age_tree(&home.root, OLD).unwrap();
+    let plan = Plan::from_scan(&scan_home(&home), &Selection::reclaimable());
+    assert!(plan.actions.len() >= 3, "{plan:?}");
+    // Between the confirmation and the deletion, a sandbox with that id appears.
+    data.row("reborn", "created", "firecracker", None).unwrap();
+    let r = execute(&plan);
+    for p in [&reborn, &reborn_log] {
+        assert!(p.exists(), "{} survived", p.display());
+        match outcome_of(&r, p) {
+            Outcome::Skipped { why, .. } => assert!(why.contains("exists again"), "{why}"),
+            o => panic!("{o:?}"),
+        }
+    }
+    assert!(!gone.exists(), "the orphan nobody claimed is gone");
+    assert!(outcome_of(&r, &gone).is_done());
+}
+
+#[test]
+fn machine_created_for_a_dangling_dir_after_the_plan_keeps_it() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let sm = home.smolvm().unwrap();
+    sm.record("other", serde_json::json!({})).unwrap();
+    let dangling: PathBuf = sm.dangling_dir("vm-back").unwrap();
+    let gone: PathBuf = sm.dangling_dir("vm-gone").unwrap();
+    smolsweep_fixtures::age_tree(&home.root, OLD).unwrap();
+    let plan = Plan::from_scan(&scan_home(&home), &Selection::reclaimable());
+    sm.record("vm-back", serde_json::json!({})).unwrap();
+    let r = execute(&plan);
+    assert!(dangling.exists());
+    match outcome_of(&r, &dangling) {
+        Outcome::Skipped { why, .. } => assert!(why.contains("vm-back"), "{why}"),
+        o => panic!("{o:?}"),
+    }
+    assert!(!gone.exists());
+}
+
+#[test]
+fn dead_ephemeral_machine_is_planned_as_a_machine_delete_not_a_path_delete() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let sm = home.smolvm().unwrap();
+    sm.record(
+        "eph9",
+        serde_json::json!({"state": "running", "pid": smolsweep_fixtures::IMPOSSIBLE_PID_SMOLVM,
+                           "pid_start_time": 42u64, "ephemeral": true}),
+    )
+    .unwrap();
+    let dir = sm
+        .machine_dir(
+            "eph9",
+            smolsweep_fixtures::smolvm::DiskSet::Raw {
+                storage: 1 << 16,
+                overlay: 1 << 16,
+            },
+        )
+        .unwrap();
+    smolsweep_fixtures::age_tree(&home.root, OLD).unwrap();
+    let plan = Plan::from_scan(&scan_home(&home), &Selection::reclaimable());
+    assert!(plan.actions.iter().any(|a| matches!(&a.action,
+        Action::DeleteMachine { name, .. } if name == "eph9")));
+    assert!(!plan.actions.iter().any(|a| matches!(&a.action,
+        Action::DeletePath { path, .. } if path.starts_with(&dir))));
+}
