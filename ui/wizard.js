@@ -123,9 +123,13 @@
 
   // ---- 3. plan --------------------------------------------------------------------------------
 
+  // The core names its CLI flags; here they are the choices of step 2.
+  const HOW = { "--remove-credentials": "the “Credentials and keys” choice", "--remove-path-block": "the “PATH lines” choice" };
+  const how = (h) => HOW[h] || h;
+
   function leftovers(plan, into) {
     const parts = [];
-    if (plan.kept.length) parts.push(section("Kept", plan.kept.map((k) => item(k.path, `${k.what} — remove with ${k.how}`))));
+    if (plan.kept.length) parts.push(section("Kept", plan.kept.map((k) => item(k.path, `${k.what} — remove with ${how(k.how)}`))));
     if (plan.user_commands.length) parts.push(section("Run these yourself (Smolsweep does not)", plan.user_commands.map((c) => cmdLine(c.command, c.why))));
     for (const n of plan.notes) parts.push(el("p", { class: "muted small", text: n }));
     into.replaceChildren(...parts);
@@ -220,9 +224,10 @@
       $("#wz-progress-fill").style.width = "100%";
       renderProof(res.proof, res.run);
     } catch (e) {
+      // Refused before anything ran (the plan changed, nothing ticked, no journal).
       toast(String(e));
-      $("#wz-progress-text").textContent = String(e);
-      try { renderProof(await invoke("uninstall_verify"), null); } catch (_) { /* stays on progress */ }
+      $("#wz-confirm-summary").textContent = `Nothing was done: ${e}`;
+      page("confirm");
     } finally {
       wz.running = false;
     }
@@ -245,7 +250,7 @@
       el("li", { class: c.ok ? "wz-o-done" : "wz-o-failed", dataset: { key: c.key } },
         el("div", { class: "wz-item" }, el("span", { text: c.key }), el("span", { class: "wz-tag", text: c.ok ? c.value : "FAIL" })),
         ...(c.ok ? [] : [el("div", { class: "reason", text: `found: ${c.value}` })]),
-        ...c.remaining.map((r) => el("div", { class: "reason wz-remains" }, `remains: ${r.what} — `, el("b", { text: "fix: " }), r.fix))))));
+        ...(c.remaining || []).map((r) => el("div", { class: "reason wz-remains" }, `remains: ${r.what} — `, el("b", { text: "fix: " }), r.fix))))));
     if (remaining.length) $("#wz-checks").prepend(el("p", { class: "status warn", text: `${remaining.length} check${remaining.length === 1 ? "" : "s"} failed: each names what remains and what removes it.` }));
     $("#wz-outcomes").replaceChildren(...(runReport ? [section("Steps", runReport.records.map((r) =>
       el("li", { class: `wz-o-${r.result.outcome}`, dataset: { index: String(r.index) } },

@@ -143,8 +143,8 @@ pub async fn plan_now<R: Runtime>(
 /// The shell's own plan with the sent plan's `checked` flags: any other difference is refused.
 ///
 /// The sent plan is taken as JSON (the plan's flattened steps hold 128-bit timestamps, which
-/// serde cannot read back through `flatten`); each of its steps must equal ours apart from
-/// `checked`.
+/// serde cannot read back through `flatten`, and which JavaScript rounds); each of its steps
+/// must equal ours apart from `checked` and the recorded file identity, which is always ours.
 pub fn apply_checks(
     ours: &UninstallPlan,
     sent: &serde_json::Value,
@@ -175,6 +175,9 @@ pub fn apply_checks(
             let mut v = v.clone();
             if let Some(o) = v.as_object_mut() {
                 o.remove("checked");
+                // Nanosecond timestamps do not survive JavaScript's numbers; the shell's own
+                // identities are the ones used.
+                o.remove("identity");
             }
             v
         };
@@ -520,6 +523,22 @@ mod tests {
         let mut sent = v(&ours);
         sent["steps"][0]["path"] = "/etc".into();
         assert!(apply_checks(&ours, &sent).is_err());
+        // A rounded identity (what JavaScript sends back) is not a change: ours is used.
+        let mut with_id = ours.clone();
+        let id = smolsweep::model::FileIdentity {
+            dev: 1,
+            ino: 2,
+            file_type: 0o040000,
+            size: 0,
+            mtime_ns: 1_764_473_601_123_456_789,
+        };
+        if let Step::RemovePath { identity, .. } = &mut with_id.steps[0].step {
+            *identity = Some(id.clone());
+        }
+        let mut sent = v(&with_id);
+        sent["steps"][0]["identity"]["mtime_ns"] = serde_json::json!(1.7644736011234568e18);
+        let p = apply_checks(&with_id, &sent).unwrap();
+        assert!(matches!(&p.steps[0].step, Step::RemovePath { identity: Some(i), .. } if *i == id));
         let mut sent = ours.clone();
         sent.steps.push(remove("/home/u/c"));
         assert!(apply_checks(&ours, &v(&sent)).is_err());
