@@ -533,7 +533,7 @@ mod tests {
             mtime_ns: 1_764_473_601_123_456_789,
         };
         if let Step::RemovePath { identity, .. } = &mut with_id.steps[0].step {
-            *identity = Some(id.clone());
+            *identity = Some(id);
         }
         let mut sent = v(&with_id);
         sent["steps"][0]["identity"]["mtime_ns"] = serde_json::json!(1.7644736011234568e18);

@@ -344,8 +344,15 @@ async fn wizard_plan_in_a_dark_800x600_window_skips_unticked_steps_in_the_confir
     let (_driver, port) = start_driver(&h, &[("GTK_THEME", "Adwaita:dark")]);
     let c = connect(port).await;
     c.set_window_size(800, 600).await.ok();
-    click(&c, "nav button[data-view='uninstall']").await;
-    wait_css(&c, "#wz-pre-body .wz-sec").await;
+    // The way the tray's "Uninstall SmolVM…" reaches an open window: a `navigate` event.
+    wait_css(&c, "#view-overview.active").await;
+    c.execute(
+        "window.__TAURI__.event.emit('navigate', 'uninstall'); return true",
+        vec![],
+    )
+    .await
+    .unwrap();
+    wait_css(&c, "#view-uninstall.active #wz-pre-body .wz-sec").await;
     let bg = c
         .execute(
             "return getComputedStyle(document.body).backgroundColor",
