@@ -60,6 +60,8 @@ impl Uninstaller for RealUninstaller {}
 pub struct WizardState {
     preflight: Mutex<Option<Preflight>>,
     plan: Mutex<Option<UninstallPlan>>,
+    /// The plan in `plan` has run (it stays for the proof).
+    ran: Mutex<bool>,
     last_run: Mutex<Option<RunReport>>,
 }
 
@@ -122,6 +124,8 @@ pub async fn preflight_now<R: Runtime>(app: &AppHandle<R>) -> Result<Preflight, 
     let ws = app.state::<WizardState>();
     *lock(&ws.preflight) = Some(pre.clone());
     *lock(&ws.plan) = None;
+    *lock(&ws.ran) = false;
+    *lock(&ws.last_run) = None;
     Ok(pre)
 }
 
@@ -136,7 +140,10 @@ pub async fn plan_now<R: Runtime>(
         None => preflight_now(app).await?,
     };
     let plan = uplan::build(&pre, &opts);
-    *lock(&app.state::<WizardState>().plan) = Some(plan.clone());
+    let ws = app.state::<WizardState>();
+    *lock(&ws.plan) = Some(plan.clone());
+    *lock(&ws.ran) = false;
+    *lock(&ws.last_run) = None;
     Ok(plan)
 }
 
@@ -372,13 +379,30 @@ pub async fn run_now<R: Runtime>(
     app: &AppHandle<R>,
     sent: serde_json::Value,
 ) -> Result<RunResult, String> {
-    let ours = lock(&app.state::<WizardState>().plan)
-        .clone()
-        .ok_or("no plan has been made yet")?;
-    let plan = apply_checks(&ours, &sent)?;
-    if plan.is_empty() {
-        return Err("no step is ticked: nothing to do".into());
-    }
+    // A plan runs once: it is taken now (a second click gets "no plan"), put back for the proof
+    // afterwards, or put back as it was when nothing ran.
+    let ours = {
+        let ws = app.state::<WizardState>();
+        if *lock(&ws.ran) {
+            return Err("this plan has already run; start over for a new one".into());
+        }
+        let taken = lock(&ws.plan).take();
+        taken.ok_or("no plan has been made yet")?
+    };
+    let restore = |ours: UninstallPlan| {
+        *lock(&app.state::<WizardState>().plan) = Some(ours);
+    };
+    let plan = match apply_checks(&ours, &sent) {
+        Ok(p) if !p.is_empty() => p,
+        Ok(_) => {
+            restore(ours);
+            return Err("no step is ticked: nothing to do".into());
+        }
+        Err(e) => {
+            restore(ours);
+            return Err(e);
+        }
+    };
     let u = uninstaller(app);
     let st = app.state::<AppState>();
     let result = {
@@ -414,11 +438,20 @@ pub async fn run_now<R: Runtime>(
             let proof = proof_report(&plan2, Some(&run), proof);
             Ok(RunResult { run, proof })
         })
-        .await?
+        .await
+    };
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => {
+            // Only the environment or the journal fail here, before any step ran.
+            restore(ours);
+            return Err(e);
+        }
     };
     let ws = app.state::<WizardState>();
     *lock(&ws.last_run) = Some(result.run.clone());
     *lock(&ws.plan) = Some(plan);
+    *lock(&ws.ran) = true;
     *lock(&ws.preflight) = None;
     // The tray and the window's other views follow what is gone.
     let app2 = app.clone();

@@ -313,6 +313,14 @@ fn wizard_preflight_plan_run_proof_leaves_smolvm_gone_and_credentials_kept() {
     // The proof alone, again.
     let again = call(&w, "uninstall_verify", json!({})).unwrap();
     assert_eq!(again["clean"], true, "{}", again["kv"]);
+    assert!(
+        again["report"].as_str().unwrap().contains("delete"),
+        "the run is in the report"
+    );
+    // A plan runs once.
+    let e = call(&w, "uninstall_run", json!({ "plan": p })).unwrap_err();
+    assert!(e.as_str().unwrap().contains("already run"), "{e}");
+    assert_eq!(w.scratch.calls.0.lock().unwrap().len(), calls.len());
 }
 
 #[test]
