@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Display-server tests of the desktop app: the real tray menu over D-Bus (dbusmenu), real
 # notifications through dunst, and the real window through WebDriver (tauri-driver +
-# WebKitWebDriver). Runs the `#[ignore]`d tests of src-tauri/tests/{display,webdriver,real_scan}.rs
+# WebKitWebDriver). Runs the `#[ignore]`d tests of src-tauri/tests/{display,webdriver,wizard_window,real_scan}.rs
 # under Xvfb and a private session bus; screenshots go to docs/screenshots/.
 #
 # Also builds the .deb (packaging/build-deb.sh), installs it on this machine and checks the
@@ -41,4 +41,4 @@ trap 'kill $dunst_pid 2>/dev/null || true' EXIT
 gdbus wait --session --timeout 10 org.freedesktop.Notifications
 
 export SMOLSWEEP_SCREENSHOTS="$PWD/docs/screenshots"
-cargo test --workspace -q --no-fail-fast --test display --test webdriver --test real_scan -- --ignored --test-threads=1 "$@"
+cargo test --workspace -q --no-fail-fast --test display --test webdriver --test wizard_window --test real_scan -- --ignored --test-threads=1 "$@"

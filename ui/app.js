@@ -358,7 +358,6 @@ $("#rescan-btn").addEventListener("click", async () => {
   $("#scan-state").textContent = "Scanning…";
   try { render(await invoke("rescan")); } catch (e) { $("#scan-state").textContent = String(e); }
 });
-$("#uninstall-rescan").addEventListener("click", () => $("#rescan-btn").click());
 
 listen("status-updated", (e) => render(e.payload));
 listen("navigate", (e) => show(e.payload));

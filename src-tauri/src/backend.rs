@@ -167,6 +167,10 @@ pub trait Backend: Send + Sync + 'static {
     ) -> ReclaimOutcome;
     /// Stop or reap a VM process of the latest scan; `Ok` only once its death is confirmed.
     fn vm_action(&self, p: &VmProcess, action: VmAction) -> anyhow::Result<()>;
+    /// What the uninstall wizard works on (the live system unless a test says otherwise).
+    fn uninstaller(&self) -> std::sync::Arc<dyn crate::uninstall::Uninstaller> {
+        std::sync::Arc::new(crate::uninstall::RealUninstaller)
+    }
 }
 
 /// The real core.

@@ -18,6 +18,7 @@ use tauri::{AppHandle, Builder, Emitter, Manager, Runtime, WebviewUrl, WebviewWi
 pub mod backend;
 pub mod notes;
 pub mod settings;
+pub mod uninstall;
 mod watch;
 
 pub use backend::{Backend, Plan, RealBackend, ReclaimOutcome, VmAction};
@@ -36,6 +37,8 @@ pub const TRAY_ID: &str = "smolsweep";
 pub const EV_STATUS: &str = "status-updated";
 /// Event with [`backend::Progress`] while a reclaim runs.
 pub const EV_PROGRESS: &str = "reclaim-progress";
+/// Event with [`uninstall::UninstallProgress`] while the uninstall wizard runs.
+pub const EV_UNINSTALL_PROGRESS: &str = uninstall::EV_UNINSTALL_PROGRESS;
 /// Event asking the window to show a view (`overview`, `findings`, `uninstall`, ...).
 pub const EV_NAVIGATE: &str = "navigate";
 
@@ -723,6 +726,7 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, deps: Deps) -> Builder<R> {
     } = deps;
     builder
         .manage(state)
+        .manage(uninstall::WizardState::default())
         .invoke_handler(tauri::generate_handler![
             get_status,
             get_report,
@@ -733,7 +737,11 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, deps: Deps) -> Builder<R> {
             plan_reclaim,
             execute_reclaim,
             get_history,
-            vm_action
+            vm_action,
+            uninstall::uninstall_preflight,
+            uninstall::uninstall_plan,
+            uninstall::uninstall_run,
+            uninstall::uninstall_verify
         ])
         .on_window_event(|w, e| {
             // Closing the window hides it; the app lives in the tray until "Quit". A window left

@@ -1,0 +1,586 @@
+//! The uninstall wizard's commands: preflight → plan → run → proof, all through the core's
+//! `smolsweep::uninstall` (nothing re-implemented here).
+//!
+//! The window gets the preflight, asks for a plan for the user's choices, shows it with a
+//! checkbox per step, and sends it back with some steps unticked. The shell keeps the plan it
+//! built: the one sent back must be that plan step for step (only the `checked` flags may
+//! differ), so the window can skip steps but never add or change one. The run holds the scan
+//! lock (no scan or reclaim at the same time) and reports each machine, process and mount step
+//! as `uninstall-progress` events while it runs (the core's [`StepRunner`] is the hook; path
+//! removals are reported with the result). Afterwards the proof is taken for the products and
+//! roots of the plan that ran.
+
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use smolsweep::env::EnvSnapshot;
+use smolsweep::exec::reap::ProcessRef;
+use smolsweep::journal::Journal;
+use smolsweep::model::{human_bytes, Platform, Product};
+use smolsweep::uninstall::plan::{self as uplan, ProductChoice, Step, UninstallOptions};
+use smolsweep::uninstall::preflight::{self, Preflight};
+use smolsweep::uninstall::run::{self as urun, RunReport, StepOutcome, StepRunner, SystemRunner};
+use smolsweep::uninstall::verify::{self, Proof, VerifyOptions};
+use smolsweep::uninstall::UninstallPlan;
+use tauri::{AppHandle, Emitter, Manager, Runtime};
+
+use crate::AppState;
+
+/// Event with an [`UninstallProgress`] for each machine, process or mount step as it finishes.
+pub const EV_UNINSTALL_PROGRESS: &str = "uninstall-progress";
+
+/// Where the uninstall looks and what carries it out. The real one uses the process
+/// environment, the live system and the journal; tests give a scratch HOME and their own
+/// journal file.
+pub trait Uninstaller: Send + Sync + 'static {
+    /// The user environment to uninstall from.
+    fn env(&self) -> anyhow::Result<EnvSnapshot> {
+        EnvSnapshot::capture()
+    }
+    fn platform(&self) -> Platform {
+        Platform::current()
+    }
+    /// Machine, process and mount actions.
+    fn runner(&self, env: &EnvSnapshot) -> Box<dyn StepRunner> {
+        Box::new(SystemRunner::for_env(env))
+    }
+    /// The journal every action is recorded in (the same one as `prune` and `uninstall`).
+    fn journal(&self) -> std::io::Result<Journal> {
+        Journal::open_default()
+    }
+}
+
+/// The core on the live system.
+#[derive(Debug, Default)]
+pub struct RealUninstaller;
+impl Uninstaller for RealUninstaller {}
+
+/// What the wizard has shown so far.
+#[derive(Default)]
+pub struct WizardState {
+    preflight: Mutex<Option<Preflight>>,
+    plan: Mutex<Option<UninstallPlan>>,
+    /// The plan in `plan` has run (it stays for the proof).
+    ran: Mutex<bool>,
+    last_run: Mutex<Option<RunReport>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A step of the run that finished, sent while the run goes on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UninstallProgress {
+    /// Index of the step in the plan.
+    pub index: Option<usize>,
+    pub summary: String,
+    pub result: StepOutcome,
+    /// Machine, process and mount steps (the ones reported while running) finished so far.
+    pub done: usize,
+    pub total: usize,
+}
+
+/// What a run did and the proof taken right after it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResult {
+    pub run: RunReport,
+    pub proof: ProofReport,
+}
+
+/// The proof, its `key=value` text and the whole copyable report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProofReport {
+    pub proof: Proof,
+    pub clean: bool,
+    /// `verify::render_kv`: what `smolsweep verify` prints.
+    pub kv: String,
+    /// The plan's choices, each step and what happened, what was kept, the commands left for
+    /// the user, and the proof: for the clipboard.
+    pub report: String,
+}
+
+fn uninstaller<R: Runtime>(app: &AppHandle<R>) -> Arc<dyn Uninstaller> {
+    app.state::<AppState>().backend.uninstaller()
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tauri::async_runtime::spawn_blocking(f)
+        .await
+        .map_err(|e| format!("uninstall: {e}"))?
+}
+
+/// Read-only: every install, state directory, machine, VM process, mount, launcher, PATH block,
+/// credential and root-only item. Kept as the base of the next plan.
+pub async fn preflight_now<R: Runtime>(app: &AppHandle<R>) -> Result<Preflight, String> {
+    let u = uninstaller(app);
+    let pre = blocking(move || {
+        let env = u.env().map_err(|e| format!("{e:#}"))?;
+        Ok(preflight::gather(&env, u.platform()))
+    })
+    .await?;
+    let ws = app.state::<WizardState>();
+    *lock(&ws.preflight) = Some(pre.clone());
+    *lock(&ws.plan) = None;
+    *lock(&ws.ran) = false;
+    *lock(&ws.last_run) = None;
+    Ok(pre)
+}
+
+/// The plan for the user's choices, built from the preflight the user saw.
+pub async fn plan_now<R: Runtime>(
+    app: &AppHandle<R>,
+    opts: UninstallOptions,
+) -> Result<UninstallPlan, String> {
+    let seen = lock(&app.state::<WizardState>().preflight).clone();
+    let pre = match seen {
+        Some(p) => p,
+        None => preflight_now(app).await?,
+    };
+    let plan = uplan::build(&pre, &opts);
+    let ws = app.state::<WizardState>();
+    *lock(&ws.plan) = Some(plan.clone());
+    *lock(&ws.ran) = false;
+    *lock(&ws.last_run) = None;
+    Ok(plan)
+}
+
+/// The shell's own plan with the sent plan's `checked` flags: any other difference is refused.
+///
+/// The sent plan is taken as JSON (the plan's flattened steps hold 128-bit timestamps, which
+/// serde cannot read back through `flatten`, and which JavaScript rounds); each of its steps
+/// must equal ours apart from `checked` and the recorded file identity, which is always ours.
+pub fn apply_checks(
+    ours: &UninstallPlan,
+    sent: &serde_json::Value,
+) -> Result<UninstallPlan, String> {
+    let changed = || "the plan is not the one shown; review it again".to_string();
+    let theirs = serde_json::to_value(ours).map_err(|e| e.to_string())?;
+    for key in ["schema", "home", "products", "options"] {
+        if sent.get(key) != theirs.get(key) {
+            return Err(changed());
+        }
+    }
+    let (Some(a), Some(b)) = (
+        theirs.get("steps").and_then(|s| s.as_array()),
+        sent.get("steps").and_then(|s| s.as_array()),
+    ) else {
+        return Err(changed());
+    };
+    if a.len() != b.len() {
+        return Err(changed());
+    }
+    let mut plan = ours.clone();
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        let checked = y
+            .get("checked")
+            .and_then(|c| c.as_bool())
+            .ok_or_else(changed)?;
+        let strip = |v: &serde_json::Value| {
+            let mut v = v.clone();
+            if let Some(o) = v.as_object_mut() {
+                o.remove("checked");
+                // Nanosecond timestamps do not survive JavaScript's numbers; the shell's own
+                // identities are the ones used.
+                o.remove("identity");
+            }
+            v
+        };
+        if strip(x) != strip(y) {
+            return Err(changed());
+        }
+        plan.set_checked(i, checked);
+    }
+    Ok(plan)
+}
+
+/// The copyable report: choices, steps and outcomes, kept items, user commands, proof.
+pub fn render_report(plan: &UninstallPlan, run: Option<&RunReport>, proof: &Proof) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let products: Vec<&str> = plan.products.iter().map(|p| p.display_name()).collect();
+    let _ = writeln!(s, "Smolsweep uninstall report");
+    let _ = writeln!(s, "home={}", plan.home.display());
+    let _ = writeln!(s, "products={}", products.join(", "));
+    let _ = writeln!(
+        s,
+        "remove_credentials={} remove_path_block={}",
+        plan.options.remove_credentials, plan.options.remove_path_block
+    );
+    let _ = writeln!(s);
+    match run {
+        Some(r) => {
+            let _ = writeln!(s, "Steps:");
+            for rec in &r.records {
+                let (tag, detail) = match &rec.result {
+                    StepOutcome::Done { detail } => ("done", detail),
+                    StepOutcome::Skipped { why } => ("skipped", why),
+                    StepOutcome::Failed { error } => ("FAILED", error),
+                };
+                let _ = writeln!(s, "{:>2}. {tag}: {} — {detail}", rec.index + 1, rec.summary);
+            }
+            let _ = writeln!(s, "Freed about {}.", human_bytes(r.freed_bytes));
+            for b in &r.backups {
+                let _ = writeln!(s, "Backup: {}", b.display());
+            }
+        }
+        None => {
+            let _ = writeln!(s, "Nothing was run.");
+        }
+    }
+    let left = uplan::render_leftovers(plan);
+    if !left.trim().is_empty() {
+        let _ = writeln!(s);
+        s.push_str(&left);
+        if !left.ends_with('\n') {
+            s.push('\n');
+        }
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "Proof (smolsweep verify):");
+    s.push_str(&verify::render_kv(proof));
+    s
+}
+
+fn proof_report(plan: &UninstallPlan, run: Option<&RunReport>, proof: Proof) -> ProofReport {
+    ProofReport {
+        clean: proof.is_clean(),
+        kv: verify::render_kv(&proof),
+        report: render_report(plan, run, &proof),
+        proof,
+    }
+}
+
+/// Take the proof for the products and roots of the last plan (both products and no roots
+/// before any plan).
+pub async fn verify_now<R: Runtime>(app: &AppHandle<R>) -> Result<ProofReport, String> {
+    let u = uninstaller(app);
+    let ws = app.state::<WizardState>();
+    let plan = lock(&ws.plan).clone();
+    let run = lock(&ws.last_run).clone();
+    blocking(move || {
+        let env = u.env().map_err(|e| format!("{e:#}"))?;
+        let plan = plan.unwrap_or_else(|| {
+            uplan::build(
+                &preflight::gather(&env, u.platform()),
+                &UninstallOptions::default(),
+            )
+        });
+        let proof = verify::verify(
+            &env,
+            u.platform(),
+            &VerifyOptions {
+                products: plan.products.clone(),
+                removed_roots: plan.removed_roots.clone(),
+                protected: None,
+            },
+        );
+        Ok(proof_report(&plan, run.as_ref(), proof))
+    })
+    .await
+}
+
+/// A [`StepRunner`] that reports each step it finishes.
+struct Reporting<'a> {
+    inner: Box<dyn StepRunner>,
+    plan: &'a UninstallPlan,
+    total: usize,
+    done: std::cell::Cell<usize>,
+    emit: &'a dyn Fn(UninstallProgress),
+}
+
+impl Reporting<'_> {
+    fn report(&self, matches: impl Fn(&Step) -> bool, result: StepOutcome) -> StepOutcome {
+        let index = self
+            .plan
+            .steps
+            .iter()
+            .position(|s| s.checked && matches(&s.step));
+        self.done.set(self.done.get() + 1);
+        (self.emit)(UninstallProgress {
+            index,
+            summary: index
+                .map(|i| self.plan.steps[i].summary.clone())
+                .unwrap_or_default(),
+            result: result.clone(),
+            done: self.done.get(),
+            total: self.total,
+        });
+        result
+    }
+}
+
+fn is_runner_step(s: &Step) -> bool {
+    matches!(
+        s,
+        Step::StopMachine { .. }
+            | Step::DeleteMachine { .. }
+            | Step::Reap { .. }
+            | Step::Detach { .. }
+    )
+}
+
+impl StepRunner for Reporting<'_> {
+    fn stop_machine(
+        &self,
+        product: Product,
+        name: &str,
+        cli: &std::path::Path,
+        db: &std::path::Path,
+        process: Option<&ProcessRef>,
+    ) -> StepOutcome {
+        let r = self.inner.stop_machine(product, name, cli, db, process);
+        self.report(
+            |s| matches!(s, Step::StopMachine { product: p, name: n, .. } if *p == product && n == name),
+            r,
+        )
+    }
+    fn delete_machine(
+        &self,
+        product: Product,
+        name: &str,
+        cli: &std::path::Path,
+        db: &std::path::Path,
+        process: Option<&ProcessRef>,
+    ) -> StepOutcome {
+        let r = self.inner.delete_machine(product, name, cli, db, process);
+        self.report(
+            |s| matches!(s, Step::DeleteMachine { product: p, name: n, .. } if *p == product && n == name),
+            r,
+        )
+    }
+    fn reap(&self, target: &ProcessRef) -> StepOutcome {
+        let r = self.inner.reap(target);
+        self.report(
+            |s| matches!(s, Step::Reap { pid, start_time, .. } if *pid == target.pid && *start_time == target.start_time),
+            r,
+        )
+    }
+    fn detach(&self, mountpoint: &std::path::Path) -> StepOutcome {
+        let r = self.inner.detach(mountpoint);
+        self.report(
+            |s| matches!(s, Step::Detach { mountpoint: m } if m == mountpoint),
+            r,
+        )
+    }
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Carry out the shell's plan with the sent plan's ticks, then take the proof.
+pub async fn run_now<R: Runtime>(
+    app: &AppHandle<R>,
+    sent: serde_json::Value,
+) -> Result<RunResult, String> {
+    // A plan runs once: it is taken now (a second click gets "no plan"), put back for the proof
+    // afterwards, or put back as it was when nothing ran.
+    let ours = {
+        let ws = app.state::<WizardState>();
+        if *lock(&ws.ran) {
+            return Err("this plan has already run; start over for a new one".into());
+        }
+        let taken = lock(&ws.plan).take();
+        taken.ok_or("no plan has been made yet")?
+    };
+    let restore = |ours: UninstallPlan| {
+        *lock(&app.state::<WizardState>().plan) = Some(ours);
+    };
+    let plan = match apply_checks(&ours, &sent) {
+        Ok(p) if !p.is_empty() => p,
+        Ok(_) => {
+            restore(ours);
+            return Err("no step is ticked: nothing to do".into());
+        }
+        Err(e) => {
+            restore(ours);
+            return Err(e);
+        }
+    };
+    let u = uninstaller(app);
+    let st = app.state::<AppState>();
+    let result = {
+        let _g = st.scan_lock.lock().await;
+        let app2 = app.clone();
+        let plan2 = plan.clone();
+        blocking(move || {
+            let env = u.env().map_err(|e| format!("{e:#}"))?;
+            // Nothing runs without the journal, as in the CLI.
+            let mut journal = u
+                .journal()
+                .map_err(|e| format!("cannot open the journal, so nothing was done: {e}"))?;
+            let emit = |p: UninstallProgress| {
+                let _ = app2.emit(EV_UNINSTALL_PROGRESS, p);
+            };
+            let runner = Reporting {
+                inner: u.runner(&env),
+                plan: &plan2,
+                total: plan2.checked().filter(|s| is_runner_step(&s.step)).count(),
+                done: std::cell::Cell::new(0),
+                emit: &emit,
+            };
+            let run = urun::run_with(&plan2, &runner, now_secs(), Some(&mut journal));
+            let proof = verify::verify(
+                &env,
+                u.platform(),
+                &VerifyOptions {
+                    products: plan2.products.clone(),
+                    removed_roots: plan2.removed_roots.clone(),
+                    protected: None,
+                },
+            );
+            let proof = proof_report(&plan2, Some(&run), proof);
+            Ok(RunResult { run, proof })
+        })
+        .await
+    };
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => {
+            // Only the environment or the journal fail here, before any step ran.
+            restore(ours);
+            return Err(e);
+        }
+    };
+    let ws = app.state::<WizardState>();
+    *lock(&ws.last_run) = Some(result.run.clone());
+    *lock(&ws.plan) = Some(plan);
+    *lock(&ws.ran) = true;
+    *lock(&ws.preflight) = None;
+    // The tray and the window's other views follow what is gone.
+    let app2 = app.clone();
+    tauri::async_runtime::spawn(async move {
+        let _ = crate::scan_now(&app2).await;
+    });
+    Ok(result)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commands (registered in lib.rs)
+
+#[tauri::command]
+pub(crate) async fn uninstall_preflight<R: Runtime>(
+    app: AppHandle<R>,
+) -> Result<Preflight, String> {
+    preflight_now(&app).await
+}
+
+#[tauri::command]
+pub(crate) async fn uninstall_plan<R: Runtime>(
+    app: AppHandle<R>,
+    product: ProductChoice,
+    remove_credentials: bool,
+    remove_path_block: bool,
+) -> Result<UninstallPlan, String> {
+    plan_now(
+        &app,
+        UninstallOptions {
+            product,
+            remove_credentials,
+            remove_path_block,
+        },
+    )
+    .await
+}
+
+#[tauri::command]
+pub(crate) async fn uninstall_run<R: Runtime>(
+    app: AppHandle<R>,
+    plan: serde_json::Value,
+) -> Result<RunResult, String> {
+    run_now(&app, plan).await
+}
+
+#[tauri::command]
+pub(crate) async fn uninstall_verify<R: Runtime>(app: AppHandle<R>) -> Result<ProofReport, String> {
+    verify_now(&app).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smolsweep::uninstall::plan::PlanStep;
+
+    fn plan_with(steps: Vec<PlanStep>) -> UninstallPlan {
+        UninstallPlan {
+            schema: uplan::UNINSTALL_PLAN_SCHEMA.into(),
+            home: "/home/u".into(),
+            products: vec![Product::Smolvm],
+            options: UninstallOptions::default(),
+            steps,
+            kept: vec![],
+            user_commands: vec![],
+            removed_roots: vec![],
+            notes: vec![],
+        }
+    }
+
+    fn remove(path: &str) -> PlanStep {
+        PlanStep {
+            step: Step::RemovePath {
+                product: Product::Smolvm,
+                path: path.into(),
+                root: "/home/u".into(),
+                identity: None,
+            },
+            summary: format!("Remove {path}"),
+            why: String::new(),
+            checked: true,
+            bytes: 10,
+        }
+    }
+
+    #[test]
+    fn unticked_steps_are_kept_unticked() {
+        let ours = plan_with(vec![remove("/home/u/a"), remove("/home/u/b")]);
+        let mut sent = serde_json::to_value(&ours).unwrap();
+        sent["steps"][1]["checked"] = false.into();
+        let p = apply_checks(&ours, &sent).unwrap();
+        assert!(p.steps[0].checked && !p.steps[1].checked);
+        assert_eq!(p.checked_count(), 1);
+    }
+
+    #[test]
+    fn a_changed_or_added_step_from_the_window_is_refused() {
+        let ours = plan_with(vec![remove("/home/u/a")]);
+        let v = |p: &UninstallPlan| serde_json::to_value(p).unwrap();
+        let mut sent = ours.clone();
+        sent.steps[0] = remove("/etc");
+        assert!(apply_checks(&ours, &v(&sent)).is_err());
+        let mut sent = v(&ours);
+        sent["steps"][0]["path"] = "/etc".into();
+        assert!(apply_checks(&ours, &sent).is_err());
+        // A rounded identity (what JavaScript sends back) is not a change: ours is used.
+        let mut with_id = ours.clone();
+        let id = smolsweep::model::FileIdentity {
+            dev: 1,
+            ino: 2,
+            file_type: 0o040000,
+            size: 0,
+            mtime_ns: 1_764_473_601_123_456_789,
+        };
+        if let Step::RemovePath { identity, .. } = &mut with_id.steps[0].step {
+            *identity = Some(id);
+        }
+        let mut sent = v(&with_id);
+        sent["steps"][0]["identity"]["mtime_ns"] = serde_json::json!(1.7644736011234568e18);
+        let p = apply_checks(&with_id, &sent).unwrap();
+        assert!(matches!(&p.steps[0].step, Step::RemovePath { identity: Some(i), .. } if *i == id));
+        let mut sent = ours.clone();
+        sent.steps.push(remove("/home/u/c"));
+        assert!(apply_checks(&ours, &v(&sent)).is_err());
+        let mut sent = ours.clone();
+        sent.home = "/".into();
+        assert!(apply_checks(&ours, &v(&sent)).is_err());
+        let mut sent = ours.clone();
+        sent.options.remove_credentials = true;
+        assert!(apply_checks(&ours, &v(&sent)).is_err());
+        assert!(apply_checks(&ours, &serde_json::json!("x")).is_err());
+    }
+}

@@ -1,0 +1,295 @@
+// The uninstall wizard: preflight → choices → plan → confirmation → progress → proof.
+// Loaded after app.js and uses its helpers ($, $$, el, bytes, invoke, listen, PRODUCT, toast).
+// Everything is done by the shell's uninstall_* commands, which call the core.
+"use strict";
+
+(() => {
+  const wz = { page: "preflight", pre: null, plan: null, running: false, loaded: false, progress: 0 };
+  const PAGES = ["preflight", "choices", "plan", "confirm", "progress", "proof"];
+  const pname = (p) => PRODUCT[p] || p;
+
+  function page(name) {
+    wz.page = name;
+    $$("#view-uninstall .wz-page").forEach((d) => d.classList.toggle("hidden", d.dataset.page !== name));
+    const at = PAGES.indexOf(name);
+    $$("#wz-steps li").forEach((li) => {
+      const i = PAGES.indexOf(li.dataset.page);
+      li.classList.toggle("current", i === at);
+      li.classList.toggle("done", i < at);
+      if (i === at) li.setAttribute("aria-current", "step"); else li.removeAttribute("aria-current");
+    });
+    const main = $("main");
+    if (main) main.scrollTop = 0;
+  }
+
+  async function copyText(text, textarea) {
+    try {
+      if (navigator.clipboard && navigator.clipboard.writeText) {
+        await navigator.clipboard.writeText(text);
+        return true;
+      }
+    } catch (_) { /* fall back to the selection */ }
+    if (textarea) {
+      textarea.focus();
+      textarea.select();
+      try { if (document.execCommand("copy")) return true; } catch (_) { /* selected for the user */ }
+    }
+    return false;
+  }
+
+  // A command shown for the user to run (never run by Smolsweep), with a copy button.
+  function cmdLine(command, why) {
+    const code = el("code", { class: "wz-cmd", text: command });
+    const btn = el("button", { class: "secondary small-btn", type: "button", text: "Copy" });
+    btn.addEventListener("click", async () => {
+      const ok = await copyText(command);
+      if (!ok) {
+        const r = document.createRange();
+        r.selectNodeContents(code);
+        const sel = window.getSelection();
+        sel.removeAllRanges();
+        sel.addRange(r);
+      }
+      btn.textContent = ok ? "Copied" : "Selected";
+    });
+    return el("li", { class: "wz-cmdrow" }, code, btn, why ? el("div", { class: "reason", text: why }) : null);
+  }
+
+  function section(title, items, empty) {
+    const box = el("div", { class: "group wz-sec" }, el("header", {}, el("span", { text: title }), el("span", { class: "size", text: items.length ? String(items.length) : "" })));
+    if (!items.length) box.append(el("div", { class: "wz-none muted small", text: empty || "None found." }));
+    else box.append(el("ul", { class: "wz-items" }, items));
+    return box;
+  }
+
+  const item = (main, detail, size) =>
+    el("li", {}, el("div", { class: "wz-item" }, el("span", { class: "path", text: main }), size !== undefined ? el("span", { class: "wz-size", text: size }) : null),
+      detail ? el("div", { class: "reason", text: detail }) : null);
+
+  // ---- 1. preflight ---------------------------------------------------------------------------
+
+  function renderPreflight(p) {
+    const body = $("#wz-pre-body");
+    const parts = [];
+    parts.push(el("p", { class: "small" }, "Audited home: ", el("code", { text: p.home })));
+    parts.push(section("Installations", p.installs.map((i) =>
+      item(i.path, `${pname(i.product)} · ${i.method}${i.distribution ? " (" + i.distribution + ")" : ""} · ${i.version || "version unknown"}`)), "No installation found."));
+    const dirs = p.state_dirs.filter((d) => d.exists);
+    const dot = p.dot_smolvm;
+    const dirItems = dirs.map((d) => item(d.path, `${pname(d.product)} · ${d.kind.replace(/_/g, " ")}${d.mounts && d.mounts.length ? " · " + d.mounts.length + " mount(s) inside" : ""}`, bytes(d.allocated_bytes)));
+    if (dot) dirItems.push(item(dot.path, `shared: ${dot.smolvm_entries.length} smol-machines entries, ${dot.celesto_entries.length} Celesto entries, ${dot.other_entries.length} others`));
+    parts.push(section("State directories", dirItems, "No state directory found."));
+    parts.push(section("Machines", p.machines.map((m) => item(m.name, `${pname(m.product)} · ${m.state}${m.pid ? " · pid " + m.pid : ""}`)), "No machine."));
+    parts.push(section("VM processes of this home", p.processes.map((v) => item(`pid ${v.pid}`, `${pname(v.product)} · ${v.shape} · ${v.evidence}`)), "No VM process is running."));
+    parts.push(section("Mounts", p.mounts.map((m) => item(m)), p.mounts_checked ? "No mount." : "The mount table could not be read."));
+    parts.push(section("Launchers", p.launchers.map((l) => item(l.path, `→ ${l.target}`)), "No launcher."));
+    parts.push(section("PATH blocks", p.path_blocks.map((b) => item(`${b.file}:${b.line}`, b.lines.join(" ⏎ "))), "No PATH block."));
+    parts.push(section("Credentials and keys (kept unless you ask)", p.credentials.map((c) => item(c.path, `${pname(c.product)} · ${c.what}`)), "None."));
+    const sys = section("System files that need root", p.system.map((s) => cmdLine(s.command, `${pname(s.product)} · ${s.what}`)), "None.");
+    if (p.system.length) sys.append(el("div", { class: "wz-none muted small", text: "Smolsweep never runs these: copy them and run them yourself if you want them gone." }));
+    parts.push(sys);
+    if (p.problems.length) parts.push(...p.problems.map((e) => el("div", { class: "problem small", text: e })));
+    body.replaceChildren(...parts);
+  }
+
+  async function loadPreflight() {
+    wz.loaded = true;
+    $("#wz-pre-next").disabled = true;
+    $("#wz-pre-body").replaceChildren(el("div", { class: "empty", text: "Looking…" }));
+    page("preflight");
+    try {
+      const p = await invoke("uninstall_preflight");
+      wz.pre = p;
+      renderPreflight(p);
+      $("#wz-pre-next").disabled = false;
+    } catch (e) {
+      $("#wz-pre-body").replaceChildren(el("div", { class: "problem", text: String(e) }));
+    }
+  }
+
+  // ---- 2. choices -----------------------------------------------------------------------------
+
+  function enterChoices() {
+    const p = wz.pre;
+    const has = (prod) => p.installs.some((i) => i.product === prod) || p.state_dirs.some((d) => d.product === prod && d.exists) || p.machines.some((m) => m.product === prod);
+    if (!$("input[name='wz-product']:checked")) {
+      const def = has("smolvm") && !has("celesto") ? "smolvm" : has("celesto") && !has("smolvm") ? "celesto" : "all";
+      $(`input[name='wz-product'][value='${def}']`).checked = true;
+    }
+    $("#wz-creds-list").replaceChildren(...p.credentials.map((c) => el("li", {}, el("code", { text: c.path }), ` ${c.what}`)));
+    $("#wz-pathblock-list").replaceChildren(...p.path_blocks.map((b) => el("li", {}, el("code", { text: `${b.file}:${b.line}` }), ` ${b.lines.filter((l) => l.trim()).join(" ")}`)));
+    page("choices");
+  }
+
+  // ---- 3. plan --------------------------------------------------------------------------------
+
+  // The core names its CLI flags; here they are the choices of step 2.
+  const HOW = { "--remove-credentials": "the “Credentials and keys” choice", "--remove-path-block": "the “PATH lines” choice" };
+  const how = (h) => HOW[h] || h;
+
+  function leftovers(plan, into) {
+    const parts = [];
+    if (plan.kept.length) parts.push(section("Kept", plan.kept.map((k) => item(k.path, `${k.what} — remove with ${how(k.how)}`))));
+    if (plan.user_commands.length) parts.push(section("Run these yourself (Smolsweep does not)", plan.user_commands.map((c) => cmdLine(c.command, c.why))));
+    for (const n of plan.notes) parts.push(el("p", { class: "muted small", text: n }));
+    into.replaceChildren(...parts);
+  }
+
+  function planTotals() {
+    const checked = wz.plan.steps.filter((s) => s.checked);
+    const n = checked.length;
+    const b = checked.reduce((a, s) => a + s.bytes, 0);
+    $("#wz-plan-total").textContent = `${n} of ${wz.plan.steps.length} step${wz.plan.steps.length === 1 ? "" : "s"} ticked, removing about ${bytes(b)}.`;
+    $("#wz-plan-next").disabled = n === 0;
+    return { n, b };
+  }
+
+  function renderPlan(plan) {
+    const rows = plan.steps.map((s, i) => {
+      const cb = el("input", { type: "checkbox", class: "wz-step", "aria-label": s.summary, dataset: { index: String(i) } });
+      cb.checked = s.checked;
+      cb.addEventListener("change", () => { wz.plan.steps[i].checked = cb.checked; planTotals(); });
+      return el("tr", { class: "wz-plan-row", dataset: { index: String(i), step: s.step } },
+        el("td", { class: "sel" }, cb),
+        el("td", {}, el("div", { text: s.summary }), s.why ? el("div", { class: "reason", text: s.why }) : null),
+        el("td", { class: "size", text: s.bytes ? bytes(s.bytes) : "" }));
+    });
+    if (!rows.length) rows.push(el("tr", {}, el("td", { class: "empty", text: "Nothing to do: nothing of the chosen product was found." })));
+    $("#wz-plan-steps").replaceChildren(...rows);
+    leftovers(plan, $("#wz-plan-left"));
+    planTotals();
+  }
+
+  async function makePlan() {
+    const product = $("input[name='wz-product']:checked").value;
+    const btn = $("#wz-choices-next");
+    btn.disabled = true;
+    try {
+      wz.plan = await invoke("uninstall_plan", {
+        product,
+        removeCredentials: $("#wz-creds").checked,
+        removePathBlock: $("#wz-pathblock").checked,
+      });
+      renderPlan(wz.plan);
+      page("plan");
+    } catch (e) {
+      toast(String(e));
+    } finally {
+      btn.disabled = false;
+    }
+  }
+
+  // ---- 4. confirmation ------------------------------------------------------------------------
+
+  function enterConfirm() {
+    const { n, b } = planTotals();
+    if (!n) return;
+    const names = wz.plan.products.map(pname).join(" and ");
+    $("#wz-confirm-summary").textContent = `Uninstall ${names} from ${wz.plan.home}: these ${n} step${n === 1 ? "" : "s"} will run, in this order, removing about ${bytes(b)}.`;
+    $("#wz-confirm-list").replaceChildren(...wz.plan.steps
+      .map((s, i) => [s, i]).filter(([s]) => s.checked)
+      .map(([s, i]) => el("li", { dataset: { index: String(i) } }, el("span", { text: s.summary }), s.bytes ? el("span", { class: "wz-size", text: bytes(s.bytes) }) : null)));
+    const skipped = wz.plan.steps.filter((s) => !s.checked);
+    $("#wz-confirm-skipped").replaceChildren(...(skipped.length
+      ? [section("Skipped (unticked)", skipped.map((s) => item(s.summary)))] : []));
+    leftovers(wz.plan, $("#wz-confirm-left"));
+    page("confirm");
+  }
+
+  // ---- 5. progress ----------------------------------------------------------------------------
+
+  const OUTCOME = { done: "done", skipped: "skipped", failed: "failed" };
+  function outcomeText(r) {
+    return r.outcome === "done" ? r.detail : r.outcome === "skipped" ? r.why : r.error;
+  }
+
+  listen("uninstall-progress", (e) => {
+    if (!wz.running) return;
+    const p = e.payload;
+    const pct = p.total ? Math.round((100 * p.done) / p.total) : 0;
+    $("#wz-progress-fill").style.width = `${Math.min(90, pct)}%`;
+    $("#wz-progress-text").textContent = `${p.summary || "Step"}: ${OUTCOME[p.result.outcome] || p.result.outcome}`;
+    $("#wz-progress-list").append(el("li", { class: `wz-o-${p.result.outcome}` }, el("span", { text: p.summary }), el("span", { class: "wz-tag", text: OUTCOME[p.result.outcome] })));
+  });
+
+  async function run() {
+    if (wz.running) return;
+    wz.running = true;
+    $("#wz-progress-list").replaceChildren();
+    $("#wz-progress-fill").style.width = "4%";
+    $("#wz-progress-text").textContent = "Stopping machines and processes, then removing files…";
+    page("progress");
+    try {
+      const res = await invoke("uninstall_run", { plan: wz.plan });
+      $("#wz-progress-fill").style.width = "100%";
+      renderProof(res.proof, res.run);
+    } catch (e) {
+      // Refused before anything ran (the plan changed, nothing ticked, no journal).
+      toast(String(e));
+      $("#wz-confirm-summary").textContent = `Nothing was done: ${e}`;
+      page("confirm");
+    } finally {
+      wz.running = false;
+    }
+  }
+
+  // ---- 6. proof -------------------------------------------------------------------------------
+
+  function renderProof(pr, runReport) {
+    const proof = pr.proof;
+    const box = $("#wz-result");
+    box.classList.toggle("partial", !pr.clean);
+    box.dataset.result = proof.result;
+    box.replaceChildren(
+      el("h2", {}, pr.clean ? "Uninstalled: nothing is left" : "Something is left"),
+      el("div", {}, el("code", { id: "wz-result-line", text: `result=${proof.result}` }), " ", el("span", { class: "muted small", text: `audited_home=${proof.audited_home}` })),
+      runReport ? el("div", { class: "small", text: `Freed about ${bytes(runReport.freed_bytes)}.` }) : null,
+      ...(runReport ? runReport.backups.map((b) => el("div", { class: "small" }, "Backup: ", el("code", { text: b }))) : []));
+    const remaining = proof.checks.filter((c) => !c.ok);
+    $("#wz-checks").replaceChildren(section("Checks", proof.checks.map((c) =>
+      el("li", { class: c.ok ? "wz-o-done" : "wz-o-failed", dataset: { key: c.key } },
+        el("div", { class: "wz-item" }, el("span", { text: c.key }), el("span", { class: "wz-tag", text: c.ok ? c.value : "FAIL" })),
+        ...(c.ok ? [] : [el("div", { class: "reason", text: `found: ${c.value}` })]),
+        ...(c.remaining || []).map((r) => el("div", { class: "reason wz-remains" }, `remains: ${r.what} — `, el("b", { text: "fix: " }), r.fix))))));
+    if (remaining.length) $("#wz-checks").prepend(el("p", { class: "status warn", text: `${remaining.length} check${remaining.length === 1 ? "" : "s"} failed: each names what remains and what removes it.` }));
+    $("#wz-outcomes").replaceChildren(...(runReport ? [section("Steps", runReport.records.map((r) =>
+      el("li", { class: `wz-o-${r.result.outcome}`, dataset: { index: String(r.index) } },
+        el("div", { class: "wz-item" }, el("span", { text: `${r.index + 1}. ${r.summary}` }), el("span", { class: "wz-tag", text: OUTCOME[r.result.outcome] })),
+        el("div", { class: "reason", text: outcomeText(r.result) }))))] : []));
+    if (wz.plan) leftovers(wz.plan, $("#wz-proof-left"));
+    $("#wz-report").value = pr.report;
+    $("#wz-copied").textContent = "";
+    page("proof");
+  }
+
+  // ---- wiring ---------------------------------------------------------------------------------
+
+  $("#wz-pre-again").addEventListener("click", loadPreflight);
+  $("#wz-pre-next").addEventListener("click", () => { if (wz.pre) enterChoices(); });
+  $("#wz-choices-back").addEventListener("click", () => page("preflight"));
+  $("#wz-choices-next").addEventListener("click", makePlan);
+  $("#wz-plan-back").addEventListener("click", () => page("choices"));
+  $("#wz-plan-next").addEventListener("click", enterConfirm);
+  $("#wz-confirm-back").addEventListener("click", () => page("plan"));
+  $("#wz-go").addEventListener("click", run);
+  $("#wz-restart").addEventListener("click", () => { wz.plan = null; loadPreflight(); });
+  $("#wz-verify-again").addEventListener("click", async () => {
+    try { renderProof(await invoke("uninstall_verify"), null); } catch (e) { toast(String(e)); }
+  });
+  $("#wz-copy").addEventListener("click", async () => {
+    const ta = $("#wz-report");
+    const ok = await copyText(ta.value, ta);
+    if (!ok) { ta.focus(); ta.select(); }
+    $("#wz-copied").textContent = ok ? "Copied to the clipboard." : "Selected: press Ctrl+C (⌘C) to copy.";
+  });
+
+  // Look when the view is first shown (from the nav, the tray's "Uninstall SmolVM…" or #uninstall),
+  // and again on a later visit while nothing has been chosen yet.
+  const view = $("#view-uninstall");
+  const entered = () => {
+    if (!view.classList.contains("active") || wz.running) return;
+    if (!wz.loaded || wz.page === "preflight") loadPreflight();
+  };
+  new MutationObserver(entered).observe(view, { attributes: true, attributeFilter: ["class"] });
+  entered();
+})();
