@@ -7,122 +7,20 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use common::wd::*;
 use common::*;
-use fantoccini::{Client, ClientBuilder, Locator};
+use fantoccini::{Client, Locator};
 use serde_json::json;
 use smolsweep::model::{human_bytes, Verdict};
-
-/// tauri-driver in its own process group, with the WebKitWebDriver and the app it starts: the
-/// whole group ends when the test does, so no app instance outlives its test (the next test's
-/// app would otherwise hand over to it as the single instance).
-struct Driver(Child);
-impl Drop for Driver {
-    fn drop(&mut self) {
-        use rustix::process::{kill_process_group, test_kill_process_group, Pid, Signal};
-        let Some(group) = Pid::from_raw(self.0.id() as i32) else {
-            return;
-        };
-        let _ = kill_process_group(group, Signal::TERM);
-        let _ = self.0.wait();
-        for i in 0..50 {
-            if test_kill_process_group(group).is_err() {
-                return;
-            }
-            if i == 30 {
-                let _ = kill_process_group(group, Signal::KILL);
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn start_driver(s: &Scratch) -> (Driver, u16) {
     start_driver_with(s, &[])
 }
 
 fn start_driver_with(s: &Scratch, extra_env: &[(&str, &str)]) -> (Driver, u16) {
-    let port = free_port();
-    let native = free_port();
-    let log = std::fs::File::create(log_dir().join("tauri-driver.log")).unwrap();
-    use std::os::unix::process::CommandExt;
-    let child = Command::new("tauri-driver")
-        .process_group(0)
-        .args([
-            "--port",
-            &port.to_string(),
-            "--native-port",
-            &native.to_string(),
-            "--native-driver",
-            "/usr/bin/WebKitWebDriver",
-        ])
-        .envs(s.app_env())
-        .envs(extra_env.iter().copied())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("tauri-driver (cargo install tauri-driver --locked --version 2.1.0)");
-    wait_for(20, "tauri-driver to listen", || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).ok()
-    });
-    (Driver(child), port)
-}
-
-async fn connect(port: u16) -> Client {
-    let mut caps = serde_json::Map::new();
-    caps.insert("browserName".into(), json!("wry"));
-    caps.insert(
-        "tauri:options".into(),
-        json!({ "application": APP, "args": ["--show"] }),
-    );
-    let mut b = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new());
-    b.capabilities(caps);
-    // tauri-driver listens before its native driver does: retry the first session briefly.
-    let mut last = None;
-    for _ in 0..20 {
-        match b.connect(&format!("http://127.0.0.1:{port}")).await {
-            Ok(c) => return c,
-            Err(e) => last = Some(e),
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    panic!("a WebDriver session with the app: {last:?}")
-}
-
-async fn shot(c: &Client, name: &str) {
-    let Ok(dir) = std::env::var("SMOLSWEEP_SCREENSHOTS") else {
-        return;
-    };
-    // Let the page paint what the DOM already holds (snapshots show the last painted frame).
-    let _ = c
-        .execute_async(
-            "const done = arguments[arguments.length - 1]; requestAnimationFrame(() => requestAnimationFrame(() => done(true)));",
-            vec![],
-        )
-        .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    if let Ok(png) = c.screenshot().await {
-        let _ = std::fs::create_dir_all(&dir);
-        std::fs::write(format!("{dir}/{name}.png"), png).unwrap();
-    }
-}
-
-async fn wait_css(c: &Client, css: &str) -> fantoccini::elements::Element {
-    c.wait()
-        .at_most(Duration::from_secs(20))
-        .for_element(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("waiting for {css}: {e}"))
+    spawn_driver(s.app_env(), extra_env, "tauri-driver.log")
 }
 
 async fn checkbox(c: &Client, id: &str) -> fantoccini::elements::Element {

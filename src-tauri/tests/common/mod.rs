@@ -2,6 +2,8 @@
 //! the tray menu over D-Bus, dunst's history, screenshots.
 #![allow(dead_code)]
 
+pub mod wd;
+
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
