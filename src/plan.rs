@@ -481,7 +481,10 @@ impl Plan {
         let mut counted: BTreeSet<(u64, u64)> = BTreeSet::new();
         let mut estimated = 0u64;
         for f in kept {
-            let identity = f.identity.expect("checked above");
+            // `kept` holds only findings with an identity and a root (checked above).
+            let (Some(identity), Some(root)) = (f.identity, f.root.clone()) else {
+                continue;
+            };
             let after_reap: Vec<u32> = reaps
                 .iter()
                 .filter(|p| {
@@ -517,7 +520,7 @@ impl Plan {
                     product: f.product,
                     kind: f.kind.clone(),
                     path: f.path.clone(),
-                    root: f.root.clone().expect("checked above"),
+                    root,
                     identity,
                     is_dir: f.is_dir,
                     expected_bytes: f.allocated_bytes,

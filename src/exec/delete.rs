@@ -216,17 +216,19 @@ fn locate(t: &Target) -> Result<Located, DeleteOutcome> {
     if let Some(why) = refusal(t) {
         return Err(DeleteOutcome::Refused { why });
     }
-    let rel = t
-        .path
-        .strip_prefix(t.root)
-        .expect("checked strictly inside");
+    // `refusal` checked these; a path that still does not fit is refused, never a panic
+    // halfway through a plan.
+    let odd = || DeleteOutcome::Refused {
+        why: format!("{} is not a plain path below its root", t.path.display()),
+    };
+    let rel = t.path.strip_prefix(t.root).map_err(|_| odd())?;
     let comps: Vec<&OsStr> = rel
         .components()
         .map(|c| match c {
-            Component::Normal(s) => s,
-            _ => unreachable!("normal path"),
+            Component::Normal(s) => Ok(s),
+            _ => Err(odd()),
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     // The root itself is opened as the scan resolved it (a symlinked prefix above it is allowed);
     // nothing below it is ever followed.
     let mut dir = match rfs::open(
@@ -250,7 +252,9 @@ fn locate(t: &Target) -> Result<Located, DeleteOutcome> {
             })
         }
     };
-    let (last, ancestors) = comps.split_last().expect("strictly inside has a component");
+    let Some((last, ancestors)) = comps.split_last() else {
+        return Err(odd());
+    };
     for c in ancestors {
         dir = match rfs::openat(&dir, *c, dir_flags(), Mode::empty()) {
             Ok(fd) => fd,

@@ -184,10 +184,9 @@ pub fn run_captured(
     }
     let stdout = String::from_utf8_lossy(&out).into_owned();
     let stderr = String::from_utf8_lossy(&err).into_owned();
-    if timed_out {
+    let Some(st) = status else {
         return Err(RunError::TimedOut { stdout, stderr });
-    }
-    let st = status.expect("status when not timed out");
+    };
     Ok(CapturedRun {
         code: st.code(),
         stdout,

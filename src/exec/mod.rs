@@ -462,8 +462,10 @@ fn run_action(
                     return Outcome::skipped(why);
                 }
             }
-            let t = target(plan, a).expect("a delete action");
-            delete_outcome(delete::delete_path(token, &t))
+            match target(plan, a) {
+                Some(t) => delete_outcome(delete::delete_path(token, &t)),
+                None => Outcome::failed("not a path deletion"),
+            }
         }
         Action::StopMachine {
             product,
