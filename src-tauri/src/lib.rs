@@ -322,8 +322,15 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
             (None, None) => TrayModel::scanning(),
         }
     };
-    *lock(&st.tray_model) = model.clone();
-    if let Some(tray) = app.tray_by_id(TRAY_ID) {
+    // Redraw only what changed: a rebuilt menu gets new item ids, which closes a menu the user
+    // holds open and turns a click in flight into a click on nothing.
+    let changed = {
+        let mut drawn = lock(&st.tray_model);
+        let changed = *drawn != model;
+        *drawn = model.clone();
+        changed
+    };
+    if let (true, Some(tray)) = (changed, app.tray_by_id(TRAY_ID)) {
         match build_menu(app, &model) {
             Ok(menu) => {
                 if let Err(e) = tray.set_menu(Some(menu)) {

@@ -52,8 +52,7 @@ fn tray_menu_over_dbus_shows_totals_and_rescan_updates_it() {
         "No sandbox in sandboxes.db owns this disk.",
     );
     s.save();
-    let rescan = item(&items, "Rescan now").unwrap().id;
-    click(&bus, &path, rescan).unwrap();
+    click_label(&bus, &path, "Rescan now").unwrap();
     let want2 = format!("Reclaimable: {}", human_bytes(s.reclaimable_bytes()));
     assert_ne!(want, want2);
     let items = menu_with(&bus, &path, &want2, |l| item(l, &want2).is_some());
@@ -72,8 +71,8 @@ fn tray_reclaim_after_accepting_the_native_dialog_removes_exactly_the_reclaimabl
     let items = menu_with(&bus, &path, "a reclaimable total", |l| {
         item(l, "Reclaimable:").is_some()
     });
-    let reclaim = item(&items, "Reclaim ").unwrap().id;
-    click(&bus, &path, reclaim).unwrap();
+    assert!(item(&items, "Reclaim ").is_some());
+    click_label(&bus, &path, "Reclaim ").unwrap();
     // The native dialog names the bytes; accept it like a user would.
     let title = format!("Reclaim {}", human_bytes(s.reclaimable_bytes()));
     let win = wait_for(20, "the confirmation dialog", || {
@@ -140,10 +139,9 @@ fn tray_reclaim_after_accepting_the_native_dialog_removes_exactly_the_reclaimabl
 fn a_new_orphaned_vm_process_is_notified_exactly_once() {
     let mut s = Scratch::with_leftovers();
     let (app, bus, path) = started(&s, "notify");
-    let items = menu_with(&bus, &path, "the first scan", |l| {
+    menu_with(&bus, &path, "the first scan", |l| {
         item(l, "Reclaimable:").is_some()
     });
-    let rescan = item(&items, "Rescan now").unwrap().id;
     let machine = format!("orphan-{}", std::process::id());
     let count = |h: &[(String, String, String)]| {
         h.iter()
@@ -157,9 +155,9 @@ fn a_new_orphaned_vm_process_is_notified_exactly_once() {
     let vmm = FakeVmm::spawn(s.dir.path(), &machine);
     s.add_process(vmm.as_orphan(&machine, 2_500_000_000));
     s.save();
-    click(&bus, &path, rescan).unwrap();
+    click_label(&bus, &path, "Rescan now").unwrap();
     let vm_label = format!("smol-machines smolvm · {machine} · orphaned");
-    let items = menu_with(&bus, &path, "the orphan in the menu", |l| {
+    menu_with(&bus, &path, "the orphan in the menu", |l| {
         item(l, &vm_label).is_some()
     });
     // "Review" (the notification's default action) opens the window.
@@ -188,7 +186,7 @@ fn a_new_orphaned_vm_process_is_notified_exactly_once() {
     assert!(body.contains("2.5 GB"), "{body}");
 
     // A second scan does not repeat it.
-    click(&bus, &path, item(&items, "Rescan now").unwrap().id).unwrap();
+    click_label(&bus, &path, "Rescan now").unwrap();
     std::thread::sleep(std::time::Duration::from_secs(2));
     assert_eq!(count(&dunst_history()), 1);
     assert!(app.log_text().is_empty() || !app.log_text().contains("panicked"));
@@ -234,7 +232,7 @@ fn installed_deb_carries_app_cli_desktop_entry_and_icons_and_shows_the_tray_menu
     assert!(item(&items, "Rescan now").is_some());
     assert!(item(&items, "Quit").is_some());
     // "Quit" ends it.
-    click(&bus, &path, item(&items, "Quit").unwrap().id).unwrap();
+    click_label(&bus, &path, "Quit").unwrap();
     let mut app = app;
     wait_for(10, "the app to quit", || {
         app.child.try_wait().ok().flatten()

@@ -107,9 +107,9 @@ fn real_scan_of_a_scratch_home_fills_the_menu_and_a_new_orphan_vmm_is_notified_o
             .count()
     };
     assert_eq!(count(&dunst_history()), 0);
-    click(&bus, &path, item(&items, "Rescan now").unwrap().id).unwrap();
+    click_label(&bus, &path, "Rescan now").unwrap();
     let vm_label = "smol-machines smolvm · vm-late · orphaned";
-    let items = wait_for(30, vm_label, || {
+    wait_for(30, vm_label, || {
         layout(&bus, &path)
             .ok()
             .filter(|l| item(l, vm_label).is_some())
@@ -122,7 +122,7 @@ fn real_scan_of_a_scratch_home_fills_the_menu_and_a_new_orphan_vmm_is_notified_o
     let body = &h.iter().find(|(_, _, b)| b.contains("vm-late")).unwrap().2;
     assert!(body.contains(&format!("pid {}", vmm.pid())), "{body}");
 
-    click(&bus, &path, item(&items, "Rescan now").unwrap().id).unwrap();
+    click_label(&bus, &path, "Rescan now").unwrap();
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(
         count(&dunst_history()),

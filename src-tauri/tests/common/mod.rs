@@ -496,6 +496,31 @@ pub fn click(bus: &str, path: &str, id: i32) -> Result<(), String> {
     .map(|_| ())
 }
 
+/// Click the item whose label starts with `label_prefix`, as it is in the menu *now*: the app
+/// redraws the menu when a scan changes it, and a redrawn menu's items have new ids, so the id
+/// is looked up fresh (and looked up again if the menu changed between the lookup and the click).
+pub fn click_label(bus: &str, path: &str, label_prefix: &str) -> Result<(), String> {
+    let mut last = String::new();
+    for _ in 0..20 {
+        let items = layout(bus, path)?;
+        let Some(it) = item(&items, label_prefix) else {
+            return Err(format!(
+                "no menu item {label_prefix:?} in {:?}",
+                labels(&items)
+            ));
+        };
+        match click(bus, path, it.id) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.contains("does not refer to a menu item") => {
+                last = e;
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last)
+}
+
 pub fn labels(items: &[MenuItem]) -> Vec<String> {
     items
         .iter()
