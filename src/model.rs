@@ -97,6 +97,29 @@ pub enum OptInClass {
     Residue,
 }
 
+/// The record that would make an orphan someone's again, and the inventories the scan read to
+/// find none: re-read at the moment of deletion, so a sandbox or machine created since the scan
+/// keeps its files.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OwnerRecheck {
+    /// The inventories (as the scan found them under this environment's roots); one that does
+    /// not exist at deletion holds no record.
+    pub inventories: Vec<PathBuf>,
+    pub record: OwnerRecord,
+}
+
+/// How a record in one of [`OwnerRecheck::inventories`] would claim the item.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "by", content = "value", rename_all = "snake_case")]
+pub enum OwnerRecord {
+    /// A live Celesto sandbox with this id.
+    SandboxId(String),
+    /// A smolvm machine with this name.
+    MachineName(String),
+    /// A smolvm machine whose name hashes to this directory name (`vms/<hash16>`).
+    MachineDirHash(String),
+}
+
 /// Identity of a file system object when it was scanned; re-checked before any action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FileIdentity {
@@ -139,6 +162,9 @@ pub struct Finding {
     /// Mount points found inside a directory finding (never walked into, never deleted through).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts_inside: Vec<PathBuf>,
+    /// For an orphan: what to re-read before deleting it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_recheck: Option<OwnerRecheck>,
 }
 
 /// Stable finding id: 16 hex characters of SHA-256 over product, kind and path.

@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::model::{
-    human_bytes, FileIdentity, Finding, OptInClass, Platform, Product, ScanReport, Scope, Verdict,
+    human_bytes, FileIdentity, Finding, OptInClass, OwnerRecheck, Platform, Product, ScanReport,
+    Scope, Verdict,
 };
 
 /// Schema name of a serialised plan.
@@ -73,6 +74,10 @@ pub enum Action {
         /// Mount points the scan found inside (left in place, never deleted through).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         mounts_inside: Vec<PathBuf>,
+        /// For an orphan: the inventories re-read just before deleting it (a record that
+        /// appeared since the scan keeps it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner_recheck: Option<Box<OwnerRecheck>>,
     },
     /// Stop a machine through its product's CLI.
     StopMachine {
@@ -526,6 +531,7 @@ impl Plan {
                     expected_bytes: f.allocated_bytes,
                     after_reap,
                     mounts_inside: f.mounts_inside.clone(),
+                    owner_recheck: f.owner_recheck.clone().map(Box::new),
                 },
             });
         }
@@ -561,6 +567,18 @@ impl Plan {
         // serde_json's map is ordered by key, so this text is canonical.
         let text = serde_json::to_string(&value).expect("a value always serialises");
         hex::encode(Sha256::digest(text.as_bytes()))
+    }
+
+    /// What the plan does, without when it was made: SHA-256 over the canonical JSON of its
+    /// actions, refusals and estimate. Two plans made from different scans of the same state
+    /// have the same digest; a confirmation can be checked against it at execution time.
+    pub fn action_digest(&self) -> String {
+        let value = serde_json::json!({
+            "actions": self.actions,
+            "skipped_at_plan": self.skipped_at_plan,
+            "estimated_bytes": self.estimated_bytes,
+        });
+        hex::encode(Sha256::digest(value.to_string().as_bytes()))
     }
 
     /// Whether the id still matches the content.
@@ -645,6 +663,7 @@ mod tests {
             is_dir: true,
             root: Some("/h/.cache/smolvm".into()),
             mounts_inside: vec![],
+            owner_recheck: None,
         }
     }
 

@@ -390,6 +390,7 @@ mod tests {
             is_dir: false,
             root: None,
             mounts_inside: vec![],
+            owner_recheck: None,
         }
     }
 

@@ -14,8 +14,15 @@ use smolsweep::{Platform, ScanReport};
 use smolsweep_fixtures::{Home, Layout, OLD};
 
 fn scan_home(home: &Home) -> ScanReport {
+    scan_home_with(home, &[])
+}
+
+fn scan_home_with(home: &Home, extra: &[(&str, &Path)]) -> ScanReport {
     let mut vars = home.env_vars();
     vars.push(("PATH".into(), "/usr/bin:/bin".into()));
+    for (k, v) in extra {
+        vars.push((k.to_string(), v.display().to_string()));
+    }
     let mut env = EnvSnapshot::from_pairs(home.root.clone(), vars);
     env.euid = rustix::process::geteuid().as_raw();
     scan(&ScanOptions {
@@ -90,6 +97,70 @@ fn machine_created_for_a_dangling_dir_after_the_plan_keeps_it() {
         o => panic!("{o:?}"),
     }
     assert!(!gone.exists());
+}
+
+/// With `XDG_DATA_HOME` and `XDG_CACHE_HOME` in unrelated places, the machine database is not
+/// anywhere near the machine directories; the re-check reads the database the scan read.
+#[test]
+fn machine_created_after_the_plan_keeps_its_dir_when_xdg_puts_data_and_cache_apart() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let (data_home, cache_home) = (scratch.path().join("data"), scratch.path().join("c/ache"));
+    let mut sm = home.smolvm().unwrap();
+    sm.data_root = data_home.join("smolvm");
+    sm.db = sm.data_root.join("server/smolvm.db");
+    sm.cache_dir = cache_home.clone();
+    sm.cache_root = cache_home.join("smolvm");
+    std::fs::create_dir_all(sm.vms_dir()).unwrap();
+    sm.record("other", serde_json::json!({})).unwrap();
+    let back = sm.dangling_dir("vm-back").unwrap();
+    let gone = sm.dangling_dir("vm-gone").unwrap();
+    smolsweep_fixtures::age_tree(scratch.path(), OLD).unwrap();
+    let report = scan_home_with(
+        &home,
+        &[
+            ("XDG_DATA_HOME", &data_home),
+            ("XDG_CACHE_HOME", &cache_home),
+        ],
+    );
+    let plan = Plan::from_scan(&report, &Selection::reclaimable());
+    for p in [&back, &gone] {
+        assert!(
+            plan.actions.iter().any(|a| matches!(&a.action,
+                Action::DeletePath { path, .. } if path == p)),
+            "{} not planned: {plan:#?}",
+            p.display()
+        );
+    }
+    sm.record("vm-back", serde_json::json!({})).unwrap();
+    let r = execute(&plan);
+    assert!(back.exists());
+    match outcome_of(&r, &back) {
+        Outcome::Skipped { why, .. } => assert!(why.contains("vm-back"), "{why}"),
+        o => panic!("{o:?}"),
+    }
+    assert!(!gone.exists());
+}
+
+/// A plan carries what to re-read; a plan whose inventory became unreadable deletes nothing
+/// that depended on it.
+#[test]
+fn unreadable_inventory_at_deletion_keeps_the_orphan() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let data = home.celesto_data_dir().unwrap();
+    let disk = data.disk("lost", "ext4", 1 << 20, 1 << 16).unwrap();
+    smolsweep_fixtures::age_tree(&home.root, OLD).unwrap();
+    let plan = Plan::from_scan(&scan_home(&home), &Selection::reclaimable());
+    let db = home.path(".local/state/celesto/celesto.db");
+    std::fs::write(&db, b"not a database any more").unwrap();
+    let r = execute(&plan);
+    assert!(disk.exists());
+    match outcome_of(&r, &disk) {
+        Outcome::Skipped { why, .. } => assert!(why.contains("cannot verify"), "{why}"),
+        o => panic!("{o:?}"),
+    }
 }
 
 #[test]

@@ -89,6 +89,7 @@ fn finding_sized(root: &Path, path: &Path, verdict: Verdict, walk: bool) -> Find
         is_dir: md.is_dir(),
         root: Some(root.to_path_buf()),
         mounts_inside: vec![],
+        owner_recheck: None,
     }
 }
 
@@ -652,6 +653,7 @@ fn refuses_root_home_and_root_dirs() {
                 expected_bytes: 0,
                 after_reap: vec![],
                 mounts_inside: vec![],
+                owner_recheck: None,
             },
         });
     }

@@ -47,7 +47,7 @@ const PRODUCT = { celesto: "Celesto SmolVM", smolvm: "smol-machines smolvm" };
 const VERDICT = { reclaimable: "reclaimable", opt_in: "opt-in", protected: "protected", unknown: "can't verify" };
 const kindLabel = (k) => k.replace(/^[a-z]+\./, "").replace(/_/g, " ");
 
-let state = { status: null, selected: new Set(), touched: false, busy: false };
+let state = { status: null, selected: new Set(), touched: false, busy: false, confirmDigest: null };
 
 // In-page confirmation (webviews do not all implement window.confirm).
 function ask(title, text, ok) {
@@ -260,6 +260,7 @@ $("#reclaim-btn").addEventListener("click", async () => {
   $("#confirm-refused").replaceChildren(...(plan.refused.length
     ? [el("p", { class: "small muted", text: "Not included:" }), el("ul", { class: "small" }, plan.refused.map((x) => el("li", { text: `${x.path || x.id}: ${x.reason}` })))]
     : []));
+  state.confirmDigest = plan.digest;
   $("#confirm-go").disabled = !n;
   $("#confirm-go").textContent = n ? `Delete ${n} item${n === 1 ? "" : "s"}` : "Delete";
   $("#confirm-dialog").showModal();
@@ -274,7 +275,8 @@ $("#confirm-dialog").addEventListener("close", async () => {
   $("#progress-fill").style.width = "0";
   $("#progress-text").textContent = "Starting…";
   try {
-    const out = await invoke("execute_reclaim", { ids });
+    // The fingerprint of what was shown: if a scan changed the plan since, nothing runs.
+    const out = await invoke("execute_reclaim", { ids, digest: state.confirmDigest });
     showResult(out);
     state.touched = false;
   } catch (e) {

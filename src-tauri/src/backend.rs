@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use smolsweep::exec::reap::{reap, ProcessRef, ReapOptions, ReapOutcome};
-use smolsweep::model::{Finding, Product, ScanReport, Verdict, VmProcess};
+use smolsweep::model::{Finding, Product, ScanReport, VmProcess};
 
 /// Environment variable naming a saved scan report to use instead of a real scan.
 pub const REPORT_FILE_ENV: &str = "SMOLSWEEP_REPORT_FILE";
@@ -38,62 +38,110 @@ pub struct Refusal {
     pub reason: String,
 }
 
-/// Exactly what a reclaim will do, shown before it runs.
+/// Exactly what a reclaim will do, shown before it runs. Drawn from the core's plan for the
+/// chosen findings — the plan the executor runs — so the confirmation and the execution follow
+/// one set of rules.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Plan {
     pub steps: Vec<PlanStep>,
     pub refused: Vec<Refusal>,
     pub estimated_bytes: u64,
+    /// Fingerprint of the core plan's actions and refusals. A reclaim confirmed against this view
+    /// runs only if the plan made at that moment has the same fingerprint.
+    #[serde(default)]
+    pub digest: String,
+    /// The core plan itself (what [`execute_plan`] runs).
+    #[serde(skip)]
+    pub core: Option<smolsweep::plan::Plan>,
 }
 
-/// Build the plan for the chosen finding ids. Protected, unknown and unknown-id findings are
-/// refused; duplicates are dropped. Pure: looks at the report only.
-pub fn plan(report: &ScanReport, ids: &[String]) -> Plan {
-    let mut p = Plan::default();
+/// The core plan for the chosen finding ids (duplicates dropped).
+pub fn core_plan(report: &ScanReport, ids: &[String]) -> smolsweep::plan::Plan {
     let mut seen = std::collections::BTreeSet::new();
-    for id in ids {
-        if !seen.insert(id.as_str()) {
-            continue;
-        }
-        let Some(f) = report.finding(id) else {
-            p.refused.push(Refusal {
-                id: id.clone(),
-                path: None,
-                reason: "not in the latest scan".into(),
-            });
-            continue;
-        };
-        match f.verdict {
-            Verdict::Reclaimable | Verdict::OptIn => {
-                p.estimated_bytes += f.allocated_bytes;
-                p.steps.push(step(f));
+    let ids: Vec<String> = ids
+        .iter()
+        .filter(|i| seen.insert(i.as_str()))
+        .cloned()
+        .collect();
+    smolsweep::plan::Plan::from_scan(
+        report,
+        &smolsweep::plan::Selection {
+            ids,
+            ..Default::default()
+        },
+    )
+}
+
+/// Build the plan for the chosen finding ids: protected, unknown and unknown-id findings are
+/// refused by the core planner, with its reasons. Pure: looks at the report only.
+pub fn plan(report: &ScanReport, ids: &[String]) -> Plan {
+    use smolsweep::plan::Action;
+    let core = core_plan(report, ids);
+    let mut p = Plan {
+        estimated_bytes: core.estimated_bytes,
+        ..Default::default()
+    };
+    for a in &core.actions {
+        match &a.action {
+            Action::DeletePath {
+                finding_id, is_dir, ..
+            } => {
+                if let Some(f) = report.finding(finding_id) {
+                    let what = if *is_dir {
+                        "delete directory"
+                    } else {
+                        "delete file"
+                    };
+                    p.steps.push(step(f, what));
+                }
             }
-            Verdict::Protected => p.refused.push(Refusal {
-                id: id.clone(),
-                path: Some(f.path.clone()),
-                reason: format!("protected: {}", f.reason),
+            Action::DeleteMachine { product, name, .. } => {
+                // A dead ephemeral machine: record and directory go together, through its CLI.
+                if let Some(f) = report.findings.iter().find(|f| {
+                    f.product == *product
+                        && f.kind == "smolvm.dead_ephemeral_dir"
+                        && f.owner.as_deref() == Some(name)
+                }) {
+                    p.estimated_bytes += f.allocated_bytes;
+                    p.steps
+                        .push(step(f, "delete machine (record and directory)"));
+                }
+            }
+            Action::Detach { mountpoint } => p.steps.push(PlanStep {
+                id: String::new(),
+                product: Product::Smolvm,
+                kind: "smolvm.mount_point".into(),
+                path: mountpoint.clone(),
+                action: "detach the disk image mounted here".into(),
+                allocated_bytes: 0,
+                apparent_bytes: 0,
+                reason: a.summary.clone(),
             }),
-            Verdict::Unknown => p.refused.push(Refusal {
-                id: id.clone(),
-                path: Some(f.path.clone()),
-                reason: format!("could not be verified: {}", f.reason),
-            }),
+            // Chosen findings never plan stops or reaps.
+            Action::StopMachine { .. } | Action::SignalProcess { .. } => {}
         }
     }
+    p.refused = core
+        .skipped_at_plan
+        .iter()
+        .map(|s| Refusal {
+            id: s.id.clone(),
+            path: report.finding(&s.id).map(|f| f.path.clone()),
+            reason: s.why.clone(),
+        })
+        .collect();
+    p.digest = core.action_digest();
+    p.core = Some(core);
     p
 }
 
-fn step(f: &Finding) -> PlanStep {
+fn step(f: &Finding, action: &str) -> PlanStep {
     PlanStep {
         id: f.id.clone(),
         product: f.product,
         kind: f.kind.clone(),
         path: f.path.clone(),
-        action: if f.is_dir {
-            "delete directory".into()
-        } else {
-            "delete file".into()
-        },
+        action: action.into(),
         allocated_bytes: f.allocated_bytes,
         apparent_bytes: f.apparent_bytes,
         reason: f.reason.clone(),
@@ -230,7 +278,7 @@ pub fn execute_plan(
 ) -> ReclaimOutcome {
     use smolsweep::exec::delete::Confirmed;
     use smolsweep::exec::{self, ExecContext, Outcome, ProgressEvent, RunMode};
-    use smolsweep::plan::{Action, Selection};
+    use smolsweep::plan::Action;
 
     let mut out = ReclaimOutcome {
         started_at: now_secs(),
@@ -238,19 +286,8 @@ pub fn execute_plan(
         refused: plan.refused.clone(),
         ..Default::default()
     };
-    let selection = Selection {
-        ids: plan.steps.iter().map(|s| s.id.clone()).collect(),
-        ..Default::default()
-    };
-    let core = smolsweep::plan::Plan::from_scan(report, &selection);
-    for s in &core.skipped_at_plan {
-        let path = report.finding(&s.id).map(|f| f.path.clone());
-        out.refused.push(Refusal {
-            id: s.id.clone(),
-            path,
-            reason: s.why.clone(),
-        });
-    }
+    let ids: Vec<String> = plan.steps.iter().map(|s| s.id.clone()).collect();
+    let core = plan.core.clone().unwrap_or_else(|| core_plan(report, &ids));
     let runner: Box<dyn exec::ActionRunner> = match smolsweep::env::EnvSnapshot::capture() {
         Ok(env) => Box::new(exec::runner::RealRunner::new(
             env,
@@ -423,7 +460,7 @@ pub fn end_vm(p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smolsweep::model::{finding_id, Platform, Totals, SCAN_SCHEMA};
+    use smolsweep::model::{finding_id, Platform, Totals, Verdict, SCAN_SCHEMA};
     use std::os::unix::process::ExitStatusExt;
     use std::path::Path;
 
@@ -445,6 +482,7 @@ mod tests {
             is_dir: path.is_dir(),
             root: Some(root.to_path_buf()),
             mounts_inside: vec![],
+            owner_recheck: None,
         }
     }
 
@@ -473,15 +511,17 @@ mod tests {
 
     #[test]
     fn plan_refuses_protected_unknown_and_unlisted_ids() {
-        let d = tempfile::tempdir().unwrap();
-        let a = d.path().join("a");
+        let home = tempfile::tempdir().unwrap();
+        let d = home.path().join("state");
+        std::fs::create_dir(&d).unwrap();
+        let a = d.join("a");
         std::fs::write(&a, b"x").unwrap();
         let r = report(
-            d.path(),
+            home.path(),
             vec![
-                finding(&a, d.path(), Verdict::Reclaimable),
-                finding(&d.path().join("p"), d.path(), Verdict::Protected),
-                finding(&d.path().join("u"), d.path(), Verdict::Unknown),
+                finding(&a, &d, Verdict::Reclaimable),
+                finding(&d.join("p"), &d, Verdict::Protected),
+                finding(&d.join("u"), &d, Verdict::Unknown),
             ],
         );
         let ids: Vec<String> = r.findings.iter().map(|f| f.id.clone()).collect();
@@ -492,9 +532,37 @@ mod tests {
         assert_eq!(p.steps.len(), 1);
         assert_eq!(p.steps[0].path, a);
         assert_eq!(p.estimated_bytes, 4096);
-        assert_eq!(p.refused.len(), 3);
-        assert!(p.refused[0].reason.starts_with("protected"));
-        assert!(p.refused[1].reason.starts_with("could not be verified"));
+        let why = |id: &str| {
+            p.refused
+                .iter()
+                .find(|x| x.id == id)
+                .map(|x| x.reason.clone())
+                .unwrap_or_default()
+        };
+        assert_eq!(p.refused.len(), 3, "{:?}", p.refused);
+        assert!(why(&ids[1]).starts_with("protected"), "{}", why(&ids[1]));
+        assert!(why(&ids[2]).starts_with("could not be verified"));
+        assert!(why("nope").contains("no finding"));
+        // The view is the core plan: the same fingerprint, and the core is what runs.
+        assert_eq!(p.core.as_ref().unwrap().delete_count(), 1);
+        assert_eq!(p.digest, core_plan(&r, &asked).action_digest());
+    }
+
+    /// What the window shows is what runs: a finding the core planner refuses (its root holds
+    /// HOME) is listed as refused in the confirmation, not as a step.
+    #[test]
+    fn confirmation_lists_what_the_core_planner_refuses() {
+        let home = tempfile::tempdir().unwrap();
+        let a = home.path().join("a");
+        std::fs::write(&a, b"x").unwrap();
+        let r = report(
+            home.path(),
+            vec![finding(&a, home.path(), Verdict::Reclaimable)],
+        );
+        let p = plan(&r, &[r.findings[0].id.clone()]);
+        assert!(p.steps.is_empty(), "{:?}", p.steps);
+        assert_eq!(p.estimated_bytes, 0);
+        assert!(p.refused[0].reason.contains("HOME"), "{:?}", p.refused);
     }
 
     #[test]

@@ -217,8 +217,9 @@ fn plan_reclaim(state: tauri::State<'_, AppState>, ids: Vec<String>) -> Result<P
 async fn execute_reclaim<R: Runtime>(
     app: AppHandle<R>,
     ids: Vec<String>,
+    digest: Option<String>,
 ) -> Result<ReclaimOutcome, String> {
-    reclaim(&app, ids).await
+    reclaim(&app, ids, digest).await
 }
 
 #[tauri::command]
@@ -354,6 +355,10 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
     }
     let _ = app.emit(EV_STATUS, status(&st));
 }
+
+/// Why a confirmed reclaim did not run.
+pub const PLAN_CHANGED: &str =
+    "What would be reclaimed changed since it was shown (a scan ran in between); nothing was deleted. Review it again.";
 
 /// When `run` started (for the launch-to-first-menu figure in the log).
 static STARTED: OnceLock<std::time::Instant> = OnceLock::new();
@@ -534,10 +539,11 @@ fn confirm_tray_reclaim<R: Runtime>(app: &AppHandle<R>) {
     }
     let title = format!("Reclaim {}", human_bytes(plan.estimated_bytes));
     let app2 = app.clone();
+    let digest = plan.digest.clone();
     confirm(app, &title, &msg, "Reclaim", move |yes| {
         if yes {
             tauri::async_runtime::spawn(async move {
-                if let Err(e) = reclaim(&app2, ids).await {
+                if let Err(e) = reclaim(&app2, ids, Some(digest)).await {
                     tracing::warn!("reclaim: {e}");
                 }
             });
@@ -546,15 +552,22 @@ fn confirm_tray_reclaim<R: Runtime>(app: &AppHandle<R>) {
 }
 
 /// Execute the plan for `ids` against the latest scan, record it, notify, and rescan.
+///
+/// `digest` is the fingerprint of the plan the user confirmed ([`backend::Plan::digest`]): when
+/// a scan in between changed what the plan would do, nothing runs and the user reviews again.
 pub async fn reclaim<R: Runtime>(
     app: &AppHandle<R>,
     ids: Vec<String>,
+    digest: Option<String>,
 ) -> Result<ReclaimOutcome, String> {
     let st = app.state::<AppState>();
     let out = {
         let _g = st.scan_lock.lock().await;
         let report = lock(&st.report).clone().ok_or("no scan has finished yet")?;
         let plan = backend::plan(&report, &ids);
+        if digest.is_some_and(|d| d != plan.digest) {
+            return Err(PLAN_CHANGED.into());
+        }
         if plan.steps.is_empty() {
             return Err("nothing selected can be reclaimed".into());
         }

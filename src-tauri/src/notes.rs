@@ -285,6 +285,7 @@ mod tests {
             is_dir: false,
             root: None,
             mounts_inside: vec![],
+            owner_recheck: None,
         });
         assert!(w
             .observe(&r, 1000)

@@ -94,6 +94,7 @@ fn file_finding(root: &Path, name: &str, verdict: Verdict, class: Option<OptInCl
         is_dir: false,
         root: Some(root.to_path_buf()),
         mounts_inside: vec![],
+        owner_recheck: None,
     }
 }
 
@@ -379,6 +380,68 @@ fn execute_removes_exactly_the_selected_files_and_records_history() {
             .iter()
             .any(|n| n.summary.starts_with("Freed "))
     });
+}
+
+/// The confirmation names exactly what will run: when a scan between showing the plan and
+/// accepting it changed the plan (here a sandbox came back for one chosen disk), nothing is
+/// deleted and the user is asked to review again.
+#[test]
+fn confirmed_plan_that_changed_before_execution_deletes_nothing() {
+    let w = world(0, false);
+    call(&w, "rescan", json!({})).unwrap();
+    let chosen = ids_by_verdict(&w, "reclaimable");
+    let plan = call(&w, "plan_reclaim", json!({ "ids": chosen })).unwrap();
+    assert_eq!(plan["steps"].as_array().unwrap().len(), 2);
+    let digest = plan["digest"].as_str().unwrap().to_string();
+    assert_eq!(digest.len(), 64);
+
+    // The same state rescanned: the same fingerprint, so the confirmation still holds.
+    call(&w, "rescan", json!({})).unwrap();
+    let again = call(&w, "plan_reclaim", json!({ "ids": chosen })).unwrap();
+    assert_eq!(again["digest"], plan["digest"]);
+
+    // A sandbox comes back for orphan-a: the next scan calls its disk protected.
+    {
+        let mut r = w.fake.report.lock().unwrap();
+        let f = r
+            .findings
+            .iter_mut()
+            .find(|f| f.path.ends_with("orphan-a.qcow2"))
+            .unwrap();
+        f.verdict = Verdict::Protected;
+        f.reason = "Disk of sandbox 'a', which exists again.".into();
+    }
+    call(&w, "rescan", json!({})).unwrap();
+    let e = call(
+        &w,
+        "execute_reclaim",
+        json!({ "ids": chosen, "digest": digest }),
+    )
+    .unwrap_err();
+    assert!(
+        e.as_str().unwrap().contains("changed since it was shown"),
+        "{e}"
+    );
+    assert!(w.home.join("state/orphan-a.qcow2").exists());
+    assert!(w.home.join("state/orphan-b.qcow2").exists(), "nothing ran");
+    assert!(call(&w, "get_history", json!({}))
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .is_empty());
+
+    // Reviewed again, the new plan runs and leaves the protected disk alone.
+    let plan = call(&w, "plan_reclaim", json!({ "ids": chosen })).unwrap();
+    assert_eq!(plan["steps"].as_array().unwrap().len(), 1);
+    let out = call(
+        &w,
+        "execute_reclaim",
+        json!({ "ids": chosen, "digest": plan["digest"] }),
+    )
+    .unwrap();
+    assert_eq!(out["steps"].as_array().unwrap().len(), 1);
+    assert!(w.home.join("state/orphan-a.qcow2").exists());
+    assert!(!w.home.join("state/orphan-b.qcow2").exists());
 }
 
 #[test]

@@ -451,14 +451,11 @@ fn run_action(
                 ));
             }
             if let Action::DeletePath {
-                product,
-                kind,
-                path,
-                root,
+                owner_recheck: Some(check),
                 ..
             } = a
             {
-                if let Err(why) = ownership::still_orphaned(*product, kind, path, root) {
+                if let Err(why) = ownership::still_orphaned(check) {
                     return Outcome::skipped(why);
                 }
             }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::fsread::{self, Entry};
 use crate::inventory::celesto::{read_celesto_db, valid_sandbox_id, CelestoInventory};
-use crate::model::{OptInClass, Product, ProductReport, Verdict};
+use crate::model::{OptInClass, OwnerRecord, Product, ProductReport, Verdict};
 use crate::roots::celesto_roots;
 
 use super::version::{cache_version, Version};
@@ -77,6 +77,18 @@ fn gate(d: Draft, ok: bool, problem: &str) -> Draft {
     let mut d = d.verdict(Verdict::Unknown, reason);
     d.opt_in_class = None;
     d
+}
+
+/// A finding that belongs to a sandbox id is re-checked against its data directory's
+/// inventories before deletion (the same ones the scan judged it by).
+fn claim(d: Draft, data_dir: &Path) -> Draft {
+    match d.owner.clone() {
+        Some(id) => d.recheck(
+            &[data_dir.join("celesto.db"), data_dir.join("smolvm.db")],
+            OwnerRecord::SandboxId(id),
+        ),
+        None => d,
+    }
 }
 
 pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
@@ -470,7 +482,7 @@ fn scan_data_dir(
                 Some(c) => d.opt_in(c, r),
                 None => d.verdict(verdict, r),
             };
-            gate(d, ok, problem)
+            gate(claim(d, dir), ok, problem)
         };
         ctx.add(mk(kind, &g.disk.path, reason));
         for c in &g.companions {
@@ -505,7 +517,7 @@ fn scan_data_dir(
                 format!("Console log of sandbox '{id}', which no longer exists."),
             ),
         };
-        ctx.add(gate(d, ok, problem));
+        ctx.add(gate(claim(d, dir), ok, problem));
     }
 
     // Companions whose disk is gone (upstream never finds these: B10), and anything else.
@@ -547,7 +559,7 @@ fn scan_data_dir(
                 "Not a disk or companion name Celesto uses; Smolsweep leaves unrecognised files alone.",
             ),
         };
-        ctx.add(gate(d, ok, problem));
+        ctx.add(gate(claim(d, dir), ok, problem));
     }
 
     // Logs with no disk: `<id>.log` directly in the data directory.
@@ -591,7 +603,7 @@ fn scan_data_dir(
                     )
             }
         };
-        ctx.add(gate(d.root(dir), ok, problem));
+        ctx.add(gate(claim(d.root(dir), dir), ok, problem));
     }
 
     scan_residue(ctx, dir, invs, live, ok, problem, vmm_ids, &id_hold);
@@ -636,7 +648,7 @@ fn scan_residue(
         } else {
             d.opt_in(OptInClass::Residue, format!("Firmware state (UEFI variables, TPM) of deleted sandbox '{id}'; upstream never removes it."))
         };
-        ctx.add(gate(d, ok, problem));
+        ctx.add(gate(claim(d, dir), ok, problem));
     }
 
     // locks/
@@ -704,7 +716,7 @@ fn scan_residue(
                 "A lock file Smolsweep does not recognise; left alone.",
             )
         };
-        ctx.add(gate(d, ok, problem));
+        ctx.add(gate(claim(d, dir), ok, problem));
     }
 
     // ssh-known-hosts/<id>.known_hosts
@@ -718,7 +730,7 @@ fn scan_residue(
             Some(id) => d.owner(id).verdict(Verdict::Reclaimable, format!("Pinned SSH host key of sandbox '{id}', which no longer exists; upstream never removes it.")),
             None => d.verdict(Verdict::Unknown, "Not a known-hosts file Celesto writes; left alone."),
         };
-        ctx.add(gate(d, ok, problem));
+        ctx.add(gate(claim(d, dir), ok, problem));
     }
 
     // snapshots/<sid>/, browser-sessions/<sid>/, macos-vms/<id>/
@@ -738,7 +750,7 @@ fn scan_residue(
             Some(vm) => d.opt_in(OptInClass::Residue, format!("Snapshot '{sid}' of deleted sandbox '{vm}'; it can still be restored, so it is kept unless you include residue.")),
             None => d.opt_in(OptInClass::Residue, format!("Snapshot directory '{sid}' with no inventory row; kept unless you include residue.")),
         };
-        ctx.add(gate(d, ok, problem));
+        ctx.add(gate(claim(d, dir), ok, problem));
     }
     for (sub, kind, what) in [
         (
@@ -763,7 +775,7 @@ fn scan_residue(
             } else {
                 d.opt_in(OptInClass::Residue, format!("{what} of '{id}', which no longer exists; kept unless you include residue."))
             };
-            ctx.add(gate(d, ok, problem));
+            ctx.add(gate(claim(d, dir), ok, problem));
         }
     }
 }

@@ -64,6 +64,7 @@ pub(crate) struct Draft {
     pub reason: String,
     pub opt_in_class: Option<OptInClass>,
     pub root: Option<PathBuf>,
+    pub owner_recheck: Option<OwnerRecheck>,
 }
 
 impl Draft {
@@ -77,7 +78,16 @@ impl Draft {
             reason: String::new(),
             opt_in_class: None,
             root: None,
+            owner_recheck: None,
         }
+    }
+    /// Re-read `inventories` before deleting this, and keep it if `record` appears in one.
+    pub fn recheck(mut self, inventories: &[PathBuf], record: OwnerRecord) -> Self {
+        self.owner_recheck = Some(OwnerRecheck {
+            inventories: inventories.to_vec(),
+            record,
+        });
+        self
     }
     pub fn owner(mut self, o: impl Into<String>) -> Self {
         self.owner = Some(o.into());
@@ -144,6 +154,7 @@ impl Ctx<'_> {
                 is_dir: true,
                 root: d.root.clone(),
                 mounts_inside: Vec::new(),
+                owner_recheck: None,
             });
         }
         self.findings.push(Finding {
@@ -161,6 +172,7 @@ impl Ctx<'_> {
             is_dir,
             root: d.root,
             mounts_inside: mounts,
+            owner_recheck: d.owner_recheck,
         });
     }
 

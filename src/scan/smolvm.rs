@@ -7,7 +7,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use crate::fsread;
 use crate::inventory::smolvm::{read_smolvm_db, vm_dir_hash, SmolvmRecord};
-use crate::model::{Machine, OptInClass, Product, ProductReport, Verdict};
+use crate::model::{Machine, OptInClass, OwnerRecord, Product, ProductReport, Verdict};
 use crate::roots::{smolvm_roots, SmolvmRootSet};
 
 use super::celesto::pid_list;
@@ -320,7 +320,11 @@ fn scan_set(
                     kind: "smolvm.fork_lock",
                     ..d
                 }
-                .owner(mname);
+                .owner(mname)
+                .recheck(
+                    std::slice::from_ref(&set.db_path),
+                    OwnerRecord::MachineName(mname.to_string()),
+                );
                 let d = if !e.is_file() {
                     d.verdict(
                         Verdict::Unknown,
@@ -449,7 +453,10 @@ fn scan_set(
                         .as_ref()
                         .map(|o| format!("'{o}'"))
                         .unwrap_or_else(|| "an unknown machine".into());
-                    let d = d.owner_opt(owner.clone());
+                    let d = d.owner_opt(owner.clone()).recheck(
+                        std::slice::from_ref(&set.db_path),
+                        OwnerRecord::MachineDirHash(n.to_string()),
+                    );
                     let d = if !users.is_empty() {
                         Draft { kind: "smolvm.referenced_dir", ..d }.verdict(
                             Verdict::Protected,

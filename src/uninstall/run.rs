@@ -256,6 +256,7 @@ pub fn run_with(
                     expected_bytes: ps.bytes,
                     after_reap: Vec::new(),
                     mounts_inside: Vec::new(),
+                    owner_recheck: None,
                 },
                 summary: ps.summary.clone(),
             },

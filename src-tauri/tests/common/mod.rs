@@ -162,6 +162,7 @@ impl Scratch {
             // The directory holding it, as the scanner records for a product root's entry.
             root: Some(path.parent().unwrap().to_path_buf()),
             mounts_inside: vec![],
+            owner_recheck: None,
         };
         self.report.findings.push(f.clone());
         f
