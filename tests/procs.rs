@@ -1,85 +1,27 @@
 //! Process scanning against real processes shaped like the VMMs of both products.
 //!
-//! Stand-in VMMs are `examples/fake_vmm.rs` (compiled here with `rustc`) started with a chosen
+//! Stand-in VMMs are `examples/fake_vmm.rs` (compiled by the fixtures crate) started with a chosen
 //! argv[0], argv and comm; `tail`, `bash` and `python3` are used where the real shape needs a
 //! real program. Every process is killed by its own PID when its guard drops.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::OnceLock;
+use std::process::Command;
 use std::time::Duration;
 
 use smolsweep::procs::macos::{parse_ps_output, ps_command};
 use smolsweep::procs::shape::{detect_all, detect_shape, InUseIndex, VmmShape};
 use smolsweep::procs::{held_deleted_bytes, linux, names_path_exactly, RawProcess};
+use smolsweep_fixtures::vmm::{self, spawn_ready, FakeVmm};
 
 /// The compiled stand-in VMM, built once per test binary.
-fn fake_vmm() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fake_vmm.rs");
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let tmp = dir.join(format!("fake_vmm.{}", std::process::id()));
-        let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-        let status = Command::new(rustc)
-            .args(["--edition", "2021", "-C", "opt-level=0", "-o"])
-            .arg(&tmp)
-            .arg(&src)
-            .status()
-            .expect("run rustc");
-        assert!(status.success(), "compiling {}", src.display());
-        let bin = dir.join("fake_vmm");
-        std::fs::rename(&tmp, &bin).expect("install fake_vmm");
-        bin
-    })
-}
-
-/// A spawned process; killed (by its own PID) and reaped on drop.
-struct Guard {
-    child: Child,
-    _stdin: Option<ChildStdin>,
-    /// Kept open so that the process never writes into a closed pipe.
-    _stdout: Option<BufReader<ChildStdout>>,
-}
-
-impl Guard {
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn wait_ready(mut self) -> Self {
-        let mut out = BufReader::new(self.child.stdout.take().expect("stdout piped"));
-        let mut line = String::new();
-        out.read_line(&mut line).expect("read ready");
-        assert_eq!(line.trim(), "ready", "process {} did not start", self.pid());
-        self._stdout = Some(out);
-        self
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn spawn(mut cmd: Command) -> Guard {
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn");
-    let stdin = child.stdin.take();
-    Guard {
-        child,
-        _stdin: stdin,
-        _stdout: None,
-    }
-    .wait_ready()
+fn fake_vmm() -> PathBuf {
+    vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR")))
 }
 
 /// The stand-in VMM with this argv (argv[0] included) and, optionally, a comm and a held file.
-fn fake(argv: &[&str], comm: Option<&str>, open: Option<&Path>) -> Guard {
+fn fake(argv: &[&str], comm: Option<&str>, open: Option<&Path>) -> FakeVmm {
     let mut cmd = Command::new(fake_vmm());
     cmd.arg0(argv[0]).args(&argv[1..]);
     if let Some(c) = comm {
@@ -88,7 +30,7 @@ fn fake(argv: &[&str], comm: Option<&str>, open: Option<&Path>) -> Guard {
     if let Some(o) = open {
         cmd.env("FAKE_VMM_OPEN", o);
     }
-    spawn(cmd)
+    spawn_ready(cmd)
 }
 
 fn read(pid: u32) -> RawProcess {
@@ -202,7 +144,7 @@ fn hazard_9_pgrep_f_boot_vm_false_positive() {
     );
     let mut cmd = Command::new("bash");
     cmd.args(["-c", &text, "_boot-vm", s(&cfg)]);
-    let shell = spawn(cmd);
+    let shell = spawn_ready(cmd);
     // argv[1] is exactly `_boot-vm`, but the process is not renamed by libkrun.
     let lookalike = fake(&["cat", "_boot-vm", s(&cfg)], None, None);
 
@@ -230,7 +172,7 @@ fn hazard_28_vm_under_another_home_is_found_and_reports_that_home() {
         .env("FAKE_VMM_COMM", "libkrun VM")
         .env("HOME", &other_home)
         .env("SMOLVM_DATA_DIR", &data);
-    let g = spawn(cmd);
+    let g = spawn_ready(cmd);
 
     let p = read(g.pid());
     assert!(detect_shape(&p).is_some(), "found regardless of HOME");
@@ -296,7 +238,7 @@ fn b4_longer_path_in_argv_does_not_mark_disk_in_use() {
         "bash",
         s(&backup),
     ]);
-    let tail = spawn(cmd);
+    let tail = spawn_ready(cmd);
     let drive = format!("file={},if=none", s(&backup));
     let qemu = fake(&["qemu-system-x86_64", "-drive", &drive], None, None);
 
@@ -386,7 +328,7 @@ fn celesto_libkrun_launcher_from_real_python_is_found() {
     let mut cmd = Command::new("python3");
     cmd.current_dir(tmp.path())
         .args(["-m", "celesto.runtime._libkrun_launcher", s(&cfg)]);
-    let py = spawn(cmd);
+    let py = spawn_ready(cmd);
     // The same launcher after libkrun renamed it.
     let renamed = fake(
         &[
@@ -484,8 +426,7 @@ fn b7_start_time_matches_proc_and_differs_for_a_new_process_with_the_same_comm()
 fn vanished_process_is_skipped_and_threads_are_not_listed() {
     let mut g = fake(&["fake"], None, None);
     let pid = g.pid();
-    g.child.kill().unwrap();
-    g.child.wait().unwrap();
+    g.kill().unwrap();
     assert_eq!(linux::read_process(Path::new("/proc"), pid), None);
 
     // This test binary runs tests on several threads; only its leader may be listed.

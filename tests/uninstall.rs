@@ -15,11 +15,11 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
 
 use smolsweep_fixtures::real_tools::SMOLVM_VERSION;
+use smolsweep_fixtures::vmm::{self, FakeVmm};
 
 /// `<venv>/bin/celesto` (celesto 0.1.10), from `scripts/setup/20-real-tools.sh`.
 fn celesto_bin() -> PathBuf {
@@ -29,10 +29,6 @@ fn celesto_bin() -> PathBuf {
 /// A script install of smolvm 1.32.2 under `home`, laid out as `install.sh` does it.
 fn install_smolvm_script_layout(home: &Path) {
     smolsweep_fixtures::real_tools::install_smolvm_script_layout(home).unwrap();
-}
-
-fn run_ok(cmd: &mut Command) {
-    smolsweep_fixtures::real_tools::run_ok(cmd).unwrap();
 }
 
 /// The `.bashrc` text before the install, and after `install.sh` appended its PATH block.
@@ -558,66 +554,28 @@ fn uninstalling_celesto_leaves_smolvm_working() {
     assert_eq!(v.status.code(), Some(1), "{}", text(&v));
 }
 
-/// The stand-in VMM of the process tests (`examples/fake_vmm.rs`), compiled once here.
-fn fake_vmm() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fake_vmm.rs");
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let tmp = dir.join(format!("uninstall_fake_vmm.{}", std::process::id()));
-        let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-        run_ok(
-            Command::new(rustc)
-                .args(["--edition", "2021", "-C", "opt-level=0", "-o"])
-                .arg(&tmp)
-                .arg(&src),
-        );
-        let bin = dir.join("uninstall_fake_vmm");
-        std::fs::rename(&tmp, &bin).unwrap();
-        bin
-    })
-}
-
-/// A spawned stand-in VMM; killed by its own pid and reaped on drop.
-struct Vmm(std::process::Child);
-
-impl Drop for Vmm {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// A process shaped like smolvm's exec'd boot child for the machine directory `vm_dir`.
-fn boot_vm(vm_dir: &Path) -> Vmm {
+fn boot_vm(vm_dir: &Path) -> FakeVmm {
     let argv = [
         "/proc/self/exe".to_string(),
         "_boot-vm".to_string(),
         vm_dir.join("boot-config.json").display().to_string(),
     ];
-    stand_in_vmm(&argv, "libkrun VM", &[])
+    stand_in_vmm(&argv, "libkrun VM", None)
 }
 
-/// The stand-in VMM with this argv (argv[0] included), comm and extra environment.
-fn stand_in_vmm(argv: &[String], comm: &str, env: &[(&str, &Path)]) -> Vmm {
-    use std::io::BufRead;
-    use std::os::unix::process::CommandExt;
-    let mut c = Command::new(fake_vmm());
-    c.arg0(&argv[0])
-        .args(&argv[1..])
-        .env("FAKE_VMM_COMM", comm)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped());
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let mut child = c.spawn().unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
-    Vmm(child)
+/// The stand-in VMM (`examples/fake_vmm.rs`) with this argv (argv[0] included), comm and HOME.
+fn stand_in_vmm(argv: &[String], comm: &str, home: Option<&Path>) -> FakeVmm {
+    let bin = vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    vmm::spawn(
+        &bin,
+        &vmm::Shape {
+            argv: argv.to_vec(),
+            comm: Some(comm),
+            home,
+            ..Default::default()
+        },
+    )
 }
 
 fn alive(pid: u32) -> bool {
@@ -652,7 +610,7 @@ fn hazard_28_verify_names_the_audited_home_and_sees_only_its_vms() {
     assert!(t.contains(&format!("audited_home={}", a.display())), "{t}");
     assert!(t.contains("vm_processes=FAIL"), "{t}");
     assert!(t.contains("vm_dirs=FAIL"), "{t}");
-    assert!(t.contains(&format!("VM process {}", vmm.0.id())), "{t}");
+    assert!(t.contains(&format!("VM process {}", vmm.pid())), "{t}");
     assert!(t.contains("result=dirty"), "{t}");
     let j = smolsweep(&a, &[], &["verify", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
@@ -663,7 +621,7 @@ fn hazard_28_verify_names_the_audited_home_and_sees_only_its_vms() {
     let o = smolsweep(&a, &[], &["uninstall", "--product", "smolvm", "--yes"]);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    assert!(!alive(vmm.0.id()), "the VM process survived:\n{t}");
+    assert!(!alive(vmm.pid()), "the VM process survived:\n{t}");
     assert!(!vm_dir.exists());
     assert_clean(&a, &[], "all");
 }
@@ -682,12 +640,12 @@ fn hazard_8_forked_and_renamed_vms_are_no_false_clean() {
             "app.smolmachine".into(),
         ],
         "libkrun VM",
-        &[("HOME", &home)],
+        Some(&home),
     );
     let o = smolsweep(&home, &[], &["verify"]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
-    assert!(t.contains(&format!("VM process {}", forked.0.id())), "{t}");
+    assert!(t.contains(&format!("VM process {}", forked.pid())), "{t}");
     drop(forked);
     assert_clean(&home, &[], "all");
 
@@ -700,11 +658,11 @@ fn hazard_8_forked_and_renamed_vms_are_no_false_clean() {
         "_boot-vm".to_string(),
         vm_dir.join("boot-config.json").display().to_string(),
     ];
-    let renamed = stand_in_vmm(&argv, "VM:buildhost", &[]);
+    let renamed = stand_in_vmm(&argv, "VM:buildhost", None);
     let o = smolsweep(&home, &[], &["verify"]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
-    assert!(t.contains(&format!("VM process {}", renamed.0.id())), "{t}");
+    assert!(t.contains(&format!("VM process {}", renamed.pid())), "{t}");
     // The directory itself is empty: not state (hazard 29).
     assert!(t.contains("vm_dirs=none"), "{t}");
 }
@@ -990,7 +948,7 @@ sys.exit(2)
             [],
         )
         .unwrap();
-        let data = serde_json::json!({"name": "demo", "state": "running", "pid": vmm.0.id()});
+        let data = serde_json::json!({"name": "demo", "state": "running", "pid": vmm.pid()});
         conn.execute(
             "INSERT INTO vms (name, data) VALUES ('demo', ?1)",
             [serde_json::to_vec(&data).unwrap()],
@@ -1003,7 +961,7 @@ sys.exit(2)
         // The stop cannot sync (skipped, said why), the delete reaps the VMM and succeeds on
         // the retry.
         assert!(t.contains("Deleted machine: demo"), "{t}");
-        assert!(!alive(vmm.0.id()), "{t}");
+        assert!(!alive(vmm.pid()), "{t}");
         let log = std::fs::read_to_string(home.join("cli.log")).unwrap();
         assert_eq!(
             log.lines()
