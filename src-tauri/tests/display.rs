@@ -43,14 +43,7 @@ fn tray_menu_over_dbus_shows_totals_and_rescan_updates_it() {
     assert!(item(&items, "Reclaim ").unwrap().enabled);
 
     // New orphans appear; "Rescan now" picks them up.
-    s.add_file(
-        ".local/share/smolvm/sandboxes/sb-new.qcow2",
-        6_000_000,
-        Verdict::Reclaimable,
-        "celesto.orphan_disk",
-        None,
-        "No sandbox in sandboxes.db owns this disk.",
-    );
+    s.orphan_disk("sb-new", 6_000_000);
     s.save();
     click_label(&bus, &path, "Rescan now").unwrap();
     let want2 = format!("Reclaimable: {}", human_bytes(s.reclaimable_bytes()));

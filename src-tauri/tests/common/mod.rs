@@ -57,12 +57,16 @@ impl Scratch {
     pub fn new() -> Scratch {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
-        let data = home.join(".local/share/smolvm");
-        std::fs::create_dir_all(data.join("sandboxes")).unwrap();
-        std::fs::create_dir_all(home.join(".cache/smolvm/images")).unwrap();
+        // Celesto's layout: data dir `~/.local/state/celesto` (celesto.db, disks/), images in
+        // `~/.celesto/images`.
+        let data = home.join(".local/state/celesto");
+        std::fs::create_dir_all(data.join("disks")).unwrap();
+        let images = home.join(".celesto/images");
+        std::fs::create_dir_all(&images).unwrap();
         let report_file = dir.path().join("report.json");
         let mut roots = std::collections::BTreeMap::new();
         roots.insert("data_dir".to_string(), data.clone());
+        roots.insert("image_dir".to_string(), images);
         let report = ScanReport {
             schema: SCAN_SCHEMA.into(),
             home: home.clone(),
@@ -92,46 +96,47 @@ impl Scratch {
         s
     }
 
-    /// The usual leftovers: two orphan disks, a cache (opt-in), a live disk (protected).
+    /// The usual leftovers, with the scan's kinds and reasons: two orphan disks, an old image
+    /// cache (opt-in), the disk of a sandbox that exists (protected).
     pub fn with_leftovers() -> Scratch {
         let mut s = Scratch::new();
+        for (id, size) in [("sb-1a2b", 3_000_000), ("sb-9f8e", 2_000_000)] {
+            s.orphan_disk(id, size);
+        }
         s.add_file(
-            ".local/share/smolvm/sandboxes/sb-1a2b.qcow2",
-            3_000_000,
-            Verdict::Reclaimable,
-            "celesto.orphan_disk",
-            None,
-            "No sandbox in sandboxes.db owns this disk.",
-        );
-        s.add_file(
-            ".local/share/smolvm/sandboxes/sb-9f8e.qcow2",
-            2_000_000,
-            Verdict::Reclaimable,
-            "celesto.orphan_disk",
-            None,
-            "No sandbox in sandboxes.db owns this disk.",
-        );
-        s.add_file(
-            ".cache/smolvm/images/alpine-3.20.ext4",
+            ".celesto/images/ubuntu-v0.1.8-amd64-qemu/",
             4_000_000,
             Verdict::OptIn,
-            "celesto.image_cache",
+            "celesto.image_cache_stale",
             Some(OptInClass::Caches),
-            "Cached base image; downloaded again when needed.",
+            "Image cache of v0.1.8; celesto is not installed here, so no version is current, and no sandbox uses it.",
         );
         s.add_file(
-            ".local/share/smolvm/sandboxes/sb-live.qcow2",
+            ".local/state/celesto/disks/sb-live.qcow2",
             1_000_000,
             Verdict::Protected,
             "celesto.sandbox_disk",
             None,
-            "Sandbox sb-live is running (pid recorded in sandboxes.db is alive).",
+            "Disk of sandbox 'sb-live', which exists in celesto.db.",
         );
         s.save();
         s
     }
 
-    /// Create a file of `size` real bytes and add its finding.
+    /// The disk of a Celesto sandbox that no inventory lists any more.
+    pub fn orphan_disk(&mut self, id: &str, size: usize) -> Finding {
+        self.add_file(
+            &format!(".local/state/celesto/disks/{id}.qcow2"),
+            size,
+            Verdict::Reclaimable,
+            "celesto.orphan_disk",
+            None,
+            &format!("Disk of sandbox '{id}', which no longer exists in any inventory, and no process is using it."),
+        )
+    }
+
+    /// Create a file (or, for a `rel` ending in `/`, a directory holding one file) of `size` real
+    /// bytes and add its finding.
     pub fn add_file(
         &mut self,
         rel: &str,
@@ -141,24 +146,41 @@ impl Scratch {
         class: Option<OptInClass>,
         reason: &str,
     ) -> Finding {
+        // `rel` ending in `/` is a directory (an image cache) holding one file.
+        let (rel, is_dir) = match rel.strip_suffix('/') {
+            Some(r) => (r, true),
+            None => (rel, false),
+        };
         let path = self.home.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, vec![0x5au8; size]).unwrap();
-        let md = std::fs::symlink_metadata(&path).unwrap();
+        let file = if is_dir {
+            path.join("rootfs.ext4")
+        } else {
+            path.clone()
+        };
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, vec![0x5au8; size]).unwrap();
+        let allocated: u64 = [&path, &file]
+            .iter()
+            .take(if is_dir { 2 } else { 1 })
+            .map(|p| std::fs::symlink_metadata(p).unwrap().blocks() * 512)
+            .sum();
+        let md = std::fs::symlink_metadata(&file).unwrap();
         let f = Finding {
             id: finding_id(Product::Celesto, kind, &path),
             product: Product::Celesto,
             kind: kind.into(),
             path: path.clone(),
-            owner: path.file_stem().map(|s| s.to_string_lossy().into_owned()),
+            owner: (!is_dir)
+                .then(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
+                .flatten(),
             apparent_bytes: md.size(),
-            allocated_bytes: md.blocks() * 512,
+            allocated_bytes: allocated,
             verdict,
             reason: reason.into(),
             opt_in_class: class,
             // The identity formula the core re-checks (lstat: dev, ino, type, size, mtime).
             identity: Some(smolsweep::exec::delete::identity_of(&path).unwrap()),
-            is_dir: false,
+            is_dir,
             // The directory holding it, as the scanner records for a product root's entry.
             root: Some(path.parent().unwrap().to_path_buf()),
             mounts_inside: vec![],
