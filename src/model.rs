@@ -207,6 +207,10 @@ pub struct Machine {
     /// Inventory this record came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub db: Option<PathBuf>,
+    /// The machine this one was branched from (smolvm's `golden`; `ls --json` calls it
+    /// `parent_machine`). Deleting that machine takes this one with it (`--cascade`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branched_from: Option<String>,
 }
 
 /// Whether a VM process belongs to the HOME being scanned.

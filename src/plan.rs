@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::model::{
-    human_bytes, FileIdentity, Finding, OptInClass, OwnerRecheck, Platform, Product, ScanReport,
-    Scope, Verdict,
+    human_bytes, FileIdentity, Finding, Machine, OptInClass, OwnerRecheck, Platform, Product,
+    ScanReport, Scope, Verdict,
 };
 
 /// Schema name of a serialised plan.
@@ -38,6 +38,10 @@ pub struct Selection {
     /// Machines to delete through their product's CLI.
     #[serde(default)]
     pub delete_machines: Vec<String>,
+    /// Delete a machine together with the machines branched from it (smolvm `--cascade`). Without
+    /// it, a machine that has branches is not deleted.
+    #[serde(default)]
+    pub cascade: bool,
 }
 
 impl Selection {
@@ -204,6 +208,53 @@ pub struct Plan {
     pub skipped_at_plan: Vec<SkippedAtPlan>,
 }
 
+/// Every machine branched from `m`, directly or through another branch, in the same inventory
+/// (smolvm's `golden`): `machine delete --cascade` removes them with it.
+fn branch_descendants<'r>(report: &'r ScanReport, m: &Machine) -> Vec<&'r Machine> {
+    let mut out: Vec<&Machine> = Vec::new();
+    let mut parents = vec![m.name.clone()];
+    while let Some(parent) = parents.pop() {
+        for c in report.machines.iter().filter(|c| {
+            c.product == m.product
+                && c.db == m.db
+                && c.branched_from.as_deref() == Some(parent.as_str())
+                && c.name != m.name
+        }) {
+            if !out.iter().any(|o| o.name == c.name) {
+                out.push(c);
+                parents.push(c.name.clone());
+            }
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+fn needs_cascade(children: &[&Machine]) -> String {
+    format!(
+        "machines are branched from it ({}), and deleting it deletes them too; it is deleted only when cascade is chosen",
+        names(children)
+    )
+}
+
+fn with_children(children: &[&Machine]) -> String {
+    if children.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", with the machines branched from it (--cascade): {}",
+            names(children)
+        )
+    }
+}
+
+fn names(ms: &[&Machine]) -> String {
+    ms.iter()
+        .map(|m| m.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Why a serialised plan was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
@@ -322,19 +373,26 @@ impl Plan {
                     "no machine or sandbox with that name in the scan".into(),
                 ),
                 Some(m) => {
+                    let children = branch_descendants(report, m);
+                    if !children.is_empty() && !selection.cascade {
+                        skip(&format!("machine:{name}"), needs_cascade(&children));
+                        continue;
+                    }
                     deleted_machine_dirs.extend(m.dir.clone());
+                    deleted_machine_dirs.extend(children.iter().filter_map(|c| c.dir.clone()));
                     machine_actions.push(PlannedAction {
                         summary: format!(
-                            "delete {} {} ({})",
+                            "delete {} {} ({}){}",
                             m.product.display_name(),
                             m.name,
-                            human_bytes(m.allocated_bytes)
+                            human_bytes(m.allocated_bytes),
+                            with_children(&children)
                         ),
                         action: Action::DeleteMachine {
                             product: m.product,
                             name: m.name.clone(),
-                            cascade: false,
-                            children: Vec::new(),
+                            cascade: !children.is_empty(),
+                            children: children.iter().map(|c| c.name.clone()).collect(),
                         },
                     })
                 }
@@ -408,16 +466,28 @@ impl Plan {
             // directory together, through `machine delete --force`.
             if f.kind == "smolvm.dead_ephemeral_dir" {
                 if let Some(name) = &f.owner {
+                    let children = report
+                        .machines
+                        .iter()
+                        .find(|m| m.product == f.product && &m.name == name)
+                        .map(|m| branch_descendants(report, m))
+                        .unwrap_or_default();
+                    if !children.is_empty() && !selection.cascade {
+                        skip(&f.id, needs_cascade(&children));
+                        continue;
+                    }
                     deleted_machine_dirs.push(f.path.clone());
+                    deleted_machine_dirs.extend(children.iter().filter_map(|c| c.dir.clone()));
                     machine_actions.push(PlannedAction {
                         summary: format!(
-                            "delete ephemeral machine '{name}' whose VM is gone (smolvm machine delete --force)"
+                            "delete ephemeral machine '{name}' whose VM is gone (smolvm machine delete --force){}",
+                            with_children(&children)
                         ),
                         action: Action::DeleteMachine {
                             product: f.product,
                             name: name.clone(),
-                            cascade: false,
-                            children: Vec::new(),
+                            cascade: !children.is_empty(),
+                            children: children.iter().map(|c| c.name.clone()).collect(),
                         },
                     });
                     continue;
@@ -799,6 +869,7 @@ mod tests {
             dir: None,
             allocated_bytes: 0,
             db: None,
+            branched_from: None,
         }];
         let sel = Selection {
             all_reclaimable: true,
@@ -853,5 +924,99 @@ mod tests {
         let p = Plan::from_scan_at(&r, &Selection::reclaimable(), 1);
         assert!(p.actions.is_empty());
         assert_eq!(p.skipped_at_plan.len(), 1);
+    }
+
+    fn machine(name: &str, branched_from: Option<&str>) -> Machine {
+        Machine {
+            product: Product::Smolvm,
+            name: name.into(),
+            state: "stopped".into(),
+            pid: None,
+            alive: false,
+            effective_state: "stopped".into(),
+            pid_start_time: None,
+            ephemeral: false,
+            created_at: None,
+            dir: Some(format!("/h/.cache/smolvm/vms/{name}").into()),
+            allocated_bytes: 4096,
+            db: Some("/h/.local/share/smolvm/server/smolvm.db".into()),
+            branched_from: branched_from.map(String::from),
+        }
+    }
+
+    #[test]
+    fn a_machine_with_branches_is_deleted_only_with_cascade_and_names_them() {
+        let mut r = report(vec![f(
+            "kid-file",
+            "/h/.cache/smolvm/vms/kid/leftover",
+            Verdict::Reclaimable,
+            None,
+        )]);
+        r.machines = vec![
+            machine("base", None),
+            machine("kid", Some("base")),
+            machine("grandkid", Some("kid")),
+            machine("other", None),
+        ];
+        let mut other_db = machine("stranger", Some("base"));
+        other_db.db = Some("/elsewhere/smolvm.db".into());
+        r.machines.push(other_db);
+        let sel = |cascade| Selection {
+            delete_machines: vec!["base".into(), "other".into()],
+            cascade,
+            ..Default::default()
+        };
+
+        let p = Plan::from_scan_at(&r, &sel(false), 1);
+        let names: Vec<&str> = p
+            .actions
+            .iter()
+            .filter_map(|a| match &a.action {
+                Action::DeleteMachine { name, cascade, .. } => {
+                    assert!(!cascade);
+                    Some(name.as_str())
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(names, ["other"]);
+        let why = &p
+            .skipped_at_plan
+            .iter()
+            .find(|s| s.id == "machine:base")
+            .unwrap()
+            .why;
+        assert!(why.contains("grandkid, kid"), "{why}");
+
+        let p = Plan::from_scan_at(&r, &sel(true), 1);
+        let base = p
+            .actions
+            .iter()
+            .find_map(|a| match &a.action {
+                Action::DeleteMachine {
+                    name,
+                    cascade,
+                    children,
+                    ..
+                } if name == "base" => Some((*cascade, children.clone())),
+                _ => None,
+            })
+            .unwrap();
+        // Only branches of the same inventory, transitively; sorted.
+        assert_eq!(
+            base,
+            (true, vec!["grandkid".to_string(), "kid".to_string()])
+        );
+        // A file inside a branch's directory goes with the branch, not on its own.
+        assert!(paths(&p).is_empty(), "{:?}", paths(&p));
+        let other = p
+            .actions
+            .iter()
+            .find_map(|a| match &a.action {
+                Action::DeleteMachine { name, cascade, .. } if name == "other" => Some(*cascade),
+                _ => None,
+            })
+            .unwrap();
+        assert!(!other, "--cascade only for a machine that has branches");
     }
 }

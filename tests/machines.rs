@@ -785,3 +785,121 @@ fn celesto_cli_missing_and_unexpected() {
         MachineOutcome::Unexpected { .. }
     ));
 }
+
+/// `machine delete --cascade` also deletes every machine branched from the one named: it is
+/// passed only when the user chose it, with every branch named in the plan, and a branch made
+/// after the plan stops the delete (the real smolvm 1.32.2 CLI does the deleting).
+#[test]
+fn cascade_delete_only_when_chosen_and_with_every_branch_in_the_plan() {
+    use smolsweep::exec::delete::Confirmed;
+    use smolsweep::exec::runner::RealRunner;
+    use smolsweep::exec::{execute, ExecContext, Outcome, RunMode};
+    use smolsweep::plan::{Action, Plan, Selection};
+    use smolsweep::scan::{scan, ScanOptions};
+    use smolsweep::Platform;
+
+    let (_t, home) = smolvm_home();
+    for m in ["base", "kid", "grandkid", "other"] {
+        create(&home, m);
+    }
+    edit_record(&home, "kid", "'$.golden', 'base'");
+    edit_record(&home, "grandkid", "'$.golden', 'kid'");
+    let mut env = env_for(&home);
+    env.euid = rustix::process::geteuid().as_raw();
+    let scan_now = || {
+        scan(&ScanOptions {
+            env: env.clone(),
+            platform: Platform::Linux,
+            age_guard: Duration::from_secs(120),
+            now: std::time::SystemTime::now(),
+        })
+    };
+    let select = |cascade| Selection {
+        delete_machines: vec!["base".into()],
+        cascade,
+        ..Default::default()
+    };
+    let deletes = |p: &Plan| -> Vec<(String, bool, Vec<String>)> {
+        p.actions
+            .iter()
+            .filter_map(|a| match &a.action {
+                Action::DeleteMachine {
+                    name,
+                    cascade,
+                    children,
+                    ..
+                } => Some((name.clone(), *cascade, children.clone())),
+                _ => None,
+            })
+            .collect()
+    };
+
+    // Not chosen: the machine is not planned, and the plan says why.
+    let plan = Plan::from_scan(&scan_now(), &select(false));
+    assert!(deletes(&plan).is_empty(), "{plan:#?}");
+    let why = &plan
+        .skipped_at_plan
+        .iter()
+        .find(|s| s.id == "machine:base")
+        .unwrap()
+        .why;
+    assert!(
+        why.contains("grandkid, kid") && why.contains("cascade"),
+        "{why}"
+    );
+
+    // Chosen: the branches are named.
+    let plan = Plan::from_scan(&scan_now(), &select(true));
+    assert_eq!(
+        deletes(&plan),
+        [("base".into(), true, vec!["grandkid".into(), "kid".into()])]
+    );
+
+    // A branch made after the plan: nothing is deleted.
+    create(&home, "late");
+    edit_record(&home, "late", "'$.golden', 'kid'");
+    let runner = RealRunner::new(env.clone(), Platform::Linux);
+    let run = |plan: &Plan| {
+        execute(
+            plan,
+            ExecContext {
+                mode: RunMode::Execute(Confirmed::for_plan(plan)),
+                journal: None,
+                progress: None,
+                runner: &runner,
+            },
+        )
+        .unwrap()
+    };
+    let r = run(&plan);
+    match &r.records[0].outcome {
+        Outcome::Skipped { why, .. } => assert!(why.contains("late"), "{why}"),
+        o => panic!("{o:?}"),
+    }
+    for m in ["base", "kid", "grandkid", "late", "other"] {
+        assert!(
+            matches!(smolvm_record_state(&db_of(&home), m), Ok(Some(_))),
+            "{m} was deleted"
+        );
+    }
+
+    // Planned again with every branch: the real CLI deletes the family and nothing else.
+    let plan = Plan::from_scan(&scan_now(), &select(true));
+    assert_eq!(
+        deletes(&plan),
+        [(
+            "base".into(),
+            true,
+            vec!["grandkid".into(), "kid".into(), "late".into()]
+        )]
+    );
+    let r = run(&plan);
+    assert!(r.records[0].outcome.is_done(), "{:?}", r.records[0].outcome);
+    for m in ["base", "kid", "grandkid", "late"] {
+        assert_eq!(smolvm_record_state(&db_of(&home), m), Ok(None), "{m}");
+    }
+    assert!(matches!(
+        smolvm_record_state(&db_of(&home), "other"),
+        Ok(Some(_))
+    ));
+}

@@ -285,6 +285,7 @@ fn dry_run_never_reaches_delete_primitive() {
         dir: None,
         allocated_bytes: 0,
         db: None,
+        branched_from: None,
     });
     let plan = Plan::from_scan(
         &rep,

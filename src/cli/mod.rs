@@ -27,6 +27,8 @@ pub enum Command {
     Reap(reclaim::ReapArgs),
     /// Stop machines or sandboxes through their product's CLI.
     Stop(reclaim::StopArgs),
+    /// Delete machines or sandboxes (record and storage) through their product's CLI.
+    Delete(reclaim::DeleteArgs),
     /// Write a plan to a file for review (`smolsweep apply FILE` runs it).
     Plan(reclaim::PlanArgs),
     /// Run a plan written by `smolsweep plan`, re-checking every item.
@@ -54,6 +56,7 @@ pub fn main() -> i32 {
         Command::Prune(a) => reclaim::prune(a),
         Command::Reap(a) => reclaim::reap(a),
         Command::Stop(a) => reclaim::stop(a),
+        Command::Delete(a) => reclaim::delete(a),
         Command::Plan(a) => reclaim::plan(a),
         Command::Apply(a) => reclaim::apply(a),
         Command::History(a) => reclaim::history(a),

@@ -1,4 +1,4 @@
-//! `smolsweep prune|reap|stop|plan|apply|history`: plan → confirm → execute → journal.
+//! `smolsweep prune|reap|stop|delete|plan|apply|history`: plan → confirm → execute → journal.
 //!
 //! Without `--yes`, a plan is only shown: on a terminal the user is asked (count and bytes); when
 //! stdin is not a terminal the plan is printed as a dry run and the exit code is 1 when there was
@@ -111,6 +111,27 @@ pub struct StopArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct DeleteArgs {
+    /// Machine names (smolvm) or sandbox ids (Celesto).
+    #[arg(required = true)]
+    pub machines: Vec<String>,
+    #[command(flatten)]
+    pub cascade: CascadeArg,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct CascadeArg {
+    /// Also delete the machines branched from a deleted machine (smolvm `--cascade`); they are
+    /// named in the plan. Without it, a machine with branches is not deleted.
+    #[arg(long)]
+    pub cascade: bool,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct PlanArgs {
     /// Finding ids to include (default without ids: everything reclaimable).
     #[arg(long = "id", value_name = "ID")]
@@ -126,6 +147,11 @@ pub struct PlanArgs {
     /// Also stop this machine (repeatable).
     #[arg(long = "stop", value_name = "MACHINE")]
     pub stop: Vec<String>,
+    /// Also delete this machine through its product's CLI (repeatable).
+    #[arg(long = "delete", value_name = "MACHINE")]
+    pub delete: Vec<String>,
+    #[command(flatten)]
+    pub cascade: CascadeArg,
     /// Write the plan here (JSON, schema smolsweep.plan/1).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
@@ -209,6 +235,17 @@ pub fn stop(a: StopArgs) -> i32 {
     })
 }
 
+pub fn delete(a: DeleteArgs) -> i32 {
+    with_report(&a.report, a.run.json, |report| {
+        let sel = Selection {
+            delete_machines: a.machines.clone(),
+            cascade: a.cascade.cascade,
+            ..Default::default()
+        };
+        run_plan(&Plan::from_scan(&report, &sel), &a.run)
+    })
+}
+
 pub fn plan(a: PlanArgs) -> i32 {
     with_report(&a.report, false, |report| {
         let sel = Selection {
@@ -217,6 +254,8 @@ pub fn plan(a: PlanArgs) -> i32 {
             include: a.include.classes(),
             reap_orphans: a.reap,
             stop_machines: a.stop.clone(),
+            delete_machines: a.delete.clone(),
+            cascade: a.cascade.cascade,
             ..Default::default()
         };
         let plan = Plan::from_scan(&report, &sel);

@@ -11,6 +11,7 @@ use crate::exec::machines::{
 };
 use crate::exec::reap::{self, ProcessRef, ReapOptions, ReapOutcome};
 use crate::exec::{ActionRunner, Outcome};
+use crate::inventory::smolvm::{read_smolvm_db, SmolvmRecord};
 use crate::model::{Platform, Product};
 use crate::roots::{celesto_roots, smolvm_roots};
 
@@ -31,19 +32,23 @@ impl RealRunner {
         }
     }
 
+    /// The database (of this environment's root sets) that records `name`.
+    fn smolvm_db_for(&self, name: &str) -> Result<PathBuf, Outcome> {
+        let sets = smolvm_roots(self.platform, &self.env).sets;
+        sets.iter()
+            .map(|s| s.db_path.clone())
+            .find(|db| matches!(smolvm_record_state(db, name), Ok(Some(_))))
+            // Never call the CLI with a name that has no record: `stop` creates directories.
+            .ok_or_else(|| {
+                Outcome::skipped(format!(
+                    "machine '{name}' no longer exists; the CLI was not called"
+                ))
+            })
+    }
+
     /// The smolvm CLI for the root set whose database records `name`.
     fn smolvm_for(&self, name: &str) -> Result<SmolvmCli, Outcome> {
-        let sets = smolvm_roots(self.platform, &self.env).sets;
-        let db = sets
-            .iter()
-            .map(|s| s.db_path.clone())
-            .find(|db| matches!(smolvm_record_state(db, name), Ok(Some(_))));
-        let Some(db) = db else {
-            // Never call the CLI with a name that has no record: `stop` creates directories.
-            return Err(Outcome::skipped(format!(
-                "machine '{name}' no longer exists; the CLI was not called"
-            )));
-        };
+        let db = self.smolvm_db_for(name)?;
         SmolvmCli::locate(&self.env, db)
             .ok_or_else(|| Outcome::failed("the smolvm command was not found on PATH"))
     }
@@ -62,6 +67,48 @@ impl RealRunner {
         };
         CelestoCli::locate(&self.env, db)
             .ok_or_else(|| Outcome::failed("the celesto command was not found on PATH"))
+    }
+}
+
+/// `Err(why)` unless the machines branched from `name` now (directly or through a branch) are
+/// exactly what the plan named: none without `--cascade`, and with it none the user was not shown.
+pub fn branches_as_planned(
+    records: &[SmolvmRecord],
+    name: &str,
+    cascade: bool,
+    planned: &[String],
+) -> Result<(), String> {
+    let mut now: Vec<&str> = Vec::new();
+    let mut parents = vec![name];
+    while let Some(parent) = parents.pop() {
+        for r in records {
+            if r.golden.as_deref() == Some(parent) && r.name != name && !now.contains(&&*r.name) {
+                now.push(&r.name);
+                parents.push(&r.name);
+            }
+        }
+    }
+    now.sort_unstable();
+    if now.is_empty() {
+        return Ok(());
+    }
+    if !cascade {
+        return Err(format!(
+            "machines were branched from '{name}' since the plan ({}); deleting it would delete them too, so it was not deleted",
+            now.join(", ")
+        ));
+    }
+    let unplanned: Vec<&str> = now
+        .into_iter()
+        .filter(|n| !planned.iter().any(|p| p == n))
+        .collect();
+    if unplanned.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "machines were branched from '{name}' since the plan ({}); --cascade would delete them unseen, so it was not deleted",
+            unplanned.join(", ")
+        ))
     }
 }
 
@@ -120,13 +167,24 @@ impl ActionRunner for RealRunner {
         product: Product,
         name: &str,
         cascade: bool,
-        _children: &[String],
+        children: &[String],
     ) -> Outcome {
         match product {
-            Product::Smolvm => match self.smolvm_for(name) {
-                Ok(cli) => machine_outcome("delete", name, cli.delete(name, cascade)),
-                Err(o) => o,
-            },
+            Product::Smolvm => {
+                // The branches are re-read: a machine branched since the plan would go with it.
+                let checked = self.smolvm_db_for(name).and_then(|db| {
+                    let records = read_smolvm_db(&db).map_err(|e| {
+                        Outcome::skipped(format!(
+                            "cannot verify which machines are branched from '{name}': {e}"
+                        ))
+                    })?;
+                    branches_as_planned(&records, name, cascade, children).map_err(Outcome::skipped)
+                });
+                match checked.and_then(|()| self.smolvm_for(name)) {
+                    Ok(cli) => machine_outcome("delete", name, cli.delete(name, cascade)),
+                    Err(o) => o,
+                }
+            }
             Product::Celesto => match self.celesto_for(name) {
                 Ok(cli) => machine_outcome("delete", name, cli.delete(name, None)),
                 Err(o) => o,
@@ -189,5 +247,43 @@ impl ActionRunner for RealRunner {
                 mountpoint.display()
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(name: &str, golden: Option<&str>) -> SmolvmRecord {
+        SmolvmRecord {
+            name: name.into(),
+            state: "stopped".into(),
+            pid: None,
+            pid_start_time: None,
+            ephemeral: false,
+            created_at: None,
+            golden: golden.map(String::from),
+            data: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn branches_must_be_exactly_the_planned_ones() {
+        let plain = [rec("base", None), rec("other", Some("elsewhere"))];
+        assert_eq!(branches_as_planned(&plain, "base", false, &[]), Ok(()));
+
+        let family = [
+            rec("base", None),
+            rec("kid", Some("base")),
+            rec("grandkid", Some("kid")),
+        ];
+        let planned = ["grandkid".to_string(), "kid".to_string()];
+        assert_eq!(branches_as_planned(&family, "base", true, &planned), Ok(()));
+        // Branches that appeared since a plan without cascade.
+        let e = branches_as_planned(&family, "base", false, &[]).unwrap_err();
+        assert!(e.contains("grandkid, kid"), "{e}");
+        // A branch the plan did not name (a branch of a branch included).
+        let e = branches_as_planned(&family, "base", true, &planned[1..]).unwrap_err();
+        assert!(e.contains("grandkid") && !e.contains("kid,"), "{e}");
     }
 }

@@ -274,6 +274,7 @@ fn scan_set(
             dir: dir.clone(),
             allocated_bytes: 0,
             db: Some(set.db_path.clone()),
+            branched_from: r.golden.clone(),
         });
     }
 
