@@ -7,7 +7,7 @@
 //! roots resolve (XDG overrides, `SMOLVM_DATA_DIR`, macOS).
 
 use crate::inventory::celesto::read_celesto_db;
-use crate::inventory::smolvm::{read_smolvm_db, vm_dir_hash};
+use crate::inventory::smolvm::{read_smolvm_inventory, vm_dir_hash};
 use crate::model::{OwnerRecheck, OwnerRecord};
 
 /// `Err(why)` when the item now has an owner, or ownership cannot be verified.
@@ -28,15 +28,28 @@ pub fn still_orphaned(check: &OwnerRecheck) -> Result<(), String> {
                 }
             }
             OwnerRecord::MachineName(_) | OwnerRecord::MachineDirHash(_) => {
-                let records = read_smolvm_db(db)
+                let inv = read_smolvm_inventory(db)
                     .map_err(|e| format!("cannot verify that no machine owns it now: {e}"))?;
-                if let Some(r) = records.iter().find(|r| match &check.record {
-                    OwnerRecord::MachineName(n) => &r.name == n,
-                    OwnerRecord::MachineDirHash(h) => &vm_dir_hash(&r.name) == h,
+                let claims = |name: &str| match &check.record {
+                    OwnerRecord::MachineName(n) => name == n,
+                    OwnerRecord::MachineDirHash(h) => &vm_dir_hash(name) == h,
                     OwnerRecord::SandboxId(_) => false,
-                }) {
+                };
+                if let Some(r) = inv.records.iter().find(|r| claims(&r.name)) {
                     return Err(format!(
                         "machine '{}' was created for it since the scan; not deleted",
+                        r.name
+                    ));
+                }
+                // A reservation whose owner may be alive: the machine is being created (the
+                // scan's rule: one whose owner is gone is stale).
+                if let Some(r) = inv
+                    .reservations
+                    .iter()
+                    .find(|r| claims(&r.name) && r.owner_pid.is_none_or(pid_may_be_alive))
+                {
+                    return Err(format!(
+                        "machine '{}' is being created (a create reservation); not deleted",
                         r.name
                     ));
                 }
@@ -44,4 +57,19 @@ pub fn still_orphaned(check: &OwnerRecheck) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Whether a process with this pid exists (one of another user counts as existing).
+fn pid_may_be_alive(pid: i64) -> bool {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .filter(|p| *p > 0)
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    !matches!(
+        rustix::process::test_kill_process(pid),
+        Err(rustix::io::Errno::SRCH)
+    )
 }

@@ -544,10 +544,26 @@ fn scan_data_dir(
             Some((id, disk, tail)) if !e.is_dir() => {
                 let pids = ctx.procs.users_of(&e.path, Some(&e.meta));
                 let d = Draft::new(P, "celesto.orphan_companion", &e.path).owner(id.as_str()).root(&disks_dir);
+                // The same guards as a disk's: a create in progress writes files before its row.
+                let create_lock = dir.join("locks").join(format!("{id}.create.lock"));
+                let creating = fsread::lstat(&create_lock).is_some_and(|m| {
+                    use std::os::unix::fs::MetadataExt;
+                    ctx.locks.is_held(m.dev(), m.ino())
+                });
+                let age_ns = ctx
+                    .now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as i128)
+                    .unwrap_or(0)
+                    - super::mtime_ns(&e.meta);
                 if let Some(db) = db_of(&id) {
                     d.verdict(Verdict::Protected, format!("Companion file of sandbox '{id}', which exists in {db}."))
                 } else if !pids.is_empty() || vmm_ids.contains_key(&id) {
                     d.verdict(Verdict::Protected, format!("Companion file of '{disk}' held by a running process."))
+                } else if creating {
+                    Draft { kind: "celesto.young_companion", ..d }.verdict(Verdict::Protected, format!("Companion file of '{disk}'; its create lock {} is held right now.", create_lock.display()))
+                } else if age_ns < ctx.opts.age_guard.as_nanos() as i128 {
+                    Draft { kind: "celesto.young_companion", ..d }.verdict(Verdict::Protected, format!("Companion file of '{disk}', changed {} s ago; a sandbox may be being created.", age_ns.max(0) / 1_000_000_000))
                 } else if tail == "retained" {
                     d.verdict(Verdict::Reclaimable, format!("A .retained marker whose disk '{disk}' is gone; upstream never finds it (B10)."))
                 } else {

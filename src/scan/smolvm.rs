@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
 use crate::fsread;
-use crate::inventory::smolvm::{read_smolvm_db, vm_dir_hash, SmolvmRecord};
+use crate::inventory::smolvm::{
+    read_smolvm_inventory, vm_dir_hash, SmolvmRecord, SmolvmReservation,
+};
 use crate::model::{Machine, OptInClass, OwnerRecord, Product, ProductReport, Verdict};
 use crate::roots::{smolvm_roots, SmolvmRootSet};
 
@@ -192,9 +194,13 @@ fn scan_set(
         ..Default::default()
     };
     let mut problem = String::new();
+    let mut reservations: Vec<SmolvmReservation> = Vec::new();
     let records: Vec<SmolvmRecord> = if fsread::lstat(&set.db_path).is_some() {
-        match read_smolvm_db(&set.db_path) {
-            Ok(r) => r,
+        match read_smolvm_inventory(&set.db_path) {
+            Ok(inv) => {
+                reservations = inv.reservations;
+                inv.records
+            }
             Err(e) => {
                 out.ok = false;
                 problem = e.to_string();
@@ -224,6 +230,18 @@ fn scan_set(
         out.hash_to_name
             .insert(vm_dir_hash(&r.name), r.name.clone());
     }
+    // Machines being created right now (`vm_create_reservations`): their directory may exist
+    // before their record does (upstream's own reclaim does not check this: hazard 4). A
+    // reservation whose owner process is gone is stale.
+    let reserved: HashMap<String, (String, Option<i64>)> = reservations
+        .iter()
+        .filter(|r| {
+            r.owner_pid
+                .and_then(|p| u32::try_from(p).ok())
+                .is_none_or(|p| ctx.procs.by_pid(p).is_some())
+        })
+        .map(|r| (vm_dir_hash(&r.name), (r.name.clone(), r.owner_pid)))
+        .collect();
 
     // Machines with liveness: pid and start time must both match.
     let mut running_pids: Vec<u32> = Vec::new();
@@ -442,6 +460,23 @@ fn scan_set(
                                 m.allocated_bytes = bytes;
                             }
                         }
+                        continue;
+                    }
+                    if let Some((rname, owner_pid)) = reserved.get(n) {
+                        let by = owner_pid
+                            .map(|p| format!(" held by process {p}"))
+                            .unwrap_or_default();
+                        ctx.add(gate(
+                            Draft {
+                                kind: "smolvm.reserved_dir",
+                                ..d
+                            }
+                            .owner(rname.as_str())
+                            .verdict(
+                                Verdict::Protected,
+                                format!("Machine directory of '{rname}', which is being created right now (a create reservation{by}); left alone."),
+                            ),
+                        ));
                         continue;
                     }
                     let owner = read_name_file(&e.path);
