@@ -85,6 +85,17 @@ fn judged<'a>(r: &'a ScanReport, p: &Path) -> (&'a str, Verdict, Option<&'a str>
     (f.kind.as_str(), f.verdict, f.owner.as_deref())
 }
 
+/// The finding at `p` has this kind, verdict and owner (the reason is shown when not).
+fn expect_judged(r: &ScanReport, p: &Path, want: (&str, Verdict, Option<&str>)) {
+    assert_eq!(
+        judged(r, p),
+        want,
+        "{}: {}",
+        p.display(),
+        finding(r, p).reason
+    );
+}
+
 fn process(r: &ScanReport, pid: u32) -> &VmProcess {
     r.processes
         .iter()
@@ -300,45 +311,41 @@ fn b10_companions_whose_disk_is_gone_are_found_and_reclaimed() {
         .unwrap();
 
     let r = scan_home(&home);
-    assert_eq!(
-        judged(&r, &fresh),
+    expect_judged(
+        &r,
+        &fresh,
         (
             "celesto.young_companion",
             Verdict::Protected,
-            Some("fresh1")
+            Some("fresh1"),
         ),
-        "{}",
-        finding(&r, &fresh).reason
     );
-    assert_eq!(
-        judged(&r, &marker),
+    expect_judged(
+        &r,
+        &marker,
         (
             "celesto.orphan_companion",
             Verdict::Reclaimable,
-            Some("ghost")
+            Some("ghost"),
         ),
-        "{}",
-        finding(&r, &marker).reason
     );
-    assert_eq!(
-        judged(&r, &backing),
+    expect_judged(
+        &r,
+        &backing,
         (
             "celesto.orphan_companion",
             Verdict::Reclaimable,
-            Some("ghost2")
+            Some("ghost2"),
         ),
-        "{}",
-        finding(&r, &backing).reason
     );
-    assert_eq!(
-        judged(&r, &kept),
+    expect_judged(
+        &r,
+        &kept,
         (
             "celesto.orphan_companion",
             Verdict::Protected,
-            Some("kept1")
+            Some("kept1"),
         ),
-        "{}",
-        finding(&r, &kept).reason
     );
     assert!(finding(&r, &backing).allocated_bytes >= 192 << 10);
 
@@ -432,12 +439,7 @@ fn b18_stray_log_names_are_unknown_and_never_deleted() {
 
     let r = scan_home(&home);
     for p in [&hidden, &weird] {
-        assert_eq!(
-            judged(&r, p),
-            ("celesto.unrecognised_log", Verdict::Unknown, None),
-            "{}",
-            finding(&r, p).reason
-        );
+        expect_judged(&r, p, ("celesto.unrecognised_log", Verdict::Unknown, None));
     }
     assert_eq!(
         judged(&r, &orphan),
@@ -1127,11 +1129,10 @@ fn hazard_25_fork_operation_locks_are_found_and_free_ones_of_gone_names_reclaime
 
     let r = scan_home(&home);
     for p in [&ghost, &ghost_pause] {
-        assert_eq!(
-            judged(&r, p),
+        expect_judged(
+            &r,
+            p,
             ("smolvm.fork_lock", Verdict::Reclaimable, Some("ghost")),
-            "{}",
-            finding(&r, p).reason
         );
     }
     assert_eq!(
