@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::types::Value;
 
-use super::sqlite_ro::{self, columns, map_err, require_columns};
+use super::sqlite_ro::{self, columns, require_columns, select};
 use super::InventoryError;
 
 /// One `vms` row.
@@ -63,34 +63,17 @@ pub fn read_celesto_db(path: &Path) -> Result<CelestoInventory, InventoryError> 
 fn read_tx(conn: &rusqlite::Connection, path: &Path) -> Result<CelestoInventory, InventoryError> {
     let mut problems = Vec::new();
     let cols = require_columns(conn, path, "vms", &["id", "status", "config"])?;
-    let has = |c: &str| cols.iter().any(|k| k.eq_ignore_ascii_case(c));
-    let sql = format!(
-        "SELECT id, status, config, {}, {} FROM vms ORDER BY rowid",
-        if has("pid") { "pid" } else { "NULL" },
-        if has("created_at") {
-            "created_at"
-        } else {
-            "NULL"
-        },
-    );
-    let mut stmt = conn.prepare(&sql).map_err(|e| map_err(path, e))?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, Value>(0)?,
-                r.get::<_, Value>(1)?,
-                r.get::<_, Value>(2)?,
-                r.get::<_, Value>(3)?,
-                r.get::<_, Value>(4)?,
-            ))
-        })
-        .map_err(|e| map_err(path, e))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| map_err(path, e))?;
-    drop(stmt);
+    let rows = select(
+        conn,
+        path,
+        "vms",
+        ["id", "status", "config", "pid", "created_at"],
+        &cols,
+        "rowid",
+    )?;
 
     let mut sandboxes = Vec::with_capacity(rows.len());
-    for (id, status, config, pid, created_at) in rows {
+    for [id, status, config, pid, created_at] in rows {
         let Some(id) = text(&id) else {
             problems.push(format!("a vms row has no usable id ({id:?}); row ignored"));
             continue;
@@ -142,17 +125,8 @@ fn read_tx(conn: &rusqlite::Connection, path: &Path) -> Result<CelestoInventory,
             .filter(|c| bcols.iter().any(|k| k.eq_ignore_ascii_case(c)))
             .collect();
         for col in wanted {
-            let mut stmt = conn
-                .prepare(&format!(
-                    "SELECT {col} FROM browser_sessions ORDER BY rowid"
-                ))
-                .map_err(|e| map_err(path, e))?;
-            let ids = stmt
-                .query_map([], |r| r.get::<_, Value>(0))
-                .map_err(|e| map_err(path, e))?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| map_err(path, e))?;
-            for v in ids {
+            let ids = select(conn, path, "browser_sessions", [col], &bcols, "rowid")?;
+            for [v] in ids {
                 if let Some(id) = text(&v) {
                     if !browser_ids.contains(&id) {
                         browser_ids.push(id);
@@ -166,15 +140,15 @@ fn read_tx(conn: &rusqlite::Connection, path: &Path) -> Result<CelestoInventory,
     if let Some(scols) = columns(conn, path, "snapshots")? {
         let has = |c: &str| scols.iter().any(|k| k.eq_ignore_ascii_case(c));
         if has("snapshot_id") && has("vm_id") {
-            let mut stmt = conn
-                .prepare("SELECT snapshot_id, vm_id FROM snapshots ORDER BY rowid")
-                .map_err(|e| map_err(path, e))?;
-            let rows = stmt
-                .query_map([], |r| Ok((r.get::<_, Value>(0)?, r.get::<_, Value>(1)?)))
-                .map_err(|e| map_err(path, e))?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| map_err(path, e))?;
-            for (s, v) in rows {
+            let rows = select(
+                conn,
+                path,
+                "snapshots",
+                ["snapshot_id", "vm_id"],
+                &scols,
+                "rowid",
+            )?;
+            for [s, v] in rows {
                 if let (Some(s), Some(v)) = (text(&s), text(&v)) {
                     snapshots.push((s, v));
                 }

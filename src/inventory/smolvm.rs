@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::types::Value;
 
-use super::sqlite_ro::{self, columns, map_err, require_columns};
+use super::sqlite_ro::{self, columns, require_columns, select};
 use super::InventoryError;
 
 /// One `vms` record.
@@ -66,19 +66,11 @@ fn read_tx(conn: &rusqlite::Connection, path: &Path) -> Result<SmolvmInventory, 
         path: path.to_path_buf(),
         detail,
     };
-    require_columns(conn, path, "vms", &["name", "data"])?;
-    let mut stmt = conn
-        .prepare("SELECT name, data FROM vms ORDER BY name")
-        .map_err(|e| map_err(path, e))?;
-    let rows = stmt
-        .query_map([], |r| Ok((r.get::<_, Value>(0)?, r.get::<_, Value>(1)?)))
-        .map_err(|e| map_err(path, e))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| map_err(path, e))?;
-    drop(stmt);
+    let cols = require_columns(conn, path, "vms", &["name", "data"])?;
+    let rows = select(conn, path, "vms", ["name", "data"], &cols, "name")?;
 
     let mut records = Vec::with_capacity(rows.len());
-    for (name, data) in rows {
+    for [name, data] in rows {
         let name = match name {
             Value::Text(t) => t,
             other => return Err(shape(format!("a vms row has a non-text name ({other:?})"))),
@@ -102,32 +94,15 @@ fn read_tx(conn: &rusqlite::Connection, path: &Path) -> Result<SmolvmInventory, 
         if !has("name") {
             return Err(shape("table `vm_create_reservations` lacks `name`".into()));
         }
-        let sql = format!(
-            "SELECT name, {}, {} FROM vm_create_reservations ORDER BY name",
-            if has("owner_pid") {
-                "owner_pid"
-            } else {
-                "NULL"
-            },
-            if has("created_at") {
-                "created_at"
-            } else {
-                "NULL"
-            },
-        );
-        let mut stmt = conn.prepare(&sql).map_err(|e| map_err(path, e))?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, Value>(0)?,
-                    r.get::<_, Value>(1)?,
-                    r.get::<_, Value>(2)?,
-                ))
-            })
-            .map_err(|e| map_err(path, e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| map_err(path, e))?;
-        for (name, pid, at) in rows {
+        let rows = select(
+            conn,
+            path,
+            "vm_create_reservations",
+            ["name", "owner_pid", "created_at"],
+            &cols,
+            "name",
+        )?;
+        for [name, pid, at] in rows {
             let int = |v: &Value| match v {
                 Value::Integer(n) => Some(*n),
                 _ => None,

@@ -5,6 +5,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rusqlite::types::Value;
 use rusqlite::Connection;
 
 use super::InventoryError;
@@ -140,4 +141,41 @@ pub fn require_columns(
         });
     }
     Ok(cols)
+}
+
+/// `SELECT <cols> FROM <table> ORDER BY <order>`, every row as values. A column the table does
+/// not have (not in `present`, from [`columns`] or [`require_columns`]) reads as NULL, so older
+/// schemas need no query of their own.
+pub fn select<const N: usize>(
+    conn: &Connection,
+    path: &Path,
+    table: &str,
+    cols: [&str; N],
+    present: &[String],
+    order: &str,
+) -> Result<Vec<[Value; N]>, InventoryError> {
+    let list: Vec<&str> = cols
+        .iter()
+        .map(|c| {
+            if present.iter().any(|k| k.eq_ignore_ascii_case(c)) {
+                *c
+            } else {
+                "NULL"
+            }
+        })
+        .collect();
+    let sql = format!("SELECT {} FROM {table} ORDER BY {order}", list.join(", "));
+    let mut stmt = conn.prepare(&sql).map_err(|e| map_err(path, e))?;
+    let rows = stmt
+        .query_map([], |r| {
+            let mut row = [(); N].map(|_| Value::Null);
+            for (i, v) in row.iter_mut().enumerate() {
+                *v = r.get(i)?;
+            }
+            Ok(row)
+        })
+        .map_err(|e| map_err(path, e))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| map_err(path, e))?;
+    Ok(rows)
 }
