@@ -726,6 +726,36 @@ fn hazard_4_dangling_dir_that_a_process_uses_or_that_just_changed_is_protected()
     }
 }
 
+/// Hazard 4 (the `vm.lock` part): a dangling directory whose `vm.lock` is locked right now is
+/// protected even when the holder's open files do not show it (here the holder opened the lock
+/// through a hard link elsewhere, as a process of another user would be unreadable).
+#[test]
+fn hazard_4_dangling_dir_whose_vm_lock_is_held_is_protected_even_when_the_holder_is_unseen() {
+    let t = scratch();
+    let home = linux_home(t.path());
+    let sm = home.smolvm().unwrap();
+    sm.record("other", json!({})).unwrap();
+    let locked = sm.dangling_dir("vm-lock1").unwrap();
+    let vm_lock = smolsweep_fixtures::write(&locked.join("vm.lock"), b"").unwrap();
+    let free = sm.dangling_dir("vm-free1").unwrap();
+    smolsweep_fixtures::write(&free.join("vm.lock"), b"").unwrap();
+    age_tree(t.path(), OLD).unwrap();
+    let elsewhere = t.path().join("elsewhere.lock");
+    std::fs::hard_link(&vm_lock, &elsewhere).unwrap();
+    let _held = hold_flock(&elsewhere).unwrap();
+
+    let r = scan_home(&home);
+    let f = finding(&r, &locked);
+    assert_eq!(
+        (f.kind.as_str(), f.verdict),
+        ("smolvm.referenced_dir", Verdict::Protected),
+        "{}",
+        f.reason
+    );
+    assert!(f.reason.contains("vm.lock is held"), "{}", f.reason);
+    assert_eq!(finding(&r, &free).verdict, Verdict::Reclaimable);
+}
+
 /// Hazard 4 (the reservation part): "`serve start` reclaim has no liveness check (no process,
 /// `vm.lock` or reservation check), so it can race a concurrent create/run."
 #[test]

@@ -67,6 +67,11 @@ fn read_name_file(dir: &Path) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
 }
 
+/// Whether `<dir>/vm.lock` is locked right now (the system lock table, not its holders' fds).
+fn vm_lock_held(ctx: &Ctx<'_>, dir: &Path) -> bool {
+    fsread::lstat(&dir.join("vm.lock")).is_some_and(|m| ctx.locks.is_held(m.dev(), m.ino()))
+}
+
 fn is_hash16(s: &str) -> bool {
     s.len() == 16 && s.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
 }
@@ -497,6 +502,13 @@ fn scan_set(
                         Draft { kind: "smolvm.referenced_dir", ..d }.verdict(
                             Verdict::Protected,
                             format!("Machine directory of {label} with no record, but process {} still uses it; reap that VM first.", pid_list(&users)),
+                        )
+                    } else if vm_lock_held(ctx, &e.path) {
+                        // Whoever holds it (a CLI, serve) may be another user's process, whose
+                        // open files this scan cannot see.
+                        Draft { kind: "smolvm.referenced_dir", ..d }.verdict(
+                            Verdict::Protected,
+                            format!("Machine directory of {label} with no record, but its vm.lock is held right now (a smolvm command or serve is working on it)."),
                         )
                     } else if age < age_guard {
                         Draft { kind: "smolvm.young_dir", ..d }.verdict(
