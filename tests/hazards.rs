@@ -144,6 +144,18 @@ fn execute(plan: &Plan) -> exec::ExecReport {
     execute_with(plan, &UnwiredRunner)
 }
 
+/// No path deletion is planned at or below any of `dirs`.
+fn assert_nothing_planned_under(plan: &Plan, dirs: &[&PathBuf]) {
+    for d in dirs {
+        assert!(
+            !plan.actions.iter().any(|a| matches!(&a.action,
+                Action::DeletePath { path, .. } if path.starts_with(d))),
+            "{} planned",
+            d.display()
+        );
+    }
+}
+
 /// Every planned path deletion lies inside `scratch` (checked before anything is executed: the
 /// scan also looks at system roots such as `/var/lib/celesto`).
 fn assert_deletes_only_inside(plan: &Plan, scratch: &Path) {
@@ -716,14 +728,7 @@ fn hazard_4_dangling_dir_that_a_process_uses_or_that_just_changed_is_protected()
     );
     let plan = Plan::from_scan(&r, &Selection::reclaimable());
     assert!(planned(&plan, &idle));
-    for d in [&booting, &locked, &young] {
-        assert!(
-            !plan.actions.iter().any(|a| matches!(&a.action,
-                Action::DeletePath { path, .. } if path.starts_with(d))),
-            "{} planned",
-            d.display()
-        );
-    }
+    assert_nothing_planned_under(&plan, &[&booting, &locked, &young]);
 }
 
 /// Hazard 4 (the `vm.lock` part): a dangling directory whose `vm.lock` is locked right now is
@@ -1062,14 +1067,7 @@ fn hazard_15_failed_start_keeps_its_machine_and_failed_run_dir_is_reclaimable_af
     );
     let plan = Plan::from_scan(&r, &Selection::reclaimable());
     assert!(planned(&plan, &run_left));
-    for d in [&started, &just_failed] {
-        assert!(
-            !plan.actions.iter().any(|a| matches!(&a.action,
-                Action::DeletePath { path, .. } if path.starts_with(d))),
-            "{} planned",
-            d.display()
-        );
-    }
+    assert_nothing_planned_under(&plan, &[&started, &just_failed]);
 }
 
 /// Hazard 16: "Restore caches hold guest RAM (`_restore-base`, `_restore-checkpoints`), survive
