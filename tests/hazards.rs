@@ -15,10 +15,9 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 use smolsweep::env::EnvSnapshot;
-use smolsweep::exec::delete::Confirmed;
 use smolsweep::exec::reap::{ProcessRef, ReapOptions};
 use smolsweep::exec::runner::RealRunner;
-use smolsweep::exec::{self, ActionRunner, ExecContext, Outcome, RunMode, UnwiredRunner};
+use smolsweep::exec::{self, ActionRunner, ExecContext, Outcome, UnwiredRunner};
 use smolsweep::plan::{Action, Plan, Selection};
 use smolsweep::scan::{scan, ScanOptions};
 use smolsweep::{
@@ -127,16 +126,7 @@ fn only_ids(ids: &[&Finding]) -> Selection {
 }
 
 fn execute_with(plan: &Plan, runner: &dyn ActionRunner) -> exec::ExecReport {
-    exec::execute(
-        plan,
-        ExecContext {
-            mode: RunMode::Execute(Confirmed::for_plan(plan)),
-            journal: None,
-            progress: None,
-            runner,
-        },
-    )
-    .expect("the plan runs")
+    exec::execute(plan, ExecContext::confirmed(plan, runner)).expect("the plan runs")
 }
 
 /// Path deletions only (no machine, process or mount action is wired in).

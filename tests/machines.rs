@@ -791,9 +791,8 @@ fn celesto_cli_missing_and_unexpected() {
 /// after the plan stops the delete (the real smolvm 1.32.2 CLI does the deleting).
 #[test]
 fn cascade_delete_only_when_chosen_and_with_every_branch_in_the_plan() {
-    use smolsweep::exec::delete::Confirmed;
     use smolsweep::exec::runner::RealRunner;
-    use smolsweep::exec::{execute, ExecContext, Outcome, RunMode};
+    use smolsweep::exec::{execute, ExecContext, Outcome};
     use smolsweep::plan::{Action, Plan, Selection};
     use smolsweep::scan::{scan, ScanOptions};
     use smolsweep::Platform;
@@ -859,18 +858,7 @@ fn cascade_delete_only_when_chosen_and_with_every_branch_in_the_plan() {
     create(&home, "late");
     edit_record(&home, "late", "'$.golden', 'kid'");
     let runner = RealRunner::new(env.clone(), Platform::Linux);
-    let run = |plan: &Plan| {
-        execute(
-            plan,
-            ExecContext {
-                mode: RunMode::Execute(Confirmed::for_plan(plan)),
-                journal: None,
-                progress: None,
-                runner: &runner,
-            },
-        )
-        .unwrap()
-    };
+    let run = |plan: &Plan| execute(plan, ExecContext::confirmed(plan, &runner)).unwrap();
     let r = run(&plan);
     match &r.records[0].outcome {
         Outcome::Skipped { why, .. } => assert!(why.contains("late"), "{why}"),

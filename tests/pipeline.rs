@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use smolsweep::env::EnvSnapshot;
-use smolsweep::exec::delete::Confirmed;
-use smolsweep::exec::{self, ExecContext, Outcome, RunMode, UnwiredRunner};
+use smolsweep::exec::{self, ExecContext, Outcome, UnwiredRunner};
 use smolsweep::plan::{Action, Plan, Selection};
 use smolsweep::scan::{scan, ScanOptions};
 use smolsweep::{Platform, ScanReport};
@@ -34,16 +33,7 @@ fn scan_home_with(home: &Home, extra: &[(&str, &Path)]) -> ScanReport {
 }
 
 fn execute(plan: &Plan) -> exec::ExecReport {
-    exec::execute(
-        plan,
-        ExecContext {
-            mode: RunMode::Execute(Confirmed::for_plan(plan)),
-            journal: None,
-            progress: None,
-            runner: &UnwiredRunner,
-        },
-    )
-    .unwrap()
+    exec::execute(plan, ExecContext::confirmed(plan, &UnwiredRunner)).unwrap()
 }
 
 fn outcome_of<'a>(r: &'a exec::ExecReport, p: &Path) -> &'a Outcome {

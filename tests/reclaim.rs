@@ -156,16 +156,7 @@ impl ActionRunner for Recorder {
 }
 
 fn run(plan: &Plan, runner: &dyn ActionRunner) -> ExecReport {
-    execute(
-        plan,
-        ExecContext {
-            mode: RunMode::Execute(Confirmed::for_plan(plan)),
-            journal: None,
-            progress: None,
-            runner,
-        },
-    )
-    .unwrap()
+    execute(plan, ExecContext::confirmed(plan, runner)).unwrap()
 }
 
 fn dry(plan: &Plan, runner: &dyn ActionRunner) -> ExecReport {
@@ -961,12 +952,7 @@ fn plan_id_tamper_is_refused() {
     edited.roots.push("/".into());
     let e = execute(
         &edited,
-        ExecContext {
-            mode: RunMode::Execute(Confirmed::for_plan(&edited)),
-            journal: None,
-            progress: None,
-            runner: &Recorder::default(),
-        },
+        ExecContext::confirmed(&edited, &Recorder::default()),
     );
     assert!(matches!(
         e,
@@ -976,15 +962,7 @@ fn plan_id_tamper_is_refused() {
         &report(&s.home, &[&s.root], vec![]),
         &Selection::reclaimable(),
     );
-    let e = execute(
-        &plan,
-        ExecContext {
-            mode: RunMode::Execute(Confirmed::for_plan(&other)),
-            journal: None,
-            progress: None,
-            runner: &Recorder::default(),
-        },
-    );
+    let e = execute(&plan, ExecContext::confirmed(&other, &Recorder::default()));
     assert!(matches!(e, Err(ExecError::WrongConfirmation { .. })));
     assert!(s.root.join("a.log").exists());
 }

@@ -174,6 +174,18 @@ pub struct ExecContext<'a> {
     pub runner: &'a dyn ActionRunner,
 }
 
+impl<'a> ExecContext<'a> {
+    /// Execute `plan` as the user confirmed it, without a journal or progress events.
+    pub fn confirmed(plan: &Plan, runner: &'a dyn ActionRunner) -> Self {
+        ExecContext {
+            mode: RunMode::Execute(delete::Confirmed::for_plan(plan)),
+            journal: None,
+            progress: None,
+            runner,
+        }
+    }
+}
+
 /// One action with its outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActionRecord {
