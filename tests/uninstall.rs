@@ -1134,3 +1134,50 @@ fn a_terminal_is_asked_and_only_yes_proceeds() {
     assert!(t.contains("result=clean"), "{t}");
     assert!(!home.join(".cache/smolvm-registry").exists());
 }
+
+/// Machines branched from others (smolvm's `golden`): the plan deletes every branch before the
+/// machine it was branched from, each in its own step, so no delete needs `--cascade` (which
+/// would also take branches the plan does not show). Real smolvm 1.32.2.
+#[test]
+fn branched_machines_are_uninstalled_branches_first_each_in_its_own_step() {
+    let (_t, home) = scratch_home();
+    smolvm_home(&home);
+    smolvm_ok(&home, &["machine", "create", "--name", "kid"]);
+    smolvm_ok(&home, &["machine", "create", "--name", "grandkid"]);
+    let db = home.join(".local/share/smolvm/server/smolvm.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .unwrap();
+    for (name, golden) in [("kid", "demo"), ("grandkid", "kid")] {
+        let n = conn
+            .execute(
+                "UPDATE vms SET data = CAST(json_set(CAST(data AS TEXT), '$.golden', ?2) AS BLOB) \
+                 WHERE name = ?1",
+                [name, golden],
+            )
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+    drop(conn);
+
+    let dry = smolsweep(
+        &home,
+        &[],
+        &["uninstall", "--product", "smolvm", "--dry-run"],
+    );
+    let t = text(&dry);
+    assert!(dry.status.success(), "{t}");
+    let at = |m: &str| {
+        t.find(&format!("Delete machine '{m}'"))
+            .unwrap_or_else(|| panic!("no step for {m}:\n{t}"))
+    };
+    assert!(at("grandkid") < at("kid") && at("kid") < at("demo"), "{t}");
+
+    let o = smolsweep(&home, &[], &["uninstall", "--product", "smolvm", "--yes"]);
+    let t = text(&o);
+    assert!(o.status.success(), "uninstall failed:\n{t}");
+    for m in ["grandkid", "kid", "demo", "demo2"] {
+        assert!(t.contains(&format!("Deleted machine: {m}")), "{m}:\n{t}");
+    }
+    assert_clean(&home, &[], "smolvm");
+}

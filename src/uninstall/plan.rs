@@ -74,7 +74,8 @@ pub enum Step {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         process: Option<ProcessRef>,
     },
-    /// `<cli> machine delete --name N --force --cascade` / `<cli> sandbox delete <id> --json`.
+    /// `<cli> machine delete --name N --force` (branches are deleted first, in their own steps) /
+    /// `<cli> sandbox delete <id> --json`.
     DeleteMachine {
         product: Product,
         name: String,

@@ -564,21 +564,46 @@ pub fn system_items(platform: Platform, exists: &dyn Fn(&Path) -> bool) -> Vec<S
 
 /// smolvm machine records from `server/smolvm.db` (read-only, through
 /// [`crate::inventory::smolvm`]).
+///
+/// Ordered so that a machine comes after every machine branched from it: deleting the branches
+/// first means no delete needs `--cascade`, which would take branches the plan does not show.
 pub fn read_smolvm_machines(db: &Path) -> Result<Vec<MachineRecord>, String> {
-    let mut out: Vec<MachineRecord> = crate::inventory::smolvm::read_smolvm_db(db)
-        .map_err(|e| e.to_string())?
-        .into_iter()
-        .map(|r| MachineRecord {
-            product: Product::Smolvm,
-            name: r.name,
-            state: r.state,
-            pid: r.pid,
-            pid_start_time: r.pid_start_time,
-            db: db.to_path_buf(),
+    let records = crate::inventory::smolvm::read_smolvm_db(db).map_err(|e| e.to_string())?;
+    let golden: std::collections::HashMap<&str, &str> = records
+        .iter()
+        .filter_map(|r| Some((r.name.as_str(), r.golden.as_deref()?)))
+        .collect();
+    // How many sources a machine is branched from, transitively (bounded: a cycle ends it).
+    let depth = |name: &str| {
+        let mut d = 0usize;
+        let mut at = name;
+        while let Some(src) = golden.get(at) {
+            if d >= records.len() {
+                break;
+            }
+            d += 1;
+            at = src;
+        }
+        d
+    };
+    let mut out: Vec<(usize, MachineRecord)> = records
+        .iter()
+        .map(|r| {
+            (
+                depth(&r.name),
+                MachineRecord {
+                    product: Product::Smolvm,
+                    name: r.name.clone(),
+                    state: r.state.clone(),
+                    pid: r.pid,
+                    pid_start_time: r.pid_start_time,
+                    db: db.to_path_buf(),
+                },
+            )
         })
         .collect();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
+    out.sort_by(|(da, a), (db_, b)| db_.cmp(da).then_with(|| a.name.cmp(&b.name)));
+    Ok(out.into_iter().map(|(_, m)| m).collect())
 }
 
 /// Celesto (or PyPI smolvm) sandbox rows from `celesto.db` / `smolvm.db` (read-only, through

@@ -152,7 +152,7 @@ pub fn run_with(
             Step::DeleteMachine { product, name, .. } => Action::DeleteMachine {
                 product: *product,
                 name: name.clone(),
-                cascade: *product == Product::Smolvm,
+                cascade: false,
                 children: Vec::new(),
             },
             Step::Reap {
@@ -703,9 +703,10 @@ impl StepRunner for SystemRunner {
         match product {
             Product::Smolvm => {
                 let c = self.smolvm_cli(cli, db);
-                // Children of a branched machine go with it; their own steps then find no
-                // record and are skipped.
-                match c.delete(name, true) {
+                // Never --cascade: the plan deletes branches before the machine they were
+                // branched from (preflight order), so a branch it does not show (made since, or
+                // its step unchecked) makes this delete fail instead of vanishing with it.
+                match c.delete(name, false) {
                     MachineOutcome::FsSyncFailed => {
                         // Hazard 22: end the VMM (death confirmed), then delete again.
                         let vmms = self.vmms_of_machine(name);
@@ -715,7 +716,7 @@ impl StepRunner for SystemRunner {
                                  this machine was found to end",
                             );
                         };
-                        match c.delete_after_reap(name, vmm, true, &self.reap) {
+                        match c.delete_after_reap(name, vmm, false, &self.reap) {
                             (_, Some(o)) => machine_outcome(name, o),
                             (r, None) => match reap_outcome(r) {
                                 StepOutcome::Failed { error } => StepOutcome::failed(format!(
