@@ -69,6 +69,32 @@ fn b9_sandbox_row_created_for_an_orphan_id_after_the_plan_keeps_its_files() {
     assert!(outcome_of(&r, &gone).is_done());
 }
 
+/// Residue outside the data directory (port-forward state, `/tmp` sockets) belongs to a sandbox
+/// id too: a sandbox created with that id after the plan keeps it.
+#[test]
+fn sandbox_created_after_the_plan_keeps_its_forward_state_and_sockets() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let data = home.celesto_data_dir().unwrap();
+    data.row("other", "stopped", "firecracker", None).unwrap();
+    let forwards = home.celesto_home().unwrap().forward("back1").unwrap();
+    let vsock = home.sockets().vsock("back1").unwrap();
+    let gone = home.sockets().vsock("gone1").unwrap();
+    smolsweep_fixtures::age_tree(&home.root, OLD).unwrap();
+    let plan = Plan::from_scan(&scan_home(&home), &Selection::reclaimable());
+    data.row("back1", "created", "firecracker", None).unwrap();
+    let r = execute(&plan);
+    for p in forwards.iter().chain([&vsock]) {
+        assert!(std::fs::symlink_metadata(p).is_ok(), "{} deleted", p.display());
+        match outcome_of(&r, p) {
+            Outcome::Skipped { why, .. } => assert!(why.contains("exists again"), "{why}"),
+            o => panic!("{o:?}"),
+        }
+    }
+    assert!(std::fs::symlink_metadata(&gone).is_err());
+    assert!(outcome_of(&r, &gone).is_done());
+}
+
 #[test]
 fn machine_created_for_a_dangling_dir_after_the_plan_keeps_it() {
     let t = tempfile::tempdir().unwrap();

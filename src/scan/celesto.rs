@@ -201,23 +201,15 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
                 .or_else(|| name.strip_suffix(".json"));
             let d = Draft::new(P, "celesto.forward_residue", &e.path).root(&fwd);
             let d = match id {
-                Some(id) if valid_sandbox_id(id) && e.is_file() => {
-                    let d = d.owner(id);
-                    if live_all.contains(id) || vmm_ids.contains_key(id) {
-                        d.verdict(
-                            Verdict::Protected,
-                            format!("Port-forward state of sandbox '{id}', which exists."),
-                        )
-                    } else if know.data_dirs.is_empty() {
-                        d.verdict(Verdict::Unknown, format!("Port-forward state of sandbox '{id}', but no Celesto data directory was found to confirm the sandbox is gone."))
-                    } else {
-                        gate(
-                            d.verdict(Verdict::Reclaimable, format!("Port-forward state of sandbox '{id}', which no longer exists; upstream never removes it.")),
-                            all_ok,
-                            "an inventory could not be read",
-                        )
-                    }
-                }
+                Some(id) if valid_sandbox_id(id) && e.is_file() => sandbox_residue(
+                    d,
+                    id,
+                    "Port-forward state",
+                    vmm_ids.contains_key(id),
+                    &live_all,
+                    &know,
+                    all_ok,
+                ),
                 _ => d.verdict(
                     Verdict::Unknown,
                     "Not a file Celesto writes under forwards/; left alone.",
@@ -796,6 +788,45 @@ fn scan_residue(
     }
 }
 
+/// What belongs to sandbox `id` outside a data directory (port-forward state, `/tmp` sockets
+/// and launcher configs), judged against every data directory: kept while the sandbox exists or
+/// runs, unknown when no data directory can confirm it is gone, otherwise reclaimable, and then
+/// re-checked at deletion against every inventory the scan read (B21).
+fn sandbox_residue(
+    d: Draft,
+    id: &str,
+    what: &str,
+    in_use: bool,
+    live_all: &HashSet<String>,
+    know: &CelestoKnowledge,
+    all_ok: bool,
+) -> Draft {
+    let d = d.owner(id);
+    if in_use || live_all.contains(id) {
+        return d.verdict(
+            Verdict::Protected,
+            format!("{what} of sandbox '{id}', which exists or runs."),
+        );
+    }
+    if know.data_dirs.is_empty() {
+        return d.verdict(Verdict::Unknown, format!("{what} of sandbox '{id}', but no Celesto data directory was found to confirm the sandbox is gone."));
+    }
+    let inventories: Vec<PathBuf> = know
+        .data_dirs
+        .iter()
+        .flat_map(|c| [c.dir.join("celesto.db"), c.dir.join("smolvm.db")])
+        .collect();
+    gate(
+        d.verdict(
+            Verdict::Reclaimable,
+            format!("{what} of sandbox '{id}', which no longer exists; upstream never removes it (B21)."),
+        )
+        .recheck(&inventories, OwnerRecord::SandboxId(id.to_string())),
+        all_ok,
+        "an inventory could not be read",
+    )
+}
+
 fn scan_socket_dir(
     ctx: &mut Ctx<'_>,
     sock_dir: &Path,
@@ -838,25 +869,12 @@ fn scan_socket_dir(
         {
             continue; // not ours to judge
         }
-        let pids = ctx.procs.users_of(&e.path, Some(&e.meta));
-        let d = Draft::new(P, kind, &e.path)
-            .owner(id.as_str())
-            .root(sock_dir);
-        let d = if live_all.contains(&id) || vmm_ids.contains_key(&id) || !pids.is_empty() {
-            d.verdict(
-                Verdict::Protected,
-                format!("{what} of sandbox '{id}', which exists or runs."),
-            )
-        } else if know.data_dirs.is_empty() {
-            d.verdict(Verdict::Unknown, format!("{what} of sandbox '{id}', but this HOME has no Celesto data directory to confirm the sandbox is gone."))
-        } else {
-            gate(
-                d.verdict(Verdict::Reclaimable, format!("Stale {what} of sandbox '{id}', which no longer exists; upstream never removes it (B21).")),
-                all_ok,
-                "an inventory could not be read",
-            )
-        };
-        ctx.add(d);
+        let in_use =
+            vmm_ids.contains_key(&id) || !ctx.procs.users_of(&e.path, Some(&e.meta)).is_empty();
+        let d = Draft::new(P, kind, &e.path).root(sock_dir);
+        ctx.add(sandbox_residue(
+            d, &id, what, in_use, live_all, know, all_ok,
+        ));
     }
 }
 
