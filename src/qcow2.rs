@@ -104,12 +104,20 @@ fn read_at_most(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     Ok(got)
 }
 
+/// Big-endian field at `at`; 0 past the end (callers check lengths first: a header read from a
+/// user's file must never be able to panic the scan).
 fn be32(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+    b.get(at..at.saturating_add(4))
+        .and_then(|s| s.try_into().ok())
+        .map(u32::from_be_bytes)
+        .unwrap_or(0)
 }
 
 fn be64(b: &[u8], at: usize) -> u64 {
-    u64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+    b.get(at..at.saturating_add(8))
+        .and_then(|s| s.try_into().ok())
+        .map(u64::from_be_bytes)
+        .unwrap_or(0)
 }
 
 fn bad(msg: impl Into<String>) -> io::Error {

@@ -203,8 +203,7 @@ pub fn rebuild_argv(command: &str) -> Vec<String> {
         let mut prev_is_value = false;
         for w in rest {
             let is_option = w.starts_with('-');
-            if !is_option && prev_is_value {
-                let last = argv.last_mut().expect("argv0 present");
+            if let (false, true, Some(last)) = (is_option, prev_is_value, argv.last_mut()) {
                 last.push(' ');
                 last.push_str(w);
             } else {

@@ -241,20 +241,22 @@ fn celesto_qemu(argv: &[String]) -> VmmShape {
 
 /// Splits a QEMU option string on single commas; `,,` stands for a literal comma.
 pub fn split_qemu_commas(value: &str) -> Vec<String> {
-    let mut pieces = vec![String::new()];
+    let mut pieces = Vec::new();
+    let mut current = String::new();
     let mut chars = value.chars().peekable();
     while let Some(c) = chars.next() {
         if c == ',' {
             if chars.peek() == Some(&',') {
                 chars.next();
-                pieces.last_mut().expect("non-empty").push(',');
+                current.push(',');
             } else {
-                pieces.push(String::new());
+                pieces.push(std::mem::take(&mut current));
             }
         } else {
-            pieces.last_mut().expect("non-empty").push(c);
+            current.push(c);
         }
     }
+    pieces.push(current);
     pieces
 }
 
