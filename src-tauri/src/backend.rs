@@ -207,12 +207,8 @@ pub enum VmAction {
 /// The core, as the shell sees it.
 pub trait Backend: Send + Sync + 'static {
     fn scan(&self) -> anyhow::Result<ScanReport>;
-    fn execute(
-        &self,
-        report: &ScanReport,
-        plan: &Plan,
-        progress: &mut dyn FnMut(Progress),
-    ) -> ReclaimOutcome;
+    /// Run the core plan `plan` carries (the one the user confirmed).
+    fn execute(&self, plan: &Plan, progress: &mut dyn FnMut(Progress)) -> ReclaimOutcome;
     /// Stop or reap a VM process of the latest scan; `Ok` only once its death is confirmed.
     fn vm_action(&self, p: &VmProcess, action: VmAction) -> anyhow::Result<()>;
     /// What the uninstall wizard works on (the live system unless a test says otherwise).
@@ -242,15 +238,10 @@ impl Backend for RealBackend {
         Ok(smolsweep::scan::scan(&opts))
     }
 
-    fn execute(
-        &self,
-        report: &ScanReport,
-        plan: &Plan,
-        progress: &mut dyn FnMut(Progress),
-    ) -> ReclaimOutcome {
+    fn execute(&self, plan: &Plan, progress: &mut dyn FnMut(Progress)) -> ReclaimOutcome {
         // The journal lives in the app's data directory (`SMOLSWEEP_DATA_DIR` overrides it).
         let mut journal = smolsweep::journal::Journal::open_default().ok();
-        execute_plan(report, plan, journal.as_mut(), progress)
+        execute_plan(plan, journal.as_mut(), progress)
     }
 
     fn vm_action(&self, p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
@@ -271,7 +262,6 @@ fn now_secs() -> u64 {
 /// processes through the real runner, every action journaled in the core's journal. Freed bytes
 /// are measured (free space before and after), not estimated.
 pub fn execute_plan(
-    report: &ScanReport,
     plan: &Plan,
     journal: Option<&mut smolsweep::journal::Journal>,
     progress: &mut dyn FnMut(Progress),
@@ -286,8 +276,22 @@ pub fn execute_plan(
         refused: plan.refused.clone(),
         ..Default::default()
     };
-    let ids: Vec<String> = plan.steps.iter().map(|s| s.id.clone()).collect();
-    let core = plan.core.clone().unwrap_or_else(|| core_plan(report, &ids));
+    // Only the plan that was shown runs; a view without one (deserialised) runs nothing.
+    let Some(core) = plan.core.clone() else {
+        out.steps = plan
+            .steps
+            .iter()
+            .map(|s| StepResult {
+                id: s.id.clone(),
+                path: s.path.clone(),
+                status: StepStatus::Skipped,
+                message: "not run: no confirmed plan".into(),
+                freed_bytes: 0,
+            })
+            .collect();
+        out.finished_at = now_secs();
+        return out;
+    };
     let runner: Box<dyn exec::ActionRunner> = match smolsweep::env::EnvSnapshot::capture() {
         Ok(env) => Box::new(exec::runner::RealRunner::new(
             env,
@@ -587,8 +591,16 @@ mod tests {
             ],
         );
         let p = plan(&r, &[r.findings[0].id.clone(), r.findings[2].id.clone()]);
+        // A view that carries no confirmed plan (as deserialised) runs nothing.
+        let shown_only = Plan {
+            core: None,
+            ..p.clone()
+        };
+        let none = execute_plan(&shown_only, None, &mut |_| {});
+        assert!(a.exists() && dir.exists());
+        assert_eq!(none.count(StepStatus::Skipped), 2);
         let mut events = vec![];
-        let out = execute_plan(&r, &p, None, &mut |e| events.push(e));
+        let out = execute_plan(&p, None, &mut |e| events.push(e));
         assert!(!a.exists());
         assert!(!dir.exists());
         assert!(b.exists(), "an unselected file stays");
@@ -614,7 +626,7 @@ mod tests {
         std::fs::write(&b, b"new user data").unwrap();
         std::fs::rename(&b, &a).unwrap();
         let p = plan(&r, &[r.findings[0].id.clone()]);
-        let out = execute_plan(&r, &p, None, &mut |_| {});
+        let out = execute_plan(&p, None, &mut |_| {});
         assert_eq!(std::fs::read(&a).unwrap(), b"new user data");
         assert_eq!(out.steps[0].status, StepStatus::Skipped);
         assert!(
@@ -635,12 +647,7 @@ mod tests {
         let mut f = finding(&outside, &root, Verdict::Reclaimable);
         f.root = Some(root.clone());
         let r = report(d.path(), vec![f]);
-        let out = execute_plan(
-            &r,
-            &plan(&r, &[r.findings[0].id.clone()]),
-            None,
-            &mut |_| {},
-        );
+        let out = execute_plan(&plan(&r, &[r.findings[0].id.clone()]), None, &mut |_| {});
         assert!(outside.exists());
         // The core never plans it: it is refused before anything runs.
         assert!(out.steps.is_empty());

@@ -574,7 +574,7 @@ pub async fn reclaim<R: Runtime>(
         let b = st.backend.clone();
         let app2 = app.clone();
         tauri::async_runtime::spawn_blocking(move || {
-            b.execute(&report, &plan, &mut |p| {
+            b.execute(&plan, &mut |p| {
                 let _ = app2.emit(EV_PROGRESS, p);
             })
         })

@@ -42,13 +42,8 @@ impl Backend for Fake {
         r.compute_totals();
         Ok(r)
     }
-    fn execute(
-        &self,
-        report: &ScanReport,
-        plan: &Plan,
-        progress: &mut dyn FnMut(Progress),
-    ) -> ReclaimOutcome {
-        execute_plan(report, plan, None, progress)
+    fn execute(&self, plan: &Plan, progress: &mut dyn FnMut(Progress)) -> ReclaimOutcome {
+        execute_plan(plan, None, progress)
     }
     fn vm_action(&self, p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
         self.signals
@@ -534,7 +529,7 @@ fn a_failed_scan_says_cant_verify() {
         fn scan(&self) -> anyhow::Result<ScanReport> {
             anyhow::bail!("permission denied reading the inventory")
         }
-        fn execute(&self, _: &ScanReport, _: &Plan, _: &mut dyn FnMut(Progress)) -> ReclaimOutcome {
+        fn execute(&self, _: &Plan, _: &mut dyn FnMut(Progress)) -> ReclaimOutcome {
             unreachable!()
         }
         fn vm_action(&self, _: &VmProcess, _: VmAction) -> anyhow::Result<()> {

@@ -96,8 +96,8 @@ impl Backend for Fake {
     fn scan(&self) -> anyhow::Result<ScanReport> {
         anyhow::bail!("not scanned in this test")
     }
-    fn execute(&self, r: &ScanReport, p: &Plan, f: &mut dyn FnMut(Progress)) -> ReclaimOutcome {
-        execute_plan(r, p, None, f)
+    fn execute(&self, p: &Plan, f: &mut dyn FnMut(Progress)) -> ReclaimOutcome {
+        execute_plan(p, None, f)
     }
     fn vm_action(&self, _: &VmProcess, _: VmAction) -> anyhow::Result<()> {
         Ok(())
