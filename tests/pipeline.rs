@@ -85,7 +85,11 @@ fn sandbox_created_after_the_plan_keeps_its_forward_state_and_sockets() {
     data.row("back1", "created", "firecracker", None).unwrap();
     let r = execute(&plan);
     for p in forwards.iter().chain([&vsock]) {
-        assert!(std::fs::symlink_metadata(p).is_ok(), "{} deleted", p.display());
+        assert!(
+            std::fs::symlink_metadata(p).is_ok(),
+            "{} deleted",
+            p.display()
+        );
         match outcome_of(&r, p) {
             Outcome::Skipped { why, .. } => assert!(why.contains("exists again"), "{why}"),
             o => panic!("{o:?}"),
