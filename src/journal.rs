@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::exec::{ActionRecord, ExecReport, FsMeasure, Outcome};
+use crate::exec::{ActionRecord, ExecReport, FsMeasure, Origin, Outcome};
 use crate::plan::{Plan, PlannedAction};
 
 /// File name of the journal inside the data directory.
@@ -29,6 +29,9 @@ pub enum JournalEntry {
         home: PathBuf,
         estimated_bytes: u64,
         actions: Vec<PlannedAction>,
+        /// Which surface and command made the run (absent in journals of older versions).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        origin: Option<Origin>,
     },
     Action {
         at_ms: u64,
@@ -86,11 +89,40 @@ impl Journal {
     }
 
     /// Open the journal file at `path` for appending.
+    ///
+    /// The directory is created private (0700); the file is never reached through a symlink
+    /// (`O_NOFOLLOW`) and must be a regular file.
     pub fn open(path: &Path) -> io::Result<Journal> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
         }
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|e| {
+                if e.raw_os_error() == Some(libc::ELOOP) {
+                    io::Error::other(format!(
+                        "{} is a symbolic link; the journal is never written through one",
+                        path.display()
+                    ))
+                } else {
+                    e
+                }
+            })?;
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::other(format!(
+                "{} is not a regular file",
+                path.display()
+            )));
+        }
         let mut j = Journal {
             path: path.to_path_buf(),
             file,
@@ -106,15 +138,12 @@ impl Journal {
     /// A crash may have left a partial last line: end it, so the next entry starts on its own
     /// line (the reader skips the damaged one).
     fn heal_tail(&mut self) -> io::Result<()> {
-        use std::io::{Read, Seek, SeekFrom};
         let len = self.file.metadata()?.len();
         if len == 0 {
             return Ok(());
         }
-        let mut f = File::open(&self.path)?;
-        f.seek(SeekFrom::Start(len - 1))?;
         let mut b = [0u8; 1];
-        f.read_exact(&mut b)?;
+        std::os::unix::fs::FileExt::read_exact_at(&self.file, &mut b, len - 1)?;
         if b[0] != b'\n' {
             self.file.write_all(b"\n")?;
             self.file.sync_data()?;
@@ -130,13 +159,14 @@ impl Journal {
         self.file.sync_data()
     }
 
-    pub fn plan_started(&mut self, plan: &Plan) -> io::Result<()> {
+    pub fn plan_started(&mut self, plan: &Plan, origin: &Origin) -> io::Result<()> {
         self.append(&JournalEntry::PlanStarted {
             at_ms: now_ms(),
             plan_id: plan.id.clone(),
             home: plan.home.clone(),
             estimated_bytes: plan.estimated_bytes,
             actions: plan.actions.clone(),
+            origin: Some(origin.clone()),
         })
     }
 
@@ -196,6 +226,8 @@ pub struct RunSummary {
     pub plan_id: String,
     pub started_at_ms: u64,
     pub home: PathBuf,
+    /// Which surface and command made it (`None` for runs journaled by older versions).
+    pub origin: Option<Origin>,
     pub planned_actions: usize,
     pub estimated_bytes: u64,
     pub done: usize,
@@ -218,10 +250,12 @@ pub fn runs(entries: &[JournalEntry]) -> Vec<RunSummary> {
                 home,
                 estimated_bytes,
                 actions,
+                origin,
             } => runs.push(RunSummary {
                 plan_id: plan_id.clone(),
                 started_at_ms: *at_ms,
                 home: home.clone(),
+                origin: origin.clone(),
                 planned_actions: actions.len(),
                 estimated_bytes: *estimated_bytes,
                 done: 0,

@@ -89,6 +89,9 @@ pub enum Action {
         name: String,
         pid: Option<u32>,
         pid_start_time: Option<u64>,
+        /// The state the scan saw (shown in the confirmation).
+        #[serde(default)]
+        state: String,
     },
     /// Delete a machine through its product's CLI.
     DeleteMachine {
@@ -96,6 +99,12 @@ pub enum Action {
         name: String,
         cascade: bool,
         children: Vec<String>,
+        /// Allocated bytes of its storage as scanned (shown in the confirmation).
+        #[serde(default)]
+        bytes: u64,
+        /// An ephemeral machine whose VM is gone (smolvm removes those itself, the same way).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        ephemeral: bool,
     },
     /// Terminate an orphaned VM process (SIGTERM, wait, SIGKILL), proven by pid + start time.
     SignalProcess {
@@ -104,6 +113,13 @@ pub enum Action {
         product: Product,
         owner: Option<String>,
         uid: u32,
+        /// The VMM shape the scan recognised (shown in the confirmation).
+        #[serde(default)]
+        shape: String,
+        /// Part of an uninstall, which ends every VM process of this HOME of the product, not
+        /// only orphans.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        uninstall: bool,
     },
     /// Detach a mount (macOS `hdiutil detach`) before the directory holding it is deleted.
     Detach { mountpoint: PathBuf },
@@ -118,6 +134,94 @@ impl Action {
             Action::DeleteMachine { .. } => "delete_machine",
             Action::SignalProcess { .. } => "signal_process",
             Action::Detach { .. } => "detach",
+        }
+    }
+
+    /// The line a person reads for this action. A plan's summaries are exactly these, so a
+    /// saved plan whose text was edited to say something else is refused.
+    pub fn describe(&self) -> String {
+        match self {
+            Action::DeletePath {
+                path,
+                is_dir,
+                expected_bytes,
+                after_reap,
+                ..
+            } => format!(
+                "delete {} {} ({}){}",
+                if *is_dir { "directory" } else { "file" },
+                path.display(),
+                human_bytes(*expected_bytes),
+                if after_reap.is_empty() {
+                    ""
+                } else {
+                    ", after its process is ended"
+                }
+            ),
+            Action::StopMachine {
+                product,
+                name,
+                state,
+                ..
+            } => format!("stop {} {name} ({state})", product.display_name()),
+            Action::DeleteMachine {
+                product,
+                name,
+                children,
+                bytes,
+                ephemeral,
+                ..
+            } => {
+                let with = if children.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", with the machines branched from it (--cascade): {}",
+                        children.join(", ")
+                    )
+                };
+                if *ephemeral {
+                    format!("delete ephemeral machine '{name}' whose VM is gone (smolvm machine delete --force){with}")
+                } else {
+                    format!(
+                        "delete {} {name} ({}){with}",
+                        product.display_name(),
+                        human_bytes(*bytes)
+                    )
+                }
+            }
+            Action::SignalProcess {
+                pid,
+                product,
+                owner,
+                shape,
+                uninstall: true,
+                ..
+            } => format!(
+                "end {} VM process {pid} ({shape}{}), to uninstall",
+                product.display_name(),
+                owner
+                    .as_deref()
+                    .map(|o| format!(", {o}"))
+                    .unwrap_or_default()
+            ),
+            Action::SignalProcess {
+                pid,
+                product,
+                owner,
+                shape,
+                ..
+            } => format!(
+                "end orphaned {} process {pid} ({shape}{})",
+                product.display_name(),
+                owner
+                    .as_deref()
+                    .map(|o| format!(", {o}"))
+                    .unwrap_or_default()
+            ),
+            Action::Detach { mountpoint } => {
+                format!("detach the mount at {}", mountpoint.display())
+            }
         }
     }
 
@@ -178,6 +282,16 @@ pub struct PlannedAction {
     pub summary: String,
 }
 
+impl PlannedAction {
+    /// An action with its description ([`Action::describe`]).
+    pub fn of(action: Action) -> Self {
+        PlannedAction {
+            summary: action.describe(),
+            action,
+        }
+    }
+}
+
 /// A finding (or process, or machine) that was selected but is not part of the plan, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkippedAtPlan {
@@ -210,7 +324,7 @@ pub struct Plan {
 
 /// Every machine branched from `m`, directly or through another branch, in the same inventory
 /// (smolvm's `golden`): `machine delete --cascade` removes them with it.
-fn branch_descendants<'r>(report: &'r ScanReport, m: &Machine) -> Vec<&'r Machine> {
+pub(crate) fn branch_descendants<'r>(report: &'r ScanReport, m: &Machine) -> Vec<&'r Machine> {
     let mut out: Vec<&Machine> = Vec::new();
     let mut parents = vec![m.name.clone()];
     while let Some(parent) = parents.pop() {
@@ -237,17 +351,6 @@ fn needs_cascade(children: &[&Machine]) -> String {
     )
 }
 
-fn with_children(children: &[&Machine]) -> String {
-    if children.is_empty() {
-        String::new()
-    } else {
-        format!(
-            ", with the machines branched from it (--cascade): {}",
-            names(children)
-        )
-    }
-}
-
 fn names(ms: &[&Machine]) -> String {
     ms.iter()
         .map(|m| m.name.as_str())
@@ -264,6 +367,10 @@ pub enum PlanError {
     Schema(String),
     #[error("plan id {claimed} does not match its content ({actual}): the plan was changed after it was made")]
     Tampered { claimed: String, actual: String },
+    #[error("the plan says {claimed:?} for an action that would {actual:?}: the plan was edited")]
+    Summary { claimed: String, actual: String },
+    #[error("this is a scan report (smolsweep.scan/1), not a plan: make one with `smolsweep plan --out FILE`")]
+    ScanReport,
 }
 
 /// Whether `path` is absolute and has no `.`/`..` components (so prefix tests mean containment).
@@ -342,24 +449,17 @@ impl Plan {
                     &format!("machine:{name}"),
                     "no machine or sandbox with that name in the scan".into(),
                 ),
-                Some(m) => machine_actions.push(PlannedAction {
-                    summary: format!(
-                        "stop {} {} ({})",
-                        m.product.display_name(),
-                        m.name,
-                        if m.effective_state.is_empty() {
-                            &m.state
-                        } else {
-                            &m.effective_state
-                        }
-                    ),
-                    action: Action::StopMachine {
-                        product: m.product,
-                        name: m.name.clone(),
-                        pid: m.pid,
-                        pid_start_time: m.pid_start_time,
+                Some(m) => machine_actions.push(PlannedAction::of(Action::StopMachine {
+                    product: m.product,
+                    name: m.name.clone(),
+                    pid: m.pid,
+                    pid_start_time: m.pid_start_time,
+                    state: if m.effective_state.is_empty() {
+                        m.state.clone()
+                    } else {
+                        m.effective_state.clone()
                     },
-                }),
+                })),
             }
         }
         let mut deleted_machine_dirs: Vec<PathBuf> = Vec::new();
@@ -380,21 +480,14 @@ impl Plan {
                     }
                     deleted_machine_dirs.extend(m.dir.clone());
                     deleted_machine_dirs.extend(children.iter().filter_map(|c| c.dir.clone()));
-                    machine_actions.push(PlannedAction {
-                        summary: format!(
-                            "delete {} {} ({}){}",
-                            m.product.display_name(),
-                            m.name,
-                            human_bytes(m.allocated_bytes),
-                            with_children(&children)
-                        ),
-                        action: Action::DeleteMachine {
-                            product: m.product,
-                            name: m.name.clone(),
-                            cascade: !children.is_empty(),
-                            children: children.iter().map(|c| c.name.clone()).collect(),
-                        },
-                    })
+                    machine_actions.push(PlannedAction::of(Action::DeleteMachine {
+                        product: m.product,
+                        name: m.name.clone(),
+                        cascade: !children.is_empty(),
+                        children: children.iter().map(|c| c.name.clone()).collect(),
+                        bytes: m.allocated_bytes,
+                        ephemeral: false,
+                    }))
                 }
             }
         }
@@ -478,18 +571,14 @@ impl Plan {
                     }
                     deleted_machine_dirs.push(f.path.clone());
                     deleted_machine_dirs.extend(children.iter().filter_map(|c| c.dir.clone()));
-                    machine_actions.push(PlannedAction {
-                        summary: format!(
-                            "delete ephemeral machine '{name}' whose VM is gone (smolvm machine delete --force){}",
-                            with_children(&children)
-                        ),
-                        action: Action::DeleteMachine {
-                            product: f.product,
-                            name: name.clone(),
-                            cascade: !children.is_empty(),
-                            children: children.iter().map(|c| c.name.clone()).collect(),
-                        },
-                    });
+                    machine_actions.push(PlannedAction::of(Action::DeleteMachine {
+                        product: f.product,
+                        name: name.clone(),
+                        cascade: !children.is_empty(),
+                        children: children.iter().map(|c| c.name.clone()).collect(),
+                        bytes: f.allocated_bytes,
+                        ephemeral: true,
+                    }));
                     continue;
                 }
             }
@@ -529,25 +618,15 @@ impl Plan {
         // ---- reap actions, then the deletes that depend on them
         let mut actions: Vec<PlannedAction> = Vec::new();
         for p in &reaps {
-            actions.push(PlannedAction {
-                summary: format!(
-                    "end orphaned {} process {} ({}{})",
-                    p.product.display_name(),
-                    p.pid,
-                    p.shape,
-                    p.owner
-                        .as_deref()
-                        .map(|o| format!(", {o}"))
-                        .unwrap_or_default()
-                ),
-                action: Action::SignalProcess {
-                    pid: p.pid,
-                    start_time: p.start_time,
-                    product: p.product,
-                    owner: p.owner.clone(),
-                    uid: p.uid,
-                },
-            });
+            actions.push(PlannedAction::of(Action::SignalProcess {
+                pid: p.pid,
+                start_time: p.start_time,
+                product: p.product,
+                owner: p.owner.clone(),
+                uid: p.uid,
+                shape: p.shape.clone(),
+                uninstall: false,
+            }));
         }
         actions.extend(machine_actions);
 
@@ -579,36 +658,25 @@ impl Plan {
             if counted.insert((identity.dev, identity.ino)) {
                 estimated += f.allocated_bytes;
             }
-            let mut summary = format!(
-                "delete {} {} ({})",
-                if f.is_dir { "directory" } else { "file" },
-                f.path.display(),
-                human_bytes(f.allocated_bytes)
-            );
-            if !after_reap.is_empty() {
-                summary.push_str(", after its process is ended");
-            }
-            deletes.push(PlannedAction {
-                summary,
-                action: Action::DeletePath {
-                    finding_id: f.id.clone(),
-                    product: f.product,
-                    kind: f.kind.clone(),
-                    path: f.path.clone(),
-                    root,
-                    identity,
-                    is_dir: f.is_dir,
-                    expected_bytes: f.allocated_bytes,
-                    after_reap,
-                    mounts_inside: f.mounts_inside.clone(),
-                    owner_recheck: f.owner_recheck.clone().map(Box::new),
-                },
-            });
+            deletes.push(PlannedAction::of(Action::DeletePath {
+                finding_id: f.id.clone(),
+                product: f.product,
+                kind: f.kind.clone(),
+                path: f.path.clone(),
+                root,
+                identity,
+                is_dir: f.is_dir,
+                expected_bytes: f.allocated_bytes,
+                after_reap,
+                mounts_inside: f.mounts_inside.clone(),
+                owner_recheck: f.owner_recheck.clone().map(Box::new),
+            }));
         }
-        actions.extend(detach.into_iter().map(|m| PlannedAction {
-            summary: format!("detach the mount at {}", m.display()),
-            action: Action::Detach { mountpoint: m },
-        }));
+        actions.extend(
+            detach
+                .into_iter()
+                .map(|m| PlannedAction::of(Action::Detach { mountpoint: m })),
+        );
         actions.extend(deletes);
         // Stable sort keeps the order within each group.
         actions.sort_by_key(|a| a.action.order());
@@ -670,10 +738,27 @@ impl Plan {
         serde_json::to_string_pretty(self).expect("a plan always serialises")
     }
 
-    /// Read a saved plan and refuse it unless its id matches its content.
+    /// Read a saved plan and refuse it unless its id matches its content and every line it
+    /// would show says what its action does.
+    ///
+    /// The id proves only that the file is self-consistent (anyone can recompute it); what
+    /// protects the user is that every action is judged again when it runs.
     pub fn from_json(text: &str) -> Result<Plan, PlanError> {
-        let plan: Plan = serde_json::from_str(text)?;
+        let value: serde_json::Value = serde_json::from_str(text)?;
+        if value.get("schema").and_then(|s| s.as_str()) == Some(crate::model::SCAN_SCHEMA) {
+            return Err(PlanError::ScanReport);
+        }
+        let plan: Plan = serde_json::from_value(value)?;
         plan.verify()?;
+        for a in &plan.actions {
+            let said = a.action.describe();
+            if a.summary != said {
+                return Err(PlanError::Summary {
+                    claimed: a.summary.clone(),
+                    actual: said,
+                });
+            }
+        }
         Ok(plan)
     }
 

@@ -46,7 +46,13 @@ fn env_of(home: &Home, path: &str) -> EnvSnapshot {
     vars.push(("PATH".into(), path.into()));
     let mut env = EnvSnapshot::from_pairs(home.root.clone(), vars);
     env.euid = rustix::process::geteuid().as_raw();
+    LAST_ENV.with(|l| *l.borrow_mut() = Some(env.clone()));
     env
+}
+
+thread_local! {
+    /// The environment of the last scan: the executor re-judges in the same one.
+    static LAST_ENV: std::cell::RefCell<Option<EnvSnapshot>> = const { std::cell::RefCell::new(None) };
 }
 
 fn scan_home(home: &Home) -> ScanReport {
@@ -125,8 +131,18 @@ fn only_ids(ids: &[&Finding]) -> Selection {
     }
 }
 
+/// Execute as confirmed, each action re-judged by the real judge in the scan's environment.
 fn execute_with(plan: &Plan, runner: &dyn ActionRunner) -> exec::ExecReport {
-    exec::execute(plan, ExecContext::confirmed(plan, runner)).expect("the plan runs")
+    let env = LAST_ENV
+        .with(|l| l.borrow().clone())
+        .expect("scanned first");
+    let mut judge = exec::Rejudge::new(ScanOptions {
+        env,
+        platform: Platform::Linux,
+        age_guard: Duration::from_secs(120),
+        now: SystemTime::now(),
+    });
+    exec::execute(plan, ExecContext::confirmed(plan, runner, &mut judge)).expect("the plan runs")
 }
 
 /// Path deletions only (no machine, process or mount action is wired in).

@@ -858,7 +858,15 @@ fn cascade_delete_only_when_chosen_and_with_every_branch_in_the_plan() {
     create(&home, "late");
     edit_record(&home, "late", "'$.golden', 'kid'");
     let runner = RealRunner::new(env.clone(), Platform::Linux);
-    let run = |plan: &Plan| execute(plan, ExecContext::confirmed(plan, &runner)).unwrap();
+    let run = |plan: &Plan| {
+        let mut judge = smolsweep::exec::Rejudge::new(ScanOptions {
+            env: env.clone(),
+            platform: Platform::Linux,
+            age_guard: Duration::from_secs(120),
+            now: std::time::SystemTime::now(),
+        });
+        execute(plan, ExecContext::confirmed(plan, &runner, &mut judge)).unwrap()
+    };
     let r = run(&plan);
     match &r.records[0].outcome {
         Outcome::Skipped { why, .. } => assert!(why.contains("late"), "{why}"),

@@ -16,7 +16,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use smolsweep::exec::delete::{self, Confirmed};
 use smolsweep::exec::{
-    execute, ActionRunner, ExecContext, ExecError, ExecReport, Outcome, ProgressEvent, RunMode,
+    execute, ActionRunner, ExecContext, ExecError, ExecReport, Judge, Origin, Outcome,
+    ProgressEvent, RunMode,
 };
 use smolsweep::journal::{self, Journal, JournalEntry};
 use smolsweep::model::*;
@@ -155,21 +156,24 @@ impl ActionRunner for Recorder {
     }
 }
 
+/// These tests exercise the executor's mechanics (delete primitive, ordering, journal) on
+/// hand-built findings that no scan would produce, so the re-judge answers "as planned"; the
+/// real judge is exercised in tests/pipeline.rs and tests/rejudge.rs.
+struct AsPlanned;
+
+impl Judge for AsPlanned {
+    fn still_confirmed(&mut self, _: &Plan, _: &Action) -> Result<(), String> {
+        Ok(())
+    }
+    fn changed(&mut self) {}
+}
+
 fn run(plan: &Plan, runner: &dyn ActionRunner) -> ExecReport {
-    execute(plan, ExecContext::confirmed(plan, runner)).unwrap()
+    execute(plan, ExecContext::confirmed(plan, runner, &mut AsPlanned)).unwrap()
 }
 
 fn dry(plan: &Plan, runner: &dyn ActionRunner) -> ExecReport {
-    execute(
-        plan,
-        ExecContext {
-            mode: RunMode::DryRun,
-            journal: None,
-            progress: None,
-            runner,
-        },
-    )
-    .unwrap()
+    execute(plan, ExecContext::dry_run(runner, &mut AsPlanned)).unwrap()
 }
 
 fn exists(p: &Path) -> bool {
@@ -301,6 +305,8 @@ fn dry_run_never_reaches_delete_primitive() {
             journal: Some(&mut j),
             progress: None,
             runner: &runner,
+            judge: &mut AsPlanned,
+            origin: Origin::new("cli", "test"),
         },
     )
     .unwrap();
@@ -952,7 +958,7 @@ fn plan_id_tamper_is_refused() {
     edited.roots.push("/".into());
     let e = execute(
         &edited,
-        ExecContext::confirmed(&edited, &Recorder::default()),
+        ExecContext::confirmed(&edited, &Recorder::default(), &mut AsPlanned),
     );
     assert!(matches!(
         e,
@@ -962,7 +968,10 @@ fn plan_id_tamper_is_refused() {
         &report(&s.home, &[&s.root], vec![]),
         &Selection::reclaimable(),
     );
-    let e = execute(&plan, ExecContext::confirmed(&other, &Recorder::default()));
+    let e = execute(
+        &plan,
+        ExecContext::confirmed(&other, &Recorder::default(), &mut AsPlanned),
+    );
     assert!(matches!(e, Err(ExecError::WrongConfirmation { .. })));
     assert!(s.root.join("a.log").exists());
 }
@@ -1004,6 +1013,8 @@ fn journal_survives_a_crash_mid_run() {
             journal: Some(&mut j),
             progress: Some(&progress),
             runner: &Recorder::default(),
+            judge: &mut AsPlanned,
+            origin: Origin::new("cli", "test"),
         },
     )
     .unwrap();
@@ -1052,6 +1063,8 @@ fn journal_survives_a_crash_mid_run() {
             journal: Some(&mut j),
             progress: None,
             runner: &Recorder::default(),
+            judge: &mut AsPlanned,
+            origin: Origin::new("cli", "test"),
         },
     )
     .unwrap();
@@ -1115,86 +1128,91 @@ fn cli(args: &[&str], home: &Path, data: &Path) -> (i32, String, String) {
     )
 }
 
+/// A scratch HOME laid out as Celesto writes it: a live sandbox's disk, two orphaned disks and
+/// a saved one (opt-in), all older than the age guard.
+struct CelestoScratch {
+    _t: tempfile::TempDir,
+    home: PathBuf,
+    outside: PathBuf,
+    live: PathBuf,
+    orphans: Vec<PathBuf>,
+    saved: PathBuf,
+}
+
+fn celesto_scratch() -> CelestoScratch {
+    let t = tempfile::tempdir().unwrap();
+    let home = smolsweep_fixtures::Home::new(t.path(), smolsweep_fixtures::Layout::Linux).unwrap();
+    let data = home.celesto_data_dir().unwrap();
+    data.row("live1", "stopped", "qemu", None).unwrap();
+    let live = data.disk("live1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    let orphans = vec![
+        data.disk("gone1", "qcow2", 1 << 16, 1 << 14).unwrap(),
+        data.disk("gone2", "qcow2", 1 << 16, 1 << 14).unwrap(),
+    ];
+    let saved = data.disk("kept1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    data.retained("kept1.qcow2").unwrap();
+    smolsweep_fixtures::age_tree(&home.root, OLD).unwrap();
+    let outside = t.path().join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    CelestoScratch {
+        home: home.root.clone(),
+        outside,
+        live,
+        orphans,
+        saved,
+        _t: t,
+    }
+}
+
 #[test]
 fn cli_prune_without_yes_off_a_terminal_is_a_dry_run_exiting_1() {
-    let s = scratch();
+    let s = celesto_scratch();
     let data = s.outside.join("data");
-    write(&s.root.join("a.log"), 10);
-    write(&s.root.join("cache/x"), 10);
-    age_tree(&s.root);
-    let mut cache = finding(&s.root, &s.root.join("cache"), Verdict::OptIn);
-    cache.opt_in_class = Some(OptInClass::Caches);
-    let rep = report(
-        &s.home,
-        &[&s.root],
-        vec![
-            finding(&s.root, &s.root.join("a.log"), Verdict::Reclaimable),
-            cache,
-        ],
-    );
-    let rp = s.outside.join("report.json");
-    fs::write(&rp, serde_json::to_string(&rep).unwrap()).unwrap();
-    let rps = rp.to_str().unwrap();
-
-    let (code, out, err) = cli(&["prune", "--from-report", rps], &s.home, &data);
+    let (code, out, err) = cli(&["prune"], &s.home, &data);
     assert_eq!(code, 1, "{out}{err}");
-    assert!(out.contains("a.log"), "{out}");
+    assert!(out.contains("gone1.qcow2"), "{out}");
     assert!(err.contains("--yes"), "{err}");
-    assert!(s.root.join("a.log").exists());
+    assert!(s.orphans.iter().all(|p| p.exists()));
     assert!(!data.join("journal.jsonl").exists());
 
-    let (code, out, _) = cli(
-        &["prune", "--dry-run", "--json", "--from-report", rps],
-        &s.home,
-        &data,
-    );
+    let (code, out, _) = cli(&["prune", "--dry-run", "--json"], &s.home, &data);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["schema"], "smolsweep.result/1");
     assert_eq!(v["dry_run"], true);
-    assert_eq!(v["would_do"].as_array().unwrap().len(), 1);
-    assert!(s.root.join("a.log").exists());
+    assert_eq!(v["would_do"].as_array().unwrap().len(), 2, "{v}");
+    assert!(s.orphans.iter().all(|p| p.exists()));
 
     let (code, out, err) = cli(
-        &[
-            "prune",
-            "--yes",
-            "--json",
-            "--include-caches",
-            "--from-report",
-            rps,
-        ],
+        &["prune", "--yes", "--json", "--include-saved"],
         &s.home,
         &data,
     );
     assert_eq!(code, 0, "{out}{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["dry_run"], false);
-    assert_eq!(v["done"].as_array().unwrap().len(), 2, "{v}");
+    // Two orphans, the saved disk and its .retained marker.
+    assert_eq!(v["done"].as_array().unwrap().len(), 4, "{v}");
     assert_eq!(v["failed"].as_array().unwrap().len(), 0);
     assert!(v["estimated_bytes"].as_u64().unwrap() > 0);
     assert!(v["freed_bytes"].is_u64());
-    assert!(!s.root.join("a.log").exists());
-    assert!(!s.root.join("cache").exists());
+    assert!(s.orphans.iter().all(|p| !p.exists()));
+    assert!(!s.saved.exists());
+    assert!(s.live.exists(), "a live sandbox's disk was deleted");
 
-    // Same report again: everything is already gone (skipped, exit 0).
-    let (code, out, _) = cli(
-        &["prune", "--yes", "--json", "--from-report", rps],
-        &s.home,
-        &data,
-    );
-    assert_eq!(code, 0);
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["skipped"][0]["why"], "already gone", "{v}");
+    // Again: nothing left to do (exit 0).
+    let (code, out, _) = cli(&["prune", "--yes", "--json"], &s.home, &data);
+    assert_eq!(code, 0, "{out}");
 
     let (code, out, _) = cli(&["history", "--json"], &s.home, &data);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["runs"].as_array().unwrap().len(), 2, "{v}");
-    assert_eq!(v["runs"][0]["done"], 2);
+    assert_eq!(v["runs"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v["runs"][0]["done"], 4);
+    assert_eq!(v["runs"][0]["origin"]["command"], "prune", "{v}");
     let (code, out, _) = cli(&["history"], &s.home, &data);
     assert_eq!(code, 0);
-    assert!(out.contains("2 done"), "{out}");
+    assert!(out.contains("4 done"), "{out}");
 
     let (code, _, _) = cli(&["prune", "--bogus"], &s.home, &data);
     assert_eq!(code, 2);
@@ -1202,37 +1220,14 @@ fn cli_prune_without_yes_off_a_terminal_is_a_dry_run_exiting_1() {
 
 #[test]
 fn cli_plan_then_apply_refuses_a_tampered_plan() {
-    let s = scratch();
+    let s = celesto_scratch();
     let data = s.outside.join("data");
-    write(&s.root.join("a.log"), 10);
-    write(&s.root.join("b.log"), 10);
-    age_tree(&s.root);
-    let rep = report(
-        &s.home,
-        &[&s.root],
-        vec![
-            finding(&s.root, &s.root.join("a.log"), Verdict::Reclaimable),
-            finding(&s.root, &s.root.join("b.log"), Verdict::Protected),
-        ],
-    );
-    let rp = s.outside.join("report.json");
-    fs::write(&rp, serde_json::to_string(&rep).unwrap()).unwrap();
     let pf = s.outside.join("plan.json");
-    let (code, out, err) = cli(
-        &[
-            "plan",
-            "--from-report",
-            rp.to_str().unwrap(),
-            "--out",
-            pf.to_str().unwrap(),
-        ],
-        &s.home,
-        &data,
-    );
+    let (code, out, err) = cli(&["plan", "--out", pf.to_str().unwrap()], &s.home, &data);
     assert_eq!(code, 0, "{out}{err}");
     let text = fs::read_to_string(&pf).unwrap();
     let tampered = s.outside.join("tampered.json");
-    fs::write(&tampered, text.replace("a.log", "b.log")).unwrap();
+    fs::write(&tampered, text.replace("gone1.qcow2", "live1.qcow2")).unwrap();
     let (code, _, err) = cli(
         &["apply", tampered.to_str().unwrap(), "--yes"],
         &s.home,
@@ -1240,12 +1235,16 @@ fn cli_plan_then_apply_refuses_a_tampered_plan() {
     );
     assert_eq!(code, 1);
     assert!(err.contains("changed after it was made"), "{err}");
-    assert!(s.root.join("b.log").exists());
+    assert!(s.live.exists());
     let (code, _, err) = cli(&["apply", pf.to_str().unwrap(), "--yes"], &s.outside, &data);
     assert_eq!(code, 1, "another HOME must be refused");
     assert!(err.contains("HOME"), "{err}");
     let (code, out, err) = cli(&["apply", pf.to_str().unwrap(), "--yes"], &s.home, &data);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(!s.root.join("a.log").exists());
-    assert!(s.root.join("b.log").exists());
+    assert!(s.orphans.iter().all(|p| !p.exists()));
+    assert!(s.live.exists());
+    assert!(
+        s.saved.exists(),
+        "an opt-in disk was deleted without being asked for"
+    );
 }

@@ -778,6 +778,16 @@ mod library {
     use smolsweep::uninstall::preflight;
     use smolsweep::uninstall::run::{self, StepOutcome, SystemRunner};
 
+    /// The real judge, in the scratch HOME's environment.
+    fn rejudge(env: &smolsweep::env::EnvSnapshot, platform: Platform) -> smolsweep::exec::Rejudge {
+        smolsweep::exec::Rejudge::new(smolsweep::scan::ScanOptions {
+            env: env.clone(),
+            platform,
+            age_guard: std::time::Duration::from_secs(120),
+            now: std::time::SystemTime::now(),
+        })
+    }
+
     fn env_for(home: &Path, path: &str) -> EnvSnapshot {
         EnvSnapshot::from_pairs(home, [("PATH", path.to_string())])
     }
@@ -816,7 +826,12 @@ mod library {
         };
         let before: Vec<String> = listing(&vms);
 
-        let r = run::run(&p, &SystemRunner::for_env(&env), 0);
+        let r = run::run(
+            &p,
+            &SystemRunner::for_env(&env),
+            &mut rejudge(&env, Platform::Linux),
+            0,
+        );
         let outcome = |name: &str| {
             r.records
                 .iter()
@@ -867,7 +882,12 @@ mod library {
         std::fs::rename(&reg, &aside).unwrap();
         std::fs::create_dir_all(&reg).unwrap();
         std::fs::write(reg.join("new"), b"not what was planned").unwrap();
-        let r = run::run(&p, &SystemRunner::for_env(&env), 0);
+        let r = run::run(
+            &p,
+            &SystemRunner::for_env(&env),
+            &mut rejudge(&env, Platform::Linux),
+            0,
+        );
         let outcome = |dir: &Path| {
             r.records
                 .iter()
@@ -1041,7 +1061,12 @@ exit 0
             .unwrap();
         assert!(last_detach < first_remove);
 
-        let r = run::run(&p, &SystemRunner::for_env(&env), 0);
+        let r = run::run(
+            &p,
+            &SystemRunner::for_env(&env),
+            &mut rejudge(&env, Platform::Macos),
+            0,
+        );
         let calls = std::fs::read_to_string(&log).unwrap();
         let lines: Vec<&str> = calls.lines().collect();
         assert_eq!(

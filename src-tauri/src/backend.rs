@@ -180,6 +180,28 @@ pub struct ReclaimOutcome {
 }
 
 impl ReclaimOutcome {
+    /// Nothing of `plan` ran, for one reason.
+    pub fn refused_all(plan: &Plan, why: &str) -> Self {
+        ReclaimOutcome {
+            started_at: now_secs(),
+            finished_at: now_secs(),
+            estimated_bytes: plan.estimated_bytes,
+            refused: plan.refused.clone(),
+            steps: plan
+                .steps
+                .iter()
+                .map(|s| StepResult {
+                    id: s.id.clone(),
+                    path: s.path.clone(),
+                    status: StepStatus::Skipped,
+                    message: why.to_string(),
+                    freed_bytes: 0,
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
     pub fn count(&self, s: StepStatus) -> usize {
         self.steps.iter().filter(|r| r.status == s).count()
     }
@@ -240,8 +262,27 @@ impl Backend for RealBackend {
 
     fn execute(&self, plan: &Plan, progress: &mut dyn FnMut(Progress)) -> ReclaimOutcome {
         // The journal lives in the app's data directory (`SMOLSWEEP_DATA_DIR` overrides it).
-        let mut journal = smolsweep::journal::Journal::open_default().ok();
-        execute_plan(plan, journal.as_mut(), progress)
+        // Nothing runs without the journal, as in the CLI; every action is re-judged on the
+        // facts of the moment it runs, in this process's environment.
+        let mut journal = match smolsweep::journal::Journal::open_default() {
+            Ok(j) => j,
+            Err(e) => {
+                return ReclaimOutcome::refused_all(
+                    plan,
+                    &format!("cannot open the journal, so nothing was done: {e}"),
+                )
+            }
+        };
+        let mut judge = match smolsweep::exec::Rejudge::from_env() {
+            Ok(j) => j,
+            Err(e) => {
+                return ReclaimOutcome::refused_all(
+                    plan,
+                    &format!("cannot read the environment: {e}"),
+                )
+            }
+        };
+        execute_plan(plan, Some(&mut journal), &mut judge, progress)
     }
 
     fn vm_action(&self, p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
@@ -264,6 +305,7 @@ fn now_secs() -> u64 {
 pub fn execute_plan(
     plan: &Plan,
     journal: Option<&mut smolsweep::journal::Journal>,
+    judge: &mut dyn smolsweep::exec::Judge,
     progress: &mut dyn FnMut(Progress),
 ) -> ReclaimOutcome {
     use smolsweep::exec::delete::Confirmed;
@@ -278,19 +320,7 @@ pub fn execute_plan(
     };
     // Only the plan that was shown runs; a view without one (deserialised) runs nothing.
     let Some(core) = plan.core.clone() else {
-        out.steps = plan
-            .steps
-            .iter()
-            .map(|s| StepResult {
-                id: s.id.clone(),
-                path: s.path.clone(),
-                status: StepStatus::Skipped,
-                message: "not run: no confirmed plan".into(),
-                freed_bytes: 0,
-            })
-            .collect();
-        out.finished_at = now_secs();
-        return out;
+        return ReclaimOutcome::refused_all(plan, "not run: no confirmed plan");
     };
     let runner: Box<dyn exec::ActionRunner> = match smolsweep::env::EnvSnapshot::capture() {
         Ok(env) => Box::new(exec::runner::RealRunner::new(
@@ -327,6 +357,8 @@ pub fn execute_plan(
             journal,
             progress: Some(&on_progress),
             runner: runner.as_ref(),
+            judge,
+            origin: exec::Origin::new("window", "reclaim"),
         },
     );
     match result {
@@ -464,6 +496,19 @@ pub fn end_vm(p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The executor's mechanics on hand-built findings: the re-judge answers "as planned".
+    struct AsPlanned;
+    impl smolsweep::exec::Judge for AsPlanned {
+        fn still_confirmed(
+            &mut self,
+            _: &smolsweep::plan::Plan,
+            _: &smolsweep::plan::Action,
+        ) -> Result<(), String> {
+            Ok(())
+        }
+        fn changed(&mut self) {}
+    }
     use smolsweep::model::{finding_id, Platform, Totals, Verdict, SCAN_SCHEMA};
     use std::os::unix::process::ExitStatusExt;
     use std::path::Path;
@@ -596,11 +641,11 @@ mod tests {
             core: None,
             ..p.clone()
         };
-        let none = execute_plan(&shown_only, None, &mut |_| {});
+        let none = execute_plan(&shown_only, None, &mut AsPlanned, &mut |_| {});
         assert!(a.exists() && dir.exists());
         assert_eq!(none.count(StepStatus::Skipped), 2);
         let mut events = vec![];
-        let out = execute_plan(&p, None, &mut |e| events.push(e));
+        let out = execute_plan(&p, None, &mut AsPlanned, &mut |e| events.push(e));
         assert!(!a.exists());
         assert!(!dir.exists());
         assert!(b.exists(), "an unselected file stays");
@@ -626,7 +671,7 @@ mod tests {
         std::fs::write(&b, b"new user data").unwrap();
         std::fs::rename(&b, &a).unwrap();
         let p = plan(&r, &[r.findings[0].id.clone()]);
-        let out = execute_plan(&p, None, &mut |_| {});
+        let out = execute_plan(&p, None, &mut AsPlanned, &mut |_| {});
         assert_eq!(std::fs::read(&a).unwrap(), b"new user data");
         assert_eq!(out.steps[0].status, StepStatus::Skipped);
         assert!(
@@ -647,7 +692,12 @@ mod tests {
         let mut f = finding(&outside, &root, Verdict::Reclaimable);
         f.root = Some(root.clone());
         let r = report(d.path(), vec![f]);
-        let out = execute_plan(&plan(&r, &[r.findings[0].id.clone()]), None, &mut |_| {});
+        let out = execute_plan(
+            &plan(&r, &[r.findings[0].id.clone()]),
+            None,
+            &mut AsPlanned,
+            &mut |_| {},
+        );
         assert!(outside.exists());
         // The core never plans it: it is refused before anything runs.
         assert!(out.steps.is_empty());

@@ -48,6 +48,17 @@ pub trait Uninstaller: Send + Sync + 'static {
     fn journal(&self) -> std::io::Result<Journal> {
         Journal::open_default()
     }
+    /// What re-judges each step at the moment it runs: the scanner, in `env`.
+    fn judge(&self, env: &EnvSnapshot) -> Box<dyn smolsweep::exec::Judge> {
+        Box::new(smolsweep::exec::Rejudge::new(
+            smolsweep::scan::ScanOptions {
+                env: env.clone(),
+                platform: self.platform(),
+                age_guard: std::time::Duration::from_secs(120),
+                now: std::time::SystemTime::now(),
+            },
+        ))
+    }
 }
 
 /// The core on the live system.
@@ -425,7 +436,14 @@ pub async fn run_now<R: Runtime>(
                 done: std::cell::Cell::new(0),
                 emit: &emit,
             };
-            let run = urun::run_with(&plan2, &runner, now_secs(), Some(&mut journal));
+            let mut judge = u.judge(&env);
+            let run = urun::run_with(
+                &plan2,
+                &runner,
+                judge.as_mut(),
+                now_secs(),
+                Some(&mut journal),
+            );
             let proof = verify::verify(
                 &env,
                 u.platform(),

@@ -43,7 +43,7 @@ impl Backend for Fake {
         Ok(r)
     }
     fn execute(&self, plan: &Plan, progress: &mut dyn FnMut(Progress)) -> ReclaimOutcome {
-        execute_plan(plan, None, progress)
+        execute_plan(plan, None, &mut AsPlanned, progress)
     }
     fn vm_action(&self, p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
         self.signals
@@ -574,4 +574,17 @@ fn a_failed_scan_says_cant_verify() {
         "Can't verify: scan failed: permission denied reading the inventory"
     );
     assert_eq!(m["reclaim_ids"].as_array().unwrap().len(), 0);
+}
+
+/// The fake backend's plans are hand-built: the re-judge answers "as planned".
+struct AsPlanned;
+impl smolsweep::exec::Judge for AsPlanned {
+    fn still_confirmed(
+        &mut self,
+        _: &smolsweep::plan::Plan,
+        _: &smolsweep::plan::Action,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+    fn changed(&mut self) {}
 }

@@ -97,7 +97,7 @@ impl Backend for Fake {
         anyhow::bail!("not scanned in this test")
     }
     fn execute(&self, p: &Plan, f: &mut dyn FnMut(Progress)) -> ReclaimOutcome {
-        execute_plan(p, None, f)
+        execute_plan(p, None, &mut AsPlanned, f)
     }
     fn vm_action(&self, _: &VmProcess, _: VmAction) -> anyhow::Result<()> {
         Ok(())
@@ -389,4 +389,17 @@ fn wizard_run_refuses_a_plan_it_did_not_make() {
     assert!(w.scratch.calls.0.lock().unwrap().is_empty());
     assert!(w.home.join(".smolvm/smolvm-bin").is_file());
     assert!(w.smol.config_dir.join("config.toml").is_file());
+}
+
+/// The fake backend's plans are hand-built: the re-judge answers "as planned".
+struct AsPlanned;
+impl smolsweep::exec::Judge for AsPlanned {
+    fn still_confirmed(
+        &mut self,
+        _: &smolsweep::plan::Plan,
+        _: &smolsweep::plan::Action,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+    fn changed(&mut self) {}
 }

@@ -174,17 +174,30 @@ pub struct HistoryArgs {
     pub json: bool,
 }
 
-fn load_report(args: &ReportArgs) -> anyhow::Result<ScanReport> {
+/// A scan to plan from, and the judge that will re-judge each action when it runs (seeded
+/// with the scan when it was made just now, from this environment).
+struct Scanned {
+    report: ScanReport,
+    judge: exec::Rejudge,
+}
+
+fn load_report(args: &ReportArgs) -> anyhow::Result<Scanned> {
+    let opts = crate::scan::ScanOptions::from_env()?;
     if let Some(f) = &args.from_report {
         let text = std::fs::read_to_string(f)
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))?;
-        return Ok(serde_json::from_str(&text)?);
+        return Ok(Scanned {
+            report: serde_json::from_str(&text)?,
+            judge: exec::Rejudge::new(opts),
+        });
     }
-    let opts = crate::scan::ScanOptions::from_env()?;
-    Ok(crate::scan::scan(&opts))
+    let taken = std::time::Instant::now();
+    let report = crate::scan::scan(&opts);
+    let judge = exec::Rejudge::new(opts).seeded(&report, taken);
+    Ok(Scanned { report, judge })
 }
 
-fn with_report(args: &ReportArgs, json: bool, f: impl FnOnce(ScanReport) -> i32) -> i32 {
+fn with_report(args: &ReportArgs, json: bool, f: impl FnOnce(Scanned) -> i32) -> i32 {
     match load_report(args) {
         Ok(r) => f(r),
         Err(e) => fail(json, &format!("scan failed: {e}")),
@@ -204,50 +217,51 @@ fn fail(json: bool, msg: &str) -> i32 {
 }
 
 pub fn prune(a: PruneArgs) -> i32 {
-    with_report(&a.report, a.run.json, |report| {
+    with_report(&a.report, a.run.json, |s| {
         let sel = Selection {
             all_reclaimable: true,
             include: a.include.classes(),
             ..Default::default()
         };
-        run_plan(&Plan::from_scan(&report, &sel), &a.run)
+        run_plan(&Plan::from_scan(&s.report, &sel), &a.run, s.judge, "prune")
     })
 }
 
 pub fn reap(a: ReapArgs) -> i32 {
-    with_report(&a.report, a.run.json, |report| {
+    with_report(&a.report, a.run.json, |s| {
         let sel = Selection {
             reap_orphans: a.pids.is_empty(),
             reap_pids: a.pids.clone(),
             ..Default::default()
         };
-        run_plan(&Plan::from_scan(&report, &sel), &a.run)
+        run_plan(&Plan::from_scan(&s.report, &sel), &a.run, s.judge, "reap")
     })
 }
 
 pub fn stop(a: StopArgs) -> i32 {
-    with_report(&a.report, a.run.json, |report| {
+    with_report(&a.report, a.run.json, |s| {
         let sel = Selection {
             stop_machines: a.machines.clone(),
             ..Default::default()
         };
-        run_plan(&Plan::from_scan(&report, &sel), &a.run)
+        run_plan(&Plan::from_scan(&s.report, &sel), &a.run, s.judge, "stop")
     })
 }
 
 pub fn delete(a: DeleteArgs) -> i32 {
-    with_report(&a.report, a.run.json, |report| {
+    with_report(&a.report, a.run.json, |s| {
         let sel = Selection {
             delete_machines: a.machines.clone(),
             cascade: a.cascade.cascade,
             ..Default::default()
         };
-        run_plan(&Plan::from_scan(&report, &sel), &a.run)
+        run_plan(&Plan::from_scan(&s.report, &sel), &a.run, s.judge, "delete")
     })
 }
 
 pub fn plan(a: PlanArgs) -> i32 {
-    with_report(&a.report, false, |report| {
+    with_report(&a.report, false, |s| {
+        let report = s.report;
         let sel = Selection {
             all_reclaimable: a.all || a.ids.is_empty(),
             ids: a.ids.clone(),
@@ -293,7 +307,10 @@ pub fn apply(a: ApplyArgs) -> i32 {
             ),
         );
     }
-    run_plan(&plan, &a.run)
+    match exec::Rejudge::from_env() {
+        Ok(judge) => run_plan(&plan, &a.run, judge, "apply"),
+        Err(e) => fail(a.run.json, &format!("cannot read the environment: {e}")),
+    }
 }
 
 pub fn history(a: HistoryArgs) -> i32 {
@@ -445,21 +462,12 @@ fn print_result(plan: &Plan, report: &ExecReport, json: bool) {
     }
 }
 
-fn dry_run(plan: &Plan) -> Option<ExecReport> {
-    exec::execute(
-        plan,
-        ExecContext {
-            mode: RunMode::DryRun,
-            journal: None,
-            progress: None,
-            runner: runner(),
-        },
-    )
-    .ok()
+fn dry_run(plan: &Plan, judge: &mut exec::Rejudge) -> Option<ExecReport> {
+    exec::execute(plan, ExecContext::dry_run(runner(), judge)).ok()
 }
 
 /// Show, confirm and carry out `plan`; returns the exit code.
-pub fn run_plan(plan: &Plan, run: &RunArgs) -> i32 {
+pub fn run_plan(plan: &Plan, run: &RunArgs, mut judge: exec::Rejudge, command: &str) -> i32 {
     if plan.is_empty() {
         if run.json {
             let empty = ExecReport {
@@ -469,6 +477,7 @@ pub fn run_plan(plan: &Plan, run: &RunArgs) -> i32 {
                 estimated_bytes: 0,
                 freed_bytes: 0,
                 filesystems: vec![],
+                journal_error: None,
             };
             println!("{}", empty.envelope(plan));
         } else {
@@ -478,7 +487,7 @@ pub fn run_plan(plan: &Plan, run: &RunArgs) -> i32 {
         return 0;
     }
     if run.dry_run {
-        return match dry_run(plan) {
+        return match dry_run(plan, &mut judge) {
             Some(r) => {
                 print_result(plan, &r, run.json);
                 0
@@ -488,7 +497,7 @@ pub fn run_plan(plan: &Plan, run: &RunArgs) -> i32 {
     }
     if !run.yes {
         if !std::io::stdin().is_terminal() {
-            if let Some(r) = dry_run(plan) {
+            if let Some(r) = dry_run(plan, &mut judge) {
                 print_result(plan, &r, run.json);
             }
             eprintln!("Not confirmed: stdin is not a terminal. Re-run with --yes to do this.");
@@ -537,10 +546,15 @@ pub fn run_plan(plan: &Plan, run: &RunArgs) -> i32 {
             journal: Some(&mut journal),
             progress: Some(&progress),
             runner: runner(),
+            judge: &mut judge,
+            origin: exec::Origin::new("cli", command),
         },
     ) {
         Ok(report) => {
             print_result(plan, &report, run.json);
+            if let Some(e) = &report.journal_error {
+                eprintln!("smolsweep: the journal could not be written, so the run stopped: {e}");
+            }
             if report.any_failed() {
                 1
             } else {

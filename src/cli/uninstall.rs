@@ -206,9 +206,16 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
             return 1;
         }
     };
+    let mut judge = crate::exec::Rejudge::new(crate::scan::ScanOptions {
+        env: env.clone(),
+        platform,
+        age_guard: std::time::Duration::from_secs(120),
+        now: std::time::SystemTime::now(),
+    });
     let report = run::run_with(
         &plan,
         &SystemRunner::for_env(&env),
+        &mut judge,
         now_secs(),
         Some(&mut journal),
     );

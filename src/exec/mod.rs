@@ -9,6 +9,7 @@
 
 pub mod delete;
 pub mod detach;
+pub mod judge;
 pub mod machines;
 pub mod ownership;
 pub mod reap;
@@ -23,6 +24,7 @@ use crate::journal::Journal;
 use crate::model::Product;
 use crate::plan::{Action, Plan, PlanError};
 use delete::{Confirmed, DeleteOutcome, IdentityCheck, Target};
+pub use judge::{Judge, Rejudge};
 
 /// Schema name of a reclaim result.
 pub const RESULT_SCHEMA: &str = "smolsweep.result/1";
@@ -165,6 +167,24 @@ pub enum ProgressEvent {
     },
 }
 
+/// Which surface and command made a run (recorded in the journal).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
+    /// `cli`, `tray`, `window`, `auto`.
+    pub surface: String,
+    /// `prune`, `reap`, `stop`, `delete`, `apply`, `uninstall`, `reclaim`, `end process`, ...
+    pub command: String,
+}
+
+impl Origin {
+    pub fn new(surface: &str, command: &str) -> Self {
+        Origin {
+            surface: surface.into(),
+            command: command.into(),
+        }
+    }
+}
+
 /// Everything [`execute`] needs besides the plan.
 pub struct ExecContext<'a> {
     pub mode: RunMode,
@@ -172,16 +192,34 @@ pub struct ExecContext<'a> {
     pub journal: Option<&'a mut Journal>,
     pub progress: Option<&'a dyn Fn(&ProgressEvent)>,
     pub runner: &'a dyn ActionRunner,
+    /// Asked before each action whether it still judges as confirmed ([`Rejudge`] in every
+    /// product surface).
+    pub judge: &'a mut dyn Judge,
+    pub origin: Origin,
 }
 
 impl<'a> ExecContext<'a> {
     /// Execute `plan` as the user confirmed it, without a journal or progress events.
-    pub fn confirmed(plan: &Plan, runner: &'a dyn ActionRunner) -> Self {
+    pub fn confirmed(plan: &Plan, runner: &'a dyn ActionRunner, judge: &'a mut dyn Judge) -> Self {
         ExecContext {
             mode: RunMode::Execute(delete::Confirmed::for_plan(plan)),
             journal: None,
             progress: None,
             runner,
+            judge,
+            origin: Origin::new("cli", "apply"),
+        }
+    }
+
+    /// A dry run of `plan`: read-only checks, no journal.
+    pub fn dry_run(runner: &'a dyn ActionRunner, judge: &'a mut dyn Judge) -> Self {
+        ExecContext {
+            mode: RunMode::DryRun,
+            journal: None,
+            progress: None,
+            runner,
+            judge,
+            origin: Origin::new("cli", "dry run"),
         }
     }
 }
@@ -217,6 +255,9 @@ pub struct ExecReport {
     /// Measured: growth of free space on the plan's file systems (0 in a dry run).
     pub freed_bytes: u64,
     pub filesystems: Vec<FsMeasure>,
+    /// Set when the journal could not be written: the run stopped before the next action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_error: Option<String>,
 }
 
 impl ExecReport {
@@ -239,7 +280,7 @@ impl ExecReport {
             .filter(|r| matches!(r.outcome, Outcome::WouldDo { .. }))
     }
     pub fn any_failed(&self) -> bool {
-        self.failed().next().is_some()
+        self.failed().next().is_some() || self.journal_error.is_some()
     }
 
     /// The `smolsweep.result/1` JSON envelope.
@@ -260,6 +301,7 @@ impl ExecReport {
             "estimated_bytes": self.estimated_bytes,
             "freed_bytes": self.freed_bytes,
             "filesystems": self.filesystems,
+            "journal_error": self.journal_error,
         })
     }
 }
@@ -283,6 +325,8 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
         mut journal,
         progress,
         runner,
+        judge,
+        origin,
     } = ctx;
     if let RunMode::Execute(token) = &mode {
         if token.plan_id() != plan.id {
@@ -297,7 +341,7 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
     let before = if dry_run { Vec::new() } else { measure(plan) };
     if !dry_run {
         if let Some(j) = journal.as_deref_mut() {
-            j.plan_started(plan).map_err(ExecError::Journal)?;
+            j.plan_started(plan, &origin).map_err(ExecError::Journal)?;
         }
     }
     let mut records = Vec::with_capacity(total);
@@ -315,6 +359,8 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
             Outcome::skipped(format!(
                 "not attempted: the journal could not be written ({e})"
             ))
+        } else if let Err(why) = judge.still_confirmed(plan, &pa.action) {
+            Outcome::skipped(why)
         } else {
             match &mode {
                 RunMode::DryRun => dry_outcome(plan, &pa.action),
@@ -323,6 +369,10 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
         };
         if let (Action::SignalProcess { pid, .. }, Outcome::Done { .. }) = (&pa.action, &outcome) {
             reaped.insert(*pid);
+        }
+        // Processes, machines or mounts changed: the next action is judged on new facts.
+        if !dry_run && outcome.is_done() && !matches!(pa.action, Action::DeletePath { .. }) {
+            judge.changed();
         }
         let record = ActionRecord {
             index,
@@ -377,13 +427,16 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
         estimated_bytes: plan.estimated_bytes,
         freed_bytes,
         filesystems,
+        journal_error: None,
     };
-    if !dry_run && journal_broken.is_none() {
+    let mut report = report;
+    report.journal_error = journal_broken;
+    if !dry_run && report.journal_error.is_none() {
         if let Some(j) = journal {
-            // The actions are done and journaled; a failure to write the summary is reported
-            // through the log only (the record stays readable without it).
+            // The actions are done and journaled; the record stays readable without the
+            // summary, but the run reports the failure (exit code 1).
             if let Err(e) = j.plan_finished(&report) {
-                tracing::warn!("journal: could not write plan_finished: {e}");
+                report.journal_error = Some(format!("could not record the end of the run: {e}"));
             }
         }
     }
@@ -481,12 +534,14 @@ fn run_action(
             name,
             pid,
             pid_start_time,
+            ..
         } => runner.stop_machine(*product, name, *pid, *pid_start_time),
         Action::DeleteMachine {
             product,
             name,
             cascade,
             children,
+            ..
         } => runner.delete_machine(*product, name, *cascade, children),
         Action::SignalProcess {
             pid,
@@ -494,6 +549,7 @@ fn run_action(
             product,
             owner,
             uid,
+            ..
         } => runner.reap(*pid, *start_time, *product, owner.as_deref(), *uid),
         Action::Detach { mountpoint } => runner.detach(mountpoint),
     }

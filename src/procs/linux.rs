@@ -78,6 +78,11 @@ pub fn read_process(proc_root: &Path, pid: u32) -> Option<RawProcess> {
             }
             None => p.fds_readable = false,
         }
+        p.cwd = fs::read_link(dir.join("cwd")).ok();
+        p.root = fs::read_link(dir.join("root")).ok();
+        if let Ok(maps) = fs::read(dir.join("maps")) {
+            p.mapped = parse_maps(&maps);
+        }
     }
     // The pid may have exited (or even been reused) while we read it: keep only a process
     // whose stat still shows the same start time.
@@ -131,6 +136,34 @@ pub fn strip_deleted_suffix(target: &Path) -> (PathBuf, bool) {
         Some(rest) => (PathBuf::from(OsStr::from_bytes(rest)), true),
         None => (target.to_path_buf(), false),
     }
+}
+
+/// The distinct files named in `/proc/<pid>/maps` (the sixth field, an absolute path; a
+/// ` (deleted)` suffix removed). Pseudo entries (`[heap]`, `[stack]`) are not files.
+pub fn parse_maps(bytes: &[u8]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for line in bytes.split(|b| *b == b'\n') {
+        // address perms offset dev inode pathname; the pathname may contain spaces.
+        let mut rest = line;
+        for _ in 0..5 {
+            let Some(sp) = rest.iter().position(|b| *b == b' ') else {
+                rest = &[];
+                break;
+            };
+            rest = &rest[sp + 1..];
+            while rest.first() == Some(&b' ') {
+                rest = &rest[1..];
+            }
+        }
+        if rest.first() != Some(&b'/') {
+            continue;
+        }
+        let (path, _) = strip_deleted_suffix(Path::new(OsStr::from_bytes(rest)));
+        if out.last() != Some(&path) && !out.contains(&path) {
+            out.push(path);
+        }
+    }
+    out
 }
 
 /// The fields of `/proc/<pid>/stat` this module uses.
@@ -288,6 +321,22 @@ mod tests {
         assert_eq!(
             strip_deleted_suffix(Path::new("/d/storage.raw")),
             (PathBuf::from("/d/storage.raw"), false)
+        );
+    }
+
+    #[test]
+    fn maps_files_once_with_spaces_and_deleted() {
+        let maps = b"5581a000-5581b000 r--p 00000000 08:01 131 /usr/bin/qemu\n\
+5581b000-5581c000 r-xp 00001000 08:01 131 /usr/bin/qemu\n\
+7f00-7f01 rw-s 00000000 00:05 77 /h/a disk.raw (deleted)\n\
+7ffd-7ffe rw-p 00000000 00:00 0                          [stack]\n\
+7ffe-7fff rw-p 00000000 00:00 0\n";
+        assert_eq!(
+            parse_maps(maps),
+            vec![
+                PathBuf::from("/usr/bin/qemu"),
+                PathBuf::from("/h/a disk.raw")
+            ]
         );
     }
 

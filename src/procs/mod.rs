@@ -39,6 +39,11 @@ pub struct RawProcess {
     /// Open files (Linux `/proc/<pid>/fd`), when readable.
     pub open_files: Vec<OpenFile>,
     pub fds_readable: bool,
+    /// Working directory and root directory (Linux `/proc/<pid>/{cwd,root}`), when readable.
+    pub cwd: Option<PathBuf>,
+    pub root: Option<PathBuf>,
+    /// Files mapped into memory (Linux `/proc/<pid>/maps`), each once, when readable.
+    pub mapped: Vec<PathBuf>,
     /// Read from macOS `ps` text: argv boundaries were rebuilt from spaces (see
     /// [`macos::parse_ps_output`]) and `comm` is argv[0]'s basename (macOS has no comm rename).
     pub from_ps: bool,

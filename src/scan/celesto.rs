@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::fsread::{self, Entry};
 use crate::inventory::celesto::{read_celesto_db, valid_sandbox_id, CelestoInventory};
-use crate::model::{OptInClass, OwnerRecord, Product, ProductReport, Verdict};
+use crate::model::{Machine, OptInClass, OwnerRecord, Product, ProductReport, Verdict};
 use crate::roots::celesto_roots;
 
 use super::version::{cache_version, Version};
@@ -186,6 +186,12 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
         }
     }
 
+    for (_, invs, _, _) in &dirs {
+        for inv in invs {
+            sandboxes_as_machines(ctx, inv, &vmm_ids);
+        }
+    }
+
     for (i, (dir, invs, ok, problem)) in dirs.iter().enumerate() {
         let live = know.data_dirs[i].live.clone();
         scan_data_dir(ctx, dir, invs, &live, *ok, problem, &vmm_ids);
@@ -287,6 +293,57 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
 }
 
 #[allow(clippy::too_many_arguments)]
+/// Every sandbox row of `inv` as a machine (Celesto calls them sandboxes, lately computers):
+/// its state as recorded, and whether its VM is alive. Celesto records a pid but no start time,
+/// so a row is alive when its pid is a Celesto VM process naming this sandbox, or any process
+/// when none names it.
+fn sandboxes_as_machines(
+    ctx: &mut Ctx<'_>,
+    inv: &CelestoInventory,
+    vmm_ids: &HashMap<String, Vec<u32>>,
+) {
+    for s in &inv.sandboxes {
+        let pid = s.pid.and_then(|p| u32::try_from(p).ok()).filter(|p| *p > 0);
+        let vmms = vmm_ids.get(&s.id);
+        let alive = match (pid, vmms) {
+            (Some(p), Some(v)) => v.contains(&p),
+            (Some(p), None) => ctx.procs.by_pid(p).is_some(),
+            (None, _) => false,
+        };
+        let effective = match s.status.as_str() {
+            "running" if !alive => match pid {
+                Some(_) => "stale: recorded running, process gone".to_string(),
+                None => "stale: recorded running without a process".to_string(),
+            },
+            st => st.to_string(),
+        };
+        let dir = inv.db_path.parent().map(|d| d.join("disks")).and_then(|d| {
+            fsread::read_dir_or_empty(&d)
+                .into_iter()
+                .find(|e| e.name_str().and_then(|n| n.split('.').next()) == Some(s.id.as_str()))
+                .map(|e| e.path)
+        });
+        ctx.machines.push(Machine {
+            product: P,
+            name: s.id.clone(),
+            state: s.status.clone(),
+            pid,
+            alive,
+            effective_state: effective,
+            pid_start_time: pid
+                .filter(|_| alive)
+                .and_then(|p| ctx.procs.by_pid(p))
+                .map(|p| p.start_time),
+            ephemeral: false,
+            created_at: None,
+            dir,
+            allocated_bytes: 0,
+            db: Some(inv.db_path.clone()),
+            branched_from: None,
+        });
+    }
+}
+
 fn scan_data_dir(
     ctx: &mut Ctx<'_>,
     dir: &Path,

@@ -138,6 +138,15 @@ impl Ctx<'_> {
             opt_in_class = None;
             reason = format!("{reason} It could not be examined, so it is left alone.");
         }
+        // The one "in use" rule, over every kind: whatever a process uses is never reclaimed.
+        if matches!(verdict, Verdict::Reclaimable | Verdict::OptIn) {
+            let users = self.procs.in_use(&d.path, identity.map(|i| (i.dev, i.ino)));
+            if !users.is_empty() {
+                verdict = Verdict::Protected;
+                opt_in_class = None;
+                reason = format!("{reason} {}", in_use_sentence(&users));
+            }
+        }
         for m in &mounts {
             self.findings.push(Finding {
                 id: finding_id(d.product, mount_kind(d.product), m),
@@ -179,6 +188,21 @@ impl Ctx<'_> {
     pub fn now(&self) -> SystemTime {
         self.opts.now
     }
+}
+
+/// Why something used by `pids` is left alone (one sentence, for every surface).
+pub(crate) fn in_use_sentence(pids: &[u32]) -> String {
+    let list = pids
+        .iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let (s, is) = if pids.len() == 1 {
+        ("", "is")
+    } else {
+        ("es", "are")
+    };
+    format!("But process{s} {list} {is} using it right now, so it is left alone.")
 }
 
 fn mount_kind(p: Product) -> &'static str {

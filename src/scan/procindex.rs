@@ -21,6 +21,10 @@ pub struct ProcIndex {
     pub vmms: Vec<(usize, VmmShape)>,
     open: HashMap<(u64, u64), Vec<usize>>,
     args: HashMap<PathBuf, Vec<usize>>,
+    /// Every path a process uses (open file, absolute argument, working directory, root
+    /// directory, mapped file, a smolvm VMM's machine directory), sorted, with the index of the
+    /// process: everything below a directory is one contiguous range (paths order by component).
+    used: Vec<(PathBuf, usize)>,
 }
 
 impl ProcIndex {
@@ -53,48 +57,67 @@ impl ProcIndex {
             }
             idx.vmms.push((i, shape));
         }
+        for (i, p) in raw.iter().enumerate() {
+            let argv = p.argv.iter().skip(1).filter(|a| a.starts_with('/'));
+            let paths = p
+                .open_files
+                .iter()
+                .map(|f| f.path.clone())
+                .chain(argv.map(PathBuf::from))
+                .chain(p.cwd.iter().cloned())
+                // A root of `/` is every process's; only a chroot names a directory.
+                .chain(p.root.iter().filter(|r| r.as_os_str() != "/").cloned())
+                .chain(p.mapped.iter().cloned());
+            idx.used.extend(paths.map(|q| (q, i)));
+        }
+        for (i, s) in &idx.vmms {
+            match s {
+                VmmShape::SmolvmBootVm { vm_dir, .. } => idx.used.push((vm_dir.clone(), *i)),
+                VmmShape::CelestoQemu { drives, .. } => {
+                    idx.used.extend(drives.iter().map(|d| (d.clone(), *i)))
+                }
+                _ => {}
+            }
+        }
+        idx.used.sort();
+        idx.used.dedup();
         idx.raw = raw;
         idx
     }
 
-    /// Pids of processes that hold `path` open (same device and inode) or name it exactly as an
-    /// argument (a QEMU `-drive file=` value counts). Never a substring match (upstream B4).
-    pub fn users_of(&self, path: &Path, meta: Option<&std::fs::Metadata>) -> Vec<u32> {
+    /// **The one "in use" rule.** Pids of processes (of any user whose table could be read) that
+    /// use `path` or, for a directory, anything below it: hold it open (also by device and
+    /// inode, so a renamed or hard-linked file counts), name it as an argument (a QEMU
+    /// `-drive file=` counts, never a substring: upstream B4), have their working or root
+    /// directory there, map it, or boot a smolvm machine from it. The scan and the executor's
+    /// re-judge both ask this.
+    pub fn in_use(&self, path: &Path, devino: Option<(u64, u64)>) -> Vec<u32> {
         let mut out: Vec<usize> = Vec::new();
-        if let Some(m) = meta {
-            if let Some(v) = self.open.get(&(m.dev(), m.ino())) {
-                out.extend(v);
-            }
-        }
-        if let Some(v) = self.args.get(path) {
+        if let Some(v) = devino.and_then(|k| self.open.get(&k)) {
             out.extend(v);
         }
+        let start = self.used.partition_point(|(q, _)| q.as_path() < path);
+        out.extend(
+            self.used[start..]
+                .iter()
+                .take_while(|(q, _)| q.starts_with(path))
+                .map(|(_, i)| *i),
+        );
         let mut pids: Vec<u32> = out.into_iter().map(|i| self.raw[i].pid).collect();
         pids.sort_unstable();
         pids.dedup();
         pids
     }
 
-    /// Pids of processes holding open any file below `dir` or naming a path below it.
+    /// Pids of processes that hold `path` open (same device and inode) or name it exactly as an
+    /// argument (a QEMU `-drive file=` value counts). Never a substring match (upstream B4).
+    pub fn users_of(&self, path: &Path, meta: Option<&std::fs::Metadata>) -> Vec<u32> {
+        self.in_use(path, meta.map(|m| (m.dev(), m.ino())))
+    }
+
+    /// Pids of processes using `dir` or anything below it ([`ProcIndex::in_use`]).
     pub fn users_below(&self, dir: &Path) -> Vec<u32> {
-        let mut pids: Vec<u32> = Vec::new();
-        for p in &self.raw {
-            let named = p.argv.iter().skip(1).any(|a| Path::new(a).starts_with(dir));
-            let open = p.open_files.iter().any(|f| f.path.starts_with(dir));
-            if named || open {
-                pids.push(p.pid);
-            }
-        }
-        for (i, s) in &self.vmms {
-            if let VmmShape::SmolvmBootVm { vm_dir, .. } = s {
-                if vm_dir.starts_with(dir) {
-                    pids.push(self.raw[*i].pid);
-                }
-            }
-        }
-        pids.sort_unstable();
-        pids.dedup();
-        pids
+        self.in_use(dir, None)
     }
 
     /// Sandbox ids that a running Celesto VMM names through its QMP socket, Firecracker API

@@ -20,7 +20,7 @@ use crate::exec::reap::{ProcessRef, ReapOptions, ReapOutcome};
 use crate::model::Product;
 
 use crate::exec::delete::Confirmed;
-use crate::exec::{ActionRunner, ExecContext, Outcome, RunMode};
+use crate::exec::{ActionRunner, ExecContext, Judge, Outcome, RunMode};
 use crate::journal::Journal;
 use crate::model::Platform;
 use crate::plan::{Action, Plan, PlannedAction, PLAN_SCHEMA};
@@ -100,8 +100,13 @@ pub trait StepRunner {
 }
 
 /// Run every checked step of `plan` (no journal).
-pub fn run(plan: &UninstallPlan, runner: &dyn StepRunner, now_secs: u64) -> RunReport {
-    run_with(plan, runner, now_secs, None)
+pub fn run(
+    plan: &UninstallPlan,
+    runner: &dyn StepRunner,
+    judge: &mut dyn Judge,
+    now_secs: u64,
+) -> RunReport {
+    run_with(plan, runner, judge, now_secs, None)
 }
 
 /// Run every checked step of `plan`, journaling what the shared executor carries out.
@@ -118,6 +123,7 @@ pub fn run(plan: &UninstallPlan, runner: &dyn StepRunner, now_secs: u64) -> RunR
 pub fn run_with(
     plan: &UninstallPlan,
     runner: &dyn StepRunner,
+    judge: &mut dyn Judge,
     now_secs: u64,
     mut journal: Option<&mut Journal>,
 ) -> RunReport {
@@ -148,12 +154,15 @@ pub fn run_with(
                 name: name.clone(),
                 pid: process.map(|p| p.pid),
                 pid_start_time: process.map(|p| p.start_time),
+                state: String::new(),
             },
             Step::DeleteMachine { product, name, .. } => Action::DeleteMachine {
                 product: *product,
                 name: name.clone(),
                 cascade: false,
                 children: Vec::new(),
+                bytes: ps.bytes,
+                ephemeral: false,
             },
             Step::Reap {
                 product,
@@ -166,6 +175,8 @@ pub fn run_with(
                 product: *product,
                 owner: None,
                 uid: *uid,
+                shape: String::new(),
+                uninstall: true,
             },
             Step::Detach { mountpoint } => Action::Detach {
                 mountpoint: mountpoint.clone(),
@@ -184,7 +195,17 @@ pub fn run_with(
         plan,
         inner: runner,
     };
-    for (i, o) in execute_shared(plan, &p1, vec![], 0, &adapter, journal.as_deref_mut()).0 {
+    for (i, o) in execute_shared(
+        plan,
+        &p1,
+        vec![],
+        0,
+        &adapter,
+        judge,
+        journal.as_deref_mut(),
+    )
+    .0
+    {
         if let (Step::Detach { mountpoint }, true) = (&plan.steps[i].step, o.is_failed()) {
             still_mounted.push(mountpoint.clone());
         }
@@ -265,7 +286,7 @@ pub fn run_with(
     // Anything changed inside a directory after this instant (rounded up to the next second,
     // the plan's resolution) is left in place.
     let scanned_at = now_secs_real() + 1;
-    let (outcomes, freed) = execute_shared(plan, &p2, roots, scanned_at, &adapter, journal);
+    let (outcomes, freed) = execute_shared(plan, &p2, roots, scanned_at, &adapter, judge, journal);
     report.freed_bytes += freed;
     for (i, o) in outcomes {
         results[i] = Some(o);
@@ -343,6 +364,7 @@ fn execute_shared(
     roots: Vec<PathBuf>,
     scanned_at: u64,
     runner: &dyn ActionRunner,
+    judge: &mut dyn Judge,
     journal: Option<&mut Journal>,
 ) -> (Vec<(usize, StepOutcome)>, u64) {
     if actions.is_empty() {
@@ -375,6 +397,8 @@ fn execute_shared(
             journal,
             progress: None,
             runner,
+            judge,
+            origin: crate::exec::Origin::new("cli", "uninstall"),
         },
     ) {
         Ok(r) => (

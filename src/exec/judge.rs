@@ -1,0 +1,318 @@
+//! Re-judging each action at the moment it runs, by the scanner's own rules on fresh facts.
+//!
+//! A plan records what the user confirmed; this module answers, immediately before each action,
+//! "is this target still what was confirmed?" — whatever the plan file says:
+//!
+//! * the product roots are re-derived from the environment **now**; a path not strictly inside
+//!   a root resolved now is refused;
+//! * a path must still be found by a fresh scan as the same kind of leftover, reclaimable or
+//!   opt-in, and no process may use it or anything under it (the one "in use" rule,
+//!   [`ProcIndex::in_use`], on a process table no older than [`PROC_REFRESH`]);
+//! * a process must still be the same process (pid + start time + uid), a VM process of this
+//!   HOME by the scanner's shape rules, and still an orphan;
+//! * a machine must still exist (its product's CLI is never called for a name that does not),
+//!   with exactly the branches the user was shown.
+//!
+//! Facts are gathered once (a full scan) before the first action, again after any action that
+//! changes processes, machines or mounts, and the process table is re-read whenever it is older
+//! than [`PROC_REFRESH`].
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::model::{Machine, ScanReport, Scope, Verdict};
+use crate::plan::{strictly_inside, Action, Plan};
+use crate::scan::{ProcIndex, ScanOptions};
+
+/// The oldest process table a path deletion is judged on.
+pub const PROC_REFRESH: Duration = Duration::from_millis(250);
+
+/// A scan younger than this, made by the same process right before executing, counts as fresh.
+pub const SEED_FRESH: Duration = Duration::from_secs(2);
+
+/// Asked by the executor before each action.
+pub trait Judge {
+    /// `Ok(())` when `action` still judges as the user confirmed it; `Err(why)` otherwise.
+    fn still_confirmed(&mut self, plan: &Plan, action: &Action) -> Result<(), String>;
+    /// An action changed processes, machines or mounts: gather the facts anew before the next.
+    fn changed(&mut self);
+}
+
+/// The real judge: the scanner over the current environment.
+pub struct Rejudge {
+    opts: ScanOptions,
+    facts: Option<Facts>,
+    procs: Option<(Instant, ProcIndex)>,
+    list: fn() -> Vec<crate::procs::RawProcess>,
+}
+
+struct Facts {
+    report: ScanReport,
+    roots: BTreeSet<PathBuf>,
+}
+
+impl Facts {
+    fn new(report: ScanReport) -> Self {
+        let mut roots: BTreeSet<PathBuf> = BTreeSet::new();
+        for p in &report.products {
+            roots.extend(p.roots.values().cloned());
+        }
+        roots.extend(report.findings.iter().filter_map(|f| f.root.clone()));
+        Facts { report, roots }
+    }
+}
+
+impl Rejudge {
+    /// Judge on facts gathered from `opts` (the environment of the moment of execution).
+    pub fn new(opts: ScanOptions) -> Self {
+        Rejudge {
+            opts,
+            facts: None,
+            procs: None,
+            list: crate::procs::list,
+        }
+    }
+
+    /// The current environment of this process.
+    pub fn from_env() -> anyhow::Result<Self> {
+        Ok(Self::new(ScanOptions::from_env()?))
+    }
+
+    /// Start from `report` when it was made from the same environment less than
+    /// [`SEED_FRESH`] ago (`prune` scans, plans and executes in one go); otherwise it is ignored.
+    pub fn seeded(mut self, report: &ScanReport, taken: Instant) -> Self {
+        if taken.elapsed() < SEED_FRESH && report.home == self.opts.env.home {
+            self.facts = Some(Facts::new(report.clone()));
+        }
+        self
+    }
+
+    fn facts(&mut self) -> &Facts {
+        if self.facts.is_none() {
+            self.opts.now = SystemTime::now();
+            let raw = (self.list)();
+            let report = crate::scan::scan_with(&self.opts, raw.clone());
+            self.procs = Some((Instant::now(), ProcIndex::build(raw, self.opts.env.euid)));
+            self.facts = Some(Facts::new(report));
+        }
+        self.facts.as_ref().expect("gathered above")
+    }
+
+    fn procs(&mut self) -> &ProcIndex {
+        let stale = self
+            .procs
+            .as_ref()
+            .is_none_or(|(at, _)| at.elapsed() >= PROC_REFRESH);
+        if stale {
+            let raw = (self.list)();
+            self.procs = Some((Instant::now(), ProcIndex::build(raw, self.opts.env.euid)));
+        }
+        &self.procs.as_ref().expect("read above").1
+    }
+}
+
+impl Judge for Rejudge {
+    fn still_confirmed(&mut self, plan: &Plan, action: &Action) -> Result<(), String> {
+        let home = self.opts.env.home.clone();
+        if plan.home != home {
+            return Err(format!(
+                "the plan was made for HOME {}, this is {}",
+                plan.home.display(),
+                home.display()
+            ));
+        }
+        match action {
+            Action::DeletePath {
+                path, root, kind, ..
+            } => {
+                judge_path(self.facts(), &home, path, root, kind)?;
+                let devino = crate::fsread::lstat(path).map(|m| {
+                    use std::os::unix::fs::MetadataExt;
+                    (m.dev(), m.ino())
+                });
+                let users = self.procs().in_use(path, devino);
+                if users.is_empty() {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "not deleted: {}",
+                        crate::scan::in_use_sentence(&users).trim_start_matches("But ")
+                    ))
+                }
+            }
+            Action::SignalProcess {
+                pid,
+                start_time,
+                uid,
+                product,
+                uninstall,
+                ..
+            } => judge_process(
+                &self.facts().report,
+                (*pid, *start_time, *uid, *product),
+                *uninstall,
+            ),
+            Action::StopMachine { product, name, .. } => {
+                machine(&self.facts().report, *product, name).map(|_| ())
+            }
+            Action::DeleteMachine {
+                product,
+                name,
+                children,
+                ..
+            } => {
+                let r = &self.facts().report;
+                let m = machine(r, *product, name)?;
+                let now: BTreeSet<String> = crate::plan::branch_descendants(r, m)
+                    .iter()
+                    .map(|c| c.name.clone())
+                    .collect();
+                let shown: BTreeSet<String> = children.iter().cloned().collect();
+                if now == shown {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "the machines branched from '{name}' are not the ones shown ({}); not deleted",
+                        now.into_iter().collect::<Vec<_>>().join(", ")
+                    ))
+                }
+            }
+            Action::Detach { mountpoint } => judge_mount(self.facts(), mountpoint),
+        }
+    }
+
+    fn changed(&mut self) {
+        self.facts = None;
+        self.procs = None;
+    }
+}
+
+/// A path is deleted only when a scan made now finds it, inside a root resolved now, as the same
+/// kind of leftover, and judges it reclaimable or opt-in.
+fn judge_path(
+    facts: &Facts,
+    home: &Path,
+    path: &Path,
+    root: &Path,
+    kind: &str,
+) -> Result<(), String> {
+    if path == home || home.starts_with(path) || root == Path::new("/") {
+        return Err("HOME, a directory holding it, or / is never deleted".into());
+    }
+    if kind.ends_with(".uninstall") {
+        // An uninstall removes a product root or an entry of one: the root must be one this
+        // environment resolves now.
+        return if facts
+            .report
+            .products
+            .iter()
+            .flat_map(|p| p.roots.values())
+            .any(|r| r == path || strictly_inside(path, r))
+        {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} is not a product root, nor inside one, in this environment now; not removed",
+                path.display()
+            ))
+        };
+    }
+    if !facts.roots.contains(root) {
+        return Err(format!(
+            "its root {} is not one this environment resolves now; not deleted",
+            root.display()
+        ));
+    }
+    if !strictly_inside(path, root) || facts.roots.contains(path) {
+        return Err(format!(
+            "not strictly inside its root {}; not deleted",
+            root.display()
+        ));
+    }
+    if crate::fsread::lstat(path).is_none() {
+        return Ok(()); // the delete reports it as already gone
+    }
+    let Some(f) = facts.report.findings.iter().find(|f| f.path == path) else {
+        return Err("a scan made now does not find it as a leftover; not deleted".into());
+    };
+    if f.root.as_deref() != Some(root) {
+        return Err("a scan made now places it under another root; not deleted".into());
+    }
+    match f.verdict {
+        Verdict::Protected => Err(format!("protected now: {}", f.reason)),
+        Verdict::Unknown => Err(format!("cannot be verified now: {}", f.reason)),
+        Verdict::Reclaimable | Verdict::OptIn if f.kind != kind => Err(format!(
+            "it is no longer what was confirmed ({kind}); a scan made now finds: {}",
+            f.reason
+        )),
+        Verdict::Reclaimable | Verdict::OptIn => Ok(()),
+    }
+}
+
+/// A process is signalled only when a scan made now finds it as the same process (pid, start
+/// time, uid, product), a VM process of this HOME by the shape rules, and an orphan (for an
+/// uninstall: any VM process of this HOME).
+fn judge_process(
+    r: &ScanReport,
+    (pid, start_time, uid, product): (u32, u64, u32, crate::model::Product),
+    uninstall: bool,
+) -> Result<(), String> {
+    let Some(p) = r.processes.iter().find(|p| p.pid == pid) else {
+        return Err(format!(
+            "process {pid} is not a VM process now (gone, or not VMM-shaped); nothing signalled"
+        ));
+    };
+    if p.start_time != start_time || p.uid != uid || p.product != product {
+        return Err(format!(
+            "process {pid} is another process than the one planned; nothing signalled"
+        ));
+    }
+    if p.scope != Scope::ThisHome {
+        return Err(format!(
+            "process {pid} is not this HOME's VM process now; nothing signalled"
+        ));
+    }
+    if !p.orphan && !uninstall {
+        let owner = p.owner.as_deref().unwrap_or("a recorded machine");
+        return Err(format!(
+            "process {pid} is no longer an orphan: it belongs to {owner} now; nothing signalled"
+        ));
+    }
+    Ok(())
+}
+
+fn machine<'r>(
+    r: &'r ScanReport,
+    product: crate::model::Product,
+    name: &str,
+) -> Result<&'r Machine, String> {
+    r.machines
+        .iter()
+        .find(|m| m.product == product && m.name == name)
+        .ok_or_else(|| {
+            format!(
+                "no {} machine '{name}' exists now; the name is not passed to the CLI (that would create state for it)",
+                product.display_name()
+            )
+        })
+}
+
+/// Smolsweep detaches only macOS `layers-cs` disk images, inside a product root resolved now.
+fn judge_mount(facts: &Facts, mountpoint: &Path) -> Result<(), String> {
+    let inside = facts.roots.iter().any(|r| strictly_inside(mountpoint, r))
+        || facts
+            .report
+            .products
+            .iter()
+            .flat_map(|p| p.roots.values())
+            .any(|r| strictly_inside(mountpoint, r));
+    if inside && mountpoint.file_name().is_some_and(|n| n == "layers-cs") {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} is not a smolvm disk-image mount inside a product root resolved now; not detached",
+            mountpoint.display()
+        ))
+    }
+}

@@ -1,0 +1,459 @@
+//! Re-judging at the moment of action: what changed between the plan and "yes" is seen by the
+//! executor, whatever the plan file says. One regression test per hole, named after it.
+//!
+//! Every test lays out its own scratch HOME and signals only processes it spawned itself.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+use smolsweep::env::EnvSnapshot;
+use smolsweep::exec::{self, ActionRunner, ExecContext, Outcome, Rejudge};
+use smolsweep::journal::{Journal, JournalEntry};
+use smolsweep::plan::{Action, Plan, PlanError, PlannedAction, Selection};
+use smolsweep::scan::{scan, ScanOptions};
+use smolsweep::{Platform, Product, ScanReport};
+use smolsweep_fixtures::vmm::{self, FakeVmm, Shape};
+use smolsweep_fixtures::{age_tree, Home, Layout, OLD};
+
+fn opts(home: &Home) -> ScanOptions {
+    let mut vars = home.env_vars();
+    vars.push(("PATH".into(), "/usr/bin:/bin".into()));
+    let mut env = EnvSnapshot::from_pairs(home.root.clone(), vars);
+    env.euid = rustix::process::geteuid().as_raw();
+    ScanOptions {
+        env,
+        platform: Platform::Linux,
+        age_guard: Duration::from_secs(120),
+        now: SystemTime::now(),
+    }
+}
+
+fn scan_home(home: &Home) -> ScanReport {
+    scan(&opts(home))
+}
+
+/// Records what it was asked to do; does nothing.
+#[derive(Default)]
+struct Recorder(std::cell::RefCell<Vec<String>>);
+
+impl ActionRunner for Recorder {
+    fn stop_machine(&self, _: Product, name: &str, _: Option<u32>, _: Option<u64>) -> Outcome {
+        self.0.borrow_mut().push(format!("stop {name}"));
+        Outcome::done("stopped")
+    }
+    fn delete_machine(&self, _: Product, name: &str, _: bool, _: &[String]) -> Outcome {
+        self.0.borrow_mut().push(format!("delete {name}"));
+        Outcome::done("deleted")
+    }
+    fn reap(&self, pid: u32, _: u64, _: Product, _: Option<&str>, _: u32) -> Outcome {
+        self.0.borrow_mut().push(format!("reap {pid}"));
+        Outcome::done("ended")
+    }
+    fn detach(&self, m: &Path) -> Outcome {
+        self.0.borrow_mut().push(format!("detach {}", m.display()));
+        Outcome::done("detached")
+    }
+}
+
+/// Execute as confirmed, re-judged by the real judge in `home`'s environment.
+fn execute(home: &Home, plan: &Plan, runner: &dyn ActionRunner) -> exec::ExecReport {
+    let mut judge = Rejudge::new(opts(home));
+    exec::execute(plan, ExecContext::confirmed(plan, runner, &mut judge)).expect("runs")
+}
+
+fn outcome_for<'r>(r: &'r exec::ExecReport, p: &Path) -> &'r Outcome {
+    &r.records
+        .iter()
+        .find(|rec| matches!(&rec.action, Action::DeletePath { path, .. } if path == p))
+        .unwrap_or_else(|| panic!("{} was not planned", p.display()))
+        .outcome
+}
+
+fn skipped_why(o: &Outcome) -> &str {
+    match o {
+        Outcome::Skipped { why, .. } => why,
+        o => panic!("expected a skip, got {o:?}"),
+    }
+}
+
+fn standin() -> PathBuf {
+    vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR")))
+}
+
+fn boot_vm(vm_dir: &Path, home: &Home, open: Option<&Path>) -> FakeVmm {
+    vmm::spawn(
+        &standin(),
+        &Shape {
+            argv: vec![
+                "/proc/self/exe".into(),
+                "_boot-vm".into(),
+                vm_dir.join("boot-config.json").display().to_string(),
+            ],
+            comm: Some("libkrun VM"),
+            open,
+            home: Some(&home.root),
+        },
+    )
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s[s.rfind(')')? + 2..].chars().next())
+        .is_some_and(|c| c != 'Z')
+}
+
+/// A plan edited by hand, its id recomputed so that it is self-consistent again.
+fn edited(plan: &Plan, edit: impl FnOnce(&mut Plan)) -> Plan {
+    let mut p = plan.clone();
+    edit(&mut p);
+    for a in &mut p.actions {
+        a.summary = a.action.describe();
+    }
+    p.id = p.content_id();
+    Plan::from_json(&p.to_json_pretty()).expect("a self-consistent plan loads")
+}
+
+fn celesto_orphan(home: &Home) -> PathBuf {
+    let data = home.celesto_data_dir().unwrap();
+    data.row("alive", "running", "qemu", None).unwrap();
+    let disk = data.disk("gone1", "qcow2", 1 << 20, 1 << 16).unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    disk
+}
+
+#[test]
+fn vmm_opens_a_planned_disk_after_the_plan_is_skipped() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let disk = celesto_orphan(&home);
+    let plan = Plan::from_scan(&scan_home(&home), &Selection::reclaimable());
+    assert!(plan
+        .actions
+        .iter()
+        .any(|a| matches!(&a.action, Action::DeletePath { path, .. } if path == &disk)));
+    // After the plan, a VM starts on that disk (it holds it open; its argv does not name it).
+    let vm = vmm::spawn(
+        &standin(),
+        &Shape {
+            argv: vec!["qemu-system-x86_64".into(), "-nographic".into()],
+            comm: None,
+            open: Some(&disk),
+            home: Some(&home.root),
+        },
+    );
+    let r = execute(&home, &plan, &Recorder::default());
+    let why = skipped_why(outcome_for(&r, &disk));
+    assert!(why.contains(&vm.pid().to_string()), "{why}");
+    assert!(disk.exists(), "the disk of a live VM was deleted");
+}
+
+#[test]
+fn vmm_boots_from_a_planned_dangling_dir_is_skipped() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let sm = home.smolvm().unwrap();
+    sm.record("other", json!({})).unwrap();
+    let dir = sm.dangling_dir("ghost").unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    let plan = Plan::from_scan(&scan_home(&home), &Selection::reclaimable());
+    assert!(
+        plan.actions
+            .iter()
+            .any(|a| matches!(&a.action, Action::DeletePath { path, .. } if path == &dir)),
+        "{plan:#?}"
+    );
+    // smolvm #787: a `_boot-vm` starts from that directory, holding its storage open.
+    let vm = boot_vm(&dir, &home, Some(&dir.join("storage.raw")));
+    let r = execute(&home, &plan, &Recorder::default());
+    let why = skipped_why(outcome_for(&r, &dir));
+    assert!(!why.is_empty());
+    assert!(
+        dir.join("storage.raw").exists(),
+        "storage removed under a live VMM"
+    );
+    assert!(alive(vm.pid()));
+}
+
+#[test]
+fn process_with_its_cwd_in_a_planned_dir_keeps_it() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let sm = home.smolvm().unwrap();
+    sm.record("other", json!({})).unwrap();
+    let dir = sm.dangling_dir("ghost").unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    let plan = Plan::from_scan(&scan_home(&home), &Selection::reclaimable());
+    // A shell whose working directory is in there (not a VMM, holding nothing open).
+    let mut sh = Command::new("sleep")
+        .arg("30")
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let r = execute(&home, &plan, &Recorder::default());
+    let why = skipped_why(outcome_for(&r, &dir)).to_string();
+    sh.kill().unwrap();
+    sh.wait().unwrap();
+    assert!(why.contains(&sh.id().to_string()), "{why}");
+    assert!(dir.exists());
+}
+
+#[test]
+fn record_appears_before_a_reap_skips_it() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let sm = home.smolvm().unwrap();
+    sm.record("other", json!({})).unwrap();
+    let dir = sm.dangling_dir("late").unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    let vm = boot_vm(&dir, &home, None);
+    let sel = Selection {
+        reap_orphans: true,
+        ..Default::default()
+    };
+    let plan = Plan::from_scan(&scan_home(&home), &sel);
+    assert!(
+        plan.actions
+            .iter()
+            .any(|a| matches!(a.action, Action::SignalProcess { pid, .. } if pid == vm.pid())),
+        "{plan:#?}"
+    );
+    // Between the plan and the reap, the machine is recorded: the VM is someone's now.
+    sm.record("late", json!({"state": "running", "pid": vm.pid()}))
+        .unwrap();
+    let runner = Recorder::default();
+    let r = execute(&home, &plan, &runner);
+    assert!(runner.0.borrow().is_empty(), "{:?}", runner.0.borrow());
+    let why = skipped_why(&r.records[0].outcome);
+    assert!(why.contains("no longer an orphan"), "{why}");
+    assert!(alive(vm.pid()));
+}
+
+#[test]
+fn edited_plan_naming_an_unresolved_root_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    celesto_orphan(&home);
+    let plan = Plan::from_scan(&scan_home(&home), &Selection::reclaimable());
+    let elsewhere = t.path().join("projects");
+    std::fs::create_dir_all(elsewhere.join("src")).unwrap();
+    std::fs::write(elsewhere.join("src/main.rs"), b"fn main() {}").unwrap();
+    let target = elsewhere.join("src");
+    let id = smolsweep::exec::delete::identity_of(&target).unwrap();
+    let p = edited(&plan, |p| {
+        if let Action::DeletePath {
+            path,
+            root,
+            identity,
+            ..
+        } = &mut p.actions[0].action
+        {
+            *path = target.clone();
+            *root = elsewhere.clone();
+            *identity = id;
+        }
+        p.roots.push(elsewhere.clone());
+    });
+    let r = execute(&home, &p, &Recorder::default());
+    let why = skipped_why(outcome_for(&r, &target));
+    assert!(why.contains("not one this environment resolves"), "{why}");
+    assert!(elsewhere.join("src/main.rs").exists());
+}
+
+#[test]
+fn edited_plan_naming_a_path_outside_the_roots_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    celesto_orphan(&home);
+    let report = scan_home(&home);
+    let plan = Plan::from_scan(&report, &Selection::reclaimable());
+    let keep = home.root.join("Documents");
+    std::fs::create_dir_all(&keep).unwrap();
+    std::fs::write(keep.join("thesis.tex"), b"\\begin{document}").unwrap();
+    let id = smolsweep::exec::delete::identity_of(&keep).unwrap();
+    // The path is inside HOME but in no product root; the plan keeps a real root.
+    let p = edited(&plan, |p| {
+        if let Action::DeletePath { path, identity, .. } = &mut p.actions[0].action {
+            *path = keep.clone();
+            *identity = id;
+        }
+    });
+    let r = execute(&home, &p, &Recorder::default());
+    assert!(!outcome_for(&r, &keep).is_done());
+    assert!(keep.join("thesis.tex").exists());
+}
+
+#[test]
+fn edited_plan_naming_a_non_vmm_process_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    celesto_orphan(&home);
+    let plan = Plan::from_scan(&scan_home(&home), &Selection::reclaimable());
+    let mut editor = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = editor.id();
+    let start = smolsweep::procs::linux::process_start_time(pid).unwrap();
+    let p = edited(&plan, |p| {
+        p.actions.insert(
+            0,
+            PlannedAction::of(Action::SignalProcess {
+                pid,
+                start_time: start,
+                product: Product::Celesto,
+                owner: None,
+                uid: rustix::process::getuid().as_raw(),
+                shape: "celesto.qemu".into(),
+                uninstall: false,
+            }),
+        );
+    });
+    let runner = Recorder::default();
+    let r = execute(&home, &p, &runner);
+    let alive_after = alive(pid);
+    editor.kill().unwrap();
+    editor.wait().unwrap();
+    assert!(runner.0.borrow().is_empty(), "{:?}", runner.0.borrow());
+    assert!(skipped_why(&r.records[0].outcome).contains("not a VM process"));
+    assert!(alive_after);
+}
+
+#[test]
+fn edited_plan_with_a_lying_summary_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    celesto_orphan(&home);
+    let plan = Plan::from_scan(&scan_home(&home), &Selection::reclaimable());
+    let mut p = plan.clone();
+    p.actions[0].summary = "tidy up a log file (0 B)".into();
+    p.id = p.content_id();
+    match Plan::from_json(&p.to_json_pretty()) {
+        Err(PlanError::Summary { claimed, actual }) => {
+            assert_eq!(claimed, "tidy up a log file (0 B)");
+            assert!(actual.starts_with("delete file"), "{actual}");
+        }
+        other => panic!("an edited summary was accepted: {other:?}"),
+    }
+    // A scan report fed to apply is named as such.
+    let report = serde_json::to_string(&scan_home(&home)).unwrap();
+    assert!(matches!(
+        Plan::from_json(&report),
+        Err(PlanError::ScanReport)
+    ));
+}
+
+#[test]
+fn journal_as_a_symlink_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let elsewhere = t.path().join("elsewhere.txt");
+    std::fs::write(&elsewhere, b"precious\n").unwrap();
+    let dir = t.path().join("data");
+    std::fs::create_dir(&dir).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dir.join("journal.jsonl")).unwrap();
+    let e = Journal::open(&dir.join("journal.jsonl")).unwrap_err();
+    assert!(e.to_string().contains("symbolic link"), "{e}");
+    assert_eq!(std::fs::read(&elsewhere).unwrap(), b"precious\n");
+    // A new journal directory is private.
+    let fresh = t.path().join("new/data/journal.jsonl");
+    Journal::open(&fresh).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(fresh.parent().unwrap())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700);
+}
+
+/// A journal on a full file system: the run stops before the next action and says so.
+#[test]
+fn journal_on_a_full_file_system_stops_the_run() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let data = home.celesto_data_dir().unwrap();
+    data.row("alive", "running", "qemu", None).unwrap();
+    let disks: Vec<PathBuf> = (0..4)
+        .map(|i| {
+            data.disk(&format!("gone{i}"), "qcow2", 1 << 16, 1 << 14)
+                .unwrap()
+        })
+        .collect();
+    age_tree(&home.root, OLD).unwrap();
+    let plan = Plan::from_scan(&scan_home(&home), &Selection::reclaimable());
+    assert!(plan.delete_count() >= 4, "{plan:#?}");
+
+    // A tiny tmpfs (this test mounts it, as root; elsewhere it fails, never passes silently).
+    let mnt = t.path().join("tiny");
+    std::fs::create_dir(&mnt).unwrap();
+    let st = Command::new("mount")
+        .args([
+            "-t",
+            "tmpfs",
+            "-o",
+            "size=12k",
+            "smolsweep-test",
+            mnt.to_str().unwrap(),
+        ])
+        .status()
+        .expect("run mount");
+    assert!(st.success(), "this test mounts a tmpfs and needs root");
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _u = Unmount(mnt.clone());
+    // tmpfs counts whole pages. The journal is pre-filled so that the run's first line ends
+    // exactly on a page boundary, and the file system is filled but for the pages that line
+    // needs: the line fits, nothing after it does.
+    const PAGE: usize = 4096;
+    let started = JournalEntry::PlanStarted {
+        at_ms: 1_796_000_000_000,
+        plan_id: plan.id.clone(),
+        home: plan.home.clone(),
+        estimated_bytes: plan.estimated_bytes,
+        actions: plan.actions.clone(),
+        origin: Some(exec::Origin::new("cli", "apply")),
+    };
+    let line = serde_json::to_vec(&started).unwrap().len() + 1;
+    let pre = PAGE - line % PAGE; // >= 1: room for the placeholder's newline
+    let jpath = mnt.join("journal.jsonl");
+    let mut placeholder = vec![b'#'; pre - 1];
+    placeholder.push(b'\n');
+    std::fs::write(&jpath, &placeholder).unwrap();
+    let mut j = Journal::open(&jpath).unwrap();
+    let pages_needed = (pre + line).div_ceil(PAGE) - pre.div_ceil(PAGE);
+    let filler = mnt.join("filler");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&filler).unwrap();
+        while f.write_all(&[b'x'; PAGE]).is_ok() {}
+        let _ = f.sync_all();
+        let len = f.metadata().unwrap().len();
+        f.set_len(len / PAGE as u64 * PAGE as u64 - (pages_needed * PAGE) as u64)
+            .unwrap();
+    }
+
+    let mut judge = Rejudge::new(opts(&home));
+    let runner = Recorder::default();
+    let mut ctx = ExecContext::confirmed(&plan, &runner, &mut judge);
+    ctx.journal = Some(&mut j);
+    let r = exec::execute(&plan, ctx).expect("plan_started fits");
+    assert!(r.journal_error.is_some(), "{r:#?}");
+    assert!(r.any_failed(), "a run whose journal failed reports failure");
+    let done = r.done().count();
+    assert!(
+        done <= 1,
+        "the run went on after the journal failed: {done} done"
+    );
+    let left = disks.iter().filter(|d| d.exists()).count();
+    assert!(left >= disks.len() - 1, "only {left} disks left");
+    let not_attempted = r
+        .skipped()
+        .filter(
+            |rec| matches!(&rec.outcome, Outcome::Skipped { why, .. } if why.contains("journal")),
+        )
+        .count();
+    assert!(not_attempted >= disks.len() - 1, "{r:#?}");
+}
