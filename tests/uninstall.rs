@@ -799,6 +799,63 @@ mod library {
         }
     }
 
+    /// A VM started between the preflight and "yes" uses files in a root the plan removes:
+    /// the removal is re-judged when it runs and leaves that root in place.
+    #[test]
+    fn machine_started_between_uninstall_preflight_and_confirmation_keeps_its_files() {
+        let (_t, home) = scratch_home();
+        smolvm_home(&home);
+        let env = env_for(&home, &base_path(&home));
+        let pre = preflight::gather_with(&env, Platform::Linux, &[], Some(&[]));
+        let mut p = plan::build(&pre, &smolvm_only());
+        // Only the removals (the machines' own CLI steps are tested elsewhere).
+        for i in 0..p.steps.len() {
+            let removal = matches!(p.steps[i].step, Step::RemovePath { .. });
+            p.set_checked(i, removal);
+        }
+        // A VM starts, holding a disk open inside a root the plan removes.
+        let vm_dir = p
+            .checked()
+            .find_map(|s| match &s.step {
+                Step::RemovePath { path, .. } if path.is_dir() => Some(path.clone()),
+                _ => None,
+            })
+            .expect("a directory to remove");
+        let disk = vm_dir.join("busy-storage.raw");
+        std::fs::write(&disk, b"disk").unwrap();
+        let bin = vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR")));
+        let vm = vmm::spawn(
+            &bin,
+            &vmm::Shape {
+                argv: vec!["qemu-system-x86_64".into(), "-nographic".into()],
+                comm: None,
+                open: Some(&disk),
+                home: Some(&home),
+            },
+        );
+        let r = run::run(
+            &p,
+            &SystemRunner::for_env(&env),
+            &mut rejudge(&env, Platform::Linux),
+            0,
+        );
+        let why = r
+            .records
+            .iter()
+            .find_map(|rec| match (&rec.step, &rec.result) {
+                (Step::RemovePath { path, .. }, StepOutcome::Skipped { why })
+                    if vm_dir.starts_with(path) =>
+                {
+                    Some(why.clone())
+                }
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{:#?}", r.records));
+        assert!(why.contains(&vm.pid().to_string()), "{why}");
+        assert!(disk.exists(), "a running VM's disk was removed");
+        assert!(alive(vm.pid()));
+    }
+
     #[test]
     fn hazard_3_a_name_gone_since_planning_never_reaches_the_cli() {
         let (_t, home) = scratch_home();

@@ -14,7 +14,6 @@ use crate::env::EnvSnapshot;
 use crate::exec::detach::MountEntry;
 use crate::install::Install;
 use crate::model::{human_bytes, Platform, Product};
-use crate::procs::shape::{detect_all, VmmShape};
 use crate::procs::RawProcess;
 use crate::roots::{celesto_roots, dot_smolvm_contents, smolvm_roots};
 
@@ -626,69 +625,32 @@ pub fn read_celesto_rows(db: &Path) -> Result<Vec<MachineRecord>, String> {
     Ok(out)
 }
 
-/// VM processes of both products that belong to this HOME: same uid as us, and tied to this
-/// HOME by a machine directory under its smolvm roots, a disk under its Celesto data
-/// directories, open files under either, or the process's own `HOME`.
+/// VM processes of both products that belong to this HOME, by the scanner's one ownership rule
+/// ([`crate::scan::procindex`]): the same answer `scan`, `reap`, `verify` and `uninstall` give.
 pub fn vm_processes_of_home(
     env: &EnvSnapshot,
     platform: Platform,
     procs: &[RawProcess],
 ) -> Vec<VmProc> {
-    let smol = smolvm_roots(platform, env);
-    let cel = celesto_roots(platform, env);
-    let mut roots: Vec<PathBuf> = Vec::new();
-    for s in user_smolvm_sets(&smol, &env.home) {
-        roots.push(s.data_root.clone());
-        roots.push(s.cache_root.clone());
-        roots.push(s.pack_cache.clone());
-    }
-    roots.push(env.home.join(".smolvm"));
-    for d in cel.data_dirs.iter().filter(|d| !is_system_path(&d.path)) {
-        roots.push(d.path.clone());
-    }
-    for d in cel.image_dirs.iter().filter(|d| !is_system_path(&d.path)) {
-        roots.push(d.path.clone());
-    }
-    let mut out = Vec::new();
-    for (p, shape) in detect_all(procs) {
-        if p.uid != env.euid {
-            continue;
-        }
-        let mut evidence: Option<String> = None;
-        for path in shape.paths() {
-            if roots.iter().any(|r| path.starts_with(r)) {
-                evidence = Some(path.display().to_string());
-                break;
-            }
-        }
-        if evidence.is_none() {
-            if let Some(f) = p
-                .open_files
-                .iter()
-                .find(|f| roots.iter().any(|r| f.path.starts_with(r)))
-            {
-                evidence = Some(format!("holds {}", f.path.display()));
-            }
-        }
-        if evidence.is_none() && p.env_home.as_deref() == Some(env.home.as_path()) {
-            if let VmmShape::SmolvmBootVm { .. } = shape {
-                // A boot child names its machine directory; one elsewhere is another root set.
-            } else {
-                evidence = Some(format!("started with HOME={}", env.home.display()));
-            }
-        }
-        if let Some(evidence) = evidence {
-            out.push(VmProc {
-                pid: p.pid,
-                start_time: p.start_time,
-                uid: p.uid,
-                product: shape.product(),
-                shape: shape.shape_name().to_string(),
-                evidence,
-            });
-        }
-    }
-    out
+    let opts = crate::scan::ScanOptions {
+        env: env.clone(),
+        platform,
+        age_guard: std::time::Duration::from_secs(120),
+        now: std::time::SystemTime::now(),
+    };
+    crate::scan::scan_with(&opts, procs.to_vec())
+        .processes
+        .into_iter()
+        .filter(|p| p.scope == crate::model::Scope::ThisHome)
+        .map(|p| VmProc {
+            pid: p.pid,
+            start_time: p.start_time,
+            uid: p.uid,
+            product: p.product,
+            shape: p.shape,
+            evidence: p.reason,
+        })
+        .collect()
 }
 
 /// The preflight for people.
