@@ -1,0 +1,620 @@
+//! A real QEMU VM, not a stand-in: a Celesto 0.1.10 SDK sandbox booted on QEMU with a Debian
+//! kernel and a busybox initramfs (celesto-smolvm.md §12.6), orphaned the way the reference
+//! documents (the SDK process dies without `delete()`; its QEMU, in its own session, runs on,
+//! and no inventory row ever names it), then found, skipped, reaped and pruned by the
+//! `smolsweep` binary.
+//!
+//! Needs `scripts/setup/20-real-tools.sh` (`SMOLSWEEP_CELESTO_BIN`) and
+//! `scripts/setup/30-qemu-vm.sh` (`SMOLSWEEP_QEMU_KERNEL`, `SMOLSWEEP_QEMU_INITRD`,
+//! `SMOLSWEEP_QEMU_BIN_DIR`, `SMOLSWEEP_QEMU_ACCEL`); `scripts/test.sh` sources both. Without
+//! them the test fails, it is never skipped.
+//!
+//! Everything lives in one scratch directory (on `/dev/shm` when there is one, so the measured
+//! free space is not disturbed by builds on the main file system): HOME, the XDG directories,
+//! `CELESTO_DATA_DIR`, `CELESTO_IMAGE_DIR`, `TMPDIR`, the QMP socket directory and Smolsweep's
+//! journal. Every child process gets a clean environment pointing there. The only processes
+//! signalled are the SDK helper this test spawns and the QEMU that helper starts, by pid and
+//! start time; a guard kills both if the test fails.
+
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The SDK sandbox that becomes the orphan.
+const SDK_ID: &str = "sdk1";
+/// A CLI-persisted sandbox (a row in `celesto.db`, never started): the inventory exists.
+const CLI_ID: &str = "real1";
+const MEMORY_MIB: u32 = 128;
+/// What the test writes into the SDK disk (through qemu-io) so that its size means something.
+const DATA_MIB: u32 = 32;
+
+/// `$var`, or a failure that says how to get it.
+fn required(var: &str) -> PathBuf {
+    let v = std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| {
+            panic!(
+                "{var} is not set: this test boots a real QEMU VM. Run `scripts/test.sh`, or \
+                 `export SMOLSWEEP_REPO=$PWD; source scripts/setup/20-real-tools.sh; \
+                 source scripts/setup/30-qemu-vm.sh` first"
+            )
+        });
+    let p = PathBuf::from(v);
+    assert!(p.exists(), "{var}={} does not exist", p.display());
+    p
+}
+
+/// The scratch world: one private directory holding HOME and everything else.
+struct Scratch {
+    root: PathBuf,
+    home: PathBuf,
+    data_dir: PathBuf,
+    image_dir: PathBuf,
+    socket_dir: PathBuf,
+    logs: PathBuf,
+    qemu_bin_dir: PathBuf,
+    venv_bin: PathBuf,
+    runs: std::cell::Cell<u32>,
+}
+
+impl Scratch {
+    fn new(root: &Path, qemu_bin_dir: PathBuf, venv_bin: PathBuf) -> Scratch {
+        let home = root.join("home");
+        for d in [
+            home.clone(),
+            root.join("tmp"),
+            root.join("run"),
+            root.join("logs"),
+        ] {
+            fs::DirBuilder::new().mode(0o700).create(&d).unwrap();
+        }
+        Scratch {
+            root: root.to_path_buf(),
+            data_dir: home.join(".local/state/celesto"),
+            image_dir: home.join(".celesto/images"),
+            socket_dir: root.join("tmp"),
+            logs: root.join("logs"),
+            home,
+            qemu_bin_dir,
+            venv_bin,
+            runs: std::cell::Cell::new(0),
+        }
+    }
+
+    /// A clean environment pointing into the scratch directory (celesto-smolvm.md §12.2).
+    fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let h = &self.home;
+        let mut c = Command::new(program);
+        c.env_clear()
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+                    self.qemu_bin_dir.display(),
+                    self.venv_bin.display()
+                ),
+            )
+            .env("HOME", h)
+            .env("LANG", "C.UTF-8")
+            .env("TMPDIR", &self.socket_dir)
+            .env("XDG_CONFIG_HOME", h.join(".config"))
+            .env("XDG_DATA_HOME", h.join(".local/share"))
+            .env("XDG_STATE_HOME", h.join(".local/state"))
+            .env("XDG_CACHE_HOME", h.join(".cache"))
+            .env("XDG_RUNTIME_DIR", self.root.join("run"))
+            .env("CELESTO_DATA_DIR", &self.data_dir)
+            .env("CELESTO_IMAGE_DIR", &self.image_dir)
+            .env("CELESTO_NO_TELEMETRY", "1")
+            .env("DO_NOT_TRACK", "1")
+            .env("CELESTO_DISABLE_VERSION_CHECK", "1")
+            .env("CELESTO_NO_KVM_REEXEC", "1")
+            .env("SMOLSWEEP_SOCKET_DIR", &self.socket_dir)
+            .env("SMOLSWEEP_DATA_DIR", self.root.join("smolsweep-data"))
+            .current_dir(h)
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs `cmd` to completion within `limit` (killed and failed after it); returns the exit
+    /// code and stdout. Output goes through files, so no pipe can fill up.
+    fn run(&self, what: &str, cmd: &mut Command, limit: Duration) -> (i32, String) {
+        let n = self.runs.get() + 1;
+        self.runs.set(n);
+        let out = self.logs.join(format!("{n:02}-{what}.out"));
+        let err = self.logs.join(format!("{n:02}-{what}.err"));
+        let started = Instant::now();
+        let mut child = cmd
+            .stdout(fs::File::create(&out).unwrap())
+            .stderr(fs::File::create(&err).unwrap())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{what}: cannot spawn {:?}: {e}", cmd.get_program()));
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if started.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{what} did not finish within {limit:?}\nstderr: {}",
+                    read_lossy(&err)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        eprintln!("real_vm: {what}: {status} in {:?}", started.elapsed());
+        (
+            status.code().unwrap_or(-1),
+            read_lossy(&out) + &stderr_note(&err),
+        )
+    }
+
+    /// SHA-256 of a file's content (coreutils `sha256sum`: fast, unlike an unoptimised test build).
+    fn sha256(&self, p: &Path) -> String {
+        let (code, out) = self.run(
+            "sha256sum",
+            self.command("sha256sum").arg(p),
+            Duration::from_secs(30),
+        );
+        assert_eq!(code, 0, "sha256sum {}: {out}", p.display());
+        out.split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// `smolsweep ARGS` (the binary under test), with its JSON output parsed.
+    fn smolsweep(&self, what: &str, args: &[&str]) -> (i32, Value, String) {
+        let mut c = self.command(env!("CARGO_BIN_EXE_smolsweep"));
+        c.args(args).env("PATH", "/usr/bin:/bin");
+        let (code, text) = self.run(what, &mut c, Duration::from_secs(60));
+        let json = text.split("\n--- stderr ---\n").next().unwrap_or("");
+        let v = if args.contains(&"--json") {
+            serde_json::from_str(json)
+                .unwrap_or_else(|e| panic!("{what}: output is not JSON ({e}):\n{text}"))
+        } else {
+            Value::Null
+        };
+        (code, v, text)
+    }
+}
+
+fn read_lossy(p: &Path) -> String {
+    String::from_utf8_lossy(&fs::read(p).unwrap_or_default()).into_owned()
+}
+
+fn stderr_note(p: &Path) -> String {
+    let s = read_lossy(p);
+    if s.trim().is_empty() {
+        String::new()
+    } else {
+        format!("\n--- stderr ---\n{s}")
+    }
+}
+
+/// `/proc/<pid>/stat` field 22 (start time) and the state letter, when the process exists.
+fn proc_stat(pid: u32) -> Option<(char, u64)> {
+    let s = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = s.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let state = fields.first()?.chars().next()?;
+    // Field 22 overall is index 19 after the state (field 3).
+    Some((state, fields.get(19)?.parse().ok()?))
+}
+
+fn alive(pid: u32, start_time: u64) -> bool {
+    matches!(proc_stat(pid), Some((state, st)) if st == start_time && state != 'Z' && state != 'X')
+}
+
+/// Waits until `pid` (started at `start_time`) is dead; reaps it when this process is its
+/// (sub)reaper. Returns whether death was confirmed within `limit`.
+fn wait_dead(pid: u32, start_time: u64, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid on one pid with WNOHANG; ECHILD when it is not our child.
+        let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
+        if r == pid as libc::pid_t {
+            return true;
+        }
+        if !alive(pid, start_time) && r != 0 {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Kills what the test started if it fails half-way: the SDK helper, and the QEMU it launched
+/// (by pid, only while the pid still has the start time it had when the helper reported it).
+#[derive(Default)]
+struct Guard {
+    helper: Option<Child>,
+    qemu: Option<(u32, u64)>,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        // The helper first: its QEMU is then reparented to this process (a subreaper), which
+        // can reap it below.
+        if let Some(mut c) = self.helper.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if let Some((pid, st)) = self.qemu.take() {
+            if alive(pid, st) {
+                // SAFETY: plain kill(2) of the QEMU this test started, identity just re-checked.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            }
+            if !wait_dead(pid, st, Duration::from_secs(10)) {
+                eprintln!("real_vm: QEMU {pid} did not die after SIGKILL");
+            }
+        }
+    }
+}
+
+/// The SDK helper's stdout, one JSON event per line, read on a thread so every wait can time out.
+fn events(child: &mut Child) -> Receiver<String> {
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            match line {
+                Ok(l) => {
+                    if tx.send(l).is_err() {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+    });
+    rx
+}
+
+fn next_event(rx: &Receiver<String>, want: &str, limit: Duration, stderr: &Path) -> Value {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    if v["event"] == want {
+                        return v;
+                    }
+                }
+                eprintln!("real_vm: helper: {line}");
+            }
+            Err(e) => panic!(
+                "the Celesto SDK helper sent no '{want}' event ({e:?} after {limit:?})\n\
+                 helper stderr:\n{}",
+                read_lossy(stderr)
+            ),
+        }
+    }
+}
+
+fn finding<'a>(scan: &'a Value, path: &Path) -> &'a Value {
+    scan["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| Path::new(f["path"].as_str().unwrap_or("")) == path)
+        .unwrap_or_else(|| panic!("no finding for {} in {scan:#}", path.display()))
+}
+
+/// The records of `list` (`done`, `skipped`, ...) in a `smolsweep.result/1` envelope that act on
+/// `path` (a record is its action's fields, flattened, plus `outcome`).
+fn records_for<'a>(result: &'a Value, list: &str, path: &Path) -> Vec<&'a Value> {
+    result[list]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|r| Path::new(r["path"].as_str().unwrap_or("")) == path)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// (dev, ino, size, mtime in ns) as the plan records a file's identity.
+fn identity(p: &Path) -> (u64, u64, u64, i128) {
+    let m = fs::symlink_metadata(p).unwrap_or_else(|e| panic!("lstat {}: {e}", p.display()));
+    (
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+    )
+}
+
+fn step(t0: Instant, what: &str) {
+    eprintln!("real_vm: [{:>5.1} s] {what}", t0.elapsed().as_secs_f64());
+}
+
+#[test]
+fn real_qemu_sandbox_orphan_is_found_skipped_reaped_then_pruned() {
+    let t0 = Instant::now();
+    let celesto = smolsweep_fixtures::real_tools::require_celesto_bin();
+    let venv_bin = celesto.parent().unwrap().to_path_buf();
+    let python = venv_bin.join("python");
+    let kernel = required("SMOLSWEEP_QEMU_KERNEL");
+    let initrd = required("SMOLSWEEP_QEMU_INITRD");
+    let qemu_bin_dir = required("SMOLSWEEP_QEMU_BIN_DIR");
+    let accel = std::env::var("SMOLSWEEP_QEMU_ACCEL").unwrap_or_default();
+    assert!(
+        accel == "kvm" || accel == "tcg",
+        "SMOLSWEEP_QEMU_ACCEL={accel:?}: expected kvm or tcg (set by scripts/setup/30-qemu-vm.sh)"
+    );
+    assert!(
+        qemu_bin_dir.join("qemu-system-x86_64").is_file(),
+        "no QEMU shim in {}",
+        qemu_bin_dir.display()
+    );
+    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/helpers/celesto_sdk_vm.py");
+    // QEMU, once the SDK process is gone, is reparented to us: its death can then be confirmed
+    // by reaping it, and no zombie is left to whatever init this machine has.
+    // SAFETY: prctl with integer arguments only.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+
+    let shm = Path::new("/dev/shm");
+    let tmp = if shm.is_dir() {
+        tempfile::Builder::new()
+            .prefix("smolsweep-real-vm.")
+            .tempdir_in(shm)
+    } else {
+        tempfile::Builder::new()
+            .prefix("smolsweep-real-vm.")
+            .tempdir()
+    }
+    .unwrap();
+    let s = Scratch::new(tmp.path(), qemu_bin_dir, venv_bin);
+    // Declared after the tempdir, so it is dropped (processes killed) before the tree goes.
+    let mut guard = Guard::default();
+    step(
+        t0,
+        &format!("scratch {} (QEMU accelerator {accel})", s.root.display()),
+    );
+
+    // An empty 64 MiB ext4 base image in a cache directory that image prune treats as stale.
+    let base_dir = s.image_dir.join("ubuntu-v0.1.9-amd64-qemu");
+    fs::create_dir_all(&base_dir).unwrap();
+    let base = base_dir.join("rootfs.ext4");
+    fs::File::create(&base).unwrap().set_len(64 << 20).unwrap();
+    let (code, out) = s.run(
+        "mkfs.ext4",
+        s.command("mkfs.ext4").args(["-q", "-F"]).arg(&base),
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, 0, "mkfs.ext4: {out}");
+
+    // --- a. the real SDK creates the sandbox (no row) and a CLI sandbox (a row) --------------
+    let helper_err = s.logs.join("helper.err");
+    let mut cmd = s.command(&python);
+    cmd.arg(&helper)
+        .args([SDK_ID, CLI_ID])
+        .arg(&kernel)
+        .arg(&initrd)
+        .arg(&base)
+        .arg(&s.socket_dir)
+        .arg(MEMORY_MIB.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(fs::File::create(&helper_err).unwrap());
+    guard.helper = Some(cmd.spawn().expect("spawn the Celesto SDK helper"));
+    let rx = events(guard.helper.as_mut().unwrap());
+    let mut helper_in: ChildStdin = guard.helper.as_mut().unwrap().stdin.take().unwrap();
+    let created = next_event(&rx, "created", Duration::from_secs(60), &helper_err);
+    step(t0, &format!("SDK created: {created}"));
+    let disk = s.data_dir.join(format!("disks/{SDK_ID}.qcow2"));
+    let cli_disk = s.data_dir.join(format!("disks/{CLI_ID}.qcow2"));
+    assert_eq!(Path::new(created["disk"].as_str().unwrap()), disk);
+    assert_eq!(created["rootfs_format"], "qcow2");
+    assert_eq!(Path::new(created["cli_disk"].as_str().unwrap()), cli_disk);
+    assert!(disk.is_file() && cli_disk.is_file());
+    assert!(s.data_dir.join("celesto.db").is_file());
+
+    // Upstream's own view: the CLI lists only the row; the SDK sandbox is invisible to it.
+    let mut c = s.command(&celesto);
+    c.args(["sandbox", "list", "--all", "--json"]);
+    let (code, out) = s.run("celesto-sandbox-list", &mut c, Duration::from_secs(60));
+    assert_eq!(code, 0, "celesto sandbox list: {out}");
+    let listed: Value = serde_json::from_str(out.split("\n--- stderr ---\n").next().unwrap())
+        .unwrap_or_else(|e| panic!("celesto sandbox list --json: {e}\n{out}"));
+    let names: Vec<&str> = listed["data"]["vms"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(names, vec![CLI_ID], "celesto sandbox list: {listed}");
+
+    // Give the overlay real content, so that its size and the freed space mean something, then
+    // make it look older than the scanner's age guard (a disk written in the last two minutes
+    // may be a sandbox being created).
+    let mut c = s.command("qemu-io");
+    c.args(["-f", "qcow2", "-c"])
+        .arg(format!("write -P 0x5a 0 {DATA_MIB}M"))
+        .arg(&disk);
+    let (code, out) = s.run("qemu-io-write", &mut c, Duration::from_secs(60));
+    assert_eq!(code, 0, "qemu-io: {out}");
+    smolsweep_fixtures::age_tree(&disk, smolsweep_fixtures::OLD).unwrap();
+
+    // --- c (before the VM runs). The disk is an orphan, and the plan deletes it. --------------
+    let (code, scan, out) = s.smolsweep("scan-before-start", &["scan", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(scan["schema"], "smolsweep.scan/1");
+    let f = finding(&scan, &disk);
+    assert_eq!(f["verdict"], "reclaimable", "before the VM starts: {f:#}");
+    assert_eq!(f["kind"], "celesto.orphan_disk", "{f:#}");
+    let f = finding(&scan, &cli_disk);
+    assert_eq!(f["verdict"], "protected", "the CLI sandbox's disk: {f:#}");
+    let plan_file = s.root.join("plan.json");
+    let plan_arg = plan_file.to_str().unwrap();
+    let (code, _, out) = s.smolsweep("plan", &["plan", "--out", plan_arg]);
+    assert_eq!(code, 0, "{out}");
+    let plan: Value = serde_json::from_str(&fs::read_to_string(&plan_file).unwrap()).unwrap();
+    let planned = plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["action"] == "delete_path" && Path::new(a["path"].as_str().unwrap()) == disk)
+        .unwrap_or_else(|| panic!("the plan does not delete {}: {plan:#}", disk.display()))
+        .clone();
+    assert!(
+        !plan.to_string().contains(cli_disk.to_str().unwrap()),
+        "the plan touches the CLI sandbox's disk: {plan:#}"
+    );
+    let at_plan = identity(&disk);
+    step(t0, "plan written; it deletes the disk");
+
+    // --- a (continued). Start QEMU, then kill the SDK process: QEMU survives, an orphan. -------
+    writeln!(helper_in, "start").unwrap();
+    helper_in.flush().unwrap();
+    let started = next_event(&rx, "started", Duration::from_secs(60), &helper_err);
+    let pid = started["pid"].as_u64().expect("a QEMU pid") as u32;
+    let (_, start_time) = proc_stat(pid).expect("QEMU is running");
+    guard.qemu = Some((pid, start_time));
+    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let argv: Vec<String> = cmdline
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    assert!(
+        argv[0].ends_with("/qemu-system-x86_64")
+            && argv
+                .iter()
+                .any(|a| a.starts_with(&format!("file={},", disk.display()))),
+        "pid {pid} is not QEMU on the disk: {argv:?}"
+    );
+    step(t0, &format!("QEMU {pid} started"));
+    let mut helper_child = guard.helper.take().unwrap();
+    let _ = helper_child.kill(); // SIGKILL: no delete(), no atexit, nothing.
+    let _ = helper_child.wait();
+    drop(helper_in);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        alive(pid, start_time),
+        "QEMU died with the SDK process; it should outlive it (own session)"
+    );
+    // The guest really boots: its /init says so on the console, which QEMU writes to the log.
+    let log = s.data_dir.join(format!("{SDK_ID}.log"));
+    let deadline = Instant::now() + Duration::from_secs(45);
+    while !read_lossy(&log).contains("smolsweep-guest-up") {
+        assert!(
+            alive(pid, start_time),
+            "QEMU exited before the guest came up:\n{}",
+            read_lossy(&log)
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the guest did not reach /init within 45 s ({accel}):\n{}",
+            read_lossy(&log)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    step(t0, "SDK process killed; the orphaned guest is up");
+
+    // --- b. The scan finds the orphan, this HOME's, and protects the disk it holds. ----------
+    let (code, scan, out) = s.smolsweep("scan-orphan", &["scan", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let p = scan["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"] == pid)
+        .unwrap_or_else(|| panic!("QEMU {pid} is not among the processes: {scan:#}"));
+    assert_eq!(p["scope"], "this_home", "{p:#}");
+    assert_eq!(p["orphan"], true, "{p:#}");
+    assert_eq!(p["shape"], "celesto.qemu", "{p:#}");
+    assert_eq!(p["owner"], SDK_ID, "{p:#}");
+    assert_eq!(p["start_time"], start_time, "{p:#}");
+    let f = finding(&scan, &disk);
+    assert_eq!(f["verdict"], "protected", "while QEMU holds it: {f:#}");
+    assert_eq!(f["kind"], "celesto.in_use_disk", "{f:#}");
+    assert!(
+        f["reason"].as_str().unwrap().contains(&pid.to_string()),
+        "the reason names the process: {f:#}"
+    );
+
+    // --- c. The plan made before the VM started is applied now: the disk is in use, skipped. --
+    // Precondition: the disk is still exactly what the plan recorded (QEMU has not written to
+    // it), so only the re-judgment at the moment of action can tell that it must stay.
+    assert_eq!(
+        identity(&disk),
+        at_plan,
+        "precondition: QEMU changed the disk's identity since the plan"
+    );
+    let id = &planned["identity"];
+    assert_eq!(
+        (id["dev"].as_u64(), id["ino"].as_u64(), id["size"].as_u64()),
+        (Some(at_plan.0), Some(at_plan.1), Some(at_plan.2)),
+        "the plan's identity of the disk: {planned:#}"
+    );
+    let content = s.sha256(&disk);
+    let (code, result, out) = s.smolsweep("apply", &["apply", plan_arg, "--yes", "--json"]);
+    assert_ne!(code, 2, "{out}");
+    assert!(
+        disk.is_file(),
+        "apply deleted the disk that QEMU {pid} is using (the plan was made before it started; \
+         it must be re-judged at the moment of action and skipped): {result:#}"
+    );
+    assert_eq!(s.sha256(&disk), content, "the disk's content changed");
+    assert!(
+        records_for(&result, "done", &disk).is_empty()
+            && records_for(&result, "skipped", &disk).len() == 1,
+        "the disk's delete must be reported as skipped: {result:#}"
+    );
+    assert!(alive(pid, start_time), "apply must not touch the VM");
+    step(t0, "apply skipped the in-use disk");
+
+    // --- d. Reap ends QEMU; death is confirmed. -------------------------------------------------
+    let pid_arg = pid.to_string();
+    let (code, result, out) = s.smolsweep("reap", &["reap", &pid_arg, "--yes", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        result["done"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["action"] == "signal_process" && r["pid"] == pid),
+        "{result:#}"
+    );
+    assert!(
+        wait_dead(pid, start_time, Duration::from_secs(15)),
+        "QEMU {pid} is still alive after reap"
+    );
+    guard.qemu = None;
+    assert!(
+        fs::metadata(format!("/proc/{pid}")).is_err()
+            || proc_stat(pid).is_some_and(|(_, st)| st != start_time),
+        "QEMU {pid} is gone from /proc"
+    );
+    step(t0, "reap ended QEMU");
+
+    // --- e. Prune deletes the disk, and the freed space is the disk's. -------------------------
+    let allocated = fs::metadata(&disk).unwrap().blocks() * 512;
+    assert!(allocated >= u64::from(DATA_MIB) << 20, "{allocated}");
+    let (code, result, out) = s.smolsweep("prune", &["prune", "--yes", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!disk.exists(), "prune left the disk: {result:#}");
+    assert_eq!(records_for(&result, "done", &disk).len(), 1, "{result:#}");
+    let freed = result["freed_bytes"].as_u64().expect("freed_bytes");
+    let diff = freed.abs_diff(allocated) as f64 / allocated as f64;
+    assert!(
+        diff <= 0.05,
+        "freed_bytes {freed} vs the disk's allocated {allocated} ({:.1} % apart): {result:#}",
+        diff * 100.0
+    );
+    assert!(cli_disk.is_file(), "the CLI sandbox's disk stays");
+    step(
+        t0,
+        &format!("prune freed {freed} bytes for a disk of {allocated} allocated"),
+    );
+}
