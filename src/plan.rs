@@ -99,6 +99,12 @@ pub enum Action {
         name: String,
         cascade: bool,
         children: Vec<String>,
+        /// The VM process recorded for it (Celesto signals the recorded pid itself: it is
+        /// passed to the CLI only while it is still this process).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pid: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pid_start_time: Option<u64>,
         /// Allocated bytes of its storage as scanned (shown in the confirmation).
         #[serde(default)]
         bytes: u64,
@@ -123,6 +129,36 @@ pub enum Action {
     },
     /// Detach a mount (macOS `hdiutil detach`) before the directory holding it is deleted.
     Detach { mountpoint: PathBuf },
+    /// Uninstall: remove a product root, or an entry of one, as a whole. `root` bounds it (a
+    /// whole root is bounded by the directory holding it). `identity` is what was there when
+    /// the plan was made (absent: nothing was, and a machine command of the plan may create
+    /// it); something else found at the path is left alone.
+    RemoveTree {
+        product: Product,
+        path: PathBuf,
+        root: PathBuf,
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            with = "opt_identity_repr"
+        )]
+        identity: Option<FileIdentity>,
+        expected_bytes: u64,
+        /// Mounts inside it that the plan detaches first: while one is still mounted (its
+        /// detach failed, or was not chosen) nothing is removed.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        mounts_inside: Vec<PathBuf>,
+    },
+    /// Uninstall: remove a directory if, and only if, it is empty by then.
+    RemoveDirIfEmpty { product: Product, path: PathBuf },
+    /// Uninstall: remove a launcher symlink that still points into a removed install prefix.
+    RemoveLauncher {
+        link: PathBuf,
+        target: PathBuf,
+        prefix: PathBuf,
+    },
+    /// Uninstall: take the `# smolvm` PATH block out of a shell startup file (backed up first).
+    RemovePathBlock { file: PathBuf },
 }
 
 impl Action {
@@ -134,6 +170,10 @@ impl Action {
             Action::DeleteMachine { .. } => "delete_machine",
             Action::SignalProcess { .. } => "signal_process",
             Action::Detach { .. } => "detach",
+            Action::RemoveTree { .. } => "remove_tree",
+            Action::RemoveDirIfEmpty { .. } => "remove_dir_if_empty",
+            Action::RemoveLauncher { .. } => "remove_launcher",
+            Action::RemovePathBlock { .. } => "remove_path_block",
         }
     }
 
@@ -222,6 +262,22 @@ impl Action {
             Action::Detach { mountpoint } => {
                 format!("detach the mount at {}", mountpoint.display())
             }
+            Action::RemoveTree {
+                path,
+                expected_bytes,
+                ..
+            } => format!(
+                "remove {} ({})",
+                path.display(),
+                human_bytes(*expected_bytes)
+            ),
+            Action::RemoveDirIfEmpty { path, .. } => {
+                format!("remove {} if nothing is left in it", path.display())
+            }
+            Action::RemoveLauncher { link, .. } => format!("remove launcher {}", link.display()),
+            Action::RemovePathBlock { file } => {
+                format!("remove the '# smolvm' PATH lines from {}", file.display())
+            }
         }
     }
 
@@ -230,7 +286,10 @@ impl Action {
             Action::StopMachine { .. } | Action::SignalProcess { .. } => 0,
             Action::Detach { .. } => 1,
             Action::DeleteMachine { .. } => 2,
-            Action::DeletePath { .. } => 3,
+            Action::DeletePath { .. } | Action::RemoveTree { .. } => 3,
+            Action::RemoveDirIfEmpty { .. }
+            | Action::RemoveLauncher { .. }
+            | Action::RemovePathBlock { .. } => 4,
         }
     }
 }
@@ -271,6 +330,24 @@ mod identity_repr {
             size: r.size,
             mtime_ns: r.mtime_ns as i128,
         })
+    }
+}
+
+/// [`identity_repr`] for an optional identity.
+mod opt_identity_repr {
+    use super::FileIdentity;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    #[derive(serde::Serialize, Deserialize)]
+    struct W(#[serde(with = "super::identity_repr")] FileIdentity);
+
+    pub fn serialize<S: Serializer>(id: &Option<FileIdentity>, s: S) -> Result<S::Ok, S::Error> {
+        use serde::Serialize;
+        id.map(W).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<FileIdentity>, D::Error> {
+        Ok(Option::<W>::deserialize(d)?.map(|w| w.0))
     }
 }
 
@@ -487,6 +564,8 @@ impl Plan {
                         children: children.iter().map(|c| c.name.clone()).collect(),
                         bytes: m.allocated_bytes,
                         ephemeral: false,
+                        pid: m.pid.filter(|_| m.alive),
+                        pid_start_time: m.pid_start_time.filter(|_| m.alive),
                     }))
                 }
             }
@@ -578,6 +657,8 @@ impl Plan {
                         children: children.iter().map(|c| c.name.clone()).collect(),
                         bytes: f.allocated_bytes,
                         ephemeral: true,
+                        pid: None,
+                        pid_start_time: None,
                     }));
                     continue;
                 }

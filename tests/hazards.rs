@@ -920,12 +920,11 @@ fn hazard_10_vm_left_running_without_record_or_dir_is_an_orphan_and_is_reaped() 
     assert_eq!(signals, vec![(pid, p.start_time)], "{plan:#?}");
     assert_deletes_only_inside(&plan, t.path());
     let runner = RealRunner {
-        env: env_of(&home, BASE_PATH),
-        platform: Platform::Linux,
         reap: ReapOptions {
             term_grace: Duration::from_secs(2),
             kill_grace: Duration::from_secs(5),
         },
+        ..RealRunner::new(env_of(&home, BASE_PATH), Platform::Linux)
     };
     let rep = execute_with(&plan, &runner);
     let out = &rep.records[0].outcome;

@@ -43,7 +43,14 @@ impl ActionRunner for Recorder {
         self.0.borrow_mut().push(format!("stop {name}"));
         Outcome::done("stopped")
     }
-    fn delete_machine(&self, _: Product, name: &str, _: bool, _: &[String]) -> Outcome {
+    fn delete_machine(
+        &self,
+        _: Product,
+        name: &str,
+        _: bool,
+        _: &[String],
+        _: Option<(u32, u64)>,
+    ) -> Outcome {
         self.0.borrow_mut().push(format!("delete {name}"));
         Outcome::done("deleted")
     }

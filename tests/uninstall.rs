@@ -773,10 +773,12 @@ mod library {
 
     use super::*;
     use smolsweep::env::EnvSnapshot;
+    use smolsweep::exec::Outcome;
     use smolsweep::model::Platform;
-    use smolsweep::uninstall::plan::{self, ProductChoice, Step, UninstallOptions};
+    use smolsweep::plan::Action;
+    use smolsweep::uninstall::plan::{self, ProductChoice, UninstallOptions};
     use smolsweep::uninstall::preflight;
-    use smolsweep::uninstall::run::{self, StepOutcome, SystemRunner};
+    use smolsweep::uninstall::run;
 
     /// The real judge, in the scratch HOME's environment.
     fn rejudge(env: &smolsweep::env::EnvSnapshot, platform: Platform) -> smolsweep::exec::Rejudge {
@@ -810,14 +812,14 @@ mod library {
         let mut p = plan::build(&pre, &smolvm_only());
         // Only the removals (the machines' own CLI steps are tested elsewhere).
         for i in 0..p.steps.len() {
-            let removal = matches!(p.steps[i].step, Step::RemovePath { .. });
+            let removal = matches!(p.steps[i].action, Action::RemoveTree { .. });
             p.set_checked(i, removal);
         }
         // A VM starts, holding a disk open inside a root the plan removes.
         let vm_dir = p
             .checked()
-            .find_map(|s| match &s.step {
-                Step::RemovePath { path, .. } if path.is_dir() => Some(path.clone()),
+            .find_map(|s| match &s.action {
+                Action::RemoveTree { path, .. } if path.is_dir() => Some(path.clone()),
                 _ => None,
             })
             .expect("a directory to remove");
@@ -835,15 +837,14 @@ mod library {
         );
         let r = run::run(
             &p,
-            &SystemRunner::for_env(&env),
+            &run::runner_for(&p, &env, Platform::Linux),
             &mut rejudge(&env, Platform::Linux),
-            0,
         );
         let why = r
             .records
             .iter()
-            .find_map(|rec| match (&rec.step, &rec.result) {
-                (Step::RemovePath { path, .. }, StepOutcome::Skipped { why })
+            .find_map(|rec| match (&rec.action, &rec.result) {
+                (Action::RemoveTree { path, .. }, Outcome::Skipped { why, .. })
                     if vm_dir.starts_with(path) =>
                 {
                     Some(why.clone())
@@ -865,7 +866,7 @@ mod library {
         let mut p = plan::build(&pre, &smolvm_only());
         // Tick only the machine steps (what a user unticking the rest would do).
         for i in 0..p.steps.len() {
-            let machine = matches!(p.steps[i].step, Step::DeleteMachine { .. });
+            let machine = matches!(p.steps[i].action, Action::DeleteMachine { .. });
             p.set_checked(i, machine);
         }
         assert_eq!(p.checked_count(), 2);
@@ -885,23 +886,24 @@ mod library {
 
         let r = run::run(
             &p,
-            &SystemRunner::for_env(&env),
+            &run::runner_for(&p, &env, Platform::Linux),
             &mut rejudge(&env, Platform::Linux),
-            0,
         );
         let outcome = |name: &str| {
             r.records
                 .iter()
-                .find(|rec| matches!(&rec.step, Step::DeleteMachine { name: n, .. } if n == name))
+                .find(
+                    |rec| matches!(&rec.action, Action::DeleteMachine { name: n, .. } if n == name),
+                )
                 .map(|rec| rec.result.clone())
                 .unwrap()
         };
         assert!(
-            matches!(outcome("demo"), StepOutcome::Skipped { ref why } if why.contains("not passed to the CLI")),
+            matches!(outcome("demo"), Outcome::Skipped { ref why, .. } if why.contains("not passed to the CLI")),
             "{:?}",
             outcome("demo")
         );
-        assert!(matches!(outcome("demo2"), StepOutcome::Done { .. }));
+        assert!(matches!(outcome("demo2"), Outcome::Done { .. }));
         // No state for the ghost name: no machine dir, no fork-operation lock.
         let hash = smolsweep::inventory::smolvm::vm_dir_hash("demo");
         let new: Vec<String> = listing(&vms)
@@ -916,8 +918,8 @@ mod library {
         assert!(r
             .records
             .iter()
-            .filter(|rec| matches!(rec.step, Step::RemovePath { .. }))
-            .all(|rec| rec.result == StepOutcome::skipped("unticked")));
+            .filter(|rec| matches!(rec.action, Action::RemoveTree { .. }))
+            .all(|rec| rec.result == Outcome::skipped("unticked")));
         assert!(home.join(".smolvm/smolvm-bin").is_file());
         assert!(home.join(".local/share/smolvm/agent-rootfs").is_dir());
     }
@@ -941,25 +943,24 @@ mod library {
         std::fs::write(reg.join("new"), b"not what was planned").unwrap();
         let r = run::run(
             &p,
-            &SystemRunner::for_env(&env),
+            &run::runner_for(&p, &env, Platform::Linux),
             &mut rejudge(&env, Platform::Linux),
-            0,
         );
         let outcome = |dir: &Path| {
             r.records
                 .iter()
-                .find(|rec| matches!(&rec.step, Step::RemovePath { path, .. } if path == dir))
+                .find(|rec| matches!(&rec.action, Action::RemoveTree { path, .. } if path == dir))
                 .map(|rec| rec.result.clone())
                 .unwrap()
         };
         assert!(
-            matches!(outcome(&reg), StepOutcome::Skipped { ref why } if why.contains("something else")),
+            matches!(outcome(&reg), Outcome::Skipped { ref why, .. } if why.contains("something else")),
             "{:?}",
             outcome(&reg)
         );
         assert!(reg.join("new").is_file());
         assert!(aside.join("x").is_dir());
-        assert!(matches!(outcome(&archives), StepOutcome::Done { .. }));
+        assert!(matches!(outcome(&archives), Outcome::Done { .. }));
         assert!(!archives.exists());
     }
 
@@ -1109,20 +1110,19 @@ exit 0
         let first_remove = p
             .steps
             .iter()
-            .position(|s| matches!(s.step, Step::RemovePath { .. }))
+            .position(|s| matches!(s.action, Action::RemoveTree { .. }))
             .unwrap();
         let last_detach = p
             .steps
             .iter()
-            .rposition(|s| matches!(s.step, Step::Detach { .. }))
+            .rposition(|s| matches!(s.action, Action::Detach { .. }))
             .unwrap();
         assert!(last_detach < first_remove);
 
         let r = run::run(
             &p,
-            &SystemRunner::for_env(&env),
+            &run::runner_for(&p, &env, Platform::Macos),
             &mut rejudge(&env, Platform::Macos),
-            0,
         );
         let calls = std::fs::read_to_string(&log).unwrap();
         let lines: Vec<&str> = calls.lines().collect();
@@ -1144,11 +1144,11 @@ exit 0
             .records
             .iter()
             .find(|rec| {
-                matches!(&rec.step, Step::RemovePath { path, .. } if *path == caches.join("smolvm"))
+                matches!(&rec.action, Action::RemoveTree { path, .. } if *path == caches.join("smolvm"))
             })
             .unwrap();
         assert!(
-            matches!(&blocked.result, StepOutcome::Failed { error } if error.contains("still mounted")),
+            matches!(&blocked.result, Outcome::Failed { error } if error.contains("still mounted")),
             "{:?}",
             blocked.result
         );

@@ -149,7 +149,7 @@
       const cb = el("input", { type: "checkbox", class: "wz-step", "aria-label": s.summary, dataset: { index: String(i) } });
       cb.checked = s.checked;
       cb.addEventListener("change", () => { wz.plan.steps[i].checked = cb.checked; planTotals(); });
-      return el("tr", { class: "wz-plan-row", dataset: { index: String(i), step: s.step } },
+      return el("tr", { class: "wz-plan-row", dataset: { index: String(i), step: s.action } },
         el("td", { class: "sel" }, cb),
         el("td", {}, el("div", { text: s.summary }), s.why ? el("div", { class: "reason", text: s.why }) : null),
         el("td", { class: "size", text: s.bytes ? bytes(s.bytes) : "" }));

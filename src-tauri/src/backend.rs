@@ -117,8 +117,13 @@ pub fn plan(report: &ScanReport, ids: &[String]) -> Plan {
                 apparent_bytes: 0,
                 reason: a.summary.clone(),
             }),
-            // Chosen findings never plan stops or reaps.
-            Action::StopMachine { .. } | Action::SignalProcess { .. } => {}
+            // Chosen findings never plan stops, reaps or uninstall steps.
+            Action::StopMachine { .. }
+            | Action::SignalProcess { .. }
+            | Action::RemoveTree { .. }
+            | Action::RemoveDirIfEmpty { .. }
+            | Action::RemoveLauncher { .. }
+            | Action::RemovePathBlock { .. } => {}
         }
     }
     p.refused = core

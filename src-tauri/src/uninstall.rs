@@ -5,28 +5,27 @@
 //! checkbox per step, and sends it back with some steps unticked. The shell keeps the plan it
 //! built: the one sent back must be that plan step for step (only the `checked` flags may
 //! differ), so the window can skip steps but never add or change one. The run holds the scan
-//! lock (no scan or reclaim at the same time) and reports each machine, process and mount step
-//! as `uninstall-progress` events while it runs (the core's [`StepRunner`] is the hook; path
-//! removals are reported with the result). Afterwards the proof is taken for the products and
-//! roots of the plan that ran.
+//! lock (no scan or reclaim at the same time), runs through the core's one executor, and reports
+//! every step as an `uninstall-progress` event as it finishes (the executor's progress events).
+//! Afterwards the proof is taken for the products and roots of the plan that ran.
 
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use smolsweep::env::EnvSnapshot;
-use smolsweep::exec::reap::ProcessRef;
+use smolsweep::exec::{ActionRunner, Outcome, ProgressEvent};
 use smolsweep::journal::Journal;
-use smolsweep::model::{human_bytes, Platform, Product};
-use smolsweep::uninstall::plan::{self as uplan, ProductChoice, Step, UninstallOptions};
+use smolsweep::model::{human_bytes, Platform};
+use smolsweep::uninstall::plan::{self as uplan, ProductChoice, UninstallOptions};
 use smolsweep::uninstall::preflight::{self, Preflight};
-use smolsweep::uninstall::run::{self as urun, RunReport, StepOutcome, StepRunner, SystemRunner};
+use smolsweep::uninstall::run::{self as urun, RunReport};
 use smolsweep::uninstall::verify::{self, Proof, VerifyOptions};
 use smolsweep::uninstall::UninstallPlan;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 
 use crate::AppState;
 
-/// Event with an [`UninstallProgress`] for each machine, process or mount step as it finishes.
+/// Event with an [`UninstallProgress`] for each step as it finishes.
 pub const EV_UNINSTALL_PROGRESS: &str = "uninstall-progress";
 
 /// Where the uninstall looks and what carries it out. The real one uses the process
@@ -40,9 +39,9 @@ pub trait Uninstaller: Send + Sync + 'static {
     fn platform(&self) -> Platform {
         Platform::current()
     }
-    /// Machine, process and mount actions.
-    fn runner(&self, env: &EnvSnapshot) -> Box<dyn StepRunner> {
-        Box::new(SystemRunner::for_env(env))
+    /// Machine, process and mount actions (the CLIs of the installs being removed).
+    fn runner(&self, plan: &UninstallPlan, env: &EnvSnapshot) -> Box<dyn ActionRunner> {
+        Box::new(urun::runner_for(plan, env, self.platform()))
     }
     /// The journal every action is recorded in (the same one as `prune` and `uninstall`).
     fn journal(&self) -> std::io::Result<Journal> {
@@ -86,8 +85,8 @@ pub struct UninstallProgress {
     /// Index of the step in the plan.
     pub index: Option<usize>,
     pub summary: String,
-    pub result: StepOutcome,
-    /// Machine, process and mount steps (the ones reported while running) finished so far.
+    pub result: Outcome,
+    /// Steps finished so far.
     pub done: usize,
     pub total: usize,
 }
@@ -226,9 +225,9 @@ pub fn render_report(plan: &UninstallPlan, run: Option<&RunReport>, proof: &Proo
             let _ = writeln!(s, "Steps:");
             for rec in &r.records {
                 let (tag, detail) = match &rec.result {
-                    StepOutcome::Done { detail } => ("done", detail),
-                    StepOutcome::Skipped { why } => ("skipped", why),
-                    StepOutcome::Failed { error } => ("FAILED", error),
+                    Outcome::Done { detail } | Outcome::WouldDo { detail } => ("done", detail),
+                    Outcome::Skipped { why, .. } => ("skipped", why),
+                    Outcome::Failed { error } => ("FAILED", error),
                 };
                 let _ = writeln!(s, "{:>2}. {tag}: {} — {detail}", rec.index + 1, rec.summary);
             }
@@ -293,98 +292,6 @@ pub async fn verify_now<R: Runtime>(app: &AppHandle<R>) -> Result<ProofReport, S
     .await
 }
 
-/// A [`StepRunner`] that reports each step it finishes.
-struct Reporting<'a> {
-    inner: Box<dyn StepRunner>,
-    plan: &'a UninstallPlan,
-    total: usize,
-    done: std::cell::Cell<usize>,
-    emit: &'a dyn Fn(UninstallProgress),
-}
-
-impl Reporting<'_> {
-    fn report(&self, matches: impl Fn(&Step) -> bool, result: StepOutcome) -> StepOutcome {
-        let index = self
-            .plan
-            .steps
-            .iter()
-            .position(|s| s.checked && matches(&s.step));
-        self.done.set(self.done.get() + 1);
-        (self.emit)(UninstallProgress {
-            index,
-            summary: index
-                .map(|i| self.plan.steps[i].summary.clone())
-                .unwrap_or_default(),
-            result: result.clone(),
-            done: self.done.get(),
-            total: self.total,
-        });
-        result
-    }
-}
-
-fn is_runner_step(s: &Step) -> bool {
-    matches!(
-        s,
-        Step::StopMachine { .. }
-            | Step::DeleteMachine { .. }
-            | Step::Reap { .. }
-            | Step::Detach { .. }
-    )
-}
-
-impl StepRunner for Reporting<'_> {
-    fn stop_machine(
-        &self,
-        product: Product,
-        name: &str,
-        cli: &std::path::Path,
-        db: &std::path::Path,
-        process: Option<&ProcessRef>,
-    ) -> StepOutcome {
-        let r = self.inner.stop_machine(product, name, cli, db, process);
-        self.report(
-            |s| matches!(s, Step::StopMachine { product: p, name: n, .. } if *p == product && n == name),
-            r,
-        )
-    }
-    fn delete_machine(
-        &self,
-        product: Product,
-        name: &str,
-        cli: &std::path::Path,
-        db: &std::path::Path,
-        process: Option<&ProcessRef>,
-    ) -> StepOutcome {
-        let r = self.inner.delete_machine(product, name, cli, db, process);
-        self.report(
-            |s| matches!(s, Step::DeleteMachine { product: p, name: n, .. } if *p == product && n == name),
-            r,
-        )
-    }
-    fn reap(&self, target: &ProcessRef) -> StepOutcome {
-        let r = self.inner.reap(target);
-        self.report(
-            |s| matches!(s, Step::Reap { pid, start_time, .. } if *pid == target.pid && *start_time == target.start_time),
-            r,
-        )
-    }
-    fn detach(&self, mountpoint: &std::path::Path) -> StepOutcome {
-        let r = self.inner.detach(mountpoint);
-        self.report(
-            |s| matches!(s, Step::Detach { mountpoint: m } if m == mountpoint),
-            r,
-        )
-    }
-}
-
-fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
 /// Carry out the shell's plan with the sent plan's ticks, then take the proof.
 pub async fn run_now<R: Runtime>(
     app: &AppHandle<R>,
@@ -429,20 +336,33 @@ pub async fn run_now<R: Runtime>(
             let emit = |p: UninstallProgress| {
                 let _ = app2.emit(EV_UNINSTALL_PROGRESS, p);
             };
-            let runner = Reporting {
-                inner: u.runner(&env),
-                plan: &plan2,
-                total: plan2.checked().filter(|s| is_runner_step(&s.step)).count(),
-                done: std::cell::Cell::new(0),
-                emit: &emit,
+            let runner = u.runner(&plan2, &env);
+            let (_, index_of) = plan2.core_plan();
+            let progress = |ev: &ProgressEvent| {
+                if let ProgressEvent::Finished {
+                    index,
+                    total,
+                    summary,
+                    outcome,
+                } = ev
+                {
+                    emit(UninstallProgress {
+                        index: index_of.get(*index).copied(),
+                        summary: summary.clone(),
+                        result: outcome.clone(),
+                        done: index + 1,
+                        total: *total,
+                    });
+                }
             };
             let mut judge = u.judge(&env);
             let run = urun::run_with(
                 &plan2,
-                &runner,
+                runner.as_ref(),
                 judge.as_mut(),
-                now_secs(),
                 Some(&mut journal),
+                Some(&progress),
+                "window",
             );
             let proof = verify::verify(
                 &env,
@@ -523,6 +443,8 @@ pub(crate) async fn uninstall_verify<R: Runtime>(app: AppHandle<R>) -> Result<Pr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use smolsweep::model::Product;
+    use smolsweep::plan::Action;
     use smolsweep::uninstall::plan::PlanStep;
 
     fn plan_with(steps: Vec<PlanStep>) -> UninstallPlan {
@@ -536,16 +458,20 @@ mod tests {
             user_commands: vec![],
             removed_roots: vec![],
             notes: vec![],
+            clis: vec![],
+            platform: Platform::Linux,
         }
     }
 
     fn remove(path: &str) -> PlanStep {
         PlanStep {
-            step: Step::RemovePath {
+            action: Action::RemoveTree {
                 product: Product::Smolvm,
                 path: path.into(),
                 root: "/home/u".into(),
                 identity: None,
+                expected_bytes: 10,
+                mounts_inside: vec![],
             },
             summary: format!("Remove {path}"),
             why: String::new(),
@@ -583,13 +509,15 @@ mod tests {
             size: 0,
             mtime_ns: 1_764_473_601_123_456_789,
         };
-        if let Step::RemovePath { identity, .. } = &mut with_id.steps[0].step {
+        if let Action::RemoveTree { identity, .. } = &mut with_id.steps[0].action {
             *identity = Some(id);
         }
         let mut sent = v(&with_id);
         sent["steps"][0]["identity"]["mtime_ns"] = serde_json::json!(1.7644736011234568e18);
         let p = apply_checks(&with_id, &sent).unwrap();
-        assert!(matches!(&p.steps[0].step, Step::RemovePath { identity: Some(i), .. } if *i == id));
+        assert!(
+            matches!(&p.steps[0].action, Action::RemoveTree { identity: Some(i), .. } if *i == id)
+        );
         let mut sent = ours.clone();
         sent.steps.push(remove("/home/u/c"));
         assert!(apply_checks(&ours, &v(&sent)).is_err());

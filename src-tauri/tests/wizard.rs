@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 use smolsweep::env::EnvSnapshot;
-use smolsweep::exec::reap::ProcessRef;
+use smolsweep::exec::{ActionRunner, Outcome};
 use smolsweep::journal::Journal;
 use smolsweep::model::{Platform, Product, ScanReport, VmProcess};
-use smolsweep::uninstall::run::{StepOutcome, StepRunner};
+use smolsweep::uninstall::UninstallPlan;
 use smolsweep_desktop::backend::{execute_plan, Plan, Progress, ReclaimOutcome, VmAction};
 use smolsweep_desktop::uninstall::{Uninstaller, EV_UNINSTALL_PROGRESS};
 use smolsweep_desktop::{build_app, Backend, Deps, Note, Notifier};
@@ -27,40 +27,33 @@ use tauri::{App, Listener, WebviewWindow, WebviewWindowBuilder};
 struct Calls(Mutex<Vec<String>>);
 
 struct Runner(Arc<Calls>);
-impl StepRunner for Runner {
-    fn stop_machine(
-        &self,
-        _: Product,
-        name: &str,
-        _: &Path,
-        _: &Path,
-        _: Option<&ProcessRef>,
-    ) -> StepOutcome {
+impl ActionRunner for Runner {
+    fn stop_machine(&self, _: Product, name: &str, _: Option<u32>, _: Option<u64>) -> Outcome {
         self.0 .0.lock().unwrap().push(format!("stop {name}"));
-        StepOutcome::done("stopped")
+        Outcome::done("stopped")
     }
     fn delete_machine(
         &self,
         _: Product,
         name: &str,
-        _: &Path,
-        _: &Path,
-        _: Option<&ProcessRef>,
-    ) -> StepOutcome {
+        _: bool,
+        _: &[String],
+        _: Option<(u32, u64)>,
+    ) -> Outcome {
         self.0 .0.lock().unwrap().push(format!("delete {name}"));
-        StepOutcome::done("deleted")
+        Outcome::done("deleted")
     }
-    fn reap(&self, t: &ProcessRef) -> StepOutcome {
-        self.0 .0.lock().unwrap().push(format!("reap {}", t.pid));
-        StepOutcome::done("reaped")
+    fn reap(&self, pid: u32, _: u64, _: Product, _: Option<&str>, _: u32) -> Outcome {
+        self.0 .0.lock().unwrap().push(format!("reap {pid}"));
+        Outcome::done("reaped")
     }
-    fn detach(&self, m: &Path) -> StepOutcome {
+    fn detach(&self, m: &Path) -> Outcome {
         self.0
              .0
             .lock()
             .unwrap()
             .push(format!("detach {}", m.display()));
-        StepOutcome::done("detached")
+        Outcome::done("detached")
     }
 }
 
@@ -83,7 +76,7 @@ impl Uninstaller for Scratch {
     fn platform(&self) -> Platform {
         Platform::Linux
     }
-    fn runner(&self, _: &EnvSnapshot) -> Box<dyn StepRunner> {
+    fn runner(&self, _: &UninstallPlan, _: &EnvSnapshot) -> Box<dyn ActionRunner> {
         Box::new(Runner(self.calls.clone()))
     }
     fn journal(&self) -> std::io::Result<Journal> {
@@ -261,20 +254,21 @@ fn wizard_preflight_plan_run_proof_leaves_smolvm_gone_and_credentials_kept() {
     assert!(steps.iter().all(|s| s["checked"] == true));
     assert!(steps
         .iter()
-        .any(|s| s["step"] == "delete_machine" && s["name"] == "demo"));
-    assert!(!steps.iter().any(|s| s["step"] == "remove_path_block"));
+        .any(|s| s["action"] == "delete_machine" && s["name"] == "demo"));
+    assert!(!steps.iter().any(|s| s["action"] == "remove_path_block"));
     assert!(p["kept"]
         .as_array()
         .unwrap()
         .iter()
         .any(|k| k["path"] == json!(w.smol.config_dir)));
 
-    // 5. Run: machine steps reported while running, then the proof.
+    // 5. Run: every step reported as it finishes, then the proof.
     let res = call(&w, "uninstall_run", json!({ "plan": p })).unwrap();
     let calls = w.scratch.calls.0.lock().unwrap().clone();
     assert!(calls.contains(&"delete demo".to_string()), "{calls:?}");
     let progress = w.progress.lock().unwrap().clone();
-    assert_eq!(progress.len(), calls.len(), "{progress:#?}");
+    let checked = steps.iter().filter(|s| s["checked"] == true).count();
+    assert_eq!(progress.len(), checked, "{progress:#?}");
     let last = progress.last().unwrap();
     assert_eq!(last["done"], last["total"]);
     assert!(progress.iter().any(
@@ -333,10 +327,10 @@ fn wizard_unticked_step_is_skipped_and_the_proof_says_what_remains() {
         .as_array()
         .unwrap()
         .iter()
-        .any(|s| s["step"] == "remove_path_block"));
+        .any(|s| s["action"] == "remove_path_block"));
     let registry = w.smol.cache_dir.join("smolvm-registry");
     let i = step_index(&p, |s| {
-        s["step"] == "remove_path" && s["path"] == json!(registry)
+        s["action"] == "remove_tree" && s["path"] == json!(registry)
     });
     p["steps"][i]["checked"] = json!(false);
     let res = call(&w, "uninstall_run", json!({ "plan": p })).unwrap();
@@ -371,7 +365,7 @@ fn wizard_run_refuses_a_plan_it_did_not_make() {
     let p = plan(&w, "smolvm", false, false);
     // A step pointed elsewhere by the window.
     let mut bad = p.clone();
-    let i = step_index(&bad, |s| s["step"] == "remove_path");
+    let i = step_index(&bad, |s| s["action"] == "remove_tree");
     bad["steps"][i]["path"] = json!(w.home.join(".config/smolvm"));
     let e = call(&w, "uninstall_run", json!({ "plan": bad })).unwrap_err();
     assert!(e.as_str().unwrap().contains("not the one shown"), "{e}");

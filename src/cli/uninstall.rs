@@ -7,13 +7,13 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::env::EnvSnapshot;
+use crate::exec::{Outcome, ProgressEvent};
 use crate::model::{human_bytes, Platform};
 use crate::uninstall::plan::{self, ProductChoice, UninstallOptions, UninstallPlan};
 use crate::uninstall::preflight::{self, Preflight};
-use crate::uninstall::run::{self, RunReport, SystemRunner};
+use crate::uninstall::run::{self, RunReport};
 use crate::uninstall::verify::{self, Proof, VerifyOptions};
 
 #[derive(Debug, clap::Args)]
@@ -55,13 +55,6 @@ pub struct VerifyArgs {
     /// Print JSON instead of key=value lines.
     #[arg(long)]
     pub json: bool,
-}
-
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 fn env_or_exit() -> Result<EnvSnapshot, i32> {
@@ -212,12 +205,27 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
         age_guard: std::time::Duration::from_secs(120),
         now: std::time::SystemTime::now(),
     });
+    let json = args.json;
+    let progress = move |ev: &ProgressEvent| {
+        if let (
+            false,
+            ProgressEvent::Started {
+                index,
+                total,
+                summary,
+            },
+        ) = (json, ev)
+        {
+            eprintln!("[{}/{}] {summary}", index + 1, total);
+        }
+    };
     let report = run::run_with(
         &plan,
-        &SystemRunner::for_env(&env),
+        &run::runner_for(&plan, &env, platform),
         &mut judge,
-        now_secs(),
         Some(&mut journal),
+        Some(&progress),
+        "cli",
     );
     let proof = verify::verify(
         &env,
@@ -241,9 +249,9 @@ fn render_run(r: &RunReport) -> String {
     let mut s = String::new();
     for rec in &r.records {
         let (tag, detail) = match &rec.result {
-            run::StepOutcome::Done { detail } => ("done", detail),
-            run::StepOutcome::Skipped { why } => ("skipped", why),
-            run::StepOutcome::Failed { error } => ("FAILED", error),
+            Outcome::Done { detail } | Outcome::WouldDo { detail } => ("done", detail),
+            Outcome::Skipped { why, .. } => ("skipped", why),
+            Outcome::Failed { error } => ("FAILED", error),
         };
         let _ = writeln!(s, "{:>2}. {tag}: {} — {detail}", rec.index + 1, rec.summary);
     }

@@ -99,6 +99,27 @@ impl Rejudge {
         self.facts.as_ref().expect("gathered above")
     }
 
+    fn removal_roots(&self) -> Vec<PathBuf> {
+        crate::uninstall::preflight::removal_roots(&self.opts.env, self.opts.platform)
+    }
+
+    /// The one "in use" rule on a process table no older than [`PROC_REFRESH`].
+    fn not_in_use(&mut self, path: &Path) -> Result<(), String> {
+        let devino = crate::fsread::lstat(path).map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            (m.dev(), m.ino())
+        });
+        let users = self.procs().in_use(path, devino);
+        if users.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "not deleted: {}",
+                crate::scan::in_use_sentence(&users).trim_start_matches("But ")
+            ))
+        }
+    }
+
     fn procs(&mut self) -> &ProcIndex {
         let stale = self
             .procs
@@ -127,19 +148,7 @@ impl Judge for Rejudge {
                 path, root, kind, ..
             } => {
                 judge_path(self.facts(), &home, path, root, kind)?;
-                let devino = crate::fsread::lstat(path).map(|m| {
-                    use std::os::unix::fs::MetadataExt;
-                    (m.dev(), m.ino())
-                });
-                let users = self.procs().in_use(path, devino);
-                if users.is_empty() {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "not deleted: {}",
-                        crate::scan::in_use_sentence(&users).trim_start_matches("But ")
-                    ))
-                }
+                self.not_in_use(path)
             }
             Action::SignalProcess {
                 pid,
@@ -179,6 +188,45 @@ impl Judge for Rejudge {
                 }
             }
             Action::Detach { mountpoint } => judge_mount(self.facts(), mountpoint),
+            Action::RemoveTree { path, root, .. } => {
+                let roots = self.removal_roots();
+                inside_removal_roots(&roots, &home, path, root)?;
+                self.not_in_use(path)
+            }
+            Action::RemoveDirIfEmpty { path, .. } => {
+                let roots = self.removal_roots();
+                if roots.iter().any(|r| r == path) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "{} is not a product directory in this environment now; not removed",
+                        path.display()
+                    ))
+                }
+            }
+            Action::RemoveLauncher { link, prefix, .. } => {
+                let roots = self.removal_roots();
+                if !strictly_inside(link, &home) {
+                    Err("the launcher is not inside HOME; not removed".into())
+                } else if !roots
+                    .iter()
+                    .any(|r| r == prefix || strictly_inside(prefix, r))
+                {
+                    Err(format!(
+                        "{} is not an install prefix removed in this environment now; the launcher is kept",
+                        prefix.display()
+                    ))
+                } else {
+                    Ok(())
+                }
+            }
+            Action::RemovePathBlock { file } => {
+                if strictly_inside(file, &home) {
+                    Ok(())
+                } else {
+                    Err("the startup file is not inside HOME; not edited".into())
+                }
+            }
         }
     }
 
@@ -199,24 +247,6 @@ fn judge_path(
 ) -> Result<(), String> {
     if path == home || home.starts_with(path) || root == Path::new("/") {
         return Err("HOME, a directory holding it, or / is never deleted".into());
-    }
-    if kind.ends_with(".uninstall") {
-        // An uninstall removes a product root or an entry of one: the root must be one this
-        // environment resolves now.
-        return if facts
-            .report
-            .products
-            .iter()
-            .flat_map(|p| p.roots.values())
-            .any(|r| r == path || strictly_inside(path, r))
-        {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} is not a product root, nor inside one, in this environment now; not removed",
-                path.display()
-            ))
-        };
     }
     if !facts.roots.contains(root) {
         return Err(format!(
@@ -258,6 +288,9 @@ fn judge_process(
     (pid, start_time, uid, product): (u32, u64, u32, crate::model::Product),
     uninstall: bool,
 ) -> Result<(), String> {
+    if crate::exec::reap::ProcessRef::current(pid).is_none_or(|p| p.start_time != start_time) {
+        return Err(format!("process {pid} has already exited"));
+    }
     let Some(p) = r.processes.iter().find(|p| p.pid == pid) else {
         return Err(format!(
             "process {pid} is not a VM process now (gone, or not VMM-shaped); nothing signalled"
@@ -296,6 +329,28 @@ fn machine<'r>(
                 product.display_name()
             )
         })
+}
+
+/// An uninstall removes only a product root resolved now, or something inside one.
+fn inside_removal_roots(
+    roots: &[PathBuf],
+    home: &Path,
+    path: &Path,
+    root: &Path,
+) -> Result<(), String> {
+    if path == home || home.starts_with(path) || root == Path::new("/") {
+        return Err("HOME, a directory holding it, or / is never removed".into());
+    }
+    let root_ok = roots.iter().any(|r| r == root);
+    let path_ok = path == root || strictly_inside(path, root);
+    if root_ok && path_ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} is not a product directory, nor inside one, in this environment now; not removed",
+            path.display()
+        ))
+    }
 }
 
 /// Smolsweep detaches only macOS `layers-cs` disk images, inside a product root resolved now.

@@ -14,6 +14,7 @@ pub mod machines;
 pub mod ownership;
 pub mod reap;
 pub mod runner;
+pub mod teardown;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -102,12 +103,15 @@ pub trait ActionRunner {
         pid: Option<u32>,
         pid_start_time: Option<u64>,
     ) -> Outcome;
+    /// `process`: the recorded VM process (pid, start time), passed on only while it is still
+    /// that process.
     fn delete_machine(
         &self,
         product: Product,
         name: &str,
         cascade: bool,
         children: &[String],
+        process: Option<(u32, u64)>,
     ) -> Outcome;
     /// SIGTERM, wait, SIGKILL, confirm death; `Done` only once the process is proven gone.
     fn reap(
@@ -132,7 +136,14 @@ impl ActionRunner for UnwiredRunner {
             "stopping machines is not available in this build ({name})"
         ))
     }
-    fn delete_machine(&self, _: Product, name: &str, _: bool, _: &[String]) -> Outcome {
+    fn delete_machine(
+        &self,
+        _: Product,
+        name: &str,
+        _: bool,
+        _: &[String],
+        _: Option<(u32, u64)>,
+    ) -> Outcome {
         Outcome::failed(format!(
             "deleting machines is not available in this build ({name})"
         ))
@@ -346,6 +357,7 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
     }
     let mut records = Vec::with_capacity(total);
     let mut reaped: BTreeSet<u32> = BTreeSet::new();
+    let mut detached: BTreeSet<PathBuf> = BTreeSet::new();
     let mut journal_broken: Option<String> = None;
     for (index, pa) in plan.actions.iter().enumerate() {
         if let Some(p) = progress {
@@ -364,14 +376,29 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
         } else {
             match &mode {
                 RunMode::DryRun => dry_outcome(plan, &pa.action),
-                RunMode::Execute(token) => run_action(plan, &pa.action, token, runner, &reaped),
+                RunMode::Execute(token) => {
+                    run_action(plan, &pa.action, token, runner, (&reaped, &detached))
+                }
             }
         };
-        if let (Action::SignalProcess { pid, .. }, Outcome::Done { .. }) = (&pa.action, &outcome) {
-            reaped.insert(*pid);
+        match (&pa.action, &outcome) {
+            (Action::SignalProcess { pid, .. }, Outcome::Done { .. }) => {
+                reaped.insert(*pid);
+            }
+            (Action::Detach { mountpoint }, Outcome::Done { .. }) => {
+                detached.insert(mountpoint.clone());
+            }
+            _ => {}
         }
         // Processes, machines or mounts changed: the next action is judged on new facts.
-        if !dry_run && outcome.is_done() && !matches!(pa.action, Action::DeletePath { .. }) {
+        let changes_facts = matches!(
+            pa.action,
+            Action::StopMachine { .. }
+                | Action::DeleteMachine { .. }
+                | Action::SignalProcess { .. }
+                | Action::Detach { .. }
+        );
+        if !dry_run && outcome.is_done() && changes_facts {
             judge.changed();
         }
         let record = ActionRecord {
@@ -468,7 +495,7 @@ fn target<'a>(plan: &'a Plan, a: &'a Action) -> Option<Target<'a>> {
     }
 }
 
-fn delete_outcome(o: DeleteOutcome) -> Outcome {
+pub(crate) fn delete_outcome(o: DeleteOutcome) -> Outcome {
     match o {
         DeleteOutcome::Deleted { entries } => Outcome::done(format!(
             "deleted ({entries} entr{})",
@@ -506,7 +533,7 @@ fn run_action(
     a: &Action,
     token: &Confirmed,
     runner: &dyn ActionRunner,
-    reaped: &BTreeSet<u32>,
+    (reaped, detached): (&BTreeSet<u32>, &BTreeSet<PathBuf>),
 ) -> Outcome {
     match a {
         Action::DeletePath { after_reap, .. } => {
@@ -541,8 +568,10 @@ fn run_action(
             name,
             cascade,
             children,
+            pid,
+            pid_start_time,
             ..
-        } => runner.delete_machine(*product, name, *cascade, children),
+        } => runner.delete_machine(*product, name, *cascade, children, pid.zip(*pid_start_time)),
         Action::SignalProcess {
             pid,
             start_time,
@@ -552,6 +581,24 @@ fn run_action(
             ..
         } => runner.reap(*pid, *start_time, *product, owner.as_deref(), *uid),
         Action::Detach { mountpoint } => runner.detach(mountpoint),
+        Action::RemoveTree {
+            path,
+            root,
+            identity,
+            mounts_inside,
+            ..
+        } => match mounts_inside.iter().find(|m| !detached.contains(*m)) {
+            Some(m) => Outcome::failed(format!(
+                "not removed: {} is still mounted inside it",
+                m.display()
+            )),
+            None => teardown::remove_tree(token, plan, path, root, identity.as_ref()),
+        },
+        Action::RemoveDirIfEmpty { path, .. } => teardown::remove_dir_if_empty(path, &plan.home),
+        Action::RemoveLauncher { link, target, .. } => {
+            teardown::remove_launcher(link, target, &plan.home)
+        }
+        Action::RemovePathBlock { file } => teardown::remove_path_block(file, &plan.home),
     }
 }
 
@@ -559,7 +606,14 @@ fn run_action(
 fn measure(plan: &Plan) -> Vec<(u64, PathBuf, u64)> {
     let mut seen: BTreeMap<u64, (PathBuf, u64)> = BTreeMap::new();
     for a in &plan.actions {
-        if let Action::DeletePath { root, .. } = &a.action {
+        // A whole root being removed is measured on the directory holding it.
+        let root: Option<&Path> = match &a.action {
+            Action::DeletePath { root, .. } => Some(root),
+            Action::RemoveTree { root, path, .. } if root == path => path.parent(),
+            Action::RemoveTree { root, .. } => Some(root),
+            _ => None,
+        };
+        if let Some(root) = root {
             let Ok(st) = rustix::fs::stat(root) else {
                 continue;
             };
@@ -569,7 +623,10 @@ fn measure(plan: &Plan) -> Vec<(u64, PathBuf, u64)> {
                 continue;
             }
             if let Ok(v) = rustix::fs::statvfs(root) {
-                seen.insert(dev, (root.clone(), v.f_bfree.saturating_mul(v.f_frsize)));
+                seen.insert(
+                    dev,
+                    (root.to_path_buf(), v.f_bfree.saturating_mul(v.f_frsize)),
+                );
             }
         }
     }

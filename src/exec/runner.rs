@@ -21,6 +21,10 @@ pub struct RealRunner {
     pub env: EnvSnapshot,
     pub platform: Platform,
     pub reap: ReapOptions,
+    /// The CLI to use per product instead of the one found on PATH (an uninstall runs the
+    /// install it removes).
+    pub clis: Vec<(Product, PathBuf)>,
+    pub cli_timeout: std::time::Duration,
 }
 
 impl RealRunner {
@@ -29,7 +33,56 @@ impl RealRunner {
             env,
             platform,
             reap: ReapOptions::default(),
+            clis: Vec::new(),
+            cli_timeout: crate::exec::machines::DEFAULT_CLI_TIMEOUT,
         }
+    }
+
+    /// Use `cli` for `product`'s machine commands.
+    pub fn with_cli(mut self, product: Product, cli: PathBuf) -> Self {
+        self.clis.retain(|(p, _)| *p != product);
+        self.clis.push((product, cli));
+        self
+    }
+
+    fn cli_override(&self, product: Product) -> Option<&PathBuf> {
+        self.clis
+            .iter()
+            .find(|(p, _)| *p == product)
+            .map(|(_, c)| c)
+    }
+
+    /// Every variable of the environment, HOME included (for a CLI that is not on PATH).
+    fn full_env(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        let mut v: Vec<(std::ffi::OsString, std::ffi::OsString)> = self
+            .env
+            .vars
+            .iter()
+            .filter(|(k, _)| k.as_str() != "HOME" && !k.is_empty())
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        v.push(("HOME".into(), self.env.home.clone().into_os_string()));
+        v
+    }
+
+    /// The VMM processes booting the smolvm machine `name` (by its machine directory hash).
+    fn vmms_of_machine(&self, name: &str) -> Vec<ProcessRef> {
+        let hash = crate::inventory::smolvm::vm_dir_hash(name);
+        let procs = crate::procs::list();
+        crate::procs::shape::detect_all(&procs)
+            .into_iter()
+            .filter(|(_, s)| match s {
+                crate::procs::shape::VmmShape::SmolvmBootVm { vm_dir, .. } => {
+                    vm_dir.file_name().and_then(|n| n.to_str()) == Some(hash.as_str())
+                }
+                _ => false,
+            })
+            .map(|(p, _)| ProcessRef {
+                pid: p.pid,
+                start_time: p.start_time,
+                uid: p.uid,
+            })
+            .collect()
     }
 
     /// The database (of this environment's root sets) that records `name`.
@@ -49,8 +102,24 @@ impl RealRunner {
     /// The smolvm CLI for the root set whose database records `name`.
     fn smolvm_for(&self, name: &str) -> Result<SmolvmCli, Outcome> {
         let db = self.smolvm_db_for(name)?;
-        SmolvmCli::locate(&self.env, db)
-            .ok_or_else(|| Outcome::failed("the smolvm command was not found on PATH"))
+        let found = SmolvmCli::locate(&self.env, db.clone());
+        let mut cli = match (self.cli_override(Product::Smolvm), found) {
+            (Some(program), found) => found.unwrap_or(SmolvmCli {
+                program: program.clone(),
+                env: self.full_env(),
+                timeout: self.cli_timeout,
+                db,
+            }),
+            (None, Some(c)) => c,
+            (None, None) => {
+                return Err(Outcome::failed("the smolvm command was not found on PATH"))
+            }
+        };
+        if let Some(p) = self.cli_override(Product::Smolvm) {
+            cli.program = p.clone();
+        }
+        cli.timeout = self.cli_timeout;
+        Ok(cli)
     }
 
     /// The celesto CLI for the data directory whose inventory holds `id`.
@@ -65,8 +134,24 @@ impl RealRunner {
                 "sandbox '{id}' no longer exists; the CLI was not called"
             )));
         };
-        CelestoCli::locate(&self.env, db)
-            .ok_or_else(|| Outcome::failed("the celesto command was not found on PATH"))
+        let found = CelestoCli::locate(&self.env, db.clone());
+        let mut cli = match (self.cli_override(Product::Celesto), found) {
+            (Some(program), found) => found.unwrap_or(CelestoCli {
+                program: program.clone(),
+                env: self.full_env(),
+                timeout: self.cli_timeout,
+                db,
+            }),
+            (None, Some(c)) => c,
+            (None, None) => {
+                return Err(Outcome::failed("the celesto command was not found on PATH"))
+            }
+        };
+        if let Some(p) = self.cli_override(Product::Celesto) {
+            cli.program = p.clone();
+        }
+        cli.timeout = self.cli_timeout;
+        Ok(cli)
     }
 }
 
@@ -115,7 +200,7 @@ pub fn branches_as_planned(
 fn machine_outcome(verb: &str, name: &str, o: MachineOutcome) -> Outcome {
     match o {
         MachineOutcome::Stopped => Outcome::done(format!("stopped {name}")),
-        MachineOutcome::Deleted => Outcome::done(format!("deleted {name}")),
+        MachineOutcome::Deleted => Outcome::done(format!("Deleted machine: {name}")),
         MachineOutcome::Resumed => Outcome::done(format!("resumed {name}")),
         MachineOutcome::NotRunning { state } => {
             if verb == "stop" {
@@ -128,10 +213,32 @@ fn machine_outcome(verb: &str, name: &str, o: MachineOutcome) -> Outcome {
             "{name} is paused (its execution is saved): resume it, or delete it"
         )),
         MachineOutcome::NotFound => Outcome::skipped(format!("{name} no longer exists")),
-        MachineOutcome::FsSyncFailed => Outcome::failed(format!(
-            "the guest of {name} did not confirm filesystem synchronization: reap its VM process, then delete it"
+        MachineOutcome::FsSyncFailed => Outcome::skipped(format!(
+            "the guest of {name} could not sync its file system, so it was not stopped; deleting it ends its VM process first"
         )),
         other => Outcome::failed(format!("{verb} {name}: {other:?}")),
+    }
+}
+
+impl RealRunner {
+    /// Hazard 22: the guest could not sync its file system, so `delete` refused. End the
+    /// machine's VM process (death confirmed), then delete again.
+    fn delete_after_fs_sync_failure(&self, cli: &SmolvmCli, name: &str, cascade: bool) -> Outcome {
+        let vmms = self.vmms_of_machine(name);
+        let Some(vmm) = vmms.first() else {
+            return Outcome::failed(format!(
+                "the guest of {name} could not sync its file system and no VM process of this machine was found to end"
+            ));
+        };
+        match cli.delete_after_reap(name, vmm, cascade, &self.reap) {
+            (_, Some(o)) => machine_outcome("delete", name, o),
+            (ReapOutcome::AlreadyGone, None) => Outcome::failed(format!(
+                "the guest of {name} could not sync its file system and its VM process was already gone"
+            )),
+            (r, None) => Outcome::failed(format!(
+                "the guest of {name} could not sync its file system and its VM process could not be ended: {r:?}"
+            )),
+        }
     }
 }
 
@@ -168,6 +275,7 @@ impl ActionRunner for RealRunner {
         name: &str,
         cascade: bool,
         children: &[String],
+        process: Option<(u32, u64)>,
     ) -> Outcome {
         match product {
             Product::Smolvm => {
@@ -181,12 +289,24 @@ impl ActionRunner for RealRunner {
                     branches_as_planned(&records, name, cascade, children).map_err(Outcome::skipped)
                 });
                 match checked.and_then(|()| self.smolvm_for(name)) {
-                    Ok(cli) => machine_outcome("delete", name, cli.delete(name, cascade)),
+                    Ok(cli) => match cli.delete(name, cascade) {
+                        MachineOutcome::FsSyncFailed => {
+                            self.delete_after_fs_sync_failure(&cli, name, cascade)
+                        }
+                        o => machine_outcome("delete", name, o),
+                    },
                     Err(o) => o,
                 }
             }
             Product::Celesto => match self.celesto_for(name) {
-                Ok(cli) => machine_outcome("delete", name, cli.delete(name, None)),
+                Ok(cli) => {
+                    let proc_ref = process.map(|(pid, start_time)| ProcessRef {
+                        pid,
+                        start_time,
+                        uid: self.env.euid,
+                    });
+                    machine_outcome("delete", name, cli.delete(name, proc_ref.as_ref()))
+                }
                 Err(o) => o,
             },
         }
@@ -236,11 +356,22 @@ impl ActionRunner for RealRunner {
                 mountpoint.display()
             ));
         }
-        match detach::detach(mountpoint, &SystemRunner::default()) {
-            DetachOutcome::Detached { forced, .. } => Outcome::done(format!(
-                "detached {}{}",
+        let runner = SystemRunner {
+            path: self.env.var("PATH").map(std::ffi::OsString::from),
+            env: self.full_env(),
+            timeout: self.cli_timeout,
+        };
+        match detach::detach(mountpoint, &runner) {
+            DetachOutcome::Detached { forced: false, .. } => {
+                Outcome::done(format!("detached {}", mountpoint.display()))
+            }
+            DetachOutcome::Detached {
+                forced: true,
+                first_error,
+            } => Outcome::done(format!(
+                "detached {} with -force (first: {})",
                 mountpoint.display(),
-                if forced { " (forced)" } else { "" }
+                first_error.unwrap_or_default()
             )),
             DetachOutcome::Failed { error } => Outcome::failed(format!(
                 "could not detach {}: {error}; what contains it is left in place",

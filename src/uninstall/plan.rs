@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::exec::reap::ProcessRef;
-use crate::model::{human_bytes, FileIdentity, Product};
+use crate::model::{human_bytes, Platform, Product};
+use crate::plan::{Action, Plan, PlannedAction, PLAN_SCHEMA};
 
 use super::preflight::{is_system_path, Preflight};
 
@@ -59,82 +60,12 @@ impl Default for UninstallOptions {
     }
 }
 
-/// One step.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "step", rename_all = "snake_case")]
-pub enum Step {
-    /// `<cli> machine stop --name N` (smolvm) / `<cli> sandbox stop <id>` (Celesto).
-    StopMachine {
-        product: Product,
-        name: String,
-        cli: PathBuf,
-        db: PathBuf,
-        /// The VM process the preflight saw for it (Celesto signals the recorded pid: it is
-        /// used only while it is still this process).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        process: Option<ProcessRef>,
-    },
-    /// `<cli> machine delete --name N --force` (branches are deleted first, in their own steps) /
-    /// `<cli> sandbox delete <id> --json`.
-    DeleteMachine {
-        product: Product,
-        name: String,
-        cli: PathBuf,
-        db: PathBuf,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        process: Option<ProcessRef>,
-    },
-    /// SIGTERM, a grace period, SIGKILL: only while pid + start time still match.
-    Reap {
-        product: Product,
-        pid: u32,
-        start_time: u64,
-        uid: u32,
-    },
-    /// `hdiutil detach <mountpoint>`, retried with `-force` (macOS).
-    Detach { mountpoint: PathBuf },
-    /// Remove a file or tree; `root` bounds it. `identity` is what was there when the plan was
-    /// made (absent: nothing was, and a machine command may create it); anything else found at
-    /// the path by then is left alone.
-    RemovePath {
-        product: Product,
-        path: PathBuf,
-        root: PathBuf,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        identity: Option<FileIdentity>,
-    },
-    /// Remove a directory if, and only if, it is empty by then (`~/.smolvm`, `~/.celesto`).
-    RemoveDirIfEmpty { product: Product, path: PathBuf },
-    /// Remove a launcher symlink that points into a removed prefix.
-    RemoveLauncher {
-        link: PathBuf,
-        target: PathBuf,
-        prefix: PathBuf,
-    },
-    /// Take the `# smolvm` PATH block out of a startup file (backed up first).
-    RemovePathBlock { file: PathBuf },
-}
-
-impl Step {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Step::StopMachine { .. } => "stop_machine",
-            Step::DeleteMachine { .. } => "delete_machine",
-            Step::Reap { .. } => "reap",
-            Step::Detach { .. } => "detach",
-            Step::RemovePath { .. } => "remove_path",
-            Step::RemoveDirIfEmpty { .. } => "remove_dir_if_empty",
-            Step::RemoveLauncher { .. } => "remove_launcher",
-            Step::RemovePathBlock { .. } => "remove_path_block",
-        }
-    }
-}
-
 /// A step with what a person sees.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanStep {
+    /// What the executor does for it.
     #[serde(flatten)]
-    pub step: Step,
+    pub action: Action,
     pub summary: String,
     pub why: String,
     /// Cleared by the user to skip this step.
@@ -173,6 +104,12 @@ pub struct UninstallPlan {
     /// Every directory a removal may touch (the roots the proof checks afterwards).
     pub removed_roots: Vec<PathBuf>,
     pub notes: Vec<String>,
+    /// The CLI of each product's install being removed (its machine steps run it).
+    #[serde(default)]
+    pub clis: Vec<(Product, PathBuf)>,
+    /// Where it was made (the core plan's platform).
+    #[serde(default = "Platform::current")]
+    pub platform: Platform,
 }
 
 impl UninstallPlan {
@@ -189,6 +126,65 @@ impl UninstallPlan {
     pub fn is_empty(&self) -> bool {
         self.checked_count() == 0
     }
+    /// The core plan of the checked steps, in step order (content-hashed: made anew whenever a
+    /// tick changes), and the step index of each of its actions. Every removal names the
+    /// mounts inside it that the plan detaches, so it waits for them.
+    pub fn core_plan(&self) -> (Plan, Vec<usize>) {
+        let mounts: Vec<&PathBuf> = self
+            .steps
+            .iter()
+            .filter_map(|s| match &s.action {
+                Action::Detach { mountpoint } => Some(mountpoint),
+                _ => None,
+            })
+            .collect();
+        let mut actions = Vec::new();
+        let mut index_of = Vec::new();
+        let mut bounds: BTreeSet<PathBuf> = BTreeSet::new();
+        for (i, s) in self.steps.iter().enumerate().filter(|(_, s)| s.checked) {
+            let mut action = s.action.clone();
+            if let Action::RemoveTree {
+                path,
+                root,
+                mounts_inside,
+                ..
+            } = &mut action
+            {
+                *mounts_inside = mounts
+                    .iter()
+                    .filter(|m| m.starts_with(&*path))
+                    .map(|m| (*m).clone())
+                    .collect();
+                let bound = if path == root {
+                    path.parent().map(Path::to_path_buf)
+                } else {
+                    Some(root.clone())
+                };
+                bounds.extend(bound);
+            }
+            actions.push(PlannedAction {
+                action,
+                summary: s.summary.clone(),
+            });
+            index_of.push(i);
+        }
+        let estimated_bytes = self.checked_bytes();
+        let mut plan = Plan {
+            schema: PLAN_SCHEMA.to_string(),
+            id: String::new(),
+            created_at: crate::plan::now_secs(),
+            scanned_at: 0,
+            home: self.home.clone(),
+            platform: self.platform,
+            roots: bounds.into_iter().collect(),
+            actions,
+            estimated_bytes,
+            skipped_at_plan: Vec::new(),
+        };
+        plan.id = plan.content_id();
+        (plan, index_of)
+    }
+
     /// Clear (or set) the `checked` flag of step `index`.
     pub fn set_checked(&mut self, index: usize, checked: bool) -> bool {
         match self.steps.get_mut(index) {
@@ -211,15 +207,16 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
     let mut user_commands: Vec<UserCommand> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut removed_roots: Vec<PathBuf> = Vec::new();
-    let push = |steps: &mut Vec<PlanStep>, step: Step, summary: String, why: &str, bytes: u64| {
-        steps.push(PlanStep {
-            step,
-            summary,
-            why: why.to_string(),
-            checked: true,
-            bytes,
-        })
-    };
+    let push =
+        |steps: &mut Vec<PlanStep>, action: Action, summary: String, why: &str, bytes: u64| {
+            steps.push(PlanStep {
+                action,
+                summary,
+                why: why.to_string(),
+                checked: true,
+                bytes,
+            })
+        };
 
     // 1. Machines through the CLI.
     for product in products.iter().copied() {
@@ -231,7 +228,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         if records.is_empty() {
             continue;
         }
-        let Some(cli) = pre.cli(product) else {
+        let Some(_cli) = pre.cli(product) else {
             notes.push(format!(
                 "No {} command was found, so its {} machine record(s) are not deleted through \
                  it; surviving VM processes are reaped and the records go with the data directory.",
@@ -255,12 +252,12 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
             if product == Product::Smolvm && running {
                 push(
                     &mut steps,
-                    Step::StopMachine {
+                    Action::StopMachine {
                         product,
                         name: m.name.clone(),
-                        cli: cli.to_path_buf(),
-                        db: m.db.clone(),
-                        process,
+                        pid: process.map(|p| p.pid),
+                        pid_start_time: process.map(|p| p.start_time),
+                        state: m.state.clone(),
                     },
                     format!("Stop machine '{}'", m.name),
                     "A running machine is stopped through its own CLI so the guest shuts down \
@@ -270,12 +267,15 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
             }
             push(
                 &mut steps,
-                Step::DeleteMachine {
+                Action::DeleteMachine {
                     product,
                     name: m.name.clone(),
-                    cli: cli.to_path_buf(),
-                    db: m.db.clone(),
-                    process,
+                    cascade: false,
+                    children: Vec::new(),
+                    bytes: 0,
+                    ephemeral: false,
+                    pid: process.map(|p| p.pid),
+                    pid_start_time: process.map(|p| p.start_time),
                 },
                 match product {
                     Product::Smolvm => format!("Delete machine '{}' ({})", m.name, m.state),
@@ -292,11 +292,14 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
     for v in pre.processes.iter().filter(|v| chosen(v.product)) {
         push(
             &mut steps,
-            Step::Reap {
-                product: v.product,
+            Action::SignalProcess {
                 pid: v.pid,
                 start_time: v.start_time,
+                product: v.product,
+                owner: None,
                 uid: v.uid,
+                shape: v.shape.clone(),
+                uninstall: true,
             },
             format!("End VM process {} ({})", v.pid, v.shape),
             "A VM process still running after its machine was deleted keeps its disks' space \
@@ -310,7 +313,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         for m in &pre.mounts {
             push(
                 &mut steps,
-                Step::Detach {
+                Action::Detach {
                     mountpoint: m.clone(),
                 },
                 format!("Detach {}", m.display()),
@@ -333,11 +336,11 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
     // so those are planned whenever a smolvm CLI step is.
     let smolvm_cli_steps = steps.iter().any(|s| {
         matches!(
-            &s.step,
-            Step::StopMachine {
+            &s.action,
+            Action::StopMachine {
                 product: Product::Smolvm,
                 ..
-            } | Step::DeleteMachine {
+            } | Action::DeleteMachine {
                 product: Product::Smolvm,
                 ..
             }
@@ -385,11 +388,13 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
                     let bytes = size_of(pre, &e);
                     push(
                         &mut steps,
-                        Step::RemovePath {
+                        Action::RemoveTree {
                             product: d.product,
                             path: e.clone(),
                             root: d.path.clone(),
                             identity: crate::size::identity(&e).ok(),
+                            expected_bytes: bytes,
+                            mounts_inside: Vec::new(),
                         },
                         format!("Remove {}", e.display()),
                         "Celesto's own files in a directory that also holds smol-machines \
@@ -410,11 +415,13 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         let what = state_label(&d.kind);
         push(
             &mut steps,
-            Step::RemovePath {
+            Action::RemoveTree {
                 product: d.product,
                 path: d.path.clone(),
                 root: d.path.clone(),
                 identity: crate::size::identity(&d.path).ok(),
+                expected_bytes: d.allocated_bytes,
+                mounts_inside: Vec::new(),
             },
             if d.exists {
                 format!(
@@ -442,11 +449,14 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         for f in &pre.runtime_files {
             push(
                 &mut steps,
-                Step::RemovePath {
+                Action::RemoveTree {
                     product: f.product,
                     path: f.path.clone(),
-                    root: f.path.clone(),
+                    // Bounded by the shared socket directory that holds it.
+                    root: f.path.parent().unwrap_or(&f.path).to_path_buf(),
                     identity: crate::size::identity(&f.path).ok(),
+                    expected_bytes: 0,
+                    mounts_inside: Vec::new(),
                 },
                 format!("Remove {} (sandbox '{}')", f.path.display(), f.owner),
                 "A runtime file of one of this HOME's sandboxes, left in the shared socket \
@@ -470,11 +480,13 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
                 }
                 push(
                     &mut steps,
-                    Step::RemovePath {
+                    Action::RemoveTree {
                         product: Product::Celesto,
                         path: e.path.clone(),
                         root: dir.clone(),
                         identity: crate::size::identity(&e.path).ok(),
+                        expected_bytes: size_of(pre, &e.path),
+                        mounts_inside: Vec::new(),
                     },
                     format!("Remove {}", e.path.display()),
                     "Celesto's per-user files (image cache, Firecracker binary, port forwards, \
@@ -484,7 +496,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
             }
             push(
                 &mut steps,
-                Step::RemoveDirIfEmpty {
+                Action::RemoveDirIfEmpty {
                     product: Product::Celesto,
                     path: dir.clone(),
                 },
@@ -520,11 +532,13 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
                     }
                 };
                 steps.push(PlanStep {
-                    step: Step::RemovePath {
+                    action: Action::RemoveTree {
                         product,
                         path: e.clone(),
                         root: dot.path.clone(),
                         identity: crate::size::identity(e).ok(),
+                        expected_bytes: size_of(pre, e),
+                        mounts_inside: Vec::new(),
                     },
                     summary: format!("Remove {}", e.display()),
                     why: why.to_string(),
@@ -537,7 +551,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         remove(&dot.celesto_entries, Product::Celesto, &mut steps);
         let planned_any = steps
             .iter()
-            .any(|s| matches!(&s.step, Step::RemovePath { root, .. } if *root == dot.path));
+            .any(|s| matches!(&s.action, Action::RemoveTree { root, .. } if *root == dot.path));
         if planned_any {
             let product = if chosen(Product::Smolvm) {
                 Product::Smolvm
@@ -546,7 +560,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
             };
             push(
                 &mut steps,
-                Step::RemoveDirIfEmpty {
+                Action::RemoveDirIfEmpty {
                     product,
                     path: dot.path.clone(),
                 },
@@ -586,7 +600,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
             }
             push(
                 &mut steps,
-                Step::RemoveLauncher {
+                Action::RemoveLauncher {
                     link: l.path.clone(),
                     target: l.target.clone(),
                     prefix: prefix.clone(),
@@ -606,7 +620,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
             if opts.remove_path_block {
                 push(
                     &mut steps,
-                    Step::RemovePathBlock {
+                    Action::RemovePathBlock {
                         file: f.to_path_buf(),
                     },
                     format!("Remove the '# smolvm' PATH lines from {}", f.display()),
@@ -692,6 +706,10 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         }
     }
 
+    let clis = products
+        .iter()
+        .filter_map(|p| pre.cli(*p).map(|c| (*p, c.to_path_buf())))
+        .collect();
     UninstallPlan {
         schema: UNINSTALL_PLAN_SCHEMA.to_string(),
         home,
@@ -702,6 +720,8 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         user_commands,
         removed_roots,
         notes,
+        clis,
+        platform: pre.platform,
     }
 }
 
@@ -894,8 +914,8 @@ mod tests {
     fn removed(plan: &UninstallPlan) -> Vec<PathBuf> {
         plan.steps
             .iter()
-            .filter_map(|s| match &s.step {
-                Step::RemovePath { path, .. } => Some(path.clone()),
+            .filter_map(|s| match &s.action {
+                Action::RemoveTree { path, .. } => Some(path.clone()),
                 _ => None,
             })
             .collect()
@@ -923,7 +943,7 @@ mod tests {
         let plan = build(&p, &opts(ProductChoice::All));
         assert_eq!(removed(&plan), [home.join(".cache/smolvm")]);
         for s in &plan.steps {
-            if let Step::RemovePath { path, root, .. } = &s.step {
+            if let Action::RemoveTree { path, root, .. } = &s.action {
                 assert!(crate::uninstall::remove::refusal(path, root, &home).is_none());
             }
         }
@@ -951,7 +971,7 @@ mod tests {
         assert!(plan
             .steps
             .iter()
-            .any(|s| matches!(&s.step, Step::RemoveDirIfEmpty { path, .. } if *path == dot)));
+            .any(|s| matches!(&s.action, Action::RemoveDirIfEmpty { path, .. } if *path == dot)));
         assert!(!plan.removed_roots.contains(&dot));
 
         let plan = build(&p, &opts(ProductChoice::Celesto));
@@ -983,7 +1003,7 @@ mod tests {
         assert!(!plan
             .steps
             .iter()
-            .any(|s| matches!(s.step, Step::RemovePathBlock { .. })));
+            .any(|s| matches!(s.action, Action::RemovePathBlock { .. })));
         assert!(removed(&plan).is_empty());
         assert_eq!(plan.kept.len(), 2);
         let mut o = opts(ProductChoice::Smolvm);
@@ -991,7 +1011,7 @@ mod tests {
         o.remove_credentials = true;
         let plan = build(&p, &o);
         assert!(plan.steps.iter().any(
-            |s| matches!(&s.step, Step::RemovePathBlock { file } if *file == home.join(".bashrc"))
+            |s| matches!(&s.action, Action::RemovePathBlock { file } if *file == home.join(".bashrc"))
         ));
         assert_eq!(removed(&plan), [home.join(".config/smolvm")]);
         // Celesto alone never touches smolvm's PATH block.
@@ -1029,8 +1049,8 @@ mod tests {
         )];
         let plan = build(&p, &opts(ProductChoice::Smolvm));
         assert!(plan.steps.iter().all(|s| !matches!(
-            s.step,
-            Step::StopMachine { .. } | Step::DeleteMachine { .. }
+            s.action,
+            Action::StopMachine { .. } | Action::DeleteMachine { .. }
         )));
         assert!(plan
             .notes
@@ -1046,7 +1066,7 @@ mod tests {
             distribution: None,
         }];
         let plan = build(&p, &opts(ProductChoice::Smolvm));
-        let names: Vec<&str> = plan.steps.iter().map(|s| s.step.name()).collect();
+        let names: Vec<&str> = plan.steps.iter().map(|s| s.action.name()).collect();
         // Stop only the running one (a paused one refuses stop); delete both; then state.
         assert_eq!(
             &names[..4],
@@ -1054,7 +1074,7 @@ mod tests {
                 "stop_machine",
                 "delete_machine",
                 "delete_machine",
-                "remove_path"
+                "remove_tree"
             ]
         );
         // A data root that does not exist yet is planned too: the machine commands create it.
@@ -1095,8 +1115,8 @@ mod tests {
         let links: Vec<&PathBuf> = plan
             .steps
             .iter()
-            .filter_map(|s| match &s.step {
-                Step::RemoveLauncher { link, .. } => Some(link),
+            .filter_map(|s| match &s.action {
+                Action::RemoveLauncher { link, .. } => Some(link),
                 _ => None,
             })
             .collect();

@@ -168,6 +168,57 @@ impl Preflight {
     }
 }
 
+/// Every state directory an uninstall may remove, per product and kind, as the environment
+/// resolves them (nothing is read but the environment).
+pub fn state_dir_candidates(
+    env: &EnvSnapshot,
+    platform: Platform,
+) -> Vec<(Product, &'static str, PathBuf)> {
+    let smol = smolvm_roots(platform, env);
+    let cel = celesto_roots(platform, env);
+    let mut out = Vec::new();
+    for set in user_smolvm_sets(&smol, &env.home) {
+        out.extend([
+            (Product::Smolvm, "data_root", set.data_root.clone()),
+            (Product::Smolvm, "cache_root", set.cache_root.clone()),
+            (Product::Smolvm, "pack_cache", set.pack_cache.clone()),
+            (Product::Smolvm, "libs_cache", set.libs_cache.clone()),
+            (
+                Product::Smolvm,
+                "registry_cache",
+                set.registry_cache.clone(),
+            ),
+            (
+                Product::Smolvm,
+                "image_archives",
+                set.image_archives.clone(),
+            ),
+            (Product::Smolvm, "config_dir", set.config_dir.clone()),
+        ]);
+    }
+    for d in cel.data_dirs.iter().filter(|d| !is_system_path(&d.path)) {
+        out.push((Product::Celesto, "data_dir", d.path.clone()));
+    }
+    for d in cel.image_dirs.iter().filter(|d| !is_system_path(&d.path)) {
+        out.push((Product::Celesto, "image_dir", d.path.clone()));
+    }
+    out.push((Product::Celesto, "celesto_home", cel.home_dir.clone()));
+    out
+}
+
+/// The directories an uninstall removes from or inside, resolved from the environment now: the
+/// state directories, `~/.smolvm`, and the shared socket directory (for this HOME's runtime
+/// files only). The executor refuses a removal outside all of them, whatever a plan says.
+pub fn removal_roots(env: &EnvSnapshot, platform: Platform) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = state_dir_candidates(env, platform)
+        .into_iter()
+        .map(|(_, _, p)| p)
+        .collect();
+    out.push(env.home.join(".smolvm"));
+    out.push(celesto_roots(platform, env).socket_dir);
+    out
+}
+
 /// Gather the preflight for `env` from the live system (process table and mount table
 /// included).
 pub fn gather(env: &EnvSnapshot, platform: Platform) -> Preflight {
@@ -215,57 +266,9 @@ pub fn gather_with(
             mounts,
         });
     };
-    for set in user_smolvm_sets(&smol, &home) {
-        add(Product::Smolvm, "data_root", &set.data_root, &mut problems);
-        add(
-            Product::Smolvm,
-            "cache_root",
-            &set.cache_root,
-            &mut problems,
-        );
-        add(
-            Product::Smolvm,
-            "pack_cache",
-            &set.pack_cache,
-            &mut problems,
-        );
-        add(
-            Product::Smolvm,
-            "libs_cache",
-            &set.libs_cache,
-            &mut problems,
-        );
-        add(
-            Product::Smolvm,
-            "registry_cache",
-            &set.registry_cache,
-            &mut problems,
-        );
-        add(
-            Product::Smolvm,
-            "image_archives",
-            &set.image_archives,
-            &mut problems,
-        );
-        add(
-            Product::Smolvm,
-            "config_dir",
-            &set.config_dir,
-            &mut problems,
-        );
+    for (product, kind, path) in state_dir_candidates(env, platform) {
+        add(product, kind, &path, &mut problems);
     }
-    for d in cel.data_dirs.iter().filter(|d| !is_system_path(&d.path)) {
-        add(Product::Celesto, "data_dir", &d.path, &mut problems);
-    }
-    for d in cel.image_dirs.iter().filter(|d| !is_system_path(&d.path)) {
-        add(Product::Celesto, "image_dir", &d.path, &mut problems);
-    }
-    add(
-        Product::Celesto,
-        "celesto_home",
-        &cel.home_dir,
-        &mut problems,
-    );
 
     let dot = home.join(".smolvm");
     let dot_smolvm = match dot_smolvm_contents(&dot) {
