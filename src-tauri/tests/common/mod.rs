@@ -56,11 +56,15 @@ pub struct Scratch {
 impl Scratch {
     pub fn new() -> Scratch {
         let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        // Celesto's layout: data dir `~/.local/state/celesto` (celesto.db, disks/), images in
-        // `~/.celesto/images`.
-        let data = home.join(".local/state/celesto");
-        std::fs::create_dir_all(data.join("disks")).unwrap();
+        let fixture =
+            smolsweep_fixtures::Home::new(dir.path(), smolsweep_fixtures::Layout::Linux).unwrap();
+        let home = fixture.root.clone();
+        // Celesto's layout: data dir `~/.local/state/celesto` (a real celesto.db that records
+        // sandbox `sb-live`, disks/), images in `~/.celesto/images`. The executor judges every
+        // action again on the real system, so the saved report below must agree with it.
+        let celesto = fixture.celesto_data_dir().unwrap();
+        celesto.row("sb-live", "stopped", "qemu", None).unwrap();
+        let data = celesto.dir.clone();
         let images = home.join(".celesto/images");
         std::fs::create_dir_all(&images).unwrap();
         let report_file = dir.path().join("report.json");
@@ -159,6 +163,9 @@ impl Scratch {
         };
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(&file, vec![0x5au8; size]).unwrap();
+        // Left behind a while ago, as real leftovers are: the executor's judge protects what
+        // changed within the age guard (a sandbox may be being created).
+        smolsweep_fixtures::age_tree(&path, smolsweep_fixtures::OLD).unwrap();
         let allocated: u64 = [&path, &file]
             .iter()
             .take(if is_dir { 2 } else { 1 })
