@@ -929,9 +929,8 @@ mod library {
         let (_t, home) = scratch_home();
         let reg = home.join(".cache/smolvm-registry");
         let archives = home.join(".cache/smolvm-image-archives");
-        for d in [&reg, &archives] {
-            std::fs::create_dir_all(d.join("x")).unwrap();
-        }
+        std::fs::create_dir_all(reg.join("blobs/sha256")).unwrap();
+        std::fs::create_dir_all(archives.join("x")).unwrap();
         let env = env_for(&home, "/usr/bin:/bin");
         let pre = preflight::gather_with(&env, Platform::Linux, &[], Some(&[]));
         let p = plan::build(&pre, &smolvm_only());
@@ -959,7 +958,7 @@ mod library {
             outcome(&reg)
         );
         assert!(reg.join("new").is_file());
-        assert!(aside.join("x").is_dir());
+        assert!(aside.join("blobs").is_dir());
         assert!(matches!(outcome(&archives), Outcome::Done { .. }));
         assert!(!archives.exists());
     }
@@ -1057,7 +1056,7 @@ sys.exit(2)
     }
 
     /// Stand-in `hdiutil`: logs each call and whether the mount point's directory existed then;
-    /// a path with `busy` fails without `-force`, a path with `stuck` always fails.
+    /// a path with `b0000001` (busy) fails without `-force`, a path with `stuck` always fails.
     const FAKE_HDIUTIL: &str = r#"#!/bin/sh
 for a in "$@"; do mp="$a"; done
 force=no
@@ -1066,7 +1065,7 @@ if [ -d "$mp" ]; then state=exists; else state=missing; fi
 echo "$* $state" >> "$HDIUTIL_LOG"
 case "$mp" in
   *stuck*) echo "hdiutil: detach failed - Resource busy" >&2; exit 16 ;;
-  *busy*) [ "$force" = yes ] && exit 0; echo "hdiutil: detach failed - Resource busy" >&2; exit 16 ;;
+  *b0000001*) [ "$force" = yes ] && exit 0; echo "hdiutil: detach failed - Resource busy" >&2; exit 16 ;;
 esac
 exit 0
 "#;
@@ -1076,7 +1075,7 @@ exit 0
         let (t, home) = scratch_home();
         let caches = home.join("Library/Caches");
         let ok = caches.join("smolvm-pack/1a2b3c4d/layers-cs");
-        let busy = caches.join("smolvm-pack/busy0001/layers-cs");
+        let busy = caches.join("smolvm-pack/b0000001/layers-cs");
         let stuck = caches.join("smolvm/vms/stuck00000000000/pack/layers-cs");
         for m in [&ok, &busy, &stuck] {
             std::fs::create_dir_all(m).unwrap();
@@ -1262,4 +1261,70 @@ fn branched_machines_are_uninstalled_branches_first_each_in_its_own_step() {
         assert!(t.contains(&format!("Deleted machine: {m}")), "{m}:\n{t}");
     }
     assert_clean(&home, &[], "smolvm");
+}
+
+/// `CELESTO_DATA_DIR` pointed at a user's project: the uninstall removes nothing of it, and says
+/// which variable pointed there.
+#[test]
+fn celesto_data_dir_at_a_users_project_is_refused_and_loses_nothing() {
+    let (_t, home) = scratch_home();
+    let project = home.join("work/projects");
+    for (rel, body) in [
+        ("src/main.rs", "fn main() {}\n"),
+        ("build.log", "ok\n"),
+        ("locks/cargo.lock", ""),
+        ("Cargo.toml", "[package]\n"),
+    ] {
+        let p = project.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, body).unwrap();
+    }
+    let before = snapshot(&project);
+    let extra = [(
+        "CELESTO_DATA_DIR".to_string(),
+        project.display().to_string(),
+    )];
+    let o = smolsweep(
+        &home,
+        &extra,
+        &["uninstall", "--product", "celesto", "--yes"],
+    );
+    let t = text(&o);
+    assert_eq!(snapshot(&project), before, "the project changed:\n{t}");
+    assert!(t.contains("CELESTO_DATA_DIR points there"), "{t}");
+    assert!(t.contains("nothing in it is removed"), "{t}");
+}
+
+/// Files another tool keeps in `~/.cache/smolvm` are listed as not smolvm's and kept; smolvm's
+/// own entries go.
+#[test]
+fn foreign_files_in_the_smolvm_cache_are_listed_and_kept() {
+    let (_t, home) = scratch_home();
+    install_smolvm_script_layout(&home);
+    smolvm_ok(&home, &["machine", "create", "--name", "demo"]);
+    let cache = home.join(".cache/smolvm");
+    // What smolvm keeps there: a machine directory and a bake cache.
+    let vm = cache.join("vms/0123456789abcdef");
+    std::fs::create_dir_all(&vm).unwrap();
+    std::fs::write(vm.join("name"), b"gone").unwrap();
+    std::fs::create_dir_all(cache.join("init-layers")).unwrap();
+    std::fs::write(cache.join("notes-of-another-tool.txt"), b"keep me\n").unwrap();
+    let o = smolsweep(
+        &home,
+        &[],
+        &["uninstall", "--product", "smolvm", "--dry-run"],
+    );
+    let t = text(&o);
+    assert!(
+        t.contains("Not smol-machines smolvm's, kept:") && t.contains("notes-of-another-tool.txt"),
+        "{t}"
+    );
+    let o = smolsweep(&home, &[], &["uninstall", "--product", "smolvm", "--yes"]);
+    let t = text(&o);
+    assert_eq!(
+        std::fs::read(cache.join("notes-of-another-tool.txt")).unwrap(),
+        b"keep me\n",
+        "{t}"
+    );
+    assert!(!cache.join("vms").exists(), "{t}");
 }

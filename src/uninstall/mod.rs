@@ -5,6 +5,7 @@
 //! ordered list of reviewable steps for the chosen product(s); `run` carries the steps out;
 //! `verify` proves what is left.
 
+pub mod known;
 pub mod pathblock;
 pub mod plan;
 pub mod preflight;

@@ -355,7 +355,17 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
             }
             continue;
         }
-        if is_system_path(&d.path) || d.path == home || home.starts_with(&d.path) {
+        if is_system_path(&d.path) {
+            continue;
+        }
+        if d.path == home || home.starts_with(&d.path) {
+            notes.push(format!(
+                "{}{} is {}, so Smolsweep removes nothing there; `smolsweep scan` lists what {} left in it.",
+                d.path.display(),
+                via(&d.source),
+                if d.path == home { "HOME itself" } else { "a directory that holds HOME" },
+                d.product.display_name()
+            ));
             continue;
         }
         let credentials = d.kind == "config_dir";
@@ -413,6 +423,36 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
             continue;
         }
         let what = state_label(&d.kind);
+        // Inside the directory only what the product writes goes; anything else is listed.
+        let foreign: Vec<PathBuf> = if d.exists && super::known::has_table(d.product, &d.kind) {
+            crate::fsread::read_dir_or_empty(&d.path)
+                .into_iter()
+                .filter(|e| {
+                    !e.name_str()
+                        .is_some_and(|n| super::known::recognised(d.product, &d.kind, n))
+                })
+                .map(|e| e.path)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let names: Vec<String> = crate::fsread::read_dir_or_empty(&d.path)
+            .into_iter()
+            .filter_map(|e| e.name_str().map(str::to_string))
+            .collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        if d.exists
+            && super::known::has_table(d.product, &d.kind)
+            && !names.is_empty()
+            && !super::known::proves_layout(d.product, &d.kind, &names)
+        {
+            refuse_foreign_dir(d, &mut notes, &mut kept);
+            continue;
+        }
+        if !foreign.is_empty() {
+            entry_by_entry(pre, d, &foreign, &mut steps, &mut notes);
+            continue;
+        }
         push(
             &mut steps,
             Action::RemoveTree {
@@ -725,6 +765,101 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
     }
 }
 
+/// ` (CELESTO_DATA_DIR points there)` for a directory a variable chose, empty for a default.
+fn via(source: &str) -> String {
+    match source {
+        "" | "default" | "legacy" | "system" => String::new(),
+        v => format!(" ({v} points there)"),
+    }
+}
+
+/// A directory a variable (or a default) points at that shows nothing of its product's layout
+/// (a `CELESTO_DATA_DIR` at a project): nothing in it is removed, and the plan says why.
+fn refuse_foreign_dir(
+    d: &super::preflight::StateDir,
+    notes: &mut Vec<String>,
+    kept: &mut Vec<Kept>,
+) {
+    let product = d.product.display_name();
+    notes.push(format!(
+        "{}{} holds nothing {product} writes there (no inventory, no layout of {product}), so nothing in it is removed.",
+        d.path.display(),
+        via(&d.source),
+    ));
+    kept.push(Kept {
+        path: d.path.clone(),
+        what: format!("not {product}'s: nothing in it is something {product} writes"),
+        how: "remove it yourself if it is yours to remove".into(),
+    });
+}
+
+/// A state directory holding entries its product does not write: its own entries are removed
+/// one by one, each foreign one is listed unticked ("not <product>'s, kept"), and the directory
+/// goes only if it is empty by then.
+fn entry_by_entry(
+    pre: &Preflight,
+    d: &super::preflight::StateDir,
+    foreign: &[PathBuf],
+    steps: &mut Vec<PlanStep>,
+    notes: &mut Vec<String>,
+) {
+    let product = d.product.display_name();
+    let own: Vec<PathBuf> = crate::fsread::read_dir_or_empty(&d.path)
+        .into_iter()
+        .map(|e| e.path)
+        .filter(|p| !foreign.contains(p))
+        .collect();
+    let entry = |path: &Path, checked: bool, summary: String, why: &str| PlanStep {
+        action: Action::RemoveTree {
+            product: d.product,
+            path: path.to_path_buf(),
+            root: d.path.clone(),
+            identity: crate::size::identity(path).ok(),
+            expected_bytes: size_of(pre, path),
+            mounts_inside: Vec::new(),
+        },
+        summary,
+        why: why.to_string(),
+        checked,
+        bytes: size_of(pre, path),
+    };
+    for p in &own {
+        steps.push(entry(
+            p,
+            true,
+            format!("Remove {}", p.display()),
+            &format!("{product} writes this in its {}.", state_label(&d.kind)),
+        ));
+    }
+    for p in foreign {
+        steps.push(entry(
+            p,
+            false,
+            format!("Not {product}'s, kept: {}", p.display()),
+            &format!(
+                "Smolsweep does not know this as something {product} writes; tick it to remove it as well."
+            ),
+        ));
+    }
+    steps.push(PlanStep {
+        action: Action::RemoveDirIfEmpty {
+            product: d.product,
+            path: d.path.clone(),
+        },
+        summary: format!("Remove {} if nothing else is left in it", d.path.display()),
+        why: "It also holds files that are not the product's; it goes only when it is empty."
+            .into(),
+        checked: true,
+        bytes: 0,
+    });
+    notes.push(format!(
+        "{} also holds {} entr{} that {product} does not write; they are kept unless you tick them.",
+        d.path.display(),
+        foreign.len(),
+        if foreign.len() == 1 { "y" } else { "ies" }
+    ));
+}
+
 /// The interpreter of a virtualenv-style prefix (`<prefix>/bin/python3`), when the install path
 /// looks like one (or like its `site-packages`).
 fn python_of(path: &Path) -> Option<PathBuf> {
@@ -901,6 +1036,7 @@ mod tests {
             allocated_bytes: 4096,
             apparent_bytes: 4096,
             mounts: vec![],
+            source: "default".into(),
         }
     }
 

@@ -36,6 +36,10 @@ pub struct StateDir {
     /// Mount points below it (never walked into).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<PathBuf>,
+    /// What pointed there: `default`, or the variable (`CELESTO_DATA_DIR`, `SMOLVM_DATA_DIR`,
+    /// `XDG_CACHE_HOME`, ...).
+    #[serde(default)]
+    pub source: String,
 }
 
 /// `~/.smolvm`, split by owner.
@@ -173,36 +177,34 @@ impl Preflight {
 pub fn state_dir_candidates(
     env: &EnvSnapshot,
     platform: Platform,
-) -> Vec<(Product, &'static str, PathBuf)> {
+) -> Vec<(Product, &'static str, PathBuf, String)> {
     let smol = smolvm_roots(platform, env);
     let cel = celesto_roots(platform, env);
     let mut out = Vec::new();
     for set in user_smolvm_sets(&smol, &env.home) {
-        out.extend([
-            (Product::Smolvm, "data_root", set.data_root.clone()),
-            (Product::Smolvm, "cache_root", set.cache_root.clone()),
-            (Product::Smolvm, "pack_cache", set.pack_cache.clone()),
-            (Product::Smolvm, "libs_cache", set.libs_cache.clone()),
-            (
-                Product::Smolvm,
-                "registry_cache",
-                set.registry_cache.clone(),
-            ),
-            (
-                Product::Smolvm,
-                "image_archives",
-                set.image_archives.clone(),
-            ),
-            (Product::Smolvm, "config_dir", set.config_dir.clone()),
-        ]);
+        for (kind, path) in [
+            ("data_root", &set.data_root),
+            ("cache_root", &set.cache_root),
+            ("pack_cache", &set.pack_cache),
+            ("libs_cache", &set.libs_cache),
+            ("registry_cache", &set.registry_cache),
+            ("image_archives", &set.image_archives),
+            ("config_dir", &set.config_dir),
+        ] {
+            out.push((Product::Smolvm, kind, path.clone(), set.source.clone()));
+        }
     }
-    for d in cel.data_dirs.iter().filter(|d| !is_system_path(&d.path)) {
-        out.push((Product::Celesto, "data_dir", d.path.clone()));
+    for (kind, dirs) in [("data_dir", &cel.data_dirs), ("image_dir", &cel.image_dirs)] {
+        for d in dirs.iter().filter(|d| !is_system_path(&d.path)) {
+            out.push((Product::Celesto, kind, d.path.clone(), d.source.clone()));
+        }
     }
-    for d in cel.image_dirs.iter().filter(|d| !is_system_path(&d.path)) {
-        out.push((Product::Celesto, "image_dir", d.path.clone()));
-    }
-    out.push((Product::Celesto, "celesto_home", cel.home_dir.clone()));
+    out.push((
+        Product::Celesto,
+        "celesto_home",
+        cel.home_dir.clone(),
+        "default".into(),
+    ));
     out
 }
 
@@ -212,7 +214,7 @@ pub fn state_dir_candidates(
 pub fn removal_roots(env: &EnvSnapshot, platform: Platform) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = state_dir_candidates(env, platform)
         .into_iter()
-        .map(|(_, _, p)| p)
+        .map(|(_, _, p, _)| p)
         .collect();
     out.push(env.home.join(".smolvm"));
     out.push(celesto_roots(platform, env).socket_dir);
@@ -240,34 +242,36 @@ pub fn gather_with(
     let cel = celesto_roots(platform, env);
     let mut sizer = crate::size::Sizer::new();
     let mut state_dirs = Vec::new();
-    let mut add = |product: Product, kind: &str, path: &Path, problems: &mut Vec<String>| {
-        if state_dirs.iter().any(|d: &StateDir| d.path == path) {
-            return;
-        }
-        let exists = std::fs::symlink_metadata(path).is_ok();
-        let (allocated, apparent, mounts) = if exists {
-            match sizer.measure(path) {
-                Ok(m) => (m.allocated, m.apparent, m.mounts),
-                Err(e) => {
-                    problems.push(format!("{}: {e}", path.display()));
-                    (0, 0, Vec::new())
-                }
+    let mut add =
+        |product: Product, kind: &str, path: &Path, source: &str, problems: &mut Vec<String>| {
+            if state_dirs.iter().any(|d: &StateDir| d.path == path) {
+                return;
             }
-        } else {
-            (0, 0, Vec::new())
+            let exists = std::fs::symlink_metadata(path).is_ok();
+            let (allocated, apparent, mounts) = if exists {
+                match sizer.measure(path) {
+                    Ok(m) => (m.allocated, m.apparent, m.mounts),
+                    Err(e) => {
+                        problems.push(format!("{}: {e}", path.display()));
+                        (0, 0, Vec::new())
+                    }
+                }
+            } else {
+                (0, 0, Vec::new())
+            };
+            state_dirs.push(StateDir {
+                product,
+                kind: kind.to_string(),
+                path: path.to_path_buf(),
+                exists,
+                allocated_bytes: allocated,
+                apparent_bytes: apparent,
+                mounts,
+                source: source.to_string(),
+            });
         };
-        state_dirs.push(StateDir {
-            product,
-            kind: kind.to_string(),
-            path: path.to_path_buf(),
-            exists,
-            allocated_bytes: allocated,
-            apparent_bytes: apparent,
-            mounts,
-        });
-    };
-    for (product, kind, path) in state_dir_candidates(env, platform) {
-        add(product, kind, &path, &mut problems);
+    for (product, kind, path, source) in state_dir_candidates(env, platform) {
+        add(product, kind, &path, &source, &mut problems);
     }
 
     let dot = home.join(".smolvm");
