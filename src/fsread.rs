@@ -114,11 +114,44 @@ pub fn read_dir_or_empty(path: &Path) -> Vec<Entry> {
     read_dir(path).unwrap_or_default()
 }
 
+/// What a file type is called in a message ("a named pipe").
+pub fn type_name(ft: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_fifo() {
+        "a named pipe"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_block_device() || ft.is_char_device() {
+        "a device"
+    } else if ft.is_dir() {
+        "a directory"
+    } else if ft.is_symlink() {
+        "a symbolic link"
+    } else {
+        "a regular file"
+    }
+}
+
+/// Open a file for reading only if it is a regular file: never blocks on a named pipe or a
+/// device (`O_NONBLOCK`, then `fstat`), never follows a symlink, leaves the atime alone where
+/// allowed. Anything else is an [`std::io::ErrorKind::InvalidInput`] error naming what it is.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    let fd = open_noatime(path, OFlags::NOFOLLOW | OFlags::NONBLOCK)?;
+    let f = std::fs::File::from(fd);
+    let ft = f.metadata()?.file_type();
+    if !ft.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is {}, not a file", path.display(), type_name(ft)),
+        ));
+    }
+    Ok(f)
+}
+
 /// Read at most `max` bytes of a regular file without touching its atime or following a
-/// symlink.
+/// symlink ([`open_regular`]).
 pub fn read_small(path: &Path, max: usize) -> std::io::Result<Vec<u8>> {
-    let fd = open_noatime(path, OFlags::NOFOLLOW)?;
-    let mut f = std::fs::File::from(fd);
+    let mut f = open_regular(path)?;
     let mut buf = Vec::new();
     f.by_ref().take(max as u64).read_to_end(&mut buf)?;
     Ok(buf)

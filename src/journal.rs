@@ -26,6 +26,7 @@ pub enum JournalEntry {
         /// Milliseconds since the Unix epoch.
         at_ms: u64,
         plan_id: String,
+        #[serde(with = "crate::pathser::one")]
         home: PathBuf,
         estimated_bytes: u64,
         actions: Vec<PlannedAction>,
@@ -202,8 +203,13 @@ pub struct JournalContents {
 
 /// Read a journal; a missing file is an empty journal; damaged lines are skipped and counted.
 pub fn read(path: &Path) -> io::Result<JournalContents> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
+    let bytes = match crate::fsread::open_regular(path) {
+        Ok(mut f) => {
+            use std::io::Read;
+            let mut b = Vec::new();
+            f.read_to_end(&mut b)?;
+            b
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(JournalContents::default()),
         Err(e) => return Err(e),
     };
@@ -225,6 +231,7 @@ pub fn read(path: &Path) -> io::Result<JournalContents> {
 pub struct RunSummary {
     pub plan_id: String,
     pub started_at_ms: u64,
+    #[serde(with = "crate::pathser::one")]
     pub home: PathBuf,
     /// Which surface and command made it (`None` for runs journaled by older versions).
     pub origin: Option<Origin>,

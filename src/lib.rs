@@ -12,6 +12,7 @@ pub mod inventory;
 pub mod journal;
 pub mod locks;
 pub mod model;
+pub mod pathser;
 pub mod plan;
 pub mod procs;
 pub mod qcow2;

@@ -104,6 +104,7 @@ pub enum OptInClass {
 pub struct OwnerRecheck {
     /// The inventories (as the scan found them under this environment's roots); one that does
     /// not exist at deletion holds no record.
+    #[serde(with = "crate::pathser::many")]
     pub inventories: Vec<PathBuf>,
     pub record: OwnerRecord,
 }
@@ -139,6 +140,7 @@ pub struct Finding {
     pub product: Product,
     /// `<product>.<what>`, for example `celesto.orphan_disk`.
     pub kind: String,
+    #[serde(with = "crate::pathser::one")]
     pub path: PathBuf,
     /// The sandbox id or machine name this belongs to, when known.
     pub owner: Option<String>,
@@ -157,10 +159,18 @@ pub struct Finding {
     #[serde(default)]
     pub is_dir: bool,
     /// The root directory this finding lies under (deletion never leaves it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::pathser::opt"
+    )]
     pub root: Option<PathBuf>,
     /// Mount points found inside a directory finding (never walked into, never deleted through).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "crate::pathser::many"
+    )]
     pub mounts_inside: Vec<PathBuf>,
     /// For an orphan: what to re-read before deleting it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -200,12 +210,20 @@ pub struct Machine {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<i64>,
     /// The machine/sandbox directory or disk, when it exists.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::pathser::opt"
+    )]
     pub dir: Option<PathBuf>,
     #[serde(default)]
     pub allocated_bytes: u64,
     /// Inventory this record came from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::pathser::opt"
+    )]
     pub db: Option<PathBuf>,
     /// The machine this one was branched from (smolvm's `golden`; `ls --json` calls it
     /// `parent_machine`). Deleting that machine takes this one with it (`--cascade`).
@@ -245,7 +263,7 @@ pub struct VmProcess {
     pub argv: Vec<String>,
     /// Paths this process names or holds open that matter for in-use checks
     /// (machine dir, disks, sockets, configs).
-    #[serde(default)]
+    #[serde(default, with = "crate::pathser::many")]
     pub paths: Vec<PathBuf>,
     /// Why the scanner attributed it the way it did.
     #[serde(default)]
@@ -263,6 +281,7 @@ pub struct ProductReport {
     /// `ok` or `unknown` (an inventory could not be read).
     pub status: String,
     /// Named roots, for example `data_dir`, `image_dir`, `cache_root`.
+    #[serde(with = "crate::pathser::map")]
     pub roots: std::collections::BTreeMap<String, PathBuf>,
     pub problems: Vec<String>,
     /// Installed version, when it could be read without running anything.
@@ -294,6 +313,7 @@ pub struct Totals {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScanReport {
     pub schema: String,
+    #[serde(with = "crate::pathser::one")]
     pub home: PathBuf,
     pub platform: Platform,
     pub products: Vec<ProductReport>,

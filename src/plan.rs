@@ -63,7 +63,9 @@ pub enum Action {
         finding_id: String,
         product: Product,
         kind: String,
+        #[serde(with = "crate::pathser::one")]
         path: PathBuf,
+        #[serde(with = "crate::pathser::one")]
         root: PathBuf,
         #[serde(with = "identity_repr")]
         identity: FileIdentity,
@@ -76,7 +78,11 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         after_reap: Vec<u32>,
         /// Mount points the scan found inside (left in place, never deleted through).
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        #[serde(
+            default,
+            skip_serializing_if = "Vec::is_empty",
+            with = "crate::pathser::many"
+        )]
         mounts_inside: Vec<PathBuf>,
         /// For an orphan: the inventories re-read just before deleting it (a record that
         /// appeared since the scan keeps it).
@@ -128,14 +134,19 @@ pub enum Action {
         uninstall: bool,
     },
     /// Detach a mount (macOS `hdiutil detach`) before the directory holding it is deleted.
-    Detach { mountpoint: PathBuf },
+    Detach {
+        #[serde(with = "crate::pathser::one")]
+        mountpoint: PathBuf,
+    },
     /// Uninstall: remove a product root, or an entry of one, as a whole. `root` bounds it (a
     /// whole root is bounded by the directory holding it). `identity` is what was there when
     /// the plan was made (absent: nothing was, and a machine command of the plan may create
     /// it); something else found at the path is left alone.
     RemoveTree {
         product: Product,
+        #[serde(with = "crate::pathser::one")]
         path: PathBuf,
+        #[serde(with = "crate::pathser::one")]
         root: PathBuf,
         #[serde(
             default,
@@ -146,19 +157,33 @@ pub enum Action {
         expected_bytes: u64,
         /// Mounts inside it that the plan detaches first: while one is still mounted (its
         /// detach failed, or was not chosen) nothing is removed.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        #[serde(
+            default,
+            skip_serializing_if = "Vec::is_empty",
+            with = "crate::pathser::many"
+        )]
         mounts_inside: Vec<PathBuf>,
     },
     /// Uninstall: remove a directory if, and only if, it is empty by then.
-    RemoveDirIfEmpty { product: Product, path: PathBuf },
+    RemoveDirIfEmpty {
+        product: Product,
+        #[serde(with = "crate::pathser::one")]
+        path: PathBuf,
+    },
     /// Uninstall: remove a launcher symlink that still points into a removed install prefix.
     RemoveLauncher {
+        #[serde(with = "crate::pathser::one")]
         link: PathBuf,
+        #[serde(with = "crate::pathser::one")]
         target: PathBuf,
+        #[serde(with = "crate::pathser::one")]
         prefix: PathBuf,
     },
     /// Uninstall: take the `# smolvm` PATH block out of a shell startup file (backed up first).
-    RemovePathBlock { file: PathBuf },
+    RemovePathBlock {
+        #[serde(with = "crate::pathser::one")]
+        file: PathBuf,
+    },
 }
 
 impl Action {
@@ -190,7 +215,7 @@ impl Action {
             } => format!(
                 "delete {} {} ({}){}",
                 if *is_dir { "directory" } else { "file" },
-                path.display(),
+                crate::pathser::shown(path),
                 human_bytes(*expected_bytes),
                 if after_reap.is_empty() {
                     ""
@@ -260,7 +285,7 @@ impl Action {
                     .unwrap_or_default()
             ),
             Action::Detach { mountpoint } => {
-                format!("detach the mount at {}", mountpoint.display())
+                format!("detach the mount at {}", crate::pathser::shown(mountpoint))
             }
             Action::RemoveTree {
                 path,
@@ -268,15 +293,23 @@ impl Action {
                 ..
             } => format!(
                 "remove {} ({})",
-                path.display(),
+                crate::pathser::shown(path),
                 human_bytes(*expected_bytes)
             ),
             Action::RemoveDirIfEmpty { path, .. } => {
-                format!("remove {} if nothing is left in it", path.display())
+                format!(
+                    "remove {} if nothing is left in it",
+                    crate::pathser::shown(path)
+                )
             }
-            Action::RemoveLauncher { link, .. } => format!("remove launcher {}", link.display()),
+            Action::RemoveLauncher { link, .. } => {
+                format!("remove launcher {}", crate::pathser::shown(link))
+            }
             Action::RemovePathBlock { file } => {
-                format!("remove the '# smolvm' PATH lines from {}", file.display())
+                format!(
+                    "remove the '# smolvm' PATH lines from {}",
+                    crate::pathser::shown(file)
+                )
             }
         }
     }
@@ -389,9 +422,11 @@ pub struct Plan {
     /// Directories inside a planned directory modified after it are left in place.
     #[serde(default)]
     pub scanned_at: u64,
+    #[serde(with = "crate::pathser::one")]
     pub home: PathBuf,
     pub platform: Platform,
     /// Every root directory the scan resolved. None of them is ever deleted itself.
+    #[serde(with = "crate::pathser::many")]
     pub roots: Vec<PathBuf>,
     pub actions: Vec<PlannedAction>,
     /// Allocated bytes the delete actions are expected to free (each inode counted once).

@@ -12,7 +12,7 @@ pub fn render(r: &ScanReport) -> String {
     let _ = writeln!(
         s,
         "Smolsweep scan of {} ({})",
-        r.home.display(),
+        crate::pathser::shown(&r.home),
         r.platform.as_str()
     );
     for p in &r.products {
@@ -30,7 +30,7 @@ pub fn render(r: &ScanReport) -> String {
             .unwrap_or_default();
         let _ = writeln!(s, "  {}{ver}: {status}", p.product.display_name());
         for pr in &p.problems {
-            let _ = writeln!(s, "    ! {pr}");
+            let _ = writeln!(s, "    ! {}", crate::pathser::escape_text(pr));
         }
     }
     s.push('\n');
@@ -129,7 +129,7 @@ pub fn render(r: &ScanReport) -> String {
                 } else {
                     String::new()
                 },
-                p.reason
+                crate::pathser::escape_text(&p.reason)
             );
         }
     }
@@ -154,9 +154,9 @@ pub fn render(r: &ScanReport) -> String {
             s,
             "  [{:<11}] {}  {}\n                {}",
             f.verdict.as_str(),
-            f.path.display(),
+            crate::pathser::shown(&f.path),
             size,
-            f.reason
+            crate::pathser::escape_text(&f.reason)
         );
     }
     s

@@ -12,6 +12,7 @@ use crate::exec::delete::Confirmed;
 use crate::exec::{self, ActionRunner, ExecContext, ExecReport, Outcome, ProgressEvent, RunMode};
 use crate::journal::{self, Journal};
 use crate::model::{human_bytes, OptInClass, ScanReport};
+use crate::pathser::{escape_text, shown};
 use crate::plan::{Action, Plan, Selection};
 
 /// The runner for machine, process and mount actions: the product CLIs, pidfd reaping and
@@ -391,8 +392,8 @@ fn outcome_line(summary: &str, o: &Outcome) -> String {
     match o {
         Outcome::Done { .. } => format!("done     {summary}"),
         Outcome::WouldDo { .. } => format!("would    {summary}"),
-        Outcome::Skipped { why, .. } => format!("skipped  {summary}: {why}"),
-        Outcome::Failed { error } => format!("FAILED   {summary}: {error}"),
+        Outcome::Skipped { why, .. } => format!("skipped  {summary}: {}", escape_text(why)),
+        Outcome::Failed { error } => format!("FAILED   {summary}: {}", escape_text(error)),
     }
 }
 
@@ -407,14 +408,14 @@ fn print_plan(plan: &Plan) {
         println!("  {}", a.summary);
         if let Action::DeletePath { mounts_inside, .. } = &a.action {
             for m in mounts_inside {
-                println!("      mount point inside, left in place: {}", m.display());
+                println!("      mount point inside, left in place: {}", shown(m));
             }
         }
     }
     if !plan.skipped_at_plan.is_empty() {
         println!("Not planned:");
         for s in &plan.skipped_at_plan {
-            println!("  {}: {}", s.id, s.why);
+            println!("  {}: {}", s.id, escape_text(&s.why));
         }
     }
 }

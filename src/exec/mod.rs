@@ -62,7 +62,11 @@ pub enum Outcome {
         /// Part of it was done (a directory deleted except a mount point inside).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         partial: bool,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        #[serde(
+            default,
+            skip_serializing_if = "Vec::is_empty",
+            with = "crate::pathser::many"
+        )]
         left: Vec<PathBuf>,
     },
     Failed {
@@ -251,6 +255,7 @@ pub struct ActionRecord {
 pub struct FsMeasure {
     pub dev: u64,
     /// A path on it (a root of the plan).
+    #[serde(with = "crate::pathser::one")]
     pub path: PathBuf,
     pub free_before: u64,
     pub free_after: u64,

@@ -37,14 +37,8 @@ const SHARED_FIRST: i64 = PENDING_BYTE + 2;
 const SHARED_SIZE: i64 = 510;
 
 fn open_noatime(path: &Path) -> std::io::Result<File> {
-    use rustix::fs::{Mode, OFlags};
-    let base = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
-    let fd = match rustix::fs::open(path, base | OFlags::NOATIME, Mode::empty()) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::PERM) => rustix::fs::open(path, base, Mode::empty())?,
-        Err(e) => return Err(e.into()),
-    };
-    Ok(File::from(fd))
+    // A named pipe where the database or its -wal is expected would block a plain open.
+    crate::fsread::open_regular(path)
 }
 
 #[cfg(target_os = "linux")]

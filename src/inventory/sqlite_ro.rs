@@ -26,17 +26,10 @@ pub fn read<T>(
     out
 }
 
-/// Open a file read-only without following a symlink and, where allowed, without updating its
-/// access time.
+/// Open a regular file read-only without following a symlink and, where allowed, without
+/// updating its access time ([`crate::fsread::open_regular`]).
 pub fn open_noatime(path: &Path) -> std::io::Result<File> {
-    use rustix::fs::{Mode, OFlags};
-    let base = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
-    let fd = match rustix::fs::open(path, base | OFlags::NOATIME, Mode::empty()) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::PERM) => rustix::fs::open(path, base, Mode::empty())?,
-        Err(e) => return Err(e.into()),
-    };
-    Ok(File::from(fd))
+    crate::fsread::open_regular(path)
 }
 
 /// `<path><suffix>`, e.g. the `-wal` beside a database.

@@ -123,8 +123,13 @@ pub fn remove(file: &Path, home: &Path, now_secs: u64) -> std::io::Result<Option
             "not a regular file (a symlinked startup file is left for you to edit)",
         ));
     }
-    let text = String::from_utf8(std::fs::read(file)?)
-        .map_err(|_| std::io::Error::other("not UTF-8 text"))?;
+    let text = String::from_utf8({
+        use std::io::Read;
+        let mut b = Vec::new();
+        crate::fsread::open_regular(file)?.read_to_end(&mut b)?;
+        b
+    })
+    .map_err(|_| std::io::Error::other("not UTF-8 text"))?;
     let Some(new) = remove_from_text(&text, &default_bin_dirs(home)) else {
         return Ok(None);
     };

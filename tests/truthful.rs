@@ -1,0 +1,211 @@
+//! The scan stays truthful, and every command ends, under hostile file types and names: a named
+//! pipe where a file is expected, file names that are not UTF-8 or hold control characters.
+//! One regression test per case, each on a scratch HOME of its own, the binary run with a
+//! deadline (a hang fails the test instead of hanging the suite).
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use smolsweep_fixtures::{age_tree, Home, Layout, OLD};
+
+/// Run the binary for `home` and wait at most 30 s; a hang kills it and fails.
+fn run(home: &Home, data: &Path, args: &[&str]) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_smolsweep"))
+        .args(args)
+        .env_clear()
+        .envs(home.env_vars())
+        .env("SMOLSWEEP_DATA_DIR", data)
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("smolsweep {args:?} did not finish in 30 s (it hangs)");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json_of(args: &[&str], (code, out, err): (i32, String, String)) -> (i32, Value) {
+    let v = serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("{args:?} exit {code}: {e}\n{out}\n{err}"));
+    (code, v)
+}
+
+fn mkfifo(p: &Path) {
+    if p.exists() {
+        std::fs::remove_file(p).unwrap();
+    }
+    rustix::fs::mkfifoat(rustix::fs::CWD, p, rustix::fs::Mode::from_raw_mode(0o600)).unwrap();
+}
+
+fn odd(dir: &Path, name: &[u8]) -> PathBuf {
+    dir.join(OsString::from_vec(name.to_vec()))
+}
+
+fn scratch() -> (tempfile::TempDir, Home, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let data = t.path().join("smolsweep-data");
+    (t, home, data)
+}
+
+fn findings(v: &Value) -> &Vec<Value> {
+    v["findings"].as_array().expect("findings")
+}
+
+#[test]
+fn fifo_at_a_machine_name_file_does_not_hang_the_scan() {
+    let (_t, home, data) = scratch();
+    let sm = home.smolvm().unwrap();
+    sm.record("other", json!({})).unwrap();
+    let dir = sm.dangling_dir("ghost").unwrap();
+    mkfifo(&dir.join("name"));
+    age_tree(&home.root, OLD).unwrap();
+    let (code, v) = json_of(&["scan"], run(&home, &data, &["scan", "--json"]));
+    assert_eq!(code, 0);
+    assert!(
+        findings(&v).iter().any(|f| f["path"] == json!(dir)),
+        "{v:#}"
+    );
+    // And prune ends too.
+    let (code, _, err) = run(&home, &data, &["prune", "--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn fifo_at_the_celesto_inventory_does_not_hang_and_nothing_of_it_is_reclaimable() {
+    let (_t, home, data) = scratch();
+    let d = home.celesto_data_dir().unwrap();
+    d.row("live1", "running", "qemu", None).unwrap();
+    let disk = d.disk("live1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    mkfifo(&d.dir.join("celesto.db"));
+    age_tree(&home.root, OLD).unwrap();
+    let (code, v) = json_of(&["scan"], run(&home, &data, &["scan", "--json"]));
+    assert_eq!(code, 0);
+    let f = findings(&v)
+        .iter()
+        .find(|f| f["path"] == json!(disk))
+        .expect("the disk is shown");
+    assert_eq!(f["verdict"], "unknown", "{f:#}");
+    let cel = v["products"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["product"] == "celesto")
+        .unwrap();
+    assert!(
+        cel["problems"].to_string().contains("named pipe"),
+        "{cel:#}"
+    );
+    let (code, _, _) = run(&home, &data, &["prune", "--yes"]);
+    assert_eq!(code, 0);
+    assert!(disk.exists());
+}
+
+#[test]
+fn fifo_at_a_wal_file_does_not_hang() {
+    let (_t, home, data) = scratch();
+    let sm = home.smolvm().unwrap();
+    sm.record_in_wal("walled", json!({})).unwrap();
+    let db = home.path(".local/share/smolvm/server/smolvm.db");
+    let wal = PathBuf::from(format!("{}-wal", db.display()));
+    assert!(wal.exists(), "the fixture leaves a WAL");
+    mkfifo(&wal);
+    let (code, v) = json_of(&["scan"], run(&home, &data, &["scan", "--json"]));
+    assert_eq!(code, 0);
+    let smol = v["products"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["product"] == "smolvm")
+        .unwrap();
+    assert!(
+        smol["problems"].to_string().contains("named pipe"),
+        "{smol:#}"
+    );
+}
+
+#[test]
+fn non_utf8_names_in_disks_scan_as_json_losslessly() {
+    let (_t, home, data) = scratch();
+    let d = home.celesto_data_dir().unwrap();
+    d.row("live1", "stopped", "qemu", None).unwrap();
+    let name = b"gone\xff\x1b[31m.qcow2";
+    let p = odd(&d.disks(), name);
+    std::fs::write(&p, vec![0u8; 4096]).unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    let (code, v) = json_of(&["scan"], run(&home, &data, &["scan", "--json"]));
+    assert_eq!(code, 0);
+    let want = hex::encode(p.as_os_str().as_encoded_bytes());
+    assert!(
+        findings(&v)
+            .iter()
+            .any(|f| f["path"]["bytes_hex"] == json!(want)),
+        "{v:#}"
+    );
+    // The human report escapes the name: no raw escape sequence reaches the terminal.
+    let (code, out, _) = run(&home, &data, &["scan"]);
+    assert_eq!(code, 0);
+    assert!(!out.contains('\u{1b}'), "{out}");
+    assert!(out.contains("gone\\xff\\x1b[31m.qcow2"), "{out}");
+}
+
+#[test]
+fn non_utf8_name_in_a_dangling_dir_is_pruned_and_journaled() {
+    let (_t, home, data) = scratch();
+    let sm = home.smolvm().unwrap();
+    sm.record("other", json!({})).unwrap();
+    let dir = sm.dangling_dir("ghost").unwrap();
+    std::fs::write(odd(&dir, b"console\xfe\n.log"), b"x").unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    let (code, v) = json_of(&["prune"], run(&home, &data, &["prune", "--yes", "--json"]));
+    assert_eq!(code, 0, "{v:#}");
+    assert!(!dir.exists(), "{v:#}");
+    let (code, h) = json_of(&["history"], run(&home, &data, &["history", "--json"]));
+    assert_eq!(code, 0);
+    assert_eq!(h["damaged_lines"], json!([]), "{h:#}");
+    assert_eq!(h["runs"][0]["done"], 1, "{h:#}");
+}
+
+#[test]
+fn non_utf8_name_inside_a_planned_directory_that_changes_after_the_plan() {
+    let (t, home, data) = scratch();
+    let sm = home.smolvm().unwrap();
+    sm.record("other", json!({})).unwrap();
+    let dir = sm.dangling_dir("ghost").unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    let plan = t.path().join("plan.json");
+    let (code, _, err) = run(&home, &data, &["plan", "--out", plan.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    // After the plan, a directory with an odd name appears inside the planned directory.
+    let late = odd(&dir, b"late\xff");
+    std::fs::create_dir(&late).unwrap();
+    std::fs::write(late.join("new"), b"written after the plan").unwrap();
+    let args = ["apply", plan.to_str().unwrap(), "--yes", "--json"];
+    let (_, v) = json_of(&args, run(&home, &data, &args));
+    assert!(late.join("new").exists(), "{v:#}");
+    assert!(v["schema"] == "smolsweep.result/1", "{v:#}");
+    let (code, h) = json_of(&["history"], run(&home, &data, &["history", "--json"]));
+    assert_eq!(code, 0);
+    assert_eq!(h["damaged_lines"], json!([]), "{h:#}");
+}
