@@ -22,5 +22,6 @@ pub mod scan;
 pub mod size;
 pub mod tray;
 pub mod uninstall;
+pub mod upstream;
 
 pub use model::*;

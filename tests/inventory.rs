@@ -474,7 +474,7 @@ fn celesto_missing_table_or_column_is_unknown_shape() {
     ));
     Connection::open(&db)
         .unwrap()
-        .execute_batch("CREATE TABLE vms(id TEXT, status TEXT);")
+        .execute_batch("DROP TABLE other; CREATE TABLE vms(id TEXT, status TEXT);")
         .unwrap();
     let err = read_celesto_db(&db).unwrap_err();
     assert!(

@@ -9,8 +9,8 @@
 //! `SMOLSWEEP_QEMU_BIN_DIR`, `SMOLSWEEP_QEMU_ACCEL`); `scripts/test.sh` sources both. Without
 //! them the test fails, it is never skipped.
 //!
-//! Everything lives in one scratch directory (on `/dev/shm` when there is one, so the measured
-//! free space is not disturbed by builds on the main file system): HOME, the XDG directories,
+//! Everything lives in one scratch directory (on a private tmpfs the test mounts, so the
+//! measured free space is disturbed by nothing else on the machine): HOME, the XDG directories,
 //! `CELESTO_DATA_DIR`, `CELESTO_IMAGE_DIR`, `TMPDIR`, the QMP socket directory and Smolsweep's
 //! journal. Every child process gets a clean environment pointing there. The only processes
 //! signalled are the SDK helper this test spawns and the QEMU that helper starts, by pid and
@@ -48,6 +48,37 @@ fn required(var: &str) -> PathBuf {
     let p = PathBuf::from(v);
     assert!(p.exists(), "{var}={} does not exist", p.display());
     p
+}
+
+/// A tmpfs mounted on the scratch directory for the test's life, unmounted (lazily, after the
+/// guard has ended every process) when dropped.
+struct PrivateTmpfs(PathBuf);
+
+impl PrivateTmpfs {
+    fn mount(at: &Path) -> Option<PrivateTmpfs> {
+        let ok = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                "size=512m,mode=0700",
+                "smolsweep-real-vm",
+            ])
+            .arg(at)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| PrivateTmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for PrivateTmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
 }
 
 /// The scratch world: one private directory holding HOME and everything else.
@@ -364,17 +395,16 @@ fn real_qemu_sandbox_orphan_is_found_skipped_reaped_then_pruned() {
     // SAFETY: prctl with integer arguments only.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
 
-    let shm = Path::new("/dev/shm");
-    let tmp = if shm.is_dir() {
-        tempfile::Builder::new()
-            .prefix("smolsweep-real-vm.")
-            .tempdir_in(shm)
-    } else {
-        tempfile::Builder::new()
-            .prefix("smolsweep-real-vm.")
-            .tempdir()
+    // A tmpfs of its own (this runs as root here), so nothing else on the machine moves the
+    // free space the prune measures; /dev/shm (shared with every browser engine) otherwise.
+    let tmp = tempfile::Builder::new()
+        .prefix("smolsweep-real-vm.")
+        .tempdir()
+        .unwrap();
+    let _private = PrivateTmpfs::mount(tmp.path());
+    if _private.is_none() {
+        eprintln!("real_vm: no private tmpfs (not root?); measuring on the temp dir's file system");
     }
-    .unwrap();
     let s = Scratch::new(tmp.path(), qemu_bin_dir, venv_bin);
     // Declared after the tempdir, so it is dropped (processes killed) before the tree goes.
     let mut guard = Guard::default();

@@ -209,3 +209,120 @@ fn non_utf8_name_inside_a_planned_directory_that_changes_after_the_plan() {
     assert_eq!(code, 0);
     assert_eq!(h["damaged_lines"], json!([]), "{h:#}");
 }
+
+/// A Celesto data directory with a live sandbox (its disk in `disks/`) and an orphan disk; the
+/// test then damages the inventory. Returns (live disk, orphan disk, celesto.db).
+fn celesto_with_live_sandbox(home: &Home) -> (PathBuf, PathBuf, PathBuf) {
+    let d = home.celesto_data_dir().unwrap();
+    d.row("live1", "stopped", "qemu", None).unwrap();
+    d.row("live2", "stopped", "qemu", None).unwrap();
+    let live = d.disk("live1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    let orphan = d.disk("gone1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    (live, orphan, d.dir.join("celesto.db"))
+}
+
+/// Scan, then `prune --yes`: neither disk may be reclaimable, and both must survive.
+fn assert_untrusted(home: &Home, data: &Path, disks: &[&Path], why: &str) {
+    let (code, v) = json_of(&["scan"], run(home, data, &["scan", "--json"]));
+    assert_eq!(code, 0);
+    for d in disks {
+        let f = findings(&v)
+            .iter()
+            .find(|f| f["path"] == json!(d))
+            .unwrap_or_else(|| panic!("{} not shown: {v:#}", d.display()));
+        assert_eq!(f["verdict"], "unknown", "{f:#}");
+    }
+    let cel = v["products"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["product"] == "celesto")
+        .unwrap();
+    assert!(cel["problems"].to_string().contains(why), "{cel:#}");
+    let (code, _, err) = run(home, data, &["prune", "--yes"]);
+    assert_eq!(code, 0, "{err}");
+    for d in disks {
+        assert!(d.exists(), "{} was deleted", d.display());
+    }
+}
+
+#[test]
+fn emptied_vms_page_with_intact_index_is_unknown_never_reclaimable() {
+    let (_t, home, data) = scratch();
+    let (live, orphan, db) = celesto_with_live_sandbox(&home);
+    // The page of the `vms` table rewritten as an empty leaf: the rows are gone, its indexes
+    // still list them.
+    let (root, page_size): (i64, i64) = {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        (
+            c.query_row(
+                "SELECT rootpage FROM sqlite_master WHERE name = 'vms'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap(),
+            c.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap(),
+        )
+    };
+    let mut bytes = std::fs::read(&db).unwrap();
+    let at = ((root - 1) * page_size) as usize;
+    let page = &mut bytes[at..at + page_size as usize];
+    page.fill(0);
+    page[0] = 0x0d; // leaf table b-tree page, no cells
+    let content = (page_size as u32 & 0xffff) as u16;
+    page[5..7].copy_from_slice(&content.to_be_bytes());
+    std::fs::write(&db, &bytes).unwrap();
+    // Read naively, the inventory now says "no sandboxes".
+    let rows: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT count(config) FROM vms NOT INDEXED", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(rows, 0, "the damage empties the table silently");
+    assert_untrusted(&home, &data, &[&live, &orphan], "integrity check");
+}
+
+#[test]
+fn rows_moved_to_an_unknown_table_are_not_trusted() {
+    let (_t, home, data) = scratch();
+    let (live, orphan, db) = celesto_with_live_sandbox(&home);
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("CREATE TABLE vms_v2 AS SELECT * FROM vms; DELETE FROM vms;")
+        .unwrap();
+    assert_untrusted(&home, &data, &[&live, &orphan], "vms_v2");
+}
+
+#[test]
+fn unknown_user_version_is_not_trusted() {
+    let (_t, home, data) = scratch();
+    let (live, orphan, db) = celesto_with_live_sandbox(&home);
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("PRAGMA user_version = 7;")
+        .unwrap();
+    assert_untrusted(&home, &data, &[&live, &orphan], "user_version 7");
+}
+
+#[test]
+fn lease_rows_for_missing_sandboxes_are_not_trusted() {
+    let (_t, home, data) = scratch();
+    let (live, orphan, db) = celesto_with_live_sandbox(&home);
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let has_leases: i64 = c
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'ssh_forwards'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(has_leases, 1, "the fixture writes Celesto's whole schema");
+    c.execute_batch(
+        "INSERT INTO ssh_forwards (vm_id, host_port, guest_port, created_at) VALUES ('live1', 2201, 22, '2026-11-30T00:00:00+00:00');
+         PRAGMA foreign_keys = OFF; DELETE FROM vms;",
+    )
+    .unwrap();
+    assert_untrusted(&home, &data, &[&live, &orphan], "ssh_forwards");
+}

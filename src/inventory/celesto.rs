@@ -57,7 +57,9 @@ impl CelestoInventory {
 /// `config = Null` and a line in `problems`, because its id must stay live. Missing
 /// `browser_sessions` / `snapshots` tables (older schemas) give empty lists.
 pub fn read_celesto_db(path: &Path) -> Result<CelestoInventory, InventoryError> {
-    sqlite_ro::read(path, |conn| read_tx(conn, path))
+    sqlite_ro::read(path, &crate::upstream::CELESTO_DB, |conn| {
+        read_tx(conn, path)
+    })
 }
 
 fn read_tx(conn: &rusqlite::Connection, path: &Path) -> Result<CelestoInventory, InventoryError> {

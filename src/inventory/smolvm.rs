@@ -58,7 +58,9 @@ pub fn read_smolvm_reservations(path: &Path) -> Result<Vec<SmolvmReservation>, I
 /// BLOB (what smolvm writes) or TEXT; it must be a JSON object, otherwise the whole inventory is
 /// [`InventoryError::UnknownShape`].
 pub fn read_smolvm_inventory(path: &Path) -> Result<SmolvmInventory, InventoryError> {
-    sqlite_ro::read(path, |conn| read_tx(conn, path))
+    sqlite_ro::read(path, &crate::upstream::SMOLVM_DB, |conn| {
+        read_tx(conn, path)
+    })
 }
 
 fn read_tx(conn: &rusqlite::Connection, path: &Path) -> Result<SmolvmInventory, InventoryError> {

@@ -17,13 +17,123 @@ pub const BUSY_TIMEOUT: Duration = super::snapshot::BUSY_TIMEOUT;
 /// opened by SQLite: nothing is created, written or timestamped.
 pub fn read<T>(
     path: &Path,
+    schema: &crate::upstream::Schema,
     f: impl Fn(&Connection) -> Result<T, InventoryError>,
 ) -> Result<T, InventoryError> {
     let conn = super::snapshot::open_snapshot(path, BUSY_TIMEOUT)?;
     let tx = conn.unchecked_transaction().map_err(|e| map_err(path, e))?;
+    prove(&tx, path, schema)?;
     let out = f(&tx);
     drop(tx);
     out
+}
+
+/// An inventory is trusted only when it proves itself: SQLite's full integrity check passes
+/// (an emptied table page behind an intact index fails it; `quick_check` would not), its
+/// `user_version` is one of the verified versions', and it holds no table the product does not
+/// write (rows moved elsewhere would read as "no sandboxes").
+pub fn prove(
+    conn: &Connection,
+    path: &Path,
+    schema: &crate::upstream::Schema,
+) -> Result<(), InventoryError> {
+    let mut stmt = conn
+        .prepare("PRAGMA integrity_check(8)")
+        .map_err(|e| map_err(path, e))?;
+    let msgs = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .map_err(|e| map_err(path, e))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| map_err(path, e))?;
+    if msgs != ["ok"] {
+        return Err(InventoryError::Corrupt {
+            path: path.to_path_buf(),
+            detail: format!("its integrity check fails ({})", msgs.join("; ")),
+        });
+    }
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(|e| map_err(path, e))?;
+    if !schema.user_versions.contains(&version) {
+        return Err(InventoryError::UnknownShape {
+            path: path.to_path_buf(),
+            detail: format!(
+                "its schema version (user_version {version}) is not one Smolsweep knows ({:?})",
+                schema.user_versions
+            ),
+        });
+    }
+    let mut stmt = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
+        .map_err(|e| map_err(path, e))?;
+    let tables = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .map_err(|e| map_err(path, e))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| map_err(path, e))?;
+    let unknown: Vec<&String> = tables
+        .iter()
+        .filter(|t| !schema.tables.contains(&t.as_str()))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(InventoryError::UnknownShape {
+            path: path.to_path_buf(),
+            detail: format!(
+                "it has table(s) {} that {} does not write as far as Smolsweep knows",
+                unknown
+                    .iter()
+                    .map(|t| format!("`{t}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                schema.product.display_name()
+            ),
+        });
+    }
+    orphan_references(conn, path, schema, &tables)
+}
+
+/// Rows of a table that names sandbox or machine ids (leases, forwards) for ids the main table
+/// lacks: the main table lost rows, so "no row" would not mean "no sandbox".
+fn orphan_references(
+    conn: &Connection,
+    path: &Path,
+    schema: &crate::upstream::Schema,
+    tables: &[String],
+) -> Result<(), InventoryError> {
+    let key = match schema.product {
+        crate::model::Product::Celesto => "id",
+        crate::model::Product::Smolvm => "name",
+    };
+    for (table, col) in schema.references {
+        if !tables.iter().any(|t| t == table) {
+            continue;
+        }
+        let Some(cols) = columns(conn, path, table)? else {
+            continue;
+        };
+        if !cols.iter().any(|c| c.eq_ignore_ascii_case(col)) {
+            continue;
+        }
+        let sql = format!(
+            "SELECT {col} FROM {table} WHERE {col} IS NOT NULL AND {col} NOT IN (SELECT {key} FROM vms) LIMIT 1"
+        );
+        let missing: Option<String> = conn
+            .query_row(&sql, [], |r| r.get::<_, String>(0))
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(map_err(path, e)),
+            })?;
+        if let Some(id) = missing {
+            return Err(InventoryError::Corrupt {
+                path: path.to_path_buf(),
+                detail: format!(
+                    "`{table}` names '{id}', which its `vms` table lacks: rows are missing"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Open a regular file read-only without following a symlink and, where allowed, without

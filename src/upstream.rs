@@ -1,0 +1,113 @@
+//! What Smolsweep knows of each upstream product, per verified version, as data: the newest
+//! versions its rules were verified against, and the inventories' schemas (tables and
+//! `user_version`). A new upstream release is a change here plus a fixture.
+//!
+//! Facts from `shared/reference` (celesto-smolvm.md §3, smol-machines-smolvm.md §2.5).
+
+use crate::model::Product;
+
+/// The newest version of each product the rules were verified against. A newer install is
+/// shown, but nothing of it is reclaimable until Smolsweep knows it (see [`drift`]).
+pub const VERIFIED: &[(Product, &str, &str)] = &[
+    (Product::Celesto, "celesto", "0.1.10"),
+    // PyPI `smolvm`, Celesto's predecessor (its `smolvm.db` is read with Celesto's rules).
+    (Product::Celesto, "smolvm (PyPI)", "0.0.36"),
+    (Product::Smolvm, "smolvm", "1.32.2"),
+];
+
+/// The schema an inventory must have for its rows to be trusted.
+#[derive(Debug, Clone, Copy)]
+pub struct Schema {
+    pub product: Product,
+    /// Every table the product writes in it; any other table means a layout Smolsweep does
+    /// not know (rows may have moved there).
+    pub tables: &'static [&'static str],
+    /// `PRAGMA user_version` values of the verified versions.
+    pub user_versions: &'static [i64],
+    /// Tables whose column names a sandbox/machine id: a row there naming an id the main
+    /// table lacks means the main table lost rows.
+    pub references: &'static [(&'static str, &'static str)],
+}
+
+/// `celesto.db` (and a legacy `smolvm.db`) of Celesto 0.1.10 / PyPI smolvm 0.0.36.
+pub const CELESTO_DB: Schema = Schema {
+    product: Product::Celesto,
+    tables: &[
+        "vms",
+        "ip_leases",
+        "ssh_forwards",
+        "vsock_cids",
+        "tap_allocations",
+        "browser_sessions",
+        "snapshots",
+    ],
+    user_versions: &[0],
+    references: &[
+        ("ip_leases", "vm_id"),
+        ("ssh_forwards", "vm_id"),
+        ("vsock_cids", "vm_id"),
+        ("tap_allocations", "vm_id"),
+    ],
+};
+
+/// `smolvm.db` of smol-machines smolvm up to 1.32.2.
+pub const SMOLVM_DB: Schema = Schema {
+    product: Product::Smolvm,
+    tables: &[
+        "vms",
+        "vm_create_reservations",
+        "vm_pause_operations",
+        "config",
+        "vm_resize_intents",
+        "vm_resize_receipts",
+        "fork_pools",
+        "fork_pool_snapshots",
+        "fork_pool_slots",
+        "fork_leases",
+    ],
+    user_versions: &[0],
+    references: &[("fork_pool_slots", "machine_name")],
+};
+
+/// Whether `installed` is newer than every version of `product` the rules were verified
+/// against; `Some(newest known)` when it is.
+pub fn drift(product: Product, installed: &str) -> Option<&'static str> {
+    let newest = VERIFIED
+        .iter()
+        .filter(|(p, _, _)| *p == product)
+        .map(|(_, _, v)| *v)
+        .max_by(|a, b| compare(a, b))?;
+    (compare(installed, newest) == std::cmp::Ordering::Greater).then_some(newest)
+}
+
+/// Compare dotted versions numerically (`1.32.10` > `1.32.2`); a non-numeric part compares as
+/// text after the numeric ones.
+pub fn compare(a: &str, b: &str) -> std::cmp::Ordering {
+    let parts = |s: &str| -> Vec<(u64, String)> {
+        s.trim_start_matches('v')
+            .split(['.', '-', '+'])
+            .map(|p| {
+                let digits: String = p.chars().take_while(|c| c.is_ascii_digit()).collect();
+                (digits.parse().unwrap_or(0), p[digits.len()..].to_string())
+            })
+            .collect()
+    };
+    parts(a).cmp(&parts(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_compare_numerically_and_drift_is_newer_than_verified() {
+        assert!(compare("1.32.10", "1.32.2").is_gt());
+        assert!(compare("0.1.10", "0.1.9").is_gt());
+        assert!(compare("0.2.0", "0.1.10").is_gt());
+        assert_eq!(drift(Product::Celesto, "0.1.10"), None);
+        assert_eq!(drift(Product::Celesto, "0.0.36"), None);
+        assert_eq!(drift(Product::Celesto, "0.2.1"), Some("0.1.10"));
+        assert_eq!(drift(Product::Smolvm, "1.33.0"), Some("1.32.2"));
+        assert_eq!(drift(Product::Smolvm, "1.18.2"), None);
+    }
+}
