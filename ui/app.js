@@ -47,18 +47,9 @@ const PRODUCT = { celesto: "Celesto SmolVM", smolvm: "smol-machines smolvm" };
 const VERDICT = { reclaimable: "reclaimable", opt_in: "opt-in", protected: "protected", unknown: "can't verify" };
 const kindLabel = (k) => k.replace(/^[a-z]+\./, "").replace(/_/g, " ");
 
-let state = { status: null, selected: new Set(), touched: false, busy: false, confirmDigest: null };
-
-// In-page confirmation (webviews do not all implement window.confirm).
-function ask(title, text, ok) {
-  const d = $("#ask-dialog");
-  $("#ask-title").textContent = title;
-  $("#ask-text").textContent = text;
-  $("#ask-ok").textContent = ok;
-  d.returnValue = "";
-  d.showModal();
-  return new Promise((resolve) => d.addEventListener("close", () => resolve(d.returnValue === "ok"), { once: true }));
-}
+// `pending` is what the open confirmation would run: a reclaim ({ kind: "reclaim", digest }) or a
+// VM action ({ kind: "vm", plan }), each with the fingerprint of the core plan it shows.
+let state = { status: null, selected: new Set(), touched: false, busy: false, pending: null };
 
 let toastTimer;
 function toast(msg) {
@@ -222,52 +213,92 @@ function renderVms(r) {
     const mine = p.scope === "this_home";
     const age = m && m.created_at ? `created ${ago(m.created_at)}` : "";
     const meta = [`pid ${p.pid}`, p.shape, mine ? "" : "another HOME", age, p.held_deleted_bytes ? `holds ${bytes(p.held_deleted_bytes)} of deleted files` : ""].filter(Boolean).join(" · ");
-    const who = `${PRODUCT[p.product]} ${p.owner || ""} (pid ${p.pid})`;
-    const act = (action) => async () => {
-      const yes = action === "reap"
-        ? await ask("Reap orphaned VM", `Kill ${who}? No inventory owns it; anything running inside is lost (SIGTERM, then SIGKILL after 2 s).`, "Kill")
-        : await ask("Stop VM", `Ask ${who} to shut down (SIGTERM; SIGKILL if it is still running after 10 s)?`, "Stop");
-      if (!yes) return;
-      try { render(await invoke("vm_action", { pid: p.pid, startTime: p.start_time, action })); }
-      catch (e) { toast(String(e)); }
-    };
+    // What each button asks for; the core plans it (from a fresh scan) and the confirmation shows
+    // that plan. Another HOME's VM plans nothing: the confirmation says why.
+    const button = (action, label, cls) => el("button", { class: cls, dataset: { action }, onclick: () => planVm(p, action, false) }, label);
+    const buttons = p.orphan || !mine
+      ? [button(p.orphan ? "reap" : "stop", p.orphan ? "End process" : "Stop", p.orphan ? "danger" : "secondary")]
+      : [button("stop", "Stop", "secondary"), m ? button("delete", "Delete", "danger") : null];
     return el("div", { class: "vm", dataset: { pid: p.pid } },
       el("div", {},
         el("div", {}, el("b", { text: `${PRODUCT[p.product]} · ${p.owner || "unknown owner"}` }), " ",
           el("span", { class: `badge ${p.orphan ? "orphan" : "reclaimable"}`, text: p.orphan ? "orphaned" : (m ? m.effective_state || m.state : "running") })),
         el("div", { class: "meta", text: meta }),
         p.reason ? el("div", { class: "meta", text: p.reason }) : null),
-      el("div", { class: "buttons" },
-        el("button", { class: "secondary", disabled: !mine, onclick: act("stop") }, "Stop"),
-        p.orphan ? el("button", { class: "danger", disabled: !mine, onclick: act("reap") }, "Reap") : null));
+      el("div", { class: "buttons" }, buttons));
   });
   list.replaceChildren(el("div", { class: "group" }, rows));
 }
 
 // ---- reclaim ----------------------------------------------------------------------------------
 
+// One confirmation for everything that acts: it shows the core plan (what runs, what was not
+// planned and why) and carries the plan's fingerprint; the shell runs the plan only if it still
+// has that fingerprint.
+function openConfirm({ title, summary, items, refused, go, enabled, cascade }) {
+  $("#confirm-title").textContent = title;
+  $("#confirm-summary").textContent = summary;
+  $("#confirm-list").replaceChildren(...items);
+  $("#confirm-list").classList.toggle("hidden", !items.length);
+  $("#confirm-refused").replaceChildren(...(refused.length
+    ? [el("p", { class: "small muted", text: items.length ? "Not included:" : "Not planned:" }), el("ul", { class: "small" }, refused.map((x) => el("li", { text: `${x.path || x.id}: ${x.reason}` })))]
+    : []));
+  $("#confirm-cascade-row").classList.toggle("hidden", cascade === undefined);
+  $("#confirm-cascade").checked = !!cascade;
+  $("#confirm-go").disabled = !enabled;
+  $("#confirm-go").textContent = go;
+  const d = $("#confirm-dialog");
+  // Closing with Escape keeps the previous returnValue: start from none, so only "go" runs.
+  if (!d.open) { d.returnValue = ""; d.showModal(); }
+}
+
 $("#reclaim-btn").addEventListener("click", async () => {
   const ids = [...state.selected];
   let plan;
   try { plan = await invoke("plan_reclaim", { ids }); } catch (e) { toast(String(e)); return; }
   const n = plan.steps.length;
-  $("#confirm-title").textContent = `Reclaim ${bytes(plan.estimated_bytes)}`;
-  $("#confirm-summary").textContent = n
-    ? `This deletes ${n} item${n === 1 ? "" : "s"} (${bytes(plan.estimated_bytes)} estimated). Nothing else is touched.`
-    : "Nothing selected can be reclaimed.";
-  $("#confirm-list").replaceChildren(...plan.steps.map((s) =>
-    el("li", { dataset: { id: s.id } }, el("span", { class: "action", text: s.action }), el("span", { class: "path", text: s.path }), el("span", { class: "muted", text: bytes(s.allocated_bytes) }))));
-  $("#confirm-refused").replaceChildren(...(plan.refused.length
-    ? [el("p", { class: "small muted", text: "Not included:" }), el("ul", { class: "small" }, plan.refused.map((x) => el("li", { text: `${x.path || x.id}: ${x.reason}` })))]
-    : []));
-  state.confirmDigest = plan.digest;
-  $("#confirm-go").disabled = !n;
-  $("#confirm-go").textContent = n ? `Delete ${n} item${n === 1 ? "" : "s"}` : "Delete";
-  $("#confirm-dialog").showModal();
+  state.pending = { kind: "reclaim", digest: plan.digest };
+  openConfirm({
+    title: `Reclaim ${bytes(plan.estimated_bytes)}`,
+    summary: n
+      ? `This deletes ${n} item${n === 1 ? "" : "s"} (${bytes(plan.estimated_bytes)} estimated). Nothing else is touched.`
+      : "Nothing selected can be reclaimed.",
+    items: plan.steps.map((s) =>
+      el("li", { dataset: { id: s.id } }, el("span", { class: "action", text: s.action }), el("span", { class: "path", text: s.path }), el("span", { class: "muted", text: bytes(s.allocated_bytes) }))),
+    refused: plan.refused,
+    go: n ? `Delete ${n} item${n === 1 ? "" : "s"}` : "Delete",
+    enabled: n > 0,
+  });
+});
+
+// Stop / End process / Delete of one VM: the shell scans, plans, and returns the plan to show.
+async function planVm(p, action, cascade) {
+  let plan;
+  try { plan = await invoke("plan_vm_action", { pid: p.pid, startTime: p.start_time, action, cascade }); }
+  catch (e) { toast(String(e)); return; }
+  state.pending = { kind: "vm", plan };
+  openConfirm({
+    title: plan.title,
+    summary: plan.question,
+    items: plan.steps.map((s, i) => el("li", { dataset: { index: i } }, el("span", { class: "path", text: s }))),
+    refused: plan.refused,
+    go: plan.ok,
+    enabled: plan.steps.length > 0,
+    cascade: action === "delete" && (plan.cascade || plan.cascade_available) ? plan.cascade : undefined,
+  });
+}
+
+$("#confirm-cascade").addEventListener("change", () => {
+  const pend = state.pending;
+  if (!pend || pend.kind !== "vm") return;
+  planVm({ pid: pend.plan.pid, start_time: pend.plan.start_time }, pend.plan.action, $("#confirm-cascade").checked);
 });
 
 $("#confirm-dialog").addEventListener("close", async () => {
-  if ($("#confirm-dialog").returnValue !== "go") return;
+  const pend = state.pending;
+  state.pending = null;
+  if ($("#confirm-dialog").returnValue !== "go" || !pend) return;
+  if (pend.kind === "vm") return runVm(pend.plan);
   const ids = [...state.selected];
   state.busy = true; updateSelection();
   $("#result").classList.add("hidden");
@@ -276,7 +307,7 @@ $("#confirm-dialog").addEventListener("close", async () => {
   $("#progress-text").textContent = "Starting…";
   try {
     // The fingerprint of what was shown: if a scan changed the plan since, nothing runs.
-    const out = await invoke("execute_reclaim", { ids, digest: state.confirmDigest });
+    const out = await invoke("execute_reclaim", { ids, digest: pend.digest });
     showResult(out);
     state.touched = false;
   } catch (e) {
@@ -289,6 +320,26 @@ $("#confirm-dialog").addEventListener("close", async () => {
   }
 });
 
+async function runVm(plan) {
+  const box = $("#vm-result");
+  box.className = "result";
+  box.replaceChildren(el("p", { text: `${plan.ok}: ${plan.target}…` }));
+  try {
+    const out = await invoke("execute_vm_action", { pid: plan.pid, startTime: plan.start_time, action: plan.action, cascade: plan.cascade, digest: plan.digest });
+    const ok = out.steps.length && out.steps.every((s) => s.status === "done") && !out.journal_error;
+    box.className = `result${ok ? "" : " partial"}`;
+    box.replaceChildren(
+      el("h2", { text: `${ok ? "Done" : "Not done"}: ${out.command} ${out.target}` }),
+      el("ul", { class: "small" }, out.steps.map((s) => el("li", { dataset: { status: s.status } }, `${s.status}: ${s.summary} — ${s.message}`))),
+      ...(out.journal_error ? [el("p", { class: "small", text: out.journal_error })] : []));
+  } catch (e) {
+    box.className = "result partial";
+    box.replaceChildren(el("h2", { text: `Not done: ${plan.command} ${plan.target}` }), el("p", { text: String(e) }));
+  } finally {
+    refresh();
+  }
+}
+
 function showResult(out) {
   const removed = out.steps.filter((s) => s.status === "removed");
   const other = out.steps.filter((s) => s.status !== "removed");
@@ -298,7 +349,8 @@ function showResult(out) {
     el("h2", {}, "Freed ", el("span", { id: "result-measured", text: bytes(out.measured_bytes) })),
     el("p", { class: "small" }, `Removed ${removed.length} item${removed.length === 1 ? "" : "s"}; estimated `, el("span", { id: "result-estimated", text: bytes(out.estimated_bytes) }), ", measured ", bytes(out.measured_bytes), "."),
     ...(other.length ? [el("ul", { class: "small" }, other.map((s) => el("li", { text: `${s.status}: ${s.path} — ${s.message}` })))] : []),
-    ...(out.refused.length ? [el("p", { class: "small muted", text: `${out.refused.length} selected item${out.refused.length === 1 ? " was" : "s were"} not included (protected or not verified).` })] : []));
+    ...(out.refused.length ? [el("p", { class: "small muted", text: `${out.refused.length} selected item${out.refused.length === 1 ? " was" : "s were"} not included (protected or not verified).` })] : []),
+    ...(out.journal_error ? [el("p", { class: "small", text: out.journal_error })] : []));
 }
 
 listen("reclaim-progress", (e) => {
@@ -309,18 +361,28 @@ listen("reclaim-progress", (e) => {
 
 // ---- history and settings --------------------------------------------------------------------
 
+// The core journal: every run of every surface (this window, the tray, the CLI, uninstall), as
+// `smolsweep history` prints it.
 async function loadHistory() {
   const h = await invoke("get_history");
   const list = $("#history-list");
-  if (!h.length) { list.replaceChildren(el("div", { class: "empty", text: "Nothing reclaimed yet." })); return; }
-  list.replaceChildren(el("div", { class: "group" }, el("table", {}, el("tbody", {}, h.map((o) => {
-    const removed = o.steps.filter((s) => s.status === "removed").length;
-    const bad = o.steps.length - removed;
-    return el("tr", {},
-      el("td", { text: new Date(o.finished_at * 1000).toLocaleString() }),
-      el("td", { text: `${removed} removed${bad ? `, ${bad} skipped or failed` : ""}` }),
-      el("td", { class: "size", text: bytes(o.measured_bytes) }),
-      el("td", { class: "size muted", text: `est. ${bytes(o.estimated_bytes)}` }));
+  const notes = [];
+  if (h.error) notes.push(el("p", { class: "problem small", text: h.error }));
+  if (h.journal) notes.push(el("p", { class: "muted small" }, "Journal: ", el("code", { text: h.journal }), " (also read by ", el("code", { text: "smolsweep history" }), ")."));
+  if (h.legacy) notes.push(el("p", { class: "muted small" }, "Reclaims recorded by older versions of this window are in ", el("code", { text: h.legacy }), "; they were not imported."));
+  if (h.damaged_lines.length) notes.push(el("p", { class: "muted small", text: `${h.damaged_lines.length} damaged journal line(s) skipped.` }));
+  $("#history-note").replaceChildren(...notes);
+  if (!h.runs.length) { list.replaceChildren(el("div", { class: "empty", text: "Nothing has run yet." })); return; }
+  list.replaceChildren(el("div", { class: "group" }, el("table", {}, el("tbody", {}, h.runs.map((r) => {
+    const counts = [`${r.done} done`, r.skipped ? `${r.skipped} skipped` : "", r.failed ? `${r.failed} failed` : ""].filter(Boolean).join(", ");
+    const outcomes = r.outcomes.map((o) => el("div", { class: "reason", dataset: { outcome: o.outcome } },
+      `${o.outcome}: ${o.summary}${o.why ? ` — ${o.why}` : ""}${o.error ? ` — ${o.error}` : ""}`));
+    return el("tr", { dataset: { plan: r.plan_id } },
+      el("td", { text: new Date(r.started_at_ms).toLocaleString() }),
+      el("td", { class: "origin", text: r.origin ? `${r.origin.surface} · ${r.origin.command}` : "—" }),
+      el("td", {}, el("div", { text: `${r.planned_actions} planned: ${counts}` }), outcomes),
+      el("td", { class: "size", text: !r.finished ? "did not finish" : r.freed_bytes || r.estimated_bytes ? bytes(r.freed_bytes) : "—" }),
+      el("td", { class: "size muted", text: r.estimated_bytes ? `est. ${bytes(r.estimated_bytes)}` : "" }));
   })))));
 }
 

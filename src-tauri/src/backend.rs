@@ -1,17 +1,22 @@
-//! What the shell asks of the core: scan, execute a reclaim plan, stop or reap a VM.
+//! What the shell asks of the core: scan, plan, and execute a plan through the one executor.
 //!
 //! The shell only talks to a [`Backend`], so the headless tests drive it with a fake one. The real
-//! backend scans with `smolsweep::scan::scan`.
+//! backend scans with `smolsweep::scan::scan` and executes with `smolsweep::exec::execute`: every
+//! action (a reclaim, stopping a machine, ending a process, deleting a machine) is a core plan,
+//! re-judged on fresh facts at the moment it runs and journaled in the core journal with the
+//! surface and command that made it.
 //!
 //! Test hook (documented in src-tauri/README.md): when `SMOLSWEEP_REPORT_FILE` names a file, the
 //! real backend reads the scan report from that JSON file (re-read on every scan) instead of
-//! scanning. Display-server tests use it to give the app a known state.
+//! scanning. Display-server tests use it to give the app a known state. The executor's re-judge
+//! always looks at the real system.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use smolsweep::exec::reap::{reap, ProcessRef, ReapOptions, ReapOutcome};
-use smolsweep::model::{Finding, Product, ScanReport, VmProcess};
+use smolsweep::exec::{ActionRunner, ExecReport, Judge, Origin, Outcome, ProgressEvent};
+use smolsweep::model::{human_bytes, Finding, Product, ScanReport, Scope};
+use smolsweep::plan::{Action, Plan as CorePlan, Selection};
 
 /// Environment variable naming a saved scan report to use instead of a real scan.
 pub const REPORT_FILE_ENV: &str = "SMOLSWEEP_REPORT_FILE";
@@ -50,22 +55,22 @@ pub struct Plan {
     /// runs only if the plan made at that moment has the same fingerprint.
     #[serde(default)]
     pub digest: String,
-    /// The core plan itself (what [`execute_plan`] runs).
+    /// The core plan itself (what [`Backend::execute`] runs).
     #[serde(skip)]
-    pub core: Option<smolsweep::plan::Plan>,
+    pub core: Option<CorePlan>,
 }
 
 /// The core plan for the chosen finding ids (duplicates dropped).
-pub fn core_plan(report: &ScanReport, ids: &[String]) -> smolsweep::plan::Plan {
+pub fn core_plan(report: &ScanReport, ids: &[String]) -> CorePlan {
     let mut seen = std::collections::BTreeSet::new();
     let ids: Vec<String> = ids
         .iter()
         .filter(|i| seen.insert(i.as_str()))
         .cloned()
         .collect();
-    smolsweep::plan::Plan::from_scan(
+    CorePlan::from_scan(
         report,
-        &smolsweep::plan::Selection {
+        &Selection {
             ids,
             ..Default::default()
         },
@@ -75,7 +80,6 @@ pub fn core_plan(report: &ScanReport, ids: &[String]) -> smolsweep::plan::Plan {
 /// Build the plan for the chosen finding ids: protected, unknown and unknown-id findings are
 /// refused by the core planner, with its reasons. Pure: looks at the report only.
 pub fn plan(report: &ScanReport, ids: &[String]) -> Plan {
-    use smolsweep::plan::Action;
     let core = core_plan(report, ids);
     let mut p = Plan {
         estimated_bytes: core.estimated_bytes,
@@ -117,7 +121,7 @@ pub fn plan(report: &ScanReport, ids: &[String]) -> Plan {
                 apparent_bytes: 0,
                 reason: a.summary.clone(),
             }),
-            // Chosen findings never plan stops, reaps or uninstall steps.
+            // Chosen findings never plan stops or reaps.
             Action::StopMachine { .. }
             | Action::SignalProcess { .. }
             | Action::RemoveTree { .. }
@@ -172,7 +176,8 @@ pub struct StepResult {
     pub freed_bytes: u64,
 }
 
-/// The result of a reclaim, kept in the history.
+/// The result of a reclaim, as the window and the notification show it (the run itself is in
+/// the core journal).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ReclaimOutcome {
     /// Seconds since the Unix epoch.
@@ -182,33 +187,85 @@ pub struct ReclaimOutcome {
     pub measured_bytes: u64,
     pub steps: Vec<StepResult>,
     pub refused: Vec<Refusal>,
+    /// The journal could not be written: the run stopped before the next action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_error: Option<String>,
 }
 
 impl ReclaimOutcome {
-    /// Nothing of `plan` ran, for one reason.
-    pub fn refused_all(plan: &Plan, why: &str) -> Self {
-        ReclaimOutcome {
-            started_at: now_secs(),
-            finished_at: now_secs(),
+    /// What a reclaim of `plan` did, from the executor's report, or why nothing ran.
+    pub fn of(plan: &Plan, result: Result<ExecReport, String>, started_at: u64) -> Self {
+        let mut out = ReclaimOutcome {
+            started_at,
             estimated_bytes: plan.estimated_bytes,
             refused: plan.refused.clone(),
-            steps: plan
-                .steps
-                .iter()
-                .map(|s| StepResult {
-                    id: s.id.clone(),
-                    path: s.path.clone(),
-                    status: StepStatus::Skipped,
-                    message: why.to_string(),
-                    freed_bytes: 0,
-                })
-                .collect(),
             ..Default::default()
+        };
+        match result {
+            Ok(r) => {
+                out.measured_bytes = r.freed_bytes;
+                out.journal_error = r.journal_error.clone();
+                for rec in &r.records {
+                    let (id, expected) = match &rec.action {
+                        Action::DeletePath {
+                            finding_id,
+                            expected_bytes,
+                            ..
+                        } => (finding_id.clone(), *expected_bytes),
+                        _ => (String::new(), 0),
+                    };
+                    let (message, freed) = match &rec.outcome {
+                        Outcome::Done { detail } | Outcome::WouldDo { detail } => {
+                            (detail.clone(), expected)
+                        }
+                        Outcome::Skipped { why, .. } => (why.clone(), 0),
+                        Outcome::Failed { error } => (error.clone(), 0),
+                    };
+                    out.steps.push(StepResult {
+                        id,
+                        path: path_of(&rec.action),
+                        status: status_of(&rec.outcome),
+                        message,
+                        freed_bytes: freed,
+                    });
+                }
+            }
+            Err(why) => {
+                out.steps = plan
+                    .steps
+                    .iter()
+                    .map(|s| StepResult {
+                        id: s.id.clone(),
+                        path: s.path.clone(),
+                        status: StepStatus::Skipped,
+                        message: why.clone(),
+                        freed_bytes: 0,
+                    })
+                    .collect();
+            }
         }
+        out.finished_at = now_secs();
+        out
     }
 
     pub fn count(&self, s: StepStatus) -> usize {
         self.steps.iter().filter(|r| r.status == s).count()
+    }
+}
+
+fn path_of(a: &Action) -> PathBuf {
+    match a {
+        Action::DeletePath { path, .. } => path.clone(),
+        Action::Detach { mountpoint } => mountpoint.clone(),
+        _ => PathBuf::new(),
+    }
+}
+
+fn status_of(o: &Outcome) -> StepStatus {
+    match o {
+        Outcome::Done { .. } | Outcome::WouldDo { .. } => StepStatus::Removed,
+        Outcome::Skipped { .. } => StepStatus::Skipped,
+        Outcome::Failed { .. } => StepStatus::Failed,
     }
 }
 
@@ -221,23 +278,418 @@ pub struct Progress {
     pub status: StepStatus,
 }
 
-/// Which signal a VM action sends.
+/// The reclaim progress for an executor event (one per finished action).
+pub fn progress_of(plan: &CorePlan, e: &ProgressEvent) -> Option<Progress> {
+    match e {
+        ProgressEvent::Finished {
+            index,
+            total,
+            outcome,
+            ..
+        } => Some(Progress {
+            done: index + 1,
+            total: *total,
+            path: plan
+                .actions
+                .get(*index)
+                .map(|a| path_of(&a.action))
+                .unwrap_or_default(),
+            status: status_of(outcome),
+        }),
+        ProgressEvent::Started { .. } => None,
+    }
+}
+
+// ---- Stop / End process / Delete --------------------------------------------------------------
+
+/// What the user asked to do with a VM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum VmAction {
-    /// SIGTERM: let the VMM shut down.
+    /// Stop the machine the VM belongs to, through its product's CLI. For an orphan (no machine
+    /// owns it) this is ending the process.
     Stop,
-    /// SIGKILL: an orphan that no inventory owns.
+    /// End an orphaned VM process: SIGTERM, a grace period, SIGKILL, death confirmed.
     Reap,
+    /// Delete the machine the VM belongs to (record and storage), through its product's CLI.
+    Delete,
 }
+
+/// What Stop / End process / Delete of one VM will do, shown before it runs: drawn from the core
+/// plan for that selection — the plan the executor runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmPlan {
+    pub pid: u32,
+    pub start_time: u64,
+    pub action: VmAction,
+    /// The command as the journal records it: `stop`, `end process` or `delete`.
+    pub command: String,
+    /// Whom it is about, e.g. `smol-machines smolvm web (pid 4321)`.
+    pub target: String,
+    /// The plan's action summaries, in the order they run.
+    pub steps: Vec<String>,
+    /// What was asked for but not planned, with the planner's reason (a plan with no steps runs
+    /// nothing).
+    pub refused: Vec<Refusal>,
+    pub estimated_bytes: u64,
+    /// Delete together with the machines branched from it (`--cascade`).
+    pub cascade: bool,
+    /// A delete refused because machines are branched from it, which is planned with `cascade`.
+    pub cascade_available: bool,
+    /// Fingerprint of the core plan's actions and refusals ([`CorePlan::action_digest`]).
+    pub digest: String,
+    /// The confirmation's title, question and button (the tray's native dialog and the window
+    /// show the same words).
+    pub title: String,
+    pub question: String,
+    pub ok: String,
+    #[serde(skip)]
+    pub core: Option<CorePlan>,
+}
+
+impl VmPlan {
+    /// Every line the confirmation lists: what runs, then what was not planned and why.
+    pub fn lines(&self) -> Vec<String> {
+        let refused = self
+            .refused
+            .iter()
+            .map(|r| format!("not planned: {}", r.reason));
+        self.steps.iter().cloned().chain(refused).collect()
+    }
+
+    fn with_text(mut self) -> Self {
+        let verb = match self.command.as_str() {
+            "stop" => "Stop",
+            "delete" => "Delete",
+            _ => "End process",
+        };
+        self.title = format!("{verb}: {}", self.target);
+        self.ok = verb.into();
+        let n = self.steps.len();
+        self.question = if n == 0 {
+            "Nothing can be done, so nothing will run.".into()
+        } else {
+            format!(
+                "Carry out {n} action{}{}? Each is checked again against the system as it is when it runs; nothing else is touched.",
+                if n == 1 { "" } else { "s" },
+                if self.estimated_bytes > 0 {
+                    format!(", freeing about {}", human_bytes(self.estimated_bytes))
+                } else {
+                    String::new()
+                }
+            )
+        };
+        self
+    }
+
+    fn refused(pid: u32, start_time: u64, action: VmAction, command: &str, why: String) -> Self {
+        VmPlan {
+            pid,
+            start_time,
+            action,
+            command: command.into(),
+            target: format!("pid {pid}"),
+            steps: vec![],
+            refused: vec![Refusal {
+                id: format!("pid:{pid}"),
+                path: None,
+                reason: why,
+            }],
+            estimated_bytes: 0,
+            cascade: false,
+            cascade_available: false,
+            digest: String::new(),
+            title: String::new(),
+            question: String::new(),
+            ok: String::new(),
+            core: None,
+        }
+        .with_text()
+    }
+}
+
+/// The core plan for Stop / End process / Delete of the VM process `pid` (with the start time
+/// the user saw). A VM of this HOME that a machine owns is stopped or deleted as that machine; an
+/// orphan — or a VM that is not this HOME's, which the planner refuses — is planned as ending
+/// the process. Pure: looks at the report only.
+pub fn vm_plan(
+    report: &ScanReport,
+    pid: u32,
+    start_time: u64,
+    action: VmAction,
+    cascade: bool,
+) -> VmPlan {
+    let Some(p) = report
+        .processes
+        .iter()
+        .find(|p| p.pid == pid && p.start_time == start_time)
+    else {
+        return VmPlan::refused(
+            pid,
+            start_time,
+            action,
+            match action {
+                VmAction::Delete => "delete",
+                VmAction::Stop => "stop",
+                VmAction::Reap => "end process",
+            },
+            "that VM is not in the latest scan (it ended, or its pid belongs to another process now); nothing was planned".into(),
+        );
+    };
+    let machine = report.machines.iter().find(|m| {
+        p.scope == Scope::ThisHome
+            && !p.orphan
+            && m.product == p.product
+            && Some(m.name.as_str()) == p.owner.as_deref()
+    });
+    let (selection, command) = match (action, machine) {
+        (VmAction::Delete, Some(m)) => (
+            Selection {
+                delete_machines: vec![m.name.clone()],
+                cascade,
+                ..Default::default()
+            },
+            "delete",
+        ),
+        (VmAction::Delete, None) => {
+            return VmPlan::refused(
+                pid,
+                start_time,
+                action,
+                "delete",
+                "no machine of this HOME owns this VM, so there is no machine to delete; nothing was planned".into(),
+            )
+        }
+        (VmAction::Stop, Some(m)) => (
+            Selection {
+                stop_machines: vec![m.name.clone()],
+                ..Default::default()
+            },
+            "stop",
+        ),
+        // For another HOME's VM nothing is planned: it keeps the name the user clicked.
+        _ => (
+            Selection {
+                reap_pids: vec![pid],
+                ..Default::default()
+            },
+            if action == VmAction::Stop && p.scope != Scope::ThisHome {
+                "stop"
+            } else {
+                "end process"
+            },
+        ),
+    };
+    let core = CorePlan::from_scan(report, &selection);
+    // Machines are selected by name: a machine of the other product with the same name is not
+    // the one the user clicked.
+    let other_product = core.actions.iter().any(|a| match &a.action {
+        Action::StopMachine { product, .. } | Action::DeleteMachine { product, .. } => {
+            *product != p.product
+        }
+        _ => false,
+    });
+    if other_product {
+        return VmPlan::refused(
+            pid,
+            start_time,
+            action,
+            command,
+            format!(
+                "the planner chose a machine of the other product named '{}'; nothing was planned (use the CLI)",
+                p.owner.as_deref().unwrap_or_default()
+            ),
+        );
+    }
+    let cascade_available = action == VmAction::Delete
+        && !cascade
+        && core.actions.is_empty()
+        && !CorePlan::from_scan(
+            report,
+            &Selection {
+                cascade: true,
+                ..selection.clone()
+            },
+        )
+        .actions
+        .is_empty();
+    VmPlan {
+        pid,
+        start_time,
+        action,
+        command: command.into(),
+        target: format!(
+            "{} {} (pid {pid})",
+            p.product.display_name(),
+            p.owner.as_deref().unwrap_or("VM")
+        ),
+        steps: core.actions.iter().map(|a| a.summary.clone()).collect(),
+        refused: core
+            .skipped_at_plan
+            .iter()
+            .map(|s| Refusal {
+                id: s.id.clone(),
+                path: None,
+                reason: s.why.clone(),
+            })
+            .collect(),
+        estimated_bytes: core.estimated_bytes,
+        cascade,
+        cascade_available,
+        digest: core.action_digest(),
+        title: String::new(),
+        question: String::new(),
+        ok: String::new(),
+        core: Some(core),
+    }
+    .with_text()
+}
+
+/// What happened to one action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionStatus {
+    Done,
+    Skipped,
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionResult {
+    pub summary: String,
+    pub status: ActionStatus,
+    pub message: String,
+}
+
+/// The result of Stop / End process / Delete (the run itself is in the core journal).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmOutcome {
+    pub pid: u32,
+    pub command: String,
+    pub target: String,
+    /// The journaled plan (empty when nothing ran).
+    pub plan_id: String,
+    pub steps: Vec<ActionResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_error: Option<String>,
+}
+
+impl VmOutcome {
+    /// What the run of `plan` did, from the executor's report, or why nothing ran.
+    pub fn of(plan: &VmPlan, result: Result<ExecReport, String>) -> Self {
+        let mut out = VmOutcome {
+            pid: plan.pid,
+            command: plan.command.clone(),
+            target: plan.target.clone(),
+            plan_id: String::new(),
+            steps: vec![],
+            journal_error: None,
+        };
+        match result {
+            Ok(r) => {
+                out.plan_id = r.plan_id.clone();
+                out.journal_error = r.journal_error.clone();
+                out.steps = r
+                    .records
+                    .iter()
+                    .map(|rec| {
+                        let (status, message) = match &rec.outcome {
+                            Outcome::Done { detail } | Outcome::WouldDo { detail } => {
+                                (ActionStatus::Done, detail.clone())
+                            }
+                            Outcome::Skipped { why, .. } => (ActionStatus::Skipped, why.clone()),
+                            Outcome::Failed { error } => (ActionStatus::Failed, error.clone()),
+                        };
+                        ActionResult {
+                            summary: rec.summary.clone(),
+                            status,
+                            message,
+                        }
+                    })
+                    .collect();
+            }
+            Err(why) => {
+                out.steps = plan
+                    .steps
+                    .iter()
+                    .map(|s| ActionResult {
+                        summary: s.clone(),
+                        status: ActionStatus::Skipped,
+                        message: why.clone(),
+                    })
+                    .collect();
+            }
+        }
+        out
+    }
+
+    /// Every action was done.
+    pub fn all_done(&self) -> bool {
+        !self.steps.is_empty()
+            && self.journal_error.is_none()
+            && self.steps.iter().all(|s| s.status == ActionStatus::Done)
+    }
+}
+
+// ---- History ----------------------------------------------------------------------------------
+
+/// File the window kept its own reclaim history in before every run went to the core journal.
+/// It is not imported (its records are not plans); the History tab says where it is.
+pub const LEGACY_HISTORY_FILE: &str = "history.jsonl";
+
+/// The History tab: the core journal's runs, newest first, each with the surface and command
+/// that made it — what `smolsweep history` prints.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct History {
+    pub journal: Option<PathBuf>,
+    pub runs: Vec<smolsweep::journal::RunSummary>,
+    pub damaged_lines: Vec<usize>,
+    /// The journal could not be read.
+    pub error: Option<String>,
+    /// The window's old `history.jsonl`, when it is still there.
+    pub legacy: Option<PathBuf>,
+}
+
+/// Read the core journal at `journal` (a missing file is an empty history).
+pub fn history(journal: Option<&Path>, legacy: Option<&Path>) -> History {
+    let mut h = History {
+        journal: journal.map(Path::to_path_buf),
+        legacy: legacy.filter(|p| p.is_file()).map(Path::to_path_buf),
+        ..Default::default()
+    };
+    let Some(path) = journal else {
+        h.error = Some("no data directory for the journal".into());
+        return h;
+    };
+    match smolsweep::journal::read(path) {
+        Ok(c) => {
+            h.runs = smolsweep::journal::runs(&c.entries);
+            h.runs.reverse();
+            h.damaged_lines = c.damaged_lines;
+        }
+        Err(e) => h.error = Some(format!("cannot read {}: {e}", path.display())),
+    }
+    h
+}
+
+// ---- The core, as the shell sees it -----------------------------------------------------------
 
 /// The core, as the shell sees it.
 pub trait Backend: Send + Sync + 'static {
     fn scan(&self) -> anyhow::Result<ScanReport>;
-    /// Run the core plan `plan` carries (the one the user confirmed).
-    fn execute(&self, plan: &Plan, progress: &mut dyn FnMut(Progress)) -> ReclaimOutcome;
-    /// Stop or reap a VM process of the latest scan; `Ok` only once its death is confirmed.
-    fn vm_action(&self, p: &VmProcess, action: VmAction) -> anyhow::Result<()>;
+    /// Execute a confirmed core plan through `smolsweep::exec::execute`: every action re-judged
+    /// at the moment it runs, every outcome journaled in the core journal with `origin`. `Err`
+    /// when nothing ran (the journal or the environment could not be opened).
+    fn execute(
+        &self,
+        plan: &CorePlan,
+        origin: Origin,
+        progress: &dyn Fn(&ProgressEvent),
+    ) -> Result<ExecReport, String>;
+    /// The core journal the runs are recorded in (the file `smolsweep history` reads).
+    fn journal_path(&self) -> Option<PathBuf> {
+        smolsweep::journal::default_path()
+    }
     /// What the uninstall wizard works on (the live system unless a test says otherwise).
     fn uninstaller(&self) -> std::sync::Arc<dyn crate::uninstall::Uninstaller> {
         std::sync::Arc::new(crate::uninstall::RealUninstaller)
@@ -265,33 +717,25 @@ impl Backend for RealBackend {
         Ok(smolsweep::scan::scan(&opts))
     }
 
-    fn execute(&self, plan: &Plan, progress: &mut dyn FnMut(Progress)) -> ReclaimOutcome {
-        // The journal lives in the app's data directory (`SMOLSWEEP_DATA_DIR` overrides it).
-        // Nothing runs without the journal, as in the CLI; every action is re-judged on the
-        // facts of the moment it runs, in this process's environment.
-        let mut journal = match smolsweep::journal::Journal::open_default() {
-            Ok(j) => j,
-            Err(e) => {
-                return ReclaimOutcome::refused_all(
-                    plan,
-                    &format!("cannot open the journal, so nothing was done: {e}"),
-                )
-            }
-        };
-        let mut judge = match smolsweep::exec::Rejudge::from_env() {
-            Ok(j) => j,
-            Err(e) => {
-                return ReclaimOutcome::refused_all(
-                    plan,
-                    &format!("cannot read the environment: {e}"),
-                )
-            }
-        };
-        execute_plan(plan, Some(&mut journal), &mut judge, progress)
-    }
-
-    fn vm_action(&self, p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
-        end_vm(p, action)
+    fn execute(
+        &self,
+        plan: &CorePlan,
+        origin: Origin,
+        progress: &dyn Fn(&ProgressEvent),
+    ) -> Result<ExecReport, String> {
+        // The journal lives in the app's data directory (`SMOLSWEEP_DATA_DIR` overrides it), the
+        // same file as the CLI's. Every action is re-judged on the facts of the moment it runs,
+        // in this process's environment, and carried out by the real runner.
+        let journal = self
+            .journal_path()
+            .ok_or("no data directory for the journal, so nothing was done")?;
+        let mut judge = smolsweep::exec::Rejudge::from_env()
+            .map_err(|e| format!("cannot read the environment, so nothing was done: {e:#}"))?;
+        let env = smolsweep::env::EnvSnapshot::capture()
+            .map_err(|e| format!("cannot read the environment, so nothing was done: {e:#}"))?;
+        let runner =
+            smolsweep::exec::runner::RealRunner::new(env, smolsweep::model::Platform::current());
+        run_plan(plan, &journal, &mut judge, &runner, origin, progress)
     }
 }
 
@@ -302,121 +746,32 @@ fn now_secs() -> u64 {
         .unwrap_or(0)
 }
 
-/// Execute a plan through the core: the chosen findings become a `smolsweep::plan::Plan`
-/// (content-hashed, identities recorded at scan time), run by `smolsweep::exec::execute` with
-/// the hardened delete primitive, ownership re-checked at the moment of deletion, machines and
-/// processes through the real runner, every action journaled in the core's journal. Freed bytes
-/// are measured (free space before and after), not estimated.
-pub fn execute_plan(
-    plan: &Plan,
-    journal: Option<&mut smolsweep::journal::Journal>,
-    judge: &mut dyn smolsweep::exec::Judge,
-    progress: &mut dyn FnMut(Progress),
-) -> ReclaimOutcome {
-    use smolsweep::exec::delete::Confirmed;
-    use smolsweep::exec::{self, ExecContext, Outcome, ProgressEvent, RunMode};
-    use smolsweep::plan::Action;
-
-    let mut out = ReclaimOutcome {
-        started_at: now_secs(),
-        estimated_bytes: plan.estimated_bytes,
-        refused: plan.refused.clone(),
-        ..Default::default()
-    };
-    // Only the plan that was shown runs; a view without one (deserialised) runs nothing.
-    let Some(core) = plan.core.clone() else {
-        return ReclaimOutcome::refused_all(plan, "not run: no confirmed plan");
-    };
-    let runner: Box<dyn exec::ActionRunner> = match smolsweep::env::EnvSnapshot::capture() {
-        Ok(env) => Box::new(exec::runner::RealRunner::new(
-            env,
-            smolsweep::model::Platform::current(),
-        )),
-        Err(_) => Box::new(exec::UnwiredRunner),
-    };
-    let total = core.actions.len();
-    let path_of = |a: &Action| match a {
-        Action::DeletePath { path, .. } => path.clone(),
-        Action::Detach { mountpoint } => mountpoint.clone(),
-        _ => PathBuf::new(),
-    };
-    let progress = std::cell::RefCell::new(progress);
-    let on_progress = |e: &ProgressEvent| {
-        if let ProgressEvent::Finished { index, outcome, .. } = e {
-            (progress.borrow_mut())(Progress {
-                done: index + 1,
-                total,
-                path: core
-                    .actions
-                    .get(*index)
-                    .map(|a| path_of(&a.action))
-                    .unwrap_or_default(),
-                status: status_of(outcome),
-            });
-        }
-    };
-    let result = exec::execute(
-        &core,
+/// The one road every action of the app takes: open the core journal at `journal` (nothing runs
+/// without it), then run the confirmed `plan` with `smolsweep::exec::execute`, `judge` asked
+/// before every action and `runner` carrying out what is not a path deletion.
+pub fn run_plan(
+    plan: &CorePlan,
+    journal: &Path,
+    judge: &mut dyn Judge,
+    runner: &dyn ActionRunner,
+    origin: Origin,
+    progress: &dyn Fn(&ProgressEvent),
+) -> Result<ExecReport, String> {
+    use smolsweep::exec::{delete::Confirmed, ExecContext, RunMode};
+    let mut journal = smolsweep::journal::Journal::open(journal)
+        .map_err(|e| format!("cannot open the journal, so nothing was done: {e}"))?;
+    smolsweep::exec::execute(
+        plan,
         ExecContext {
-            mode: RunMode::Execute(Confirmed::for_plan(&core)),
-            journal,
-            progress: Some(&on_progress),
-            runner: runner.as_ref(),
+            mode: RunMode::Execute(Confirmed::for_plan(plan)),
+            journal: Some(&mut journal),
+            progress: Some(progress),
+            runner,
             judge,
-            origin: exec::Origin::new("window", "reclaim"),
+            origin,
         },
-    );
-    match result {
-        Ok(r) => {
-            out.measured_bytes = r.freed_bytes;
-            for rec in &r.records {
-                let id = match &rec.action {
-                    Action::DeletePath { finding_id, .. } => finding_id.clone(),
-                    _ => String::new(),
-                };
-                let (message, freed) = match &rec.outcome {
-                    Outcome::Done { detail } | Outcome::WouldDo { detail } => {
-                        let freed = match &rec.action {
-                            Action::DeletePath { expected_bytes, .. } => *expected_bytes,
-                            _ => 0,
-                        };
-                        (detail.clone(), freed)
-                    }
-                    Outcome::Skipped { why, .. } => (why.clone(), 0),
-                    Outcome::Failed { error } => (error.clone(), 0),
-                };
-                out.steps.push(StepResult {
-                    id,
-                    path: path_of(&rec.action),
-                    status: status_of(&rec.outcome),
-                    message,
-                    freed_bytes: freed,
-                });
-            }
-        }
-        Err(e) => {
-            for s in &plan.steps {
-                out.steps.push(StepResult {
-                    id: s.id.clone(),
-                    path: s.path.clone(),
-                    status: StepStatus::Failed,
-                    message: format!("not run: {e}"),
-                    freed_bytes: 0,
-                });
-            }
-        }
-    }
-    out.finished_at = now_secs();
-    out
-}
-
-fn status_of(o: &smolsweep::exec::Outcome) -> StepStatus {
-    use smolsweep::exec::Outcome;
-    match o {
-        Outcome::Done { .. } | Outcome::WouldDo { .. } => StepStatus::Removed,
-        Outcome::Skipped { .. } => StepStatus::Skipped,
-        Outcome::Failed { .. } => StepStatus::Failed,
-    }
+    )
+    .map_err(|e| format!("not run: {e}"))
 }
 
 /// Start time of a process (Linux: `/proc/<pid>/stat` field 22).
@@ -437,67 +792,6 @@ fn is_zombie(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// Grace periods: a stop lets the VMM shut down cleanly for longer than a reap does.
-pub fn reap_options(action: VmAction) -> ReapOptions {
-    match action {
-        VmAction::Stop => ReapOptions {
-            term_grace: std::time::Duration::from_secs(10),
-            ..ReapOptions::default()
-        },
-        VmAction::Reap => ReapOptions::default(),
-    }
-}
-
-/// End a VM process through the core's reaper: identity (pid, start time, uid) proven on a
-/// pidfd first, SIGTERM, a grace period, SIGKILL, and death confirmed.
-///
-/// "Stop" on a VM that an inventory owns goes through its product's own CLI instead
-/// (`smolvm machine stop`, `celesto sandbox stop`), so the inventory records the stop; a
-/// foreign VM is never touched.
-pub fn end_vm(p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
-    use smolsweep::exec::{ActionRunner, Outcome};
-    if p.scope != smolsweep::model::Scope::ThisHome {
-        anyhow::bail!(
-            "process {} is not this HOME's: nothing was signalled",
-            p.pid
-        );
-    }
-    if let (VmAction::Stop, false, Some(owner)) = (action, p.orphan, p.owner.as_deref()) {
-        let env = smolsweep::env::EnvSnapshot::capture()?;
-        let runner =
-            smolsweep::exec::runner::RealRunner::new(env, smolsweep::model::Platform::current());
-        return match runner.stop_machine(p.product, owner, Some(p.pid), Some(p.start_time)) {
-            Outcome::Done { .. } => Ok(()),
-            Outcome::WouldDo { detail } => anyhow::bail!("{detail}"),
-            Outcome::Skipped { why, .. } => anyhow::bail!("{why}"),
-            Outcome::Failed { error } => anyhow::bail!("{error}"),
-        };
-    }
-    let target = ProcessRef {
-        pid: p.pid,
-        start_time: p.start_time,
-        uid: p.uid,
-    };
-    match reap(&target, &reap_options(action)) {
-        ReapOutcome::Terminated { .. } => Ok(()),
-        ReapOutcome::AlreadyGone => Ok(()),
-        ReapOutcome::IdentityMismatch { .. } => {
-            anyhow::bail!(
-                "process {} was replaced since the scan: nothing was signalled",
-                p.pid
-            )
-        }
-        ReapOutcome::NotOurs { uid } => {
-            anyhow::bail!(
-                "process {} belongs to uid {uid}: nothing was signalled",
-                p.pid
-            )
-        }
-        ReapOutcome::StillAlive => anyhow::bail!("process {} survived SIGKILL", p.pid),
-        ReapOutcome::Failed { error } => anyhow::bail!("process {}: {error}", p.pid),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -514,7 +808,7 @@ mod tests {
         }
         fn changed(&mut self) {}
     }
-    use smolsweep::model::{finding_id, Platform, Totals, Verdict, SCAN_SCHEMA};
+    use smolsweep::model::{finding_id, Platform, Totals, Verdict, VmProcess, SCAN_SCHEMA};
     use std::os::unix::process::ExitStatusExt;
     use std::path::Path;
 
@@ -619,8 +913,26 @@ mod tests {
         assert!(p.refused[0].reason.contains("HOME"), "{:?}", p.refused);
     }
 
+    /// A reclaim view run as the shell runs it: the core executor, journaled at `journal`.
+    fn run_view(p: &Plan, journal: &Path) -> (ReclaimOutcome, Vec<Progress>) {
+        let core = p
+            .core
+            .clone()
+            .expect("a planned view carries its core plan");
+        let events = std::cell::RefCell::new(vec![]);
+        let r = run_plan(
+            &core,
+            journal,
+            &mut AsPlanned,
+            &smolsweep::exec::UnwiredRunner,
+            Origin::new("window", "reclaim"),
+            &|e| events.borrow_mut().extend(progress_of(&core, e)),
+        );
+        (ReclaimOutcome::of(p, r, 0), events.into_inner())
+    }
+
     #[test]
-    fn execute_removes_exactly_the_planned_paths() {
+    fn execute_removes_exactly_the_planned_paths_and_journals_the_run() {
         let home = tempfile::tempdir().unwrap();
         let d = home.path().join("state");
         std::fs::create_dir(&d).unwrap();
@@ -641,16 +953,8 @@ mod tests {
             ],
         );
         let p = plan(&r, &[r.findings[0].id.clone(), r.findings[2].id.clone()]);
-        // A view that carries no confirmed plan (as deserialised) runs nothing.
-        let shown_only = Plan {
-            core: None,
-            ..p.clone()
-        };
-        let none = execute_plan(&shown_only, None, &mut AsPlanned, &mut |_| {});
-        assert!(a.exists() && dir.exists());
-        assert_eq!(none.count(StepStatus::Skipped), 2);
-        let mut events = vec![];
-        let out = execute_plan(&p, None, &mut AsPlanned, &mut |e| events.push(e));
+        let journal = home.path().join("data/journal.jsonl");
+        let (out, events) = run_view(&p, &journal);
         assert!(!a.exists());
         assert!(!dir.exists());
         assert!(b.exists(), "an unselected file stays");
@@ -658,6 +962,11 @@ mod tests {
         assert!(out.steps.iter().all(|s| s.freed_bytes > 0));
         assert_eq!(events.len(), 2);
         assert_eq!(events[1].done, 2);
+        // The run is in the core journal, with the surface and command that made it.
+        let h = history(Some(&journal), None);
+        assert_eq!(h.runs.len(), 1, "{h:?}");
+        assert_eq!(h.runs[0].origin, Some(Origin::new("window", "reclaim")));
+        assert_eq!(h.runs[0].done, 2);
     }
 
     #[test]
@@ -676,7 +985,7 @@ mod tests {
         std::fs::write(&b, b"new user data").unwrap();
         std::fs::rename(&b, &a).unwrap();
         let p = plan(&r, &[r.findings[0].id.clone()]);
-        let out = execute_plan(&p, None, &mut AsPlanned, &mut |_| {});
+        let (out, _) = run_view(&p, &home.path().join("journal.jsonl"));
         assert_eq!(std::fs::read(&a).unwrap(), b"new user data");
         assert_eq!(out.steps[0].status, StepStatus::Skipped);
         assert!(
@@ -697,11 +1006,9 @@ mod tests {
         let mut f = finding(&outside, &root, Verdict::Reclaimable);
         f.root = Some(root.clone());
         let r = report(d.path(), vec![f]);
-        let out = execute_plan(
+        let (out, _) = run_view(
             &plan(&r, &[r.findings[0].id.clone()]),
-            None,
-            &mut AsPlanned,
-            &mut |_| {},
+            &d.path().join("journal.jsonl"),
         );
         assert!(outside.exists());
         // The core never plans it: it is refused before anything runs.
@@ -713,17 +1020,34 @@ mod tests {
         );
     }
 
-    fn vm_of(child: &std::process::Child, start_time: u64) -> VmProcess {
+    #[test]
+    fn nothing_runs_without_the_journal() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("state");
+        std::fs::create_dir(&root).unwrap();
+        let a = root.join("a");
+        std::fs::write(&a, b"x").unwrap();
+        let r = report(d.path(), vec![finding(&a, &root, Verdict::Reclaimable)]);
+        let p = plan(&r, &[r.findings[0].id.clone()]);
+        // The journal's directory is a file: the journal cannot be opened.
+        std::fs::write(d.path().join("data"), b"").unwrap();
+        let (out, _) = run_view(&p, &d.path().join("data/journal.jsonl"));
+        assert!(a.exists());
+        assert_eq!(out.count(StepStatus::Skipped), 1);
+        assert!(out.steps[0].message.contains("journal"), "{:?}", out.steps);
+    }
+
+    fn vm(pid: u32, start_time: u64, owner: Option<&str>, orphan: bool, scope: Scope) -> VmProcess {
         VmProcess {
-            pid: child.id(),
+            pid,
             start_time,
             product: Product::Smolvm,
             shape: "smolvm.boot_vm".into(),
-            owner: None,
-            orphan: true,
-            scope: smolsweep::model::Scope::ThisHome,
+            owner: owner.map(String::from),
+            orphan,
+            scope,
             held_deleted_bytes: 0,
-            uid: rustix::process::getuid().as_raw(),
+            uid: rustix::process::geteuid().as_raw(),
             comm: String::new(),
             argv: vec![],
             paths: vec![],
@@ -732,22 +1056,166 @@ mod tests {
         }
     }
 
+    fn machine(name: &str, branched_from: Option<&str>) -> smolsweep::model::Machine {
+        smolsweep::model::Machine {
+            product: Product::Smolvm,
+            name: name.into(),
+            state: "running".into(),
+            pid: None,
+            alive: true,
+            effective_state: "running".into(),
+            pid_start_time: None,
+            ephemeral: false,
+            created_at: None,
+            dir: None,
+            allocated_bytes: 2_000_000,
+            db: None,
+            branched_from: branched_from.map(String::from),
+        }
+    }
+
+    #[test]
+    fn vm_plan_stops_or_deletes_an_owned_vm_as_its_machine_and_ends_an_orphan() {
+        let home = tempfile::tempdir().unwrap();
+        let mut r = report(home.path(), vec![]);
+        r.machines.push(machine("web", None));
+        r.processes
+            .push(vm(10, 1, Some("web"), false, Scope::ThisHome));
+        r.processes
+            .push(vm(11, 1, Some("lost"), true, Scope::ThisHome));
+
+        let stop = vm_plan(&r, 10, 1, VmAction::Stop, false);
+        assert_eq!(stop.command, "stop");
+        assert_eq!(stop.steps, ["stop smol-machines smolvm web (running)"]);
+        assert!(stop.refused.is_empty());
+        assert_eq!(stop.digest, stop.core.as_ref().unwrap().action_digest());
+
+        let del = vm_plan(&r, 10, 1, VmAction::Delete, false);
+        assert_eq!(del.command, "delete");
+        assert_eq!(del.steps, ["delete smol-machines smolvm web (2.0 MB)"]);
+
+        // Stop of an orphan ends its process; an owned VM's process is never reaped.
+        let end = vm_plan(&r, 11, 1, VmAction::Stop, false);
+        assert_eq!(end.command, "end process");
+        assert!(
+            end.steps[0].starts_with("end orphaned smol-machines smolvm process 11"),
+            "{:?}",
+            end.steps
+        );
+        assert_eq!(vm_plan(&r, 11, 1, VmAction::Reap, false).digest, end.digest);
+        let reap_owned = vm_plan(&r, 10, 1, VmAction::Reap, false);
+        assert!(reap_owned.steps.is_empty());
+        assert!(
+            reap_owned.refused[0]
+                .reason
+                .contains("stop that machine instead"),
+            "{:?}",
+            reap_owned.refused
+        );
+        let del_orphan = vm_plan(&r, 11, 1, VmAction::Delete, false);
+        assert!(del_orphan.steps.is_empty() && del_orphan.core.is_none());
+    }
+
+    /// A foreign VM (another HOME's) plans nothing, with the planner's reason; so does a VM whose
+    /// pid now belongs to another process.
+    #[test]
+    fn vm_plan_refuses_a_foreign_vm_and_a_replaced_pid() {
+        let home = tempfile::tempdir().unwrap();
+        let mut r = report(home.path(), vec![]);
+        r.machines.push(machine("web", None));
+        // Another HOME's VM whose machine has the same name as one of this HOME's.
+        r.processes
+            .push(vm(20, 1, Some("web"), false, Scope::Foreign));
+        for (action, command) in [(VmAction::Stop, "stop"), (VmAction::Reap, "end process")] {
+            let p = vm_plan(&r, 20, 1, action, false);
+            assert_eq!(p.command, command);
+            assert!(p.steps.is_empty(), "{:?}", p.steps);
+            assert!(p.core.as_ref().unwrap().actions.is_empty());
+            assert_eq!(
+                p.refused[0].reason, "belongs to another HOME; never signalled",
+                "{:?}",
+                p.refused
+            );
+        }
+        assert!(vm_plan(&r, 20, 1, VmAction::Delete, false).steps.is_empty());
+        let gone = vm_plan(&r, 20, 2, VmAction::Stop, false);
+        assert!(gone.core.is_none());
+        assert!(gone.refused[0].reason.contains("not in the latest scan"));
+    }
+
+    #[test]
+    fn deleting_a_machine_with_branches_is_offered_with_cascade_only() {
+        let home = tempfile::tempdir().unwrap();
+        let mut r = report(home.path(), vec![]);
+        r.machines.push(machine("base", None));
+        r.machines.push(machine("kid", Some("base")));
+        r.processes
+            .push(vm(30, 1, Some("base"), false, Scope::ThisHome));
+        let plain = vm_plan(&r, 30, 1, VmAction::Delete, false);
+        assert!(plain.steps.is_empty());
+        assert!(plain.cascade_available);
+        assert!(
+            plain.refused[0].reason.contains("kid"),
+            "{:?}",
+            plain.refused
+        );
+        let cascade = vm_plan(&r, 30, 1, VmAction::Delete, true);
+        assert_eq!(cascade.steps.len(), 1);
+        assert!(
+            cascade.steps[0].contains("--cascade): kid"),
+            "{:?}",
+            cascade.steps
+        );
+        assert!(!cascade.cascade_available);
+    }
+
+    /// Celesto B7: a pid reused by another process is never signalled — the plan carries the
+    /// start time the scan saw, and the real runner proves it on a pidfd before signalling.
     #[test]
     fn b7_recycled_pid_is_never_signalled() {
         let mut child = std::process::Command::new("sleep")
             .arg("30")
             .spawn()
             .unwrap();
-        let st = process_start_time(child.id()).unwrap();
+        let pid = child.id();
+        let st = process_start_time(pid).unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let journal = home.path().join("journal.jsonl");
+        let runner = smolsweep::exec::runner::RealRunner::new(
+            smolsweep::env::EnvSnapshot::capture().unwrap(),
+            Platform::current(),
+        );
+        let run = |start_time: u64| {
+            let mut r = report(home.path(), vec![]);
+            r.processes
+                .push(vm(pid, start_time, None, true, Scope::ThisHome));
+            let p = vm_plan(&r, pid, start_time, VmAction::Reap, false);
+            assert_eq!(p.steps.len(), 1, "{p:?}");
+            let res = run_plan(
+                p.core.as_ref().unwrap(),
+                &journal,
+                &mut AsPlanned,
+                &runner,
+                Origin::new("window", "end process"),
+                &|_| {},
+            );
+            VmOutcome::of(&p, res)
+        };
         // The scan saw another process under this pid (a different start time).
-        let e = end_vm(&vm_of(&child, st + 1), VmAction::Reap).unwrap_err();
-        assert!(e.to_string().contains("replaced"), "{e}");
+        let out = run(st + 1);
+        assert_eq!(out.steps[0].status, ActionStatus::Skipped, "{out:?}");
+        assert!(out.steps[0].message.contains("nothing was signalled"));
         assert_eq!(child.try_wait().unwrap(), None, "still running");
-        end_vm(&vm_of(&child, st), VmAction::Reap).unwrap();
+        let out = run(st);
+        assert!(out.all_done(), "{out:?}");
         assert!(
             child.wait().unwrap().signal().is_some(),
             "ended by a signal"
         );
+        let h = history(Some(&journal), None);
+        assert_eq!(h.runs.len(), 2);
+        assert_eq!(h.runs[0].origin, Some(Origin::new("window", "end process")));
+        assert_eq!((h.runs[0].done, h.runs[1].skipped), (1, 1));
     }
 
     #[test]

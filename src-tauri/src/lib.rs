@@ -21,7 +21,9 @@ pub mod settings;
 pub mod uninstall;
 mod watch;
 
-pub use backend::{Backend, Plan, RealBackend, ReclaimOutcome, VmAction};
+pub use backend::{
+    Backend, History, Plan, RealBackend, ReclaimOutcome, VmAction, VmOutcome, VmPlan,
+};
 pub use notes::{DesktopNotifier, Note, Notifier, OrphanWatch};
 pub use settings::Settings;
 
@@ -49,7 +51,8 @@ pub struct Deps {
     pub notifier: Arc<dyn Notifier>,
     /// Settings directory; `None` means the platform's app config dir.
     pub config_dir: Option<PathBuf>,
-    /// History and notification state; `None` means the platform's app data dir.
+    /// Notification state; `None` means the platform's app data dir. (Runs are journaled in
+    /// the core journal, [`Backend::journal_path`].)
     pub data_dir: Option<PathBuf>,
     /// Create the tray icon.
     pub tray: bool,
@@ -136,8 +139,11 @@ impl AppState {
     fn settings_path(&self) -> Option<PathBuf> {
         self.dirs.get().map(|d| d.config.join("settings.json"))
     }
-    fn history_path(&self) -> Option<PathBuf> {
-        self.dirs.get().map(|d| d.data.join("history.jsonl"))
+    /// The window's own history file of older versions (no longer written or imported).
+    fn legacy_history_path(&self) -> Option<PathBuf> {
+        self.dirs
+            .get()
+            .map(|d| d.data.join(backend::LEGACY_HISTORY_FILE))
     }
     fn orphans_path(&self) -> Option<PathBuf> {
         self.dirs.get().map(|d| d.data.join("notified.json"))
@@ -219,26 +225,37 @@ async fn execute_reclaim<R: Runtime>(
     ids: Vec<String>,
     digest: Option<String>,
 ) -> Result<ReclaimOutcome, String> {
-    reclaim(&app, ids, digest).await
+    reclaim(&app, ids, digest, "window").await
 }
 
 #[tauri::command]
-fn get_history(state: tauri::State<'_, AppState>) -> Vec<ReclaimOutcome> {
-    state
-        .history_path()
-        .map(|p| read_history(&p))
-        .unwrap_or_default()
+fn get_history(state: tauri::State<'_, AppState>) -> History {
+    let journal = state.backend.journal_path();
+    backend::history(journal.as_deref(), state.legacy_history_path().as_deref())
 }
 
 #[tauri::command]
-async fn vm_action<R: Runtime>(
+async fn plan_vm_action<R: Runtime>(
     app: AppHandle<R>,
     pid: u32,
     start_time: u64,
     action: VmAction,
-) -> Result<Status, String> {
-    run_vm_action(&app, pid, start_time, action).await?;
-    Ok(status(&app.state::<AppState>()))
+    cascade: Option<bool>,
+) -> Result<VmPlan, String> {
+    plan_vm(&app, pid, start_time, action, cascade.unwrap_or(false)).await
+}
+
+#[tauri::command]
+async fn execute_vm_action<R: Runtime>(
+    app: AppHandle<R>,
+    pid: u32,
+    start_time: u64,
+    action: VmAction,
+    cascade: Option<bool>,
+    digest: Option<String>,
+) -> Result<VmOutcome, String> {
+    let vm = (pid, start_time, action, cascade.unwrap_or(false));
+    run_vm(&app, "window", vm, digest).await
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -434,55 +451,60 @@ pub fn handle_menu_id<R: Runtime>(app: &AppHandle<R>, id: &str) {
         TrayAction::Uninstall => show_window(app, Some("uninstall")),
         TrayAction::Quit => app.exit(0),
         TrayAction::Reclaim => confirm_tray_reclaim(app),
-        TrayAction::Stop { pid, start_time } | TrayAction::Reap { pid, start_time } => {
-            let act = if matches!(action, TrayAction::Stop { .. }) {
-                VmAction::Stop
-            } else {
-                VmAction::Reap
-            };
-            let label = {
-                let st = app.state::<AppState>();
-                let r = lock(&st.report);
-                r.as_ref()
-                    .and_then(|r| {
-                        r.processes
-                            .iter()
-                            .find(|p| p.pid == pid && p.start_time == start_time)
-                    })
-                    .map(|p| {
-                        format!(
-                            "{} {} (pid {pid})",
-                            p.product.display_name(),
-                            p.owner.clone().unwrap_or_default()
-                        )
-                    })
-                    .unwrap_or_else(|| format!("pid {pid}"))
-            };
-            let (title, msg, ok) = match act {
-                VmAction::Stop => (
-                    "Stop VM",
-                    format!("Ask {label} to shut down (SIGTERM; SIGKILL if it is still running after 10 s)?"),
-                    "Stop",
-                ),
-                VmAction::Reap => (
-                    "Reap orphaned VM",
-                    format!(
-                        "Kill {label}? No inventory owns it; anything running inside is lost (SIGTERM, then SIGKILL after 2 s)."
-                    ),
-                    "Kill",
-                ),
-            };
-            let app2 = app.clone();
-            confirm(app, title, &msg, ok, move |yes| {
-                if yes {
-                    tauri::async_runtime::spawn(async move {
-                        if let Err(e) = run_vm_action(&app2, pid, start_time, act).await {
-                            tracing::warn!("{e}");
-                        }
-                    });
-                }
-            });
+        TrayAction::Stop { pid, start_time } => {
+            confirm_tray_vm(app, pid, start_time, VmAction::Stop)
         }
+        TrayAction::Reap { pid, start_time } => {
+            confirm_tray_vm(app, pid, start_time, VmAction::Reap)
+        }
+    }
+}
+
+/// The native confirmation for the tray's "Stop" and "Reap": the core plan for that VM, made
+/// from a fresh scan, names what will happen; "yes" runs exactly that plan. A plan that plans
+/// nothing is shown with the planner's reason, and nothing runs.
+fn confirm_tray_vm<R: Runtime>(app: &AppHandle<R>, pid: u32, start_time: u64, action: VmAction) {
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        let plan = match plan_vm(&app, pid, start_time, action, false).await {
+            Ok(p) => p,
+            Err(e) => return tracing::warn!("{e}"),
+        };
+        let msg = format!("{}\n\n• {}", plan.question, plan.lines().join("\n• "));
+        if plan.steps.is_empty() {
+            return tell(&app, &plan.title, &msg);
+        }
+        let (app2, digest) = (app.clone(), plan.digest.clone());
+        confirm(&app, &plan.title, &msg, &plan.ok, move |yes| {
+            if yes {
+                tauri::async_runtime::spawn(async move {
+                    let vm = (pid, start_time, action, false);
+                    match run_vm(&app2, "tray", vm, Some(digest)).await {
+                        Ok(out) => {
+                            if lock(&app2.state::<AppState>().settings).notifications {
+                                send_note(&app2, notes::vm_note(&out), None);
+                            }
+                        }
+                        Err(e) => tracing::warn!("{e}"),
+                    }
+                });
+            }
+        });
+    });
+}
+
+/// Tell the user something with a native dialog (logged in tests).
+fn tell<R: Runtime>(app: &AppHandle<R>, title: &str, msg: &str) {
+    use tauri_plugin_dialog::{DialogExt, MessageDialogButtons, MessageDialogKind};
+    if app.try_state::<tauri_plugin_dialog::Dialog<R>>().is_some() {
+        app.dialog()
+            .message(msg)
+            .title(title)
+            .kind(MessageDialogKind::Info)
+            .buttons(MessageDialogButtons::Ok)
+            .show(|_| {});
+    } else {
+        tracing::info!("{title}: {msg}");
     }
 }
 
@@ -543,7 +565,7 @@ fn confirm_tray_reclaim<R: Runtime>(app: &AppHandle<R>) {
     confirm(app, &title, &msg, "Reclaim", move |yes| {
         if yes {
             tauri::async_runtime::spawn(async move {
-                if let Err(e) = reclaim(&app2, ids, Some(digest)).await {
+                if let Err(e) = reclaim(&app2, ids, Some(digest), "tray").await {
                     tracing::warn!("reclaim: {e}");
                 }
             });
@@ -551,7 +573,8 @@ fn confirm_tray_reclaim<R: Runtime>(app: &AppHandle<R>) {
     });
 }
 
-/// Execute the plan for `ids` against the latest scan, record it, notify, and rescan.
+/// Execute the plan for `ids` against the latest scan through the core executor (journaled
+/// with `surface` and `reclaim`), notify, and rescan.
 ///
 /// `digest` is the fingerprint of the plan the user confirmed ([`backend::Plan::digest`]): when
 /// a scan in between changed what the plan would do, nothing runs and the user reviews again.
@@ -559,6 +582,7 @@ pub async fn reclaim<R: Runtime>(
     app: &AppHandle<R>,
     ids: Vec<String>,
     digest: Option<String>,
+    surface: &str,
 ) -> Result<ReclaimOutcome, String> {
     let st = app.state::<AppState>();
     let out = {
@@ -568,24 +592,26 @@ pub async fn reclaim<R: Runtime>(
         if digest.is_some_and(|d| d != plan.digest) {
             return Err(PLAN_CHANGED.into());
         }
-        if plan.steps.is_empty() {
+        let Some(core) = plan.core.clone().filter(|_| !plan.steps.is_empty()) else {
             return Err("nothing selected can be reclaimed".into());
-        }
-        let b = st.backend.clone();
-        let app2 = app.clone();
+        };
+        let (b, app2, origin) = (
+            st.backend.clone(),
+            app.clone(),
+            smolsweep::exec::Origin::new(surface, "reclaim"),
+        );
+        let started = now_secs();
         tauri::async_runtime::spawn_blocking(move || {
-            b.execute(&plan, &mut |p| {
-                let _ = app2.emit(EV_PROGRESS, p);
-            })
+            let r = b.execute(&core, origin, &|e| {
+                if let Some(p) = backend::progress_of(&core, e) {
+                    let _ = app2.emit(EV_PROGRESS, p);
+                }
+            });
+            ReclaimOutcome::of(&plan, r, started)
         })
         .await
         .map_err(|e| format!("reclaim failed: {e}"))?
     };
-    if let Some(p) = st.history_path() {
-        if let Err(e) = append_history(&p, &out) {
-            tracing::warn!("history: {e}");
-        }
-    }
     if lock(&st.settings).notifications {
         send_note(app, notes::reclaim_note(&out), None);
     }
@@ -593,40 +619,55 @@ pub async fn reclaim<R: Runtime>(
     Ok(out)
 }
 
-async fn run_vm_action<R: Runtime>(
+/// Why a confirmed Stop / End process / Delete did not run.
+pub const VM_PLAN_CHANGED: &str =
+    "What this would do changed since it was shown (a scan ran in between); nothing was done. Review it again.";
+
+/// Plan Stop / End process / Delete of one VM from a fresh scan ([`backend::vm_plan`]).
+pub async fn plan_vm<R: Runtime>(
     app: &AppHandle<R>,
     pid: u32,
     start_time: u64,
     action: VmAction,
-) -> Result<(), String> {
+    cascade: bool,
+) -> Result<VmPlan, String> {
+    let report = scan_now(app).await?;
+    Ok(backend::vm_plan(&report, pid, start_time, action, cascade))
+}
+
+/// Run the confirmed plan for `(pid, start_time, action, cascade)` through the core executor,
+/// journaled with `surface` and the plan's command, then rescan. Re-planned from the latest scan:
+/// when it no longer has the `digest` that was shown, nothing runs; a plan that plans nothing
+/// runs nothing and says why.
+pub async fn run_vm<R: Runtime>(
+    app: &AppHandle<R>,
+    surface: &str,
+    (pid, start_time, action, cascade): (u32, u64, VmAction, bool),
+    digest: Option<String>,
+) -> Result<VmOutcome, String> {
     let st = app.state::<AppState>();
-    let p = {
-        let r = lock(&st.report);
-        let p = r
-            .as_ref()
-            .and_then(|r| {
-                r.processes
-                    .iter()
-                    .find(|p| p.pid == pid && p.start_time == start_time)
-            })
-            .ok_or("that VM is not in the latest scan")?;
-        if p.scope != smolsweep::model::Scope::ThisHome {
-            return Err("that VM belongs to another HOME".into());
+    let out = {
+        let _g = st.scan_lock.lock().await;
+        let report = lock(&st.report).clone().ok_or("no scan has finished yet")?;
+        let plan = backend::vm_plan(&report, pid, start_time, action, cascade);
+        if digest.is_some_and(|d| d != plan.digest) {
+            return Err(VM_PLAN_CHANGED.into());
         }
-        if action == VmAction::Reap && !p.orphan {
-            return Err("only orphaned VMs are reaped; stop this one instead".into());
-        }
-        p.clone()
-    };
-    let b = st.backend.clone();
-    tauri::async_runtime::spawn_blocking(move || b.vm_action(&p, action))
+        let Some(core) = plan.core.clone().filter(|_| !plan.steps.is_empty()) else {
+            return Err(plan.lines().join("; "));
+        };
+        let (b, origin) = (
+            st.backend.clone(),
+            smolsweep::exec::Origin::new(surface, &plan.command),
+        );
+        tauri::async_runtime::spawn_blocking(move || {
+            VmOutcome::of(&plan, b.execute(&core, origin, &|_| {}))
+        })
         .await
         .map_err(|e| e.to_string())?
-        .map_err(|e| format!("{e:#}"))?;
-    // Give the VMM a moment to exit before looking again.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    };
     let _ = scan_now(app).await;
-    Ok(())
+    Ok(out)
 }
 
 fn notify_orphans<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
@@ -694,30 +735,6 @@ pub fn show_window<R: Runtime>(app: &AppHandle<R>, view: Option<&str>) {
     }
 }
 
-fn read_history(p: &Path) -> Vec<ReclaimOutcome> {
-    let mut v: Vec<ReclaimOutcome> = std::fs::read_to_string(p)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    v.reverse();
-    v
-}
-
-fn append_history(p: &Path, out: &ReclaimOutcome) -> std::io::Result<()> {
-    use std::io::Write;
-    if let Some(d) = p.parent() {
-        std::fs::create_dir_all(d)?;
-    }
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(p)?;
-    let mut line = serde_json::to_vec(out).map_err(std::io::Error::other)?;
-    line.push(b'\n');
-    f.write_all(&line)
-}
-
 async fn scan_loop<R: Runtime>(app: AppHandle<R>) {
     loop {
         let _ = scan_now(&app).await;
@@ -757,7 +774,8 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, deps: Deps) -> Builder<R> {
             plan_reclaim,
             execute_reclaim,
             get_history,
-            vm_action,
+            plan_vm_action,
+            execute_vm_action,
             uninstall::uninstall_preflight,
             uninstall::uninstall_plan,
             uninstall::uninstall_run,

@@ -190,6 +190,27 @@ pub fn reclaim_note(out: &crate::backend::ReclaimOutcome) -> Note {
     }
 }
 
+/// The notification after a Stop / End process / Delete from the tray.
+pub fn vm_note(out: &crate::backend::VmOutcome) -> Note {
+    let summary = match (out.all_done(), out.command.as_str()) {
+        (true, "stop") => format!("Stopped {}", out.target),
+        (true, "delete") => format!("Deleted {}", out.target),
+        (true, _) => format!("Ended {}", out.target),
+        (false, _) => format!("Not done: {} {}", out.command, out.target),
+    };
+    let mut lines: Vec<String> = out
+        .steps
+        .iter()
+        .map(|s| format!("{}: {}", s.summary, s.message))
+        .collect();
+    lines.extend(out.journal_error.clone());
+    Note {
+        summary,
+        body: lines.join("\n"),
+        review: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

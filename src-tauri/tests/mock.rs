@@ -8,11 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use smolsweep::exec::{ActionRunner, ExecReport, Origin, Outcome, ProgressEvent};
 use smolsweep::model::{
-    finding_id, Finding, OptInClass, Platform, Product, ProductReport, ScanReport, Scope, Totals,
-    Verdict, VmProcess, SCAN_SCHEMA,
+    finding_id, Finding, Machine, OptInClass, Platform, Product, ProductReport, ScanReport, Scope,
+    Totals, Verdict, VmProcess, SCAN_SCHEMA,
 };
-use smolsweep_desktop::backend::{execute_plan, Plan, Progress, ReclaimOutcome, VmAction};
+use smolsweep::plan::Plan as CorePlan;
+use smolsweep_desktop::backend::run_plan;
 use smolsweep_desktop::{build_app, build_menu, handle_menu_id, Backend, Deps, Note, Notifier};
 use tauri::menu::MenuItemKind;
 use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime};
@@ -25,7 +27,37 @@ struct Fake {
     running: AtomicUsize,
     max_running: AtomicUsize,
     delay: Duration,
-    signals: Mutex<Vec<(u32, u64, VmAction)>>,
+    /// What the runner was asked to do (`reap <pid> <start>`, `stop <name>`, `delete <name>`).
+    calls: Mutex<Vec<String>>,
+    journal: PathBuf,
+}
+
+/// Records machine and process actions instead of carrying them out.
+struct Recorder<'a>(&'a Mutex<Vec<String>>);
+impl ActionRunner for Recorder<'_> {
+    fn stop_machine(&self, _: Product, name: &str, _: Option<u32>, _: Option<u64>) -> Outcome {
+        self.0.lock().unwrap().push(format!("stop {name}"));
+        Outcome::done("stopped")
+    }
+    fn delete_machine(
+        &self,
+        _: Product,
+        name: &str,
+        cascade: bool,
+        _: &[String],
+        _: Option<(u32, u64)>,
+    ) -> Outcome {
+        let c = if cascade { " --cascade" } else { "" };
+        self.0.lock().unwrap().push(format!("delete {name}{c}"));
+        Outcome::done("deleted")
+    }
+    fn reap(&self, pid: u32, start: u64, _: Product, _: Option<&str>, _: u32) -> Outcome {
+        self.0.lock().unwrap().push(format!("reap {pid} {start}"));
+        Outcome::done("ended")
+    }
+    fn detach(&self, m: &Path) -> Outcome {
+        Outcome::failed(format!("not in this test: {}", m.display()))
+    }
 }
 
 impl Backend for Fake {
@@ -42,15 +74,26 @@ impl Backend for Fake {
         r.compute_totals();
         Ok(r)
     }
-    fn execute(&self, plan: &Plan, progress: &mut dyn FnMut(Progress)) -> ReclaimOutcome {
-        execute_plan(plan, None, &mut AsPlanned, progress)
+    /// The real executor and journal; the re-judge answers "as planned" (the findings and
+    /// processes are hand-built) and the runner records.
+    fn execute(
+        &self,
+        plan: &CorePlan,
+        origin: Origin,
+        progress: &dyn Fn(&ProgressEvent),
+    ) -> Result<ExecReport, String> {
+        let runner = Recorder(&self.calls);
+        run_plan(
+            plan,
+            &self.journal,
+            &mut AsPlanned,
+            &runner,
+            origin,
+            progress,
+        )
     }
-    fn vm_action(&self, p: &VmProcess, action: VmAction) -> anyhow::Result<()> {
-        self.signals
-            .lock()
-            .unwrap()
-            .push((p.pid, p.start_time, action));
-        Ok(())
+    fn journal_path(&self) -> Option<PathBuf> {
+        Some(self.journal.clone())
     }
 }
 
@@ -166,7 +209,8 @@ fn world(delay_ms: u64, confirm: bool) -> World {
         running: AtomicUsize::new(0),
         max_running: AtomicUsize::new(0),
         delay: Duration::from_millis(delay_ms),
-        signals: Mutex::new(vec![]),
+        calls: Mutex::new(vec![]),
+        journal: dir.path().join("smolsweep-data/journal.jsonl"),
     });
     let notes = Arc::new(Notes::default());
     let deps = Deps {
@@ -306,13 +350,29 @@ fn menu_lists_orphaned_vms_with_stop_and_reap() {
     assert!(ids.contains(&"vm:4321:99"), "{ids:?}");
     assert!(ids.contains(&"vm.stop:4321:99"));
     assert!(ids.contains(&"vm.reap:4321:99"));
-    // Clicking "Reap" (confirmed) signals exactly that process.
+    // Clicking "Reap" (confirmed) runs the core plan that ends exactly that process, journaled
+    // as the tray's.
     handle_menu_id(w.app.handle(), "vm.reap:4321:99");
-    wait_for(|| !w.fake.signals.lock().unwrap().is_empty());
+    wait_for(|| !w.fake.calls.lock().unwrap().is_empty());
+    assert_eq!(*w.fake.calls.lock().unwrap(), ["reap 4321 99"]);
+    wait_for(|| runs(&w).len() == 1);
+    let run = &runs(&w)[0];
     assert_eq!(
-        w.fake.signals.lock().unwrap()[0],
-        (4321, 99, VmAction::Reap)
+        run["origin"],
+        json!({"surface": "tray", "command": "end process"})
     );
+    assert_eq!(run["done"], 1);
+}
+
+#[test]
+fn tray_stop_runs_nothing_when_the_dialog_is_declined() {
+    let w = world(0, false);
+    w.fake.report.lock().unwrap().processes.push(orphan(4321));
+    call(&w, "rescan", json!({})).unwrap();
+    handle_menu_id(w.app.handle(), "vm.stop:4321:99");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(w.fake.calls.lock().unwrap().is_empty());
+    assert!(runs(&w).is_empty());
 }
 
 #[test]
@@ -321,12 +381,205 @@ fn vm_action_refuses_a_vm_not_in_the_scan() {
     call(&w, "rescan", json!({})).unwrap();
     let e = call(
         &w,
-        "vm_action",
+        "execute_vm_action",
         json!({"pid": 1, "startTime": 1, "action": "reap"}),
     )
     .unwrap_err();
-    assert!(e.as_str().unwrap().contains("not in the latest scan"));
-    assert!(w.fake.signals.lock().unwrap().is_empty());
+    assert!(
+        e.as_str().unwrap().contains("not in the latest scan"),
+        "{e}"
+    );
+    assert!(w.fake.calls.lock().unwrap().is_empty());
+    assert!(runs(&w).is_empty());
+}
+
+fn machine(name: &str, branched_from: Option<&str>) -> Machine {
+    Machine {
+        product: Product::Smolvm,
+        name: name.into(),
+        state: "running".into(),
+        pid: None,
+        alive: true,
+        effective_state: "running".into(),
+        pid_start_time: None,
+        ephemeral: false,
+        created_at: None,
+        dir: None,
+        allocated_bytes: 3_000_000,
+        db: None,
+        branched_from: branched_from.map(String::from),
+    }
+}
+
+fn owned(pid: u32, name: &str) -> VmProcess {
+    VmProcess {
+        owner: Some(name.into()),
+        orphan: false,
+        reason: format!("the VM of machine {name}"),
+        ..orphan(pid)
+    }
+}
+
+/// Every run in the core journal, oldest first, as the History tab receives it (newest first).
+fn runs(w: &World) -> Vec<Value> {
+    let h = call(w, "get_history", json!({})).unwrap();
+    let mut v = h["runs"].as_array().unwrap().clone();
+    v.reverse();
+    v
+}
+
+/// Stop, End process and Delete in the window: a core plan from a fresh scan, shown with its
+/// action summaries, run (after "yes") through the executor and journaled as the window's.
+#[test]
+fn window_vm_actions_run_the_confirmed_core_plan_and_are_journaled() {
+    let w = world(0, true);
+    {
+        let mut r = w.fake.report.lock().unwrap();
+        r.machines.push(machine("web", None));
+        r.processes.push(owned(500, "web"));
+        r.processes.push(orphan(501));
+    }
+    let cases = [
+        (
+            500,
+            "stop",
+            "stop",
+            "stop smol-machines smolvm web (running)",
+            "stop web",
+        ),
+        (
+            500,
+            "delete",
+            "delete",
+            "delete smol-machines smolvm web (3.0 MB)",
+            "delete web",
+        ),
+        (
+            501,
+            "stop",
+            "end process",
+            "end orphaned smol-machines smolvm process 501 (smolvm.boot_vm, lost)",
+            "reap 501 99",
+        ),
+    ];
+    for (i, (pid, action, command, summary, call_made)) in cases.into_iter().enumerate() {
+        let scans = w.fake.scans.load(Ordering::SeqCst);
+        let args = json!({"pid": pid, "startTime": 99, "action": action});
+        let plan = call(&w, "plan_vm_action", args.clone()).unwrap();
+        assert_eq!(
+            w.fake.scans.load(Ordering::SeqCst),
+            scans + 1,
+            "a fresh scan"
+        );
+        assert_eq!(plan["command"], command);
+        assert_eq!(plan["steps"], json!([summary]));
+        assert!(plan["question"]
+            .as_str()
+            .unwrap()
+            .starts_with("Carry out 1 action?"));
+        assert_eq!(plan["digest"].as_str().unwrap().len(), 64);
+        assert!(
+            w.fake.calls.lock().unwrap().len() == i,
+            "nothing runs before yes"
+        );
+        let mut go = args.clone();
+        go["digest"] = plan["digest"].clone();
+        let out = call(&w, "execute_vm_action", go).unwrap();
+        assert_eq!(out["steps"][0]["status"], "done", "{out}");
+        assert_eq!(out["steps"][0]["summary"], summary);
+        assert_eq!(w.fake.calls.lock().unwrap()[i], call_made);
+        let run = runs(&w).pop().unwrap();
+        assert_eq!(
+            run["origin"],
+            json!({"surface": "window", "command": command})
+        );
+        assert_eq!(run["plan_id"], out["plan_id"]);
+        assert_eq!(run["outcomes"][0]["summary"], summary);
+    }
+}
+
+/// A plan that plans nothing (another HOME's VM) shows the planner's reason and runs nothing.
+#[test]
+fn a_foreign_vm_plans_nothing_and_nothing_runs() {
+    let w = world(0, true);
+    w.fake.report.lock().unwrap().processes.push(VmProcess {
+        scope: Scope::Foreign,
+        ..orphan(600)
+    });
+    let args = json!({"pid": 600, "startTime": 99, "action": "stop"});
+    let plan = call(&w, "plan_vm_action", args.clone()).unwrap();
+    assert_eq!(plan["steps"], json!([]));
+    assert_eq!(
+        plan["refused"][0]["reason"],
+        "belongs to another HOME; never signalled"
+    );
+    assert_eq!(
+        plan["question"],
+        "Nothing can be done, so nothing will run."
+    );
+    let mut go = args;
+    go["digest"] = plan["digest"].clone();
+    let e = call(&w, "execute_vm_action", go).unwrap_err();
+    assert!(e.as_str().unwrap().contains("another HOME"), "{e}");
+    assert!(w.fake.calls.lock().unwrap().is_empty());
+    assert!(runs(&w).is_empty(), "nothing was journaled");
+}
+
+/// The confirmation names exactly what will run: an orphan whose machine record appeared
+/// between the plan and "yes" is not ended, and the user is asked to review again.
+#[test]
+fn a_vm_plan_that_changed_before_yes_runs_nothing() {
+    let w = world(0, true);
+    w.fake.report.lock().unwrap().processes.push(orphan(700));
+    let args = json!({"pid": 700, "startTime": 99, "action": "reap"});
+    let plan = call(&w, "plan_vm_action", args.clone()).unwrap();
+    assert_eq!(plan["steps"].as_array().unwrap().len(), 1);
+    {
+        let mut r = w.fake.report.lock().unwrap();
+        r.machines.push(machine("lost", None));
+        r.processes[0] = owned(700, "lost");
+    }
+    call(&w, "rescan", json!({})).unwrap();
+    let mut go = args;
+    go["digest"] = plan["digest"].clone();
+    let e = call(&w, "execute_vm_action", go).unwrap_err();
+    assert!(
+        e.as_str().unwrap().contains("changed since it was shown"),
+        "{e}"
+    );
+    assert!(w.fake.calls.lock().unwrap().is_empty());
+    assert!(runs(&w).is_empty());
+}
+
+/// Deleting a machine that others are branched from is offered only with cascade, and the plan
+/// names every branch.
+#[test]
+fn delete_with_branches_is_planned_only_with_cascade() {
+    let w = world(0, true);
+    {
+        let mut r = w.fake.report.lock().unwrap();
+        r.machines.push(machine("base", None));
+        r.machines.push(machine("kid", Some("base")));
+        r.processes.push(owned(800, "base"));
+    }
+    let args = json!({"pid": 800, "startTime": 99, "action": "delete"});
+    let plain = call(&w, "plan_vm_action", args.clone()).unwrap();
+    assert_eq!(plain["steps"], json!([]));
+    assert_eq!(plain["cascade_available"], true);
+    let mut c = args.clone();
+    c["cascade"] = json!(true);
+    let cascade = call(&w, "plan_vm_action", c.clone()).unwrap();
+    assert!(cascade["steps"][0]
+        .as_str()
+        .unwrap()
+        .contains("--cascade): kid"));
+    // A digest confirmed for the plain plan does not run the cascade.
+    let mut wrong = c.clone();
+    wrong["digest"] = plain["digest"].clone();
+    assert!(call(&w, "execute_vm_action", wrong).is_err());
+    c["digest"] = cascade["digest"].clone();
+    call(&w, "execute_vm_action", c).unwrap();
+    assert_eq!(*w.fake.calls.lock().unwrap(), ["delete base --cascade"]);
 }
 
 #[test]
@@ -362,8 +615,19 @@ fn execute_removes_exactly_the_selected_files_and_records_history() {
         .collect();
     assert_eq!(left.len(), 4, "{left:?}");
     assert!(w.home.join("state/live.qcow2").exists(), "protected stays");
-    let hist = call(&w, "get_history", json!({})).unwrap();
-    assert_eq!(hist.as_array().unwrap().len(), 1);
+    // The run is in the core journal (what `smolsweep history` reads), as the window's reclaim.
+    let hist = runs(&w);
+    assert_eq!(hist.len(), 1);
+    assert_eq!(
+        hist[0]["origin"],
+        json!({"surface": "window", "command": "reclaim"})
+    );
+    assert_eq!(hist[0]["done"], 1);
+    assert!(w._dir.path().join("smolsweep-data/journal.jsonl").is_file());
+    assert!(
+        !w._dir.path().join("data/history.jsonl").exists(),
+        "no window history file"
+    );
     // After the reclaim the shell rescanned: the removed file is no longer a finding.
     let r = call(&w, "get_report", json!({})).unwrap();
     assert_eq!(r["findings"].as_array().unwrap().len(), 4);
@@ -419,11 +683,7 @@ fn confirmed_plan_that_changed_before_execution_deletes_nothing() {
     );
     assert!(w.home.join("state/orphan-a.qcow2").exists());
     assert!(w.home.join("state/orphan-b.qcow2").exists(), "nothing ran");
-    assert!(call(&w, "get_history", json!({}))
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .is_empty());
+    assert!(runs(&w).is_empty());
 
     // Reviewed again, the new plan runs and leaves the protected disk alone.
     let plan = call(&w, "plan_reclaim", json!({ "ids": chosen })).unwrap();
@@ -454,6 +714,11 @@ fn tray_reclaim_runs_only_after_the_dialog_is_accepted() {
         !w.home.join("state/orphan-a.qcow2").exists()
             && !w.home.join("state/orphan-b.qcow2").exists()
     });
+    wait_for(|| runs(&w).len() == 1);
+    assert_eq!(
+        runs(&w)[0]["origin"],
+        json!({"surface": "tray", "command": "reclaim"})
+    );
     assert!(
         w.home.join("state/cache.tar").exists(),
         "opt-in not chosen in settings"
@@ -529,10 +794,12 @@ fn a_failed_scan_says_cant_verify() {
         fn scan(&self) -> anyhow::Result<ScanReport> {
             anyhow::bail!("permission denied reading the inventory")
         }
-        fn execute(&self, _: &Plan, _: &mut dyn FnMut(Progress)) -> ReclaimOutcome {
-            unreachable!()
-        }
-        fn vm_action(&self, _: &VmProcess, _: VmAction) -> anyhow::Result<()> {
+        fn execute(
+            &self,
+            _: &CorePlan,
+            _: Origin,
+            _: &dyn Fn(&ProgressEvent),
+        ) -> Result<ExecReport, String> {
             unreachable!()
         }
     }
@@ -587,4 +854,23 @@ impl smolsweep::exec::Judge for AsPlanned {
         Ok(())
     }
     fn changed(&mut self) {}
+}
+
+/// The window's old `history.jsonl` is not imported (its records are not plans) and is left as
+/// it was; the History tab says where it is.
+#[test]
+fn the_old_window_history_is_left_in_place_and_not_imported() {
+    let w = world(0, false);
+    let old = w._dir.path().join("data/history.jsonl");
+    std::fs::create_dir_all(old.parent().unwrap()).unwrap();
+    let line = b"{\"started_at\":1,\"finished_at\":2,\"estimated_bytes\":5,\"measured_bytes\":5,\"steps\":[],\"refused\":[]}\n";
+    std::fs::write(&old, line).unwrap();
+    let h = call(&w, "get_history", json!({})).unwrap();
+    assert_eq!(h["legacy"], json!(old));
+    assert_eq!(h["runs"], json!([]));
+    assert_eq!(
+        h["journal"],
+        json!(w._dir.path().join("smolsweep-data/journal.jsonl"))
+    );
+    assert_eq!(std::fs::read(&old).unwrap(), line);
 }

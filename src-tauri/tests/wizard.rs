@@ -11,9 +11,8 @@ use serde_json::{json, Value};
 use smolsweep::env::EnvSnapshot;
 use smolsweep::exec::{ActionRunner, Outcome};
 use smolsweep::journal::Journal;
-use smolsweep::model::{Platform, Product, ScanReport, VmProcess};
+use smolsweep::model::{Platform, Product, ScanReport};
 use smolsweep::uninstall::UninstallPlan;
-use smolsweep_desktop::backend::{execute_plan, Plan, Progress, ReclaimOutcome, VmAction};
 use smolsweep_desktop::uninstall::{Uninstaller, EV_UNINSTALL_PROGRESS};
 use smolsweep_desktop::{build_app, Backend, Deps, Note, Notifier};
 use smolsweep_fixtures::smolvm::Smolvm;
@@ -89,11 +88,13 @@ impl Backend for Fake {
     fn scan(&self) -> anyhow::Result<ScanReport> {
         anyhow::bail!("not scanned in this test")
     }
-    fn execute(&self, p: &Plan, f: &mut dyn FnMut(Progress)) -> ReclaimOutcome {
-        execute_plan(p, None, &mut AsPlanned, f)
-    }
-    fn vm_action(&self, _: &VmProcess, _: VmAction) -> anyhow::Result<()> {
-        Ok(())
+    fn execute(
+        &self,
+        _: &smolsweep::plan::Plan,
+        _: smolsweep::exec::Origin,
+        _: &dyn Fn(&smolsweep::exec::ProgressEvent),
+    ) -> Result<smolsweep::exec::ExecReport, String> {
+        Err("not run in this test".into())
     }
     fn uninstaller(&self) -> Arc<dyn Uninstaller> {
         self.0.clone()
@@ -383,17 +384,4 @@ fn wizard_run_refuses_a_plan_it_did_not_make() {
     assert!(w.scratch.calls.0.lock().unwrap().is_empty());
     assert!(w.home.join(".smolvm/smolvm-bin").is_file());
     assert!(w.smol.config_dir.join("config.toml").is_file());
-}
-
-/// The fake backend's plans are hand-built: the re-judge answers "as planned".
-struct AsPlanned;
-impl smolsweep::exec::Judge for AsPlanned {
-    fn still_confirmed(
-        &mut self,
-        _: &smolsweep::plan::Plan,
-        _: &smolsweep::plan::Action,
-    ) -> Result<(), String> {
-        Ok(())
-    }
-    fn changed(&mut self) {}
 }

@@ -241,7 +241,46 @@ impl Scratch {
                 "SMOLSWEEP_REPORT_FILE".into(),
                 self.report_file.display().to_string(),
             ),
+            (
+                "SMOLSWEEP_DATA_DIR".into(),
+                self.data_dir().display().to_string(),
+            ),
         ]
+    }
+
+    /// The app's data directory (`SMOLSWEEP_DATA_DIR`): the core journal is in it.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("smolsweep-data")
+    }
+
+    /// The runs of the core journal the app writes (oldest first).
+    pub fn runs(&self) -> Vec<smolsweep::journal::RunSummary> {
+        journal_runs(&self.data_dir())
+    }
+}
+
+/// The runs of the core journal in the data directory `data` (oldest first).
+pub fn journal_runs(data: &Path) -> Vec<smolsweep::journal::RunSummary> {
+    let c = smolsweep::journal::read(&data.join(smolsweep::journal::JOURNAL_FILE)).unwrap();
+    smolsweep::journal::runs(&c.entries)
+}
+
+/// The `smolsweep` CLI built beside the app.
+pub fn cli() -> PathBuf {
+    let p = Path::new(APP).with_file_name("smolsweep");
+    assert!(p.is_file(), "{} (build the workspace first)", p.display());
+    p
+}
+
+/// Whether the process `pid` (a child of this test) has exited: gone, or a zombie not yet
+/// waited for.
+pub fn exited(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(s) => s
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+            .unwrap_or(false),
     }
 }
 
