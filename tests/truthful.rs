@@ -14,12 +14,23 @@ use smolsweep_fixtures::{age_tree, Home, Layout, OLD};
 
 /// Run the binary for `home` and wait at most 30 s; a hang kills it and fails.
 fn run(home: &Home, data: &Path, args: &[&str]) -> (i32, String, String) {
+    run_env(home, data, args, &[])
+}
+
+/// [`run`] with more variables (later ones win).
+fn run_env(
+    home: &Home,
+    data: &Path,
+    args: &[&str],
+    extra: &[(&str, String)],
+) -> (i32, String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_smolsweep"))
         .args(args)
         .env_clear()
         .envs(home.env_vars())
         .env("SMOLSWEEP_DATA_DIR", data)
         .env("PATH", "/usr/bin:/bin")
+        .envs(extra.iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -325,4 +336,110 @@ fn lease_rows_for_missing_sandboxes_are_not_trusted() {
     )
     .unwrap();
     assert_untrusted(&home, &data, &[&live, &orphan], "ssh_forwards");
+}
+
+/// A PyPI install of `celesto` at `version` (a venv on PATH, as pip lays it out).
+fn fake_celesto_venv(root: &Path, version: &str) -> PathBuf {
+    let venv = root.join("venv");
+    let site = venv.join(format!(
+        "lib/python3.11/site-packages/celesto-{version}.dist-info"
+    ));
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::fs::write(
+        site.join("METADATA"),
+        format!("Metadata-Version: 2.1\nName: celesto\nVersion: {version}\n"),
+    )
+    .unwrap();
+    std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+    let script = format!(
+        "#!{}/bin/python3\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom celesto.cli.main import main\n",
+        venv.display()
+    );
+    for (name, body) in [("celesto", script.as_str()), ("python3", "")] {
+        let p = venv.join("bin").join(name);
+        std::fs::write(&p, body).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    venv.join("bin")
+}
+
+fn verdict_of(v: &Value, p: &Path) -> String {
+    findings(v)
+        .iter()
+        .find(|f| f["path"] == json!(p))
+        .unwrap_or_else(|| panic!("{} not shown: {v:#}", p.display()))["verdict"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn product<'v>(v: &'v Value, name: &str) -> &'v Value {
+    v["products"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["product"] == name)
+        .unwrap()
+}
+
+#[test]
+fn newer_celesto_is_shown_but_nothing_of_it_is_reclaimable() {
+    let (t, home, data) = scratch();
+    let d = home.celesto_data_dir().unwrap();
+    d.row("live1", "stopped", "qemu", None).unwrap();
+    let orphan = d.disk("gone1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    let bin = fake_celesto_venv(t.path(), "0.2.1");
+    let path = ("PATH", format!("{}:/usr/bin:/bin", bin.display()));
+    let (code, v) = json_of(
+        &["scan"],
+        run_env(
+            &home,
+            &data,
+            &["scan", "--json"],
+            std::slice::from_ref(&path),
+        ),
+    );
+    assert_eq!(code, 0);
+    let cel = product(&v, "celesto");
+    assert_eq!(cel["version"], "0.2.1", "{cel:#}");
+    assert_eq!(cel["status"], "unknown", "{cel:#}");
+    assert!(cel["problems"]
+        .to_string()
+        .contains("newer than the versions Smolsweep knows"));
+    assert_eq!(verdict_of(&v, &orphan), "unknown");
+    run_env(
+        &home,
+        &data,
+        &["prune", "--yes"],
+        std::slice::from_ref(&path),
+    );
+    assert!(orphan.exists());
+    // An expert accepts the risk for this product.
+    let accept = ("SMOLSWEEP_ACCEPT_NEWER", "celesto".to_string());
+    let (_, v) = json_of(
+        &["scan"],
+        run_env(&home, &data, &["scan", "--json"], &[path, accept]),
+    );
+    assert_eq!(verdict_of(&v, &orphan), "reclaimable");
+}
+
+#[test]
+fn newer_smolvm_is_shown_but_nothing_of_it_is_reclaimable() {
+    let (_t, home, data) = scratch();
+    let sm = home.smolvm().unwrap();
+    sm.install("1.40.0").unwrap();
+    sm.record("other", json!({})).unwrap();
+    let dir = sm.dangling_dir("ghost").unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    let (code, v) = json_of(&["scan"], run(&home, &data, &["scan", "--json"]));
+    assert_eq!(code, 0);
+    let smol = product(&v, "smolvm");
+    assert_eq!(smol["version"], "1.40.0", "{smol:#}");
+    assert_eq!(smol["status"], "unknown", "{smol:#}");
+    assert_eq!(verdict_of(&v, &dir), "unknown");
+    run(&home, &data, &["prune", "--yes"]);
+    assert!(dir.exists());
 }

@@ -258,8 +258,73 @@ pub fn scan_with(opts: &ScanOptions, processes: Vec<crate::procs::RawProcess>) -
         duration_ms: started.elapsed().as_millis() as u64,
     };
     report.products.sort_by_key(|p| p.product);
+    drift_guard(&mut report, &opts.env);
     report.compute_totals();
     report
+}
+
+/// The variable that accepts, per product, the risk of acting on a version newer than the ones
+/// the rules were verified against: `SMOLSWEEP_ACCEPT_NEWER=celesto,smolvm`.
+pub const ACCEPT_NEWER_VAR: &str = "SMOLSWEEP_ACCEPT_NEWER";
+
+/// A product installed in a version newer than every verified one is shown, but nothing of it
+/// is reclaimable and none of its processes is an orphan to end, unless the user accepted the
+/// risk for that product: its layout or inventory may have changed under the rules.
+fn drift_guard(report: &mut ScanReport, env: &EnvSnapshot) {
+    let accepted: Vec<String> = env
+        .var(ACCEPT_NEWER_VAR)
+        .map(|v| {
+            v.split(',')
+                .map(|p| p.trim().to_ascii_lowercase())
+                .collect()
+        })
+        .unwrap_or_default();
+    for pr in &mut report.products {
+        let Some(v) = pr.version.clone() else {
+            continue;
+        };
+        let Some(newest) = crate::upstream::drift(pr.product, &v) else {
+            continue;
+        };
+        if accepted
+            .iter()
+            .any(|a| a == pr.product.as_str() || a == "all")
+        {
+            pr.problems.push(format!(
+                "{} {v} is newer than the versions Smolsweep knows ({newest}); judged with the rules for {newest} because {ACCEPT_NEWER_VAR} accepts the risk.",
+                pr.product.display_name()
+            ));
+            continue;
+        }
+        let banner = format!(
+            "{} {v} is newer than the versions Smolsweep knows (up to {newest}); its leftovers are shown, nothing of it is reclaimable until Smolsweep is updated ({ACCEPT_NEWER_VAR}={} accepts the risk).",
+            pr.product.display_name(),
+            pr.product.as_str()
+        );
+        pr.status = "unknown".into();
+        pr.problems.push(banner.clone());
+        for f in report
+            .findings
+            .iter_mut()
+            .filter(|f| f.product == pr.product)
+        {
+            if matches!(f.verdict, Verdict::Reclaimable | Verdict::OptIn) {
+                f.verdict = Verdict::Unknown;
+                f.opt_in_class = None;
+                f.reason = format!("{} {banner}", f.reason);
+            }
+        }
+        for p in report
+            .processes
+            .iter_mut()
+            .filter(|p| p.product == pr.product)
+        {
+            if p.orphan {
+                p.orphan = false;
+                p.reason = format!("{} {banner}", p.reason);
+            }
+        }
+    }
 }
 
 /// Modification time in ns since the epoch.
