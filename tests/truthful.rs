@@ -443,3 +443,179 @@ fn newer_smolvm_is_shown_but_nothing_of_it_is_reclaimable() {
     run(&home, &data, &["prune", "--yes"]);
     assert!(dir.exists());
 }
+
+#[test]
+fn sdk_only_data_dir_explains_what_would_make_it_reclaimable() {
+    let (_t, home, data) = scratch();
+    let d = home.celesto_data_dir().unwrap();
+    let disk = d.disk("sdk1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    std::fs::remove_file(d.dir.join("celesto.db")).unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    let (_, v) = json_of(&["scan"], run(&home, &data, &["scan", "--json"]));
+    assert_eq!(verdict_of(&v, &disk), "unknown");
+    let why = product(&v, "celesto")["problems"].to_string();
+    assert!(why.contains("Celesto SDK alone leave no record"), "{why}");
+    assert!(why.contains("creates the inventory"), "{why}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Randomized damage: a damaged tree never has a reclaimable finding its undamaged twin lacks.
+
+/// A small tree of both products with live, orphaned and young state, laid out as upstream
+/// writes it; `seed` varies the counts.
+fn layout(home: &Home, rng: &mut rand::rngs::StdRng) {
+    use rand::Rng;
+    let d = home.celesto_data_dir().unwrap();
+    for i in 0..rng.random_range(1..4) {
+        d.row(&format!("live{i}"), "stopped", "qemu", None).unwrap();
+        d.disk(&format!("live{i}"), "qcow2", 1 << 14, 1 << 12)
+            .unwrap();
+        d.log(&format!("live{i}"), 100).unwrap();
+    }
+    for i in 0..rng.random_range(1..5) {
+        d.disk(&format!("gone{i}"), "qcow2", 1 << 14, 1 << 12)
+            .unwrap();
+        d.log(&format!("gone{i}"), 100).unwrap();
+    }
+    let sm = home.smolvm().unwrap();
+    for i in 0..rng.random_range(1..3) {
+        sm.record(&format!("kept{i}"), json!({})).unwrap();
+    }
+    for i in 0..rng.random_range(1..4) {
+        sm.dangling_dir(&format!("ghost{i}")).unwrap();
+    }
+    age_tree(&home.root, OLD).unwrap();
+}
+
+/// Every file under `root`, relative to it.
+fn files_under(root: &Path) -> Vec<PathBuf> {
+    walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.path().strip_prefix(root).unwrap().to_path_buf())
+        .collect()
+}
+
+/// One random kind of damage to the tree.
+fn damage(home: &Home, rng: &mut rand::rngs::StdRng) -> String {
+    use rand::seq::IndexedRandom;
+    use rand::Rng;
+    let files = files_under(&home.root);
+    let dbs: Vec<&PathBuf> = files
+        .iter()
+        .filter(|f| f.to_string_lossy().ends_with(".db"))
+        .collect();
+    let any = files.choose(rng).unwrap().clone();
+    let db = home.root.join(dbs.choose(rng).unwrap());
+    match rng.random_range(0..7) {
+        0 => {
+            let len = std::fs::metadata(&db).unwrap().len();
+            let to = rng.random_range(0..len);
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&db)
+                .unwrap()
+                .set_len(to)
+                .unwrap();
+            format!("truncated {} to {to}", db.display())
+        }
+        1 => {
+            let mut b = std::fs::read(&db).unwrap();
+            let pages = (b.len() / 4096).max(1);
+            let p = rng.random_range(0..pages);
+            let end = ((p + 1) * 4096).min(b.len());
+            b[p * 4096..end].fill(0);
+            std::fs::write(&db, b).unwrap();
+            format!("zeroed page {p} of {}", db.display())
+        }
+        2 => {
+            let p = home.root.join(&any);
+            mkfifo(&p);
+            format!("a FIFO at {}", p.display())
+        }
+        3 => {
+            let p = home.root.join(&any);
+            let mut name = p.file_name().unwrap().as_encoded_bytes().to_vec();
+            name.insert(0, 0xff);
+            name.push(b'\n');
+            let q = odd(p.parent().unwrap(), &name);
+            std::fs::rename(&p, &q).unwrap();
+            format!("renamed {} to an odd name", p.display())
+        }
+        4 => {
+            let p = home.root.join(&any);
+            std::fs::remove_file(&p).unwrap();
+            std::os::unix::fs::symlink(&p, &p).unwrap();
+            format!("a symlink loop at {}", p.display())
+        }
+        5 => {
+            let p = home.root.join(&any);
+            std::fs::remove_file(&p).unwrap();
+            std::fs::create_dir(&p).unwrap();
+            format!("a directory at {}", p.display())
+        }
+        _ => {
+            let wal = PathBuf::from(format!("{}-wal", db.display()));
+            std::fs::write(&wal, vec![0xa5u8; rng.random_range(1..9000)]).unwrap();
+            format!("a garbage -wal beside {}", db.display())
+        }
+    }
+}
+
+/// Reclaimable findings of an in-process scan of `home` (no process table: both twins are
+/// judged without one), as paths relative to HOME; the scan runs on a thread with a deadline.
+fn reclaimable_rel(home: &Home) -> std::collections::BTreeSet<PathBuf> {
+    let mut env = smolsweep::env::EnvSnapshot::from_pairs(home.root.clone(), home.env_vars());
+    env.euid = rustix::process::geteuid().as_raw();
+    let opts = smolsweep::scan::ScanOptions {
+        env,
+        platform: smolsweep::Platform::Linux,
+        age_guard: Duration::from_secs(120),
+        now: std::time::SystemTime::now(),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(smolsweep::scan::scan_with(&opts, Vec::new()));
+    });
+    let r = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the scan finished within 30 s (it hangs or panicked)");
+    r.findings
+        .iter()
+        .filter(|f| f.verdict == smolsweep::Verdict::Reclaimable)
+        .map(|f| {
+            f.path
+                .strip_prefix(&home.root)
+                .unwrap_or(&f.path)
+                .to_path_buf()
+        })
+        .collect()
+}
+
+#[test]
+fn randomized_damage_never_adds_a_reclaimable_finding() {
+    use rand::SeedableRng;
+    for seed in 0..200u64 {
+        let twin = tempfile::tempdir().unwrap();
+        let hurt = tempfile::tempdir().unwrap();
+        let a = Home::new(twin.path(), Layout::Linux).unwrap();
+        let b = Home::new(hurt.path(), Layout::Linux).unwrap();
+        // The same layout twice (same seed), then damage to one.
+        layout(&a, &mut rand::rngs::StdRng::seed_from_u64(seed));
+        layout(&b, &mut rand::rngs::StdRng::seed_from_u64(seed));
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0xdead_beef);
+        let what: Vec<String> = (0..1 + seed % 3).map(|_| damage(&b, &mut rng)).collect();
+        let good = reclaimable_rel(&a);
+        assert!(
+            !good.is_empty(),
+            "seed {seed}: the undamaged twin has leftovers"
+        );
+        let bad = reclaimable_rel(&b);
+        let extra: Vec<&PathBuf> = bad.difference(&good).collect();
+        assert!(
+            extra.is_empty(),
+            "seed {seed}, damage {what:?}: reclaimable only when damaged: {extra:?}"
+        );
+    }
+}

@@ -117,7 +117,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
         if dbs.is_empty() {
             ok = false;
             problem = format!(
-                "there is no inventory (celesto.db or smolvm.db) in {}",
+                "there is no inventory (celesto.db or smolvm.db) in {}: sandboxes made with the Celesto SDK alone leave no record, so a live sandbox's disk cannot be told from an orphan. Running any `celesto` CLI command once creates the inventory; then only disks no inventory row and no process claims become reclaimable",
                 dir.display()
             );
         }
@@ -458,9 +458,9 @@ fn scan_data_dir(
             continue;
         }
         let marker = disks_dir.join(format!("{}.retained", g.disk.name.to_string_lossy()));
-        // A marker that is a symlink is not followed (a scan never resolves through links);
-        // it is taken as saved, the more careful reading (upstream counts a dangling one as
-        // not saved).
+        // A marker that is a symlink is not followed: resolving a link changes its access
+        // time, and a scan changes no timestamp. It is taken as saved, the more careful
+        // reading (upstream's `Path.exists()` counts a dangling one as not saved).
         if fsread::lstat(&marker).is_some_and(|m| m.is_file() || m.file_type().is_symlink()) {
             g.hold = Hold::Saved;
         }
