@@ -245,7 +245,9 @@ impl Action {
                         children.join(", ")
                     )
                 };
-                if *ephemeral {
+                if *ephemeral && crate::scan::is_helper_machine(name) {
+                    format!("delete helper machine '{name}' left by an interrupted build (smolvm machine delete --force){with}")
+                } else if *ephemeral {
                     format!("delete ephemeral machine '{name}' whose VM is gone (smolvm machine delete --force){with}")
                 } else {
                     format!(
@@ -671,7 +673,7 @@ impl Plan {
             }
             // A dead ephemeral machine is removed the way smolvm removes it: record and
             // directory together, through `machine delete --force`.
-            if f.kind == "smolvm.dead_ephemeral_dir" {
+            if f.kind == "smolvm.dead_ephemeral_dir" || f.kind == "smolvm.helper_machine_dir" {
                 if let Some(name) = &f.owner {
                     let children = report
                         .machines

@@ -619,3 +619,165 @@ fn randomized_damage_never_adds_a_reclaimable_finding() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// What both products leave that Smolsweep did not see (shared/reference/upstream-2026-12.md).
+
+fn finding_of<'v>(v: &'v Value, p: &Path) -> &'v Value {
+    findings(v)
+        .iter()
+        .find(|f| f["path"] == json!(p))
+        .unwrap_or_else(|| panic!("{} not shown: {v:#}", p.display()))
+}
+
+/// A pid that no process has (a child that ran and was waited for).
+fn gone_pid() -> u32 {
+    let mut c = Command::new("true").spawn().unwrap();
+    let pid = c.id();
+    c.wait().unwrap();
+    pid
+}
+
+#[test]
+fn helper_machines_of_interrupted_builds_are_reclaimable_once_their_maker_is_gone() {
+    use smolsweep_fixtures::smolvm::DiskSet;
+    let (_t, home, data) = scratch();
+    let sm = home.smolvm().unwrap();
+    let set = || DiskSet::Raw {
+        storage: 1 << 16,
+        overlay: 1 << 14,
+    };
+    let gone = format!("image-seed-3f2a9c-{}", gone_pid());
+    let live = format!("init-bake-77aa01-{}", std::process::id());
+    for n in [&gone, &live] {
+        sm.record(n, json!({"state": "created"})).unwrap();
+    }
+    let gone_dir = sm.machine_dir(&gone, set()).unwrap();
+    let live_dir = sm.machine_dir(&live, set()).unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    let (_, v) = json_of(&["scan"], run(&home, &data, &["scan", "--json"]));
+    let f = finding_of(&v, &gone_dir);
+    assert_eq!(f["kind"], "smolvm.helper_machine_dir", "{f:#}");
+    assert_eq!(f["verdict"], "reclaimable", "{f:#}");
+    assert!(
+        f["reason"].as_str().unwrap().contains("interrupted"),
+        "{f:#}"
+    );
+    let f = finding_of(&v, &live_dir);
+    assert_eq!(f["verdict"], "protected", "{f:#}");
+    // Planned as a delete through the CLI, never as a bare directory removal.
+    let plan = home.root.join("../plan.json");
+    let (code, out, err) = run(&home, &data, &["plan", "--out", plan.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!("delete helper machine '{gone}'")),
+        "{out}"
+    );
+}
+
+#[test]
+fn smolvm_temporary_build_trees_of_this_user_are_reclaimable_when_settled() {
+    let (_t, home, data) = scratch();
+    let sm = home.smolvm().unwrap();
+    sm.record("other", json!({})).unwrap();
+    let seeds = home.socket_dir.join("smolvm-image-seeds");
+    std::fs::create_dir_all(seeds.join("build-1")).unwrap();
+    std::fs::write(seeds.join("build-1/rootfs.ext4"), vec![0u8; 8192]).unwrap();
+    age_tree(&seeds, OLD).unwrap();
+    let layers = home.socket_dir.join("smolvm-init-layers");
+    std::fs::create_dir_all(&layers).unwrap();
+    std::fs::write(layers.join("fresh"), b"being written").unwrap();
+    let (_, v) = json_of(&["scan"], run(&home, &data, &["scan", "--json"]));
+    assert_eq!(finding_of(&v, &seeds)["verdict"], "reclaimable");
+    assert_eq!(finding_of(&v, &layers)["verdict"], "protected");
+    let (code, _, err) = run(&home, &data, &["prune", "--yes"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!seeds.exists() && layers.join("fresh").exists());
+}
+
+#[test]
+fn registry_tokens_are_credentials_shown_and_kept() {
+    let (_t, home, data) = scratch();
+    let sm = home.smolvm().unwrap();
+    sm.record("other", json!({})).unwrap();
+    let tokens = home.path(".cache/smolvm/registry-tokens");
+    std::fs::create_dir_all(&tokens).unwrap();
+    std::fs::write(tokens.join("ghcr.io.json"), b"{\"token\":\"secret\"}").unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    let (_, v) = json_of(&["scan"], run(&home, &data, &["scan", "--json"]));
+    let f = finding_of(&v, &tokens);
+    assert_eq!(f["kind"], "smolvm.registry_tokens");
+    assert_eq!(f["verdict"], "protected");
+    let (code, _, err) = run(
+        &home,
+        &data,
+        &["prune", "--yes", "--include-caches", "--include-residue"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (_, out, _) = run(&home, &data, &["uninstall", "--product", "smolvm", "--yes"]);
+    assert!(tokens.join("ghcr.io.json").exists(), "{out}");
+    assert!(out.contains("--remove-credentials"), "{out}");
+}
+
+#[test]
+fn caches_say_whether_smolvm_trims_them_itself() {
+    let (_t, home, data) = scratch();
+    let sm = home.smolvm().unwrap();
+    sm.record("other", json!({})).unwrap();
+    let pack = sm
+        .pack("1a2b3c4d", smolsweep_fixtures::IMPOSSIBLE_PID)
+        .unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    let (_, v) = json_of(&["scan"], run(&home, &data, &["scan", "--json"]));
+    let why = finding_of(&v, &pack)["reason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        why.contains("SMOLVM_PACK_CACHE_MAX_BYTES (default"),
+        "{why}"
+    );
+    let cap = ("SMOLVM_PACK_CACHE_MAX_BYTES", "8000000000".to_string());
+    let (_, v) = json_of(
+        &["scan"],
+        run_env(&home, &data, &["scan", "--json"], &[cap]),
+    );
+    let why = finding_of(&v, &pack)["reason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        why.contains("SMOLVM_PACK_CACHE_MAX_BYTES=8000000000"),
+        "{why}"
+    );
+}
+
+#[test]
+fn celesto_build_staging_and_restore_images_are_found() {
+    let (_t, home, data) = scratch();
+    let d = home.celesto_data_dir().unwrap();
+    d.row("live1", "stopped", "qemu", None).unwrap();
+    let images = home.path(".celesto/images");
+    let staging = images.join("myimage/.build-0badc0de");
+    std::fs::create_dir_all(staging.join("mnt")).unwrap();
+    std::fs::write(staging.join("rootfs.tar"), vec![1u8; 16384]).unwrap();
+    let young = images.join("other/.build-12345678");
+    let ipsw = images.join("macos/.downloads/latest.ipsw");
+    std::fs::create_dir_all(ipsw.parent().unwrap()).unwrap();
+    std::fs::write(&ipsw, vec![2u8; 16384]).unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    std::fs::create_dir_all(&young).unwrap();
+    std::fs::write(young.join("Dockerfile"), b"FROM alpine\n").unwrap();
+    let (_, v) = json_of(&["scan"], run(&home, &data, &["scan", "--json"]));
+    let f = finding_of(&v, &staging);
+    assert_eq!(f["kind"], "celesto.build_staging", "{f:#}");
+    assert_eq!(f["verdict"], "reclaimable", "{f:#}");
+    assert!(f["reason"].as_str().unwrap().contains("umount"), "{f:#}");
+    assert_eq!(finding_of(&v, &young)["verdict"], "protected");
+    let f = finding_of(&v, &ipsw);
+    assert_eq!(
+        (f["verdict"].as_str(), f["opt_in_class"].as_str()),
+        (Some("opt_in"), Some("caches")),
+        "{f:#}"
+    );
+}

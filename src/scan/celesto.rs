@@ -935,6 +935,72 @@ fn scan_socket_dir(
     }
 }
 
+/// `$TMPDIR/latest.ipsw`, where Celesto downloads a macOS restore image first: this user's is
+/// an opt-in cache.
+pub(crate) fn scan_tmp_restore_image(ctx: &mut Ctx<'_>) {
+    use std::os::unix::fs::MetadataExt;
+    let Some(tmp) = ctx
+        .opts
+        .env
+        .var("TMPDIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+    else {
+        return; // macOS gives every user a TMPDIR; a shared /tmp is not looked at
+    };
+    let p = tmp.join("latest.ipsw");
+    if fsread::lstat(&p).is_some_and(|m| m.is_file() && m.uid() == ctx.opts.env.euid) {
+        ctx.add(
+            Draft::new(P, "celesto.restore_image", &p)
+                .root(&tmp)
+                .opt_in(OptInClass::Caches, "macOS restore image (IPSW) Celesto downloaded to the temporary directory; several GB, downloaded again when needed."),
+        );
+    }
+}
+
+/// Image-build staging dirs (`<images>/<name>/.build-<8 hex>/`) a killed build left, and macOS
+/// restore images (`<images>/macos/.downloads/*.ipsw`), several GB each.
+fn build_staging_and_restore_images(ctx: &mut Ctx<'_>, dir: &Path) {
+    let hex8 = |n: &str| n.len() == 8 && n.bytes().all(|b| b.is_ascii_hexdigit());
+    for image in fsread::read_dir_or_empty(dir).iter().filter(|e| e.is_dir()) {
+        for e in fsread::read_dir_or_empty(&image.path) {
+            let Some(tag) = e.name_str().and_then(|n| n.strip_prefix(".build-")) else {
+                continue;
+            };
+            if !hex8(tag) || !e.is_dir() {
+                continue;
+            }
+            let newest = fsread::newest_mtime(&e.path).unwrap_or(i128::MAX);
+            let age = ctx
+                .now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as i128)
+                .unwrap_or(0)
+                - newest;
+            let d = Draft::new(P, "celesto.build_staging", &e.path).root(&image.path);
+            let d = if age < ctx.opts.age_guard.as_nanos() as i128 {
+                d.verdict(Verdict::Protected, "Staging folder of an image build that changed moments ago: the build may be running.")
+            } else {
+                d.verdict(Verdict::Reclaimable, format!(
+                    "Staging folder of an image build that was killed (Celesto removes it only when the build ends normally). A loop mount still at {} stays: it is never walked into; `sudo umount` it to reclaim all of it.",
+                    e.path.join("mnt").display()
+                ))
+            };
+            ctx.add(d);
+        }
+    }
+    let downloads = dir.join("macos").join(".downloads");
+    for e in fsread::read_dir_or_empty(&downloads) {
+        if e.is_file() && e.name_str().is_some_and(|n| n.ends_with(".ipsw")) {
+            ctx.add(
+                Draft::new(P, "celesto.restore_image", &e.path)
+                    .root(&downloads)
+                    .opt_in(OptInClass::Caches, "macOS restore image (IPSW) Celesto downloaded; several GB, downloaded again when a macOS sandbox is made."),
+            );
+        }
+    }
+}
+
 fn scan_image_dir(
     ctx: &mut Ctx<'_>,
     dir: &Path,
@@ -949,6 +1015,7 @@ fn scan_image_dir(
     };
     let newest = installed.iter().map(|(_, v)| v).max();
     let real_dir = canon(dir);
+    build_staging_and_restore_images(ctx, dir);
     for e in fsread::read_dir_or_empty(dir) {
         let Some(name) = e.name_str() else { continue };
         let Some(ver) = cache_version(name) else {

@@ -20,6 +20,11 @@ pub mod version;
 
 pub use procindex::ProcIndex;
 
+/// Whether `name` is a smolvm helper machine (`image-seed-<hash>-<pid>`, `init-bake-…-<pid>`).
+pub fn is_helper_machine(name: &str) -> bool {
+    smolvm::helper_creator(name).is_some()
+}
+
 /// What a scan looks at.
 #[derive(Debug, Clone)]
 pub struct ScanOptions {
@@ -237,6 +242,20 @@ pub fn scan_with(opts: &ScanOptions, processes: Vec<crate::procs::RawProcess>) -
     };
     let cel = celesto::scan(&mut ctx);
     let smol = smolvm::scan(&mut ctx);
+    if ctx
+        .products
+        .iter()
+        .any(|p| p.product == Product::Smolvm && p.detected)
+    {
+        smolvm::scan_tmp_trees(&mut ctx);
+    }
+    if ctx
+        .products
+        .iter()
+        .any(|p| p.product == Product::Celesto && p.detected)
+    {
+        celesto::scan_tmp_restore_image(&mut ctx);
+    }
     let processes = procindex::attribute(&ctx, &cel, &smol);
 
     let mut findings = std::mem::take(&mut ctx.findings);

@@ -443,7 +443,17 @@ fn scan_set(
                                     !ctx.procs.alive_as_recorded(pid, r.pid_start_time)
                                 })
                         }) && ctx.procs.users_below(&e.path).is_empty();
-                        let d = if dead_ephemeral {
+                        let helper_gone = helper_creator(&mname)
+                            .is_some_and(|pid| ctx.procs.by_pid(pid).is_none())
+                            && matches!(state.as_str(), "created" | "stopped")
+                            && ctx.procs.users_below(&e.path).is_empty();
+                        let d = if helper_gone {
+                            // Deleted through `machine delete --force`, like a dead ephemeral one.
+                            Draft { kind: "smolvm.helper_machine_dir", ..d }.owner(mname.as_str()).verdict(
+                                Verdict::Reclaimable,
+                                format!("Helper machine '{mname}' ({state}) left by an interrupted image build or init bake; the process that made it is gone."),
+                            )
+                        } else if dead_ephemeral {
                             // Reclaimed through `machine delete --force`, which removes the
                             // record with the directory.
                             Draft { kind: "smolvm.dead_ephemeral_dir", ..d }.owner(mname.as_str()).verdict(
@@ -553,7 +563,7 @@ fn scan_set(
         (
             "image-seeds",
             "smolvm.image_seeds",
-            "Seed images for fast machine creation; rebuilt when needed.",
+            "Seed images for fast machine creation; rebuilt when needed. smolvm trims it itself above SMOLVM_IMAGE_SEED_MAX_BYTES.",
         ),
         (
             "agent-rootfs-tars",
@@ -577,6 +587,19 @@ fn scan_set(
             ctx.add(gate(d));
         }
     }
+    // Registry pull tokens (1.23+): credentials, shown and kept (uninstall removes them only
+    // with --remove-credentials).
+    let tokens = set.cache_root.join("registry-tokens");
+    if fsread::lstat(&tokens).is_some() {
+        ctx.add(
+            Draft::new(P, "smolvm.registry_tokens", &tokens)
+                .root(&set.cache_root)
+                .verdict(
+                    Verdict::Protected,
+                    "Registry pull tokens (credentials): never part of a reclaim; `smolsweep uninstall --remove-credentials` removes them.",
+                ),
+        );
+    }
     for e in fsread::read_dir_or_empty(&set.pack_cache) {
         if !e.is_dir() {
             continue;
@@ -599,7 +622,7 @@ fn scan_set(
                 ),
             )
         } else {
-            d.opt_in(OptInClass::Caches, "Extracted .smolmachine pack with no active lease; extracted again on the next run.")
+            d.opt_in(OptInClass::Caches, format!("Extracted .smolmachine pack with no active lease; extracted again on the next run. {}", cap_note(ctx, "SMOLVM_PACK_CACHE_MAX_BYTES", "10 % of its file system, at least 5 GiB")))
         };
         ctx.add(gate(d));
     }
@@ -621,7 +644,7 @@ fn scan_set(
         ctx.add(gate(d));
     }
     for (p, kind, what) in [
-        (&set.registry_cache, "smolvm.registry_cache", "Registry blob cache; downloaded again when needed."),
+        (&set.registry_cache, "smolvm.registry_cache", "Registry blob cache; downloaded again when needed. smolvm trims it itself above SMOLVM_BLOB_CACHE_MAX_BYTES."),
         (&set.image_archives, "smolvm.image_archives", "Local image archives (from v1.23 also images fetched for machines without network); fetched again when needed."),
     ] {
         if fsread::lstat(p).is_some_and(|m| m.is_dir()) {
@@ -635,6 +658,64 @@ fn scan_set(
         }
     }
     out
+}
+
+/// The pid in a helper machine's name (`image-seed-<hash>-<pid>`, `init-bake-<hash>-<pid>`):
+/// the process whose image build or init bake made it.
+pub(crate) fn helper_creator(name: &str) -> Option<u32> {
+    let rest = name
+        .strip_prefix("image-seed-")
+        .or_else(|| name.strip_prefix("init-bake-"))?;
+    let (_, pid) = rest.rsplit_once('-')?;
+    pid.parse().ok().filter(|p| *p > 0)
+}
+
+/// Whether smolvm trims a cache by itself: the cap variable as set here, or its default.
+fn cap_note(ctx: &Ctx<'_>, var: &str, default: &str) -> String {
+    match ctx.opts.env.var(var) {
+        Some(v) => format!("smolvm trims it itself above {var}={v}."),
+        None => format!("smolvm trims it itself above {var} (default {default})."),
+    }
+}
+
+/// Temporary trees of interrupted image builds and init bakes in this user's temporary
+/// directory (`$TMPDIR`, else `/tmp`): reclaimable when this user's, settled, and unused.
+pub(crate) fn scan_tmp_trees(ctx: &mut Ctx<'_>) {
+    let tmp = ctx
+        .opts
+        .env
+        .var("TMPDIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    for name in ["smolvm-image-seeds", "smolvm-init-layers"] {
+        let p = tmp.join(name);
+        let Some(m) = fsread::lstat(&p) else { continue };
+        let d = Draft::new(P, "smolvm.tmp_build_tree", &p).root(&tmp);
+        let newest = fsread::newest_mtime(&p).unwrap_or(i128::MAX);
+        let d = if !m.is_dir() {
+            d.verdict(
+                Verdict::Unknown,
+                format!(
+                    "Named like smolvm's temporary build tree but is {}; left alone.",
+                    fsread::type_name(m.file_type())
+                ),
+            )
+        } else if m.uid() != ctx.opts.env.euid {
+            d.verdict(
+                Verdict::Protected,
+                "smolvm's temporary build tree of another user; never touched.",
+            )
+        } else if ago(ctx, newest) < ctx.opts.age_guard {
+            d.verdict(
+                Verdict::Protected,
+                "smolvm's temporary build tree, changed moments ago: a build may be running.",
+            )
+        } else {
+            d.verdict(Verdict::Reclaimable, "Temporary tree an interrupted smolvm image build or init bake left behind; no smolvm process uses it.")
+        };
+        ctx.add(d);
+    }
 }
 
 /// Contents of every machine's `.pack-shared` pointer.

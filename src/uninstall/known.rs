@@ -162,6 +162,14 @@ pub fn proves_layout(product: Product, kind: &str, names: &[&str]) -> bool {
     }
 }
 
+/// Whether `name` in a `kind` directory holds credentials (kept unless the user asks).
+pub fn credential(product: Product, kind: &str, name: &str) -> bool {
+    matches!(
+        (product, kind, name),
+        (Product::Smolvm, "cache_root", "registry-tokens")
+    )
+}
+
 /// Whether entries of this kind of directory are checked one by one.
 pub fn has_table(product: Product, kind: &str) -> bool {
     TABLES

@@ -449,8 +449,28 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
             refuse_foreign_dir(d, &mut notes, &mut kept);
             continue;
         }
-        if !foreign.is_empty() {
-            entry_by_entry(pre, d, &foreign, &mut steps, &mut notes);
+        let secrets: Vec<PathBuf> = if opts.remove_credentials {
+            Vec::new()
+        } else {
+            crate::fsread::read_dir_or_empty(&d.path)
+                .into_iter()
+                .filter(|e| {
+                    e.name_str()
+                        .is_some_and(|n| super::known::credential(d.product, &d.kind, n))
+                })
+                .map(|e| e.path)
+                .collect()
+        };
+        for p in &secrets {
+            kept.push(Kept {
+                path: p.clone(),
+                what: "registry pull tokens (credentials)".into(),
+                how: "--remove-credentials".into(),
+            });
+        }
+        if !foreign.is_empty() || !secrets.is_empty() {
+            let skip: Vec<PathBuf> = foreign.iter().chain(&secrets).cloned().collect();
+            entry_by_entry(pre, d, &foreign, &skip, &mut steps, &mut notes);
             continue;
         }
         push(
@@ -800,6 +820,7 @@ fn entry_by_entry(
     pre: &Preflight,
     d: &super::preflight::StateDir,
     foreign: &[PathBuf],
+    not_own: &[PathBuf],
     steps: &mut Vec<PlanStep>,
     notes: &mut Vec<String>,
 ) {
@@ -807,7 +828,7 @@ fn entry_by_entry(
     let own: Vec<PathBuf> = crate::fsread::read_dir_or_empty(&d.path)
         .into_iter()
         .map(|e| e.path)
-        .filter(|p| !foreign.contains(p))
+        .filter(|p| !not_own.contains(p))
         .collect();
     let entry = |path: &Path, checked: bool, summary: String, why: &str| PlanStep {
         action: Action::RemoveTree {
@@ -852,12 +873,14 @@ fn entry_by_entry(
         checked: true,
         bytes: 0,
     });
-    notes.push(format!(
-        "{} also holds {} entr{} that {product} does not write; they are kept unless you tick them.",
-        d.path.display(),
-        foreign.len(),
-        if foreign.len() == 1 { "y" } else { "ies" }
-    ));
+    if !foreign.is_empty() {
+        notes.push(format!(
+            "{} also holds {} entr{} that {product} does not write; they are kept unless you tick them.",
+            d.path.display(),
+            foreign.len(),
+            if foreign.len() == 1 { "y" } else { "ies" }
+        ));
+    }
 }
 
 /// The interpreter of a virtualenv-style prefix (`<prefix>/bin/python3`), when the install path
