@@ -128,6 +128,19 @@ fn fifo_at_the_celesto_inventory_does_not_hang_and_nothing_of_it_is_reclaimable(
         cel["problems"].to_string().contains("named pipe"),
         "{cel:#}"
     );
+    // The pipe is a finding of its own.
+    let pipe = findings(&v)
+        .iter()
+        .find(|f| f["path"] == json!(d.dir.join("celesto.db")))
+        .expect("the pipe is shown");
+    assert_eq!(pipe["verdict"], "unknown");
+    assert!(
+        pipe["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("A named pipe where Celesto keeps its inventory"),
+        "{pipe:#}"
+    );
     let (code, _, _) = run(&home, &data, &["prune", "--yes"]);
     assert_eq!(code, 0);
     assert!(disk.exists());
@@ -154,6 +167,12 @@ fn fifo_at_a_wal_file_does_not_hang() {
         smol["problems"].to_string().contains("named pipe"),
         "{smol:#}"
     );
+    let pipe = findings(&v)
+        .iter()
+        .find(|f| f["path"] == json!(wal))
+        .expect("the pipe is shown");
+    assert_eq!(pipe["kind"], "smolvm.odd_file");
+    assert_eq!(pipe["verdict"], "unknown");
 }
 
 #[test]

@@ -587,7 +587,7 @@ impl CelestoCli {
         if !matches!(row.status.as_str(), "running" | "paused") {
             return MachineOutcome::NotRunning { state: row.status };
         }
-        self.run_json(id, &["sandbox", "stop", id, "--json"], CelestoVerb::Stop)
+        self.run_json(id, &[self.noun(), "stop", id, "--json"], CelestoVerb::Stop)
     }
 
     /// `celesto sandbox delete <id> --json` (it stops a running sandbox first, by pid: the same
@@ -598,7 +598,7 @@ impl CelestoCli {
         }
         self.run_json(
             id,
-            &["sandbox", "delete", id, "--json"],
+            &[self.noun(), "delete", id, "--json"],
             CelestoVerb::Delete,
         )
     }
@@ -632,6 +632,15 @@ impl CelestoCli {
         Ok(row)
     }
 
+    /// `computer`, Celesto's public noun from 0.1.10 (`sandbox` stays an alias), when the
+    /// installed version is known to have it; `sandbox` otherwise.
+    pub fn noun(&self) -> &'static str {
+        match celesto_version_of(&self.program) {
+            Some(v) if crate::upstream::compare(&v, "0.1.10").is_ge() => "computer",
+            _ => "sandbox",
+        }
+    }
+
     fn run_json(&self, id: &str, args: &[&str], verb: CelestoVerb) -> MachineOutcome {
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();
         match run_captured(&self.program, &args, &self.env, self.timeout) {
@@ -645,6 +654,31 @@ impl CelestoCli {
             },
         }
     }
+}
+
+/// The version of the `celesto` distribution a CLI belongs to: `<venv>/bin/celesto` (a launcher
+/// symlink resolved) next to `<venv>/lib/python*/site-packages/celesto-<v>.dist-info`.
+fn celesto_version_of(program: &Path) -> Option<String> {
+    let real = std::fs::canonicalize(program).ok()?;
+    let venv = real.parent()?.parent()?;
+    for py in crate::fsread::read_dir_or_empty(&venv.join("lib")) {
+        for leaf in ["site-packages", "dist-packages"] {
+            let site = py.path.join(leaf);
+            for e in crate::fsread::read_dir_or_empty(&site) {
+                let name = e.name_str().unwrap_or("");
+                let Some(v) = name
+                    .strip_suffix(".dist-info")
+                    .and_then(|s| s.rsplit_once('-'))
+                    .filter(|(n, _)| n.eq_ignore_ascii_case("celesto"))
+                    .map(|(_, v)| v.to_string())
+                else {
+                    continue;
+                };
+                return Some(v);
+            }
+        }
+    }
+    None
 }
 
 /// Which Celesto subcommand produced an envelope.
@@ -664,11 +698,15 @@ pub fn classify_celesto(verb: CelestoVerb, id: &str, run: &CapturedRun) -> Machi
     let Ok(env) = serde_json::from_str::<serde_json::Value>(run.stdout.trim()) else {
         return unexpected();
     };
-    let expected_cmd = match verb {
-        CelestoVerb::Stop => "sandbox.stop",
-        CelestoVerb::Delete => "sandbox.delete",
+    let expected = match verb {
+        CelestoVerb::Stop => ["sandbox.stop", "computer.stop"],
+        CelestoVerb::Delete => ["sandbox.delete", "computer.delete"],
     };
-    if env.get("command").and_then(|c| c.as_str()) != Some(expected_cmd) {
+    if !env
+        .get("command")
+        .and_then(|c| c.as_str())
+        .is_some_and(|c| expected.contains(&c))
+    {
         return unexpected();
     }
     let ok = env.get("ok").and_then(|v| v.as_bool()) == Some(true) && run.code == Some(0);

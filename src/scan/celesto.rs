@@ -114,6 +114,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
             .map(|n| dir.join(n))
             .filter(|p| fsread::lstat(p).is_some())
             .collect();
+        odd_inventory_files(ctx, dir, &dbs);
         if dbs.is_empty() {
             ok = false;
             problem = format!(
@@ -302,6 +303,11 @@ fn sandboxes_as_machines(
     inv: &CelestoInventory,
     vmm_ids: &HashMap<String, Vec<u32>>,
 ) {
+    let disks = inv
+        .db_path
+        .parent()
+        .map(|d| fsread::read_dir_or_empty(&d.join("disks")))
+        .unwrap_or_default();
     for s in &inv.sandboxes {
         let pid = s.pid.and_then(|p| u32::try_from(p).ok()).filter(|p| *p > 0);
         let vmms = vmm_ids.get(&s.id);
@@ -317,12 +323,10 @@ fn sandboxes_as_machines(
             },
             st => st.to_string(),
         };
-        let dir = inv.db_path.parent().map(|d| d.join("disks")).and_then(|d| {
-            fsread::read_dir_or_empty(&d)
-                .into_iter()
-                .find(|e| e.name_str().and_then(|n| n.split('.').next()) == Some(s.id.as_str()))
-                .map(|e| e.path)
-        });
+        let dir = disks
+            .iter()
+            .find(|e| e.name_str().and_then(|n| n.split('.').next()) == Some(s.id.as_str()))
+            .map(|e| e.path.clone());
         ctx.machines.push(Machine {
             product: P,
             name: s.id.clone(),
@@ -933,6 +937,36 @@ fn scan_socket_dir(
             d, &id, what, in_use, live_all, know, all_ok,
         ));
     }
+}
+
+/// An inventory or its side file that is not a regular file (a named pipe, a socket, a device,
+/// a directory) is a finding of its own: unknown, never read, never deleted.
+fn odd_inventory_files(ctx: &mut Ctx<'_>, dir: &Path, dbs: &[PathBuf]) {
+    for db in dbs {
+        for suffix in ["", "-wal", "-journal"] {
+            let p = crate::inventory::sqlite_ro::side(db, suffix);
+            let Some(m) = fsread::lstat(&p) else { continue };
+            let ft = m.file_type();
+            if ft.is_file() || ft.is_symlink() {
+                continue;
+            }
+            ctx.add(Draft::new(P, "celesto.odd_file", &p).root(dir).verdict(
+                Verdict::Unknown,
+                format!(
+                    "{} where Celesto keeps its inventory; never read and never deleted.",
+                    capitalized(fsread::type_name(ft))
+                ),
+            ));
+        }
+    }
+}
+
+/// `a named pipe` → `A named pipe`.
+pub(crate) fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 /// `$TMPDIR/latest.ipsw`, where Celesto downloads a macOS restore image first: this user's is

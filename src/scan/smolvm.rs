@@ -200,6 +200,22 @@ fn scan_set(
     };
     let mut problem = String::new();
     let mut reservations: Vec<SmolvmReservation> = Vec::new();
+    for suffix in ["", "-wal", "-shm"] {
+        let p = crate::inventory::sqlite_ro::side(&set.db_path, suffix);
+        let Some(m) = fsread::lstat(&p) else { continue };
+        if m.file_type().is_file() || m.file_type().is_symlink() {
+            continue;
+        }
+        if let Some(dir) = p.parent() {
+            ctx.add(Draft::new(P, "smolvm.odd_file", &p).root(dir).verdict(
+                Verdict::Unknown,
+                format!(
+                    "{} where smolvm keeps its machine database; never read and never deleted.",
+                    super::celesto::capitalized(fsread::type_name(m.file_type()))
+                ),
+            ));
+        }
+    }
     let records: Vec<SmolvmRecord> = if fsread::lstat(&set.db_path).is_some() {
         match read_smolvm_inventory(&set.db_path) {
             Ok(inv) => {
