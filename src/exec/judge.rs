@@ -50,6 +50,8 @@ pub struct Rejudge {
 struct Facts {
     report: ScanReport,
     roots: BTreeSet<PathBuf>,
+    /// Index into `report.findings` by path.
+    by_path: std::collections::HashMap<PathBuf, usize>,
 }
 
 impl Facts {
@@ -59,7 +61,17 @@ impl Facts {
             roots.extend(p.roots.values().cloned());
         }
         roots.extend(report.findings.iter().filter_map(|f| f.root.clone()));
-        Facts { report, roots }
+        let by_path = report
+            .findings
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.path.clone(), i))
+            .collect();
+        Facts {
+            report,
+            roots,
+            by_path,
+        }
     }
 }
 
@@ -263,7 +275,7 @@ fn judge_path(
     if crate::fsread::lstat(path).is_none() {
         return Ok(()); // the delete reports it as already gone
     }
-    let Some(f) = facts.report.findings.iter().find(|f| f.path == path) else {
+    let Some(f) = facts.by_path.get(path).map(|i| &facts.report.findings[*i]) else {
         return Err("a scan made now does not find it as a leftover; not deleted".into());
     };
     if f.root.as_deref() != Some(root) {

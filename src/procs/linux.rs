@@ -142,6 +142,7 @@ pub fn strip_deleted_suffix(target: &Path) -> (PathBuf, bool) {
 /// ` (deleted)` suffix removed). Pseudo entries (`[heap]`, `[stack]`) are not files.
 pub fn parse_maps(bytes: &[u8]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
+    let mut seen: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
     for line in bytes.split(|b| *b == b'\n') {
         // address perms offset dev inode pathname; the pathname may contain spaces.
         let mut rest = line;
@@ -159,7 +160,7 @@ pub fn parse_maps(bytes: &[u8]) -> Vec<PathBuf> {
             continue;
         }
         let (path, _) = strip_deleted_suffix(Path::new(OsStr::from_bytes(rest)));
-        if out.last() != Some(&path) && !out.contains(&path) {
+        if out.last() != Some(&path) && seen.insert(path.clone()) {
             out.push(path);
         }
     }
