@@ -313,7 +313,7 @@ fn python_installs(invoked: &Path, resolved: &Path, entry: &PythonEntry) -> Vec<
 /// `<base>/lib{,64}/python3.*/{site,dist}-packages`, `<base>/local/lib/python3.*/dist-packages`
 /// (Debian's pip) and `<base>/lib/python/site-packages` (macOS user installs); existing ones
 /// only, in a stable order.
-fn site_dirs(base: &Path) -> Vec<PathBuf> {
+pub(crate) fn site_dirs(base: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for lib in [base.join("lib"), base.join("lib64"), base.join("local/lib")] {
         let Ok(read) = crate::fsread::read_dir_std(&lib) else {
@@ -343,7 +343,7 @@ fn site_dirs(base: &Path) -> Vec<PathBuf> {
 
 /// The version in `<site>/<dist>-<version>.dist-info` (names compared the way pip normalises
 /// them: case-insensitive, `-`, `_` and `.` alike). With several, the last in sort order.
-fn dist_info_version(site: &Path, dist: &str) -> Option<String> {
+pub(crate) fn dist_info_version(site: &Path, dist: &str) -> Option<String> {
     let want = normalize_dist(dist);
     let read = crate::fsread::read_dir_std(site).ok()?;
     let mut versions: Vec<String> = read

@@ -61,6 +61,21 @@ pub struct SmolvmRootSet {
     pub config_dir: PathBuf,
 }
 
+impl SmolvmRootSet {
+    /// The set's directories by their report names (`data_root`, `cache_root`, ...).
+    pub fn named_roots(&self) -> [(&'static str, &PathBuf); 7] {
+        [
+            ("data_root", &self.data_root),
+            ("cache_root", &self.cache_root),
+            ("pack_cache", &self.pack_cache),
+            ("libs_cache", &self.libs_cache),
+            ("registry_cache", &self.registry_cache),
+            ("image_archives", &self.image_archives),
+            ("config_dir", &self.config_dir),
+        ]
+    }
+}
+
 /// smol-machines smolvm roots.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SmolvmRoots {

@@ -42,6 +42,24 @@ pub enum Command {
 }
 
 /// Parse arguments and run; returns the process exit code (0 ok, 1 refused/failure, 2 usage).
+/// Progress for a person: one `[i/n] summary` line on stderr as each action starts (nothing
+/// with `--json`).
+fn progress_lines(json: bool) -> impl Fn(&crate::exec::ProgressEvent) {
+    move |ev| {
+        if let (
+            false,
+            crate::exec::ProgressEvent::Started {
+                index,
+                total,
+                summary,
+            },
+        ) = (json, ev)
+        {
+            eprintln!("[{}/{}] {summary}", index + 1, total);
+        }
+    }
+}
+
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,

@@ -9,7 +9,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use crate::exec::delete::Confirmed;
-use crate::exec::{self, ActionRunner, ExecContext, ExecReport, Outcome, ProgressEvent, RunMode};
+use crate::exec::{self, ActionRunner, ExecContext, ExecReport, Outcome, RunMode};
 use crate::journal::{self, Journal};
 use crate::model::{human_bytes, OptInClass, ScanReport};
 use crate::pathser::{escape_text, shown};
@@ -526,20 +526,7 @@ pub fn run_plan(plan: &Plan, run: &RunArgs, mut judge: exec::Rejudge, command: &
             )
         }
     };
-    let json = run.json;
-    let progress = move |ev: &ProgressEvent| {
-        if let (
-            false,
-            ProgressEvent::Started {
-                index,
-                total,
-                summary,
-            },
-        ) = (json, ev)
-        {
-            eprintln!("[{}/{}] {summary}", index + 1, total);
-        }
-    };
+    let progress = super::progress_lines(run.json);
     match exec::execute(
         plan,
         ExecContext {

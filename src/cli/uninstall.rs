@@ -9,7 +9,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use crate::env::EnvSnapshot;
-use crate::exec::{Outcome, ProgressEvent};
+use crate::exec::Outcome;
 use crate::model::{human_bytes, Platform};
 use crate::uninstall::plan::{self, ProductChoice, UninstallOptions, UninstallPlan};
 use crate::uninstall::preflight::{self, Preflight};
@@ -205,20 +205,7 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
         age_guard: std::time::Duration::from_secs(120),
         now: std::time::SystemTime::now(),
     });
-    let json = args.json;
-    let progress = move |ev: &ProgressEvent| {
-        if let (
-            false,
-            ProgressEvent::Started {
-                index,
-                total,
-                summary,
-            },
-        ) = (json, ev)
-        {
-            eprintln!("[{}/{}] {summary}", index + 1, total);
-        }
-    };
+    let progress = super::progress_lines(args.json);
     let report = run::run_with(
         &plan,
         &run::runner_for(&plan, &env, platform),

@@ -45,6 +45,8 @@ pub struct Rejudge {
     facts: Option<Facts>,
     procs: Option<(Instant, ProcIndex)>,
     list: fn() -> Vec<crate::procs::RawProcess>,
+    /// The uninstall's removal roots in this environment (derived from it alone).
+    removal_roots: Option<Vec<PathBuf>>,
 }
 
 struct Facts {
@@ -83,6 +85,7 @@ impl Rejudge {
             facts: None,
             procs: None,
             list: crate::procs::list,
+            removal_roots: None,
         }
     }
 
@@ -101,18 +104,33 @@ impl Rejudge {
     }
 
     fn facts(&mut self) -> &Facts {
-        if self.facts.is_none() {
-            self.opts.now = SystemTime::now();
-            let raw = (self.list)();
-            let report = crate::scan::scan_with(&self.opts, raw.clone());
-            self.procs = Some((Instant::now(), ProcIndex::build(raw, self.opts.env.euid)));
-            self.facts = Some(Facts::new(report));
-        }
-        self.facts.as_ref().expect("gathered above")
+        let Rejudge {
+            opts,
+            facts,
+            procs,
+            list,
+            ..
+        } = self;
+        facts.get_or_insert_with(|| {
+            opts.now = SystemTime::now();
+            let raw = list();
+            let report = crate::scan::scan_with(opts, raw.clone());
+            *procs = Some((Instant::now(), ProcIndex::build(raw, opts.env.euid)));
+            Facts::new(report)
+        })
     }
 
-    fn removal_roots(&self) -> Vec<PathBuf> {
-        crate::uninstall::preflight::removal_roots(&self.opts.env, self.opts.platform)
+    fn removal_roots(&mut self) -> Vec<PathBuf> {
+        let Rejudge {
+            opts,
+            removal_roots,
+            ..
+        } = self;
+        removal_roots
+            .get_or_insert_with(|| {
+                crate::uninstall::preflight::removal_roots(&opts.env, opts.platform)
+            })
+            .clone()
     }
 
     /// The one "in use" rule on a process table no older than [`PROC_REFRESH`].
@@ -133,15 +151,19 @@ impl Rejudge {
     }
 
     fn procs(&mut self) -> &ProcIndex {
-        let stale = self
+        if self
             .procs
             .as_ref()
-            .is_none_or(|(at, _)| at.elapsed() >= PROC_REFRESH);
-        if stale {
-            let raw = (self.list)();
-            self.procs = Some((Instant::now(), ProcIndex::build(raw, self.opts.env.euid)));
+            .is_some_and(|(at, _)| at.elapsed() >= PROC_REFRESH)
+        {
+            self.procs = None;
         }
-        &self.procs.as_ref().expect("read above").1
+        let Rejudge {
+            opts, procs, list, ..
+        } = self;
+        &procs
+            .get_or_insert_with(|| (Instant::now(), ProcIndex::build(list(), opts.env.euid)))
+            .1
     }
 }
 

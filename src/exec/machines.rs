@@ -661,24 +661,9 @@ impl CelestoCli {
 fn celesto_version_of(program: &Path) -> Option<String> {
     let real = std::fs::canonicalize(program).ok()?;
     let venv = real.parent()?.parent()?;
-    for py in crate::fsread::read_dir_or_empty(&venv.join("lib")) {
-        for leaf in ["site-packages", "dist-packages"] {
-            let site = py.path.join(leaf);
-            for e in crate::fsread::read_dir_or_empty(&site) {
-                let name = e.name_str().unwrap_or("");
-                let Some(v) = name
-                    .strip_suffix(".dist-info")
-                    .and_then(|s| s.rsplit_once('-'))
-                    .filter(|(n, _)| n.eq_ignore_ascii_case("celesto"))
-                    .map(|(_, v)| v.to_string())
-                else {
-                    continue;
-                };
-                return Some(v);
-            }
-        }
-    }
-    None
+    crate::install::site_dirs(venv)
+        .iter()
+        .find_map(|site| crate::install::dist_info_version(site, "celesto"))
 }
 
 /// Which Celesto subcommand produced an envelope.

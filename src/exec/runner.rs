@@ -102,20 +102,22 @@ impl RealRunner {
     /// The smolvm CLI for the root set whose database records `name`.
     fn smolvm_for(&self, name: &str) -> Result<SmolvmCli, Outcome> {
         let db = self.smolvm_db_for(name)?;
-        let found = SmolvmCli::locate(&self.env, db.clone());
-        let mut cli = match (self.cli_override(Product::Smolvm), found) {
-            (Some(program), found) => found.unwrap_or(SmolvmCli {
+        let chosen = self.cli_override(Product::Smolvm);
+        // The install's own CLI (an uninstall) runs with the whole audited environment when
+        // none is found on PATH.
+        let mut cli = match (SmolvmCli::locate(&self.env, db.clone()), chosen) {
+            (Some(c), _) => c,
+            (None, Some(program)) => SmolvmCli {
                 program: program.clone(),
                 env: self.full_env(),
                 timeout: self.cli_timeout,
                 db,
-            }),
-            (None, Some(c)) => c,
+            },
             (None, None) => {
                 return Err(Outcome::failed("the smolvm command was not found on PATH"))
             }
         };
-        if let Some(p) = self.cli_override(Product::Smolvm) {
+        if let Some(p) = chosen {
             cli.program = p.clone();
         }
         cli.timeout = self.cli_timeout;
@@ -134,20 +136,22 @@ impl RealRunner {
                 "sandbox '{id}' no longer exists; the CLI was not called"
             )));
         };
-        let found = CelestoCli::locate(&self.env, db.clone());
-        let mut cli = match (self.cli_override(Product::Celesto), found) {
-            (Some(program), found) => found.unwrap_or(CelestoCli {
+        let chosen = self.cli_override(Product::Celesto);
+        // The install's own CLI (an uninstall) runs with the whole audited environment when
+        // none is found on PATH.
+        let mut cli = match (CelestoCli::locate(&self.env, db.clone()), chosen) {
+            (Some(c), _) => c,
+            (None, Some(program)) => CelestoCli {
                 program: program.clone(),
                 env: self.full_env(),
                 timeout: self.cli_timeout,
                 db,
-            }),
-            (None, Some(c)) => c,
+            },
             (None, None) => {
                 return Err(Outcome::failed("the celesto command was not found on PATH"))
             }
         };
-        if let Some(p) = self.cli_override(Product::Celesto) {
+        if let Some(p) = chosen {
             cli.program = p.clone();
         }
         cli.timeout = self.cli_timeout;

@@ -138,15 +138,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> SmolvmKnowledge {
         } else {
             format!("_{}", n + 1)
         };
-        for (k, v) in [
-            ("data_root", &set.data_root),
-            ("cache_root", &set.cache_root),
-            ("pack_cache", &set.pack_cache),
-            ("libs_cache", &set.libs_cache),
-            ("registry_cache", &set.registry_cache),
-            ("image_archives", &set.image_archives),
-            ("config_dir", &set.config_dir),
-        ] {
+        for (k, v) in set.named_roots() {
             report_roots.insert(format!("{k}{sfx}"), v.clone());
         }
         for (i, v) in set.vms_dirs.iter().enumerate() {

@@ -424,43 +424,28 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         }
         let what = state_label(&d.kind);
         // Inside the directory only what the product writes goes; anything else is listed.
-        let foreign: Vec<PathBuf> = if d.exists && super::known::has_table(d.product, &d.kind) {
+        // Entries are checked one by one where the product's layout is known: listed once.
+        let entries = if d.exists && super::known::has_table(d.product, &d.kind) {
             crate::fsread::read_dir_or_empty(&d.path)
-                .into_iter()
-                .filter(|e| {
-                    !e.name_str()
-                        .is_some_and(|n| super::known::recognised(d.product, &d.kind, n))
-                })
-                .map(|e| e.path)
-                .collect()
         } else {
             Vec::new()
         };
-        let names: Vec<String> = crate::fsread::read_dir_or_empty(&d.path)
-            .into_iter()
-            .filter_map(|e| e.name_str().map(str::to_string))
-            .collect();
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        if d.exists
-            && super::known::has_table(d.product, &d.kind)
-            && !names.is_empty()
-            && !super::known::proves_layout(d.product, &d.kind, &names)
-        {
+        let names: Vec<&str> = entries.iter().filter_map(|e| e.name_str()).collect();
+        if !names.is_empty() && !super::known::proves_layout(d.product, &d.kind, &names) {
             refuse_foreign_dir(d, &mut notes, &mut kept);
             continue;
         }
-        let secrets: Vec<PathBuf> = if opts.remove_credentials {
-            Vec::new()
-        } else {
-            crate::fsread::read_dir_or_empty(&d.path)
-                .into_iter()
-                .filter(|e| {
-                    e.name_str()
-                        .is_some_and(|n| super::known::credential(d.product, &d.kind, n))
-                })
-                .map(|e| e.path)
-                .collect()
-        };
+        let (mut own, mut foreign, mut secrets) = (Vec::new(), Vec::new(), Vec::new());
+        for e in &entries {
+            let n = e.name_str().unwrap_or("");
+            if super::known::credential(d.product, &d.kind, n) && !opts.remove_credentials {
+                secrets.push(e.path.clone());
+            } else if super::known::recognised(d.product, &d.kind, n) {
+                own.push(e.path.clone());
+            } else {
+                foreign.push(e.path.clone());
+            }
+        }
         for p in &secrets {
             kept.push(Kept {
                 path: p.clone(),
@@ -469,8 +454,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
             });
         }
         if !foreign.is_empty() || !secrets.is_empty() {
-            let skip: Vec<PathBuf> = foreign.iter().chain(&secrets).cloned().collect();
-            entry_by_entry(pre, d, &foreign, &skip, &mut steps, &mut notes);
+            entry_by_entry(pre, d, &own, &foreign, &mut steps, &mut notes);
             continue;
         }
         push(
@@ -819,17 +803,12 @@ fn refuse_foreign_dir(
 fn entry_by_entry(
     pre: &Preflight,
     d: &super::preflight::StateDir,
+    own: &[PathBuf],
     foreign: &[PathBuf],
-    not_own: &[PathBuf],
     steps: &mut Vec<PlanStep>,
     notes: &mut Vec<String>,
 ) {
     let product = d.product.display_name();
-    let own: Vec<PathBuf> = crate::fsread::read_dir_or_empty(&d.path)
-        .into_iter()
-        .map(|e| e.path)
-        .filter(|p| !not_own.contains(p))
-        .collect();
     let entry = |path: &Path, checked: bool, summary: String, why: &str| PlanStep {
         action: Action::RemoveTree {
             product: d.product,
@@ -844,7 +823,7 @@ fn entry_by_entry(
         checked,
         bytes: size_of(pre, path),
     };
-    for p in &own {
+    for p in own {
         steps.push(entry(
             p,
             true,

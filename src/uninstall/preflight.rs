@@ -182,15 +182,7 @@ pub fn state_dir_candidates(
     let cel = celesto_roots(platform, env);
     let mut out = Vec::new();
     for set in user_smolvm_sets(&smol, &env.home) {
-        for (kind, path) in [
-            ("data_root", &set.data_root),
-            ("cache_root", &set.cache_root),
-            ("pack_cache", &set.pack_cache),
-            ("libs_cache", &set.libs_cache),
-            ("registry_cache", &set.registry_cache),
-            ("image_archives", &set.image_archives),
-            ("config_dir", &set.config_dir),
-        ] {
+        for (kind, path) in set.named_roots() {
             out.push((Product::Smolvm, kind, path.clone(), set.source.clone()));
         }
     }
