@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod out;
 pub mod reclaim;
 pub mod scan;
 pub mod uninstall;

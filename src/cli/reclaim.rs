@@ -207,7 +207,7 @@ fn with_report(args: &ReportArgs, json: bool, f: impl FnOnce(Scanned) -> i32) ->
 
 fn fail(json: bool, msg: &str) -> i32 {
     if json {
-        println!(
+        crate::outln!(
             "{}",
             serde_json::json!({"schema": exec::RESULT_SCHEMA, "error": msg})
         );
@@ -278,7 +278,7 @@ pub fn plan(a: PlanArgs) -> i32 {
             return fail(false, &format!("cannot write {}: {e}", a.out.display()));
         }
         print_plan(&plan);
-        println!("Plan written to {}", a.out.display());
+        crate::outln!("Plan written to {}", a.out.display());
         0
     })
 }
@@ -324,7 +324,7 @@ pub fn history(a: HistoryArgs) -> i32 {
     };
     let runs = journal::runs(&contents.entries);
     if a.json {
-        println!(
+        crate::outln!(
             "{}",
             serde_json::json!({
                 "schema": "smolsweep.history/1",
@@ -336,11 +336,11 @@ pub fn history(a: HistoryArgs) -> i32 {
         return 0;
     }
     if runs.is_empty() {
-        println!("No reclaims recorded yet ({}).", path.display());
+        crate::outln!("No reclaims recorded yet ({}).", path.display());
     }
     for r in &runs {
         let when = utc(r.started_at_ms / 1000);
-        println!(
+        crate::outln!(
             "plan {}  started {when}  {} planned, {} done, {} skipped, {} failed; estimated {}, {}",
             &r.plan_id[..r.plan_id.len().min(12)],
             r.planned_actions,
@@ -354,11 +354,11 @@ pub fn history(a: HistoryArgs) -> i32 {
             }
         );
         for o in &r.outcomes {
-            println!("  {}", outcome_line(&o.summary, &o.outcome));
+            crate::outln!("  {}", outcome_line(&o.summary, &o.outcome));
         }
     }
     if !contents.damaged_lines.is_empty() {
-        println!(
+        crate::outln!(
             "({} damaged line(s) skipped: {:?})",
             contents.damaged_lines.len(),
             contents.damaged_lines
@@ -398,24 +398,24 @@ fn outcome_line(summary: &str, o: &Outcome) -> String {
 }
 
 fn print_plan(plan: &Plan) {
-    println!(
+    crate::outln!(
         "Plan {}: {} action(s), about {} to free",
         &plan.id[..12],
         plan.actions.len(),
         human_bytes(plan.estimated_bytes)
     );
     for a in &plan.actions {
-        println!("  {}", a.summary);
+        crate::outln!("  {}", a.summary);
         if let Action::DeletePath { mounts_inside, .. } = &a.action {
             for m in mounts_inside {
-                println!("      mount point inside, left in place: {}", shown(m));
+                crate::outln!("      mount point inside, left in place: {}", shown(m));
             }
         }
     }
     if !plan.skipped_at_plan.is_empty() {
-        println!("Not planned:");
+        crate::outln!("Not planned:");
         for s in &plan.skipped_at_plan {
-            println!("  {}: {}", s.id, escape_text(&s.why));
+            crate::outln!("  {}: {}", s.id, escape_text(&s.why));
         }
     }
 }
@@ -435,7 +435,7 @@ fn question(plan: &Plan) -> String {
 
 fn print_result(plan: &Plan, report: &ExecReport, json: bool) {
     if json {
-        println!("{}", report.envelope(plan));
+        crate::outln!("{}", report.envelope(plan));
         return;
     }
     if report.dry_run {
@@ -443,16 +443,16 @@ fn print_result(plan: &Plan, report: &ExecReport, json: bool) {
     }
     for r in &report.records {
         if !report.dry_run || !matches!(r.outcome, Outcome::WouldDo { .. }) {
-            println!("{}", outcome_line(&r.summary, &r.outcome));
+            crate::outln!("{}", outcome_line(&r.summary, &r.outcome));
         }
     }
     if report.dry_run {
-        println!(
+        crate::outln!(
             "Dry run: nothing changed. Would free about {}.",
             human_bytes(report.estimated_bytes)
         );
     } else {
-        println!(
+        crate::outln!(
             "{} done, {} skipped, {} failed. Freed {} (measured; estimated {}).",
             report.done().count(),
             report.skipped().count(),
@@ -480,10 +480,10 @@ pub fn run_plan(plan: &Plan, run: &RunArgs, mut judge: exec::Rejudge, command: &
                 filesystems: vec![],
                 journal_error: None,
             };
-            println!("{}", empty.envelope(plan));
+            crate::outln!("{}", empty.envelope(plan));
         } else {
             print_plan(plan);
-            println!("Nothing to do.");
+            crate::outln!("Nothing to do.");
         }
         return 0;
     }

@@ -95,12 +95,12 @@ pub fn run_verify(args: VerifyArgs) -> i32 {
 
 fn print_proof(proof: &Proof, json: bool) {
     if json {
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(proof).unwrap_or_else(|_| "{}".into())
         );
     } else {
-        print!("{}", verify::render_kv(proof));
+        crate::cli::out::print(&verify::render_kv(proof));
     }
 }
 
@@ -140,30 +140,30 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
                 run,
                 proof,
             };
-            println!(
+            crate::outln!(
                 "{}",
                 serde_json::to_string_pretty(&env).unwrap_or_else(|_| "{}".into())
             );
         } else {
             if run.is_none() {
-                print!("{}", preflight::render(&pre));
-                println!();
-                print!("{}", plan::render(&plan));
+                crate::cli::out::print(&preflight::render(&pre));
+                crate::outln!();
+                crate::cli::out::print(&plan::render(&plan));
             }
             if let Some(r) = run {
-                print!("{}", render_run(r));
-                print!("{}", plan::render_leftovers(&plan));
+                crate::cli::out::print(&render_run(r));
+                crate::cli::out::print(&plan::render_leftovers(&plan));
             }
             if let Some(p) = proof {
-                println!();
-                print!("{}", verify::render_kv(p));
+                crate::outln!();
+                crate::cli::out::print(&verify::render_kv(p));
             }
         }
     };
     if plan.is_empty() {
         show(None, None, true);
         if !args.json {
-            println!("Nothing to do.");
+            crate::outln!("Nothing to do.");
         }
         return 0;
     }
