@@ -800,3 +800,32 @@ fn celesto_build_staging_and_restore_images_are_found() {
         "{f:#}"
     );
 }
+
+#[test]
+fn symlinked_retained_marker_is_judged_as_upstream_does() {
+    // Upstream: `(disk_dir / f"{disk.name}.retained").exists()` follows the link, so a dangling
+    // marker saves nothing and a marker linking to a file saves its disk.
+    let (_t, home, data) = scratch();
+    let d = home.celesto_data_dir().unwrap();
+    let dangling = d.disk("dang1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    let dangling_marker = d.retained_dangling("dang1.qcow2").unwrap();
+    let linked = d.disk("link1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    let target = d.dir.join("marker-target");
+    std::fs::write(&target, b"").unwrap();
+    let linked_marker = d.disks().join("link1.qcow2.retained");
+    std::os::unix::fs::symlink(&target, &linked_marker).unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    let (_, v) = json_of(&["scan"], run(&home, &data, &["scan", "--json"]));
+    assert_eq!(
+        verdict_of(&v, &dangling),
+        "reclaimable",
+        "dangling marker saves nothing"
+    );
+    assert_eq!(verdict_of(&v, &dangling_marker), "reclaimable");
+    assert_eq!(
+        verdict_of(&v, &linked),
+        "opt_in",
+        "a resolving marker saves its disk"
+    );
+    assert_eq!(finding_of(&v, &linked)["kind"], "celesto.saved_disk");
+}

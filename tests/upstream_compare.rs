@@ -143,10 +143,6 @@ fn celesto_sandbox_prune_matches_upstream_except_named_bugs() {
         } else if name == ".hidden.log" || name == "Weird.Name.log" || name.starts_with("UPPER.") {
             // B18: any *.log / disk name is swept with an unvalidated id.
             "B18"
-        } else if name.starts_with("dangle.") {
-            // B12 family: a symlinked .retained marker is not followed by Smolsweep, so its
-            // disk is read as saved (opt-in), never deleted by default.
-            "B12"
         } else if name.starts_with("young1.") {
             // B9 family: a disk written moments ago under a held create lock belongs to a
             // create in progress (the row comes after the disk); upstream would delete it.
@@ -159,9 +155,15 @@ fn celesto_sandbox_prune_matches_upstream_except_named_bugs() {
     }
     for p in ours.difference(&upstream) {
         let kind = &r.findings.iter().find(|f| &f.path == p).unwrap().kind;
+        let dangling_marker = p.to_string_lossy().ends_with(".retained")
+            && std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
         if kind == "celesto.orphan_companion" {
             // B10: companions whose disk is gone are invisible upstream.
             explained.entry("B10").or_default().push(p.clone());
+        } else if dangling_marker {
+            // B12 family: both judge a dangling `.retained` link as "not saved" and prune its
+            // disk; upstream's companion glob skips the dangling link and leaves it behind.
+            explained.entry("B12").or_default().push(p.clone());
         } else {
             unexplained.push(format!("ours only: {} ({kind})", p.display()));
         }

@@ -462,10 +462,7 @@ fn scan_data_dir(
             continue;
         }
         let marker = disks_dir.join(format!("{}.retained", g.disk.name.to_string_lossy()));
-        // A marker that is a symlink is not followed: resolving a link changes its access
-        // time, and a scan changes no timestamp. It is taken as saved, the more careful
-        // reading (upstream's `Path.exists()` counts a dangling one as not saved).
-        if fsread::lstat(&marker).is_some_and(|m| m.is_file() || m.file_type().is_symlink()) {
+        if marker_saves(&marker) {
             g.hold = Hold::Saved;
         }
     }
@@ -1137,4 +1134,16 @@ pub(crate) fn pid_list(pids: &[u32]) -> String {
         .map(|p| p.to_string())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Whether `disks/<disk>.retained` marks its disk as saved, judged as upstream does
+/// (`Path.exists()`): a regular file or a link that resolves to something saves the disk; a
+/// dangling link does not. Resolving a link is the one thing a scan does that the kernel may
+/// record as a read: the link's own access time (never its target's, never a byte).
+fn marker_saves(marker: &Path) -> bool {
+    match fsread::lstat(marker) {
+        Some(m) if m.file_type().is_symlink() => std::fs::metadata(marker).is_ok(),
+        Some(m) => m.is_file(),
+        None => false,
+    }
 }
