@@ -10,20 +10,27 @@
 //! are never opened. A subdirectory is entered only if the descriptor opened for it is the very inode
 //! that was `lstat`ed, so a directory swapped for a symlink or a mount mid-walk is not followed.
 //!
-//! Large trees are walked by several threads (one per available core, at most
-//! [`MAX_THREADS`]) sharing one stack of pending directories; each (device, inode) is claimed
-//! exactly once through a sharded map kept by the [`Sizer`], so hard links are never counted
-//! twice whatever the order. Directory descriptors stay open only while subdirectories of them
-//! are pending, so open descriptors grow with depth, not with breadth.
+//! Trees are walked by one pool of threads per [`Sizer`] (one per available core, at most
+//! [`MAX_THREADS`], started the first time a tree has two directories pending and kept until the
+//! sizer is dropped: a scan asks for the core count and spawns its helpers once, not per
+//! finding). The threads share one stack of pending directories, so the many medium trees of a
+//! scan (80 `_shared` pack stores) and the subtrees of one large tree are spread alike. Each
+//! directory (device, inode) is claimed exactly once through a sharded map kept by the sizer;
+//! a file with several links goes through the same map, a file with one link is counted with
+//! the directory it is in, so hard links are never counted twice whatever the order and the map
+//! holds directories, not files (bounded memory at a million files). Directory descriptors stay
+//! open only while subdirectories of them are pending, so open descriptors grow with depth, not
+//! with breadth.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, CString, OsStr};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
@@ -32,15 +39,14 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat, CWD};
 
 use crate::model::FileIdentity;
 
-/// Upper bound on walker threads for one measurement.
+/// Upper bound on walker threads for one sizer.
 pub const MAX_THREADS: usize = 8;
-
-/// Directories walked on the calling thread before helpers are started: small trees (most
-/// findings) never pay for spawning threads.
-const INLINE_DIRS: usize = 64;
 
 /// Shards of the set of counted inodes (a power of two).
 const SHARDS: usize = 64;
+
+/// Stack of each helper thread: the walk is iterative, so a small one is plenty.
+const HELPER_STACK: usize = 256 * 1024;
 
 /// What a walk of one path measured.
 ///
@@ -69,12 +75,39 @@ pub struct Measure {
     pub already_counted: u64,
 }
 
+type InodeSet = HashSet<(u64, u64), BuildHasherDefault<InodeHasher>>;
+
 /// Measures paths, counting each (device, inode) once across all calls.
-#[derive(Debug, Default)]
+///
+/// One sizer is one pool of walker threads, started the first time a tree has more than one
+/// directory pending and kept until the sizer is dropped: a scan makes one sizer, so it starts
+/// its threads (and asks for the number of cores) once, however many findings it measures.
 pub struct Sizer {
-    seen: Claims,
-    /// Walker threads; 0 means one per available core (at most [`MAX_THREADS`]).
+    claims: Arc<Claims>,
+    /// Non-directories that were measured as roots: met again inside a tree, they go through
+    /// the claims even with a single link.
+    file_roots: Arc<InodeSet>,
+    /// Whether any directory has been walked (only then can a new root lie inside one).
+    walked: bool,
+    /// Walker threads; 0 = one per available core (at most [`MAX_THREADS`]), decided once.
     threads: usize,
+    pool: Option<Pool>,
+    buf: DirBuf,
+}
+
+impl Default for Sizer {
+    fn default() -> Self {
+        Self::with_threads_raw(0)
+    }
+}
+
+impl std::fmt::Debug for Sizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sizer")
+            .field("threads", &self.threads)
+            .field("pool", &self.pool.as_ref().map(|p| p.handles.len()))
+            .finish_non_exhaustive()
+    }
 }
 
 impl Sizer {
@@ -84,67 +117,256 @@ impl Sizer {
 
     /// A sizer that walks with exactly `threads` threads (1 = on the calling thread only).
     pub fn with_threads(threads: usize) -> Self {
+        Self::with_threads_raw(threads.max(1))
+    }
+
+    fn with_threads_raw(threads: usize) -> Self {
         Self {
-            seen: Claims::default(),
-            threads: threads.max(1),
+            claims: Arc::new(Claims::default()),
+            file_roots: Arc::new(InodeSet::default()),
+            walked: false,
+            threads,
+            pool: None,
+            buf: DirBuf::new(),
         }
     }
 
     /// Whether this sizer has already counted the object with this identity.
     pub fn has_counted(&self, dev: u64, ino: u64) -> bool {
-        self.seen.contains(dev, ino)
+        self.claims.contains(dev, ino)
     }
 
     /// Measure a file or a directory tree. A symlink counts as itself.
     ///
     /// Fails only when the path itself cannot be `lstat`ed; anything unreadable below it is
     /// counted in [`Measure::errors`].
+    #[allow(clippy::unnecessary_cast)]
     pub fn measure(&mut self, path: &Path) -> io::Result<Measure> {
         let st = rustix::fs::statat(CWD, path, AtFlags::SYMLINK_NOFOLLOW)?;
         let root_dev = st.st_dev as u64;
-        let mut m = Measure {
+        let want = (root_dev, st.st_ino as u64);
+        let m = Measure {
             identity: Some(identity_of(&st)),
             ..Measure::default()
         };
-        self.seen.next_walk();
-        let claims = &self.seen;
+        self.claims.next_walk();
+        let claim = self.claims.claim(want.0, want.1);
+        // A root never counted itself may still lie inside a tree walked before.
+        let inside_counted =
+            matches!(claim, Claim::New) && self.walked && self.ancestor_counted(path);
         let mut acc = Acc::default();
-        acc.entry(claims, &st);
         let is_dir = FileType::from_raw_mode(st.st_mode as _) == FileType::Directory;
-        if is_dir {
-            let want = (root_dev, st.st_ino as u64);
-            match open_dir(CWD, path).and_then(|fd| verified(fd, want)) {
-                Ok(fd) => {
-                    let root = Pending {
-                        open: Open::Ready(fd),
-                        path: path.to_path_buf(),
-                    };
-                    walk(root, root_dev, claims, self.thread_count(), &mut acc);
-                }
-                Err(_) => acc.errors += 1,
+        if !is_dir {
+            acc.newest_mtime_ns = mtime_ns(&st);
+            if matches!(claim, Claim::New) && !inside_counted {
+                acc.count(&st, false);
+            } else {
+                acc.already_counted += 1;
             }
+            Arc::make_mut(&mut self.file_roots).insert(want);
+        } else {
+            self.walked = true;
+            let fresh = matches!(claim, Claim::New) && !inside_counted;
+            let root = match open_dir(CWD, path).and_then(|fd| verified(fd, want)) {
+                Ok((fd, fst)) => Pending {
+                    path: path.to_path_buf(),
+                    open: Open::Ready(fd, Box::new(fst)),
+                    want,
+                    fresh,
+                    lstat: None,
+                },
+                Err(_) => {
+                    acc.dir_self(&st, fresh);
+                    acc.errors += 1;
+                    return Ok(m.with(acc));
+                }
+            };
+            let cx = Arc::new(JobCtx {
+                root_dev,
+                claims: Arc::clone(&self.claims),
+                file_roots: Arc::clone(&self.file_roots),
+            });
+            self.walk(root, &cx, &mut acc);
         }
-        m.apparent = acc.apparent;
-        m.allocated = acc.allocated;
-        m.files = acc.files;
-        m.dirs = acc.dirs;
-        m.errors = acc.errors;
-        m.newest_mtime_ns = acc.newest_mtime_ns;
-        m.already_counted = acc.already_counted;
-        acc.mounts.sort();
-        m.mounts = acc.mounts;
-        Ok(m)
+        Ok(m.with(acc))
     }
 
-    fn thread_count(&self) -> usize {
-        if self.threads > 0 {
-            return self.threads;
-        }
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .clamp(1, MAX_THREADS)
+    /// Whether a directory above `path` was counted by an earlier walk of this sizer.
+    fn ancestor_counted(&self, path: &Path) -> bool {
+        path.ancestors()
+            .skip(1)
+            .filter(|a| !a.as_os_str().is_empty())
+            .filter_map(|a| std::fs::symlink_metadata(a).ok())
+            .any(|md| md.is_dir() && self.claims.contains(md.dev(), md.ino()))
     }
+
+    fn thread_count(&mut self) -> usize {
+        if self.threads == 0 {
+            self.threads = std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+                .clamp(1, MAX_THREADS);
+        }
+        self.threads
+    }
+
+    /// Walk from `root`: on this thread while there is a single directory pending, then
+    /// together with the pool's helpers.
+    fn walk(&mut self, root: Pending, cx: &Arc<JobCtx>, acc: &mut Acc) {
+        let threads = self.thread_count();
+        let mut stack = vec![root];
+        while let Some(item) = stack.pop() {
+            let subdirs = process(item, cx, acc, &mut self.buf);
+            stack.extend(subdirs);
+            if threads > 1 && stack.len() > 1 {
+                break;
+            }
+        }
+        if stack.is_empty() {
+            return;
+        }
+        let pool = self.pool.get_or_insert_with(|| Pool::start(threads - 1));
+        let sh = Arc::clone(&pool.shared);
+        let mut st = lock(&sh.state);
+        st.stack = stack;
+        st.ctx = Some(Arc::clone(cx));
+        st.acc = Acc::default();
+        sh.cv.notify_all();
+        loop {
+            if let Some(item) = st.stack.pop() {
+                st = run_one(&sh, st, item, cx, &mut self.buf);
+            } else if st.busy == 0 {
+                break;
+            } else {
+                st = sh.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+        }
+        st.ctx = None;
+        acc.merge(std::mem::take(&mut st.acc));
+    }
+}
+
+impl Measure {
+    fn with(mut self, mut acc: Acc) -> Self {
+        self.apparent = acc.apparent;
+        self.allocated = acc.allocated;
+        self.files = acc.files;
+        self.dirs = acc.dirs;
+        self.errors = acc.errors;
+        self.newest_mtime_ns = acc.newest_mtime_ns;
+        self.already_counted = acc.already_counted;
+        acc.mounts.sort();
+        self.mounts = acc.mounts;
+        self
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What every thread of one measurement shares.
+struct JobCtx {
+    root_dev: u64,
+    claims: Arc<Claims>,
+    file_roots: Arc<InodeSet>,
+}
+
+/// The helper threads of one sizer and the stack of directories they share.
+struct Pool {
+    shared: Arc<PoolShared>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+struct PoolShared {
+    state: Mutex<PoolState>,
+    /// Signalled when work is pushed and when the last busy thread finds none left.
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct PoolState {
+    stack: Vec<Pending>,
+    /// Threads reading a directory (which may yield more work).
+    busy: usize,
+    /// Totals of the running measurement.
+    acc: Acc,
+    /// The running measurement, if any.
+    ctx: Option<Arc<JobCtx>>,
+    shutdown: bool,
+}
+
+impl Pool {
+    fn start(helpers: usize) -> Self {
+        let shared = Arc::new(PoolShared {
+            state: Mutex::new(PoolState::default()),
+            cv: Condvar::new(),
+        });
+        let handles = (0..helpers)
+            .filter_map(|_| {
+                let sh = Arc::clone(&shared);
+                std::thread::Builder::new()
+                    .name("smolsweep-size".into())
+                    .stack_size(HELPER_STACK)
+                    .spawn(move || helper(&sh))
+                    .ok()
+            })
+            .collect();
+        Pool { shared, handles }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        lock(&self.shared.state).shutdown = true;
+        self.shared.cv.notify_all();
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+fn helper(sh: &PoolShared) {
+    let mut buf = DirBuf::new();
+    let mut st = lock(&sh.state);
+    loop {
+        if st.shutdown {
+            return;
+        }
+        let cx = st.ctx.clone();
+        match cx {
+            Some(cx) if !st.stack.is_empty() => {
+                let item = st.stack.pop().expect("stack is not empty");
+                st = run_one(sh, st, item, &cx, &mut buf);
+            }
+            _ => st = sh.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
+        }
+    }
+}
+
+/// Read one directory of the shared stack outside the lock, then hand back what it found.
+fn run_one<'a>(
+    sh: &'a PoolShared,
+    mut st: MutexGuard<'a, PoolState>,
+    item: Pending,
+    cx: &JobCtx,
+    buf: &mut DirBuf,
+) -> MutexGuard<'a, PoolState> {
+    st.busy += 1;
+    drop(st);
+    let mut acc = Acc::default();
+    let subdirs = process(item, cx, &mut acc, buf);
+    let mut st = lock(&sh.state);
+    st.busy -= 1;
+    st.acc.merge(acc);
+    let more = subdirs.len() > 1;
+    st.stack.extend(subdirs);
+    // Wake the others for new work (one new directory this thread takes itself), or to let
+    // the measurement finish when none is left.
+    if more || (st.busy == 0 && st.stack.is_empty()) {
+        sh.cv.notify_all();
+    }
+    st
 }
 
 /// `lstat` identity of a path.
@@ -205,23 +427,29 @@ fn open_dir<P: rustix::path::Arg + Copy>(at: impl AsFd + Copy, name: P) -> io::R
     Ok(rustix::fs::openat(at, name, base, Mode::empty())?)
 }
 
-/// Keep `fd` only if it is the directory that was `lstat`ed as `want` (device, inode).
+/// Keep `fd` only if it is the directory that was `lstat`ed as `want` (device, inode); returns
+/// its `fstat` too.
 #[allow(clippy::unnecessary_cast)]
-fn verified(fd: OwnedFd, want: (u64, u64)) -> io::Result<OwnedFd> {
+fn verified(fd: OwnedFd, want: (u64, u64)) -> io::Result<(OwnedFd, Stat)> {
     let st = rustix::fs::fstat(&fd)?;
     if (st.st_dev as u64, st.st_ino as u64) == want {
-        Ok(fd)
+        Ok((fd, st))
     } else {
         Err(io::Error::other("directory changed while being measured"))
     }
 }
 
-/// Every (device, inode) a sizer has counted, with the number of the last walk that met it.
-/// Sharded so walker threads rarely wait for each other.
+/// Every directory (and multiply-linked or root non-directory) a sizer has counted, with the
+/// number of the last walk that met it. Sharded so walker threads rarely wait for each other.
+///
+/// A non-directory with a single link is reachable through one name only, so it is met at most
+/// once per walk of its directory; it is counted when its directory is new to the sizer, and
+/// not recorded, which keeps the map as small as the number of directories (about 1 % of the
+/// entries of a typical tree) instead of the number of files.
 #[derive(Debug)]
 struct Claims {
     shards: Vec<Mutex<InodeMap>>,
-    walk: u32,
+    walk: AtomicU32,
 }
 
 type InodeMap = HashMap<(u64, u64), u32, BuildHasherDefault<InodeHasher>>;
@@ -232,7 +460,7 @@ impl Default for Claims {
             shards: (0..SHARDS)
                 .map(|_| Mutex::new(InodeMap::default()))
                 .collect(),
-            walk: 0,
+            walk: AtomicU32::new(0),
         }
     }
 }
@@ -248,16 +476,18 @@ enum Claim {
 }
 
 impl Claims {
-    fn next_walk(&mut self) {
-        self.walk = self.walk.wrapping_add(1);
-        if self.walk == 0 {
+    fn next_walk(&self) {
+        let w = self.walk.load(Ordering::Relaxed).wrapping_add(1);
+        if w == 0 {
             // Four billion walks later: forget which walk met what, keep what was counted.
-            for s in &mut self.shards {
-                for w in s.get_mut().unwrap_or_else(|e| e.into_inner()).values_mut() {
-                    *w = 0;
+            for s in &self.shards {
+                for v in lock(s).values_mut() {
+                    *v = 0;
                 }
             }
-            self.walk = 1;
+            self.walk.store(1, Ordering::Relaxed);
+        } else {
+            self.walk.store(w, Ordering::Relaxed);
         }
     }
 
@@ -268,20 +498,15 @@ impl Claims {
     }
 
     fn contains(&self, dev: u64, ino: u64) -> bool {
-        self.shard(dev, ino)
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains_key(&(dev, ino))
+        lock(self.shard(dev, ino)).contains_key(&(dev, ino))
     }
 
     fn claim(&self, dev: u64, ino: u64) -> Claim {
-        let mut map = self
-            .shard(dev, ino)
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        match map.insert((dev, ino), self.walk) {
+        // Set between walks (by `measure`, which holds the sizer mutably).
+        let walk = self.walk.load(Ordering::Relaxed);
+        match lock(self.shard(dev, ino)).insert((dev, ino), walk) {
             None => Claim::New,
-            Some(w) if w == self.walk => Claim::SeenThisWalk,
+            Some(w) if w == walk => Claim::SeenThisWalk,
             Some(_) => Claim::CountedBefore,
         }
     }
@@ -329,31 +554,24 @@ struct Acc {
 }
 
 impl Acc {
-    /// Account for one object (already known to be on the root's device). Returns whether a
-    /// directory should be walked.
     #[allow(clippy::unnecessary_cast)]
-    fn entry(&mut self, claims: &Claims, st: &Stat) -> bool {
+    fn count(&mut self, st: &Stat, is_dir: bool) {
+        self.apparent += st.st_size.max(0) as u64;
+        self.allocated += (st.st_blocks as u64).saturating_mul(512);
+        if is_dir {
+            self.dirs += 1;
+        } else {
+            self.files += 1;
+        }
+    }
+
+    /// A directory's own entry: counted if new to the sizer, its mtime always seen.
+    fn dir_self(&mut self, st: &Stat, fresh: bool) {
         self.newest_mtime_ns = self.newest_mtime_ns.max(mtime_ns(st));
-        let is_dir = FileType::from_raw_mode(st.st_mode as _) == FileType::Directory;
-        match claims.claim(st.st_dev as u64, st.st_ino as u64) {
-            Claim::New => {
-                self.apparent += st.st_size.max(0) as u64;
-                self.allocated += (st.st_blocks as u64).saturating_mul(512);
-                if is_dir {
-                    self.dirs += 1;
-                } else {
-                    self.files += 1;
-                }
-                is_dir
-            }
-            Claim::CountedBefore => {
-                self.already_counted += 1;
-                is_dir
-            }
-            Claim::SeenThisWalk => {
-                self.already_counted += 1;
-                false
-            }
+        if fresh {
+            self.count(st, true);
+        } else {
+            self.already_counted += 1;
         }
     }
 
@@ -369,46 +587,47 @@ impl Acc {
     }
 }
 
-/// A directory still to be read.
+/// A directory still to be read. It has been claimed; it counts itself when read.
 struct Pending {
     open: Open,
     path: PathBuf,
+    /// (device, inode) it was `lstat`ed as: the descriptor opened must be that inode.
+    want: (u64, u64),
+    /// New to the sizer: count it and its single-link entries.
+    fresh: bool,
+    /// Its `lstat` from the parent's listing, counted if it cannot be opened.
+    lstat: Option<Box<Stat>>,
 }
 
 enum Open {
-    /// Already opened (the root).
-    Ready(OwnedFd),
-    /// To be opened relative to its parent, and checked against its `lstat` identity.
-    At {
-        parent: Arc<OwnedFd>,
-        name: CString,
-        want: (u64, u64),
-    },
+    /// Already opened (the root), with its `fstat`.
+    Ready(OwnedFd, Box<Stat>),
+    /// To be opened relative to its parent.
+    At { parent: Arc<OwnedFd>, name: CString },
 }
 
-/// Read one directory: account for its entries and return its subdirectories.
+/// Read one directory: account for it and its entries and return its subdirectories.
 #[allow(clippy::unnecessary_cast)]
-fn read_dir(
-    item: Pending,
-    root_dev: u64,
-    claims: &Claims,
-    acc: &mut Acc,
-    buf: &mut DirBuf,
-) -> Vec<Pending> {
-    let fd = match item.open {
-        Open::Ready(fd) => fd,
-        Open::At { parent, name, want } => {
-            match open_dir(parent.as_fd(), name.as_c_str()).and_then(|fd| verified(fd, want)) {
-                Ok(fd) => fd,
-                Err(e) => {
-                    if e.kind() != io::ErrorKind::NotFound {
-                        acc.errors += 1;
-                    }
-                    return Vec::new();
-                }
-            }
+fn process(item: Pending, cx: &JobCtx, acc: &mut Acc, buf: &mut DirBuf) -> Vec<Pending> {
+    let opened = match item.open {
+        Open::Ready(fd, st) => Ok((fd, *st)),
+        Open::At { parent, name } => {
+            open_dir(parent.as_fd(), name.as_c_str()).and_then(|fd| verified(fd, item.want))
         }
     };
+    let (fd, self_st) = match opened {
+        Ok(x) => x,
+        Err(e) => {
+            if let Some(st) = &item.lstat {
+                acc.dir_self(st, item.fresh);
+            }
+            if e.kind() != io::ErrorKind::NotFound {
+                acc.errors += 1;
+            }
+            return Vec::new();
+        }
+    };
+    acc.dir_self(&self_st, item.fresh);
     // Shared with the subdirectories still to be opened relative to it.
     let fd = Arc::new(fd);
     let mut subdirs = Vec::new();
@@ -422,20 +641,44 @@ fn read_dir(
                 return;
             }
         };
-        if st.st_dev as u64 != root_dev {
+        if st.st_dev as u64 != cx.root_dev {
             acc.mounts
                 .push(item.path.join(OsStr::from_bytes(name.to_bytes())));
             return;
         }
-        if acc.entry(claims, &st) {
+        let id = (st.st_dev as u64, st.st_ino as u64);
+        if FileType::from_raw_mode(st.st_mode as _) == FileType::Directory {
+            let fresh = match cx.claims.claim(id.0, id.1) {
+                Claim::New => true,
+                Claim::CountedBefore => false,
+                Claim::SeenThisWalk => {
+                    acc.newest_mtime_ns = acc.newest_mtime_ns.max(mtime_ns(&st));
+                    acc.already_counted += 1;
+                    return;
+                }
+            };
             subdirs.push(Pending {
                 path: item.path.join(OsStr::from_bytes(name.to_bytes())),
                 open: Open::At {
                     parent: Arc::clone(&fd),
                     name: name.to_owned(),
-                    want: (st.st_dev as u64, st.st_ino as u64),
                 },
+                want: id,
+                fresh,
+                lstat: Some(Box::new(st)),
             });
+            return;
+        }
+        acc.newest_mtime_ns = acc.newest_mtime_ns.max(mtime_ns(&st));
+        let new = if st.st_nlink > 1 || cx.file_roots.contains(&id) {
+            matches!(cx.claims.claim(id.0, id.1), Claim::New)
+        } else {
+            item.fresh
+        };
+        if new {
+            acc.count(&st, false);
+        } else {
+            acc.already_counted += 1;
         }
     });
     if listed.is_err() {
@@ -489,82 +732,6 @@ fn for_each_name(
 
 fn is_dot(name: &CStr) -> bool {
     matches!(name.to_bytes(), b"." | b"..")
-}
-
-/// Walk from `root`: on this thread first, then with helpers if the tree turns out large.
-fn walk(root: Pending, root_dev: u64, claims: &Claims, threads: usize, acc: &mut Acc) {
-    let mut stack = vec![root];
-    let mut done = 0usize;
-    let mut buf = DirBuf::new();
-    while let Some(item) = stack.pop() {
-        let subdirs = read_dir(item, root_dev, claims, acc, &mut buf);
-        stack.extend(subdirs);
-        done += 1;
-        if threads > 1 && done >= INLINE_DIRS && stack.len() > 1 {
-            break;
-        }
-    }
-    if stack.is_empty() {
-        return;
-    }
-    let queue = Queue {
-        state: Mutex::new(QueueState { stack, busy: 0 }),
-        ready: Condvar::new(),
-    };
-    let results: Vec<Acc> = std::thread::scope(|s| {
-        let helpers: Vec<_> = (1..threads)
-            .map(|_| s.spawn(|| queue.work(root_dev, claims)))
-            .collect();
-        let mut mine = vec![queue.work(root_dev, claims)];
-        for h in helpers {
-            match h.join() {
-                Ok(a) => mine.push(a),
-                Err(p) => std::panic::resume_unwind(p),
-            }
-        }
-        mine
-    });
-    for r in results {
-        acc.merge(r);
-    }
-}
-
-struct QueueState {
-    stack: Vec<Pending>,
-    /// Threads reading a directory (which may yield more work).
-    busy: usize,
-}
-
-struct Queue {
-    state: Mutex<QueueState>,
-    ready: Condvar,
-}
-
-impl Queue {
-    fn work(&self, root_dev: u64, claims: &Claims) -> Acc {
-        let mut acc = Acc::default();
-        let mut buf = DirBuf::new();
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if let Some(item) = st.stack.pop() {
-                st.busy += 1;
-                drop(st);
-                let subdirs = read_dir(item, root_dev, claims, &mut acc, &mut buf);
-                st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-                st.busy -= 1;
-                // Wake the others for new work, or to let them finish when none is left.
-                let finished = st.busy == 0 && st.stack.is_empty() && subdirs.is_empty();
-                if !subdirs.is_empty() || finished {
-                    st.stack.extend(subdirs);
-                    self.ready.notify_all();
-                }
-            } else if st.busy == 0 {
-                return acc;
-            } else {
-                st = self.ready.wait(st).unwrap_or_else(|e| e.into_inner());
-            }
-        }
-    }
 }
 
 #[cfg(test)]
