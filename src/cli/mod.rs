@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 pub mod out;
+pub mod progress;
 pub mod reclaim;
 pub mod scan;
 pub mod uninstall;
@@ -11,7 +12,9 @@ pub mod uninstall;
 #[command(
     name = "smolsweep",
     version,
-    about = "Find and safely reclaim what SmolVM leaves behind"
+    about = "Find and safely reclaim what SmolVM leaves behind",
+    after_long_help = "Exit status: 0 done, or nothing to do; 1 refused (a named target that is absent \
+or cannot be acted on, a plan not confirmed) or any failure; 2 usage error."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -40,34 +43,101 @@ pub enum Command {
     Uninstall(uninstall::UninstallArgs),
     /// Prove that no machine, VM directory or VM process of this HOME is left (read-only).
     Verify(uninstall::VerifyArgs),
+    /// Print a shell completion script (bash, zsh or fish).
+    #[command(hide = true)]
+    Completions {
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Print the man page (roff), or write it and one page per command to a directory.
+    #[command(hide = true)]
+    Man {
+        /// Write smolsweep.1 and smolsweep-COMMAND.1 here instead of printing smolsweep.1.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<std::path::PathBuf>,
+    },
+}
+
+/// Which shell to write completions for.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+/// `smolsweep completions SHELL`: the completion script, generated from these definitions.
+pub fn completions(shell: Shell) -> String {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let mut buf: Vec<u8> = Vec::new();
+    match shell {
+        Shell::Bash => {
+            clap_complete::generate(clap_complete::Shell::Bash, &mut cmd, "smolsweep", &mut buf)
+        }
+        Shell::Zsh => {
+            clap_complete::generate(clap_complete::Shell::Zsh, &mut cmd, "smolsweep", &mut buf)
+        }
+        Shell::Fish => {
+            clap_complete::generate(clap_complete::Shell::Fish, &mut cmd, "smolsweep", &mut buf)
+        }
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+fn man_command() -> clap::Command {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command().disable_help_subcommand(true);
+    cmd.build();
+    cmd
+}
+
+/// `smolsweep man --out-dir DIR`: smolsweep.1 and one page per (visible) command.
+pub fn write_man_pages(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    clap_mangen::generate_to(man_command(), dir)
+}
+
+/// `smolsweep man`: the man page (roff, section 1), generated from these definitions.
+pub fn man_page() -> String {
+    let cmd = man_command();
+    let mut buf: Vec<u8> = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = clap_mangen::Man::new(cmd).render(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// A `println!` anywhere in the process that finds stdout closed (`smolsweep … | head`) ends it
+/// quietly with exit code 0 rather than a panic message and 101, like [`out`] does.
+fn quiet_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
 }
 
 /// Parse arguments and run; returns the process exit code (0 ok, 1 refused/failure, 2 usage).
-/// Progress for a person: one `[i/n] summary` line on stderr as each action starts (nothing
-/// with `--json`).
-fn progress_lines(json: bool) -> impl Fn(&crate::exec::ProgressEvent) {
-    move |ev| {
-        if let (
-            false,
-            crate::exec::ProgressEvent::Started {
-                index,
-                total,
-                summary,
-            },
-        ) = (json, ev)
-        {
-            eprintln!("[{}/{}] {summary}", index + 1, total);
-        }
-    }
-}
-
 pub fn main() -> i32 {
+    quiet_broken_pipe();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
+            if !e.use_stderr() {
+                // --help, --version: to stdout, which may be a closed pipe.
+                out::print(&e.render().to_string());
+                return 0;
+            }
             let _ = e.print();
-            return code;
+            return 2;
         }
     };
     match cli.command {
@@ -81,5 +151,23 @@ pub fn main() -> i32 {
         Command::History(a) => reclaim::history(a),
         Command::Uninstall(a) => uninstall::run_uninstall(a),
         Command::Verify(a) => uninstall::run_verify(a),
+        Command::Completions { shell } => {
+            out::print(&completions(shell));
+            0
+        }
+        Command::Man { out_dir: None } => {
+            out::print(&man_page());
+            0
+        }
+        Command::Man { out_dir: Some(dir) } => match write_man_pages(&dir) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!(
+                    "smolsweep: cannot write man pages to {}: {e}",
+                    dir.display()
+                );
+                1
+            }
+        },
     }
 }

@@ -3,6 +3,12 @@
 //! Without `--yes`, a plan is only shown: on a terminal the user is asked (count and bytes); when
 //! stdin is not a terminal the plan is printed as a dry run and the exit code is 1 when there was
 //! something to do. Exit codes: 0 done or nothing to do, 1 refused or any failure, 2 usage.
+//! A target named on the command line (`reap PID`, `stop NAME`, `delete NAME`, `plan --id ID`,
+//! `plan --stop/--delete NAME`) that is absent from the scan or refused makes the exit code 1,
+//! also when the rest of the plan was carried out (as `rm a missing` does).
+//!
+//! A run lists its plan once (the confirmation), shows progress on stderr, then prints what
+//! was skipped or failed and one closing line; `--quiet` keeps only errors and the closing line.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, IsTerminal, Write};
@@ -13,7 +19,9 @@ use crate::exec::{self, ActionRunner, ExecContext, ExecReport, Outcome, RunMode}
 use crate::journal::{self, Journal};
 use crate::model::{human_bytes, OptInClass, ScanReport};
 use crate::pathser::{escape_text, shown};
-use crate::plan::{Action, Plan, Selection};
+use crate::plan::{Action, Plan, Selection, SkippedAtPlan};
+
+use super::progress::{self, Progress, Style};
 
 /// The runner for machine, process and mount actions: the product CLIs, pidfd reaping and
 /// `hdiutil`, for this process's own environment.
@@ -71,6 +79,12 @@ pub struct RunArgs {
     /// Print one JSON object (schema smolsweep.result/1).
     #[arg(long)]
     pub json: bool,
+    /// Print only errors and the closing line (no plan, no progress).
+    #[arg(long, short = 'q', conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// One progress line per item as it finishes.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -217,6 +231,80 @@ fn fail(json: bool, msg: &str) -> i32 {
     1
 }
 
+/// What the user named on the command line: `pid:N` and `machine:NAME` keys of the plan's
+/// `skipped_at_plan`, and finding ids.
+#[derive(Debug, Default)]
+struct Named {
+    keys: Vec<String>,
+    ids: Vec<String>,
+}
+
+impl Named {
+    fn machines(names: &[String]) -> Named {
+        Named {
+            keys: names.iter().map(|n| format!("machine:{n}")).collect(),
+            ids: vec![],
+        }
+    }
+    fn is_empty(&self) -> bool {
+        self.keys.is_empty() && self.ids.is_empty()
+    }
+}
+
+/// The named targets the plan left out: absent from the scan or refused. A finding id left out
+/// only because a planned delete or machine delete already covers it is not refused.
+fn refused(plan: &Plan, report: &ScanReport, named: &Named) -> Vec<SkippedAtPlan> {
+    let covered = |id: &str| {
+        let Some(f) = report.finding(id) else {
+            return false;
+        };
+        plan.actions.iter().any(|a| match &a.action {
+            Action::DeletePath { path, .. } => f.path.starts_with(path),
+            Action::DeleteMachine { name, .. } => report
+                .machines
+                .iter()
+                .filter(|m| &m.name == name)
+                .filter_map(|m| m.dir.as_deref())
+                .any(|d| f.path.starts_with(d)),
+            _ => false,
+        })
+    };
+    let mut out: Vec<SkippedAtPlan> = Vec::new();
+    for s in &plan.skipped_at_plan {
+        let is_named = named.keys.contains(&s.id) || named.ids.contains(&s.id);
+        let is_covered = named.ids.contains(&s.id) && covered(&s.id);
+        if is_named && !is_covered && !out.iter().any(|o| o.id == s.id) {
+            out.push(s.clone());
+        }
+    }
+    out
+}
+
+/// How a run prints, and what makes it fail.
+struct Mode<'a> {
+    run: &'a RunArgs,
+    /// Named targets that were not planned.
+    refused: Vec<SkippedAtPlan>,
+    /// Targets were named: one that is skipped when the plan runs is a refusal too.
+    strict: bool,
+}
+
+fn run_named(
+    plan: &Plan,
+    run: &RunArgs,
+    judge: exec::Rejudge,
+    command: &str,
+    report: &ScanReport,
+    named: Named,
+) -> i32 {
+    let mode = Mode {
+        run,
+        refused: refused(plan, report, &named),
+        strict: !named.is_empty(),
+    };
+    run_plan_with(plan, mode, judge, command)
+}
+
 pub fn prune(a: PruneArgs) -> i32 {
     with_report(&a.report, a.run.json, |s| {
         let sel = Selection {
@@ -224,7 +312,8 @@ pub fn prune(a: PruneArgs) -> i32 {
             include: a.include.classes(),
             ..Default::default()
         };
-        run_plan(&Plan::from_scan(&s.report, &sel), &a.run, s.judge, "prune")
+        let plan = Plan::from_scan(&s.report, &sel);
+        run_named(&plan, &a.run, s.judge, "prune", &s.report, Named::default())
     })
 }
 
@@ -235,7 +324,12 @@ pub fn reap(a: ReapArgs) -> i32 {
             reap_pids: a.pids.clone(),
             ..Default::default()
         };
-        run_plan(&Plan::from_scan(&s.report, &sel), &a.run, s.judge, "reap")
+        let plan = Plan::from_scan(&s.report, &sel);
+        let named = Named {
+            keys: a.pids.iter().map(|p| format!("pid:{p}")).collect(),
+            ids: vec![],
+        };
+        run_named(&plan, &a.run, s.judge, "reap", &s.report, named)
     })
 }
 
@@ -245,7 +339,9 @@ pub fn stop(a: StopArgs) -> i32 {
             stop_machines: a.machines.clone(),
             ..Default::default()
         };
-        run_plan(&Plan::from_scan(&s.report, &sel), &a.run, s.judge, "stop")
+        let plan = Plan::from_scan(&s.report, &sel);
+        let named = Named::machines(&a.machines);
+        run_named(&plan, &a.run, s.judge, "stop", &s.report, named)
     })
 }
 
@@ -256,11 +352,47 @@ pub fn delete(a: DeleteArgs) -> i32 {
             cascade: a.cascade.cascade,
             ..Default::default()
         };
-        run_plan(&Plan::from_scan(&s.report, &sel), &a.run, s.judge, "delete")
+        let plan = Plan::from_scan(&s.report, &sel);
+        let named = Named::machines(&a.machines);
+        run_named(&plan, &a.run, s.judge, "delete", &s.report, named)
     })
 }
 
+/// Whether `path` may be written with a plan: absent, or a Smolsweep plan already.
+fn may_overwrite(path: &Path) -> Result<(), String> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("cannot check {}: {e}", path.display())),
+    };
+    let refuse = |what: &str| {
+        Err(format!(
+            "refusing to overwrite {}: {what}, not a Smolsweep plan (choose another --out, or remove it first)",
+            path.display()
+        ))
+    };
+    if !meta.is_file() {
+        return refuse("it exists and is not a regular file");
+    }
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(_) => return refuse("it exists and is not a text file"),
+    };
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(v) if v.get("schema").and_then(|s| s.as_str()) == Some(crate::plan::PLAN_SCHEMA) => {
+            Ok(())
+        }
+        Ok(v) if v.get("schema").and_then(|s| s.as_str()) == Some(crate::model::SCAN_SCHEMA) => {
+            refuse("it is a scan report")
+        }
+        _ => refuse("it exists"),
+    }
+}
+
 pub fn plan(a: PlanArgs) -> i32 {
+    if let Err(msg) = may_overwrite(&a.out) {
+        return fail(false, &msg);
+    }
     with_report(&a.report, false, |s| {
         let report = s.report;
         let sel = Selection {
@@ -274,6 +406,16 @@ pub fn plan(a: PlanArgs) -> i32 {
             ..Default::default()
         };
         let plan = Plan::from_scan(&report, &sel);
+        let mut named = Named::machines(&a.stop);
+        named.keys.extend(Named::machines(&a.delete).keys);
+        named.ids = a.ids.clone();
+        let refused = refused(&plan, &report, &named);
+        if !refused.is_empty() {
+            print_plan(&plan);
+            print_refused(&refused);
+            eprintln!("smolsweep: no plan written: a named target cannot be planned");
+            return 1;
+        }
         if let Err(e) = std::fs::write(&a.out, plan.to_json_pretty() + "\n") {
             return fail(false, &format!("cannot write {}: {e}", a.out.display()));
         }
@@ -295,6 +437,9 @@ pub fn apply(a: ApplyArgs) -> i32 {
     };
     let plan = match Plan::from_json(&text) {
         Ok(p) => p,
+        Err(e @ crate::plan::PlanError::ScanReport) => {
+            return fail(a.run.json, &format!("refusing {}: {e}", a.file.display()))
+        }
         Err(e) => return fail(a.run.json, &format!("refusing the plan: {e}")),
     };
     let home = std::env::var_os("HOME").map(PathBuf::from);
@@ -309,7 +454,14 @@ pub fn apply(a: ApplyArgs) -> i32 {
         );
     }
     match exec::Rejudge::from_env() {
-        Ok(judge) => run_plan(&plan, &a.run, judge, "apply"),
+        Ok(judge) => {
+            let mode = Mode {
+                run: &a.run,
+                refused: vec![],
+                strict: false,
+            };
+            run_plan_with(&plan, mode, judge, "apply")
+        }
         Err(e) => fail(a.run.json, &format!("cannot read the environment: {e}")),
     }
 }
@@ -339,9 +491,13 @@ pub fn history(a: HistoryArgs) -> i32 {
         crate::outln!("No reclaims recorded yet ({}).", path.display());
     }
     for r in &runs {
-        let when = utc(r.started_at_ms / 1000);
+        let when = local_time(r.started_at_ms);
+        let by = match &r.origin {
+            Some(o) => format!("{} ({})", escape_text(&o.command), escape_text(&o.surface)),
+            None => "(command not recorded)".into(),
+        };
         crate::outln!(
-            "plan {}  started {when}  {} planned, {} done, {} skipped, {} failed; estimated {}, {}",
+            "{when}  {by}  plan {}: {} planned, {} done, {} skipped, {} failed; estimated {}, {}",
             &r.plan_id[..r.plan_id.len().min(12)],
             r.planned_actions,
             r.done,
@@ -367,28 +523,19 @@ pub fn history(a: HistoryArgs) -> i32 {
     0
 }
 
-/// `YYYY-MM-DD HH:MM:SS UTC` from seconds since the epoch (civil-from-days, proleptic Gregorian).
-fn utc(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+/// `YYYY-MM-DD HH:MM:SS +HH:MM` in the local time zone (`TZ`, else /etc/localtime) from
+/// milliseconds since the epoch.
+fn local_time(ms: u64) -> String {
+    use chrono::TimeZone;
+    match chrono::Local.timestamp_millis_opt(ms as i64) {
+        chrono::LocalResult::Single(t) | chrono::LocalResult::Ambiguous(t, _) => {
+            t.format("%Y-%m-%d %H:%M:%S %:z").to_string()
+        }
+        chrono::LocalResult::None => format!("{} ms after the epoch", ms),
+    }
 }
 
-fn outcome_line(summary: &str, o: &Outcome) -> String {
+pub(crate) fn outcome_line(summary: &str, o: &Outcome) -> String {
     match o {
         Outcome::Done { .. } => format!("done     {summary}"),
         Outcome::WouldDo { .. } => format!("would    {summary}"),
@@ -420,6 +567,13 @@ fn print_plan(plan: &Plan) {
     }
 }
 
+/// One stderr line per named target that was not planned.
+fn print_refused(refused: &[SkippedAtPlan]) {
+    for s in refused {
+        eprintln!("smolsweep: {}: {}", s.id, escape_text(&s.why));
+    }
+}
+
 fn question(plan: &Plan) -> String {
     let deletes = plan.delete_count();
     let bytes = human_bytes(plan.estimated_bytes);
@@ -433,17 +587,20 @@ fn question(plan: &Plan) -> String {
     }
 }
 
-fn print_result(plan: &Plan, report: &ExecReport, json: bool) {
-    if json {
+/// The result of a run or dry run. The plan was listed before (unless `quiet`), so only what
+/// did not go as planned is listed, then one closing line.
+fn print_result(plan: &Plan, report: &ExecReport, run: &RunArgs) {
+    if run.json {
         crate::outln!("{}", report.envelope(plan));
         return;
     }
-    if report.dry_run {
-        print_plan(plan);
-    }
     for r in &report.records {
-        if !report.dry_run || !matches!(r.outcome, Outcome::WouldDo { .. }) {
-            crate::outln!("{}", outcome_line(&r.summary, &r.outcome));
+        let line = outcome_line(&r.summary, &r.outcome);
+        match &r.outcome {
+            Outcome::Done { .. } | Outcome::WouldDo { .. } => {}
+            Outcome::Failed { .. } if run.quiet => eprintln!("smolsweep: {line}"),
+            _ if run.quiet => {}
+            _ => crate::outln!("{line}"),
         }
     }
     if report.dry_run {
@@ -467,8 +624,34 @@ fn dry_run(plan: &Plan, judge: &mut exec::Rejudge) -> Option<ExecReport> {
     exec::execute(plan, ExecContext::dry_run(runner(), judge)).ok()
 }
 
-/// Show, confirm and carry out `plan`; returns the exit code.
-pub fn run_plan(plan: &Plan, run: &RunArgs, mut judge: exec::Rejudge, command: &str) -> i32 {
+/// Show, confirm and carry out `plan` (no named targets); returns the exit code.
+pub fn run_plan(plan: &Plan, run: &RunArgs, judge: exec::Rejudge, command: &str) -> i32 {
+    let mode = Mode {
+        run,
+        refused: vec![],
+        strict: false,
+    };
+    run_plan_with(plan, mode, judge, command)
+}
+
+/// The exit code of a run: 1 when a named target was refused (at planning, or skipped when it
+/// ran) or anything failed.
+fn exit_code(mode: &Mode<'_>, report: Option<&ExecReport>) -> i32 {
+    let refused_now = report.is_some_and(|r| mode.strict && r.skipped().count() > 0);
+    let failed = report.is_some_and(|r| r.any_failed());
+    if !mode.refused.is_empty() || refused_now || failed {
+        1
+    } else {
+        0
+    }
+}
+
+fn run_plan_with(plan: &Plan, mode: Mode<'_>, mut judge: exec::Rejudge, command: &str) -> i32 {
+    let run = mode.run;
+    let human = !run.json;
+    if human && !mode.refused.is_empty() {
+        print_refused(&mode.refused);
+    }
     if plan.is_empty() {
         if run.json {
             let empty = ExecReport {
@@ -481,17 +664,24 @@ pub fn run_plan(plan: &Plan, run: &RunArgs, mut judge: exec::Rejudge, command: &
                 journal_error: None,
             };
             crate::outln!("{}", empty.envelope(plan));
-        } else {
-            print_plan(plan);
+        } else if mode.refused.is_empty() {
+            if !run.quiet {
+                print_plan(plan);
+            }
             crate::outln!("Nothing to do.");
+        } else {
+            crate::outln!("Nothing done.");
         }
-        return 0;
+        return exit_code(&mode, None);
+    }
+    if human && !run.quiet {
+        print_plan(plan);
     }
     if run.dry_run {
         return match dry_run(plan, &mut judge) {
             Some(r) => {
-                print_result(plan, &r, run.json);
-                0
+                print_result(plan, &r, run);
+                exit_code(&mode, Some(&r))
             }
             None => fail(run.json, "the plan is not valid"),
         };
@@ -499,13 +689,10 @@ pub fn run_plan(plan: &Plan, run: &RunArgs, mut judge: exec::Rejudge, command: &
     if !run.yes {
         if !std::io::stdin().is_terminal() {
             if let Some(r) = dry_run(plan, &mut judge) {
-                print_result(plan, &r, run.json);
+                print_result(plan, &r, run);
             }
             eprintln!("Not confirmed: stdin is not a terminal. Re-run with --yes to do this.");
             return 1;
-        }
-        if !run.json {
-            print_plan(plan);
         }
         eprint!("{}", question(plan));
         let _ = std::io::stderr().flush();
@@ -526,28 +713,32 @@ pub fn run_plan(plan: &Plan, run: &RunArgs, mut judge: exec::Rejudge, command: &
             )
         }
     };
-    let progress = super::progress_lines(run.json);
-    match exec::execute(
+    let progress = Progress::new(
+        Style::for_stderr(run.json || run.quiet),
+        run.verbose && !run.json,
+        progress::plan_bytes(plan),
+        Some(plan.estimated_bytes),
+    );
+    let listen = |ev: &exec::ProgressEvent| progress.event(ev);
+    let result = exec::execute(
         plan,
         ExecContext {
             mode: RunMode::Execute(token),
             journal: Some(&mut journal),
-            progress: Some(&progress),
+            progress: Some(&listen),
             runner: runner(),
             judge: &mut judge,
             origin: exec::Origin::new("cli", command),
         },
-    ) {
+    );
+    progress.finish();
+    match result {
         Ok(report) => {
-            print_result(plan, &report, run.json);
+            print_result(plan, &report, run);
             if let Some(e) = &report.journal_error {
                 eprintln!("smolsweep: the journal could not be written, so the run stopped: {e}");
             }
-            if report.any_failed() {
-                1
-            } else {
-                0
-            }
+            exit_code(&mode, Some(&report))
         }
         Err(e) => fail(run.json, &e.to_string()),
     }
@@ -556,9 +747,9 @@ pub fn run_plan(plan: &Plan, run: &RunArgs, mut judge: exec::Rejudge, command: &
 #[cfg(test)]
 mod tests {
     #[test]
-    fn utc_formats_civil_dates() {
-        assert_eq!(super::utc(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(super::utc(951_782_400), "2000-02-29 00:00:00 UTC");
-        assert_eq!(super::utc(1_796_011_677), "2026-11-30 04:07:57 UTC");
+    fn local_time_follows_tz() {
+        let s = super::local_time(1_796_011_677_000);
+        assert!(s.starts_with("2026-11-"), "{s}");
+        assert_eq!(s.len(), "2026-11-30 04:07:57 +00:00".len(), "{s}");
     }
 }

@@ -2,12 +2,15 @@
 //!
 //! Same conventions as `prune`: without `--yes` the plan is only shown; on a terminal the user is
 //! asked (step count and bytes); when stdin is not a terminal the plan is printed and the exit
-//! code is 1 if there was something to do. After a run, the proof is printed. Exit codes: 0 done
-//! (and clean) or nothing to do, 1 refused, any failure or a dirty proof, 2 usage.
+//! code is 1 if there was something to do. While it runs, progress (steps and bytes) is shown on
+//! stderr; after a run, each step's result and the proof are printed (`--quiet`: only errors, a
+//! dirty proof and one closing line). Exit codes: 0 done (and clean) or nothing to do, 1
+//! refused, any failure or a dirty proof, 2 usage.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
+use super::progress::{Progress, Style};
 use crate::env::EnvSnapshot;
 use crate::exec::Outcome;
 use crate::model::{human_bytes, Platform};
@@ -31,11 +34,17 @@ pub struct UninstallArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Do it without asking.
-    #[arg(long)]
+    #[arg(long, short = 'y')]
     pub yes: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Print only errors and the closing line (no plan, no progress, no proof unless dirty).
+    #[arg(long, short = 'q', conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// One progress line per step as it finishes.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -145,6 +154,12 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
                 serde_json::to_string_pretty(&env).unwrap_or_else(|_| "{}".into())
             );
         } else {
+            if args.quiet {
+                if let Some(r) = run {
+                    print_quiet(r, proof);
+                }
+                return;
+            }
             if run.is_none() {
                 crate::cli::out::print(&preflight::render(&pre));
                 crate::outln!();
@@ -161,7 +176,9 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
         }
     };
     if plan.is_empty() {
-        show(None, None, true);
+        if !args.quiet {
+            show(None, None, true);
+        }
         if !args.json {
             crate::outln!("Nothing to do.");
         }
@@ -205,15 +222,26 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
         age_guard: std::time::Duration::from_secs(120),
         now: std::time::SystemTime::now(),
     });
-    let progress = super::progress_lines(args.json);
+    let (_, index_of) = plan.core_plan();
+    let progress = Progress::new(
+        Style::for_stderr(args.json || args.quiet),
+        args.verbose && !args.json,
+        index_of
+            .iter()
+            .map(|i| plan.steps.get(*i).map_or(0, |s| s.bytes))
+            .collect(),
+        None,
+    );
+    let listen = |ev: &crate::exec::ProgressEvent| progress.event(ev);
     let report = run::run_with(
         &plan,
         &run::runner_for(&plan, &env, platform),
         &mut judge,
         Some(&mut journal),
-        Some(&progress),
+        Some(&listen),
         "cli",
     );
+    progress.finish();
     let proof = verify::verify(
         &env,
         platform,
@@ -229,6 +257,37 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
     } else {
         0
     }
+}
+
+/// `--quiet`: failed steps and a dirty proof on stderr, one closing line on stdout.
+fn print_quiet(r: &RunReport, proof: Option<&Proof>) {
+    let mut counts = [0usize; 3];
+    for rec in &r.records {
+        match &rec.result {
+            Outcome::Done { .. } | Outcome::WouldDo { .. } => counts[0] += 1,
+            Outcome::Skipped { .. } => counts[1] += 1,
+            Outcome::Failed { error } => {
+                counts[2] += 1;
+                eprintln!("smolsweep: FAILED {}: {error}", rec.summary);
+            }
+        }
+    }
+    let clean = proof.is_none_or(|p| p.is_clean());
+    if let Some(p) = proof.filter(|_| !clean) {
+        eprint!("{}", verify::render_kv(p));
+    }
+    crate::outln!(
+        "{} done, {} skipped, {} failed. Freed about {}. {}",
+        counts[0],
+        counts[1],
+        counts[2],
+        human_bytes(r.freed_bytes),
+        if clean {
+            "Nothing of it is left."
+        } else {
+            "Something is left (see above)."
+        }
+    );
 }
 
 fn render_run(r: &RunReport) -> String {

@@ -62,7 +62,7 @@ pub(crate) struct Ctx<'a> {
 /// A finding before it is measured.
 pub(crate) struct Draft {
     pub product: Product,
-    pub kind: &'static str,
+    pub kind: FindingKind,
     pub path: PathBuf,
     pub owner: Option<String>,
     pub verdict: Verdict,
@@ -73,7 +73,7 @@ pub(crate) struct Draft {
 }
 
 impl Draft {
-    pub fn new(product: Product, kind: &'static str, path: impl Into<PathBuf>) -> Self {
+    pub fn new(product: Product, kind: FindingKind, path: impl Into<PathBuf>) -> Self {
         Draft {
             product,
             kind,
@@ -154,9 +154,9 @@ impl Ctx<'_> {
         }
         for m in &mounts {
             self.findings.push(Finding {
-                id: finding_id(d.product, mount_kind(d.product), m),
+                id: finding_id(d.product, FindingKind::mount_point(d.product), m),
                 product: d.product,
-                kind: mount_kind(d.product).to_string(),
+                kind: FindingKind::mount_point(d.product),
                 path: m.clone(),
                 owner: d.owner.clone(),
                 apparent_bytes: 0,
@@ -208,13 +208,6 @@ pub(crate) fn in_use_sentence(pids: &[u32]) -> String {
         ("es", "are")
     };
     format!("But process{s} {list} {is} using it right now, so it is left alone.")
-}
-
-fn mount_kind(p: Product) -> &'static str {
-    match p {
-        Product::Celesto => "celesto.mount_point",
-        Product::Smolvm => "smolvm.mount_point",
-    }
 }
 
 /// The processes of this machine, read the way this platform allows.
