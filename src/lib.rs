@@ -10,6 +10,7 @@ pub mod fsread;
 pub mod install;
 pub mod inventory;
 pub mod journal;
+pub mod kind;
 pub mod locks;
 pub mod model;
 pub mod pathser;

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::kind::{FindingKind, Removal, Risk};
+
 /// Schema name of the scan report.
 pub const SCAN_SCHEMA: &str = "smolsweep.scan/1";
 
@@ -139,7 +141,7 @@ pub struct Finding {
     pub id: String,
     pub product: Product,
     /// `<product>.<what>`, for example `celesto.orphan_disk`.
-    pub kind: String,
+    pub kind: FindingKind,
     #[serde(with = "crate::pathser::one")]
     pub path: PathBuf,
     /// The sandbox id or machine name this belongs to, when known.
@@ -178,12 +180,12 @@ pub struct Finding {
 }
 
 /// Stable finding id: 16 hex characters of SHA-256 over product, kind and path.
-pub fn finding_id(product: Product, kind: &str, path: &std::path::Path) -> String {
+pub fn finding_id(product: Product, kind: FindingKind, path: &std::path::Path) -> String {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     h.update(product.as_str().as_bytes());
     h.update([0]);
-    h.update(kind.as_bytes());
+    h.update(kind.as_str().as_bytes());
     h.update([0]);
     h.update(path.as_os_str().as_encoded_bytes());
     let d = h.finalize();
@@ -412,14 +414,26 @@ mod tests {
 
     #[test]
     fn finding_ids_are_stable_and_distinct() {
-        let a = finding_id(Product::Celesto, "celesto.orphan_disk", "/x/a".as_ref());
+        let a = finding_id(
+            Product::Celesto,
+            crate::FindingKind::CelestoOrphanDisk,
+            "/x/a".as_ref(),
+        );
         assert_eq!(
             a,
-            finding_id(Product::Celesto, "celesto.orphan_disk", "/x/a".as_ref())
+            finding_id(
+                Product::Celesto,
+                crate::FindingKind::CelestoOrphanDisk,
+                "/x/a".as_ref()
+            )
         );
         assert_ne!(
             a,
-            finding_id(Product::Celesto, "celesto.orphan_log", "/x/a".as_ref())
+            finding_id(
+                Product::Celesto,
+                crate::FindingKind::CelestoOrphanLog,
+                "/x/a".as_ref()
+            )
         );
         assert_eq!(a.len(), 16);
     }

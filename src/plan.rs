@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 
+use crate::kind::{FindingKind, Removal};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -62,7 +63,7 @@ pub enum Action {
     DeletePath {
         finding_id: String,
         product: Product,
-        kind: String,
+        kind: FindingKind,
         #[serde(with = "crate::pathser::one")]
         path: PathBuf,
         #[serde(with = "crate::pathser::one")]
@@ -673,7 +674,7 @@ impl Plan {
             }
             // A dead ephemeral machine is removed the way smolvm removes it: record and
             // directory together, through `machine delete --force`.
-            if f.kind == "smolvm.dead_ephemeral_dir" || f.kind == "smolvm.helper_machine_dir" {
+            if f.kind.removal() == Removal::ProductCli {
                 if let Some(name) = &f.owner {
                     let children = report
                         .machines
@@ -779,7 +780,7 @@ impl Plan {
             deletes.push(PlannedAction::of(Action::DeletePath {
                 finding_id: f.id.clone(),
                 product: f.product,
-                kind: f.kind.clone(),
+                kind: f.kind,
                 path: f.path.clone(),
                 root,
                 identity,
@@ -918,7 +919,7 @@ mod tests {
         Finding {
             id: id.into(),
             product: Product::Smolvm,
-            kind: "smolvm.test".into(),
+            kind: crate::FindingKind::SmolvmDanglingDir,
             path: path.into(),
             owner: None,
             apparent_bytes: 10,

@@ -45,7 +45,9 @@ pub fn render(r: &ScanReport) -> String {
     }
     let mut rows: BTreeMap<(Product, String), Row> = BTreeMap::new();
     for f in &r.findings {
-        let row = rows.entry((f.product, f.kind.clone())).or_default();
+        let row = rows
+            .entry((f.product, f.kind.as_str().to_string()))
+            .or_default();
         row.count += 1;
         row.size += f.allocated_bytes;
         match f.verdict {

@@ -374,11 +374,11 @@ mod tests {
     use crate::model::{finding_id, Platform, Product, ProductReport, Totals, SCAN_SCHEMA};
 
     fn finding(path: &str, verdict: Verdict, bytes: u64, class: Option<OptInClass>) -> Finding {
-        let kind = "celesto.orphan_disk";
+        let kind = crate::FindingKind::CelestoOrphanDisk;
         Finding {
             id: finding_id(Product::Celesto, kind, path.as_ref()),
             product: Product::Celesto,
-            kind: kind.into(),
+            kind,
             path: PathBuf::from(path),
             owner: None,
             apparent_bytes: bytes,

@@ -76,9 +76,13 @@ fn finding_sized(root: &Path, path: &Path, verdict: Verdict, walk: bool) -> Find
         }
     }
     Finding {
-        id: finding_id(Product::Celesto, "celesto.test", path),
+        id: finding_id(
+            Product::Celesto,
+            smolsweep::FindingKind::CelestoOrphanDisk,
+            path,
+        ),
         product: Product::Celesto,
-        kind: "celesto.test".into(),
+        kind: smolsweep::FindingKind::CelestoOrphanDisk,
         path: path.to_path_buf(),
         owner: None,
         apparent_bytes: apparent,
@@ -650,7 +654,7 @@ fn refuses_root_home_and_root_dirs() {
             action: Action::DeletePath {
                 finding_id: "x".into(),
                 product: Product::Celesto,
-                kind: "x".into(),
+                kind: smolsweep::FindingKind::CelestoOrphanDisk,
                 identity: delete::identity_of(&path).unwrap(),
                 path,
                 root,
@@ -742,7 +746,7 @@ fn b11_duplicate_path_planned_once() {
     let a = finding(&s.root, &s.root.join("dup.log"), Verdict::Reclaimable);
     let mut b = a.clone();
     b.id = "second-disk-log".into();
-    b.kind = "celesto.orphan_log".into();
+    b.kind = smolsweep::FindingKind::CelestoOrphanLog;
     let dir = finding(&s.root, &s.root.join("vms/m"), Verdict::Reclaimable);
     let inner = finding(&s.root, &s.root.join("vms/m/a"), Verdict::Reclaimable);
     let expected = a.allocated_bytes + dir.allocated_bytes;

@@ -26,7 +26,7 @@ pub const REPORT_FILE_ENV: &str = "SMOLSWEEP_REPORT_FILE";
 pub struct PlanStep {
     pub id: String,
     pub product: Product,
-    pub kind: String,
+    pub kind: smolsweep::FindingKind,
     pub path: PathBuf,
     /// `delete file` or `delete directory`.
     pub action: String,
@@ -103,7 +103,7 @@ pub fn plan(report: &ScanReport, ids: &[String]) -> Plan {
                 // A dead ephemeral machine: record and directory go together, through its CLI.
                 if let Some(f) = report.findings.iter().find(|f| {
                     f.product == *product
-                        && f.kind == "smolvm.dead_ephemeral_dir"
+                        && f.kind.removal() == smolsweep::Removal::ProductCli
                         && f.owner.as_deref() == Some(name)
                 }) {
                     p.estimated_bytes += f.allocated_bytes;
@@ -114,7 +114,7 @@ pub fn plan(report: &ScanReport, ids: &[String]) -> Plan {
             Action::Detach { mountpoint } => p.steps.push(PlanStep {
                 id: String::new(),
                 product: Product::Smolvm,
-                kind: "smolvm.mount_point".into(),
+                kind: smolsweep::FindingKind::SmolvmMountPoint,
                 path: mountpoint.clone(),
                 action: "detach the disk image mounted here".into(),
                 allocated_bytes: 0,
@@ -148,7 +148,7 @@ fn step(f: &Finding, action: &str) -> PlanStep {
     PlanStep {
         id: f.id.clone(),
         product: f.product,
-        kind: f.kind.clone(),
+        kind: f.kind,
         path: f.path.clone(),
         action: action.into(),
         allocated_bytes: f.allocated_bytes,
@@ -814,11 +814,11 @@ mod tests {
 
     fn finding(path: &Path, root: &Path, verdict: Verdict) -> Finding {
         let md = std::fs::symlink_metadata(path).ok();
-        let kind = "celesto.orphan_disk";
+        let kind = smolsweep::FindingKind::CelestoOrphanDisk;
         Finding {
             id: finding_id(Product::Celesto, kind, path),
             product: Product::Celesto,
-            kind: kind.into(),
+            kind,
             path: path.to_path_buf(),
             owner: None,
             apparent_bytes: 4096,

@@ -75,8 +75,8 @@ pub struct OrphanWatch {
 pub const MIN_GAP_SECS: u64 = 300;
 
 /// Whether a finding counts as an orphan worth announcing.
-pub fn is_orphan_finding(kind: &str, verdict: Verdict) -> bool {
-    verdict == Verdict::Reclaimable && kind.contains("orphan")
+pub fn is_orphan_finding(kind: smolsweep::FindingKind, verdict: Verdict) -> bool {
+    verdict == Verdict::Reclaimable && kind.is_orphan()
 }
 
 impl OrphanWatch {
@@ -98,7 +98,7 @@ impl OrphanWatch {
             }
         }
         for f in &report.findings {
-            if is_orphan_finding(&f.kind, f.verdict) {
+            if is_orphan_finding(f.kind, f.verdict) {
                 current.insert(
                     format!("finding:{}", f.id),
                     (f.path.display().to_string(), f.allocated_bytes, false),
@@ -294,7 +294,7 @@ mod tests {
         r.findings.push(smolsweep::model::Finding {
             id: "f1".into(),
             product: Product::Celesto,
-            kind: "celesto.orphan_disk".into(),
+            kind: smolsweep::FindingKind::CelestoOrphanDisk,
             path: "/h/d.qcow2".into(),
             owner: None,
             apparent_bytes: 5,

@@ -111,16 +111,16 @@ fn file_finding(root: &Path, name: &str, verdict: Verdict, class: Option<OptInCl
     std::fs::write(&path, vec![7u8; 8192]).unwrap();
     let md = std::fs::symlink_metadata(&path).unwrap();
     let kind = match verdict {
-        Verdict::Reclaimable => "celesto.orphan_disk",
-        Verdict::OptIn => "smolvm.image_cache",
-        Verdict::Protected => "celesto.sandbox_disk",
-        Verdict::Unknown => "smolvm.machine_dir",
+        Verdict::Reclaimable => smolsweep::FindingKind::CelestoOrphanDisk,
+        Verdict::OptIn => smolsweep::FindingKind::SmolvmPackCache,
+        Verdict::Protected => smolsweep::FindingKind::CelestoSandboxDisk,
+        Verdict::Unknown => smolsweep::FindingKind::SmolvmMachineDir,
     };
     let identity = smolsweep::exec::delete::identity_of(&path).unwrap();
     Finding {
         id: finding_id(Product::Celesto, kind, &path),
         product: Product::Celesto,
-        kind: kind.into(),
+        kind,
         path,
         owner: None,
         apparent_bytes: md.size(),

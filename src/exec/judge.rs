@@ -277,7 +277,7 @@ fn judge_path(
     home: &Path,
     path: &Path,
     root: &Path,
-    kind: &str,
+    kind: &crate::kind::FindingKind,
 ) -> Result<(), String> {
     if path == home || home.starts_with(path) || root == Path::new("/") {
         return Err("HOME, a directory holding it, or / is never deleted".into());
@@ -306,8 +306,9 @@ fn judge_path(
     match f.verdict {
         Verdict::Protected => Err(format!("protected now: {}", f.reason)),
         Verdict::Unknown => Err(format!("cannot be verified now: {}", f.reason)),
-        Verdict::Reclaimable | Verdict::OptIn if f.kind != kind => Err(format!(
-            "it is no longer what was confirmed ({kind}); a scan made now finds: {}",
+        Verdict::Reclaimable | Verdict::OptIn if f.kind != *kind => Err(format!(
+            "it is no longer what was confirmed ({}); a scan made now finds: {}",
+            kind.label(),
             f.reason
         )),
         Verdict::Reclaimable | Verdict::OptIn => Ok(()),

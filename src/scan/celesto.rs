@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 
 use crate::fsread::{self, Entry};
 use crate::inventory::celesto::{read_celesto_db, valid_sandbox_id, CelestoInventory};
-use crate::model::{Machine, OptInClass, OwnerRecord, Product, ProductReport, Verdict};
+use crate::model::{
+    FindingKind, Machine, OptInClass, OwnerRecord, Product, ProductReport, Verdict,
+};
 use crate::roots::celesto_roots;
 
 use super::version::{cache_version, Version};
@@ -206,7 +208,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
             let id = name
                 .strip_suffix(".operation.lock")
                 .or_else(|| name.strip_suffix(".json"));
-            let d = Draft::new(P, "celesto.forward_residue", &e.path).root(&fwd);
+            let d = Draft::new(P, FindingKind::CelestoForwardResidue, &e.path).root(&fwd);
             let d = match id {
                 Some(id) if valid_sandbox_id(id) && e.is_file() => sandbox_residue(
                     d,
@@ -482,40 +484,40 @@ fn scan_data_dir(
         let symlink = g.disk.is_symlink();
         let (kind, comp_kind, verdict, reason, comp_reason, class) = match &g.hold {
             Hold::Live(db) => (
-                "celesto.sandbox_disk",
-                "celesto.sandbox_disk_companion",
+                FindingKind::CelestoSandboxDisk,
+                FindingKind::CelestoSandboxDiskCompanion,
                 Verdict::Protected,
                 format!("Disk of sandbox '{id}', which exists in {db}."),
                 format!("Companion of the disk of sandbox '{id}', which exists in {db}."),
                 None,
             ),
             Hold::Creating(why) => (
-                "celesto.young_disk",
-                "celesto.young_companion",
+                FindingKind::CelestoYoungDisk,
+                FindingKind::CelestoYoungCompanion,
                 Verdict::Protected,
                 format!("Disk of '{id}' with no inventory row yet, but a sandbox may be being created: {why}."),
                 format!("Companion of disk '{disk_name}', which may be being created: {why}."),
                 None,
             ),
             Hold::InUse(pids) => (
-                "celesto.in_use_disk",
-                "celesto.in_use_companion",
+                FindingKind::CelestoInUseDisk,
+                FindingKind::CelestoInUseCompanion,
                 Verdict::Protected,
                 format!("No inventory row, but process {} is using this disk (a running SDK sandbox or a survivor).", pid_list(pids)),
                 format!("Companion of disk '{disk_name}', which process {} is using.", pid_list(pids)),
                 None,
             ),
             Hold::Saved => (
-                "celesto.saved_disk",
-                "celesto.saved_companion",
+                FindingKind::CelestoSavedDisk,
+                FindingKind::CelestoSavedCompanion,
                 Verdict::OptIn,
                 format!("Saved disk of deleted sandbox '{id}' (it has a .retained marker); kept unless you include saved disks."),
                 format!("Companion of the saved disk '{disk_name}'; kept with it unless you include saved disks."),
                 Some(OptInClass::SavedDisks),
             ),
             Hold::Orphan => (
-                if symlink { "celesto.disk_symlink" } else { "celesto.orphan_disk" },
-                "celesto.disk_companion",
+                if symlink { FindingKind::CelestoDiskSymlink } else { FindingKind::CelestoOrphanDisk },
+                FindingKind::CelestoDiskCompanion,
                 Verdict::Reclaimable,
                 if symlink {
                     format!("Symbolic link named like the disk of sandbox '{id}', which no longer exists; removing the link frees no space and never touches its target.")
@@ -526,7 +528,7 @@ fn scan_data_dir(
                 None,
             ),
         };
-        let mk = |k: &'static str, p: &Path, r: String| {
+        let mk = |k: FindingKind, p: &Path, r: String| {
             let d = Draft::new(P, k, p).owner(id.as_str()).root(&disks_dir);
             let d = match class {
                 Some(c) => d.opt_in(c, r),
@@ -544,21 +546,21 @@ fn scan_data_dir(
         if !fsread::lstat(&lp).is_some_and(|m| m.is_file()) {
             continue;
         }
-        let d = Draft::new(P, "celesto.orphan_log", &lp)
+        let d = Draft::new(P, FindingKind::CelestoOrphanLog, &lp)
             .owner(id.as_str())
             .root(dir);
         let d = match hold {
-            Hold::Live(db) => Draft { kind: "celesto.sandbox_log", ..d }
+            Hold::Live(db) => Draft { kind: FindingKind::CelestoSandboxLog, ..d }
                 .verdict(Verdict::Protected, format!("Console log of sandbox '{id}', which exists in {db}.")),
-            Hold::Creating(why) => Draft { kind: "celesto.young_log", ..d }.verdict(
+            Hold::Creating(why) => Draft { kind: FindingKind::CelestoYoungLog, ..d }.verdict(
                 Verdict::Protected,
                 format!("Console log of '{id}', which may be being created: {why}."),
             ),
-            Hold::InUse(pids) => Draft { kind: "celesto.in_use_log", ..d }.verdict(
+            Hold::InUse(pids) => Draft { kind: FindingKind::CelestoInUseLog, ..d }.verdict(
                 Verdict::Protected,
                 format!("Console log of sandbox '{id}', whose disk process {} is using (upstream would delete it: B3).", pid_list(pids)),
             ),
-            Hold::Saved => Draft { kind: "celesto.saved_log", ..d }.opt_in(
+            Hold::Saved => Draft { kind: FindingKind::CelestoSavedLog, ..d }.opt_in(
                 OptInClass::SavedDisks,
                 format!("Console log of deleted sandbox '{id}', whose disk is saved; kept with it unless you include saved disks."),
             ),
@@ -573,10 +575,12 @@ fn scan_data_dir(
     // Companions whose disk is gone (upstream never finds these: B10), and anything else.
     for e in &entries {
         let Some(name) = e.name_str() else {
-            ctx.add(Draft::new(P, "celesto.unrecognised", &e.path).verdict(
-                Verdict::Unknown,
-                "A file name that is not valid text; left alone.",
-            ));
+            ctx.add(
+                Draft::new(P, FindingKind::CelestoUnrecognised, &e.path).verdict(
+                    Verdict::Unknown,
+                    "A file name that is not valid text; left alone.",
+                ),
+            );
             continue;
         };
         if consumed.contains(name) {
@@ -593,7 +597,7 @@ fn scan_data_dir(
         let d = match orphan_comp {
             Some((id, disk, tail)) if !e.is_dir() => {
                 let pids = ctx.procs.users_of(&e.path, Some(&e.meta));
-                let d = Draft::new(P, "celesto.orphan_companion", &e.path).owner(id.as_str()).root(&disks_dir);
+                let d = Draft::new(P, FindingKind::CelestoOrphanCompanion, &e.path).owner(id.as_str()).root(&disks_dir);
                 // The same guards as a disk's: a create in progress writes files before its row.
                 let create_lock = dir.join("locks").join(format!("{id}.create.lock"));
                 let creating = fsread::lstat(&create_lock).is_some_and(|m| {
@@ -611,16 +615,16 @@ fn scan_data_dir(
                 } else if !pids.is_empty() || vmm_ids.contains_key(&id) {
                     d.verdict(Verdict::Protected, format!("Companion file of '{disk}' held by a running process."))
                 } else if creating {
-                    Draft { kind: "celesto.young_companion", ..d }.verdict(Verdict::Protected, format!("Companion file of '{disk}'; its create lock {} is held right now.", create_lock.display()))
+                    Draft { kind: FindingKind::CelestoYoungCompanion, ..d }.verdict(Verdict::Protected, format!("Companion file of '{disk}'; its create lock {} is held right now.", create_lock.display()))
                 } else if age_ns < ctx.opts.age_guard.as_nanos() as i128 {
-                    Draft { kind: "celesto.young_companion", ..d }.verdict(Verdict::Protected, format!("Companion file of '{disk}', changed {} s ago; a sandbox may be being created.", age_ns.max(0) / 1_000_000_000))
+                    Draft { kind: FindingKind::CelestoYoungCompanion, ..d }.verdict(Verdict::Protected, format!("Companion file of '{disk}', changed {} s ago; a sandbox may be being created.", age_ns.max(0) / 1_000_000_000))
                 } else if tail == "retained" {
                     d.verdict(Verdict::Reclaimable, format!("A .retained marker whose disk '{disk}' is gone; upstream never finds it (B10)."))
                 } else {
                     d.verdict(Verdict::Reclaimable, format!("Companion file of disk '{disk}', which is gone; upstream never finds these (B10)."))
                 }
             }
-            _ => Draft::new(P, "celesto.unrecognised", &e.path).verdict(
+            _ => Draft::new(P, FindingKind::CelestoUnrecognised, &e.path).verdict(
                 Verdict::Unknown,
                 "Not a disk or companion name Celesto uses; Smolsweep leaves unrecognised files alone.",
             ),
@@ -638,12 +642,12 @@ fn scan_data_dir(
             continue; // handled with its disk
         }
         let d = if !e.is_file() || !valid_sandbox_id(stem) {
-            Draft::new(P, "celesto.unrecognised_log", &e.path).verdict(
+            Draft::new(P, FindingKind::CelestoUnrecognisedLog, &e.path).verdict(
                 Verdict::Unknown,
                 "Named like a log, but not a sandbox id Celesto would use (upstream deletes these: B18); left alone.",
             )
         } else if let Some(db) = db_of(stem) {
-            Draft::new(P, "celesto.sandbox_log", &e.path)
+            Draft::new(P, FindingKind::CelestoSandboxLog, &e.path)
                 .owner(stem)
                 .verdict(
                     Verdict::Protected,
@@ -653,12 +657,12 @@ fn scan_data_dir(
             let mut pids = ctx.procs.users_of(&e.path, Some(&e.meta));
             pids.extend(vmm_ids.get(stem).cloned().unwrap_or_default());
             if pids.is_empty() {
-                Draft::new(P, "celesto.orphan_log", &e.path).owner(stem).verdict(
+                Draft::new(P, FindingKind::CelestoOrphanLog, &e.path).owner(stem).verdict(
                     Verdict::Reclaimable,
                     format!("Console log of sandbox '{stem}', which no longer exists (its disk is gone too)."),
                 )
             } else {
-                Draft::new(P, "celesto.in_use_log", &e.path)
+                Draft::new(P, FindingKind::CelestoInUseLog, &e.path)
                     .owner(stem)
                     .verdict(
                         Verdict::Protected,
@@ -693,7 +697,7 @@ fn scan_residue(
     let fw = dir.join("firmware");
     for e in fsread::read_dir_or_empty(&fw) {
         let id = e.name_str().unwrap_or_default().to_string();
-        let d = Draft::new(P, "celesto.firmware_residue", &e.path)
+        let d = Draft::new(P, FindingKind::CelestoFirmwareResidue, &e.path)
             .owner(id.as_str())
             .root(&fw);
         let d = if !valid_sandbox_id(&id) || !e.is_dir() {
@@ -735,7 +739,7 @@ fn scan_residue(
             continue;
         }
         let name = e.name_str().unwrap_or_default().to_string();
-        let d = Draft::new(P, "celesto.lock_residue", &e.path).root(&locks_dir);
+        let d = Draft::new(P, FindingKind::CelestoLockResidue, &e.path).root(&locks_dir);
         use std::os::unix::fs::MetadataExt;
         let held = ctx.locks.is_held(e.meta.dev(), e.meta.ino());
         let in_resources = e.path.parent().is_some_and(|p| p.ends_with("resources"));
@@ -789,7 +793,7 @@ fn scan_residue(
     let kh = dir.join("ssh-known-hosts");
     for e in fsread::read_dir_or_empty(&kh) {
         let name = e.name_str().unwrap_or_default().to_string();
-        let d = Draft::new(P, "celesto.known_hosts_residue", &e.path).root(&kh);
+        let d = Draft::new(P, FindingKind::CelestoKnownHostsResidue, &e.path).root(&kh);
         let d = match name.strip_suffix(".known_hosts").filter(|i| valid_sandbox_id(i) && e.is_file()) {
             Some(id) if live.contains(id) || running(id) => d.owner(id).verdict(Verdict::Protected, format!("Pinned SSH host key of sandbox '{id}', which exists.")),
             Some(id) if saved(id) => d.owner(id).verdict(Verdict::Protected, format!("Pinned SSH host key kept with the saved disk of '{id}'.")),
@@ -808,7 +812,7 @@ fn scan_residue(
     for e in fsread::read_dir_or_empty(&sd) {
         let sid = e.name_str().unwrap_or_default().to_string();
         let vm = snap_vm.get(&sid).cloned();
-        let d = Draft::new(P, "celesto.snapshot", &e.path)
+        let d = Draft::new(P, FindingKind::CelestoSnapshot, &e.path)
             .owner_opt(vm.clone())
             .root(&sd);
         let d = match vm {
@@ -821,10 +825,14 @@ fn scan_residue(
     for (sub, kind, what) in [
         (
             "browser-sessions",
-            "celesto.browser_session_residue",
+            FindingKind::CelestoBrowserSessionResidue,
             "Browser-session artifacts",
         ),
-        ("macos-vms", "celesto.macos_vm_residue", "macOS VM bundle"),
+        (
+            "macos-vms",
+            FindingKind::CelestoMacosVmResidue,
+            "macOS VM bundle",
+        ),
     ] {
         let base = dir.join(sub);
         for e in fsread::read_dir_or_empty(&base) {
@@ -906,7 +914,7 @@ fn scan_socket_dir(
                 .map(|(id, _)| {
                     (
                         id.to_string(),
-                        "celesto.libkrun_config",
+                        FindingKind::CelestoLibkrunConfig,
                         "libkrun launcher config",
                     )
                 })
@@ -914,7 +922,7 @@ fn scan_socket_dir(
             ["fc-", "qmp-", "vsock-"].iter().find_map(|pre| {
                 name.strip_prefix(pre)
                     .and_then(|r| r.strip_suffix(".sock"))
-                    .map(|id| (id.to_string(), "celesto.socket_residue", "socket"))
+                    .map(|id| (id.to_string(), FindingKind::CelestoSocketResidue, "socket"))
             })
         };
         let Some((id, kind, what)) = parsed else {
@@ -947,13 +955,17 @@ fn odd_inventory_files(ctx: &mut Ctx<'_>, dir: &Path, dbs: &[PathBuf]) {
             if ft.is_file() || ft.is_symlink() {
                 continue;
             }
-            ctx.add(Draft::new(P, "celesto.odd_file", &p).root(dir).verdict(
-                Verdict::Unknown,
-                format!(
-                    "{} where Celesto keeps its inventory; never read and never deleted.",
-                    capitalized(fsread::type_name(ft))
-                ),
-            ));
+            ctx.add(
+                Draft::new(P, FindingKind::CelestoOddFile, &p)
+                    .root(dir)
+                    .verdict(
+                        Verdict::Unknown,
+                        format!(
+                            "{} where Celesto keeps its inventory; never read and never deleted.",
+                            capitalized(fsread::type_name(ft))
+                        ),
+                    ),
+            );
         }
     }
 }
@@ -982,7 +994,7 @@ pub(crate) fn scan_tmp_restore_image(ctx: &mut Ctx<'_>) {
     let p = tmp.join("latest.ipsw");
     if fsread::lstat(&p).is_some_and(|m| m.is_file() && m.uid() == ctx.opts.env.euid) {
         ctx.add(
-            Draft::new(P, "celesto.restore_image", &p)
+            Draft::new(P, FindingKind::CelestoRestoreImage, &p)
                 .root(&tmp)
                 .opt_in(OptInClass::Caches, "macOS restore image (IPSW) Celesto downloaded to the temporary directory; several GB, downloaded again when needed."),
         );
@@ -1008,7 +1020,7 @@ fn build_staging_and_restore_images(ctx: &mut Ctx<'_>, dir: &Path) {
                 .map(|d| d.as_nanos() as i128)
                 .unwrap_or(0)
                 - newest;
-            let d = Draft::new(P, "celesto.build_staging", &e.path).root(&image.path);
+            let d = Draft::new(P, FindingKind::CelestoBuildStaging, &e.path).root(&image.path);
             let d = if age < ctx.opts.age_guard.as_nanos() as i128 {
                 d.verdict(Verdict::Protected, "Staging folder of an image build that changed moments ago: the build may be running.")
             } else {
@@ -1024,7 +1036,7 @@ fn build_staging_and_restore_images(ctx: &mut Ctx<'_>, dir: &Path) {
     for e in fsread::read_dir_or_empty(&downloads) {
         if e.is_file() && e.name_str().is_some_and(|n| n.ends_with(".ipsw")) {
             ctx.add(
-                Draft::new(P, "celesto.restore_image", &e.path)
+                Draft::new(P, FindingKind::CelestoRestoreImage, &e.path)
                     .root(&downloads)
                     .opt_in(OptInClass::Caches, "macOS restore image (IPSW) Celesto downloaded; several GB, downloaded again when a macOS sandbox is made."),
             );
@@ -1054,7 +1066,7 @@ fn scan_image_dir(
         };
         let link = e.is_symlink();
         if !(e.is_dir() || link) {
-            ctx.add(Draft::new(P, "celesto.unrecognised", &e.path).root(dir).verdict(
+            ctx.add(Draft::new(P, FindingKind::CelestoUnrecognised, &e.path).root(dir).verdict(
                 Verdict::Unknown,
                 "A plain file named like an image cache; not something Celesto creates, left alone.",
             ));
@@ -1071,14 +1083,14 @@ fn scan_image_dir(
             .into_iter()
             .collect();
         let kind = if link {
-            "celesto.image_cache_link"
+            FindingKind::CelestoImageCacheLink
         } else {
-            "celesto.image_cache"
+            FindingKind::CelestoImageCache
         };
         let d = Draft::new(P, kind, &e.path).root(dir);
         let parsed = Version::parse(ver);
         let d = if !users.is_empty() {
-            Draft { kind: "celesto.image_cache_in_use", ..d }.verdict(
+            Draft { kind: FindingKind::CelestoImageCacheInUse, ..d }.verdict(
                 Verdict::Protected,
                 format!("Image cache v{ver} that sandbox {} backs onto or boots from; deleting it would break them (upstream B1).", users.iter().map(|u| format!("'{u}'")).collect::<Vec<_>>().join(", ")),
             )
@@ -1087,7 +1099,7 @@ fn scan_image_dir(
             .any(|(s, v)| s == ver || Some(v) == parsed.as_ref())
         {
             Draft {
-                kind: "celesto.image_cache_current",
+                kind: FindingKind::CelestoImageCacheCurrent,
                 ..d
             }
             .verdict(
@@ -1096,7 +1108,7 @@ fn scan_image_dir(
             )
         } else if let (Some(newest), Some(v)) = (newest, parsed.as_ref()) {
             if v > newest {
-                Draft { kind: "celesto.image_cache_newer", ..d }.verdict(
+                Draft { kind: FindingKind::CelestoImageCacheNewer, ..d }.verdict(
                     Verdict::Protected,
                     format!("Image cache of v{ver}, newer than the installed version; upstream would delete it, Smolsweep keeps it."),
                 )
@@ -1104,7 +1116,7 @@ fn scan_image_dir(
                 d.verdict(Verdict::Reclaimable, format!("Link to an image cache of old version {ver}; only the link is removed, its target stays (upstream counts the target's bytes: B12)."))
             } else {
                 Draft {
-                    kind: "celesto.image_cache_stale",
+                    kind: FindingKind::CelestoImageCacheStale,
                     ..d
                 }
                 .verdict(
@@ -1120,7 +1132,7 @@ fn scan_image_dir(
                 format!("Image cache with a version '{ver}' Smolsweep cannot order; left alone."),
             )
         } else {
-            Draft { kind: "celesto.image_cache_stale", ..d }.opt_in(
+            Draft { kind: FindingKind::CelestoImageCacheStale, ..d }.opt_in(
                 OptInClass::Caches,
                 format!("Image cache of v{ver}; {who} is not installed here, so no version is current, and no sandbox uses it."),
             )

@@ -9,7 +9,9 @@ use crate::fsread;
 use crate::inventory::smolvm::{
     read_smolvm_inventory, vm_dir_hash, SmolvmRecord, SmolvmReservation,
 };
-use crate::model::{Machine, OptInClass, OwnerRecord, Product, ProductReport, Verdict};
+use crate::model::{
+    FindingKind, Machine, OptInClass, OwnerRecord, Product, ProductReport, Verdict,
+};
 use crate::roots::{smolvm_roots, SmolvmRootSet};
 
 use super::celesto::pid_list;
@@ -199,13 +201,17 @@ fn scan_set(
             continue;
         }
         if let Some(dir) = p.parent() {
-            ctx.add(Draft::new(P, "smolvm.odd_file", &p).root(dir).verdict(
-                Verdict::Unknown,
-                format!(
+            ctx.add(
+                Draft::new(P, FindingKind::SmolvmOddFile, &p)
+                    .root(dir)
+                    .verdict(
+                        Verdict::Unknown,
+                        format!(
                     "{} where smolvm keeps its machine database; never read and never deleted.",
                     super::celesto::capitalized(fsread::type_name(m.file_type()))
                 ),
-            ));
+                    ),
+            );
         }
     }
     let records: Vec<SmolvmRecord> = if fsread::lstat(&set.db_path).is_some() {
@@ -341,7 +347,7 @@ fn scan_set(
             let Some(name) = e.name_str().map(str::to_string) else {
                 continue;
             };
-            let d = Draft::new(P, "smolvm.unrecognised", &e.path).root(vms);
+            let d = Draft::new(P, FindingKind::SmolvmUnrecognised, &e.path).root(vms);
             if let Some(rest) = name.strip_prefix('.') {
                 // `.<name>.fork-operation.lock`, `.<name>.fork-operation.pause-operation.lock`
                 let m = rest
@@ -349,7 +355,7 @@ fn scan_set(
                     .or_else(|| rest.strip_suffix(".fork-operation.lock"));
                 let Some(mname) = m else { continue }; // other bookkeeping files
                 let d = Draft {
-                    kind: "smolvm.fork_lock",
+                    kind: FindingKind::SmolvmForkLock,
                     ..d
                 }
                 .owner(mname)
@@ -385,7 +391,7 @@ fn scan_set(
                     let refs = pack_shared_refs(set);
                     for c in fsread::read_dir_or_empty(&e.path) {
                         let cname = c.name_str().unwrap_or_default().to_string();
-                        let d = Draft::new(P, "smolvm.shared_pack", &c.path).root(&e.path);
+                        let d = Draft::new(P, FindingKind::SmolvmSharedPack, &c.path).root(&e.path);
                         let d = if refs.iter().any(|r| r.contains(&cname)) {
                             d.verdict(
                                 Verdict::Protected,
@@ -403,7 +409,7 @@ fn scan_set(
                     }
                 }
                 "_cow-bases" => {
-                    let d = Draft::new(P, "smolvm.cow_bases", &e.path).root(vms);
+                    let d = Draft::new(P, FindingKind::SmolvmCowBases, &e.path).root(vms);
                     let d = if busy.is_empty() {
                         d.opt_in(OptInClass::Caches, "Immutable copy-on-write disk bases; rebuilt when a machine needs them.")
                     } else {
@@ -412,7 +418,7 @@ fn scan_set(
                     ctx.add(gate(d));
                 }
                 "_restore-base" | "_restore-checkpoints" => {
-                    let d = Draft::new(P, "smolvm.restore_cache", &e.path).root(vms);
+                    let d = Draft::new(P, FindingKind::SmolvmRestoreCache, &e.path).root(vms);
                     let d = if busy.is_empty() {
                         d.opt_in(OptInClass::Caches, "Clones of recently restored checkpoints, guest memory included; survives every smolvm command and is only a speed-up.")
                     } else {
@@ -427,7 +433,7 @@ fn scan_set(
                     if fsread::read_dir_or_empty(&e.path).is_empty() {
                         continue;
                     }
-                    let d = Draft::new(P, "smolvm.checkpoint_unpack", &e.path).root(vms);
+                    let d = Draft::new(P, FindingKind::SmolvmCheckpointUnpack, &e.path).root(vms);
                     let d = if busy.is_empty() {
                         d.opt_in(
                             OptInClass::Caches,
@@ -457,19 +463,19 @@ fn scan_set(
                             && ctx.procs.users_below(&e.path).is_empty();
                         let d = if helper_gone {
                             // Deleted through `machine delete --force`, like a dead ephemeral one.
-                            Draft { kind: "smolvm.helper_machine_dir", ..d }.owner(mname.as_str()).verdict(
+                            Draft { kind: FindingKind::SmolvmHelperMachineDir, ..d }.owner(mname.as_str()).verdict(
                                 Verdict::Reclaimable,
                                 format!("Helper machine '{mname}' ({state}) left by an interrupted image build or init bake; the process that made it is gone."),
                             )
                         } else if dead_ephemeral {
                             // Reclaimed through `machine delete --force`, which removes the
                             // record with the directory.
-                            Draft { kind: "smolvm.dead_ephemeral_dir", ..d }.owner(mname.as_str()).verdict(
+                            Draft { kind: FindingKind::SmolvmDeadEphemeralDir, ..d }.owner(mname.as_str()).verdict(
                                 Verdict::Reclaimable,
                                 format!("Ephemeral machine '{mname}' whose VM process is gone; smolvm's own next command would delete it, Smolsweep does it through `machine delete`."),
                             )
                         } else {
-                            Draft { kind: "smolvm.machine_dir", ..d }.owner(mname.as_str()).verdict(
+                            Draft { kind: FindingKind::SmolvmMachineDir, ..d }.owner(mname.as_str()).verdict(
                                 Verdict::Protected,
                                 format!("Directory of machine '{mname}' ({state}); delete the machine to reclaim it."),
                             )
@@ -491,7 +497,7 @@ fn scan_set(
                             .unwrap_or_default();
                         ctx.add(gate(
                             Draft {
-                                kind: "smolvm.reserved_dir",
+                                kind: FindingKind::SmolvmReservedDir,
                                 ..d
                             }
                             .owner(rname.as_str())
@@ -517,34 +523,34 @@ fn scan_set(
                         OwnerRecord::MachineDirHash(n.to_string()),
                     );
                     let d = if !users.is_empty() {
-                        Draft { kind: "smolvm.referenced_dir", ..d }.verdict(
+                        Draft { kind: FindingKind::SmolvmReferencedDir, ..d }.verdict(
                             Verdict::Protected,
                             format!("Machine directory of {label} with no record, but process {} still uses it; reap that VM first.", pid_list(&users)),
                         )
                     } else if vm_lock_held(ctx, &e.path) {
                         // Whoever holds it (a CLI, serve) may be another user's process, whose
                         // open files this scan cannot see.
-                        Draft { kind: "smolvm.referenced_dir", ..d }.verdict(
+                        Draft { kind: FindingKind::SmolvmReferencedDir, ..d }.verdict(
                             Verdict::Protected,
                             format!("Machine directory of {label} with no record, but its vm.lock is held right now (a smolvm command or serve is working on it)."),
                         )
                     } else if age < age_guard {
-                        Draft { kind: "smolvm.young_dir", ..d }.verdict(
+                        Draft { kind: FindingKind::SmolvmYoungDir, ..d }.verdict(
                             Verdict::Protected,
                             format!("Machine directory of {label} with no record, changed {} s ago; a machine may be being created right now.", age.as_secs()),
                         )
                     } else if entries.is_empty() {
-                        Draft { kind: "smolvm.empty_dir", ..d }.verdict(
+                        Draft { kind: FindingKind::SmolvmEmptyDir, ..d }.verdict(
                             Verdict::Reclaimable,
                             "Empty machine directory with no record (left by stop or status on a name that does not exist).",
                         )
                     } else if only_name {
-                        Draft { kind: "smolvm.name_only_dir", ..d }.verdict(
+                        Draft { kind: FindingKind::SmolvmNameOnlyDir, ..d }.verdict(
                             Verdict::Reclaimable,
                             format!("Machine directory of {label} holding only its name file, with no record."),
                         )
                     } else {
-                        Draft { kind: "smolvm.dangling_dir", ..d }.verdict(
+                        Draft { kind: FindingKind::SmolvmDanglingDir, ..d }.verdict(
                             Verdict::Reclaimable,
                             format!("Machine directory of {label} with no record and no process using it (a failed or interrupted `machine run` leaves these)."),
                         )
@@ -565,22 +571,22 @@ fn scan_set(
     for (sub, kind, what) in [
         (
             "init-layers",
-            "smolvm.init_layers",
+            FindingKind::SmolvmInitLayers,
             "Image layers baked for --oci-cache runs; rebuilt when needed.",
         ),
         (
             "image-seeds",
-            "smolvm.image_seeds",
+            FindingKind::SmolvmImageSeeds,
             "Seed images for fast machine creation; rebuilt when needed. smolvm trims it itself above SMOLVM_IMAGE_SEED_MAX_BYTES.",
         ),
         (
             "agent-rootfs-tars",
-            "smolvm.agent_rootfs_tars",
+            FindingKind::SmolvmAgentRootfsTars,
             "Unpacked agent root file system archives; rebuilt when needed.",
         ),
         (
             "rootfs",
-            "smolvm.rootfs_cache",
+            FindingKind::SmolvmRootfsCache,
             "Root file systems extracted for SDK runs; rebuilt when needed.",
         ),
     ] {
@@ -600,7 +606,7 @@ fn scan_set(
     let tokens = set.cache_root.join("registry-tokens");
     if fsread::lstat(&tokens).is_some() {
         ctx.add(
-            Draft::new(P, "smolvm.registry_tokens", &tokens)
+            Draft::new(P, FindingKind::SmolvmRegistryTokens, &tokens)
                 .root(&set.cache_root)
                 .verdict(
                     Verdict::Protected,
@@ -618,7 +624,7 @@ fn scan_set(
             .filter(|pid| ctx.procs.by_pid(*pid).is_some())
             .collect();
         let users = ctx.procs.users_below(&e.path);
-        let d = Draft::new(P, "smolvm.pack_cache", &e.path).root(&set.pack_cache);
+        let d = Draft::new(P, FindingKind::SmolvmPackCache, &e.path).root(&set.pack_cache);
         let d = if !leases.is_empty() || !users.is_empty() {
             let mut all = leases.clone();
             all.extend(users);
@@ -635,7 +641,7 @@ fn scan_set(
         ctx.add(gate(d));
     }
     for e in fsread::read_dir_or_empty(&set.libs_cache) {
-        let d = Draft::new(P, "smolvm.libs_cache", &e.path).root(&set.libs_cache);
+        let d = Draft::new(P, FindingKind::SmolvmLibsCache, &e.path).root(&set.libs_cache);
         let held = e.is_file() && ctx.locks.is_held(e.meta.dev(), e.meta.ino());
         let users = ctx.procs.users_below(&e.path);
         let d = if held || !users.is_empty() {
@@ -652,8 +658,8 @@ fn scan_set(
         ctx.add(gate(d));
     }
     for (p, kind, what) in [
-        (&set.registry_cache, "smolvm.registry_cache", "Registry blob cache; downloaded again when needed. smolvm trims it itself above SMOLVM_BLOB_CACHE_MAX_BYTES."),
-        (&set.image_archives, "smolvm.image_archives", "Local image archives (from v1.23 also images fetched for machines without network); fetched again when needed."),
+        (&set.registry_cache, FindingKind::SmolvmRegistryCache, "Registry blob cache; downloaded again when needed. smolvm trims it itself above SMOLVM_BLOB_CACHE_MAX_BYTES."),
+        (&set.image_archives, FindingKind::SmolvmImageArchives, "Local image archives (from v1.23 also images fetched for machines without network); fetched again when needed."),
     ] {
         if fsread::lstat(p).is_some_and(|m| m.is_dir()) {
             let d = Draft::new(P, kind, p.as_path());
@@ -699,7 +705,7 @@ pub(crate) fn scan_tmp_trees(ctx: &mut Ctx<'_>) {
     for name in ["smolvm-image-seeds", "smolvm-init-layers"] {
         let p = tmp.join(name);
         let Some(m) = fsread::lstat(&p) else { continue };
-        let d = Draft::new(P, "smolvm.tmp_build_tree", &p).root(&tmp);
+        let d = Draft::new(P, FindingKind::SmolvmTmpBuildTree, &p).root(&tmp);
         let newest = fsread::newest_mtime(&p).unwrap_or(i128::MAX);
         let d = if !m.is_dir() {
             d.verdict(

@@ -111,7 +111,7 @@ impl Scratch {
             ".celesto/images/ubuntu-v0.1.8-amd64-qemu/",
             4_000_000,
             Verdict::OptIn,
-            "celesto.image_cache_stale",
+            smolsweep::FindingKind::CelestoImageCacheStale,
             Some(OptInClass::Caches),
             "Image cache of v0.1.8; celesto is not installed here, so no version is current, and no sandbox uses it.",
         );
@@ -119,7 +119,7 @@ impl Scratch {
             ".local/state/celesto/disks/sb-live.qcow2",
             1_000_000,
             Verdict::Protected,
-            "celesto.sandbox_disk",
+            smolsweep::FindingKind::CelestoSandboxDisk,
             None,
             "Disk of sandbox 'sb-live', which exists in celesto.db.",
         );
@@ -133,7 +133,7 @@ impl Scratch {
             &format!(".local/state/celesto/disks/{id}.qcow2"),
             size,
             Verdict::Reclaimable,
-            "celesto.orphan_disk",
+            smolsweep::FindingKind::CelestoOrphanDisk,
             None,
             &format!("Disk of sandbox '{id}', which no longer exists in any inventory, and no process is using it."),
         )
@@ -146,7 +146,7 @@ impl Scratch {
         rel: &str,
         size: usize,
         verdict: Verdict,
-        kind: &str,
+        kind: smolsweep::FindingKind,
         class: Option<OptInClass>,
         reason: &str,
     ) -> Finding {
@@ -175,7 +175,7 @@ impl Scratch {
         let f = Finding {
             id: finding_id(Product::Celesto, kind, &path),
             product: Product::Celesto,
-            kind: kind.into(),
+            kind,
             path: path.clone(),
             owner: (!is_dir)
                 .then(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))

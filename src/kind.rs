@@ -1,0 +1,268 @@
+//! The closed vocabulary of what a finding is: one [`FindingKind`] per class of path either
+//! product leaves, each with its `smolsweep.scan/1` string, the label and one-line meaning every
+//! surface shows, its risk class and how it is removed. A new kind is one line of the table.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::model::Product;
+
+/// What removing a finding of a kind costs its owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Risk {
+    /// It belongs to nothing that exists: nothing is lost.
+    Leftover,
+    /// Rebuilt or downloaded again when it is needed.
+    Rebuild,
+    /// May hold data someone wants back (saved disks, snapshots, firmware variables).
+    UserData,
+    /// Credentials: never part of a reclaim.
+    Credential,
+    /// Belongs to something that exists or is in use: never removed.
+    Live,
+    /// Could not be verified: never removed.
+    Unverified,
+}
+
+impl Risk {
+    /// One phrase for every surface.
+    pub fn label(self) -> &'static str {
+        match self {
+            Risk::Leftover => "nothing is lost",
+            Risk::Rebuild => "rebuilt when needed",
+            Risk::UserData => "may hold data you want",
+            Risk::Credential => "credentials",
+            Risk::Live => "in use",
+            Risk::Unverified => "could not be verified",
+        }
+    }
+}
+
+/// How a finding of a kind is removed when a plan includes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Removal {
+    /// Deleted (by descriptor; a directory with everything in it).
+    Delete,
+    /// Only the link is removed; its target is never touched.
+    Unlink,
+    /// Deleted through the product's own CLI (`smolvm machine delete`), which owns its record.
+    ProductCli,
+    /// Never removed by Smolsweep.
+    Never,
+}
+
+macro_rules! kinds {
+    ($($v:ident => $s:literal, $p:ident, $label:literal, $meaning:literal, $risk:ident, $rm:ident;)*) => {
+        /// What a finding is. Serialised as its `smolsweep.scan/1` string (`celesto.orphan_disk`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum FindingKind { $($v,)* }
+
+        impl FindingKind {
+            /// Every kind, in table order.
+            pub const ALL: &'static [FindingKind] = &[$(FindingKind::$v,)*];
+
+            const fn info(self) -> (&'static str, Product, &'static str, &'static str, Risk, Removal) {
+                match self {
+                    $(FindingKind::$v => ($s, Product::$p, $label, $meaning, Risk::$risk, Removal::$rm),)*
+                }
+            }
+        }
+    };
+}
+
+kinds! {
+    CelestoOrphanDisk => "celesto.orphan_disk", Celesto, "Orphaned disks", "Disks of sandboxes that no longer exist, used by no process.", Leftover, Delete;
+    CelestoDiskCompanion => "celesto.disk_companion", Celesto, "Files kept with orphaned disks", "Snapshot, backup and resize files of orphaned disks; removed with their disk.", Leftover, Delete;
+    CelestoOrphanCompanion => "celesto.orphan_companion", Celesto, "Files of disks already gone", "Companion files whose disk was already deleted; Celesto's own prune never finds them.", Leftover, Delete;
+    CelestoDiskSymlink => "celesto.disk_symlink", Celesto, "Links named like disks", "Links named like the disk of a sandbox that no longer exists; only the link is removed.", Leftover, Unlink;
+    CelestoOrphanLog => "celesto.orphan_log", Celesto, "Logs of deleted sandboxes", "Console logs of sandboxes that no longer exist.", Leftover, Delete;
+    CelestoSavedDisk => "celesto.saved_disk", Celesto, "Saved disks", "Disks Celesto kept when their sandbox was deleted (a .retained marker); removed only when you include saved disks.", UserData, Delete;
+    CelestoSavedCompanion => "celesto.saved_companion", Celesto, "Files kept with saved disks", "Companion files of saved disks; they go with the disk.", UserData, Delete;
+    CelestoSavedLog => "celesto.saved_log", Celesto, "Logs of saved disks", "Console logs of deleted sandboxes whose disk is saved.", UserData, Delete;
+    CelestoSandboxDisk => "celesto.sandbox_disk", Celesto, "Sandbox disks", "Disks of sandboxes that exist.", Live, Never;
+    CelestoSandboxDiskCompanion => "celesto.sandbox_disk_companion", Celesto, "Files of sandbox disks", "Companion files of the disks of sandboxes that exist.", Live, Never;
+    CelestoSandboxLog => "celesto.sandbox_log", Celesto, "Sandbox logs", "Console logs of sandboxes that exist.", Live, Never;
+    CelestoYoungDisk => "celesto.young_disk", Celesto, "Disks being created", "Disks written moments ago, before their sandbox's inventory row: a create may be under way.", Live, Never;
+    CelestoYoungCompanion => "celesto.young_companion", Celesto, "Files of disks being created", "Companion files of disks that may be being created.", Live, Never;
+    CelestoYoungLog => "celesto.young_log", Celesto, "Logs of sandboxes being created", "Console logs of sandboxes that may be being created.", Live, Never;
+    CelestoInUseDisk => "celesto.in_use_disk", Celesto, "Disks in use", "Disks with no inventory row that a running process is using.", Live, Never;
+    CelestoInUseCompanion => "celesto.in_use_companion", Celesto, "Files of disks in use", "Companion files of disks a running process is using.", Live, Never;
+    CelestoInUseLog => "celesto.in_use_log", Celesto, "Logs of disks in use", "Console logs of sandboxes whose disk a running process is using.", Live, Never;
+    CelestoImageCache => "celesto.image_cache", Celesto, "Image caches", "Downloaded or built guest images; fetched or built again when needed.", Rebuild, Delete;
+    CelestoImageCacheStale => "celesto.image_cache_stale", Celesto, "Old image caches", "Guest images of versions Celesto no longer uses; fetched again if ever needed.", Rebuild, Delete;
+    CelestoImageCacheCurrent => "celesto.image_cache_current", Celesto, "Current image caches", "The guest images the installed Celesto uses.", Live, Never;
+    CelestoImageCacheNewer => "celesto.image_cache_newer", Celesto, "Newer image caches", "Guest images of a Celesto newer than the installed one.", Live, Never;
+    CelestoImageCacheInUse => "celesto.image_cache_in_use", Celesto, "Image caches in use", "Guest images a running sandbox boots from.", Live, Never;
+    CelestoImageCacheLink => "celesto.image_cache_link", Celesto, "Image cache links", "Links inside the image cache; only the link is removed.", Rebuild, Unlink;
+    CelestoRestoreImage => "celesto.restore_image", Celesto, "macOS restore images", "Downloaded macOS restore images (several GB); downloaded again when a macOS guest is made.", Rebuild, Delete;
+    CelestoBuildStaging => "celesto.build_staging", Celesto, "Interrupted image builds", "Staging directories left by an image build that was killed.", Leftover, Delete;
+    CelestoSnapshot => "celesto.snapshot", Celesto, "Snapshots", "Snapshots of sandboxes; those of deleted sandboxes only when you include residue.", UserData, Delete;
+    CelestoFirmwareResidue => "celesto.firmware_residue", Celesto, "Firmware of deleted sandboxes", "Firmware variables and TPM state of deleted sandboxes.", UserData, Delete;
+    CelestoMacosVmResidue => "celesto.macos_vm_residue", Celesto, "macOS VM bundles", "macOS VM bundles of deleted sandboxes.", UserData, Delete;
+    CelestoBrowserSessionResidue => "celesto.browser_session_residue", Celesto, "Browser sessions", "Browser-session files of deleted sandboxes.", UserData, Delete;
+    CelestoLockResidue => "celesto.lock_residue", Celesto, "Lock files", "Lock files no process holds and nothing needs.", Leftover, Delete;
+    CelestoKnownHostsResidue => "celesto.known_hosts_residue", Celesto, "SSH host keys", "Pinned SSH host keys of deleted sandboxes.", Leftover, Delete;
+    CelestoForwardResidue => "celesto.forward_residue", Celesto, "Port forwards", "Port-forward records of deleted sandboxes.", Leftover, Delete;
+    CelestoSocketResidue => "celesto.socket_residue", Celesto, "Sockets", "Sockets of sandboxes that no longer run.", Leftover, Delete;
+    CelestoLibkrunConfig => "celesto.libkrun_config", Celesto, "Launcher configs", "libkrun launcher configs of sandboxes that no longer run.", Leftover, Delete;
+    CelestoMountPoint => "celesto.mount_point", Celesto, "Mount points", "A file system is mounted here; never walked into or deleted through.", Live, Never;
+    CelestoOddFile => "celesto.odd_file", Celesto, "Not regular files", "A named pipe, socket or device where Celesto keeps a file; never read or deleted.", Unverified, Never;
+    CelestoUnrecognised => "celesto.unrecognised", Celesto, "Unrecognised files", "Names Celesto does not write; left alone.", Unverified, Never;
+    CelestoUnrecognisedLog => "celesto.unrecognised_log", Celesto, "Unrecognised logs", "Named like logs, but not for a sandbox id Celesto would use; left alone.", Unverified, Never;
+    SmolvmDanglingDir => "smolvm.dangling_dir", Smolvm, "Machine directories with no record", "Machine directories no machine record and no process claims (an interrupted run leaves them).", Leftover, Delete;
+    SmolvmEmptyDir => "smolvm.empty_dir", Smolvm, "Empty machine directories", "Empty machine directories with no record.", Leftover, Delete;
+    SmolvmNameOnlyDir => "smolvm.name_only_dir", Smolvm, "Machine directories with only a name", "Machine directories holding only their name file, with no record.", Leftover, Delete;
+    SmolvmDeadEphemeralDir => "smolvm.dead_ephemeral_dir", Smolvm, "Ended one-off machines", "Ephemeral machines whose VM process is gone; deleted through `smolvm machine delete`.", Leftover, ProductCli;
+    SmolvmHelperMachineDir => "smolvm.helper_machine_dir", Smolvm, "Helper machines of interrupted builds", "Helper machines left by an interrupted image build or init bake; deleted through `smolvm machine delete`.", Leftover, ProductCli;
+    SmolvmMachineDir => "smolvm.machine_dir", Smolvm, "Machine directories", "Directories of machines that exist; delete the machine to reclaim them.", Live, Never;
+    SmolvmReferencedDir => "smolvm.referenced_dir", Smolvm, "Machine directories in use", "Machine directories with no record that a process or a held lock still uses.", Live, Never;
+    SmolvmYoungDir => "smolvm.young_dir", Smolvm, "New machine directories", "Machine directories changed moments ago: a machine may be being created.", Live, Never;
+    SmolvmReservedDir => "smolvm.reserved_dir", Smolvm, "Reserved machine directories", "Directories smolvm reserves for a machine name.", Live, Never;
+    SmolvmForkLock => "smolvm.fork_lock", Smolvm, "Fork locks", "Lock files of fork operations.", Leftover, Delete;
+    SmolvmSharedPack => "smolvm.shared_pack", Smolvm, "Shared image store", "Entries of smolvm's shared image store; those no machine references are rebuilt when needed.", Rebuild, Delete;
+    SmolvmCowBases => "smolvm.cow_bases", Smolvm, "Copy-on-write bases", "Immutable disk bases; rebuilt when a machine needs them.", Rebuild, Delete;
+    SmolvmRestoreCache => "smolvm.restore_cache", Smolvm, "Restore cache", "Clones of recently restored checkpoints; only a speed-up.", Rebuild, Delete;
+    SmolvmCheckpointUnpack => "smolvm.checkpoint_unpack", Smolvm, "Unpacked checkpoints", "Checkpoints unpacked for a restore; unpacked again when needed.", Rebuild, Delete;
+    SmolvmPackCache => "smolvm.pack_cache", Smolvm, "Pack cache", "Downloaded machine packs; downloaded again when needed.", Rebuild, Delete;
+    SmolvmLibsCache => "smolvm.libs_cache", Smolvm, "Library cache", "Extracted runtime libraries; extracted again when needed.", Rebuild, Delete;
+    SmolvmRegistryCache => "smolvm.registry_cache", Smolvm, "Registry cache", "Downloaded registry blobs; downloaded again when needed.", Rebuild, Delete;
+    SmolvmImageArchives => "smolvm.image_archives", Smolvm, "Image archives", "Local image archives; fetched again when needed.", Rebuild, Delete;
+    SmolvmInitLayers => "smolvm.init_layers", Smolvm, "Init layers", "Image layers baked for cached runs; rebuilt when needed.", Rebuild, Delete;
+    SmolvmImageSeeds => "smolvm.image_seeds", Smolvm, "Image seeds", "Seed images for fast machine creation; rebuilt when needed.", Rebuild, Delete;
+    SmolvmAgentRootfsTars => "smolvm.agent_rootfs_tars", Smolvm, "Agent root file systems", "Unpacked agent root file system archives; rebuilt when needed.", Rebuild, Delete;
+    SmolvmRootfsCache => "smolvm.rootfs_cache", Smolvm, "Root file system cache", "Root file systems extracted for SDK runs; rebuilt when needed.", Rebuild, Delete;
+    SmolvmTmpBuildTree => "smolvm.tmp_build_tree", Smolvm, "Temporary build trees", "Temporary trees of image builds no smolvm process uses.", Leftover, Delete;
+    SmolvmRegistryTokens => "smolvm.registry_tokens", Smolvm, "Registry credentials", "Saved registry logins: kept unless you remove credentials when uninstalling.", Credential, Never;
+    SmolvmMountPoint => "smolvm.mount_point", Smolvm, "Mount points", "A file system is mounted here; never walked into or deleted through.", Live, Never;
+    SmolvmOddFile => "smolvm.odd_file", Smolvm, "Not regular files", "A named pipe, socket or device where smolvm keeps a file; never read or deleted.", Unverified, Never;
+    SmolvmUnrecognised => "smolvm.unrecognised", Smolvm, "Unrecognised entries", "Names smolvm does not write; left alone.", Unverified, Never;
+}
+
+impl FindingKind {
+    /// The `smolsweep.scan/1` string, for example `celesto.orphan_disk`.
+    pub const fn as_str(self) -> &'static str {
+        self.info().0
+    }
+    /// The product whose state this is.
+    pub const fn product(self) -> Product {
+        self.info().1
+    }
+    /// What a group of these is called on every surface ("Orphaned disks").
+    pub const fn label(self) -> &'static str {
+        self.info().2
+    }
+    /// One sentence saying what these are.
+    pub const fn meaning(self) -> &'static str {
+        self.info().3
+    }
+    pub const fn risk(self) -> Risk {
+        self.info().4
+    }
+    pub const fn removal(self) -> Removal {
+        self.info().5
+    }
+    /// Whether a reclaimable finding of this kind is what a person calls an orphan: the storage
+    /// of a sandbox or machine that no longer exists (what the desktop notifies about).
+    pub const fn is_orphan(self) -> bool {
+        matches!(
+            self,
+            FindingKind::CelestoOrphanDisk
+                | FindingKind::CelestoOrphanLog
+                | FindingKind::CelestoOrphanCompanion
+                | FindingKind::SmolvmDanglingDir
+                | FindingKind::SmolvmDeadEphemeralDir
+                | FindingKind::SmolvmHelperMachineDir
+        )
+    }
+    /// The kind a `smolsweep.scan/1` string names.
+    pub fn parse(s: &str) -> Option<FindingKind> {
+        FindingKind::ALL.iter().copied().find(|k| k.as_str() == s)
+    }
+    /// The mount-point kind of a product.
+    pub const fn mount_point(p: Product) -> FindingKind {
+        match p {
+            Product::Celesto => FindingKind::CelestoMountPoint,
+            Product::Smolvm => FindingKind::SmolvmMountPoint,
+        }
+    }
+}
+
+impl std::fmt::Display for FindingKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for FindingKind {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for FindingKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl Serialize for FindingKind {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for FindingKind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<FindingKind, D::Error> {
+        let s = String::deserialize(d)?;
+        FindingKind::parse(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown finding kind '{s}'")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_unique_prefixed_by_product_and_round_trip() {
+        let mut seen = std::collections::HashSet::new();
+        for k in FindingKind::ALL {
+            assert!(seen.insert(k.as_str()), "{k} twice");
+            assert!(k
+                .as_str()
+                .starts_with(&format!("{}.", k.product().as_str())));
+            assert_eq!(FindingKind::parse(k.as_str()), Some(*k));
+            let j = serde_json::to_string(k).unwrap();
+            assert_eq!(serde_json::from_str::<FindingKind>(&j).unwrap(), *k);
+        }
+        assert!(serde_json::from_str::<FindingKind>("\"celesto.nope\"").is_err());
+    }
+
+    #[test]
+    fn labels_and_meanings_speak_to_people() {
+        for k in FindingKind::ALL {
+            for text in [k.label(), k.meaning()] {
+                assert!(!text.contains('_'), "{k}: internal name in {text:?}");
+                assert!(
+                    !text
+                        .split(|c: char| !c.is_alphanumeric())
+                        .any(|w| w.len() >= 2
+                            && w.starts_with('B')
+                            && w[1..].chars().all(|c| c.is_ascii_digit())),
+                    "{k}: upstream bug number in {text:?}"
+                );
+            }
+            assert!(k.meaning().ends_with('.'), "{k}: meaning is a sentence");
+        }
+    }
+
+    #[test]
+    fn kinds_never_removed_are_the_live_and_unverified_ones() {
+        for k in FindingKind::ALL {
+            let never = k.removal() == Removal::Never;
+            let kept = matches!(k.risk(), Risk::Live | Risk::Unverified | Risk::Credential);
+            assert_eq!(never, kept, "{k}");
+        }
+    }
+}
