@@ -93,6 +93,10 @@ pub struct Sizer {
     threads: usize,
     pool: Option<Pool>,
     buf: DirBuf,
+    memo: Option<Arc<DirMemo>>,
+    /// Directories holding a non-directory measured as a root: never taken from the memo,
+    /// whose sums cannot tell that file apart.
+    file_root_dirs: Arc<InodeSet>,
 }
 
 impl Default for Sizer {
@@ -128,6 +132,17 @@ impl Sizer {
             threads,
             pool: None,
             buf: DirBuf::new(),
+            memo: None,
+            file_root_dirs: Arc::new(InodeSet::default()),
+        }
+    }
+
+    /// A sizer that reuses, and adds to, what `memo` remembers of earlier walks (see
+    /// [`DirMemo`] for what that trusts). Results are the same as a fresh walk's.
+    pub fn with_memo(memo: Arc<DirMemo>) -> Self {
+        Self {
+            memo: Some(memo),
+            ..Self::default()
         }
     }
 
@@ -164,6 +179,14 @@ impl Sizer {
                 acc.already_counted += 1;
             }
             Arc::make_mut(&mut self.file_roots).insert(want);
+            if self.memo.is_some() {
+                if let Some(md) = path
+                    .parent()
+                    .and_then(|p| std::fs::symlink_metadata(p).ok())
+                {
+                    Arc::make_mut(&mut self.file_root_dirs).insert((md.dev(), md.ino()));
+                }
+            }
         } else {
             self.walked = true;
             let fresh = matches!(claim, Claim::New) && !inside_counted;
@@ -185,6 +208,8 @@ impl Sizer {
                 root_dev,
                 claims: Arc::clone(&self.claims),
                 file_roots: Arc::clone(&self.file_roots),
+                memo: self.memo.clone(),
+                file_root_dirs: Arc::clone(&self.file_root_dirs),
             });
             self.walk(root, &cx, &mut acc);
         }
@@ -270,6 +295,8 @@ struct JobCtx {
     root_dev: u64,
     claims: Arc<Claims>,
     file_roots: Arc<InodeSet>,
+    memo: Option<Arc<DirMemo>>,
+    file_root_dirs: Arc<InodeSet>,
 }
 
 /// The helper threads of one sizer and the stack of directories they share.
@@ -604,16 +631,31 @@ enum Open {
     Ready(OwnedFd, Box<Stat>),
     /// To be opened relative to its parent.
     At { parent: Arc<OwnedFd>, name: CString },
+    /// To be opened by its path (its parent was taken from the memo, not opened).
+    Path,
 }
 
 /// Read one directory: account for it and its entries and return its subdirectories.
 #[allow(clippy::unnecessary_cast)]
 fn process(item: Pending, cx: &JobCtx, acc: &mut Acc, buf: &mut DirBuf) -> Vec<Pending> {
+    if let Some(memo) = &cx.memo {
+        if !cx.file_root_dirs.contains(&item.want) {
+            if let Some(node) = memo.get(item.want) {
+                if let Some(subdirs) = replay(&node, &item, cx, acc) {
+                    memo.counted(true);
+                    return subdirs;
+                }
+                memo.forget(item.want);
+            }
+        }
+        memo.counted(false);
+    }
     let opened = match item.open {
         Open::Ready(fd, st) => Ok((fd, *st)),
         Open::At { parent, name } => {
             open_dir(parent.as_fd(), name.as_c_str()).and_then(|fd| verified(fd, item.want))
         }
+        Open::Path => open_dir(CWD, item.path.as_path()).and_then(|fd| verified(fd, item.want)),
     };
     let (fd, self_st) = match opened {
         Ok(x) => x,
@@ -628,6 +670,25 @@ fn process(item: Pending, cx: &JobCtx, acc: &mut Acc, buf: &mut DirBuf) -> Vec<P
         }
     };
     acc.dir_self(&self_st, item.fresh);
+    // Remembered only if watched before its entries are read, and read without errors.
+    let mut node = match &cx.memo {
+        Some(memo) if memo.watch(fd.as_fd(), item.want) => Some(Node {
+            own: (
+                self_st.st_size as i64,
+                (self_st.st_blocks as u64).saturating_mul(512),
+                mtime_ns(&self_st),
+            ),
+            apparent: 0,
+            allocated: 0,
+            files: 0,
+            newest_mtime_ns: i128::MIN,
+            restat: Vec::new(),
+            subdirs: Vec::new(),
+            mounts: Vec::new(),
+        }),
+        _ => None,
+    };
+    let errors_before = acc.errors;
     // Shared with the subdirectories still to be opened relative to it.
     let fd = Arc::new(fd);
     let mut subdirs = Vec::new();
@@ -644,10 +705,29 @@ fn process(item: Pending, cx: &JobCtx, acc: &mut Acc, buf: &mut DirBuf) -> Vec<P
         if st.st_dev as u64 != cx.root_dev {
             acc.mounts
                 .push(item.path.join(OsStr::from_bytes(name.to_bytes())));
+            if let Some(n) = &mut node {
+                n.mounts.push(name.to_owned());
+            }
             return;
         }
         let id = (st.st_dev as u64, st.st_ino as u64);
-        if FileType::from_raw_mode(st.st_mode as _) == FileType::Directory {
+        let is_dir = FileType::from_raw_mode(st.st_mode as _) == FileType::Directory;
+        if let Some(n) = &mut node {
+            if is_dir {
+                n.subdirs.push((name.to_owned(), id));
+            } else if st.st_nlink > 1
+                || st.st_size >= RESTAT_BYTES
+                || (st.st_blocks as u64).saturating_mul(512) < st.st_size.max(0) as u64
+            {
+                n.restat.push((name.to_owned(), id));
+            } else {
+                n.apparent += st.st_size.max(0) as u64;
+                n.allocated += (st.st_blocks as u64).saturating_mul(512);
+                n.files += 1;
+                n.newest_mtime_ns = n.newest_mtime_ns.max(mtime_ns(&st));
+            }
+        }
+        if is_dir {
             let fresh = match cx.claims.claim(id.0, id.1) {
                 Claim::New => true,
                 Claim::CountedBefore => false,
@@ -684,7 +764,76 @@ fn process(item: Pending, cx: &JobCtx, acc: &mut Acc, buf: &mut DirBuf) -> Vec<P
     if listed.is_err() {
         acc.errors += 1;
     }
+    if let (Some(memo), Some(n)) = (&cx.memo, node) {
+        if acc.errors == errors_before {
+            memo.remember(item.want, n);
+        }
+    }
     subdirs
+}
+
+/// Account for a directory from its memo, exactly as [`process`] would from the file system.
+/// `None` (nothing accounted) when a file stat'ed again is no longer the one remembered.
+#[allow(clippy::unnecessary_cast)]
+fn replay(node: &Node, item: &Pending, cx: &JobCtx, acc: &mut Acc) -> Option<Vec<Pending>> {
+    let mut again = Vec::with_capacity(node.restat.len());
+    for (name, id) in &node.restat {
+        let p = item.path.join(OsStr::from_bytes(name.to_bytes()));
+        match rustix::fs::statat(CWD, &p, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if (st.st_dev as u64, st.st_ino as u64) == *id => again.push(st),
+            _ => return None,
+        }
+    }
+    let (size, bytes, mtime) = node.own;
+    acc.newest_mtime_ns = acc.newest_mtime_ns.max(mtime);
+    if item.fresh {
+        acc.apparent += size.max(0) as u64;
+        acc.allocated += bytes;
+        acc.dirs += 1;
+        acc.apparent += node.apparent;
+        acc.allocated += node.allocated;
+        acc.files += node.files;
+    } else {
+        acc.already_counted += 1 + node.files;
+    }
+    acc.newest_mtime_ns = acc.newest_mtime_ns.max(node.newest_mtime_ns);
+    for st in &again {
+        acc.newest_mtime_ns = acc.newest_mtime_ns.max(mtime_ns(st));
+        let id = (st.st_dev as u64, st.st_ino as u64);
+        let new = if st.st_nlink > 1 || cx.file_roots.contains(&id) {
+            matches!(cx.claims.claim(id.0, id.1), Claim::New)
+        } else {
+            item.fresh
+        };
+        if new {
+            acc.count(st, false);
+        } else {
+            acc.already_counted += 1;
+        }
+    }
+    for m in &node.mounts {
+        acc.mounts
+            .push(item.path.join(OsStr::from_bytes(m.to_bytes())));
+    }
+    let mut subdirs = Vec::with_capacity(node.subdirs.len());
+    for (name, id) in &node.subdirs {
+        let fresh = match cx.claims.claim(id.0, id.1) {
+            Claim::New => true,
+            Claim::CountedBefore => false,
+            Claim::SeenThisWalk => {
+                acc.already_counted += 1;
+                continue;
+            }
+        };
+        subdirs.push(Pending {
+            path: item.path.join(OsStr::from_bytes(name.to_bytes())),
+            open: Open::Path,
+            want: *id,
+            fresh,
+            lstat: None,
+        });
+    }
+    Some(subdirs)
 }
 
 /// Buffer for directory entries, one per walking thread.
@@ -732,6 +881,311 @@ fn for_each_name(
 
 fn is_dot(name: &CStr) -> bool {
     matches!(name.to_bytes(), b"." | b"..")
+}
+
+// ---------------------------------------------------------------------------------------------
+// The directory memo: what the last walks read, per directory, kept between scans.
+
+/// Files at least this large are stat'ed again on every reuse of their directory's memo: a
+/// disk written through `mmap` grows its allocation without any inotify event.
+const RESTAT_BYTES: i64 = 1 << 20;
+
+/// At most this many directories are remembered (one inotify watch each); beyond it, trees are
+/// walked afresh every time.
+pub const MEMO_MAX_DIRS: usize = 65_536;
+
+/// What the walks of earlier scans read in each directory, reused by later scans for the
+/// directories nothing has changed in since.
+///
+/// **What it trusts.** A directory's memo is reused only while the kernel has reported no
+/// change to it: every remembered directory carries an inotify watch (added on the open
+/// descriptor *before* its entries are read, so no change can fall between the read and the
+/// watch) for entries created, deleted, renamed, written, truncated or re-attributed, and for
+/// the directory itself being changed, moved or deleted. Any such event drops that directory's
+/// memo; a lost event (queue overflow) or a change of the mount table drops all of it. Content
+/// written through `mmap` raises no inotify event, so files of at least 1 MiB, sparse files and
+/// files with several links (whose writes may come through another directory's name) are
+/// `lstat`ed again on every reuse, and a different inode there drops the memo. Directories
+/// with read errors are never remembered. The memo only ever feeds sizes shown to the user;
+/// plans and the executor's re-judge measure on fresh facts and never see it.
+///
+/// On other platforms than Linux the memo remembers nothing (every walk is fresh).
+pub struct DirMemo {
+    inner: Mutex<MemoInner>,
+}
+
+#[derive(Default)]
+struct MemoInner {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    inotify: Option<OwnedFd>,
+    /// Remembered directories by (device, inode), with the scan that last used them.
+    nodes: HashMap<(u64, u64), (Arc<Node>, u64)>,
+    /// Watch descriptor → directory.
+    wds: HashMap<i32, (u64, u64)>,
+    /// Directory → watch descriptor.
+    by_dir: HashMap<(u64, u64), i32>,
+    generation: u64,
+    mountinfo: Vec<u8>,
+    stats: MemoStats,
+}
+
+/// Counts of the last scan that used a [`DirMemo`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoStats {
+    /// Directories taken from the memo.
+    pub reused: u64,
+    /// Directories read from the file system.
+    pub read: u64,
+    /// Memos dropped because of a change since the last scan.
+    pub invalidated: u64,
+    /// Directories remembered after the scan.
+    pub remembered: u64,
+}
+
+/// One directory as it was read.
+struct Node {
+    /// Its own `fstat`: size, blocks, mtime.
+    own: (i64, u64, i128),
+    /// Sums over its single-link, small, non-sparse non-directories.
+    apparent: u64,
+    allocated: u64,
+    files: u64,
+    newest_mtime_ns: i128,
+    /// Non-directories stat'ed again on reuse (large, sparse or multiply linked), as
+    /// (name, (device, inode)).
+    restat: Vec<(CString, (u64, u64))>,
+    subdirs: Vec<(CString, (u64, u64))>,
+    mounts: Vec<CString>,
+}
+
+impl Default for DirMemo {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for DirMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirMemo")
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn watch_flags() -> rustix::fs::inotify::WatchFlags {
+    use rustix::fs::inotify::WatchFlags as W;
+    W::CREATE
+        | W::DELETE
+        | W::DELETE_SELF
+        | W::MOVE_SELF
+        | W::MOVED_FROM
+        | W::MOVED_TO
+        | W::MODIFY
+        | W::ATTRIB
+        | W::ONLYDIR
+        | W::EXCL_UNLINK
+}
+
+impl DirMemo {
+    pub fn new() -> Self {
+        DirMemo {
+            inner: Mutex::new(MemoInner::default()),
+        }
+    }
+
+    /// Counts of the last scan.
+    pub fn stats(&self) -> MemoStats {
+        lock(&self.inner).stats
+    }
+
+    /// Forget everything (the next walk reads every directory).
+    pub fn clear(&self) {
+        lock(&self.inner).clear();
+    }
+
+    /// Before a scan: take in the changes the kernel reported since the last one.
+    pub fn begin_scan(&self) {
+        let mut m = lock(&self.inner);
+        m.generation += 1;
+        m.stats = MemoStats::default();
+        // A mount or unmount anywhere can put a file system over a remembered directory
+        // without an event in it: then nothing is trusted.
+        let mi = std::fs::read("/proc/self/mountinfo").unwrap_or_default();
+        if mi != m.mountinfo {
+            m.clear();
+            m.mountinfo = mi;
+        }
+        m.drain();
+    }
+
+    /// After a scan: forget the directories it did not meet (no longer part of any finding).
+    pub fn end_scan(&self) {
+        let mut m = lock(&self.inner);
+        let generation = m.generation;
+        let stale: Vec<(u64, u64)> = m
+            .nodes
+            .iter()
+            .filter(|(_, (_, g))| *g != generation)
+            .map(|(k, _)| *k)
+            .collect();
+        for id in stale {
+            m.nodes.remove(&id);
+            m.unwatch(id);
+        }
+        m.stats.remembered = m.nodes.len() as u64;
+    }
+
+    fn get(&self, id: (u64, u64)) -> Option<Arc<Node>> {
+        let mut m = lock(&self.inner);
+        let generation = m.generation;
+        match m.nodes.get_mut(&id) {
+            Some((n, g)) => {
+                *g = generation;
+                Some(Arc::clone(n))
+            }
+            None => None,
+        }
+    }
+
+    fn forget(&self, id: (u64, u64)) {
+        let mut m = lock(&self.inner);
+        m.nodes.remove(&id);
+        m.stats.invalidated += 1;
+    }
+
+    fn counted(&self, reused: bool) {
+        let mut m = lock(&self.inner);
+        if reused {
+            m.stats.reused += 1;
+        } else {
+            m.stats.read += 1;
+        }
+    }
+
+    /// Watch the directory open as `fd` (before it is read); false when it cannot be
+    /// remembered.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn watch(&self, fd: BorrowedFd<'_>, id: (u64, u64)) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut m = lock(&self.inner);
+        if m.nodes.len() >= MEMO_MAX_DIRS {
+            return false;
+        }
+        if m.inotify.is_none() {
+            use rustix::fs::inotify::CreateFlags;
+            m.inotify =
+                rustix::fs::inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok();
+        }
+        let Some(ino) = m.inotify.as_ref() else {
+            return false;
+        };
+        // The descriptor's own inode, whatever its path has become.
+        let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        match rustix::fs::inotify::add_watch(ino, path.as_str(), watch_flags()) {
+            Ok(wd) => {
+                if let Some(old) = m.wds.insert(wd, id) {
+                    if old != id {
+                        m.by_dir.remove(&old);
+                        m.nodes.remove(&old);
+                    }
+                }
+                m.by_dir.insert(id, wd);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    fn watch(&self, _fd: BorrowedFd<'_>, _id: (u64, u64)) -> bool {
+        false
+    }
+
+    fn remember(&self, id: (u64, u64), node: Node) {
+        let mut m = lock(&self.inner);
+        let generation = m.generation;
+        if m.by_dir.contains_key(&id) {
+            m.nodes.insert(id, (Arc::new(node), generation));
+        }
+    }
+}
+
+impl MemoInner {
+    fn clear(&mut self) {
+        self.nodes.clear();
+        self.wds.clear();
+        self.by_dir.clear();
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            // Closing the descriptor drops every watch at once.
+            self.inotify = None;
+        }
+    }
+
+    fn unwatch(&mut self, id: (u64, u64)) {
+        if let Some(wd) = self.by_dir.remove(&id) {
+            self.wds.remove(&wd);
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            if let Some(ino) = &self.inotify {
+                let _ = rustix::fs::inotify::remove_watch(ino, wd);
+            }
+        }
+    }
+
+    /// Read every pending inotify event; drop the memo of each directory one names.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn drain(&mut self) {
+        use rustix::fs::inotify::ReadFlags;
+        let Some(ino) = self.inotify.take() else {
+            return;
+        };
+        let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); 64 * 1024];
+        let mut touched: Vec<(i32, bool)> = Vec::new();
+        let mut overflow = false;
+        let mut failed = false;
+        {
+            let mut r = rustix::fs::inotify::Reader::new(&ino, &mut buf);
+            loop {
+                match r.next() {
+                    Ok(ev) => {
+                        let f = ev.events();
+                        if f.contains(ReadFlags::QUEUE_OVERFLOW) {
+                            overflow = true;
+                        }
+                        touched.push((ev.wd(), f.contains(ReadFlags::IGNORED)));
+                    }
+                    Err(rustix::io::Errno::AGAIN) => break,
+                    Err(rustix::io::Errno::INTR) => continue,
+                    Err(_) => {
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+        }
+        self.inotify = Some(ino);
+        if overflow || failed {
+            self.clear();
+            self.stats.invalidated += 1;
+            return;
+        }
+        for (wd, ignored) in touched {
+            let Some(&id) = self.wds.get(&wd) else {
+                continue;
+            };
+            if self.nodes.remove(&id).is_some() {
+                self.stats.invalidated += 1;
+            }
+            if ignored {
+                self.wds.remove(&wd);
+                self.by_dir.remove(&id);
+            }
+        }
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    fn drain(&mut self) {}
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use crate::model::*;
 use crate::size::Sizer;
 
 mod celesto;
+pub mod memo;
 pub mod procindex;
 mod smolvm;
 pub mod version;
@@ -222,10 +223,19 @@ pub fn scan(opts: &ScanOptions) -> ScanReport {
 
 /// [`scan`] with a given process list (tests, and macOS `ps` fixtures).
 pub fn scan_with(opts: &ScanOptions, processes: Vec<crate::procs::RawProcess>) -> ScanReport {
+    scan_sized(opts, processes, Sizer::new())
+}
+
+/// [`scan_with`] measuring with `sizer` (a fresh one, or one reusing a [`memo::ScanMemo`]).
+pub(crate) fn scan_sized(
+    opts: &ScanOptions,
+    processes: Vec<crate::procs::RawProcess>,
+    sizer: Sizer,
+) -> ScanReport {
     let started = Instant::now();
     let mut ctx = Ctx {
         opts,
-        sizer: Sizer::new(),
+        sizer,
         procs: ProcIndex::build(processes, opts.env.euid),
         locks: HeldLocks::read(),
         installs: crate::install::detect_installs(opts.platform, &opts.env),

@@ -1,0 +1,260 @@
+//! Issue 11: an incremental rescan (the app's, reusing a `ScanMemo`) gives exactly the findings
+//! a full fresh scan gives, over a randomized sequence of mutations of a fixture HOME: files
+//! created, deleted, renamed, grown in place, touched, directories replaced by files, whole
+//! subtrees added, inventory rows added and removed.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use smolsweep::env::EnvSnapshot;
+use smolsweep::scan::memo::{scan_with_memo_and, ScanMemo};
+use smolsweep::scan::{scan_with, ScanOptions};
+use smolsweep::{Platform, ScanReport};
+use smolsweep_fixtures::{Home, Layout};
+
+fn options(home: &Home) -> ScanOptions {
+    let mut vars = home.env_vars();
+    vars.push(("PATH".into(), "/usr/bin:/bin".into()));
+    let mut env = EnvSnapshot::from_pairs(home.root.clone(), vars);
+    env.euid = rustix::process::geteuid().as_raw();
+    ScanOptions {
+        env,
+        platform: Platform::Linux,
+        age_guard: Duration::from_secs(120),
+        now: SystemTime::now(),
+    }
+}
+
+/// Findings as JSON, everything compared (sizes, identities, verdicts, reasons, mounts).
+fn findings(r: &ScanReport) -> Vec<serde_json::Value> {
+    r.findings
+        .iter()
+        .map(|f| serde_json::to_value(f).unwrap())
+        .collect()
+}
+
+fn write(p: &Path, bytes: usize) {
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(p, vec![b'x'; bytes]).unwrap();
+}
+
+/// Every path strictly below `dir` (files and directories).
+fn below(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                stack.push(p.clone());
+            }
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    home: Home,
+    /// Where mutations happen: smolvm `_shared` stores, pack-cache entries, Celesto disks.
+    areas: Vec<PathBuf>,
+    celesto: smolsweep_fixtures::celesto::CelestoData,
+}
+
+fn fixture() -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = Home::new(tmp.path(), Layout::Linux).unwrap();
+    let shared = home.path(".cache/smolvm/vms/_shared");
+    let pack = home.path(".cache/smolvm-pack");
+    for s in 0..4 {
+        let store = shared.join(format!("{s:064x}"));
+        for d in 0..5 {
+            for f in 0..6 {
+                write(
+                    &store.join(format!("rootfs/usr/lib/p{d}/f{f}.so")),
+                    100 * (f + d),
+                );
+            }
+        }
+        write(&store.join("manifest.json"), 40);
+    }
+    for p in 0..2 {
+        let e = pack.join(format!("{:016x}", p + 0xabc));
+        write(&e.join("layers/l0/blob"), 3000);
+        write(&e.join("pack.json"), 10);
+    }
+    let celesto = home.celesto_data_dir().unwrap();
+    for i in 0..4 {
+        let id = format!("vm{i:02}");
+        fs::write(celesto.disks().join(format!("{id}.qcow2")), vec![1u8; 5000]).unwrap();
+        if i % 2 == 0 {
+            celesto.row(&id, "stopped", "qemu", None).unwrap();
+        }
+    }
+    // Old enough for the age guard, so orphans are judged rather than "too young".
+    smolsweep_fixtures::age_tree(&home.root, smolsweep_fixtures::OLD).unwrap();
+    let areas = vec![shared, pack, celesto.disks()];
+    Fixture {
+        _tmp: tmp,
+        home,
+        areas,
+        celesto,
+    }
+}
+
+#[test]
+fn incremental_rescans_equal_full_scans_over_200_random_mutations() {
+    let fx = fixture();
+    let opts = options(&fx.home);
+    let memo = ScanMemo::new();
+    let seed = std::env::var("SMOLSWEEP_INCREMENTAL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(11u64);
+    let mut rng = StdRng::seed_from_u64(seed);
+
+    // First scan fills the memo; a rescan with nothing changed reads no directory again.
+    let first = scan_with_memo_and(&opts, vec![], &memo);
+    assert_eq!(findings(&first), findings(&scan_with(&opts, vec![])));
+    assert!(
+        first.findings.len() >= 10,
+        "{} findings",
+        first.findings.len()
+    );
+    let again = scan_with_memo_and(&opts, vec![], &memo);
+    let st = memo.stats();
+    assert_eq!(findings(&again), findings(&first));
+    assert_eq!(
+        st.read, 0,
+        "nothing changed, yet directories were read: {st:?}"
+    );
+    assert!(st.reused > 40, "{st:?}");
+
+    let mut reused = 0u64;
+    let mut kinds = [0usize; 8];
+    for step in 0..200 {
+        let area = &fx.areas[rng.random_range(0..fx.areas.len())];
+        let all = below(area);
+        let files: Vec<&PathBuf> = all.iter().filter(|p| p.is_file()).collect();
+        let dirs: Vec<&PathBuf> = all.iter().filter(|p| p.is_dir()).collect();
+        let kind = rng.random_range(0..8);
+        let what = match kind {
+            // Create a file somewhere in the area.
+            0 => {
+                let parent = if dirs.is_empty() || rng.random_bool(0.3) {
+                    area.clone()
+                } else {
+                    dirs[rng.random_range(0..dirs.len())].clone()
+                };
+                let p = parent.join(format!("new{step}.qcow2"));
+                write(&p, rng.random_range(0..20_000));
+                format!("create {}", p.display())
+            }
+            // Delete a file.
+            1 if !files.is_empty() => {
+                let p = files[rng.random_range(0..files.len())];
+                fs::remove_file(p).unwrap();
+                format!("delete {}", p.display())
+            }
+            // Rename a file, within its directory or to another one.
+            2 if !files.is_empty() => {
+                let p = files[rng.random_range(0..files.len())];
+                let to = if dirs.is_empty() || rng.random_bool(0.5) {
+                    p.with_file_name(format!("moved{step}"))
+                } else {
+                    dirs[rng.random_range(0..dirs.len())].join(format!("moved{step}"))
+                };
+                fs::rename(p, &to).unwrap();
+                format!("rename {} -> {}", p.display(), to.display())
+            }
+            // Grow a file in place: its directory's mtime and ctime do not change.
+            3 if !files.is_empty() => {
+                let p = files[rng.random_range(0..files.len())];
+                let mut f = fs::OpenOptions::new().append(true).open(p).unwrap();
+                f.write_all(&vec![b'g'; rng.random_range(1..40_000)])
+                    .unwrap();
+                format!("grow {}", p.display())
+            }
+            // Touch a file or a directory.
+            4 if !all.is_empty() => {
+                let p = &all[rng.random_range(0..all.len())];
+                let t = SystemTime::now() - Duration::from_secs(rng.random_range(0..100_000));
+                fs::File::options()
+                    .read(true)
+                    .open(p)
+                    .unwrap()
+                    .set_modified(t)
+                    .unwrap();
+                format!("touch {}", p.display())
+            }
+            // Replace a directory by a file of the same name.
+            5 if !dirs.is_empty() => {
+                let p = dirs[rng.random_range(0..dirs.len())];
+                fs::remove_dir_all(p).unwrap();
+                write(p, 777);
+                format!("replace dir {} by a file", p.display())
+            }
+            // Add a whole subtree (a new store or entry, or deeper inside one).
+            6 => {
+                let base = if dirs.is_empty() || rng.random_bool(0.5) {
+                    area.clone()
+                } else {
+                    dirs[rng.random_range(0..dirs.len())].clone()
+                };
+                let t = base.join(format!("{step:016x}"));
+                for i in 0..rng.random_range(1..5) {
+                    write(&t.join(format!("d{i}/f")), 500 * i);
+                }
+                format!("subtree {}", t.display())
+            }
+            // Change an inventory row: a disk gains or loses its record.
+            _ => {
+                let id = format!("vm{:02}", rng.random_range(0..6));
+                let conn = rusqlite::Connection::open(&fx.celesto.db).unwrap();
+                let n = conn
+                    .execute("DELETE FROM vms WHERE id = ?1", [&id])
+                    .unwrap();
+                drop(conn);
+                if n == 0 {
+                    fx.celesto.row(&id, "stopped", "qemu", None).unwrap();
+                }
+                if rng.random_bool(0.5) {
+                    write(&fx.celesto.disks().join(format!("{id}.qcow2")), 4096);
+                }
+                format!(
+                    "inventory row {id} {}",
+                    if n == 0 { "added" } else { "removed" }
+                )
+            }
+        };
+        kinds[kind] += 1;
+        let inc = scan_with_memo_and(&opts, vec![], &memo);
+        reused += memo.stats().reused;
+        let full = scan_with(&opts, vec![]);
+        let (a, b) = (findings(&inc), findings(&full));
+        if a != b {
+            let diff: Vec<_> = a.iter().zip(&b).filter(|(x, y)| x != y).take(3).collect();
+            panic!(
+                "step {step} (seed {seed}) after {what}: incremental {} findings, full {}; first differences: {diff:#?}",
+                a.len(),
+                b.len()
+            );
+        }
+    }
+    assert!(
+        kinds.iter().all(|&k| k > 0),
+        "every mutation kind ran: {kinds:?}"
+    );
+    // The memo was actually used, not bypassed.
+    assert!(
+        reused > 200 * 20,
+        "directories reused over the run: {reused}"
+    );
+}
