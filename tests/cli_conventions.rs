@@ -670,3 +670,44 @@ fn completions_name_every_subcommand_and_man_is_roff_with_a_name_section() {
         }
     }
 }
+
+#[test]
+fn progress_on_a_terminal_is_one_bar_line_redrawn_in_place() {
+    // `script` gives the run a terminal (util-linux); without it there is nothing to check.
+    if Command::new("script").arg("--version").output().is_err() {
+        return;
+    }
+    let (s, dirs) = Scratch::with_orphans(3);
+    let mut inner = vec![env!("CARGO_BIN_EXE_smolsweep").to_string()];
+    inner.extend(["prune", "--yes"].map(String::from));
+    let line = format!("{} >/dev/null", inner.join(" "));
+    let o = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env_clear()
+        .envs(s.home.env_vars())
+        .env("SMOLSWEEP_DATA_DIR", &s.data)
+        .env("PATH", "/usr/bin:/bin")
+        .env("COLUMNS", "60")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(dirs.iter().all(|d| !d.exists()), "{}", text(&o));
+    let tty = stdout(&o);
+    assert!(
+        tty.contains("\r\x1b[K[#"),
+        "no bar redrawn in place: {tty:?}"
+    );
+    assert!(tty.contains("3 items, "), "{tty:?}");
+    assert!(
+        !tty.contains("3/3 items, ") || tty.ends_with("\r\x1b[K"),
+        "{tty:?}"
+    );
+    for frame in tty.split('\r') {
+        let visible = frame.trim_start_matches("\x1b[K").trim_end();
+        assert!(
+            visible.chars().count() <= 60,
+            "wider than the terminal: {visible:?}"
+        );
+    }
+}

@@ -54,6 +54,14 @@ pub fn plan_bytes(plan: &Plan) -> Vec<u64> {
         .collect()
 }
 
+/// The width of the terminal on stderr, when it is one.
+fn stderr_columns() -> Option<usize> {
+    // SAFETY: TIOCGWINSZ fills the winsize it is given and reads nothing else.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut ws) };
+    (r == 0 && ws.ws_col > 0).then_some(ws.ws_col as usize)
+}
+
 #[derive(Default)]
 struct State {
     done_items: usize,
@@ -87,6 +95,7 @@ impl Progress {
         let width = std::env::var("COLUMNS")
             .ok()
             .and_then(|c| c.parse::<usize>().ok())
+            .or_else(stderr_columns)
             .filter(|w| *w >= 40)
             .unwrap_or(80);
         Progress {
@@ -184,10 +193,11 @@ impl Progress {
         let room = self.width.saturating_sub(line.chars().count() + 1);
         let s: String = if summary.chars().count() > room {
             let keep = room.saturating_sub(1);
+            // ASCII: the locale may not be UTF-8.
             summary
                 .chars()
-                .take(keep)
-                .chain(std::iter::once('…'))
+                .take(keep.saturating_sub(2))
+                .chain("...".chars())
                 .collect()
         } else {
             summary.to_string()
