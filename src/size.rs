@@ -772,21 +772,61 @@ fn process(item: Pending, cx: &JobCtx, acc: &mut Acc, buf: &mut DirBuf) -> Vec<P
     subdirs
 }
 
-/// Account for a directory from its memo, exactly as [`process`] would from the file system.
-/// `None` (nothing accounted) when a file stat'ed again is no longer the one remembered.
-#[allow(clippy::unnecessary_cast)]
+/// Account for a directory from its memo, exactly as [`process`] would from the file system,
+/// and for every remembered directory below it on this thread (replaying costs no system call
+/// but the `lstat`s of files stat'ed again, so handing it to other threads would cost more than
+/// it saves). Returns the directories below that must be read. `None` (nothing accounted) when
+/// a file stat'ed again in `item` itself is no longer the one remembered.
 fn replay(node: &Node, item: &Pending, cx: &JobCtx, acc: &mut Acc) -> Option<Vec<Pending>> {
+    let mut to_read = Vec::new();
+    let mut stack = Vec::new();
+    if !replay_one(node, &item.path, item.fresh, cx, acc, &mut stack) {
+        return None;
+    }
+    let memo = cx.memo.as_ref()?;
+    while let Some((path, want, fresh)) = stack.pop() {
+        if !cx.file_root_dirs.contains(&want) {
+            if let Some(n) = memo.get(want) {
+                if replay_one(&n, &path, fresh, cx, acc, &mut stack) {
+                    memo.counted(true);
+                    continue;
+                }
+                memo.forget(want);
+            }
+        }
+        to_read.push(Pending {
+            path,
+            open: Open::Path,
+            want,
+            fresh,
+            lstat: None,
+        });
+    }
+    Some(to_read)
+}
+
+/// One remembered directory: its own entry, its files, and its subdirectories claimed and
+/// pushed on `stack`. False (nothing accounted) when a file stat'ed again has changed.
+#[allow(clippy::unnecessary_cast)]
+fn replay_one(
+    node: &Node,
+    path: &Path,
+    fresh: bool,
+    cx: &JobCtx,
+    acc: &mut Acc,
+    stack: &mut Vec<(PathBuf, (u64, u64), bool)>,
+) -> bool {
     let mut again = Vec::with_capacity(node.restat.len());
     for (name, id) in &node.restat {
-        let p = item.path.join(OsStr::from_bytes(name.to_bytes()));
+        let p = path.join(OsStr::from_bytes(name.to_bytes()));
         match rustix::fs::statat(CWD, &p, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) if (st.st_dev as u64, st.st_ino as u64) == *id => again.push(st),
-            _ => return None,
+            _ => return false,
         }
     }
     let (size, bytes, mtime) = node.own;
     acc.newest_mtime_ns = acc.newest_mtime_ns.max(mtime);
-    if item.fresh {
+    if fresh {
         acc.apparent += size.max(0) as u64;
         acc.allocated += bytes;
         acc.dirs += 1;
@@ -803,7 +843,7 @@ fn replay(node: &Node, item: &Pending, cx: &JobCtx, acc: &mut Acc) -> Option<Vec
         let new = if st.st_nlink > 1 || cx.file_roots.contains(&id) {
             matches!(cx.claims.claim(id.0, id.1), Claim::New)
         } else {
-            item.fresh
+            fresh
         };
         if new {
             acc.count(st, false);
@@ -812,10 +852,8 @@ fn replay(node: &Node, item: &Pending, cx: &JobCtx, acc: &mut Acc) -> Option<Vec
         }
     }
     for m in &node.mounts {
-        acc.mounts
-            .push(item.path.join(OsStr::from_bytes(m.to_bytes())));
+        acc.mounts.push(path.join(OsStr::from_bytes(m.to_bytes())));
     }
-    let mut subdirs = Vec::with_capacity(node.subdirs.len());
     for (name, id) in &node.subdirs {
         let fresh = match cx.claims.claim(id.0, id.1) {
             Claim::New => true,
@@ -825,15 +863,9 @@ fn replay(node: &Node, item: &Pending, cx: &JobCtx, acc: &mut Acc) -> Option<Vec
                 continue;
             }
         };
-        subdirs.push(Pending {
-            path: item.path.join(OsStr::from_bytes(name.to_bytes())),
-            open: Open::Path,
-            want: *id,
-            fresh,
-            lstat: None,
-        });
+        stack.push((path.join(OsStr::from_bytes(name.to_bytes())), *id, fresh));
     }
-    Some(subdirs)
+    true
 }
 
 /// Buffer for directory entries, one per walking thread.

@@ -1,0 +1,102 @@
+//! Issue 11: cost of the app's incremental rescan against a full scan of the same HOME, in one
+//! process, alternating.
+//!
+//! `cargo run --release --example measure_rescan -- HOME [RUNS]`
+//!
+//! Each round times, in this order: a full fresh scan (`scan::scan`), a memo rescan with
+//! nothing changed (twice: right after the full scan, and again), and a memo rescan after one new orphan (a new `_shared` store holding a
+//! 4 MiB disk, removed again before the next round). Both scans read the process table, the
+//! roots and the inventories; only the walk differs. Prints medians and ratios to the full scan,
+//! and checks every rescan's findings equal a full scan's.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+use smolsweep::env::EnvSnapshot;
+use smolsweep::scan::memo::{scan_with_memo, ScanMemo};
+use smolsweep::scan::{scan, ScanOptions};
+use smolsweep::Platform;
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn main() {
+    let mut args = std::env::args_os().skip(1);
+    let home = PathBuf::from(args.next().expect("usage: measure_rescan HOME [RUNS]"));
+    let runs: usize = args
+        .next()
+        .and_then(|r| r.to_str()?.parse().ok())
+        .unwrap_or(9);
+    let mut env = EnvSnapshot::from_pairs(
+        home.clone(),
+        vec![
+            ("HOME".to_string(), home.display().to_string()),
+            ("PATH".to_string(), "/usr/bin:/bin".to_string()),
+        ],
+    );
+    env.euid = rustix::process::geteuid().as_raw();
+    let opts = ScanOptions {
+        env,
+        platform: Platform::current(),
+        age_guard: Duration::from_secs(120),
+        now: SystemTime::now(),
+    };
+    let shared = home.join(".cache/smolvm/vms/_shared");
+    let orphan = shared.join("0".repeat(63) + "f");
+    let memo = ScanMemo::new();
+    let first = scan_with_memo(&opts, &memo);
+    let same = |a: &smolsweep::ScanReport, b: &smolsweep::ScanReport| {
+        let j = |r: &smolsweep::ScanReport| serde_json::to_string(&r.findings).unwrap();
+        assert_eq!(j(a), j(b), "an incremental rescan differs from a full scan");
+    };
+    same(&first, &scan(&opts));
+    let (mut full, mut nothing, mut warm, mut one) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let t = Instant::now();
+        let f = scan(&opts);
+        full.push(t.elapsed());
+
+        let t = Instant::now();
+        let r = scan_with_memo(&opts, &memo);
+        nothing.push(t.elapsed());
+        same(&r, &f);
+        let st = memo.stats();
+        assert_eq!(st.read, 0, "{st:?}");
+        // Again: the first rescan after a full scan finds the CPU caches filled by that scan.
+        let t = Instant::now();
+        scan_with_memo(&opts, &memo);
+        warm.push(t.elapsed());
+
+        std::fs::create_dir_all(&orphan).unwrap();
+        let disk = std::fs::File::create(orphan.join("rootfs.ext4")).unwrap();
+        disk.set_len(4 << 20).unwrap();
+        drop(disk);
+        let t = Instant::now();
+        let r = scan_with_memo(&opts, &memo);
+        one.push(t.elapsed());
+        let reads = memo.stats().read;
+        same(&r, &scan(&opts));
+        assert!(r.findings.iter().any(|f| f.path == orphan));
+        std::fs::remove_dir_all(&orphan).unwrap();
+        scan_with_memo(&opts, &memo);
+        eprintln!("new orphan: {reads} directories read");
+    }
+    let (f, n, w, o) = (median(full), median(nothing), median(warm), median(one));
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let ratio = |d: Duration| d.as_secs_f64() / f.as_secs_f64();
+    println!(
+        "findings={} runs={runs} full_ms={:.1} rescan_nothing_after_full_ms={:.1} rescan_nothing_again_ms={:.1} rescan_one_orphan_ms={:.1} ratio_nothing_after_full={:.3} ratio_nothing_again={:.3} ratio_one_orphan={:.3} remembered_dirs={}",
+        first.findings.len(),
+        ms(f),
+        ms(n),
+        ms(w),
+        ms(o),
+        ratio(n),
+        ratio(w),
+        ratio(o),
+        memo.stats().remembered,
+    );
+}
