@@ -714,7 +714,14 @@ impl Backend for RealBackend {
             return Ok(r);
         }
         let opts = smolsweep::scan::ScanOptions::from_env()?;
-        Ok(smolsweep::scan::scan(&opts))
+        // Incremental: directories the kernel reported no change in since the last scan are
+        // not read again (smolsweep::scan::memo); every reclaim is re-judged on fresh facts.
+        static MEMO: std::sync::OnceLock<smolsweep::scan::memo::ScanMemo> =
+            std::sync::OnceLock::new();
+        Ok(smolsweep::scan::memo::scan_with_memo(
+            &opts,
+            MEMO.get_or_init(Default::default),
+        ))
     }
 
     fn execute(
