@@ -24,5 +24,6 @@ pub mod size;
 pub mod tray;
 pub mod uninstall;
 pub mod upstream;
+pub mod view;
 
 pub use model::*;

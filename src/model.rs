@@ -177,6 +177,9 @@ pub struct Finding {
     /// For an orphan: what to re-read before deleting it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner_recheck: Option<OwnerRecheck>,
+    /// Upstream bugs this verdict guards against (`B10`: see the docs); never in the sentence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refs: Vec<String>,
 }
 
 /// Stable finding id: 16 hex characters of SHA-256 over product, kind and path.

@@ -938,6 +938,7 @@ mod tests {
             root: Some("/h/.cache/smolvm".into()),
             mounts_inside: vec![],
             owner_recheck: None,
+            refs: Vec::new(),
         }
     }
 

@@ -1,165 +1,321 @@
-//! Human-readable scan output: a `docker system df`-style summary, then findings grouped by
-//! product and kind.
+//! The scan for a terminal: a `docker system df`-style summary that fits the width, the items
+//! behind `-v` or `--kind`, and a closing "next step". Everything it prints comes from
+//! [`crate::view::ScanView`], so the CLI says what the tray and the window say.
 
-use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use crate::kind::FindingKind;
 use crate::model::*;
+use crate::view::{self, Group, ScanView};
 
-/// Render the whole report for a terminal.
+/// How to render for this terminal.
+#[derive(Debug, Clone)]
+pub struct RenderOptions {
+    /// Columns to fit (80 when not a terminal).
+    pub width: usize,
+    /// ANSI colour (a terminal, no `NO_COLOR`).
+    pub color: bool,
+    /// ASCII only (the locale is not UTF-8).
+    pub ascii: bool,
+    /// Every item, not only the summary.
+    pub verbose: bool,
+    /// Only the items of these kinds (and the summary).
+    pub kinds: Vec<FindingKind>,
+    /// List VM processes of other HOMEs too.
+    pub all_homes: bool,
+    /// Only the totals line.
+    pub quiet: bool,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        RenderOptions {
+            width: 80,
+            color: false,
+            ascii: false,
+            verbose: true,
+            kinds: Vec::new(),
+            all_homes: true,
+            quiet: false,
+        }
+    }
+}
+
+/// Render the whole report with every item (as before the summary became the default).
 pub fn render(r: &ScanReport) -> String {
+    render_with(r, &RenderOptions::default())
+}
+
+struct Paint(bool);
+
+impl Paint {
+    fn wrap(&self, code: &str, s: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    fn bold(&self, s: &str) -> String {
+        self.wrap("1", s)
+    }
+    fn green(&self, s: &str) -> String {
+        self.wrap("32", s)
+    }
+    fn yellow(&self, s: &str) -> String {
+        self.wrap("33", s)
+    }
+    fn dim(&self, s: &str) -> String {
+        self.wrap("2", s)
+    }
+}
+
+/// Render for a terminal as `o` says.
+pub fn render_with(r: &ScanReport, o: &RenderOptions) -> String {
+    let v = ScanView::of(r);
+    let paint = Paint(o.color);
     let mut s = String::new();
+    if o.quiet {
+        totals_line(&mut s, &v, &paint);
+    } else {
+        header(&mut s, &v, &paint);
+        summary_table(&mut s, &v, o, &paint);
+        totals_line(&mut s, &v, &paint);
+        machines(&mut s, &v, &paint);
+        processes(&mut s, &v, o, &paint);
+        items(&mut s, &v, o, &paint);
+        next_steps(&mut s, &v, o, &paint);
+    }
+    if o.ascii {
+        view::ascii(&s)
+    } else {
+        s
+    }
+}
+
+fn header(s: &mut String, v: &ScanView, paint: &Paint) {
     let _ = writeln!(
         s,
-        "Smolsweep scan of {} ({})",
-        crate::pathser::shown(&r.home),
-        r.platform.as_str()
+        "{}",
+        paint.bold(&format!("Smolsweep scan of {} ({})", v.home, v.platform))
     );
-    for p in &r.products {
-        let status = if !p.detected {
-            "not found".to_string()
-        } else if p.status == "ok" {
-            "ok".to_string()
-        } else {
-            "can't verify".to_string()
-        };
+    for p in &v.products {
         let ver = p
             .version
             .as_deref()
-            .map(|v| format!(" {v}"))
+            .map(|x| format!(" {x}"))
             .unwrap_or_default();
-        let _ = writeln!(s, "  {}{ver}: {status}", p.product.display_name());
+        let status = match p.status {
+            "ok" => paint.green("ok"),
+            "can't verify" => paint.yellow("can't verify"),
+            other => other.to_string(),
+        };
+        let _ = writeln!(s, "  {}{ver}: {status}", p.name);
         for pr in &p.problems {
-            let _ = writeln!(s, "    ! {}", crate::pathser::escape_text(pr));
+            let _ = writeln!(
+                s,
+                "    {} {}",
+                paint.yellow("!"),
+                crate::pathser::escape_text(pr)
+            );
         }
     }
     s.push('\n');
+}
 
-    // Summary table.
-    #[derive(Default)]
-    struct Row {
-        count: u64,
-        size: u64,
-        reclaimable: u64,
-        opt_in: u64,
+/// Fit `text` into `w` characters, ending in "…" when cut.
+fn fit(text: &str, w: usize) -> String {
+    if text.chars().count() <= w {
+        return text.to_string();
     }
-    let mut rows: BTreeMap<(Product, String), Row> = BTreeMap::new();
-    for f in &r.findings {
-        let row = rows
-            .entry((f.product, f.kind.as_str().to_string()))
-            .or_default();
-        row.count += 1;
-        row.size += f.allocated_bytes;
-        match f.verdict {
-            Verdict::Reclaimable => row.reclaimable += f.allocated_bytes,
-            Verdict::OptIn => row.opt_in += f.allocated_bytes,
-            _ => {}
-        }
+    let mut out: String = text.chars().take(w.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+fn dash_or(n: u64) -> String {
+    if n == 0 {
+        "-".into()
+    } else {
+        view::bytes(n)
     }
+}
+
+fn summary_table(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
+    if v.groups.is_empty() {
+        let _ = writeln!(s, "Nothing of either SmolVM found.");
+        return;
+    }
+    // WHAT takes what the number columns leave: PRODUCT 7, ITEMS 5, SIZE 9, RECLAIMABLE 11,
+    // OPT-IN 9, two spaces between columns.
+    let fixed = 7 + 5 + 9 + 11 + 9 + 5 * 2;
+    let longest = v.groups.iter().map(|g| g.label.chars().count()).max();
+    let what = o
+        .width
+        .saturating_sub(fixed + 1)
+        .clamp(12, longest.unwrap_or(12).max(12));
+    let line = |what_col: &str, p: &str, n: &str, size: &str, rec: &str, opt: &str| {
+        format!("{what_col:<what$}  {p:<7}  {n:>5}  {size:>9}  {rec:>11}  {opt:>9}")
+    };
     let _ = writeln!(
         s,
-        "{:<10} {:<32} {:>6} {:>10} {:>12} {:>10}",
-        "PRODUCT", "KIND", "COUNT", "SIZE", "RECLAIMABLE", "OPT-IN"
+        "{}",
+        paint.bold(line("WHAT", "PRODUCT", "ITEMS", "SIZE", "RECLAIMABLE", "OPT-IN").trim_end())
     );
-    for ((p, k), row) in &rows {
-        let _ = writeln!(
-            s,
-            "{:<10} {:<32} {:>6} {:>10} {:>12} {:>10}",
-            p.as_str(),
-            k.split_once('.').map(|x| x.1).unwrap_or(k),
-            row.count,
-            human_bytes(row.size),
-            human_bytes(row.reclaimable),
-            human_bytes(row.opt_in)
+    for g in &v.groups {
+        let row = line(
+            &fit(g.label, what),
+            g.product.as_str(),
+            &g.count.to_string(),
+            &g.size,
+            &dash_or(g.reclaimable_bytes),
+            &dash_or(g.opt_in_bytes),
         );
+        let row = if g.reclaimable_bytes > 0 {
+            paint.green(&row)
+        } else if g.bytes == 0 && g.opt_in_bytes == 0 {
+            paint.dim(&row)
+        } else {
+            row
+        };
+        let _ = writeln!(s, "{}", row.trim_end());
     }
-    if rows.is_empty() {
-        let _ = writeln!(s, "(nothing found)");
-    }
-    let t = &r.totals;
+}
+
+fn totals_line(s: &mut String, v: &ScanView, paint: &Paint) {
+    let t = &v.totals;
     let _ = writeln!(
         s,
-        "\nReclaimable: {} in {} item(s); opt-in: {} in {} item(s).",
-        human_bytes(t.reclaimable_allocated_bytes),
+        "\n{} {} in {} item{}; opt-in: {} in {} item{}.",
+        paint.bold("Reclaimable:"),
+        paint.green(&t.reclaimable),
         t.reclaimable_count,
-        human_bytes(t.opt_in_allocated_bytes),
-        t.opt_in_count
+        if t.reclaimable_count == 1 { "" } else { "s" },
+        t.opt_in,
+        t.opt_in_count,
+        if t.opt_in_count == 1 { "" } else { "s" },
     );
+}
 
-    if !r.machines.is_empty() {
-        let _ = writeln!(s, "\nMachines");
-        for m in &r.machines {
-            let pid = m.pid.map(|p| format!(" pid {p}")).unwrap_or_default();
-            let _ = writeln!(
-                s,
-                "  {:<8} {:<24} {}{}{}",
-                m.product.as_str(),
-                m.name,
-                if m.effective_state.is_empty() {
-                    &m.state
-                } else {
-                    &m.effective_state
-                },
-                pid,
-                if m.allocated_bytes > 0 {
-                    format!(", {}", human_bytes(m.allocated_bytes))
-                } else {
-                    String::new()
-                }
-            );
-        }
+fn machines(s: &mut String, v: &ScanView, paint: &Paint) {
+    if v.machines.is_empty() {
+        return;
     }
-    if !r.processes.is_empty() {
-        let _ = writeln!(s, "\nVM processes");
-        for p in &r.processes {
-            let _ = writeln!(
-                s,
-                "  pid {:<7} {:<20} {:<16} {}{}{} — {}",
-                p.pid,
-                p.shape,
-                p.owner.as_deref().unwrap_or("-"),
-                match p.scope {
-                    Scope::ThisHome => "this HOME",
-                    Scope::Foreign => "foreign",
-                },
-                if p.orphan { ", ORPHAN" } else { "" },
-                if p.held_deleted_bytes > 0 {
-                    format!(
-                        ", holds {} of deleted files",
-                        human_bytes(p.held_deleted_bytes)
-                    )
-                } else {
-                    String::new()
-                },
-                crate::pathser::escape_text(&p.reason)
-            );
-        }
-    }
-
-    // Findings grouped by product and kind.
-    let mut last: Option<(Product, &str)> = None;
-    for f in &r.findings {
-        if last != Some((f.product, f.kind.as_str())) {
-            let _ = writeln!(s, "\n{} — {}", f.product.display_name(), f.kind);
-            last = Some((f.product, f.kind.as_str()));
-        }
-        let size = if f.apparent_bytes != f.allocated_bytes {
-            format!(
-                "{} (apparent {})",
-                human_bytes(f.allocated_bytes),
-                human_bytes(f.apparent_bytes)
-            )
+    let _ = writeln!(s, "\n{}", paint.bold("Machines"));
+    for m in &v.machines {
+        let pid = m.pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
+        let size = m
+            .size
+            .as_deref()
+            .map(|x| format!(", {x}"))
+            .unwrap_or_default();
+        let state = if m.stale {
+            paint.yellow(&m.state)
         } else {
-            human_bytes(f.allocated_bytes)
+            m.state.clone()
         };
         let _ = writeln!(
             s,
-            "  [{:<11}] {}  {}\n                {}",
-            f.verdict.as_str(),
-            crate::pathser::shown(&f.path),
-            size,
-            crate::pathser::escape_text(&f.reason)
+            "  {:<8} {:<9} {:<24} {state}{pid}{size}",
+            m.product.as_str(),
+            m.noun,
+            crate::pathser::escape_text(&m.name)
         );
     }
-    s
+}
+
+fn processes(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
+    let shown: Vec<_> = v
+        .processes
+        .iter()
+        .filter(|p| p.this_home || o.all_homes)
+        .collect();
+    let hidden = v.processes.len() - shown.len();
+    if shown.is_empty() && hidden == 0 {
+        return;
+    }
+    let _ = writeln!(s, "\n{}", paint.bold("VM processes"));
+    for p in &shown {
+        let mut tags = Vec::new();
+        if !p.this_home {
+            tags.push("another HOME's".to_string());
+        }
+        if p.orphan {
+            tags.push(paint.yellow("orphan"));
+        }
+        if let Some(h) = &p.held_deleted {
+            tags.push(format!("holds {h} of deleted files"));
+        }
+        let _ = writeln!(
+            s,
+            "  pid {:<7} {:<22} {:<16} {}\n      {}",
+            p.pid,
+            p.what,
+            p.owner.as_deref().unwrap_or("-"),
+            tags.join(", "),
+            p.reason
+        );
+    }
+    if hidden > 0 {
+        let _ = writeln!(
+            s,
+            "  {}",
+            paint.dim(&format!(
+                "and {hidden} VM process{} of other HOMEs (--all-homes lists them)",
+                if hidden == 1 { "" } else { "es" }
+            ))
+        );
+    }
+}
+
+fn listed<'v>(v: &'v ScanView, o: &RenderOptions) -> Vec<&'v Group> {
+    v.groups
+        .iter()
+        .filter(|g| o.verbose || o.kinds.contains(&g.kind))
+        .collect()
+}
+
+fn items(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
+    for g in listed(v, o) {
+        let _ = writeln!(
+            s,
+            "\n{} {} {}",
+            paint.bold(g.label),
+            paint.dim(&format!("({}, {})", g.product.display_name(), g.kind)),
+            paint.dim(&format!("- {}", g.meaning))
+        );
+        let path_w = o.width.saturating_sub(2 + 14 + 2 + 12).max(20);
+        for r in &g.rows {
+            let size = match &r.apparent {
+                Some(a) => format!("{} (apparent {a})", r.size),
+                None => r.size.clone(),
+            };
+            let word = view::verdict_word(r.verdict);
+            let word = match r.verdict {
+                Verdict::Reclaimable => paint.green(&format!("{word:<12}")),
+                Verdict::Unknown => paint.yellow(&format!("{word:<12}")),
+                _ => format!("{word:<12}"),
+            };
+            let path = if r.path.chars().count() > path_w && !o.verbose {
+                view::short_path(std::path::Path::new(&r.path), path_w)
+            } else {
+                r.path.clone()
+            };
+            let _ = writeln!(s, "  {word}  {path}  {size}\n      {}", r.reason);
+        }
+    }
+}
+
+fn next_steps(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
+    let mut steps = v.next_steps.clone();
+    if !o.verbose && !v.groups.is_empty() {
+        steps.push("`smolsweep scan -v` lists every item; `--kind KIND` one kind.".into());
+    }
+    for (i, step) in steps.iter().enumerate() {
+        if i == 0 {
+            let _ = writeln!(s, "\n{} {step}", paint.bold("Next:"));
+        } else {
+            let _ = writeln!(s, "      {step}");
+        }
+    }
 }

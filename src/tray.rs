@@ -193,8 +193,9 @@ impl TrayModel {
             .iter()
             .filter(|f| settings.includes(f))
             .collect();
-        let reclaim_bytes: u64 = selected.iter().map(|f| f.allocated_bytes).sum();
         let reclaim_ids: Vec<String> = selected.iter().map(|f| f.id.clone()).collect();
+        // The planner's number (hard links once), as the confirmation will say.
+        let reclaim_bytes = crate::view::selection_estimate(report, &reclaim_ids).estimate_bytes;
         let orphans = report
             .processes
             .iter()
@@ -251,19 +252,27 @@ impl TrayModel {
                 false,
             )));
             for p in &report.processes {
-                let actionable = p.scope == Scope::ThisHome;
                 let key = format!("{}:{}", p.pid, p.start_time);
+                // Another HOME's VM is shown, without actions: every one would be refused.
+                if p.scope != Scope::ThisHome {
+                    entries.push(TrayEntry::Item(TrayItem::new(
+                        format!("{}{key}", ids::VM_PREFIX),
+                        vm_label(p),
+                        false,
+                    )));
+                    continue;
+                }
                 let mut items = vec![TrayItem::new(
                     format!("{}{key}", ids::STOP_PREFIX),
                     "Stop",
-                    actionable,
+                    true,
                 )];
-                // Reaping (SIGKILL) is only offered for processes no inventory owns.
+                // Ending a process is only offered for processes no inventory owns.
                 if p.orphan {
                     items.push(TrayItem::new(
                         format!("{}{key}", ids::REAP_PREFIX),
-                        "Reap (kill the orphaned process)",
-                        actionable,
+                        "End the orphaned VM process",
+                        true,
                     ));
                 }
                 entries.push(TrayEntry::Submenu {
@@ -375,22 +384,30 @@ mod tests {
 
     fn finding(path: &str, verdict: Verdict, bytes: u64, class: Option<OptInClass>) -> Finding {
         let kind = crate::FindingKind::CelestoOrphanDisk;
+        let path = format!("/data{path}");
         Finding {
             id: finding_id(Product::Celesto, kind, path.as_ref()),
             product: Product::Celesto,
             kind,
-            path: PathBuf::from(path),
+            path: PathBuf::from(&path),
             owner: None,
             apparent_bytes: bytes,
             allocated_bytes: bytes,
             verdict,
             reason: "test".into(),
             opt_in_class: class,
-            identity: None,
+            identity: Some(crate::model::FileIdentity {
+                dev: 1,
+                ino: path.bytes().map(u64::from).sum(),
+                file_type: libc::S_IFREG,
+                size: bytes,
+                mtime_ns: 0,
+            }),
             is_dir: false,
-            root: None,
+            root: Some(PathBuf::from("/data")),
             mounts_inside: vec![],
             owner_recheck: None,
+            refs: Vec::new(),
         }
     }
 
@@ -580,8 +597,13 @@ mod tests {
         let m = TrayModel::from_report(&rep, &TraySettings::default());
         // Another HOME's orphan does not turn this user's icon red.
         assert_eq!(m.icon, IconState::Clean);
-        assert!(!m.item("vm.stop:300:4242").unwrap().enabled);
-        assert!(!m.item("vm.reap:300:4242").unwrap().enabled);
+        let shown = m.item("vm:300:4242").expect("the VM is listed");
+        assert!(!shown.enabled, "and offers nothing");
+        assert!(
+            m.item("vm.stop:300:4242").is_none(),
+            "no Stop it would refuse"
+        );
+        assert!(m.item("vm.reap:300:4242").is_none());
     }
 
     #[test]

@@ -95,6 +95,12 @@ pub fn compare(a: &str, b: &str) -> std::cmp::Ordering {
     parts(a).cmp(&parts(b))
 }
 
+/// Whether a Celesto version calls its sandboxes "computers" (0.1.10 and later; `sandbox` stays
+/// an alias on the command line).
+pub fn celesto_uses_computer_noun(version: &str) -> bool {
+    compare(version, "0.1.10").is_ge()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -95,6 +95,7 @@ fn finding_sized(root: &Path, path: &Path, verdict: Verdict, walk: bool) -> Find
         root: Some(root.to_path_buf()),
         mounts_inside: vec![],
         owner_recheck: None,
+        refs: Vec::new(),
     }
 }
 

@@ -623,7 +623,11 @@ fn json_report_has_the_contract_fields_and_stable_ids() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("RECLAIMABLE"), "{text}");
-    assert!(text.contains("orphan_disk"), "{text}");
+    assert!(text.contains("Orphaned disks"), "{text}");
+    assert!(
+        !text.contains("orphan_disk"),
+        "no internal kind names: {text}"
+    );
 }
 
 #[test]

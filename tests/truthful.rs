@@ -194,7 +194,7 @@ fn non_utf8_names_in_disks_scan_as_json_losslessly() {
         "{v:#}"
     );
     // The human report escapes the name: no raw escape sequence reaches the terminal.
-    let (code, out, _) = run(&home, &data, &["scan"]);
+    let (code, out, _) = run(&home, &data, &["scan", "-v"]);
     assert_eq!(code, 0);
     assert!(!out.contains('\u{1b}'), "{out}");
     assert!(out.contains("gone\\xff\\x1b[31m.qcow2"), "{out}");

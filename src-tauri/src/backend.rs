@@ -838,6 +838,7 @@ mod tests {
             root: Some(root.to_path_buf()),
             mounts_inside: vec![],
             owner_recheck: None,
+            refs: Vec::new(),
         }
     }
 

@@ -307,6 +307,7 @@ mod tests {
             root: None,
             mounts_inside: vec![],
             owner_recheck: None,
+            refs: Vec::new(),
         });
         assert!(w
             .observe(&r, 1000)

@@ -133,6 +133,7 @@ fn file_finding(root: &Path, name: &str, verdict: Verdict, class: Option<OptInCl
         root: Some(root.to_path_buf()),
         mounts_inside: vec![],
         owner_recheck: None,
+        refs: Vec::new(),
     }
 }
 

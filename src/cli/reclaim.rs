@@ -545,11 +545,12 @@ pub(crate) fn outcome_line(summary: &str, o: &Outcome) -> String {
 }
 
 fn print_plan(plan: &Plan) {
+    let c = crate::view::confirmation(plan);
     crate::outln!(
-        "Plan {}: {} action(s), about {} to free",
+        "Plan {}: {}; about {} to free.",
         &plan.id[..12],
-        plan.actions.len(),
-        human_bytes(plan.estimated_bytes)
+        c.headline,
+        c.estimate
     );
     for a in &plan.actions {
         crate::outln!("  {}", a.summary);
@@ -574,17 +575,10 @@ fn print_refused(refused: &[SkippedAtPlan]) {
     }
 }
 
+/// The question is the confirmation every surface shows: "Delete 3 items (1.2 GB) and end 1 VM
+/// process?"
 fn question(plan: &Plan) -> String {
-    let deletes = plan.delete_count();
-    let bytes = human_bytes(plan.estimated_bytes);
-    if deletes == plan.actions.len() {
-        format!("Delete {deletes} item(s) ({bytes})? [y/N] ")
-    } else {
-        format!(
-            "Carry out {} action(s), deleting {deletes} item(s) ({bytes})? [y/N] ",
-            plan.actions.len()
-        )
-    }
+    format!("{}? [y/N] ", crate::view::confirmation(plan).headline)
 }
 
 /// The result of a run or dry run. The plan was listed before (unless `quiet`), so only what

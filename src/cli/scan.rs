@@ -1,5 +1,9 @@
 //! `smolsweep scan`.
 
+use std::io::IsTerminal;
+
+use crate::kind::FindingKind;
+use crate::report::RenderOptions;
 use crate::scan::{scan, ScanOptions};
 
 #[derive(Debug, clap::Args)]
@@ -7,6 +11,65 @@ pub struct ScanArgs {
     /// Print one JSON object (schema smolsweep.scan/1) instead of the human report.
     #[arg(long)]
     pub json: bool,
+    /// List every item under the summary.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+    /// List the items of this kind (repeatable), for example `celesto.orphan_disk`.
+    #[arg(long, value_name = "KIND", value_parser = kind_parser())]
+    pub kind: Vec<String>,
+    /// Also list VM processes of other HOMEs.
+    #[arg(long)]
+    pub all_homes: bool,
+    /// Print only the totals line.
+    #[arg(long, short = 'q', conflicts_with = "verbose")]
+    pub quiet: bool,
+}
+
+fn kind_parser() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(FindingKind::ALL.iter().map(|k| k.as_str()))
+}
+
+/// Terminal facts the renderer needs, read from the process's environment.
+fn render_options(args: &ScanArgs) -> RenderOptions {
+    let tty = std::io::stdout().is_terminal();
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    let color = tty && var("NO_COLOR").is_none() && var("TERM").is_none_or(|t| t != "dumb");
+    let locale = ["LC_ALL", "LC_CTYPE", "LANG"]
+        .iter()
+        .find_map(|k| var(k))
+        .map(|v| v.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    let utf8 = locale.contains("utf-8") || locale.contains("utf8");
+    RenderOptions {
+        width: terminal_width(tty),
+        color,
+        ascii: !utf8,
+        verbose: args.verbose,
+        kinds: args
+            .kind
+            .iter()
+            .filter_map(|k| FindingKind::parse(k))
+            .collect(),
+        all_homes: args.all_homes,
+        quiet: args.quiet,
+    }
+}
+
+/// `COLUMNS` when set, else the terminal's width, else 80.
+fn terminal_width(tty: bool) -> usize {
+    if let Some(n) = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()) {
+        return n;
+    }
+    if tty {
+        // SAFETY: TIOCGWINSZ fills a winsize struct we own.
+        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+        if unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0
+            && ws.ws_col > 0
+        {
+            return ws.ws_col as usize;
+        }
+    }
+    80
 }
 
 pub fn run(args: ScanArgs) -> i32 {
@@ -20,14 +83,14 @@ pub fn run(args: ScanArgs) -> i32 {
     let report = scan(&opts);
     if args.json {
         match serde_json::to_string_pretty(&report) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => crate::cli::out::println(&s),
             Err(e) => {
                 eprintln!("smolsweep: {e}");
                 return 1;
             }
         }
     } else {
-        print!("{}", crate::report::render(&report));
+        crate::cli::out::print(&crate::report::render_with(&report, &render_options(&args)));
     }
     0
 }

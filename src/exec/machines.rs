@@ -636,7 +636,7 @@ impl CelestoCli {
     /// installed version is known to have it; `sandbox` otherwise.
     pub fn noun(&self) -> &'static str {
         match celesto_version_of(&self.program) {
-            Some(v) if crate::upstream::compare(&v, "0.1.10").is_ge() => "computer",
+            Some(v) if crate::upstream::celesto_uses_computer_noun(&v) => "computer",
             _ => "sandbox",
         }
     }

@@ -170,12 +170,14 @@ impl Ctx<'_> {
                 root: d.root.clone(),
                 mounts_inside: Vec::new(),
                 owner_recheck: None,
+                refs: Vec::new(),
             });
         }
+        let (reason, refs) = crate::view::split_refs(&reason);
         self.findings.push(Finding {
             id: finding_id(d.product, d.kind, &d.path),
             product: d.product,
-            kind: d.kind.to_string(),
+            kind: d.kind,
             path: d.path,
             owner: d.owner,
             apparent_bytes: apparent,
@@ -188,6 +190,7 @@ impl Ctx<'_> {
             root: d.root,
             mounts_inside: mounts,
             owner_recheck: d.owner_recheck,
+            refs,
         });
     }
 
@@ -259,7 +262,10 @@ pub(crate) fn scan_sized(
     {
         celesto::scan_tmp_restore_image(&mut ctx);
     }
-    let processes = procindex::attribute(&ctx, &cel, &smol);
+    let mut processes = procindex::attribute(&ctx, &cel, &smol);
+    for p in &mut processes {
+        p.reason = crate::view::split_refs(&p.reason).0;
+    }
 
     let mut findings = std::mem::take(&mut ctx.findings);
     findings.sort_by(|a, b| (a.product, &a.kind, &a.path).cmp(&(b.product, &b.kind, &b.path)));

@@ -192,6 +192,7 @@ impl Scratch {
             root: Some(path.parent().unwrap().to_path_buf()),
             mounts_inside: vec![],
             owner_recheck: None,
+            refs: Vec::new(),
         };
         self.report.findings.push(f.clone());
         f

@@ -1,0 +1,701 @@
+//! What every surface shows: rows, groups, totals, estimates, labels and confirmation text,
+//! derived from a scan or a plan here and nowhere else. The CLI prints it, the tray model and
+//! the window draw it (the window receives it as JSON); none of them re-derives a number or a
+//! label.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::kind::{FindingKind, Risk};
+use crate::model::*;
+use crate::plan::{Action, Plan, Selection};
+
+/// Bytes for a person (`1.5 GB`, decimal units, as the CLI, the tray and the window show them).
+pub fn bytes(n: u64) -> String {
+    human_bytes(n)
+}
+
+/// How a verdict is called on every surface.
+pub fn verdict_label(v: Verdict, class: Option<OptInClass>) -> &'static str {
+    match (v, class) {
+        (Verdict::Reclaimable, _) => "Reclaimable",
+        (Verdict::OptIn, Some(OptInClass::SavedDisks)) => {
+            "Saved disk: only if you include saved disks"
+        }
+        (Verdict::OptIn, Some(OptInClass::Caches)) => "Cache: only if you include caches",
+        (Verdict::OptIn, Some(OptInClass::Residue)) => "Residue: only if you include residue",
+        (Verdict::OptIn, None) => "Only if you include it",
+        (Verdict::Protected, _) => "Kept",
+        (Verdict::Unknown, _) => "Can't verify",
+    }
+}
+
+/// A short verdict word for tables.
+pub fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Reclaimable => "reclaimable",
+        Verdict::OptIn => "opt-in",
+        Verdict::Protected => "kept",
+        Verdict::Unknown => "can't verify",
+    }
+}
+
+/// The opt-in class's name and the `prune` flag that includes it.
+pub fn class_label(c: OptInClass) -> (&'static str, &'static str) {
+    match c {
+        OptInClass::SavedDisks => ("saved disks", "--include-saved"),
+        OptInClass::Caches => ("caches", "--include-caches"),
+        OptInClass::Residue => ("residue", "--include-residue"),
+    }
+}
+
+/// What a VM process is, for a person.
+pub fn shape_label(shape: &str) -> &'static str {
+    match shape {
+        "smolvm.boot_vm" => "smolvm machine VM",
+        "smolvm.forked" => "smolvm pack-run VM",
+        "celesto.qemu" => "Celesto QEMU VM",
+        "celesto.firecracker" => "Celesto Firecracker VM",
+        "celesto.libkrun" => "Celesto libkrun VM",
+        _ => "VM process",
+    }
+}
+
+/// What a product's status is called ("ok", "not found", "can't verify").
+pub fn product_status(p: &ProductReport) -> &'static str {
+    if !p.detected {
+        "not found"
+    } else if p.status == "ok" {
+        "ok"
+    } else {
+        "can't verify"
+    }
+}
+
+/// `path` shortened from the middle to at most `max` characters (`/home/u/…/disks/x.qcow2`).
+pub fn short_path(path: &Path, max: usize) -> String {
+    let s = crate::pathser::shown(path);
+    let chars: Vec<char> = s.chars().collect();
+    if chars.len() <= max || max < 5 {
+        return s;
+    }
+    let keep = max - 1;
+    let tail = keep * 2 / 3;
+    let head = keep - tail;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
+/// One finding as every surface shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub id: String,
+    /// The path, escaped for display (control characters and invalid UTF-8 made visible).
+    pub path: String,
+    /// The path shortened from the middle (the full one is `path`).
+    pub short_path: String,
+    pub reason: String,
+    pub bytes: u64,
+    pub size: String,
+    /// Apparent size when it differs from the allocated one (sparse disks).
+    pub apparent: Option<String>,
+    pub verdict: Verdict,
+    pub verdict_label: &'static str,
+    /// Whether a person may select it for deletion (reclaimable or opt-in).
+    pub selectable: bool,
+    /// Whether "Reclaim" includes it without asking for its class.
+    pub selected_by_default: bool,
+    /// What selecting it does, in words ("Deletes this file").
+    pub effect: String,
+}
+
+/// One kind of finding: its label, meaning and rows.
+#[derive(Debug, Clone, Serialize)]
+pub struct Group {
+    pub kind: FindingKind,
+    pub product: Product,
+    pub label: &'static str,
+    pub meaning: &'static str,
+    pub risk: Risk,
+    pub risk_label: &'static str,
+    pub count: usize,
+    pub bytes: u64,
+    pub size: String,
+    pub reclaimable_bytes: u64,
+    pub opt_in_bytes: u64,
+    pub rows: Vec<Row>,
+}
+
+/// One product line (with its banners: drift, an inventory that cannot be trusted).
+#[derive(Debug, Clone, Serialize)]
+pub struct ProductLine {
+    pub product: Product,
+    pub name: &'static str,
+    pub version: Option<String>,
+    pub status: &'static str,
+    pub problems: Vec<String>,
+}
+
+/// One VM process.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessRow {
+    pub pid: u32,
+    pub start_time: u64,
+    pub product: Product,
+    pub what: &'static str,
+    pub owner: Option<String>,
+    pub this_home: bool,
+    pub orphan: bool,
+    pub held_deleted: Option<String>,
+    pub reason: String,
+    /// Whether Smolsweep can end it (an orphan of this HOME).
+    pub can_end: bool,
+}
+
+/// One machine or sandbox, with what may be done to it.
+#[derive(Debug, Clone, Serialize)]
+pub struct MachineRow {
+    pub product: Product,
+    pub name: String,
+    /// "machine" (smolvm) or "computer"/"sandbox" (Celesto, as the installed version says).
+    pub noun: &'static str,
+    pub state: String,
+    pub pid: Option<u32>,
+    pub size: Option<String>,
+    pub stale: bool,
+    pub can_stop: bool,
+    pub can_delete: bool,
+}
+
+/// A slice of the overview's legend.
+#[derive(Debug, Clone, Serialize)]
+pub struct LegendEntry {
+    pub label: String,
+    pub bytes: u64,
+    pub size: String,
+}
+
+/// Totals a person sees.
+#[derive(Debug, Clone, Serialize)]
+pub struct TotalsView {
+    /// What "Reclaim" frees: the planner's estimate for everything reclaimable.
+    pub reclaimable_bytes: u64,
+    pub reclaimable: String,
+    pub reclaimable_count: usize,
+    pub opt_in_bytes: u64,
+    pub opt_in: String,
+    pub opt_in_count: usize,
+    pub orphan_processes: usize,
+    pub held_deleted: String,
+}
+
+/// The whole scan as every surface shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScanView {
+    pub home: String,
+    pub platform: &'static str,
+    pub products: Vec<ProductLine>,
+    /// Groups ordered by what they free (reclaimable, then opt-in bytes), then by risk.
+    pub groups: Vec<Group>,
+    pub totals: TotalsView,
+    pub machines: Vec<MachineRow>,
+    pub processes: Vec<ProcessRow>,
+    /// The overview's legend: kinds holding bytes, the rest folded into "Other".
+    pub legend: Vec<LegendEntry>,
+    /// What to do next, as commands (CLI) or buttons (window).
+    pub next_steps: Vec<String>,
+}
+
+impl ScanView {
+    pub fn of(r: &ScanReport) -> ScanView {
+        let reclaim = Plan::from_scan(r, &Selection::reclaimable());
+        let groups = groups(r);
+        ScanView {
+            home: crate::pathser::shown(&r.home),
+            platform: r.platform.as_str(),
+            products: r.products.iter().map(product_line).collect(),
+            legend: legend(&groups),
+            totals: TotalsView {
+                reclaimable_bytes: estimate_bytes(&reclaim),
+                reclaimable: bytes(estimate_bytes(&reclaim)),
+                reclaimable_count: reclaim.delete_count(),
+                opt_in_bytes: r.totals.opt_in_allocated_bytes,
+                opt_in: bytes(r.totals.opt_in_allocated_bytes),
+                opt_in_count: r.totals.opt_in_count as usize,
+                orphan_processes: orphans(r),
+                held_deleted: bytes(r.totals.held_deleted_bytes),
+            },
+            next_steps: next_steps(r, &reclaim),
+            machines: r.machines.iter().map(|m| machine_row(r, m)).collect(),
+            processes: r.processes.iter().map(process_row).collect(),
+            groups,
+        }
+    }
+}
+
+fn orphans(r: &ScanReport) -> usize {
+    r.processes
+        .iter()
+        .filter(|p| p.orphan && p.scope == Scope::ThisHome)
+        .count()
+}
+
+fn product_line(p: &ProductReport) -> ProductLine {
+    ProductLine {
+        product: p.product,
+        name: p.product.display_name(),
+        version: p.version.clone(),
+        status: product_status(p),
+        problems: p.problems.clone(),
+    }
+}
+
+fn row(f: &Finding) -> Row {
+    let selectable = matches!(f.verdict, Verdict::Reclaimable | Verdict::OptIn);
+    let effect = match (selectable, f.kind.removal(), f.is_dir) {
+        (false, ..) => "Nothing: Smolsweep leaves it alone".to_string(),
+        (true, crate::kind::Removal::Unlink, _) => "Removes the link; its target stays".into(),
+        (true, crate::kind::Removal::ProductCli, _) => format!(
+            "Deletes machine '{}' through smolvm",
+            f.owner.as_deref().unwrap_or("?")
+        ),
+        (true, _, true) => "Deletes this directory and everything in it".into(),
+        (true, _, false) => "Deletes this file".into(),
+    };
+    Row {
+        id: f.id.clone(),
+        path: crate::pathser::shown(&f.path),
+        short_path: short_path(&f.path, 64),
+        reason: crate::pathser::escape_text(&f.reason),
+        bytes: f.allocated_bytes,
+        size: bytes(f.allocated_bytes),
+        apparent: (f.apparent_bytes != f.allocated_bytes).then(|| bytes(f.apparent_bytes)),
+        verdict: f.verdict,
+        verdict_label: verdict_label(f.verdict, f.opt_in_class),
+        selectable,
+        selected_by_default: f.verdict == Verdict::Reclaimable,
+        effect,
+    }
+}
+
+fn groups(r: &ScanReport) -> Vec<Group> {
+    let mut out: Vec<Group> = Vec::new();
+    for f in &r.findings {
+        let i = match out.iter().position(|g| g.kind == f.kind) {
+            Some(i) => i,
+            None => {
+                out.push(Group {
+                    kind: f.kind,
+                    product: f.product,
+                    label: f.kind.label(),
+                    meaning: f.kind.meaning(),
+                    risk: f.kind.risk(),
+                    risk_label: f.kind.risk().label(),
+                    count: 0,
+                    bytes: 0,
+                    size: String::new(),
+                    reclaimable_bytes: 0,
+                    opt_in_bytes: 0,
+                    rows: Vec::new(),
+                });
+                out.len() - 1
+            }
+        };
+        let g = &mut out[i];
+        g.count += 1;
+        g.bytes += f.allocated_bytes;
+        match f.verdict {
+            Verdict::Reclaimable => g.reclaimable_bytes += f.allocated_bytes,
+            Verdict::OptIn => g.opt_in_bytes += f.allocated_bytes,
+            _ => {}
+        }
+        g.rows.push(row(f));
+    }
+    for g in &mut out {
+        g.size = bytes(g.bytes);
+        g.rows
+            .sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.path.cmp(&b.path)));
+    }
+    out.sort_by(|a, b| {
+        (b.reclaimable_bytes, b.opt_in_bytes, b.bytes)
+            .cmp(&(a.reclaimable_bytes, a.opt_in_bytes, a.bytes))
+            .then(a.risk.cmp(&b.risk))
+            .then(a.kind.cmp(&b.kind))
+    });
+    out
+}
+
+/// At most six slices: the largest kinds by bytes, everything else (and every empty kind) in
+/// "Other".
+fn legend(groups: &[Group]) -> Vec<LegendEntry> {
+    let mut by_bytes: Vec<&Group> = groups.iter().filter(|g| g.bytes > 0).collect();
+    by_bytes.sort_by_key(|g| std::cmp::Reverse(g.bytes));
+    let mut out: Vec<LegendEntry> = by_bytes
+        .iter()
+        .take(5)
+        .map(|g| LegendEntry {
+            label: g.label.to_string(),
+            bytes: g.bytes,
+            size: bytes(g.bytes),
+        })
+        .collect();
+    let rest: u64 = by_bytes.iter().skip(5).map(|g| g.bytes).sum();
+    if rest > 0 {
+        out.push(LegendEntry {
+            label: "Other".into(),
+            bytes: rest,
+            size: bytes(rest),
+        });
+    }
+    out
+}
+
+fn process_row(p: &VmProcess) -> ProcessRow {
+    let this_home = p.scope == Scope::ThisHome;
+    ProcessRow {
+        pid: p.pid,
+        start_time: p.start_time,
+        product: p.product,
+        what: shape_label(&p.shape),
+        owner: p.owner.clone(),
+        this_home,
+        orphan: p.orphan,
+        held_deleted: (p.held_deleted_bytes > 0).then(|| bytes(p.held_deleted_bytes)),
+        reason: crate::pathser::escape_text(&p.reason),
+        can_end: p.orphan && this_home,
+    }
+}
+
+fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
+    let state = if m.effective_state.is_empty() {
+        m.state.clone()
+    } else {
+        m.effective_state.clone()
+    };
+    let noun = match m.product {
+        Product::Smolvm => "machine",
+        Product::Celesto if celesto_says_computer(r) => "computer",
+        Product::Celesto => "sandbox",
+    };
+    MachineRow {
+        product: m.product,
+        name: m.name.clone(),
+        noun,
+        stale: m.state == "running" && !m.alive,
+        can_stop: m.alive,
+        can_delete: true,
+        state,
+        pid: m.pid,
+        size: (m.allocated_bytes > 0).then(|| bytes(m.allocated_bytes)),
+    }
+}
+
+/// Whether the installed Celesto calls its sandboxes "computers" (0.1.10 and later).
+pub fn celesto_says_computer(r: &ScanReport) -> bool {
+    r.products
+        .iter()
+        .find(|p| p.product == Product::Celesto)
+        .and_then(|p| p.version.as_deref())
+        .is_some_and(crate::upstream::celesto_uses_computer_noun)
+}
+
+fn next_steps(r: &ScanReport, reclaim: &Plan) -> Vec<String> {
+    let mut out = Vec::new();
+    if !reclaim.is_empty() {
+        out.push(format!(
+            "`smolsweep prune` frees {} ({} items).",
+            bytes(estimate_bytes(reclaim)),
+            reclaim.delete_count()
+        ));
+    }
+    for class in [
+        OptInClass::SavedDisks,
+        OptInClass::Caches,
+        OptInClass::Residue,
+    ] {
+        let n: u64 = r
+            .findings
+            .iter()
+            .filter(|f| f.verdict == Verdict::OptIn && f.opt_in_class == Some(class))
+            .map(|f| f.allocated_bytes)
+            .sum();
+        if n > 0 {
+            let (name, flag) = class_label(class);
+            out.push(format!(
+                "`smolsweep prune {flag}` also frees {} of {name}.",
+                bytes(n)
+            ));
+        }
+    }
+    let n = orphans(r);
+    if n > 0 {
+        out.push(format!(
+            "`smolsweep reap` ends {n} orphaned VM process{}.",
+            if n == 1 { "" } else { "es" }
+        ));
+    }
+    out
+}
+
+/// Bytes a plan is expected to free: its deletes (each inode once) and the machines it deletes.
+pub fn estimate_bytes(plan: &Plan) -> u64 {
+    let machines: u64 = plan
+        .actions
+        .iter()
+        .map(|a| match &a.action {
+            Action::DeleteMachine { bytes, .. } => *bytes,
+            _ => 0,
+        })
+        .sum();
+    plan.estimated_bytes + machines
+}
+
+/// The confirmation for findings chosen one by one (the window's and the tray's selection).
+pub fn selection_estimate(report: &ScanReport, ids: &[String]) -> Confirmation {
+    let sel = Selection {
+        ids: ids.to_vec(),
+        ..Default::default()
+    };
+    confirmation(&Plan::from_scan(report, &sel))
+}
+
+/// What a confirmation says, on every surface, for one plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Confirmation {
+    /// "Delete 12 items (3.4 GB) and end 2 VM processes"
+    pub headline: String,
+    /// The estimate in bytes and in words.
+    pub estimate_bytes: u64,
+    pub estimate: String,
+    /// One line per action, in the order they run.
+    pub lines: Vec<String>,
+    /// What was selected but will not be done, and why.
+    pub not_planned: Vec<String>,
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The confirmation of `plan`.
+pub fn confirmation(plan: &Plan) -> Confirmation {
+    let count = |f: fn(&Action) -> bool| plan.actions.iter().filter(|a| f(&a.action)).count();
+    let deletes = count(|a| matches!(a, Action::DeletePath { .. }));
+    let machines = count(|a| matches!(a, Action::DeleteMachine { .. }));
+    let stops = count(|a| matches!(a, Action::StopMachine { .. }));
+    let ends = count(|a| matches!(a, Action::SignalProcess { .. }));
+    let detaches = count(|a| matches!(a, Action::Detach { .. }));
+    let removes = count(|a| {
+        matches!(
+            a,
+            Action::RemoveTree { .. }
+                | Action::RemoveDirIfEmpty { .. }
+                | Action::RemoveLauncher { .. }
+                | Action::RemovePathBlock { .. }
+        )
+    });
+    let est = estimate_bytes(plan);
+    let mut parts = Vec::new();
+    if deletes > 0 {
+        parts.push(format!(
+            "delete {} ({})",
+            plural(deletes, "item", "items"),
+            bytes(plan.estimated_bytes)
+        ));
+    }
+    if machines > 0 {
+        parts.push(format!(
+            "delete {}",
+            plural(machines, "machine", "machines")
+        ));
+    }
+    if stops > 0 {
+        parts.push(format!("stop {}", plural(stops, "machine", "machines")));
+    }
+    if ends > 0 {
+        parts.push(format!(
+            "end {}",
+            plural(ends, "VM process", "VM processes")
+        ));
+    }
+    if detaches > 0 {
+        parts.push(format!(
+            "detach {}",
+            plural(detaches, "disk image", "disk images")
+        ));
+    }
+    if removes > 0 {
+        parts.push(format!(
+            "remove {} of the installation",
+            plural(removes, "entry", "entries")
+        ));
+    }
+    let headline = match parts.len() {
+        0 => "Nothing to do".to_string(),
+        _ => {
+            let last = parts.pop().unwrap_or_default();
+            let s = if parts.is_empty() {
+                last
+            } else {
+                format!("{} and {last}", parts.join(", "))
+            };
+            let mut c = s.chars();
+            c.next()
+                .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+                .unwrap_or_default()
+        }
+    };
+    Confirmation {
+        headline,
+        estimate_bytes: est,
+        estimate: bytes(est),
+        lines: plan.actions.iter().map(|a| a.summary.clone()).collect(),
+        not_planned: plan
+            .skipped_at_plan
+            .iter()
+            .map(|s| crate::pathser::escape_text(&s.why))
+            .collect(),
+    }
+}
+
+/// Split upstream bug references out of a sentence: `"… upstream never finds these (B10)."`
+/// becomes `"… upstream never finds these."` with refs `["B10"]`. The sentence is for people;
+/// the references go to the JSON's `refs` and the docs.
+pub fn split_refs(text: &str) -> (String, Vec<String>) {
+    let mut refs = Vec::new();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('(') {
+        let Some(close) = rest[open..].find(')').map(|c| open + c) else {
+            break;
+        };
+        let inner = &rest[open + 1..close];
+        let (kept, found) = strip_ref_tokens(inner);
+        out.push_str(&rest[..open]);
+        if found.is_empty() {
+            out.push_str(&rest[open..=close]);
+        } else {
+            refs.extend(found);
+            if kept.is_empty() {
+                while out.ends_with(' ') {
+                    out.pop();
+                }
+            } else {
+                out.push('(');
+                out.push_str(&kept);
+                out.push(')');
+            }
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    (out, refs)
+}
+
+/// Remove `B<n>` tokens (with a leading "upstream"/"Celesto"/"smolvm" and a ":" before them).
+fn strip_ref_tokens(inner: &str) -> (String, Vec<String>) {
+    let is_ref =
+        |w: &str| w.len() >= 2 && w.starts_with('B') && w[1..].chars().all(|c| c.is_ascii_digit());
+    let words: Vec<&str> = inner.split_whitespace().collect();
+    let refs: Vec<String> = words
+        .iter()
+        .map(|w| w.trim_matches(|c: char| c == ',' || c == ';'))
+        .filter(|w| is_ref(w))
+        .map(str::to_string)
+        .collect();
+    if refs.is_empty() {
+        return (inner.to_string(), refs);
+    }
+    let mut kept: Vec<&str> = words
+        .into_iter()
+        .filter(|w| !is_ref(w.trim_matches(|c: char| c == ',' || c == ';')))
+        .collect();
+    if kept.len() == 1 && matches!(kept[0], "upstream" | "Celesto" | "smolvm") {
+        kept.clear();
+    }
+    let mut s = kept.join(" ");
+    while s.ends_with(':') || s.ends_with(',') {
+        s.pop();
+    }
+    (s, refs)
+}
+
+/// `s` with the typographic characters this project prints replaced by ASCII, for terminals
+/// whose locale is not UTF-8.
+pub fn ascii(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '—' | '–' => out.push('-'),
+            '→' => out.push_str("->"),
+            '…' => out.push_str("..."),
+            '‘' | '’' => out.push('\''),
+            '“' | '”' => out.push('"'),
+            '×' => out.push('x'),
+            c if c.is_ascii() => out.push(c),
+            _ => out.push('?'),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bug_numbers_leave_the_sentence_for_refs() {
+        let cases = [
+            (
+                "Companion file of disk 'x', which is gone; upstream never finds these (B10).",
+                "Companion file of disk 'x', which is gone; upstream never finds these.",
+                vec!["B10"],
+            ),
+            (
+                "whose disk process 1 is using (upstream would delete it: B3).",
+                "whose disk process 1 is using (upstream would delete it).",
+                vec!["B3"],
+            ),
+            (
+                "deleting it would break them (upstream B1).",
+                "deleting it would break them.",
+                vec!["B1"],
+            ),
+            (
+                "Named like a log (upstream deletes these: B18); left alone.",
+                "Named like a log (upstream deletes these); left alone.",
+                vec!["B18"],
+            ),
+            (
+                "Plain (no refs here) sentence.",
+                "Plain (no refs here) sentence.",
+                vec![],
+            ),
+            ("Unbalanced ( B3", "Unbalanced ( B3", vec![]),
+        ];
+        for (text, want, refs) in cases {
+            let (got, r) = split_refs(text);
+            assert_eq!(got, want);
+            assert_eq!(r, refs);
+        }
+    }
+
+    #[test]
+    fn paths_shorten_from_the_middle() {
+        let p = Path::new("/home/someone/.local/state/celesto/disks/0123456789abcdef.qcow2");
+        let s = short_path(p, 30);
+        assert_eq!(s.chars().count(), 30);
+        assert!(s.starts_with("/home/"), "{s}");
+        assert!(s.ends_with("abcdef.qcow2"), "{s}");
+        assert!(s.contains('…'));
+        assert_eq!(short_path(Path::new("/a/b"), 30), "/a/b");
+    }
+
+    #[test]
+    fn ascii_folds_what_this_project_prints() {
+        assert_eq!(ascii("a — b → c…"), "a - b -> c...");
+    }
+}
