@@ -461,6 +461,19 @@ fn newer_smolvm_is_shown_but_nothing_of_it_is_reclaimable() {
     assert_eq!(verdict_of(&v, &dir), "unknown");
     run(&home, &data, &["prune", "--yes"]);
     assert!(dir.exists());
+    // The flag accepts the risk for one product, for the scan and the re-judge alike.
+    let (_, v) = json_of(
+        &["scan"],
+        run(
+            &home,
+            &data,
+            &["scan", "--json", "--accept-newer", "smolvm"],
+        ),
+    );
+    assert_eq!(verdict_of(&v, &dir), "reclaimable");
+    let (code, _, err) = run(&home, &data, &["--accept-newer", "smolvm", "prune", "-y"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!dir.exists(), "pruned once the risk is accepted");
 }
 
 #[test]

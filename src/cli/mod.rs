@@ -17,6 +17,11 @@ pub mod uninstall;
 or cannot be acted on, a plan not confirmed) or any failure; 2 usage error."
 )]
 pub struct Cli {
+    /// Judge this product with the rules of the newest version Smolsweep knows although the
+    /// installed one is newer (its leftovers become reclaimable again): `celesto`, `smolvm` or
+    /// `all`. Repeatable; the same as SMOLSWEEP_ACCEPT_NEWER.
+    #[arg(long, global = true, value_name = "PRODUCT", value_parser = ["celesto", "smolvm", "all"])]
+    pub accept_newer: Vec<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -140,6 +145,7 @@ pub fn main() -> i32 {
             return 2;
         }
     };
+    crate::scan::accept_newer(&cli.accept_newer);
     match cli.command {
         Command::Scan(a) => scan::run(a),
         Command::Prune(a) => reclaim::prune(a),

@@ -295,11 +295,24 @@ pub(crate) fn scan_sized(
 /// the rules were verified against: `SMOLSWEEP_ACCEPT_NEWER=celesto,smolvm`.
 pub const ACCEPT_NEWER_VAR: &str = "SMOLSWEEP_ACCEPT_NEWER";
 
+/// Products accepted by the `--accept-newer` flag or the app's setting, for every scan and
+/// re-judge of this process (in addition to [`ACCEPT_NEWER_VAR`]).
+static ACCEPTED_NEWER: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+
+/// Accept, for this process, the risk of judging these products (`celesto`, `smolvm`, `all`)
+/// with the newest rules Smolsweep knows although their installed version is newer. Replaces
+/// what was accepted before.
+pub fn accept_newer(products: &[String]) {
+    if let Ok(mut a) = ACCEPTED_NEWER.write() {
+        *a = products.iter().map(|p| p.to_ascii_lowercase()).collect();
+    }
+}
+
 /// A product installed in a version newer than every verified one is shown, but nothing of it
 /// is reclaimable and none of its processes is an orphan to end, unless the user accepted the
 /// risk for that product: its layout or inventory may have changed under the rules.
 fn drift_guard(report: &mut ScanReport, env: &EnvSnapshot) {
-    let accepted: Vec<String> = env
+    let mut accepted: Vec<String> = env
         .var(ACCEPT_NEWER_VAR)
         .map(|v| {
             v.split(',')
@@ -307,6 +320,9 @@ fn drift_guard(report: &mut ScanReport, env: &EnvSnapshot) {
                 .collect()
         })
         .unwrap_or_default();
+    if let Ok(more) = ACCEPTED_NEWER.read() {
+        accepted.extend(more.iter().cloned());
+    }
     for pr in &mut report.products {
         let Some(v) = pr.version.clone() else {
             continue;
@@ -319,13 +335,13 @@ fn drift_guard(report: &mut ScanReport, env: &EnvSnapshot) {
             .any(|a| a == pr.product.as_str() || a == "all")
         {
             pr.problems.push(format!(
-                "{} {v} is newer than the versions Smolsweep knows ({newest}); judged with the rules for {newest} because {ACCEPT_NEWER_VAR} accepts the risk.",
+                "{} {v} is newer than the versions Smolsweep knows ({newest}); judged with the rules for {newest} because you accepted the risk.",
                 pr.product.display_name()
             ));
             continue;
         }
         let banner = format!(
-            "{} {v} is newer than the versions Smolsweep knows (up to {newest}); its leftovers are shown, nothing of it is reclaimable until Smolsweep is updated ({ACCEPT_NEWER_VAR}={} accepts the risk).",
+            "{} {v} is newer than the versions Smolsweep knows (up to {newest}); its leftovers are shown, nothing of it is reclaimable until Smolsweep is updated (--accept-newer {} accepts the risk).",
             pr.product.display_name(),
             pr.product.as_str()
         );
