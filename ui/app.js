@@ -1,4 +1,6 @@
-// Smolsweep window. Talks to the shell only through its commands and events.
+// Smolsweep window. Renders the core's view (`smolsweep::view::ScanView`, served in every
+// status) and sends selections; every number, label, reason, verdict word and confirmation text
+// comes from the core. Talks to the shell only through its commands and events.
 "use strict";
 
 const tauri = window.__TAURI__;
@@ -25,15 +27,6 @@ function el(tag, attrs = {}, ...children) {
   return e;
 }
 
-// Same formatting as the core's human_bytes: decimal units.
-function bytes(n) {
-  const u = ["B", "kB", "MB", "GB", "TB", "PB"];
-  if (n < 1000) return `${n} B`;
-  let v = n, i = 0;
-  while (v >= 1000 && i < u.length - 1) { v /= 1000; i++; }
-  return v >= 100 ? `${v.toFixed(0)} ${u[i]}` : `${v.toFixed(1)} ${u[i]}`;
-}
-
 function ago(secs) {
   if (!secs) return "";
   const d = Math.max(0, Date.now() / 1000 - secs);
@@ -43,13 +36,11 @@ function ago(secs) {
   return `${Math.floor(d / 86400)} days ago`;
 }
 
-const PRODUCT = { celesto: "Celesto SmolVM", smolvm: "smol-machines smolvm" };
-const VERDICT = { reclaimable: "reclaimable", opt_in: "opt-in", protected: "protected", unknown: "can't verify" };
-const kindLabel = (k) => k.replace(/^[a-z]+\./, "").replace(/_/g, " ");
+const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
 
 // `pending` is what the open confirmation would run: a reclaim ({ kind: "reclaim", digest }) or a
-// VM action ({ kind: "vm", plan }), each with the fingerprint of the core plan it shows.
-let state = { status: null, selected: new Set(), touched: false, busy: false, pending: null };
+// VM / machine action ({ kind: "vm", plan }), each with the fingerprint of the core plan it shows.
+let state = { status: null, selected: new Set(), touched: false, busy: false, pending: null, estimateSeq: 0 };
 
 let toastTimer;
 function toast(msg) {
@@ -62,184 +53,230 @@ function toast(msg) {
 
 // ---- navigation -------------------------------------------------------------------------------
 
-function show(view) {
+function show(view, focus) {
   if (!$(`#view-${view}`)) view = "overview";
   $$(".view").forEach((v) => v.classList.toggle("active", v.id === `view-${view}`));
-  $$("nav button[data-view]").forEach((b) => b.classList.toggle("active", b.dataset.view === view));
+  $$("nav button[data-view]").forEach((b) => {
+    b.classList.toggle("active", b.dataset.view === view);
+    if (b.dataset.view === view) b.setAttribute("aria-current", "page"); else b.removeAttribute("aria-current");
+  });
   if (view === "history") loadHistory();
   if (view === "settings") loadSettings();
+  // Moving to a view from inside the page (not from the nav) puts the focus on its heading.
+  if (focus) { const h = $(`#view-${view} h1`); if (h) h.focus(); }
 }
 
 $$("nav button[data-view]").forEach((b) => b.addEventListener("click", () => show(b.dataset.view)));
-$$("[data-goto]").forEach((a) => a.addEventListener("click", (e) => { e.preventDefault(); show(a.dataset.goto); }));
-$("#overview-review").addEventListener("click", () => show("findings"));
+$("#overview-review").addEventListener("click", () => show("findings", true));
 
 // ---- status -----------------------------------------------------------------------------------
 
 function render(status) {
   state.status = status;
+  const v = status.view;
   const r = status.report;
   $("#scan-state").textContent = status.scanning ? "Scanning…" : r ? (r.scanned_at ? `Scanned ${ago(r.scanned_at)}` : "Scan complete") : status.error ? "" : "Scanning…";
   const line = $("#status-line");
   line.textContent = status.tray.status;
   line.classList.toggle("warn", status.tray.status.startsWith("Can't verify"));
-  if (!r) {
+  renderBanners(status);
+  if (!v) {
     $("#findings-list").replaceChildren(el("div", { class: "empty", text: status.error || "Scanning…" }));
     return;
   }
-  const t = r.totals;
-  $("#t-reclaimable").textContent = bytes(t.reclaimable_allocated_bytes);
-  $("#t-reclaimable-n").textContent = `${t.reclaimable_count} item${t.reclaimable_count === 1 ? "" : "s"}`;
-  $("#t-optin").textContent = bytes(t.opt_in_allocated_bytes);
-  $("#t-optin-n").textContent = `${t.opt_in_count} item${t.opt_in_count === 1 ? "" : "s"}`;
-  $("#t-protected").textContent = bytes(t.protected_allocated_bytes);
-  $("#t-orphans").textContent = String(t.orphan_process_count);
-  $("#t-held").textContent = t.held_deleted_bytes ? `holding ${bytes(t.held_deleted_bytes)} of deleted files` : "";
-  $("#nav-count").textContent = r.findings.length ? String(r.findings.length) : "";
-  $("#nav-vms").textContent = r.processes.length ? String(r.processes.length) : "";
-  renderChart(r);
-  renderProblems(r);
-  renderFindings(r);
-  renderVms(r);
+  const t = v.totals;
+  $("#t-reclaimable").textContent = t.reclaimable;
+  $("#t-reclaimable-n").textContent = plural(t.reclaimable_count, "item", "items");
+  $("#t-optin").textContent = t.opt_in;
+  $("#t-optin-n").textContent = plural(t.opt_in_count, "item", "items");
+  $("#t-orphans").textContent = String(t.orphan_processes);
+  $("#t-held").textContent = t.held_deleted && t.held_deleted !== "0 B" ? `holding ${t.held_deleted} of deleted files` : "";
+  const nFindings = v.groups.reduce((a, g) => a + g.count, 0);
+  $("#nav-count").textContent = nFindings ? String(nFindings) : "";
+  const nVms = v.machines.length + v.processes.length;
+  $("#nav-vms").textContent = nVms ? String(nVms) : "";
+  renderChart(v);
+  renderNextSteps(v);
+  renderFindings(v);
+  renderVms(v);
 }
 
-function renderChart(r) {
-  const chart = $("#space-chart");
-  const byProduct = new Map();
-  for (const f of r.findings) {
-    if (!byProduct.has(f.product)) byProduct.set(f.product, new Map());
-    const m = byProduct.get(f.product);
-    m.set(f.kind, (m.get(f.kind) || 0) + f.allocated_bytes);
-  }
-  if (!byProduct.size) { chart.replaceChildren(el("div", { class: "empty", text: "Nothing from either SmolVM was found." })); return; }
-  const max = Math.max(...Array.from(byProduct.values(), (m) => Array.from(m.values()).reduce((a, b) => a + b, 0)), 1);
-  const rows = [];
-  for (const [product, kinds] of byProduct) {
-    const total = Array.from(kinds.values()).reduce((a, b) => a + b, 0);
-    const bar = el("div", { class: "bar" });
-    const legend = el("div", { class: "legend" });
-    const sorted = Array.from(kinds.entries()).sort((a, b) => b[1] - a[1]);
-    sorted.forEach(([kind, n], i) => {
-      const color = `var(--c${(i % 8) + 1})`;
-      const seg = el("div", { class: "seg", title: `${kindLabel(kind)}: ${bytes(n)}` });
-      seg.style.width = `${(n / max) * 100}%`;
-      seg.style.background = color;
-      bar.append(seg);
-      const sw = el("i"); sw.style.background = color;
-      legend.append(el("span", {}, sw, `${kindLabel(kind)} ${bytes(n)}`));
-    });
-    rows.push(el("div", { class: "prod" }, el("b", { text: PRODUCT[product] || product }), bar, el("span", { class: "total", text: bytes(total) })));
-    rows.push(el("div", { class: "prod" }, el("span"), legend, el("span")));
-  }
-  chart.replaceChildren(...rows);
-}
-
-function renderProblems(r) {
-  const p = [];
-  for (const pr of r.products) {
-    for (const x of pr.problems) p.push(el("div", { class: "problem small" }, el("b", { text: `${PRODUCT[pr.product]}: ` }), x));
-  }
-  $("#problems").replaceChildren(...p);
-}
-
-function selectable(f) { return f.verdict === "reclaimable" || f.verdict === "opt_in"; }
-
-function renderFindings(r) {
-  // Default selection: reclaimable checked, opt-in unchecked; kept across rescans once touched.
-  const byId = new Map(r.findings.map((f) => [f.id, f]));
-  if (!state.touched) state.selected = new Set(r.findings.filter((f) => f.verdict === "reclaimable").map((f) => f.id));
-  state.selected = new Set([...state.selected].filter((id) => byId.has(id) && selectable(byId.get(id))));
-  const groups = new Map();
-  for (const f of r.findings) {
-    const key = `${f.product}\u0000${f.kind}`;
-    if (!groups.has(key)) groups.set(key, []);
-    groups.get(key).push(f);
-  }
-  if (!groups.size) { $("#findings-list").replaceChildren(el("div", { class: "empty", text: "Nothing to reclaim." })); updateSelection(); return; }
-  const order = { reclaimable: 0, opt_in: 1, unknown: 2, protected: 3 };
-  const sorted = Array.from(groups.entries()).sort((a, b) => {
-    const va = Math.min(...a[1].map((f) => order[f.verdict])), vb = Math.min(...b[1].map((f) => order[f.verdict]));
-    return va - vb || a[0].localeCompare(b[0]);
-  });
+// Banners on every view: a product the scan cannot vouch for (newer than known, an inventory
+// that does not prove itself), with the core's sentence.
+function renderBanners(status) {
+  const v = status.view;
   const out = [];
-  for (const [key, fs] of sorted) {
-    const [product, kind] = key.split("\u0000");
-    const total = fs.reduce((a, f) => a + f.allocated_bytes, 0);
-    const rows = fs.map((f) => {
-      const can = selectable(f);
+  for (const p of v ? v.products : []) {
+    if (!p.problems.length) continue;
+    const newer = (status.newer || []).includes(p.product);
+    out.push(el("div", { class: "banner", role: "status", dataset: { product: p.product, newer: newer ? "1" : "" } },
+      el("b", { text: `${p.name}: ` }), p.problems.join(" "),
+      newer ? el("button", { class: "secondary small", type: "button", onclick: () => show("settings", true) }, `Settings: accept newer ${p.name}`) : null));
+  }
+  $("#banners").replaceChildren(...out);
+}
+
+// The legend is the core's: the largest kinds, every small or empty kind folded into "Other".
+function renderChart(v) {
+  const chart = $("#space-chart");
+  if (!v.legend.length) { chart.replaceChildren(el("div", { class: "empty", text: "Nothing from either SmolVM holds any space." })); return; }
+  const total = v.legend.reduce((a, e) => a + e.bytes, 0) || 1;
+  const bar = el("div", { class: "bar", "aria-hidden": "true" });
+  const legend = el("ul", { class: "legend", "aria-label": "Space by kind" });
+  v.legend.forEach((e, i) => {
+    const color = `var(--c${(i % 8) + 1})`;
+    const seg = el("div", { class: "seg", title: `${e.label}: ${e.size}` });
+    seg.style.width = `${(e.bytes / total) * 100}%`;
+    seg.style.background = color;
+    bar.append(seg);
+    const sw = el("i", { "aria-hidden": "true" }); sw.style.background = color;
+    legend.append(el("li", { dataset: { label: e.label } }, sw, `${e.label} ${e.size}`));
+  });
+  chart.replaceChildren(bar, legend);
+}
+
+function renderNextSteps(v) {
+  const box = $("#next-steps");
+  box.replaceChildren(...(v.next_steps.length ? [el("h2", { text: "From the command line" }), el("ul", { class: "small" }, v.next_steps.map((s) => el("li", { text: s })))] : []));
+}
+
+async function copyPath(path) {
+  try {
+    await navigator.clipboard.writeText(path);
+  } catch (_) {
+    const ta = el("textarea", { "aria-hidden": "true", class: "offscreen" });
+    ta.value = path;
+    document.body.append(ta);
+    ta.select();
+    document.execCommand("copy");
+    ta.remove();
+  }
+  toast(`Copied ${path}`);
+}
+
+function pathCell(row, extra) {
+  return el("td", {},
+    el("div", { class: "pathline" },
+      el("span", { class: "path", title: row.path, text: row.short_path }),
+      el("button", { type: "button", class: "copy small", "aria-label": `Copy path ${row.path}`, title: "Copy the full path", onclick: () => copyPath(row.path) }, "Copy")),
+    el("div", { class: "reason", text: row.reason }), extra);
+}
+
+function renderFindings(v) {
+  // Default selection: what the core selects by default; kept across rescans once touched.
+  const rows = v.groups.flatMap((g) => g.rows);
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  if (!state.touched) state.selected = new Set(rows.filter((r) => r.selected_by_default).map((r) => r.id));
+  state.selected = new Set([...state.selected].filter((id) => byId.has(id) && byId.get(id).selectable));
+  if (!v.groups.length) { $("#findings-list").replaceChildren(el("div", { class: "empty", text: "Nothing to reclaim." })); updateSelection(); return; }
+  const out = [];
+  v.groups.forEach((g, gi) => {
+    const hid = `group-h-${gi}`;
+    const trs = g.rows.map((f) => {
       const box = el("input", {
         type: "checkbox", class: "select", "aria-label": `Select ${f.path}`,
-        disabled: !can, checked: can && state.selected.has(f.id),
-        title: can ? "" : f.verdict === "protected" ? "Protected: never deleted" : "Could not be verified: never deleted",
+        disabled: !f.selectable, checked: f.selectable && state.selected.has(f.id),
+        title: f.effect,
       });
       box.addEventListener("change", () => {
         state.touched = true;
         if (box.checked) state.selected.add(f.id); else state.selected.delete(f.id);
         updateSelection();
       });
-      const size = bytes(f.apparent_bytes) !== bytes(f.allocated_bytes)
-        ? el("td", { class: "size" }, bytes(f.allocated_bytes), el("div", { class: "reason", text: `${bytes(f.apparent_bytes)} apparent` }))
-        : el("td", { class: "size", text: bytes(f.allocated_bytes) });
+      const size = f.apparent
+        ? el("td", { class: "size" }, f.size, el("div", { class: "reason", text: `${f.apparent} apparent` }))
+        : el("td", { class: "size", text: f.size });
       return el("tr", { class: `finding ${f.verdict}`, dataset: { id: f.id, verdict: f.verdict } },
         el("td", { class: "sel" }, box),
-        el("td", {}, el("div", { class: "path", text: f.path }), el("div", { class: "reason", text: f.reason + (f.owner ? ` (${f.owner})` : "") })),
-        el("td", { class: "verdict" }, el("span", { class: `badge ${f.verdict}`, text: VERDICT[f.verdict] })),
+        pathCell(f, el("div", { class: "effect small muted", text: f.effect })),
+        el("td", { class: "verdict" }, el("span", { class: `badge ${f.verdict}`, text: f.verdict_label })),
         size);
     });
-    out.push(el("section", { class: "group" },
-      el("header", {}, el("span", { text: `${PRODUCT[product] || product} · ${kindLabel(kind)}` }), el("span", { class: "size", text: `${fs.length} · ${bytes(total)}` })),
-      el("table", {}, el("tbody", {}, rows))));
-  }
+    out.push(el("section", { class: "group", "aria-labelledby": hid, dataset: { kind: g.kind } },
+      el("header", {},
+        el("h2", { id: hid, class: "group-title", text: g.label }),
+        el("span", { class: "muted small", text: g.risk_label }),
+        el("span", { class: "size", text: `${g.count} · ${g.size}` })),
+      el("p", { class: "meaning small muted", text: g.meaning }),
+      el("table", { "aria-labelledby": hid }, el("tbody", {}, trs))));
+  });
   $("#findings-list").replaceChildren(...out);
   updateSelection();
 }
 
-function updateSelection() {
-  const r = state.status && state.status.report;
-  const chosen = r ? r.findings.filter((f) => state.selected.has(f.id)) : [];
-  const total = chosen.reduce((a, f) => a + f.allocated_bytes, 0);
-  $("#selection-summary").textContent = chosen.length ? `${chosen.length} selected · ${bytes(total)}` : "Nothing selected";
+// The button's total is the planner's number for the selection (hard links once), asked of the
+// core for every change.
+async function updateSelection() {
+  const ids = [...state.selected];
   const btn = $("#reclaim-btn");
-  btn.disabled = !chosen.length || state.busy;
-  btn.textContent = chosen.length ? `Reclaim ${bytes(total)}…` : "Reclaim…";
+  const seq = ++state.estimateSeq;
+  if (!ids.length || !state.status || !state.status.view) {
+    $("#selection-summary").textContent = "Nothing selected";
+    btn.disabled = true;
+    btn.textContent = "Reclaim…";
+    return;
+  }
+  let c;
+  try { c = await invoke("selection_estimate", { ids }); } catch (e) { toast(String(e)); return; }
+  if (seq !== state.estimateSeq) return;
+  $("#selection-summary").textContent = `${plural(ids.length, "selected", "selected")} · ${c.headline}`;
+  btn.disabled = state.busy || !c.lines.length;
+  btn.textContent = `Reclaim ${c.estimate}…`;
+  btn.dataset.estimate = c.estimate;
 }
 
-function renderVms(r) {
+function renderVms(v) {
   const list = $("#vms-list");
-  if (!r.processes.length) { list.replaceChildren(el("div", { class: "empty", text: "No SmolVM VM is running." })); return; }
-  const machines = new Map(r.machines.map((m) => [`${m.product}:${m.name}`, m]));
-  const rows = r.processes.map((p) => {
-    const m = p.owner ? machines.get(`${p.product}:${p.owner}`) : null;
-    const mine = p.scope === "this_home";
-    const age = m && m.created_at ? `created ${ago(m.created_at)}` : "";
-    const meta = [`pid ${p.pid}`, p.shape, mine ? "" : "another HOME", age, p.held_deleted_bytes ? `holds ${bytes(p.held_deleted_bytes)} of deleted files` : ""].filter(Boolean).join(" · ");
-    // What each button asks for; the core plans it (from a fresh scan) and the confirmation shows
-    // that plan. Another HOME's VM plans nothing: the confirmation says why.
-    const button = (action, label, cls) => el("button", { class: cls, dataset: { action }, onclick: () => planVm(p, action, false) }, label);
-    const buttons = p.orphan || !mine
-      ? [button(p.orphan ? "reap" : "stop", p.orphan ? "End process" : "Stop", p.orphan ? "danger" : "secondary")]
-      : [button("stop", "Stop", "secondary"), m ? button("delete", "Delete", "danger") : null];
-    return el("div", { class: "vm", dataset: { pid: p.pid } },
-      el("div", {},
-        el("div", {}, el("b", { text: `${PRODUCT[p.product]} · ${p.owner || "unknown owner"}` }), " ",
-          el("span", { class: `badge ${p.orphan ? "orphan" : "reclaimable"}`, text: p.orphan ? "orphaned" : (m ? m.effective_state || m.state : "running") })),
-        el("div", { class: "meta", text: meta }),
-        p.reason ? el("div", { class: "meta", text: p.reason }) : null),
-      el("div", { class: "buttons" }, buttons));
-  });
-  list.replaceChildren(el("div", { class: "group" }, rows));
+  if (!v.machines.length && !v.processes.length) { list.replaceChildren(el("div", { class: "empty", text: "No machine or sandbox, and no SmolVM VM is running." })); return; }
+  const parts = [];
+  if (v.machines.length) {
+    const rows = v.machines.map((m) => {
+      const label = `${m.noun} ${m.name}`;
+      const button = (action, text, cls) => el("button", { type: "button", class: cls, dataset: { action }, "aria-label": `${text} ${label}`, onclick: () => planMachine(m, action, false) }, text);
+      const meta = [m.pid ? `pid ${m.pid}` : "", m.size ? m.size : ""].filter(Boolean).join(" · ");
+      return el("div", { class: "vm machine", role: "listitem", dataset: { product: m.product, name: m.name, stale: m.stale ? "1" : "" } },
+        el("div", {},
+          el("div", {}, el("b", { text: `${m.noun} ${m.name}` }), " ",
+            el("span", { class: `badge ${m.stale ? "orphan" : "state"}`, text: m.stale ? `${m.state} (stale: its VM process is gone)` : m.state })),
+          meta ? el("div", { class: "meta", text: meta }) : null),
+        el("div", { class: "buttons" },
+          m.can_stop ? button("stop", "Stop", "secondary") : null,
+          m.can_delete ? button("delete", "Delete", "danger") : null));
+    });
+    parts.push(el("h2", { id: "h-machines", text: "Machines and sandboxes" }), el("div", { class: "group", role: "list", "aria-labelledby": "h-machines" }, rows));
+  }
+  if (v.processes.length) {
+    const rows = v.processes.map((p) => {
+      const who = p.owner || `pid ${p.pid}`;
+      const meta = [`pid ${p.pid}`, p.what, p.this_home ? "" : "another HOME: shown only, never signalled", p.held_deleted ? `holds ${p.held_deleted} of deleted files` : ""].filter(Boolean).join(" · ");
+      return el("div", { class: "vm process", role: "listitem", dataset: { pid: p.pid } },
+        el("div", {},
+          el("div", {}, el("b", { text: who }), " ",
+            el("span", { class: `badge ${p.orphan ? "orphan" : "state"}`, text: p.orphan ? "orphaned" : "running" })),
+          el("div", { class: "meta", text: meta }),
+          p.reason ? el("div", { class: "meta", text: p.reason }) : null),
+        el("div", { class: "buttons" },
+          p.can_end ? el("button", { type: "button", class: "danger", dataset: { action: "reap" }, "aria-label": `End process ${p.pid} (${who})`, onclick: () => planVm(p, "reap", false) }, "End process") : null));
+    });
+    parts.push(el("h2", { id: "h-processes", text: "VM processes" }), el("div", { class: "group", role: "list", "aria-labelledby": "h-processes" }, rows));
+  }
+  list.replaceChildren(...parts);
 }
 
-// ---- reclaim ----------------------------------------------------------------------------------
+// ---- confirmations ----------------------------------------------------------------------------
 
-// One confirmation for everything that acts: it shows the core plan (what runs, what was not
-// planned and why) and carries the plan's fingerprint; the shell runs the plan only if it still
-// has that fingerprint.
-function openConfirm({ title, summary, items, refused, go, enabled, cascade }) {
+// One confirmation for everything that acts: it shows the core's confirmation of the plan
+// (headline, estimate, what runs, what was not planned and why) and carries the plan's
+// fingerprint; the shell runs the plan only if it still has that fingerprint.
+let returnFocus = null;
+function openConfirm({ title, confirmation, items, refused, go, enabled, cascade }) {
   $("#confirm-title").textContent = title;
-  $("#confirm-summary").textContent = summary;
+  $("#confirm-headline").textContent = confirmation.headline;
+  $("#confirm-estimate").textContent = confirmation.estimate;
+  $("#confirm-about").classList.toggle("hidden", !confirmation.estimate_bytes);
   $("#confirm-list").replaceChildren(...items);
   $("#confirm-list").classList.toggle("hidden", !items.length);
+  $("#confirm-note").textContent = items.length ? "Each action is checked again against the system as it is when it runs; nothing else is touched." : "Nothing can be done, so nothing will run.";
   $("#confirm-refused").replaceChildren(...(refused.length
     ? [el("p", { class: "small muted", text: items.length ? "Not included:" : "Not planned:" }), el("ul", { class: "small" }, refused.map((x) => el("li", { text: `${x.path || x.id}: ${x.reason}` })))]
     : []));
@@ -249,38 +286,38 @@ function openConfirm({ title, summary, items, refused, go, enabled, cascade }) {
   $("#confirm-go").textContent = go;
   const d = $("#confirm-dialog");
   // Closing with Escape keeps the previous returnValue: start from none, so only "go" runs.
-  if (!d.open) { d.returnValue = ""; d.showModal(); }
+  if (!d.open) {
+    returnFocus = document.activeElement;
+    d.returnValue = "";
+    d.showModal();
+    // The focus starts on the safe choice.
+    $("#confirm-cancel").focus();
+  }
 }
 
 $("#reclaim-btn").addEventListener("click", async () => {
   const ids = [...state.selected];
   let plan;
   try { plan = await invoke("plan_reclaim", { ids }); } catch (e) { toast(String(e)); return; }
-  const n = plan.steps.length;
+  const c = plan.confirmation;
   state.pending = { kind: "reclaim", digest: plan.digest };
   openConfirm({
-    title: `Reclaim ${bytes(plan.estimated_bytes)}`,
-    summary: n
-      ? `This deletes ${n} item${n === 1 ? "" : "s"} (${bytes(plan.estimated_bytes)} estimated). Nothing else is touched.`
-      : "Nothing selected can be reclaimed.",
+    title: `Reclaim ${c.estimate}`,
+    confirmation: c,
     items: plan.steps.map((s) =>
-      el("li", { dataset: { id: s.id } }, el("span", { class: "action", text: s.action }), el("span", { class: "path", text: s.path }), el("span", { class: "muted", text: bytes(s.allocated_bytes) }))),
+      el("li", { dataset: { id: s.id }, title: s.path || null }, el("span", { class: "line", text: s.summary }))),
     refused: plan.refused,
-    go: n ? `Delete ${n} item${n === 1 ? "" : "s"}` : "Delete",
-    enabled: n > 0,
+    go: c.headline,
+    enabled: plan.steps.length > 0,
   });
 });
 
-// Stop / End process / Delete of one VM: the shell scans, plans, and returns the plan to show.
-async function planVm(p, action, cascade) {
-  let plan;
-  try { plan = await invoke("plan_vm_action", { pid: p.pid, startTime: p.start_time, action, cascade }); }
-  catch (e) { toast(String(e)); return; }
+function showVmPlan(plan, action) {
   state.pending = { kind: "vm", plan };
   openConfirm({
     title: plan.title,
-    summary: plan.question,
-    items: plan.steps.map((s, i) => el("li", { dataset: { index: i } }, el("span", { class: "path", text: s }))),
+    confirmation: plan.confirmation,
+    items: plan.steps.map((s, i) => el("li", { dataset: { index: i } }, el("span", { class: "line", text: s }))),
     refused: plan.refused,
     go: plan.ok,
     enabled: plan.steps.length > 0,
@@ -288,15 +325,37 @@ async function planVm(p, action, cascade) {
   });
 }
 
+// End process of one VM process: the shell scans, plans, and returns the plan to show.
+async function planVm(p, action, cascade) {
+  let plan;
+  try { plan = await invoke("plan_vm_action", { pid: p.pid, startTime: p.start_time, action, cascade }); }
+  catch (e) { toast(String(e)); return; }
+  showVmPlan(plan, action);
+}
+
+// Stop / Delete of a machine or sandbox (either product), through the core planner and the
+// product's own CLI.
+async function planMachine(m, action, cascade) {
+  let plan;
+  try { plan = await invoke("plan_machine_action", { product: m.product, name: m.name, action, cascade }); }
+  catch (e) { toast(String(e)); return; }
+  showVmPlan(plan, action);
+}
+
 $("#confirm-cascade").addEventListener("change", () => {
   const pend = state.pending;
   if (!pend || pend.kind !== "vm") return;
-  planVm({ pid: pend.plan.pid, start_time: pend.plan.start_time }, pend.plan.action, $("#confirm-cascade").checked);
+  const cascade = $("#confirm-cascade").checked;
+  if (pend.plan.machine) planMachine(pend.plan.machine, pend.plan.action, cascade);
+  else planVm({ pid: pend.plan.pid, start_time: pend.plan.start_time }, pend.plan.action, cascade);
 });
 
 $("#confirm-dialog").addEventListener("close", async () => {
   const pend = state.pending;
   state.pending = null;
+  // The focus goes back to what opened the dialog (when it is still on the page).
+  if (returnFocus && document.contains(returnFocus)) returnFocus.focus();
+  returnFocus = null;
   if ($("#confirm-dialog").returnValue !== "go" || !pend) return;
   if (pend.kind === "vm") return runVm(pend.plan);
   const ids = [...state.selected];
@@ -325,7 +384,9 @@ async function runVm(plan) {
   box.className = "result";
   box.replaceChildren(el("p", { text: `${plan.ok}: ${plan.target}…` }));
   try {
-    const out = await invoke("execute_vm_action", { pid: plan.pid, startTime: plan.start_time, action: plan.action, cascade: plan.cascade, digest: plan.digest });
+    const out = plan.machine
+      ? await invoke("execute_machine_action", { product: plan.machine.product, name: plan.machine.name, action: plan.action, cascade: plan.cascade, digest: plan.digest })
+      : await invoke("execute_vm_action", { pid: plan.pid, startTime: plan.start_time, action: plan.action, cascade: plan.cascade, digest: plan.digest });
     const ok = out.steps.length && out.steps.every((s) => s.status === "done") && !out.journal_error;
     box.className = `result${ok ? "" : " partial"}`;
     box.replaceChildren(
@@ -346,10 +407,10 @@ function showResult(out) {
   const box = $("#result");
   box.className = `result${other.length ? " partial" : ""}`;
   box.replaceChildren(
-    el("h2", {}, "Freed ", el("span", { id: "result-measured", text: bytes(out.measured_bytes) })),
-    el("p", { class: "small" }, `Removed ${removed.length} item${removed.length === 1 ? "" : "s"}; estimated `, el("span", { id: "result-estimated", text: bytes(out.estimated_bytes) }), ", measured ", bytes(out.measured_bytes), "."),
+    el("h2", {}, "Freed ", el("span", { id: "result-measured", text: out.measured })),
+    el("p", { class: "small" }, `Removed ${plural(removed.length, "item", "items")}; estimated `, el("span", { id: "result-estimated", text: out.estimated }), ", measured ", out.measured, "."),
     ...(other.length ? [el("ul", { class: "small" }, other.map((s) => el("li", { text: `${s.status}: ${s.path} — ${s.message}` })))] : []),
-    ...(out.refused.length ? [el("p", { class: "small muted", text: `${out.refused.length} selected item${out.refused.length === 1 ? " was" : "s were"} not included (protected or not verified).` })] : []),
+    ...(out.refused.length ? [el("p", { class: "small muted", text: `${out.refused.length} selected item${out.refused.length === 1 ? " was" : "s were"} not included (kept or not verified).` })] : []),
     ...(out.journal_error ? [el("p", { class: "small", text: out.journal_error })] : []));
 }
 
@@ -373,7 +434,7 @@ async function loadHistory() {
   if (h.damaged_lines.length) notes.push(el("p", { class: "muted small", text: `${h.damaged_lines.length} damaged journal line(s) skipped.` }));
   $("#history-note").replaceChildren(...notes);
   if (!h.runs.length) { list.replaceChildren(el("div", { class: "empty", text: "Nothing has run yet." })); return; }
-  list.replaceChildren(el("div", { class: "group" }, el("table", {}, el("tbody", {}, h.runs.map((r) => {
+  list.replaceChildren(el("div", { class: "group" }, el("table", { "aria-label": "Runs, newest first" }, el("tbody", {}, h.runs.map((r) => {
     const counts = [`${r.done} done`, r.skipped ? `${r.skipped} skipped` : "", r.failed ? `${r.failed} failed` : ""].filter(Boolean).join(", ");
     const outcomes = r.outcomes.map((o) => el("div", { class: "reason", dataset: { outcome: o.outcome } },
       `${o.outcome}: ${o.summary}${o.why ? ` — ${o.why}` : ""}${o.error ? ` — ${o.error}` : ""}`));
@@ -381,8 +442,8 @@ async function loadHistory() {
       el("td", { text: new Date(r.started_at_ms).toLocaleString() }),
       el("td", { class: "origin", text: r.origin ? `${r.origin.surface} · ${r.origin.command}` : "—" }),
       el("td", {}, el("div", { text: `${r.planned_actions} planned: ${counts}` }), outcomes),
-      el("td", { class: "size", text: !r.finished ? "did not finish" : r.freed_bytes || r.estimated_bytes ? bytes(r.freed_bytes) : "—" }),
-      el("td", { class: "size muted", text: r.estimated_bytes ? `est. ${bytes(r.estimated_bytes)}` : "" }));
+      el("td", { class: "size", text: !r.finished ? "did not finish" : r.freed || "—" }),
+      el("td", { class: "size muted", text: r.estimated ? `est. ${r.estimated}` : "" }));
   })))));
 }
 
@@ -396,6 +457,7 @@ async function loadSettings() {
   $("#s-notify").checked = s.notifications;
   $("#s-autostart").checked = s.autostart;
   $$(".s-class").forEach((c) => { c.checked = s.include_opt_in.includes(c.value); });
+  $$(".s-newer").forEach((c) => { c.checked = (s.accept_newer || []).includes(c.value); });
 }
 
 async function saveSettings() {
@@ -404,6 +466,7 @@ async function saveSettings() {
     notifications: $("#s-notify").checked,
     autostart: $("#s-autostart").checked,
     include_opt_in: $$(".s-class").filter((c) => c.checked).map((c) => c.value),
+    accept_newer: $$(".s-newer").filter((c) => c.checked).map((c) => c.value),
   };
   try {
     await invoke("set_settings", { settings });
@@ -413,6 +476,7 @@ async function saveSettings() {
   }
 }
 $("#settings-form").addEventListener("change", saveSettings);
+$("#settings-form").addEventListener("submit", (e) => e.preventDefault());
 
 // ---- start ------------------------------------------------------------------------------------
 

@@ -15,24 +15,25 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use smolsweep::exec::{ActionRunner, ExecReport, Judge, Origin, Outcome, ProgressEvent};
-use smolsweep::model::{human_bytes, Finding, Product, ScanReport, Scope};
+use smolsweep::model::{Product, ScanReport, Scope};
 use smolsweep::plan::{Action, Plan as CorePlan, Selection};
+use smolsweep::view::Confirmation;
 
 /// Environment variable naming a saved scan report to use instead of a real scan.
 pub const REPORT_FILE_ENV: &str = "SMOLSWEEP_REPORT_FILE";
 
-/// One thing the plan will do.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One thing the plan will do, as the confirmation lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PlanStep {
+    /// The finding the step acts on (empty for actions that are not a finding's).
     pub id: String,
-    pub product: Product,
-    pub kind: smolsweep::FindingKind,
     pub path: PathBuf,
-    /// `delete file` or `delete directory`.
-    pub action: String,
+    /// The path shortened from the middle for display (`view::short_path`).
+    pub short_path: String,
+    /// The core's words for the action (`Action::summary`, as `smolsweep prune` prints it).
+    pub summary: String,
+    /// Allocated bytes the scan measured for it.
     pub allocated_bytes: u64,
-    pub apparent_bytes: u64,
-    pub reason: String,
 }
 
 /// A finding the user asked for that will not be touched, and why.
@@ -43,17 +44,18 @@ pub struct Refusal {
     pub reason: String,
 }
 
-/// Exactly what a reclaim will do, shown before it runs. Drawn from the core's plan for the
-/// chosen findings — the plan the executor runs — so the confirmation and the execution follow
-/// one set of rules.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// Exactly what a reclaim will do, shown before it runs: the core's plan for the chosen
+/// findings — the plan the executor runs — and the core's confirmation of it
+/// (`view::confirmation`), the same words and estimate the CLI and the tray show.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Plan {
+    pub confirmation: Confirmation,
     pub steps: Vec<PlanStep>,
     pub refused: Vec<Refusal>,
+    /// The core's estimate (`confirmation.estimate_bytes`).
     pub estimated_bytes: u64,
     /// Fingerprint of the core plan's actions and refusals. A reclaim confirmed against this view
     /// runs only if the plan made at that moment has the same fingerprint.
-    #[serde(default)]
     pub digest: String,
     /// The core plan itself (what [`Backend::execute`] runs).
     #[serde(skip)]
@@ -62,75 +64,59 @@ pub struct Plan {
 
 /// The core plan for the chosen finding ids (duplicates dropped).
 pub fn core_plan(report: &ScanReport, ids: &[String]) -> CorePlan {
-    let mut seen = std::collections::BTreeSet::new();
-    let ids: Vec<String> = ids
-        .iter()
-        .filter(|i| seen.insert(i.as_str()))
-        .cloned()
-        .collect();
     CorePlan::from_scan(
         report,
         &Selection {
-            ids,
+            ids: dedup(ids),
             ..Default::default()
         },
     )
+}
+
+fn dedup(ids: &[String]) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    ids.iter()
+        .filter(|i| seen.insert(i.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// What the Reclaim button says for a selection: the core's confirmation of the plan for it
+/// (`view::selection_estimate`).
+pub fn selection_estimate(report: &ScanReport, ids: &[String]) -> Confirmation {
+    smolsweep::view::selection_estimate(report, &dedup(ids))
 }
 
 /// Build the plan for the chosen finding ids: protected, unknown and unknown-id findings are
 /// refused by the core planner, with its reasons. Pure: looks at the report only.
 pub fn plan(report: &ScanReport, ids: &[String]) -> Plan {
     let core = core_plan(report, ids);
-    let mut p = Plan {
-        estimated_bytes: core.estimated_bytes,
-        ..Default::default()
-    };
-    for a in &core.actions {
-        match &a.action {
-            Action::DeletePath {
-                finding_id, is_dir, ..
-            } => {
-                if let Some(f) = report.finding(finding_id) {
-                    let what = if *is_dir {
-                        "delete directory"
-                    } else {
-                        "delete file"
-                    };
-                    p.steps.push(step(f, what));
-                }
+    let confirmation = smolsweep::view::confirmation(&core);
+    let steps = core
+        .actions
+        .iter()
+        .map(|a| {
+            let (id, path, bytes) = match &a.action {
+                Action::DeletePath {
+                    finding_id,
+                    path,
+                    expected_bytes,
+                    ..
+                } => (finding_id.clone(), path.clone(), *expected_bytes),
+                Action::DeleteMachine { bytes, .. } => (String::new(), PathBuf::new(), *bytes),
+                Action::Detach { mountpoint } => (String::new(), mountpoint.clone(), 0),
+                _ => (String::new(), PathBuf::new(), 0),
+            };
+            PlanStep {
+                short_path: smolsweep::view::short_path(&path, 72),
+                id,
+                path,
+                summary: a.summary.clone(),
+                allocated_bytes: bytes,
             }
-            Action::DeleteMachine { product, name, .. } => {
-                // A dead ephemeral machine: record and directory go together, through its CLI.
-                if let Some(f) = report.findings.iter().find(|f| {
-                    f.product == *product
-                        && f.kind.removal() == smolsweep::Removal::ProductCli
-                        && f.owner.as_deref() == Some(name)
-                }) {
-                    p.estimated_bytes += f.allocated_bytes;
-                    p.steps
-                        .push(step(f, "delete machine (record and directory)"));
-                }
-            }
-            Action::Detach { mountpoint } => p.steps.push(PlanStep {
-                id: String::new(),
-                product: Product::Smolvm,
-                kind: smolsweep::FindingKind::SmolvmMountPoint,
-                path: mountpoint.clone(),
-                action: "detach the disk image mounted here".into(),
-                allocated_bytes: 0,
-                apparent_bytes: 0,
-                reason: a.summary.clone(),
-            }),
-            // Chosen findings never plan stops or reaps.
-            Action::StopMachine { .. }
-            | Action::SignalProcess { .. }
-            | Action::RemoveTree { .. }
-            | Action::RemoveDirIfEmpty { .. }
-            | Action::RemoveLauncher { .. }
-            | Action::RemovePathBlock { .. } => {}
-        }
-    }
-    p.refused = core
+        })
+        .collect();
+    let refused = core
         .skipped_at_plan
         .iter()
         .map(|s| Refusal {
@@ -139,21 +125,13 @@ pub fn plan(report: &ScanReport, ids: &[String]) -> Plan {
             reason: s.why.clone(),
         })
         .collect();
-    p.digest = core.action_digest();
-    p.core = Some(core);
-    p
-}
-
-fn step(f: &Finding, action: &str) -> PlanStep {
-    PlanStep {
-        id: f.id.clone(),
-        product: f.product,
-        kind: f.kind,
-        path: f.path.clone(),
-        action: action.into(),
-        allocated_bytes: f.allocated_bytes,
-        apparent_bytes: f.apparent_bytes,
-        reason: f.reason.clone(),
+    Plan {
+        estimated_bytes: confirmation.estimate_bytes,
+        confirmation,
+        steps,
+        refused,
+        digest: core.action_digest(),
+        core: Some(core),
     }
 }
 
@@ -185,6 +163,11 @@ pub struct ReclaimOutcome {
     pub finished_at: u64,
     pub estimated_bytes: u64,
     pub measured_bytes: u64,
+    /// Both in words, as every surface writes bytes (`view::bytes`).
+    #[serde(default)]
+    pub estimated: String,
+    #[serde(default)]
+    pub measured: String,
     pub steps: Vec<StepResult>,
     pub refused: Vec<Refusal>,
     /// The journal could not be written: the run stopped before the next action.
@@ -245,6 +228,8 @@ impl ReclaimOutcome {
             }
         }
         out.finished_at = now_secs();
+        out.estimated = smolsweep::view::bytes(out.estimated_bytes);
+        out.measured = smolsweep::view::bytes(out.measured_bytes);
         out
     }
 
@@ -315,12 +300,22 @@ pub enum VmAction {
     Delete,
 }
 
-/// What Stop / End process / Delete of one VM will do, shown before it runs: drawn from the core
-/// plan for that selection — the plan the executor runs.
+/// A machine or sandbox named in the scan's machine list (the Running VMs view's rows).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineRef {
+    pub product: Product,
+    pub name: String,
+}
+
+/// What Stop / End process / Delete of one VM or machine will do, shown before it runs: drawn
+/// from the core plan for that selection — the plan the executor runs — with the core's
+/// confirmation of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VmPlan {
     pub pid: u32,
     pub start_time: u64,
+    /// Set when the plan was asked for a machine row rather than a VM process.
+    pub machine: Option<MachineRef>,
     pub action: VmAction,
     /// The command as the journal records it: `stop`, `end process` or `delete`.
     pub command: String,
@@ -331,6 +326,8 @@ pub struct VmPlan {
     /// What was asked for but not planned, with the planner's reason (a plan with no steps runs
     /// nothing).
     pub refused: Vec<Refusal>,
+    /// The core's confirmation of the plan (`view::confirmation`).
+    pub confirmation: Confirmation,
     pub estimated_bytes: u64,
     /// Delete together with the machines branched from it (`--cascade`).
     pub cascade: bool,
@@ -345,6 +342,23 @@ pub struct VmPlan {
     pub ok: String,
     #[serde(skip)]
     pub core: Option<CorePlan>,
+}
+
+/// "Delete 1 item (2.0 MB)" and "about 2.0 MB to free" as one sentence (the CLI's plan line).
+pub fn confirmation_sentence(c: &Confirmation) -> String {
+    if c.estimate_bytes > 0 {
+        format!("{}; about {} to free.", c.headline, c.estimate)
+    } else {
+        format!("{}.", c.headline)
+    }
+}
+
+fn command_of(action: VmAction) -> &'static str {
+    match action {
+        VmAction::Delete => "delete",
+        VmAction::Stop => "stop",
+        VmAction::Reap => "end process",
+    }
 }
 
 impl VmPlan {
@@ -365,18 +379,12 @@ impl VmPlan {
         };
         self.title = format!("{verb}: {}", self.target);
         self.ok = verb.into();
-        let n = self.steps.len();
-        self.question = if n == 0 {
+        self.question = if self.steps.is_empty() {
             "Nothing can be done, so nothing will run.".into()
         } else {
             format!(
-                "Carry out {n} action{}{}? Each is checked again against the system as it is when it runs; nothing else is touched.",
-                if n == 1 { "" } else { "s" },
-                if self.estimated_bytes > 0 {
-                    format!(", freeing about {}", human_bytes(self.estimated_bytes))
-                } else {
-                    String::new()
-                }
+                "{} Each action is checked again against the system as it is when it runs; nothing else is touched.",
+                confirmation_sentence(&self.confirmation)
             )
         };
         self
@@ -386,6 +394,7 @@ impl VmPlan {
         VmPlan {
             pid,
             start_time,
+            machine: None,
             action,
             command: command.into(),
             target: format!("pid {pid}"),
@@ -393,8 +402,15 @@ impl VmPlan {
             refused: vec![Refusal {
                 id: format!("pid:{pid}"),
                 path: None,
-                reason: why,
+                reason: why.clone(),
             }],
+            confirmation: Confirmation {
+                headline: "Nothing to do".into(),
+                estimate_bytes: 0,
+                estimate: smolsweep::view::bytes(0),
+                lines: vec![],
+                not_planned: vec![why],
+            },
             estimated_bytes: 0,
             cascade: false,
             cascade_available: false,
@@ -428,11 +444,7 @@ pub fn vm_plan(
             pid,
             start_time,
             action,
-            match action {
-                VmAction::Delete => "delete",
-                VmAction::Stop => "stop",
-                VmAction::Reap => "end process",
-            },
+            command_of(action),
             "that VM is not in the latest scan (it ended, or its pid belongs to another process now); nothing was planned".into(),
         );
     };
@@ -480,26 +492,110 @@ pub fn vm_plan(
             },
         ),
     };
+    let target = format!(
+        "{} {} (pid {pid})",
+        p.product.display_name(),
+        p.owner.as_deref().unwrap_or("VM")
+    );
+    let owner = p.owner.clone().unwrap_or_default();
+    planned(
+        report,
+        (pid, start_time, None),
+        (action, command, cascade),
+        (p.product, &owner, target),
+        selection,
+    )
+}
+
+/// The core plan for Stop / Delete of the machine or sandbox `name` of `product`, as the
+/// Running VMs view lists it (`view::MachineRow`): through the core planner's
+/// `stop_machines` / `delete_machines`, carried out by the product's own CLI. Pure.
+pub fn machine_plan(
+    report: &ScanReport,
+    product: Product,
+    name: &str,
+    action: VmAction,
+    cascade: bool,
+) -> VmPlan {
+    let Some(m) = report
+        .machines
+        .iter()
+        .find(|m| m.product == product && m.name == name)
+    else {
+        let mut p = VmPlan::refused(
+            0,
+            0,
+            action,
+            command_of(action),
+            format!("no machine named '{name}' in the latest scan; nothing was planned"),
+        );
+        p.machine = Some(MachineRef {
+            product,
+            name: name.into(),
+        });
+        return p.with_text();
+    };
+    let selection = match action {
+        VmAction::Delete => Selection {
+            delete_machines: vec![m.name.clone()],
+            cascade,
+            ..Default::default()
+        },
+        _ => Selection {
+            stop_machines: vec![m.name.clone()],
+            ..Default::default()
+        },
+    };
+    let action = if action == VmAction::Reap {
+        VmAction::Stop
+    } else {
+        action
+    };
+    let target = format!("{} {}", product.display_name(), m.name);
+    planned(
+        report,
+        (
+            m.pid.unwrap_or(0),
+            m.pid_start_time.unwrap_or(0),
+            Some(MachineRef {
+                product,
+                name: m.name.clone(),
+            }),
+        ),
+        (action, command_of(action), cascade),
+        (product, &m.name, target),
+        selection,
+    )
+}
+
+/// Plan `selection` and describe it; refuse a plan that acts on a machine of the other product
+/// of the same name (machines are selected by name).
+fn planned(
+    report: &ScanReport,
+    (pid, start_time, machine): (u32, u64, Option<MachineRef>),
+    (action, command, cascade): (VmAction, &str, bool),
+    (product, name, target): (Product, &str, String),
+    selection: Selection,
+) -> VmPlan {
     let core = CorePlan::from_scan(report, &selection);
-    // Machines are selected by name: a machine of the other product with the same name is not
-    // the one the user clicked.
     let other_product = core.actions.iter().any(|a| match &a.action {
-        Action::StopMachine { product, .. } | Action::DeleteMachine { product, .. } => {
-            *product != p.product
+        Action::StopMachine { product: p, .. } | Action::DeleteMachine { product: p, .. } => {
+            *p != product
         }
         _ => false,
     });
     if other_product {
-        return VmPlan::refused(
+        let mut p = VmPlan::refused(
             pid,
             start_time,
             action,
             command,
             format!(
-                "the planner chose a machine of the other product named '{}'; nothing was planned (use the CLI)",
-                p.owner.as_deref().unwrap_or_default()
+                "the planner chose a machine of the other product named '{name}'; nothing was planned (use the CLI)"
             ),
         );
+        p.machine = machine;
+        return p;
     }
     let cascade_available = action == VmAction::Delete
         && !cascade
@@ -513,16 +609,14 @@ pub fn vm_plan(
         )
         .actions
         .is_empty();
+    let confirmation = smolsweep::view::confirmation(&core);
     VmPlan {
         pid,
         start_time,
+        machine,
         action,
         command: command.into(),
-        target: format!(
-            "{} {} (pid {pid})",
-            p.product.display_name(),
-            p.owner.as_deref().unwrap_or("VM")
-        ),
+        target,
         steps: core.actions.iter().map(|a| a.summary.clone()).collect(),
         refused: core
             .skipped_at_plan
@@ -533,7 +627,8 @@ pub fn vm_plan(
                 reason: s.why.clone(),
             })
             .collect(),
-        estimated_bytes: core.estimated_bytes,
+        estimated_bytes: confirmation.estimate_bytes,
+        confirmation,
         cascade,
         cascade_available,
         digest: core.action_digest(),
@@ -642,12 +737,39 @@ pub const LEGACY_HISTORY_FILE: &str = "history.jsonl";
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct History {
     pub journal: Option<PathBuf>,
-    pub runs: Vec<smolsweep::journal::RunSummary>,
+    pub runs: Vec<HistoryRun>,
     pub damaged_lines: Vec<usize>,
     /// The journal could not be read.
     pub error: Option<String>,
     /// The window's old `history.jsonl`, when it is still there.
     pub legacy: Option<PathBuf>,
+}
+
+/// One run of the History tab: the journal's summary with its bytes in words.
+#[derive(Debug, Clone, Serialize)]
+pub struct HistoryRun {
+    #[serde(flatten)]
+    pub run: smolsweep::journal::RunSummary,
+    /// What the run measured as freed (`None` when it did not finish, or freed and planned
+    /// nothing).
+    pub freed: Option<String>,
+    pub estimated: Option<String>,
+}
+
+impl HistoryRun {
+    fn of(run: smolsweep::journal::RunSummary) -> Self {
+        let freed = run
+            .freed_bytes
+            .filter(|&b| b > 0 || run.estimated_bytes > 0)
+            .map(smolsweep::view::bytes);
+        let estimated =
+            (run.estimated_bytes > 0).then(|| smolsweep::view::bytes(run.estimated_bytes));
+        HistoryRun {
+            run,
+            freed,
+            estimated,
+        }
+    }
 }
 
 /// Read the core journal at `journal` (a missing file is an empty history).
@@ -663,8 +785,11 @@ pub fn history(journal: Option<&Path>, legacy: Option<&Path>) -> History {
     };
     match smolsweep::journal::read(path) {
         Ok(c) => {
-            h.runs = smolsweep::journal::runs(&c.entries);
-            h.runs.reverse();
+            h.runs = smolsweep::journal::runs(&c.entries)
+                .into_iter()
+                .rev()
+                .map(HistoryRun::of)
+                .collect();
             h.damaged_lines = c.damaged_lines;
         }
         Err(e) => h.error = Some(format!("cannot read {}: {e}", path.display())),
@@ -815,7 +940,9 @@ mod tests {
         }
         fn changed(&mut self) {}
     }
-    use smolsweep::model::{finding_id, Platform, Totals, Verdict, VmProcess, SCAN_SCHEMA};
+    use smolsweep::model::{
+        finding_id, Finding, Platform, Totals, Verdict, VmProcess, SCAN_SCHEMA,
+    };
     use std::os::unix::process::ExitStatusExt;
     use std::path::Path;
 
@@ -973,8 +1100,8 @@ mod tests {
         // The run is in the core journal, with the surface and command that made it.
         let h = history(Some(&journal), None);
         assert_eq!(h.runs.len(), 1, "{h:?}");
-        assert_eq!(h.runs[0].origin, Some(Origin::new("window", "reclaim")));
-        assert_eq!(h.runs[0].done, 2);
+        assert_eq!(h.runs[0].run.origin, Some(Origin::new("window", "reclaim")));
+        assert_eq!(h.runs[0].run.done, 2);
     }
 
     #[test]
@@ -1106,7 +1233,8 @@ mod tests {
         let end = vm_plan(&r, 11, 1, VmAction::Stop, false);
         assert_eq!(end.command, "end process");
         assert!(
-            end.steps[0].starts_with("end orphaned smol-machines smolvm process 11"),
+            end.steps[0].starts_with("end orphaned smol-machines smolvm")
+                && end.steps[0].contains(" 11 "),
             "{:?}",
             end.steps
         );
@@ -1114,9 +1242,7 @@ mod tests {
         let reap_owned = vm_plan(&r, 10, 1, VmAction::Reap, false);
         assert!(reap_owned.steps.is_empty());
         assert!(
-            reap_owned.refused[0]
-                .reason
-                .contains("stop that machine instead"),
+            reap_owned.refused[0].reason.contains("stop"),
             "{:?}",
             reap_owned.refused
         );
@@ -1222,8 +1348,11 @@ mod tests {
         );
         let h = history(Some(&journal), None);
         assert_eq!(h.runs.len(), 2);
-        assert_eq!(h.runs[0].origin, Some(Origin::new("window", "end process")));
-        assert_eq!((h.runs[0].done, h.runs[1].skipped), (1, 1));
+        assert_eq!(
+            h.runs[0].run.origin,
+            Some(Origin::new("window", "end process"))
+        );
+        assert_eq!((h.runs[0].run.done, h.runs[1].run.skipped), (1, 1));
     }
 
     #[test]

@@ -9,9 +9,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-use smolsweep::model::{human_bytes, ScanReport};
+use serde::Serialize;
+use smolsweep::model::{Product, ScanReport};
 use smolsweep::tray::{IconState, TrayAction, TrayEntry, TrayModel};
+use smolsweep::view::{Confirmation, ScanView};
 use tauri::menu::{IsMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
 use tauri::{AppHandle, Builder, Emitter, Manager, Runtime, WebviewUrl, WebviewWindowBuilder};
 
@@ -22,7 +23,7 @@ pub mod uninstall;
 mod watch;
 
 pub use backend::{
-    Backend, History, Plan, RealBackend, ReclaimOutcome, VmAction, VmOutcome, VmPlan,
+    Backend, History, MachineRef, Plan, RealBackend, ReclaimOutcome, VmAction, VmOutcome, VmPlan,
 };
 pub use notes::{DesktopNotifier, Note, Notifier, OrphanWatch};
 pub use settings::Settings;
@@ -128,7 +129,9 @@ impl AppState {
     }
     /// Set the directories and load what is saved there (once).
     fn init_dirs(&self, config: PathBuf, data: PathBuf) {
-        *lock(&self.settings) = Settings::load(&config.join("settings.json"));
+        let settings = Settings::load(&config.join("settings.json"));
+        settings.apply_accept_newer();
+        *lock(&self.settings) = settings;
         if let Ok(s) = std::fs::read_to_string(data.join("notified.json")) {
             if let Ok(w) = serde_json::from_str(&s) {
                 *lock(&self.orphans) = w;
@@ -150,9 +153,15 @@ impl AppState {
     }
 }
 
-/// What the window shows: the latest report, the menu model and whether a scan runs.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// What the window shows: the core's view of the latest scan (`smolsweep::view::ScanView`,
+/// which the window only renders), the report it was made from, the menu model and whether a
+/// scan runs.
+#[derive(Debug, Clone, Serialize)]
 pub struct Status {
+    pub view: Option<ScanView>,
+    /// Products installed in a version newer than the versions Smolsweep knows
+    /// (`smolsweep::upstream::drift`): the window offers "accept newer" for them.
+    pub newer: Vec<Product>,
     pub report: Option<ScanReport>,
     pub error: Option<String>,
     pub scanning: bool,
@@ -161,13 +170,29 @@ pub struct Status {
 }
 
 fn status(st: &AppState) -> Status {
+    let report = lock(&st.report).clone();
     Status {
-        report: lock(&st.report).clone(),
+        view: report.as_ref().map(ScanView::of),
+        newer: report.as_ref().map(newer_products).unwrap_or_default(),
+        report,
         error: lock(&st.scan_error).clone(),
         scanning: st.scanning.load(Ordering::SeqCst),
         scans: st.scans.load(Ordering::SeqCst),
         tray: lock(&st.tray_model).clone(),
     }
+}
+
+/// Products whose installed version is newer than every version the rules were verified on.
+fn newer_products(r: &ScanReport) -> Vec<Product> {
+    r.products
+        .iter()
+        .filter(|p| {
+            p.version
+                .as_deref()
+                .is_some_and(|v| smolsweep::upstream::drift(p.product, v).is_some())
+        })
+        .map(|p| p.product)
+        .collect()
 }
 
 fn now_secs() -> u64 {
@@ -219,6 +244,19 @@ fn plan_reclaim(state: tauri::State<'_, AppState>, ids: Vec<String>) -> Result<P
     Ok(backend::plan(&report, &ids))
 }
 
+/// What the Reclaim button says for the current selection: the core's estimate and
+/// confirmation of the plan for it.
+#[tauri::command]
+fn selection_estimate(
+    state: tauri::State<'_, AppState>,
+    ids: Vec<String>,
+) -> Result<Confirmation, String> {
+    let report = lock(&state.report)
+        .clone()
+        .ok_or("no scan has finished yet")?;
+    Ok(backend::selection_estimate(&report, &ids))
+}
+
 #[tauri::command]
 async fn execute_reclaim<R: Runtime>(
     app: AppHandle<R>,
@@ -243,6 +281,40 @@ async fn plan_vm_action<R: Runtime>(
     cascade: Option<bool>,
 ) -> Result<VmPlan, String> {
     plan_vm(&app, pid, start_time, action, cascade.unwrap_or(false)).await
+}
+
+/// Stop / Delete of a machine or sandbox of either product (the Running VMs view's machine rows).
+#[tauri::command]
+async fn plan_machine_action<R: Runtime>(
+    app: AppHandle<R>,
+    product: Product,
+    name: String,
+    action: VmAction,
+    cascade: Option<bool>,
+) -> Result<VmPlan, String> {
+    let report = scan_now(&app).await?;
+    let target = VmTarget::Machine { product, name };
+    Ok(target.plan(&report, action, cascade.unwrap_or(false)))
+}
+
+#[tauri::command]
+async fn execute_machine_action<R: Runtime>(
+    app: AppHandle<R>,
+    product: Product,
+    name: String,
+    action: VmAction,
+    cascade: Option<bool>,
+    digest: Option<String>,
+) -> Result<VmOutcome, String> {
+    let target = VmTarget::Machine { product, name };
+    run_target(
+        &app,
+        "window",
+        target,
+        (action, cascade.unwrap_or(false)),
+        digest,
+    )
+    .await
 }
 
 #[tauri::command]
@@ -271,7 +343,10 @@ pub fn apply_settings<R: Runtime>(app: &AppHandle<R>, s: Settings) -> Result<Set
     if old.autostart != s.autostart {
         set_autostart(app, s.autostart)?;
     }
-    if old.scan_interval_secs != s.scan_interval_secs {
+    if old.accept_newer != s.accept_newer {
+        s.apply_accept_newer();
+    }
+    if old.scan_interval_secs != s.scan_interval_secs || old.accept_newer != s.accept_newer {
         st.wake.notify_one();
     }
     refresh(app);
@@ -543,23 +618,7 @@ fn confirm_tray_reclaim<R: Runtime>(app: &AppHandle<R>) {
     if plan.steps.is_empty() {
         return;
     }
-    let n = plan.steps.len();
-    let mut msg = format!(
-        "Delete {n} item{} and reclaim {}?\n",
-        if n == 1 { "" } else { "s" },
-        human_bytes(plan.estimated_bytes)
-    );
-    for s in plan.steps.iter().take(8) {
-        msg.push_str(&format!(
-            "\n• {} ({})",
-            s.path.display(),
-            human_bytes(s.allocated_bytes)
-        ));
-    }
-    if n > 8 {
-        msg.push_str(&format!("\n… and {} more", n - 8));
-    }
-    let title = format!("Reclaim {}", human_bytes(plan.estimated_bytes));
+    let (title, msg) = tray_reclaim_text(&plan);
     let app2 = app.clone();
     let digest = plan.digest.clone();
     confirm(app, &title, &msg, "Reclaim", move |yes| {
@@ -571,6 +630,20 @@ fn confirm_tray_reclaim<R: Runtime>(app: &AppHandle<R>) {
             });
         }
     });
+}
+
+/// The tray's native confirmation for a reclaim: the core's confirmation of the plan, as the CLI
+/// and the window word it (headline, estimate, then the first action lines).
+pub fn tray_reclaim_text(plan: &Plan) -> (String, String) {
+    let c = &plan.confirmation;
+    let mut msg = format!("{}?\n", backend::confirmation_sentence(c));
+    for l in c.lines.iter().take(8) {
+        msg.push_str(&format!("\n• {l}"));
+    }
+    if c.lines.len() > 8 {
+        msg.push_str(&format!("\n… and {} more", c.lines.len() - 8));
+    }
+    (format!("Reclaim {}", c.estimate), msg)
 }
 
 /// Execute the plan for `ids` against the latest scan through the core executor (journaled
@@ -645,11 +718,45 @@ pub async fn run_vm<R: Runtime>(
     (pid, start_time, action, cascade): (u32, u64, VmAction, bool),
     digest: Option<String>,
 ) -> Result<VmOutcome, String> {
+    let target = VmTarget::Process { pid, start_time };
+    run_target(app, surface, target, (action, cascade), digest).await
+}
+
+/// What a Stop / End process / Delete is about: a VM process, or a machine row.
+#[derive(Debug, Clone)]
+pub enum VmTarget {
+    Process { pid: u32, start_time: u64 },
+    Machine { product: Product, name: String },
+}
+
+impl VmTarget {
+    /// The core plan for `action` on this target ([`backend::vm_plan`], [`backend::machine_plan`]).
+    pub fn plan(&self, report: &ScanReport, action: VmAction, cascade: bool) -> VmPlan {
+        match self {
+            VmTarget::Process { pid, start_time } => {
+                backend::vm_plan(report, *pid, *start_time, action, cascade)
+            }
+            VmTarget::Machine { product, name } => {
+                backend::machine_plan(report, *product, name, action, cascade)
+            }
+        }
+    }
+}
+
+/// Run the confirmed plan for `action` on `target`, re-planned from the latest scan (see
+/// [`run_vm`]).
+pub async fn run_target<R: Runtime>(
+    app: &AppHandle<R>,
+    surface: &str,
+    target: VmTarget,
+    (action, cascade): (VmAction, bool),
+    digest: Option<String>,
+) -> Result<VmOutcome, String> {
     let st = app.state::<AppState>();
     let out = {
         let _g = st.scan_lock.lock().await;
         let report = lock(&st.report).clone().ok_or("no scan has finished yet")?;
-        let plan = backend::vm_plan(&report, pid, start_time, action, cascade);
+        let plan = target.plan(&report, action, cascade);
         if digest.is_some_and(|d| d != plan.digest) {
             return Err(VM_PLAN_CHANGED.into());
         }
@@ -774,8 +881,11 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, deps: Deps) -> Builder<R> {
             plan_reclaim,
             execute_reclaim,
             get_history,
+            selection_estimate,
             plan_vm_action,
             execute_vm_action,
+            plan_machine_action,
+            execute_machine_action,
             uninstall::uninstall_preflight,
             uninstall::uninstall_plan,
             uninstall::uninstall_run,

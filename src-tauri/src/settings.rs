@@ -3,17 +3,22 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use smolsweep::model::OptInClass;
+use smolsweep::model::{OptInClass, Product};
 use smolsweep::tray::TraySettings;
 
 /// Shortest scan interval a user can choose.
 pub const MIN_INTERVAL_SECS: u64 = 60;
 /// Longest scan interval (a day).
 pub const MAX_INTERVAL_SECS: u64 = 86_400;
+/// The settings file's format. 1: no `version` field (before "accept newer"); 2: adds
+/// `accept_newer`. Older files load with the new fields at their defaults.
+pub const SETTINGS_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Settings {
+    /// The file format ([`SETTINGS_VERSION`]; a file without it is version 1).
+    pub version: u32,
     /// Seconds between background scans.
     pub scan_interval_secs: u64,
     /// Notify when new orphans appear and after a reclaim.
@@ -22,6 +27,10 @@ pub struct Settings {
     pub autostart: bool,
     /// Opt-in classes "Reclaim" includes.
     pub include_opt_in: Vec<OptInClass>,
+    /// Products whose installed version is newer than the versions Smolsweep knows, judged
+    /// anyway with the newest known rules: the user accepted the risk
+    /// (`smolsweep::scan::accept_newer`, the CLI's `--accept-newer`).
+    pub accept_newer: Vec<Product>,
 }
 
 impl Default for Settings {
@@ -31,6 +40,8 @@ impl Default for Settings {
             notifications: true,
             autostart: false,
             include_opt_in: vec![],
+            accept_newer: vec![],
+            version: SETTINGS_VERSION,
         }
     }
 }
@@ -43,7 +54,21 @@ impl Settings {
             .clamp(MIN_INTERVAL_SECS, MAX_INTERVAL_SECS);
         self.include_opt_in.sort();
         self.include_opt_in.dedup();
+        self.accept_newer.sort();
+        self.accept_newer.dedup();
+        self.version = SETTINGS_VERSION;
         self
+    }
+
+    /// Tell the core which products the user accepted a newer version of (for this process:
+    /// every scan and every re-judge after this call). Called whenever settings load or change.
+    pub fn apply_accept_newer(&self) {
+        let names: Vec<String> = self
+            .accept_newer
+            .iter()
+            .map(|p| product_key(*p).to_string())
+            .collect();
+        smolsweep::scan::accept_newer(&names);
     }
 
     pub fn tray(&self) -> TraySettings {
@@ -52,11 +77,19 @@ impl Settings {
         }
     }
 
-    /// Load from `path`; defaults when missing or unreadable.
+    /// Load from `path`; defaults when missing or unreadable. A version-1 file (no `version`)
+    /// keeps its values; the fields it did not have take their defaults.
     pub fn load(path: &Path) -> Settings {
         std::fs::read_to_string(path)
             .ok()
-            .and_then(|s| serde_json::from_str::<Settings>(&s).ok())
+            .and_then(|s| {
+                let v: serde_json::Value = serde_json::from_str(&s).ok()?;
+                let mut st = serde_json::from_value::<Settings>(v.clone()).ok()?;
+                if v.get("version").is_none() {
+                    st.version = 1;
+                }
+                Some(st)
+            })
             .unwrap_or_default()
             .normalised()
     }
@@ -75,6 +108,14 @@ impl Settings {
     }
 }
 
+/// The name the core and the CLI use for a product (`--accept-newer celesto`).
+pub fn product_key(p: Product) -> &'static str {
+    match p {
+        Product::Celesto => "celesto",
+        Product::Smolvm => "smolvm",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,13 +130,42 @@ mod tests {
             notifications: false,
             autostart: true,
             include_opt_in: vec![OptInClass::Caches, OptInClass::Caches],
+            accept_newer: vec![Product::Smolvm, Product::Smolvm],
+            version: 0,
         }
         .normalised();
         assert_eq!(s.scan_interval_secs, MIN_INTERVAL_SECS);
         assert_eq!(s.include_opt_in, vec![OptInClass::Caches]);
+        assert_eq!(s.accept_newer, vec![Product::Smolvm]);
+        assert_eq!(s.version, SETTINGS_VERSION);
         s.save(&p).unwrap();
         assert_eq!(Settings::load(&p), s);
         std::fs::write(&p, b"{not json").unwrap();
         assert_eq!(Settings::load(&p), Settings::default());
+    }
+
+    /// A version-1 file (before "accept newer") keeps what it said and accepts nothing newer.
+    #[test]
+    fn a_version_1_file_loads_with_nothing_newer_accepted() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("settings.json");
+        std::fs::write(
+            &p,
+            br#"{"scan_interval_secs":300,"notifications":false,"autostart":false,"include_opt_in":["caches"]}"#,
+        )
+        .unwrap();
+        let s = Settings::load(&p);
+        assert_eq!(s.scan_interval_secs, 300);
+        assert!(!s.notifications);
+        assert_eq!(s.include_opt_in, vec![OptInClass::Caches]);
+        assert!(s.accept_newer.is_empty());
+        assert_eq!(
+            s.version, SETTINGS_VERSION,
+            "saved again as the current format"
+        );
+        s.save(&p).unwrap();
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .contains("\"version\": 2"));
     }
 }

@@ -447,6 +447,7 @@ fn window_vm_actions_run_the_confirmed_core_plan_and_are_journaled() {
             "stop",
             "stop smol-machines smolvm web (running)",
             "stop web",
+            "Stop 1 machine",
         ),
         (
             500,
@@ -454,16 +455,20 @@ fn window_vm_actions_run_the_confirmed_core_plan_and_are_journaled() {
             "delete",
             "delete smol-machines smolvm web (3.0 MB)",
             "delete web",
+            "Delete 1 machine",
         ),
         (
             501,
             "stop",
             "end process",
-            "end orphaned smol-machines smolvm process 501 (smolvm.boot_vm, lost)",
+            "end orphaned smol-machines smolvm",
             "reap 501 99",
+            "End 1 VM process",
         ),
     ];
-    for (i, (pid, action, command, summary, call_made)) in cases.into_iter().enumerate() {
+    for (i, (pid, action, command, summary_start, call_made, headline)) in
+        cases.into_iter().enumerate()
+    {
         let scans = w.fake.scans.load(Ordering::SeqCst);
         let args = json!({"pid": pid, "startTime": 99, "action": action});
         let plan = call(&w, "plan_vm_action", args.clone()).unwrap();
@@ -473,11 +478,16 @@ fn window_vm_actions_run_the_confirmed_core_plan_and_are_journaled() {
             "a fresh scan"
         );
         assert_eq!(plan["command"], command);
-        assert_eq!(plan["steps"], json!([summary]));
-        assert!(plan["question"]
-            .as_str()
-            .unwrap()
-            .starts_with("Carry out 1 action?"));
+        let steps = plan["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 1, "{plan}");
+        let summary = steps[0].as_str().unwrap().to_string();
+        assert!(summary.starts_with(summary_start), "{summary}");
+        // The words are the core's confirmation of the plan, as the CLI prints them.
+        assert_eq!(plan["confirmation"]["headline"], headline, "{plan}");
+        assert!(
+            plan["question"].as_str().unwrap().starts_with(headline),
+            "{plan}"
+        );
         assert_eq!(plan["digest"].as_str().unwrap().len(), 64);
         assert!(
             w.fake.calls.lock().unwrap().len() == i,
