@@ -329,6 +329,9 @@ pub struct ScanReport {
     /// Seconds since the Unix epoch when the scan started.
     #[serde(default)]
     pub scanned_at: u64,
+    /// The same instant in nanoseconds (what "changed since the scan" is compared with).
+    #[serde(default)]
+    pub scanned_at_ns: u64,
     #[serde(default)]
     pub duration_ms: u64,
 }

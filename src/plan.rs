@@ -266,8 +266,9 @@ impl Action {
                 uninstall: true,
                 ..
             } => format!(
-                "end {} VM process {pid} ({shape}{}), to uninstall",
+                "end {} VM process {pid} ({}{}), to uninstall",
                 product.display_name(),
+                crate::view::shape_label(shape),
                 owner
                     .as_deref()
                     .map(|o| format!(", {o}"))
@@ -280,8 +281,9 @@ impl Action {
                 shape,
                 ..
             } => format!(
-                "end orphaned {} process {pid} ({shape}{})",
+                "end orphaned {} VM process {pid} ({}{})",
                 product.display_name(),
+                crate::view::shape_label(shape),
                 owner
                     .as_deref()
                     .map(|o| format!(", {o}"))
@@ -425,6 +427,9 @@ pub struct Plan {
     /// Directories inside a planned directory modified after it are left in place.
     #[serde(default)]
     pub scanned_at: u64,
+    /// The same instant in nanoseconds (0 in plans written before it was recorded).
+    #[serde(default)]
+    pub scanned_at_ns: u64,
     #[serde(with = "crate::pathser::one")]
     pub home: PathBuf,
     pub platform: Platform,
@@ -435,6 +440,56 @@ pub struct Plan {
     /// Allocated bytes the delete actions are expected to free (each inode counted once).
     pub estimated_bytes: u64,
     pub skipped_at_plan: Vec<SkippedAtPlan>,
+}
+
+/// The machine or sandbox `name` names: `smolvm:NAME` or `celesto:ID`, or a bare name that
+/// only one product has.
+pub(crate) fn find_machine<'r>(report: &'r ScanReport, name: &str) -> Result<&'r Machine, String> {
+    let (product, bare) = match name.split_once(':') {
+        Some(("smolvm", n)) => (Some(Product::Smolvm), n),
+        Some(("celesto", n)) => (Some(Product::Celesto), n),
+        _ => (None, name),
+    };
+    let hits: Vec<&Machine> = report
+        .machines
+        .iter()
+        .filter(|m| m.name == bare && product.is_none_or(|p| m.product == p))
+        .collect();
+    match hits.as_slice() {
+        [m] => Ok(m),
+        [] => Err("no machine or sandbox with that name in the scan".into()),
+        _ => Err(format!(
+            "both a Celesto sandbox and a smolvm machine are called '{bare}': name it celesto:{bare} or smolvm:{bare}"
+        )),
+    }
+}
+
+/// Whether stopping `m` would do anything; if not, what is true instead and what would help.
+fn stoppable<'r>(report: &ScanReport, m: &'r Machine) -> Result<&'r Machine, String> {
+    if m.alive || matches!(m.state.as_str(), "paused" | "pausing") {
+        return Ok(m);
+    }
+    let state = if m.effective_state.is_empty() {
+        &m.state
+    } else {
+        &m.effective_state
+    };
+    let mut why = format!("{} was not running ({state}); nothing to stop", m.name);
+    for p in report
+        .processes
+        .iter()
+        .filter(|p| p.product == m.product && p.owner.as_deref() == Some(m.name.as_str()))
+    {
+        if p.orphan && p.scope == Scope::ThisHome {
+            why.push_str(&format!(
+                ". Its VM process {} is not the machine's: end it with `smolsweep reap {}`",
+                p.pid, p.pid
+            ));
+        } else {
+            why.push_str(&format!(". VM process {} is starting it right now", p.pid));
+        }
+    }
+    Err(why)
 }
 
 /// Every machine branched from `m`, directly or through another branch, in the same inventory
@@ -535,8 +590,13 @@ impl Plan {
                 continue;
             }
             if !p.orphan {
-                let owner = p.owner.as_deref().unwrap_or("a recorded machine");
-                skip(&key, format!("owned by {owner}; stop that machine instead"));
+                let why = match p.owner.as_deref() {
+                    Some(o) => format!(
+                        "the VM of {o}, which its record owns: stop it with `smolsweep stop {o}`"
+                    ),
+                    None => "owned by a recorded machine; stop that machine instead".into(),
+                };
+                skip(&key, why);
                 continue;
             }
             if reap_pids.insert(p.pid) {
@@ -559,12 +619,9 @@ impl Plan {
             if !seen_machines.insert(("stop", name.clone())) {
                 continue;
             }
-            match report.machines.iter().find(|m| &m.name == name) {
-                None => skip(
-                    &format!("machine:{name}"),
-                    "no machine or sandbox with that name in the scan".into(),
-                ),
-                Some(m) => machine_actions.push(PlannedAction::of(Action::StopMachine {
+            match find_machine(report, name).and_then(|m| stoppable(report, m)) {
+                Err(why) => skip(&format!("machine:{name}"), why),
+                Ok(m) => machine_actions.push(PlannedAction::of(Action::StopMachine {
                     product: m.product,
                     name: m.name.clone(),
                     pid: m.pid,
@@ -582,12 +639,9 @@ impl Plan {
             if !seen_machines.insert(("delete", name.clone())) {
                 continue;
             }
-            match report.machines.iter().find(|m| &m.name == name) {
-                None => skip(
-                    &format!("machine:{name}"),
-                    "no machine or sandbox with that name in the scan".into(),
-                ),
-                Some(m) => {
+            match find_machine(report, name) {
+                Err(why) => skip(&format!("machine:{name}"), why),
+                Ok(m) => {
                     let children = branch_descendants(report, m);
                     if !children.is_empty() && !selection.cascade {
                         skip(&format!("machine:{name}"), needs_cascade(&children));
@@ -805,6 +859,7 @@ impl Plan {
             id: String::new(),
             created_at,
             scanned_at: report.scanned_at,
+            scanned_at_ns: report.scanned_at_ns,
             home: report.home.clone(),
             platform: report.platform,
             roots: roots.into_iter().collect(),
@@ -979,6 +1034,7 @@ mod tests {
             processes: vec![],
             totals: Totals::default(),
             scanned_at: 1,
+            scanned_at_ns: 0,
             duration_ms: 0,
         }
     }

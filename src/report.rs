@@ -301,7 +301,12 @@ fn items(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
             } else {
                 r.path.clone()
             };
-            let _ = writeln!(s, "  {word}  {path}  {size}\n      {}", r.reason);
+            let _ = writeln!(
+                s,
+                "  {word}  {path}  {size}  {}\n      {}",
+                paint.dim(&format!("id {}", r.id)),
+                r.reason
+            );
         }
     }
 }

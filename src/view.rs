@@ -561,6 +561,62 @@ pub fn confirmation(plan: &Plan) -> Confirmation {
     }
 }
 
+/// The command that would remove what is left at `path`, judged by the scan `r`: one that
+/// will accept it, or what to do by hand when no Smolsweep command would.
+pub fn fix_for_path(r: &ScanReport, path: &Path) -> String {
+    let Some(f) = r.findings.iter().find(|f| f.path == path) else {
+        return format!(
+            "check {} by hand: the scan does not judge it",
+            crate::pathser::shown(path)
+        );
+    };
+    let users: Vec<&VmProcess> = r
+        .processes
+        .iter()
+        .filter(|p| {
+            p.paths
+                .iter()
+                .any(|q| q.starts_with(path) || path.starts_with(q))
+        })
+        .collect();
+    match f.verdict {
+        Verdict::Reclaimable => "smolsweep prune".into(),
+        Verdict::OptIn => {
+            let flag = f.opt_in_class.map(|c| class_label(c).1).unwrap_or("");
+            format!("smolsweep prune {flag}").trim_end().to_string()
+        }
+        _ if !users.is_empty() => users
+            .iter()
+            .map(|p| fix_for_process(r, p.pid))
+            .collect::<Vec<_>>()
+            .join("; "),
+        _ => match (
+            &f.owner,
+            r.machines
+                .iter()
+                .find(|m| Some(&m.name) == f.owner.as_ref()),
+        ) {
+            (Some(o), Some(m)) => format!("smolsweep delete {}:{o}", m.product.as_str()),
+            _ => format!("check by hand: {}", crate::pathser::escape_text(&f.reason)),
+        },
+    }
+}
+
+/// The command that would end VM process `pid`, judged by the scan `r`.
+pub fn fix_for_process(r: &ScanReport, pid: u32) -> String {
+    match r.processes.iter().find(|p| p.pid == pid) {
+        Some(p) if p.orphan && p.scope == Scope::ThisHome => format!("smolsweep reap {pid}"),
+        Some(p) if p.scope != Scope::ThisHome => {
+            format!("not this HOME's: ask its owner (kill {pid} as that user)")
+        }
+        Some(p) => match &p.owner {
+            Some(o) => format!("smolsweep stop {}:{o}", p.product.as_str()),
+            None => format!("kill {pid} (Smolsweep cannot prove whose VM it is)"),
+        },
+        None => format!("kill {pid} (it is not a VM process the scan knows)"),
+    }
+}
+
 /// Split upstream bug references out of a sentence: `"… upstream never finds these (B10)."`
 /// becomes `"… upstream never finds these."` with refs `["B10"]`. The sentence is for people;
 /// the references go to the JSON's `refs` and the docs.

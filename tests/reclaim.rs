@@ -123,6 +123,7 @@ fn report(home: &Path, roots: &[&Path], findings: Vec<Finding>) -> ScanReport {
         // One second early: a coarse file system clock may stamp a write just after the scan
         // with a time just before it.
         scanned_at: now_secs() - 1,
+        scanned_at_ns: 0,
         duration_ms: 1,
     };
     r.compute_totals();
@@ -284,7 +285,7 @@ fn dry_run_never_reaches_delete_primitive() {
         name: "m2".into(),
         state: "running".into(),
         pid: None,
-        alive: false,
+        alive: true,
         effective_state: String::new(),
         pid_start_time: None,
         ephemeral: false,

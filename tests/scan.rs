@@ -342,6 +342,20 @@ fn smolvm_vm_processes_are_attributed_and_scoped_by_home() {
         )
     };
     let p_kept = boot(&kept_dir, &home);
+    // Running as smolvm records it: state, pid and start time (a record without them does not
+    // own the VM that boots its directory).
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", p_kept.pid())).unwrap();
+    let start: u64 = stat[stat.rfind(')').unwrap() + 2..]
+        .split(' ')
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    sm.record(
+        "kept",
+        serde_json::json!({"state": "running", "pid": p_kept.pid(), "pid_start_time": start}),
+    )
+    .unwrap();
     let p_orphan = boot(&orphan_dir, &home);
     let p_foreign = boot(&foreign_dir, &other);
     let r = scan(&options(&home, "/usr/bin:/bin"));

@@ -988,6 +988,7 @@ mod tests {
             processes: vec![],
             totals: Totals::default(),
             scanned_at: 0,
+            scanned_at_ns: 0,
             duration_ms: 0,
         }
     }

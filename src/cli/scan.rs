@@ -33,7 +33,10 @@ fn kind_parser() -> clap::builder::PossibleValuesParser {
 fn render_options(args: &ScanArgs) -> RenderOptions {
     let tty = std::io::stdout().is_terminal();
     let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-    let color = tty && var("NO_COLOR").is_none() && var("TERM").is_none_or(|t| t != "dumb");
+    // NO_COLOR wins; CLICOLOR_FORCE colours a pipe; otherwise colour only on a terminal.
+    let color = var("NO_COLOR").is_none()
+        && (var("CLICOLOR_FORCE").is_some_and(|v| v != "0")
+            || tty && var("TERM").is_none_or(|t| t != "dumb"));
     let locale = ["LC_ALL", "LC_CTYPE", "LANG"]
         .iter()
         .find_map(|k| var(k))

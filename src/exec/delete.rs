@@ -696,6 +696,7 @@ mod tests {
             id: "x".into(),
             created_at: 0,
             scanned_at: 0,
+            scanned_at_ns: 0,
             home: "/nonexistent-home".into(),
             platform: crate::model::Platform::Linux,
             roots: vec![],

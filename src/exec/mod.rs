@@ -494,7 +494,11 @@ fn target<'a>(plan: &'a Plan, a: &'a Action) -> Option<Target<'a>> {
             },
             home: &plan.home,
             roots: &plan.roots,
-            scanned_at_ns: (plan.scanned_at > 0).then(|| plan.scanned_at as i128 * 1_000_000_000),
+            scanned_at_ns: if plan.scanned_at_ns > 0 {
+                Some(plan.scanned_at_ns as i128)
+            } else {
+                (plan.scanned_at > 0).then(|| plan.scanned_at as i128 * 1_000_000_000)
+            },
         }),
         _ => None,
     }

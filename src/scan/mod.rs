@@ -283,6 +283,11 @@ pub(crate) fn scan_sized(
             .duration_since(SystemTime::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
+        scanned_at_ns: opts
+            .now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0),
         duration_ms: started.elapsed().as_millis() as u64,
     };
     report.products.sort_by_key(|p| p.product);

@@ -200,11 +200,17 @@ pub(crate) fn attribute(
         ) = match shape {
             VmmShape::SmolvmBootVm { vm_dir, .. } => match smol.locate_vm_dir(vm_dir) {
                 Some((set, name)) => {
-                    let recorded = name.as_ref().is_some_and(|n| set.names.contains(n));
+                    let unclaimed = smol.unclaimed_vm_dirs.contains(vm_dir.as_path());
+                    let recorded =
+                        name.as_ref().is_some_and(|n| set.names.contains(n)) && !unclaimed;
                     let reason = match (&name, recorded, set.ok) {
                         (_, _, false) => {
                             "machine database could not be read; ownership unverified".to_string()
                         }
+                        (Some(n), false, _) if unclaimed => format!(
+                            "boots machine '{n}' from {}, but its record has no process and no smolvm command is starting it: the machine does not own this VM",
+                            vm_dir.display()
+                        ),
                         (Some(n), true, _) => {
                             format!("boots machine '{n}' from {}", vm_dir.display())
                         }

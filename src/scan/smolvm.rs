@@ -37,6 +37,10 @@ pub(crate) struct SmolvmKnowledge {
     pub data_dirs: Vec<PathBuf>,
     pub recorded_pids: HashSet<u32>,
     pub pid_names: HashMap<u32, String>,
+    /// Machine directories a `_boot-vm` boots from although their record does not own it: the
+    /// record has no live process and no smolvm command holds `vm.lock` to start it (the
+    /// manager of an interrupted `machine start` is gone, its VM lives on).
+    pub unclaimed_vm_dirs: HashSet<PathBuf>,
     pub all_ok: bool,
 }
 
@@ -294,6 +298,14 @@ fn scan_set(
                 } else {
                     format!("stale: recorded {} without a process", r.state)
                 }
+            }
+            "paused" | "pausing" => r.state.clone(),
+            _ if booting && !alive && !dir.as_deref().is_some_and(|d| vm_lock_held(ctx, d)) => {
+                know.unclaimed_vm_dirs.extend(dir.clone());
+                format!(
+                    "{}; a VM process boots it that the record does not own",
+                    r.state
+                )
             }
             "created" if booting => "booting".to_string(),
             s => s.to_string(),

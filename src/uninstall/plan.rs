@@ -174,6 +174,7 @@ impl UninstallPlan {
             id: String::new(),
             created_at: crate::plan::now_secs(),
             scanned_at: 0,
+            scanned_at_ns: 0,
             home: self.home.clone(),
             platform: self.platform,
             roots: bounds.into_iter().collect(),

@@ -23,9 +23,7 @@ use crate::model::{human_bytes, Platform, Product};
 use crate::procs::RawProcess;
 use crate::roots::{celesto_roots, smolvm_roots};
 
-use super::preflight::{
-    is_system_path, read_celesto_rows, read_smolvm_machines, user_smolvm_sets, vm_processes_of_home,
-};
+use super::preflight::{is_system_path, read_celesto_rows, read_smolvm_machines, user_smolvm_sets};
 
 /// Schema name of the proof.
 pub const PROOF_SCHEMA: &str = "smolsweep.verify/1";
@@ -105,6 +103,16 @@ pub fn verify_with(
         opts.products.clone()
     };
     let want = |p: Product| products.contains(&p);
+    // The scan's judgement, for attribution and for fixes a Smolsweep command will accept.
+    let report = crate::scan::scan_with(
+        &crate::scan::ScanOptions {
+            env: env.clone(),
+            platform,
+            age_guard: std::time::Duration::from_secs(120),
+            now: std::time::SystemTime::now(),
+        },
+        procs.to_vec(),
+    );
     let smol = smolvm_roots(platform, env);
     let cel = celesto_roots(platform, env);
     let mut checks = Vec::new();
@@ -126,7 +134,7 @@ pub fn verify_with(
                         m.state,
                         m.db.display()
                     ),
-                    fix: format!("smolvm machine delete --name {} --force", m.name),
+                    fix: format!("smolsweep delete smolvm:{}", m.name),
                 })),
                 Err(e) => unreadable.push(e),
             }
@@ -142,7 +150,7 @@ pub fn verify_with(
                 match read_celesto_rows(&p) {
                     Ok(ms) => rem.extend(ms.into_iter().map(|m| Remaining {
                         what: format!("sandbox '{}' ({}) in {}", m.name, m.state, m.db.display()),
-                        fix: format!("celesto sandbox delete {}", m.name),
+                        fix: format!("smolsweep delete celesto:{}", m.name),
                     })),
                     Err(e) => unreadable.push(e),
                 }
@@ -188,10 +196,7 @@ pub fn verify_with(
                         Ok(inner) if inner.is_empty() => empty += 1,
                         _ => rem.push(Remaining {
                             what: format!("machine directory {}", e.path.display()),
-                            fix: format!(
-                                "smolsweep prune (or remove {} once no VM uses it)",
-                                e.path.display()
-                            ),
+                            fix: crate::view::fix_for_path(&report, &e.path),
                         }),
                     }
                 }
@@ -215,7 +220,7 @@ pub fn verify_with(
             for e in entries.into_iter().filter(|e| !e.is_dir()) {
                 rem.push(Remaining {
                     what: format!("sandbox disk {}", e.path.display()),
-                    fix: "smolsweep prune (or celesto sandbox delete <id>)".into(),
+                    fix: crate::view::fix_for_path(&report, &e.path),
                 });
             }
         }
@@ -223,18 +228,19 @@ pub fn verify_with(
     }
 
     // VM processes of this HOME.
-    let rem: Vec<Remaining> = vm_processes_of_home(env, platform, procs)
-        .into_iter()
-        .filter(|v| want(v.product))
+    let rem: Vec<Remaining> = report
+        .processes
+        .iter()
+        .filter(|v| v.scope == crate::model::Scope::ThisHome && want(v.product))
         .map(|v| Remaining {
             what: format!(
                 "{} VM process {} ({}, {})",
                 v.product.as_str(),
                 v.pid,
-                v.shape,
-                v.evidence
+                crate::view::shape_label(&v.shape),
+                v.reason
             ),
-            fix: format!("smolsweep reap {} (or kill {})", v.pid, v.pid),
+            fix: crate::view::fix_for_process(&report, v.pid),
         })
         .collect();
     checks.push(check("vm_processes", rem, |n| format!("{n} running")));

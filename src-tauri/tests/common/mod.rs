@@ -88,6 +88,7 @@ impl Scratch {
             processes: vec![],
             totals: Totals::default(),
             scanned_at: 0,
+            scanned_at_ns: 0,
             duration_ms: 0,
         };
         let s = Scratch {

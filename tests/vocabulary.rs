@@ -1,0 +1,256 @@
+//! One truth in words people read (issue 10): `stop` says what really happened and names a
+//! command that will accept the next step, every `fix=` hint of `verify` is one, machines of
+//! both products are named unambiguously, scan ids reach `plan --id`, and "changed since the
+//! scan" is judged at full precision.
+//!
+//! Each test runs the built binary on a scratch HOME it creates; only processes a test spawned
+//! are signalled.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+use smolsweep_fixtures::vmm::{self, FakeVmm, Shape};
+use smolsweep_fixtures::{age_tree, smolvm::DiskSet, Home, Layout, OLD};
+
+struct Scratch {
+    _t: tempfile::TempDir,
+    home: Home,
+    data: PathBuf,
+}
+
+fn scratch() -> Scratch {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    Scratch {
+        data: t.path().join("smolsweep-data"),
+        home,
+        _t: t,
+    }
+}
+
+impl Scratch {
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = Command::new(env!("CARGO_BIN_EXE_smolsweep"))
+            .args(args)
+            .env_clear()
+            .envs(self.home.env_vars())
+            .env("SMOLSWEEP_DATA_DIR", &self.data)
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+    fn json(&self, args: &[&str]) -> Value {
+        let (code, out, err) = self.run(args);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?} exit {code}: {e}\n{err}"))
+    }
+}
+
+/// A smolvm `_boot-vm` stand-in booting from `vm_dir` under `home` (argv and comm as 1.32.2).
+fn boot_vm(vm_dir: &Path, home: &Home) -> FakeVmm {
+    let bin = vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    vmm::spawn(
+        &bin,
+        &Shape {
+            argv: vec![
+                "/proc/self/exe".into(),
+                "_boot-vm".into(),
+                vm_dir.join("boot-config.json").display().to_string(),
+            ],
+            comm: Some("libkrun VM"),
+            open: None,
+            home: Some(&home.root),
+        },
+    )
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s[s.rfind(')')? + 2..].chars().next())
+        .is_some_and(|c| c != 'Z')
+}
+
+#[test]
+fn stop_of_a_machine_that_is_not_running_says_what_happened_and_names_the_reap() {
+    // The record says `created` (no pid), no smolvm command holds vm.lock, yet a `_boot-vm`
+    // boots its directory: the manager of an interrupted `machine start` is gone.
+    let s = scratch();
+    let sm = s.home.smolvm().unwrap();
+    sm.record("m1", json!({"state": "created"})).unwrap();
+    let dir = sm
+        .machine_dir(
+            "m1",
+            DiskSet::Raw {
+                storage: 1 << 16,
+                overlay: 1 << 16,
+            },
+        )
+        .unwrap();
+    age_tree(&s.home.root, OLD).unwrap();
+    let mut vm = boot_vm(&dir, &s.home);
+    let pid = vm.pid();
+
+    let (code, out, err) = s.run(&["stop", "m1", "-y"]);
+    assert_eq!(code, 1, "nothing was stopped: {out}{err}");
+    assert!(!out.contains("stopped"), "{out}");
+    assert!(err.contains("m1 was not running"), "{err}");
+    let hint = format!("smolsweep reap {pid}");
+    assert!(err.contains(&hint), "names the command that helps: {err}");
+    assert!(alive(pid));
+
+    // And that command accepts it.
+    let (code, out, err) = s.run(&["reap", &pid.to_string(), "-y"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let _ = vm.kill(); // reaped: reap the zombie of our own child
+    assert!(!alive(pid), "reap ended the VM it was pointed to");
+}
+
+#[test]
+fn a_machine_booted_by_a_live_smolvm_command_is_not_called_an_orphan() {
+    // Same layout, but a smolvm command holds vm.lock (a `machine start` is under way).
+    let s = scratch();
+    let sm = s.home.smolvm().unwrap();
+    sm.record("m2", json!({"state": "created"})).unwrap();
+    let dir = sm
+        .machine_dir(
+            "m2",
+            DiskSet::Raw {
+                storage: 1 << 16,
+                overlay: 1 << 16,
+            },
+        )
+        .unwrap();
+    age_tree(&s.home.root, OLD).unwrap();
+    let lock = std::fs::File::open(dir.join("vm.lock")).unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+    let vm = boot_vm(&dir, &s.home);
+    let v = s.json(&["scan", "--json"]);
+    let p = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"] == json!(vm.pid()))
+        .unwrap();
+    assert_eq!(p["orphan"], json!(false), "{p:#}");
+    let (code, _, err) = s.run(&["reap", &vm.pid().to_string(), "-y"]);
+    assert_eq!(code, 1, "refused: {err}");
+    assert!(alive(vm.pid()));
+    drop(lock);
+}
+
+#[test]
+fn verify_fix_hints_name_commands_that_accept_them() {
+    let s = scratch();
+    let d = s.home.celesto_data_dir().unwrap();
+    d.row("live1", "stopped", "qemu", None).unwrap();
+    let live_disk = d.disk("live1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    let orphan_disk = d.disk("gone1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    let sm = s.home.smolvm().unwrap();
+    sm.record("kept", json!({})).unwrap();
+    let ghost = sm.dangling_dir("ghost").unwrap();
+    age_tree(&s.home.root, OLD).unwrap();
+    let orphan_vm = boot_vm(&ghost, &s.home);
+
+    let (_, out, err) = s.run(&["verify"]);
+    let fix_of = |needle: &str| -> String {
+        out.lines()
+            .find(|l| l.contains(needle))
+            .and_then(|l| l.split(" fix=").nth(1))
+            .unwrap_or_else(|| panic!("no fix for {needle}:\n{out}{err}"))
+            .to_string()
+    };
+    assert_eq!(
+        fix_of(&live_disk.display().to_string()),
+        "smolsweep delete celesto:live1"
+    );
+    assert_eq!(
+        fix_of(&orphan_disk.display().to_string()),
+        "smolsweep prune"
+    );
+    let reap = format!("smolsweep reap {}", orphan_vm.pid());
+    assert_eq!(fix_of(&format!("process {}", orphan_vm.pid())), reap);
+    assert_eq!(
+        fix_of("smolvm machine 'kept'"),
+        "smolsweep delete smolvm:kept"
+    );
+
+    // Each one is accepted by the command it names.
+    let (code, _, err) = s.run(&["reap", &orphan_vm.pid().to_string(), "--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = s.run(&["prune", "--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(&orphan_disk.display().to_string()), "{out}");
+}
+
+#[test]
+fn a_name_both_products_use_must_say_which_it_means() {
+    let s = scratch();
+    let d = s.home.celesto_data_dir().unwrap();
+    d.row("twin", "stopped", "qemu", None).unwrap();
+    let sm = s.home.smolvm().unwrap();
+    sm.record("twin", json!({})).unwrap();
+    age_tree(&s.home.root, OLD).unwrap();
+    let (code, _, err) = s.run(&["delete", "twin", "--dry-run"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("celesto:twin") && err.contains("smolvm:twin"),
+        "{err}"
+    );
+    let (code, out, err) = s.run(&["delete", "smolvm:twin", "--dry-run"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("smol-machines smolvm twin"), "{out}");
+}
+
+#[test]
+fn ids_the_verbose_scan_prints_are_the_ones_plan_takes() {
+    let s = scratch();
+    let d = s.home.celesto_data_dir().unwrap();
+    d.row("live1", "stopped", "qemu", None).unwrap();
+    let orphan = d.disk("gone1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    age_tree(&s.home.root, OLD).unwrap();
+    let (_, out, _) = s.run(&["scan", "-v"]);
+    let line = out
+        .lines()
+        .find(|l| l.contains(&orphan.display().to_string()))
+        .unwrap_or_else(|| panic!("{out}"));
+    let id = line.split("id ").nth(1).unwrap().trim().to_string();
+    let plan = s.home.root.join("p.json");
+    let (code, _, err) = s.run(&["plan", "--id", &id, "--out", plan.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let p: Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    assert_eq!(p["actions"].as_array().unwrap().len(), 1, "{p:#}");
+}
+
+#[test]
+fn a_directory_written_in_the_same_second_as_the_scan_is_not_changed_since() {
+    // A pack-cache entry (opt-in cache, a directory), its last file written just before the
+    // scan, in the same wall-clock second as the scan's start.
+    let s = scratch();
+    let sm = s.home.smolvm().unwrap();
+    sm.record("kept", json!({})).unwrap();
+    let pack = sm
+        .pack("1a2b3c4d", smolsweep_fixtures::IMPOSSIBLE_PID)
+        .unwrap();
+    age_tree(&s.home.root, OLD).unwrap();
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+    };
+    // Start right after a second boundary, so the write and the scan share one second.
+    std::thread::sleep(std::time::Duration::from_nanos(
+        1_000_000_000 - now().subsec_nanos() as u64 + 5_000_000,
+    ));
+    std::fs::write(pack.join("written-just-now"), b"x").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let (code, out, err) = s.run(&["prune", "--include-caches", "-y", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!pack.exists(), "written before the scan, so deleted: {out}");
+}
