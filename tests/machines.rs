@@ -899,3 +899,49 @@ fn cascade_delete_only_when_chosen_and_with_every_branch_in_the_plan() {
         Ok(Some(_))
     ));
 }
+
+/// Issue 10: Celesto sandboxes are machines of the CLI too: `smolsweep stop` and `delete` reach
+/// them through the real celesto CLI (plan, confirm, re-judge, journal), named `celesto:ID`.
+#[test]
+fn smolsweep_stop_and_delete_reach_celesto_sandboxes_through_the_real_cli() {
+    let s = CelestoScene::new();
+    let mut vm = Sleeper::new();
+    s.add("c4", "running", Some(vm.0.id()));
+    s.add("c5", "stopped", None);
+    let data = s._tmp.path().join("smolsweep-data");
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_smolsweep"))
+            .args(args)
+            .env_clear()
+            .envs(s.env.vars.iter())
+            .env("HOME", &s.env.home)
+            .env("SMOLSWEEP_DATA_DIR", &data)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (code, out) = run(&["stop", "c5", "-y"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("c5 was not running (stopped)"), "{out}");
+
+    let (code, out) = run(&["stop", "celesto:c4", "-y"]);
+    assert_eq!(code, 0, "{out}");
+    let until = Instant::now() + Duration::from_secs(10);
+    while vm.alive() {
+        assert!(Instant::now() < until, "celesto did not stop c4's VM: {out}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(celesto_row(&s.db(), "c4").unwrap().unwrap().status, "stopped");
+
+    let (code, out) = run(&["delete", "celesto:c4", "-y"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(celesto_row(&s.db(), "c4").unwrap(), None, "{out}");
+    assert!(!s.state.join("disks/c4.ext4").exists());
+    let (_, history) = run(&["history"]);
+    assert!(history.contains("delete (cli)"), "{history}");
+}
