@@ -123,13 +123,17 @@ fn header(s: &mut String, v: &ScanView, paint: &Paint) {
     s.push('\n');
 }
 
-/// Fit `text` into `w` characters, ending in "…" when cut.
-fn fit(text: &str, w: usize) -> String {
+/// Fit `text` into `w` characters, ending in "…" (ASCII: "...") when cut.
+fn fit(text: &str, w: usize, ascii: bool) -> String {
     if text.chars().count() <= w {
         return text.to_string();
     }
-    let mut out: String = text.chars().take(w.saturating_sub(1)).collect();
-    out.push('…');
+    let ell = if ascii { "..." } else { "…" };
+    let mut out: String = text
+        .chars()
+        .take(w.saturating_sub(ell.chars().count()))
+        .collect();
+    out.push_str(ell);
     out
 }
 
@@ -164,7 +168,7 @@ fn summary_table(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint)
     );
     for g in &v.groups {
         let row = line(
-            &fit(g.label, what),
+            &fit(g.label, what, o.ascii),
             g.product.as_str(),
             &g.count.to_string(),
             &g.size,
@@ -297,7 +301,7 @@ fn items(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
                 _ => format!("{word:<12}"),
             };
             let path = if r.path.chars().count() > path_w && !o.verbose {
-                view::short_path(std::path::Path::new(&r.path), path_w)
+                view::short_path(std::path::Path::new(&r.path), path_w - 2 * o.ascii as usize)
             } else {
                 r.path.clone()
             };

@@ -25,7 +25,7 @@ mod watch;
 pub use backend::{
     Backend, History, MachineRef, Plan, RealBackend, ReclaimOutcome, VmAction, VmOutcome, VmPlan,
 };
-pub use notes::{DesktopNotifier, Note, Notifier, OrphanWatch};
+pub use notes::{Clock, DesktopNotifier, Note, Notifier, OrphanWatch, SystemClock};
 pub use settings::Settings;
 
 /// A window closed (hidden) this long without being shown again is destroyed, which ends its
@@ -102,6 +102,10 @@ pub struct AppState {
     confirm_answer: bool,
     /// Counts window closes, so a release timer only acts on the latest close.
     closes: AtomicU64,
+    /// The clock notifications are spaced by.
+    clock: Mutex<Arc<dyn Clock>>,
+    /// Counts held-back notification timers, so only the latest one acts.
+    note_timers: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -125,6 +129,8 @@ impl AppState {
             wake: tokio::sync::Notify::new(),
             confirm_answer: d.confirm_answer,
             closes: AtomicU64::new(0),
+            clock: Mutex::new(Arc::new(SystemClock)),
+            note_timers: AtomicU64::new(0),
         }
     }
     /// Set the directories and load what is saved there (once).
@@ -777,20 +783,45 @@ pub async fn run_target<R: Runtime>(
     Ok(out)
 }
 
+/// Use `clock` for spacing notifications (tests: a fake clock).
+pub fn set_clock<R: Runtime>(app: &AppHandle<R>, clock: Arc<dyn Clock>) {
+    *lock(&app.state::<AppState>().clock) = clock;
+}
+
 fn notify_orphans<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
     let st = app.state::<AppState>();
-    let note = {
+    let clock = lock(&st.clock).clone();
+    let now = clock.now();
+    let (note, due) = {
         let mut w = lock(&st.orphans);
         let before = w.clone();
-        let note = w.observe(r, now_secs());
+        let note = w.observe(r, now);
+        let due = w.held_back_until(r, now);
         if *w != before {
             if let Some(p) = st.orphans_path() {
                 let _ = std::fs::create_dir_all(p.parent().unwrap_or(Path::new(".")));
                 let _ = std::fs::write(&p, serde_json::to_vec(&*w).unwrap_or_default());
             }
         }
-        note
+        (note, due)
     };
+    // Orphans held back by the rate limit go out when the gap ends, from the latest scan then
+    // (one that is gone by then is not announced).
+    let timer = st.note_timers.fetch_add(1, Ordering::SeqCst) + 1;
+    if let Some(t) = due {
+        let app2 = app.clone();
+        tauri::async_runtime::spawn(async move {
+            clock.sleep_until(t).await;
+            let st = app2.state::<AppState>();
+            if st.note_timers.load(Ordering::SeqCst) != timer {
+                return;
+            }
+            let latest = lock(&st.report).clone();
+            if let Some(r) = latest {
+                notify_orphans(&app2, &r);
+            }
+        });
+    }
     // With notifications off, orphans are still marked as seen: turning them on later does not
     // announce old ones.
     if let Some(n) = note {

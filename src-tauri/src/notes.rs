@@ -57,6 +57,37 @@ impl Notifier for DesktopNotifier {
     }
 }
 
+/// The time the notifications are spaced by: the system's, or a test's.
+pub trait Clock: Send + Sync + 'static {
+    /// Seconds since the Unix epoch.
+    fn now(&self) -> u64;
+    /// Resolves once `now() >= t`.
+    fn sleep_until(
+        &self,
+        t: u64,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'static>>;
+}
+
+/// The system clock (a tokio timer for the wait).
+#[derive(Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+    }
+    fn sleep_until(
+        &self,
+        t: u64,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'static>> {
+        let secs = t.saturating_sub(self.now());
+        Box::pin(tokio::time::sleep(std::time::Duration::from_secs(secs)))
+    }
+}
+
 /// Remembers which orphans were already announced and spaces notifications out.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrphanWatch {
@@ -70,8 +101,9 @@ pub struct OrphanWatch {
 }
 
 /// Minimum seconds between two notifications of the same kind (orphaned VM processes, orphaned
-/// files); orphans found in between wait for the next scan after the gap. The two kinds are
-/// limited separately so a burst of orphaned disks never delays news of a VM left running.
+/// files); orphans found in between are announced when the gap ends (the shell sets a timer for
+/// [`OrphanWatch::held_back_until`]), not at the next scan. The two kinds are limited
+/// separately so a burst of orphaned disks never delays news of a VM left running.
 pub const MIN_GAP_SECS: u64 = 300;
 
 /// Whether a finding counts as an orphan worth announcing.
@@ -79,11 +111,10 @@ pub fn is_orphan_finding(kind: smolsweep::FindingKind, verdict: Verdict) -> bool
     verdict == Verdict::Reclaimable && kind.is_orphan()
 }
 
-impl OrphanWatch {
-    /// Compare a scan with what was announced. Returns the notification to show, if any, and
-    /// records it. Orphans that disappear are forgotten (a new one at the same place is new).
-    pub fn observe(&mut self, report: &ScanReport, now: u64) -> Option<Note> {
-        let mut current: BTreeMap<String, (String, u64, bool)> = BTreeMap::new();
+/// The orphans of a scan worth announcing: key → (label, bytes, is a process).
+fn orphans_of(report: &ScanReport) -> BTreeMap<String, (String, u64, bool)> {
+    let mut current: BTreeMap<String, (String, u64, bool)> = BTreeMap::new();
+    {
         for p in &report.processes {
             if p.orphan && p.scope == Scope::ThisHome {
                 let who = p.owner.clone().unwrap_or_else(|| format!("pid {}", p.pid));
@@ -105,6 +136,31 @@ impl OrphanWatch {
                 );
             }
         }
+    }
+    current
+}
+
+impl OrphanWatch {
+    /// When orphans of `report` that were held back by the rate limit may be announced: the end
+    /// of the earliest gap that holds one back. `None` when nothing waits.
+    pub fn held_back_until(&self, report: &ScanReport, now: u64) -> Option<u64> {
+        let waiting = |procs: bool| {
+            orphans_of(report)
+                .iter()
+                .any(|(k, v)| v.2 == procs && !self.seen.contains(k))
+        };
+        let end = |last: Option<u64>| last.map(|t| t + MIN_GAP_SECS).filter(|&t| t > now);
+        [(true, self.last_sent), (false, self.last_sent_files)]
+            .into_iter()
+            .filter(|(procs, _)| waiting(*procs))
+            .filter_map(|(_, last)| end(last))
+            .min()
+    }
+
+    /// Compare a scan with what was announced. Returns the notification to show, if any, and
+    /// records it. Orphans that disappear are forgotten (a new one at the same place is new).
+    pub fn observe(&mut self, report: &ScanReport, now: u64) -> Option<Note> {
+        let current = orphans_of(report);
         self.seen.retain(|k| current.contains_key(k));
         let allowed =
             |last: Option<u64>| last.map_or(true, |t| now.saturating_sub(t) >= MIN_GAP_SECS);
@@ -246,7 +302,6 @@ mod tests {
             processes,
             totals: Totals::default(),
             scanned_at: 0,
-            scanned_at_ns: 0,
             duration_ms: 0,
         }
     }
@@ -286,6 +341,22 @@ mod tests {
         let n = w.observe(&both, 1000 + MIN_GAP_SECS).unwrap();
         assert!(n.body.contains("pid 12"));
         assert!(!n.body.contains("pid 10"), "only the new one: {}", n.body);
+    }
+
+    #[test]
+    fn a_held_back_orphan_is_due_when_the_gap_ends() {
+        let mut w = OrphanWatch::default();
+        let one = report(vec![proc_(10, true, Scope::ThisHome)]);
+        assert!(w.observe(&one, 1000).is_some());
+        assert_eq!(w.held_back_until(&one, 1001), None, "nothing waits");
+        let both = report(vec![
+            proc_(10, true, Scope::ThisHome),
+            proc_(12, true, Scope::ThisHome),
+        ]);
+        assert_eq!(w.observe(&both, 1010), None);
+        assert_eq!(w.held_back_until(&both, 1010), Some(1000 + MIN_GAP_SECS));
+        assert!(w.observe(&both, 1000 + MIN_GAP_SECS).is_some());
+        assert_eq!(w.held_back_until(&both, 1000 + MIN_GAP_SECS), None);
     }
 
     #[test]

@@ -201,7 +201,6 @@ fn world(delay_ms: u64, confirm: bool) -> World {
         processes: vec![],
         totals: Totals::default(),
         scanned_at: 0,
-        scanned_at_ns: 0,
         duration_ms: 0,
     };
     report.compute_totals();
@@ -885,4 +884,214 @@ fn the_old_window_history_is_left_in_place_and_not_imported() {
         json!(w._dir.path().join("smolsweep-data/journal.jsonl"))
     );
     assert_eq!(std::fs::read(&old).unwrap(), line);
+}
+
+/// One plan, one set of words: the Reclaim button's total and the confirmation are the core's
+/// (`view::selection_estimate`, `view::confirmation`), which counts a hard-linked file once — a
+/// sum over the selected rows would count it twice.
+#[test]
+fn the_reclaim_button_and_the_confirmation_are_the_planners() {
+    let w = world(0, false);
+    let state = w.home.join("state");
+    std::fs::hard_link(
+        state.join("orphan-a.qcow2"),
+        state.join("orphan-a-link.qcow2"),
+    )
+    .unwrap();
+    let link = file_finding_existing(&state, "orphan-a-link.qcow2");
+    w.fake.report.lock().unwrap().findings.push(link);
+    let st = call(&w, "rescan", json!({})).unwrap();
+    let ids = ids_by_verdict(&w, "reclaimable");
+    assert_eq!(ids.len(), 3);
+    let report: ScanReport = serde_json::from_value(st["report"].clone()).unwrap();
+    let rows: u64 = report
+        .findings
+        .iter()
+        .filter(|f| ids.contains(&f.id))
+        .map(|f| f.allocated_bytes)
+        .sum();
+    let button = call(&w, "selection_estimate", json!({ "ids": ids })).unwrap();
+    let core = CorePlan::from_scan(
+        &report,
+        &smolsweep::plan::Selection {
+            ids: ids.clone(),
+            ..Default::default()
+        },
+    );
+    let want = serde_json::to_value(smolsweep::view::confirmation(&core)).unwrap();
+    assert_eq!(button, want);
+    let one = report.findings[0].allocated_bytes;
+    assert_eq!(
+        button["estimate_bytes"],
+        json!(2 * one),
+        "the link counts once"
+    );
+    assert_ne!(button["estimate_bytes"], json!(rows));
+    let plan = call(&w, "plan_reclaim", json!({ "ids": ids })).unwrap();
+    assert_eq!(plan["confirmation"], want);
+    assert_eq!(plan["estimated_bytes"], button["estimate_bytes"]);
+    // The tray's Reclaim says the same number (the default selection is the reclaimable rows).
+    let tray = call(&w, "get_tray_model", json!({})).unwrap();
+    assert_eq!(tray["reclaim_bytes"], button["estimate_bytes"]);
+    assert_eq!(
+        tray["status"],
+        json!(format!(
+            "Reclaimable: {}",
+            button["estimate"].as_str().unwrap()
+        ))
+    );
+    // And the window's view: the overview total is the planner's.
+    assert_eq!(
+        st["view"]["totals"]["reclaimable_bytes"],
+        button["estimate_bytes"]
+    );
+    // The tray's native dialog words it as the core does.
+    let (title, msg) =
+        smolsweep_desktop::tray_reclaim_text(&smolsweep_desktop::backend::plan(&report, &ids));
+    assert_eq!(
+        title,
+        format!("Reclaim {}", button["estimate"].as_str().unwrap())
+    );
+    assert!(
+        msg.starts_with(&format!("{};", button["headline"].as_str().unwrap())),
+        "{msg}"
+    );
+}
+
+fn file_finding_existing(root: &Path, name: &str) -> Finding {
+    let path = root.join(name);
+    let md = std::fs::symlink_metadata(&path).unwrap();
+    let kind = smolsweep::FindingKind::CelestoOrphanDisk;
+    Finding {
+        id: finding_id(Product::Celesto, kind, &path),
+        identity: Some(smolsweep::exec::delete::identity_of(&path).unwrap()),
+        apparent_bytes: md.size(),
+        allocated_bytes: md.blocks() * 512,
+        path,
+        ..file_finding(root, "scratch-twin", Verdict::Reclaimable, None)
+    }
+}
+
+/// The Running VMs view's machine rows: a Celesto sandbox (no VM process) and a stale `running`
+/// row are in the view with what may be done; Stop and Delete of the sandbox run the core plan
+/// through the product's CLI (the runner), journaled as the window's.
+#[test]
+fn machine_rows_of_both_products_stop_and_delete_through_the_core_plan() {
+    let w = world(0, true);
+    {
+        let mut r = w.fake.report.lock().unwrap();
+        r.machines.push(Machine {
+            product: Product::Celesto,
+            name: "sb-live".into(),
+            state: "running".into(),
+            effective_state: "running".into(),
+            ..machine("sb-live", None)
+        });
+        r.machines.push(Machine {
+            alive: false,
+            effective_state: "stopped".into(),
+            ..machine("ghost", None)
+        });
+    }
+    let st = call(&w, "rescan", json!({})).unwrap();
+    let rows = st["view"]["machines"].as_array().unwrap();
+    let row = |name: &str| rows.iter().find(|m| m["name"] == name).unwrap().clone();
+    assert_eq!(row("sb-live")["product"], "celesto");
+    assert_eq!(row("sb-live")["can_stop"], true);
+    assert_eq!(row("ghost")["stale"], true, "running with its VM gone");
+    assert_eq!(row("ghost")["can_stop"], false);
+    for (action, call_made, command) in [
+        ("stop", "stop sb-live", "stop"),
+        ("delete", "delete sb-live", "delete"),
+    ] {
+        let args = json!({"product": "celesto", "name": "sb-live", "action": action});
+        let plan = call(&w, "plan_machine_action", args.clone()).unwrap();
+        assert_eq!(
+            plan["machine"],
+            json!({"product": "celesto", "name": "sb-live"})
+        );
+        assert_eq!(plan["steps"].as_array().unwrap().len(), 1, "{plan}");
+        assert!(
+            plan["steps"][0].as_str().unwrap().contains("sb-live"),
+            "{plan}"
+        );
+        let mut go = args;
+        go["digest"] = plan["digest"].clone();
+        let out = call(&w, "execute_machine_action", go).unwrap();
+        assert_eq!(out["steps"][0]["status"], "done", "{out}");
+        assert_eq!(w.fake.calls.lock().unwrap().last().unwrap(), call_made);
+        let run = runs(&w).pop().unwrap();
+        assert_eq!(
+            run["origin"],
+            json!({"surface": "window", "command": command})
+        );
+    }
+    // A machine the scan does not know plans nothing.
+    let none = call(
+        &w,
+        "plan_machine_action",
+        json!({"product": "smolvm", "name": "nosuch", "action": "stop"}),
+    )
+    .unwrap();
+    assert_eq!(none["steps"], json!([]));
+    assert!(none["refused"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("nosuch"));
+}
+
+/// A fake clock: `sleep_until` resolves when the test moves the time past it.
+struct FakeClock(tokio::sync::watch::Sender<u64>);
+impl smolsweep_desktop::Clock for FakeClock {
+    fn now(&self) -> u64 {
+        *self.0.borrow()
+    }
+    fn sleep_until(
+        &self,
+        t: u64,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'static>> {
+        let mut rx = self.0.subscribe();
+        Box::pin(async move {
+            let _ = rx.wait_for(|&now| now >= t).await;
+        })
+    }
+}
+
+/// An orphan found within the rate limit's gap is announced when the gap ends, without waiting
+/// for the next scan.
+#[test]
+fn a_held_back_orphan_is_announced_when_the_gap_ends_not_at_the_next_scan() {
+    let w = world(0, false);
+    let (tx, _) = tokio::sync::watch::channel(1000u64);
+    let clock = Arc::new(FakeClock(tx));
+    smolsweep_desktop::set_clock(w.app.handle(), clock.clone());
+    w.fake.report.lock().unwrap().processes.push(orphan(10));
+    call(&w, "rescan", json!({})).unwrap();
+    let orphan_notes = |w: &World| {
+        w.notes
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|n| n.summary.contains("rphaned VM"))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    wait_for(|| orphan_notes(&w).len() == 1);
+    // A second orphan 10 s later: held back.
+    clock.0.send_replace(1010);
+    w.fake.report.lock().unwrap().processes.push(orphan(12));
+    call(&w, "rescan", json!({})).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(orphan_notes(&w).len(), 1, "rate limited");
+    let scans = w.fake.scans.load(Ordering::SeqCst);
+    // The gap ends: the notification goes out, and no scan ran for it.
+    clock
+        .0
+        .send_replace(1000 + smolsweep_desktop::notes::MIN_GAP_SECS);
+    wait_for(|| orphan_notes(&w).len() == 2);
+    let n = &orphan_notes(&w)[1];
+    assert!(n.body.contains("pid 12"), "{}", n.body);
+    assert!(!n.body.contains("pid 10"), "only the new one: {}", n.body);
+    assert_eq!(w.fake.scans.load(Ordering::SeqCst), scans);
 }
