@@ -302,6 +302,7 @@ mod tests {
             processes,
             totals: Totals::default(),
             scanned_at: 0,
+            scanned_at_ns: 0,
             duration_ms: 0,
         }
     }

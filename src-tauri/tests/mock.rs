@@ -201,6 +201,7 @@ fn world(delay_ms: u64, confirm: bool) -> World {
         processes: vec![],
         totals: Totals::default(),
         scanned_at: 0,
+        scanned_at_ns: 0,
         duration_ms: 0,
     };
     report.compute_totals();
