@@ -185,19 +185,51 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> SmolvmKnowledge {
     know
 }
 
+/// What the judges of one root set share.
+struct SetScan<'s> {
+    set: &'s SmolvmRootSet,
+    out: SmolSet,
+    /// Why the machine database could not be read (empty while `out.ok`).
+    problem: String,
+    records: Vec<SmolvmRecord>,
+    /// Live create reservations by directory hash: the machine's name and the owner's pid.
+    reserved: HashMap<String, (String, Option<i64>)>,
+    /// smolvm VM processes that may be using the set's caches right now.
+    busy: Vec<u32>,
+}
+
 fn scan_set(
     ctx: &mut Ctx<'_>,
     set: &SmolvmRootSet,
     problems: &mut Vec<String>,
     know: &mut SmolvmKnowledge,
 ) -> SmolSet {
-    let mut out = SmolSet {
-        vms_dirs: set.vms_dirs.clone(),
-        ok: true,
-        ..Default::default()
-    };
-    let mut problem = String::new();
-    let mut reservations: Vec<SmolvmReservation> = Vec::new();
+    flag_odd_db_files(ctx, set);
+    let mut s = SetScan::read(ctx, set);
+    if !s.out.ok {
+        problems.push(s.problem.clone());
+    }
+    let running_pids: Vec<u32> = s
+        .records
+        .iter()
+        .filter_map(|r| record_machine(ctx, set, r, know))
+        .collect();
+    s.busy = busy_pids(ctx, set, running_pids);
+    for vms in &set.vms_dirs {
+        for e in fsread::read_dir_or_empty(vms) {
+            s.judge_vms_entry(ctx, vms, &e);
+        }
+    }
+    s.judge_cache_root(ctx);
+    judge_registry_tokens(ctx, set);
+    s.judge_pack_cache(ctx);
+    s.judge_libs_cache(ctx);
+    s.judge_download_caches(ctx);
+    s.out
+}
+
+/// Something other than a file or a symlink where the machine database (or its WAL, SHM) lives.
+fn flag_odd_db_files(ctx: &mut Ctx<'_>, set: &SmolvmRootSet) {
     for suffix in ["", "-wal", "-shm"] {
         let p = crate::inventory::sqlite_ro::side(&set.db_path, suffix);
         let Some(m) = fsread::lstat(&p) else { continue };
@@ -218,45 +250,40 @@ fn scan_set(
             );
         }
     }
-    let records: Vec<SmolvmRecord> = if fsread::lstat(&set.db_path).is_some() {
-        match read_smolvm_inventory(&set.db_path) {
-            Ok(inv) => {
-                reservations = inv.reservations;
-                inv.records
-            }
-            Err(e) => {
-                out.ok = false;
-                problem = e.to_string();
-                Vec::new()
-            }
-        }
-    } else {
-        let has_dirs = set.vms_dirs.iter().any(|v| {
-            fsread::read_dir_or_empty(v)
-                .iter()
-                .any(|e| e.name_str().is_some_and(is_hash16))
-        });
-        if has_dirs {
-            out.ok = false;
-            problem = format!(
-                "machine directories exist but there is no machine database at {}",
-                set.db_path.display()
-            );
-        }
-        Vec::new()
-    };
-    if !out.ok {
-        problems.push(problem.clone());
+}
+
+/// The set's records and create reservations, or why they cannot be known: the database is
+/// unreadable, or machine directories exist without one.
+fn read_set_inventory(
+    set: &SmolvmRootSet,
+) -> Result<(Vec<SmolvmRecord>, Vec<SmolvmReservation>), String> {
+    if fsread::lstat(&set.db_path).is_some() {
+        return read_smolvm_inventory(&set.db_path)
+            .map(|inv| (inv.records, inv.reservations))
+            .map_err(|e| e.to_string());
     }
-    for r in &records {
-        out.names.insert(r.name.clone());
-        out.hash_to_name
-            .insert(vm_dir_hash(&r.name), r.name.clone());
+    let has_dirs = set.vms_dirs.iter().any(|v| {
+        fsread::read_dir_or_empty(v)
+            .iter()
+            .any(|e| e.name_str().is_some_and(is_hash16))
+    });
+    if has_dirs {
+        return Err(format!(
+            "machine directories exist but there is no machine database at {}",
+            set.db_path.display()
+        ));
     }
-    // Machines being created right now (`vm_create_reservations`): their directory may exist
-    // before their record does (upstream's own reclaim does not check this: hazard 4). A
-    // reservation whose owner process is gone is stale.
-    let reserved: HashMap<String, (String, Option<i64>)> = reservations
+    Ok((Vec::new(), Vec::new()))
+}
+
+/// Machines being created right now (`vm_create_reservations`), by directory hash: their
+/// directory may exist before their record does (upstream's own reclaim does not check this:
+/// hazard 4). A reservation whose owner process is gone is stale.
+fn live_reservations(
+    ctx: &Ctx<'_>,
+    reservations: &[SmolvmReservation],
+) -> HashMap<String, (String, Option<i64>)> {
+    reservations
         .iter()
         .filter(|r| {
             r.owner_pid
@@ -264,357 +291,100 @@ fn scan_set(
                 .is_none_or(|p| ctx.procs.by_pid(p).is_some())
         })
         .map(|r| (vm_dir_hash(&r.name), (r.name.clone(), r.owner_pid)))
-        .collect();
+        .collect()
+}
 
-    // Machines with liveness: pid and start time must both match.
-    let mut running_pids: Vec<u32> = Vec::new();
-    for r in &records {
-        let alive = r
-            .pid
-            .is_some_and(|pid| ctx.procs.alive_as_recorded(pid, r.pid_start_time));
-        if let Some(pid) = r.pid {
-            if alive {
-                know.recorded_pids.insert(pid);
-                know.pid_names.insert(pid, r.name.clone());
-                running_pids.push(pid);
+/// Push the record's machine (with liveness: pid and start time must both match); its pid
+/// when it runs.
+fn record_machine(
+    ctx: &mut Ctx<'_>,
+    set: &SmolvmRootSet,
+    r: &SmolvmRecord,
+    know: &mut SmolvmKnowledge,
+) -> Option<u32> {
+    let alive = r
+        .pid
+        .is_some_and(|pid| ctx.procs.alive_as_recorded(pid, r.pid_start_time));
+    let running = r.pid.filter(|_| alive);
+    if let Some(pid) = running {
+        know.recorded_pids.insert(pid);
+        know.pid_names.insert(pid, r.name.clone());
+    }
+    let hash = vm_dir_hash(&r.name);
+    let dir = set
+        .vms_dirs
+        .iter()
+        .map(|v| v.join(&hash))
+        .find(|d| d.is_dir());
+    let effective = effective_state(ctx, r, alive, dir.as_deref(), &mut know.unclaimed_vm_dirs);
+    ctx.machines.push(Machine {
+        product: P,
+        name: r.name.clone(),
+        state: r.state.clone(),
+        pid: r.pid,
+        alive,
+        effective_state: effective,
+        pid_start_time: r.pid_start_time,
+        ephemeral: r.ephemeral,
+        created_at: r.created_at,
+        dir,
+        allocated_bytes: 0,
+        db: Some(set.db_path.clone()),
+        branched_from: r.golden.clone(),
+    });
+    running
+}
+
+/// The state to show for a record: the recorded one, unless its process says otherwise. A
+/// directory a VM boots from that the record does not own goes into `unclaimed`.
+fn effective_state(
+    ctx: &Ctx<'_>,
+    r: &SmolvmRecord,
+    alive: bool,
+    dir: Option<&Path>,
+    unclaimed: &mut HashSet<PathBuf>,
+) -> String {
+    let booting = dir.is_some_and(|d| {
+        ctx.procs
+            .smolvm_vmms_in(d.parent().unwrap_or(d))
+            .any(|(_, vd)| vd == d)
+    });
+    match r.state.as_str() {
+        // A paused machine has no process by design (its execution is saved to disk).
+        "running" | "unreachable" | "pausing" if !alive => {
+            if r.pid.is_some() {
+                format!("stale: recorded {}, process gone", r.state)
+            } else {
+                format!("stale: recorded {} without a process", r.state)
             }
         }
-        let hash = vm_dir_hash(&r.name);
-        let dir = set
-            .vms_dirs
-            .iter()
-            .map(|v| v.join(&hash))
-            .find(|d| d.is_dir());
-        let booting = dir.as_ref().is_some_and(|d| {
-            ctx.procs
-                .smolvm_vmms_in(d.parent().unwrap_or(d))
-                .any(|(_, vd)| vd == d.as_path())
-        });
-        let effective = match r.state.as_str() {
-            // A paused machine has no process by design (its execution is saved to disk).
-            "running" | "unreachable" | "pausing" if !alive => {
-                if r.pid.is_some() {
-                    format!("stale: recorded {}, process gone", r.state)
-                } else {
-                    format!("stale: recorded {} without a process", r.state)
-                }
-            }
-            "paused" | "pausing" => r.state.clone(),
-            _ if booting && !alive && !dir.as_deref().is_some_and(|d| vm_lock_held(ctx, d)) => {
-                know.unclaimed_vm_dirs.extend(dir.clone());
-                format!(
-                    "{}; a VM process boots it that the record does not own",
-                    r.state
-                )
-            }
-            "created" if booting => "booting".to_string(),
-            s => s.to_string(),
-        };
-        ctx.machines.push(Machine {
-            product: P,
-            name: r.name.clone(),
-            state: r.state.clone(),
-            pid: r.pid,
-            alive,
-            effective_state: effective,
-            pid_start_time: r.pid_start_time,
-            ephemeral: r.ephemeral,
-            created_at: r.created_at,
-            dir: dir.clone(),
-            allocated_bytes: 0,
-            db: Some(set.db_path.clone()),
-            branched_from: r.golden.clone(),
-        });
+        "paused" | "pausing" => r.state.clone(),
+        _ if booting && !alive && !dir.is_some_and(|d| vm_lock_held(ctx, d)) => {
+            unclaimed.extend(dir.map(Path::to_path_buf));
+            format!(
+                "{}; a VM process boots it that the record does not own",
+                r.state
+            )
+        }
+        "created" if booting => "booting".to_string(),
+        s => s.to_string(),
     }
+}
 
-    // Machine directories.
-    let mut busy: Vec<u32> = running_pids.clone();
+/// The VM processes that may be using the set's machine directories or caches.
+fn busy_pids(ctx: &Ctx<'_>, set: &SmolvmRootSet, mut busy: Vec<u32>) -> Vec<u32> {
     for v in &set.vms_dirs {
         busy.extend(ctx.procs.smolvm_vmms_in(v).map(|(p, _)| p.pid));
     }
     busy.extend(ctx.procs.users_below(&set.cache_root));
     busy.sort_unstable();
     busy.dedup();
-    let busy_reason = |what: &str| {
-        format!(
-            "{what}; a smolvm VM is running (process {}), so it may be in use right now.",
-            pid_list(&busy)
-        )
-    };
-    let gate = |d: Draft| -> Draft {
-        if out.ok || !matches!(d.verdict, Verdict::Reclaimable | Verdict::OptIn) {
-            return d;
-        }
-        let reason = format!(
-            "{} But {problem}, so Smolsweep cannot verify it and leaves it alone.",
-            d.reason
-        );
-        let mut d = d.verdict(Verdict::Unknown, reason);
-        d.opt_in_class = None;
-        d
-    };
-    let age_guard = ctx.opts.age_guard;
-    for vms in &set.vms_dirs {
-        for e in fsread::read_dir_or_empty(vms) {
-            let Some(name) = e.name_str().map(str::to_string) else {
-                continue;
-            };
-            let d = Draft::new(P, FindingKind::SmolvmUnrecognised, &e.path).root(vms);
-            if let Some(rest) = name.strip_prefix('.') {
-                // `.<name>.fork-operation.lock`, `.<name>.fork-operation.pause-operation.lock`
-                let m = rest
-                    .strip_suffix(".fork-operation.pause-operation.lock")
-                    .or_else(|| rest.strip_suffix(".fork-operation.lock"));
-                let Some(mname) = m else { continue }; // other bookkeeping files
-                let d = Draft {
-                    kind: FindingKind::SmolvmForkLock,
-                    ..d
-                }
-                .owner(mname)
-                .recheck(
-                    std::slice::from_ref(&set.db_path),
-                    OwnerRecord::MachineName(mname.to_string()),
-                );
-                let d = if !e.is_file() {
-                    d.verdict(
-                        Verdict::Unknown,
-                        "Named like a lock file but is not a regular file; left alone.",
-                    )
-                } else if !ctx.locks.readable {
-                    d.verdict(Verdict::Unknown, "Lock file; the system lock table is not readable here, so Smolsweep cannot tell whether it is held.")
-                } else if ctx.locks.is_held(e.meta.dev(), e.meta.ino()) {
-                    d.verdict(
-                        Verdict::Protected,
-                        "Lock file held by a running smolvm process right now.",
-                    )
-                } else if out.names.contains(mname) {
-                    d.verdict(
-                        Verdict::Protected,
-                        format!("Fork/pause lock of machine '{mname}', which exists."),
-                    )
-                } else {
-                    d.verdict(Verdict::Reclaimable, format!("Free lock file of '{mname}', which has no machine; smolvm leaves these behind, even for names that never existed."))
-                };
-                ctx.add(gate(d));
-                continue;
-            }
-            match name.as_str() {
-                "_shared" => {
-                    let refs = pack_shared_refs(set);
-                    for c in fsread::read_dir_or_empty(&e.path) {
-                        let cname = c.name_str().unwrap_or_default().to_string();
-                        let d = Draft::new(P, FindingKind::SmolvmSharedPack, &c.path).root(&e.path);
-                        let d = if refs.iter().any(|r| r.contains(&cname)) {
-                            d.verdict(
-                                Verdict::Protected,
-                                "Shared pack store that a machine points at (.pack-shared).",
-                            )
-                        } else if !busy.is_empty() {
-                            d.verdict(
-                                Verdict::Protected,
-                                busy_reason("Shared pack store no machine points at"),
-                            )
-                        } else {
-                            d.opt_in(OptInClass::Caches, "Shared pack store no machine points at; rebuilt from the pack when needed.")
-                        };
-                        ctx.add(gate(d));
-                    }
-                }
-                "_cow-bases" => {
-                    let d = Draft::new(P, FindingKind::SmolvmCowBases, &e.path).root(vms);
-                    let d = if busy.is_empty() {
-                        d.opt_in(OptInClass::Caches, "Immutable copy-on-write disk bases; rebuilt when a machine needs them.")
-                    } else {
-                        d.verdict(Verdict::Protected, busy_reason("Copy-on-write disk bases"))
-                    };
-                    ctx.add(gate(d));
-                }
-                "_restore-base" | "_restore-checkpoints" => {
-                    let d = Draft::new(P, FindingKind::SmolvmRestoreCache, &e.path).root(vms);
-                    let d = if busy.is_empty() {
-                        d.opt_in(OptInClass::Caches, "Clones of recently restored checkpoints, guest memory included; survives every smolvm command and is only a speed-up.")
-                    } else {
-                        d.verdict(
-                            Verdict::Protected,
-                            busy_reason("Restore cache holding guest memory"),
-                        )
-                    };
-                    ctx.add(gate(d));
-                }
-                "checkpoint-unpack" => {
-                    if fsread::read_dir_or_empty(&e.path).is_empty() {
-                        continue;
-                    }
-                    let d = Draft::new(P, FindingKind::SmolvmCheckpointUnpack, &e.path).root(vms);
-                    let d = if busy.is_empty() {
-                        d.opt_in(
-                            OptInClass::Caches,
-                            "Scratch space of an interrupted checkpoint unpack.",
-                        )
-                    } else {
-                        d.verdict(
-                            Verdict::Protected,
-                            busy_reason("Checkpoint unpack scratch space"),
-                        )
-                    };
-                    ctx.add(gate(d));
-                }
-                n if is_hash16(n) && e.is_dir() => {
-                    if let Some(mname) = out.hash_to_name.get(n).cloned() {
-                        let rec = records.iter().find(|r| r.name == mname);
-                        let state = rec.map(|r| r.state.clone()).unwrap_or_default();
-                        let dead_ephemeral = rec.is_some_and(|r| {
-                            r.ephemeral
-                                && r.pid.is_some_and(|pid| {
-                                    !ctx.procs.alive_as_recorded(pid, r.pid_start_time)
-                                })
-                        }) && ctx.procs.users_below(&e.path).is_empty();
-                        let helper_gone = helper_creator(&mname)
-                            .is_some_and(|pid| ctx.procs.by_pid(pid).is_none())
-                            && matches!(state.as_str(), "created" | "stopped")
-                            && ctx.procs.users_below(&e.path).is_empty();
-                        let d = if helper_gone {
-                            // Deleted through `machine delete --force`, like a dead ephemeral one.
-                            Draft { kind: FindingKind::SmolvmHelperMachineDir, ..d }.owner(mname.as_str()).verdict(
-                                Verdict::Reclaimable,
-                                format!("Helper machine '{mname}' ({state}) left by an interrupted image build or init bake; the process that made it is gone."),
-                            )
-                        } else if dead_ephemeral {
-                            // Reclaimed through `machine delete --force`, which removes the
-                            // record with the directory.
-                            Draft { kind: FindingKind::SmolvmDeadEphemeralDir, ..d }.owner(mname.as_str()).verdict(
-                                Verdict::Reclaimable,
-                                format!("Ephemeral machine '{mname}' whose VM process is gone; smolvm's own next command would delete it, Smolsweep does it through `machine delete`."),
-                            )
-                        } else {
-                            Draft { kind: FindingKind::SmolvmMachineDir, ..d }.owner(mname.as_str()).verdict(
-                                Verdict::Protected,
-                                format!("Directory of machine '{mname}' ({state}); delete the machine to reclaim it."),
-                            )
-                        };
-                        ctx.add(gate(d));
-                        if let Some(f) = ctx.findings.iter().find(|f| f.path == e.path) {
-                            let bytes = f.allocated_bytes;
-                            if let Some(m) = ctx.machines.iter_mut().find(|m| {
-                                m.name == mname && m.db.as_deref() == Some(set.db_path.as_path())
-                            }) {
-                                m.allocated_bytes = bytes;
-                            }
-                        }
-                        continue;
-                    }
-                    if let Some((rname, owner_pid)) = reserved.get(n) {
-                        let by = owner_pid
-                            .map(|p| format!(" held by process {p}"))
-                            .unwrap_or_default();
-                        ctx.add(gate(
-                            Draft {
-                                kind: FindingKind::SmolvmReservedDir,
-                                ..d
-                            }
-                            .owner(rname.as_str())
-                            .verdict(
-                                Verdict::Protected,
-                                format!("Machine directory of '{rname}', which is being created right now (a create reservation{by}); left alone."),
-                            ),
-                        ));
-                        continue;
-                    }
-                    let owner = read_name_file(&e.path);
-                    let users = ctx.procs.users_below(&e.path);
-                    let newest = fsread::newest_mtime(&e.path).unwrap_or(i128::MAX);
-                    let age = ago(ctx, newest);
-                    let entries = fsread::read_dir_or_empty(&e.path);
-                    let only_name = entries.len() == 1 && entries[0].name_str() == Some("name");
-                    let label = owner
-                        .as_ref()
-                        .map(|o| format!("'{o}'"))
-                        .unwrap_or_else(|| "an unknown machine".into());
-                    let d = d.owner_opt(owner.clone()).recheck(
-                        std::slice::from_ref(&set.db_path),
-                        OwnerRecord::MachineDirHash(n.to_string()),
-                    );
-                    let d = if !users.is_empty() {
-                        Draft { kind: FindingKind::SmolvmReferencedDir, ..d }.verdict(
-                            Verdict::Protected,
-                            format!("Machine directory of {label} with no record, but process {} still uses it; reap that VM first.", pid_list(&users)),
-                        )
-                    } else if vm_lock_held(ctx, &e.path) {
-                        // Whoever holds it (a CLI, serve) may be another user's process, whose
-                        // open files this scan cannot see.
-                        Draft { kind: FindingKind::SmolvmReferencedDir, ..d }.verdict(
-                            Verdict::Protected,
-                            format!("Machine directory of {label} with no record, but its vm.lock is held right now (a smolvm command or serve is working on it)."),
-                        )
-                    } else if age < age_guard {
-                        Draft { kind: FindingKind::SmolvmYoungDir, ..d }.verdict(
-                            Verdict::Protected,
-                            format!("Machine directory of {label} with no record, changed {} s ago; a machine may be being created right now.", age.as_secs()),
-                        )
-                    } else if entries.is_empty() {
-                        Draft { kind: FindingKind::SmolvmEmptyDir, ..d }.verdict(
-                            Verdict::Reclaimable,
-                            "Empty machine directory with no record (left by stop or status on a name that does not exist).",
-                        )
-                    } else if only_name {
-                        Draft { kind: FindingKind::SmolvmNameOnlyDir, ..d }.verdict(
-                            Verdict::Reclaimable,
-                            format!("Machine directory of {label} holding only its name file, with no record."),
-                        )
-                    } else {
-                        Draft { kind: FindingKind::SmolvmDanglingDir, ..d }.verdict(
-                            Verdict::Reclaimable,
-                            format!("Machine directory of {label} with no record and no process using it (a failed or interrupted `machine run` leaves these)."),
-                        )
-                    };
-                    ctx.add(gate(d));
-                }
-                _ => {
-                    ctx.add(d.verdict(
-                        Verdict::Unknown,
-                        "Not a machine directory name smolvm uses; left alone.",
-                    ));
-                }
-            }
-        }
-    }
+    busy
+}
 
-    // Caches beside the machine directories.
-    for (sub, kind, what) in [
-        (
-            "init-layers",
-            FindingKind::SmolvmInitLayers,
-            "Image layers baked for --oci-cache runs; rebuilt when needed.",
-        ),
-        (
-            "image-seeds",
-            FindingKind::SmolvmImageSeeds,
-            "Seed images for fast machine creation; rebuilt when needed. smolvm trims it itself above SMOLVM_IMAGE_SEED_MAX_BYTES.",
-        ),
-        (
-            "agent-rootfs-tars",
-            FindingKind::SmolvmAgentRootfsTars,
-            "Unpacked agent root file system archives; rebuilt when needed.",
-        ),
-        (
-            "rootfs",
-            FindingKind::SmolvmRootfsCache,
-            "Root file systems extracted for SDK runs; rebuilt when needed.",
-        ),
-    ] {
-        let p = set.cache_root.join(sub);
-        if fsread::lstat(&p).is_some_and(|m| m.is_dir()) {
-            let d = Draft::new(P, kind, &p).root(&set.cache_root);
-            let d = if busy.is_empty() {
-                d.opt_in(OptInClass::Caches, what)
-            } else {
-                d.verdict(Verdict::Protected, busy_reason(what.trim_end_matches('.')))
-            };
-            ctx.add(gate(d));
-        }
-    }
-    // Registry pull tokens (1.23+): credentials, shown and kept (uninstall removes them only
-    // with --remove-credentials).
+/// Registry pull tokens (1.23+): credentials, shown and kept (uninstall removes them only
+/// with --remove-credentials).
+fn judge_registry_tokens(ctx: &mut Ctx<'_>, set: &SmolvmRootSet) {
     let tokens = set.cache_root.join("registry-tokens");
     if fsread::lstat(&tokens).is_some() {
         ctx.add(
@@ -626,64 +396,404 @@ fn scan_set(
                 ),
         );
     }
-    for e in fsread::read_dir_or_empty(&set.pack_cache) {
-        if !e.is_dir() {
-            continue;
+}
+
+impl<'s> SetScan<'s> {
+    /// Read the set's machine database; the set is not ok when that fails.
+    fn read(ctx: &Ctx<'_>, set: &'s SmolvmRootSet) -> Self {
+        let mut out = SmolSet {
+            vms_dirs: set.vms_dirs.clone(),
+            ok: true,
+            ..Default::default()
+        };
+        let (records, reservations, problem) = match read_set_inventory(set) {
+            Ok((records, reservations)) => (records, reservations, String::new()),
+            Err(problem) => {
+                out.ok = false;
+                (Vec::new(), Vec::new(), problem)
+            }
+        };
+        for r in &records {
+            out.names.insert(r.name.clone());
+            out.hash_to_name
+                .insert(vm_dir_hash(&r.name), r.name.clone());
         }
-        let leases: Vec<u32> = fsread::read_dir_or_empty(&e.path.join("leases"))
-            .iter()
-            .filter_map(|l| l.name_str()?.parse().ok())
-            .filter(|pid| ctx.procs.by_pid(*pid).is_some())
-            .collect();
-        let users = ctx.procs.users_below(&e.path);
-        let d = Draft::new(P, FindingKind::SmolvmPackCache, &e.path).root(&set.pack_cache);
-        let d = if !leases.is_empty() || !users.is_empty() {
-            let mut all = leases.clone();
-            all.extend(users);
+        SetScan {
+            set,
+            out,
+            problem,
+            reserved: live_reservations(ctx, &reservations),
+            records,
+            busy: Vec::new(),
+        }
+    }
+
+    /// While the machine database is unreadable nothing is reclaimable or opt-in.
+    fn gate(&self, d: Draft) -> Draft {
+        if self.out.ok || !matches!(d.verdict, Verdict::Reclaimable | Verdict::OptIn) {
+            return d;
+        }
+        let reason = format!(
+            "{} But {}, so Smolsweep cannot verify it and leaves it alone.",
+            d.reason, self.problem
+        );
+        let mut d = d.verdict(Verdict::Unknown, reason);
+        d.opt_in_class = None;
+        d
+    }
+
+    fn busy_reason(&self, what: &str) -> String {
+        format!(
+            "{what}; a smolvm VM is running (process {}), so it may be in use right now.",
+            pid_list(&self.busy)
+        )
+    }
+
+    /// A cache: opt-in (`what`) while no smolvm VM runs, protected (`busy_what`) while one does.
+    fn cache(&self, d: Draft, what: &str, busy_what: &str) -> Draft {
+        if self.busy.is_empty() {
+            d.opt_in(OptInClass::Caches, what)
+        } else {
+            d.verdict(Verdict::Protected, self.busy_reason(busy_what))
+        }
+    }
+
+    /// Judge a cache directory beside the machine directories and add it, gated.
+    fn add_cache(&self, ctx: &mut Ctx<'_>, d: Draft, what: &str, busy_what: &str) {
+        ctx.add(self.gate(self.cache(d, what, busy_what)));
+    }
+
+    /// One entry of a `vms/` directory.
+    fn judge_vms_entry(&self, ctx: &mut Ctx<'_>, vms: &Path, e: &fsread::Entry) {
+        let Some(name) = e.name_str().map(str::to_string) else {
+            return;
+        };
+        let d = Draft::new(P, FindingKind::SmolvmUnrecognised, &e.path).root(vms);
+        if let Some(rest) = name.strip_prefix('.') {
+            return self.judge_fork_lock(ctx, e, d, rest);
+        }
+        let dir = |kind| Draft::new(P, kind, &e.path).root(vms);
+        match name.as_str() {
+            "_shared" => self.judge_shared_packs(ctx, e),
+            "_cow-bases" => self.add_cache(
+                ctx,
+                dir(FindingKind::SmolvmCowBases),
+                "Immutable copy-on-write disk bases; rebuilt when a machine needs them.",
+                "Copy-on-write disk bases",
+            ),
+            "_restore-base" | "_restore-checkpoints" => self.add_cache(
+                ctx,
+                dir(FindingKind::SmolvmRestoreCache),
+                "Clones of recently restored checkpoints, guest memory included; survives every smolvm command and is only a speed-up.",
+                "Restore cache holding guest memory",
+            ),
+            "checkpoint-unpack" => {
+                if !fsread::read_dir_or_empty(&e.path).is_empty() {
+                    self.add_cache(
+                        ctx,
+                        dir(FindingKind::SmolvmCheckpointUnpack),
+                        "Scratch space of an interrupted checkpoint unpack.",
+                        "Checkpoint unpack scratch space",
+                    );
+                }
+            }
+            n if is_hash16(n) && e.is_dir() => self.judge_machine_dir(ctx, e, n, d),
+            _ => ctx.add(d.verdict(
+                Verdict::Unknown,
+                "Not a machine directory name smolvm uses; left alone.",
+            )),
+        }
+    }
+
+    /// `.<name>.fork-operation.lock`, `.<name>.fork-operation.pause-operation.lock`; other
+    /// dot files are bookkeeping and not listed.
+    fn judge_fork_lock(&self, ctx: &mut Ctx<'_>, e: &fsread::Entry, d: Draft, rest: &str) {
+        let m = rest
+            .strip_suffix(".fork-operation.pause-operation.lock")
+            .or_else(|| rest.strip_suffix(".fork-operation.lock"));
+        let Some(mname) = m else { return };
+        let d = Draft {
+            kind: FindingKind::SmolvmForkLock,
+            ..d
+        }
+        .owner(mname)
+        .recheck(
+            std::slice::from_ref(&self.set.db_path),
+            OwnerRecord::MachineName(mname.to_string()),
+        );
+        let d = if !e.is_file() {
             d.verdict(
+                Verdict::Unknown,
+                "Named like a lock file but is not a regular file; left alone.",
+            )
+        } else if !ctx.locks.readable {
+            d.verdict(Verdict::Unknown, "Lock file; the system lock table is not readable here, so Smolsweep cannot tell whether it is held.")
+        } else if ctx.locks.is_held(e.meta.dev(), e.meta.ino()) {
+            d.verdict(
+                Verdict::Protected,
+                "Lock file held by a running smolvm process right now.",
+            )
+        } else if self.out.names.contains(mname) {
+            d.verdict(
+                Verdict::Protected,
+                format!("Fork/pause lock of machine '{mname}', which exists."),
+            )
+        } else {
+            d.verdict(Verdict::Reclaimable, format!("Free lock file of '{mname}', which has no machine; smolvm leaves these behind, even for names that never existed."))
+        };
+        ctx.add(self.gate(d));
+    }
+
+    /// The stores in `vms/_shared`: kept while a machine points at them.
+    fn judge_shared_packs(&self, ctx: &mut Ctx<'_>, e: &fsread::Entry) {
+        let refs = pack_shared_refs(self.set);
+        for c in fsread::read_dir_or_empty(&e.path) {
+            let cname = c.name_str().unwrap_or_default().to_string();
+            let d = Draft::new(P, FindingKind::SmolvmSharedPack, &c.path).root(&e.path);
+            let d = if refs.iter().any(|r| r.contains(&cname)) {
+                d.verdict(
+                    Verdict::Protected,
+                    "Shared pack store that a machine points at (.pack-shared).",
+                )
+            } else {
+                self.cache(
+                    d,
+                    "Shared pack store no machine points at; rebuilt from the pack when needed.",
+                    "Shared pack store no machine points at",
+                )
+            };
+            ctx.add(self.gate(d));
+        }
+    }
+
+    /// A directory named like a machine's (`vms/<hash16>`): of a record, of a reservation, or
+    /// of nobody.
+    fn judge_machine_dir(&self, ctx: &mut Ctx<'_>, e: &fsread::Entry, hash: &str, d: Draft) {
+        if let Some(mname) = self.out.hash_to_name.get(hash) {
+            let d = self.recorded_dir(ctx, e, mname, d);
+            ctx.add(self.gate(d));
+            self.set_machine_bytes(ctx, mname, &e.path);
+        } else if let Some((rname, owner_pid)) = self.reserved.get(hash) {
+            ctx.add(self.gate(reserved_dir(d, rname, *owner_pid)));
+        } else {
+            let d = self.unrecorded_dir(ctx, e, hash, d);
+            ctx.add(self.gate(d));
+        }
+    }
+
+    /// The directory of a recorded machine: protected, unless the machine is a dead ephemeral
+    /// one or a helper whose maker is gone.
+    fn recorded_dir(&self, ctx: &Ctx<'_>, e: &fsread::Entry, mname: &str, d: Draft) -> Draft {
+        let rec = self.records.iter().find(|r| r.name == mname);
+        let state = rec.map(|r| r.state.clone()).unwrap_or_default();
+        let unused = || ctx.procs.users_below(&e.path).is_empty();
+        let dead_ephemeral = rec.is_some_and(|r| {
+            r.ephemeral
+                && r.pid
+                    .is_some_and(|pid| !ctx.procs.alive_as_recorded(pid, r.pid_start_time))
+        }) && unused();
+        let helper_gone = helper_creator(mname).is_some_and(|pid| ctx.procs.by_pid(pid).is_none())
+            && matches!(state.as_str(), "created" | "stopped")
+            && unused();
+        if helper_gone {
+            // Deleted through `machine delete --force`, like a dead ephemeral one.
+            Draft { kind: FindingKind::SmolvmHelperMachineDir, ..d }.owner(mname).verdict(
+                Verdict::Reclaimable,
+                format!("Helper machine '{mname}' ({state}) left by an interrupted image build or init bake; the process that made it is gone."),
+            )
+        } else if dead_ephemeral {
+            // Reclaimed through `machine delete --force`, which removes the record with the
+            // directory.
+            Draft { kind: FindingKind::SmolvmDeadEphemeralDir, ..d }.owner(mname).verdict(
+                Verdict::Reclaimable,
+                format!("Ephemeral machine '{mname}' whose VM process is gone; smolvm's own next command would delete it, Smolsweep does it through `machine delete`."),
+            )
+        } else {
+            Draft {
+                kind: FindingKind::SmolvmMachineDir,
+                ..d
+            }
+            .owner(mname)
+            .verdict(
                 Verdict::Protected,
                 format!(
-                    "Extracted .smolmachine pack in use by process {}.",
-                    pid_list(&all)
+                    "Directory of machine '{mname}' ({state}); delete the machine to reclaim it."
                 ),
             )
-        } else {
-            d.opt_in(OptInClass::Caches, format!("Extracted .smolmachine pack with no active lease; extracted again on the next run. {}", cap_note(ctx, "SMOLVM_PACK_CACHE_MAX_BYTES", "10 % of its file system, at least 5 GiB")))
-        };
-        ctx.add(gate(d));
-    }
-    for e in fsread::read_dir_or_empty(&set.libs_cache) {
-        let d = Draft::new(P, FindingKind::SmolvmLibsCache, &e.path).root(&set.libs_cache);
-        let held = e.is_file() && ctx.locks.is_held(e.meta.dev(), e.meta.ino());
-        let users = ctx.procs.users_below(&e.path);
-        let d = if held || !users.is_empty() {
-            d.verdict(
-                Verdict::Protected,
-                "Libraries of a packed smolvm binary that is running.",
-            )
-        } else {
-            d.opt_in(
-                OptInClass::Caches,
-                "Libraries unpacked by a packed smolvm binary; unpacked again when it runs.",
-            )
-        };
-        ctx.add(gate(d));
-    }
-    for (p, kind, what) in [
-        (&set.registry_cache, FindingKind::SmolvmRegistryCache, "Registry blob cache; downloaded again when needed. smolvm trims it itself above SMOLVM_BLOB_CACHE_MAX_BYTES."),
-        (&set.image_archives, FindingKind::SmolvmImageArchives, "Local image archives (from v1.23 also images fetched for machines without network); fetched again when needed."),
-    ] {
-        if fsread::lstat(p).is_some_and(|m| m.is_dir()) {
-            let d = Draft::new(P, kind, p.as_path());
-            let d = if busy.is_empty() {
-                d.opt_in(OptInClass::Caches, what)
-            } else {
-                d.verdict(Verdict::Protected, busy_reason(what.split(';').next().unwrap_or(what)))
-            };
-            ctx.add(gate(d));
         }
     }
-    out
+
+    /// The machine's size is its directory's finding's.
+    fn set_machine_bytes(&self, ctx: &mut Ctx<'_>, mname: &str, dir: &Path) {
+        let Some(bytes) = ctx
+            .findings
+            .iter()
+            .find(|f| f.path == dir)
+            .map(|f| f.allocated_bytes)
+        else {
+            return;
+        };
+        let db = self.set.db_path.as_path();
+        if let Some(m) = ctx
+            .machines
+            .iter_mut()
+            .find(|m| m.name == mname && m.db.as_deref() == Some(db))
+        {
+            m.allocated_bytes = bytes;
+        }
+    }
+
+    /// A machine directory with neither a record nor a reservation.
+    fn unrecorded_dir(&self, ctx: &Ctx<'_>, e: &fsread::Entry, hash: &str, d: Draft) -> Draft {
+        let owner = read_name_file(&e.path);
+        let users = ctx.procs.users_below(&e.path);
+        let age = ago(ctx, fsread::newest_mtime(&e.path).unwrap_or(i128::MAX));
+        let entries = fsread::read_dir_or_empty(&e.path);
+        let only_name = entries.len() == 1 && entries[0].name_str() == Some("name");
+        let label = owner
+            .as_ref()
+            .map(|o| format!("'{o}'"))
+            .unwrap_or_else(|| "an unknown machine".into());
+        let d = d.owner_opt(owner.clone()).recheck(
+            std::slice::from_ref(&self.set.db_path),
+            OwnerRecord::MachineDirHash(hash.to_string()),
+        );
+        let (kind, verdict, reason) = if !users.is_empty() {
+            (FindingKind::SmolvmReferencedDir, Verdict::Protected,
+             format!("Machine directory of {label} with no record, but process {} still uses it; reap that VM first.", pid_list(&users)))
+        } else if vm_lock_held(ctx, &e.path) {
+            // Whoever holds it (a CLI, serve) may be another user's process, whose open files
+            // this scan cannot see.
+            (FindingKind::SmolvmReferencedDir, Verdict::Protected,
+             format!("Machine directory of {label} with no record, but its vm.lock is held right now (a smolvm command or serve is working on it)."))
+        } else if age < ctx.opts.age_guard {
+            (FindingKind::SmolvmYoungDir, Verdict::Protected,
+             format!("Machine directory of {label} with no record, changed {} s ago; a machine may be being created right now.", age.as_secs()))
+        } else if entries.is_empty() {
+            (FindingKind::SmolvmEmptyDir, Verdict::Reclaimable,
+             "Empty machine directory with no record (left by stop or status on a name that does not exist).".to_string())
+        } else if only_name {
+            (
+                FindingKind::SmolvmNameOnlyDir,
+                Verdict::Reclaimable,
+                format!("Machine directory of {label} holding only its name file, with no record."),
+            )
+        } else {
+            (FindingKind::SmolvmDanglingDir, Verdict::Reclaimable,
+             format!("Machine directory of {label} with no record and no process using it (a failed or interrupted `machine run` leaves these)."))
+        };
+        Draft { kind, ..d }.verdict(verdict, reason)
+    }
+
+    /// Caches under the cache root beside the machine directories.
+    fn judge_cache_root(&self, ctx: &mut Ctx<'_>) {
+        for (sub, kind, what) in [
+            (
+                "init-layers",
+                FindingKind::SmolvmInitLayers,
+                "Image layers baked for --oci-cache runs; rebuilt when needed.",
+            ),
+            (
+                "image-seeds",
+                FindingKind::SmolvmImageSeeds,
+                "Seed images for fast machine creation; rebuilt when needed. smolvm trims it itself above SMOLVM_IMAGE_SEED_MAX_BYTES.",
+            ),
+            (
+                "agent-rootfs-tars",
+                FindingKind::SmolvmAgentRootfsTars,
+                "Unpacked agent root file system archives; rebuilt when needed.",
+            ),
+            (
+                "rootfs",
+                FindingKind::SmolvmRootfsCache,
+                "Root file systems extracted for SDK runs; rebuilt when needed.",
+            ),
+        ] {
+            let p = self.set.cache_root.join(sub);
+            if fsread::lstat(&p).is_some_and(|m| m.is_dir()) {
+                let d = Draft::new(P, kind, &p).root(&self.set.cache_root);
+                self.add_cache(ctx, d, what, what.trim_end_matches('.'));
+            }
+        }
+    }
+
+    /// Extracted `.smolmachine` packs: kept while a live process holds a lease or uses them.
+    fn judge_pack_cache(&self, ctx: &mut Ctx<'_>) {
+        for e in fsread::read_dir_or_empty(&self.set.pack_cache) {
+            if !e.is_dir() {
+                continue;
+            }
+            let mut users: Vec<u32> = fsread::read_dir_or_empty(&e.path.join("leases"))
+                .iter()
+                .filter_map(|l| l.name_str()?.parse().ok())
+                .filter(|pid| ctx.procs.by_pid(*pid).is_some())
+                .collect();
+            users.extend(ctx.procs.users_below(&e.path));
+            let d = Draft::new(P, FindingKind::SmolvmPackCache, &e.path).root(&self.set.pack_cache);
+            let d = if !users.is_empty() {
+                d.verdict(
+                    Verdict::Protected,
+                    format!(
+                        "Extracted .smolmachine pack in use by process {}.",
+                        pid_list(&users)
+                    ),
+                )
+            } else {
+                d.opt_in(OptInClass::Caches, format!("Extracted .smolmachine pack with no active lease; extracted again on the next run. {}", cap_note(ctx, "SMOLVM_PACK_CACHE_MAX_BYTES", "10 % of its file system, at least 5 GiB")))
+            };
+            ctx.add(self.gate(d));
+        }
+    }
+
+    /// Libraries a packed smolvm binary unpacked: kept while it runs.
+    fn judge_libs_cache(&self, ctx: &mut Ctx<'_>) {
+        for e in fsread::read_dir_or_empty(&self.set.libs_cache) {
+            let d = Draft::new(P, FindingKind::SmolvmLibsCache, &e.path).root(&self.set.libs_cache);
+            let held = e.is_file() && ctx.locks.is_held(e.meta.dev(), e.meta.ino());
+            let users = ctx.procs.users_below(&e.path);
+            let d = if held || !users.is_empty() {
+                d.verdict(
+                    Verdict::Protected,
+                    "Libraries of a packed smolvm binary that is running.",
+                )
+            } else {
+                d.opt_in(
+                    OptInClass::Caches,
+                    "Libraries unpacked by a packed smolvm binary; unpacked again when it runs.",
+                )
+            };
+            ctx.add(self.gate(d));
+        }
+    }
+
+    /// The registry blob cache and the local image archives.
+    fn judge_download_caches(&self, ctx: &mut Ctx<'_>) {
+        for (p, kind, what) in [
+            (&self.set.registry_cache, FindingKind::SmolvmRegistryCache, "Registry blob cache; downloaded again when needed. smolvm trims it itself above SMOLVM_BLOB_CACHE_MAX_BYTES."),
+            (&self.set.image_archives, FindingKind::SmolvmImageArchives, "Local image archives (from v1.23 also images fetched for machines without network); fetched again when needed."),
+        ] {
+            if fsread::lstat(p).is_some_and(|m| m.is_dir()) {
+                let d = Draft::new(P, kind, p.as_path());
+                self.add_cache(ctx, d, what, what.split(';').next().unwrap_or(what));
+            }
+        }
+    }
+}
+
+/// A machine directory whose machine is being created right now.
+fn reserved_dir(d: Draft, rname: &str, owner_pid: Option<i64>) -> Draft {
+    let by = owner_pid
+        .map(|p| format!(" held by process {p}"))
+        .unwrap_or_default();
+    Draft {
+        kind: FindingKind::SmolvmReservedDir,
+        ..d
+    }
+    .owner(rname)
+    .verdict(
+        Verdict::Protected,
+        format!("Machine directory of '{rname}', which is being created right now (a create reservation{by}); left alone."),
+    )
 }
 
 /// The pid in a helper machine's name (`image-seed-<hash>-<pid>`, `init-bake-<hash>-<pid>`):
