@@ -269,6 +269,19 @@ function renderVms(v) {
 // (headline, estimate, what runs, what was not planned and why) and carries the plan's
 // fingerprint; the shell runs the plan only if it still has that fingerprint.
 let returnFocus = null;
+let opener = null;
+function rememberOpener() { opener = { el: document.activeElement, key: focusKey(document.activeElement) }; }
+// A way back to the control that opened a dialog, also after a rescan redrew it.
+function focusKey(e) {
+  if (!e || e === document.body) return null;
+  if (e.id) return `#${CSS.escape(e.id)}`;
+  const row = e.closest(".vm");
+  if (row && e.dataset.action) {
+    const k = row.dataset.pid ? `.vm[data-pid="${row.dataset.pid}"]` : `.vm[data-product="${row.dataset.product}"][data-name="${CSS.escape(row.dataset.name)}"]`;
+    return `${k} button[data-action="${e.dataset.action}"]`;
+  }
+  return null;
+}
 function openConfirm({ title, confirmation, items, refused, go, enabled, cascade }) {
   $("#confirm-title").textContent = title;
   $("#confirm-headline").textContent = confirmation.headline;
@@ -287,7 +300,8 @@ function openConfirm({ title, confirmation, items, refused, go, enabled, cascade
   const d = $("#confirm-dialog");
   // Closing with Escape keeps the previous returnValue: start from none, so only "go" runs.
   if (!d.open) {
-    returnFocus = document.activeElement;
+    // What opened it, remembered before the plan was asked for (a rescan may have redrawn it).
+    returnFocus = opener || { el: document.activeElement, key: focusKey(document.activeElement) };
     d.returnValue = "";
     d.showModal();
     // The focus starts on the safe choice.
@@ -297,6 +311,7 @@ function openConfirm({ title, confirmation, items, refused, go, enabled, cascade
 
 $("#reclaim-btn").addEventListener("click", async () => {
   const ids = [...state.selected];
+  rememberOpener();
   let plan;
   try { plan = await invoke("plan_reclaim", { ids }); } catch (e) { toast(String(e)); return; }
   const c = plan.confirmation;
@@ -327,6 +342,7 @@ function showVmPlan(plan, action) {
 
 // End process of one VM process: the shell scans, plans, and returns the plan to show.
 async function planVm(p, action, cascade) {
+  if (!$("#confirm-dialog").open) rememberOpener();
   let plan;
   try { plan = await invoke("plan_vm_action", { pid: p.pid, startTime: p.start_time, action, cascade }); }
   catch (e) { toast(String(e)); return; }
@@ -336,6 +352,7 @@ async function planVm(p, action, cascade) {
 // Stop / Delete of a machine or sandbox (either product), through the core planner and the
 // product's own CLI.
 async function planMachine(m, action, cascade) {
+  if (!$("#confirm-dialog").open) rememberOpener();
   let plan;
   try { plan = await invoke("plan_machine_action", { product: m.product, name: m.name, action, cascade }); }
   catch (e) { toast(String(e)); return; }
@@ -354,8 +371,12 @@ $("#confirm-dialog").addEventListener("close", async () => {
   const pend = state.pending;
   state.pending = null;
   // The focus goes back to what opened the dialog (when it is still on the page).
-  if (returnFocus && document.contains(returnFocus)) returnFocus.focus();
+  if (returnFocus) {
+    const back = document.contains(returnFocus.el) ? returnFocus.el : returnFocus.key ? $(returnFocus.key) : null;
+    if (back) back.focus();
+  }
   returnFocus = null;
+  opener = null;
   if ($("#confirm-dialog").returnValue !== "go" || !pend) return;
   if (pend.kind === "vm") return runVm(pend.plan);
   const ids = [...state.selected];

@@ -527,3 +527,354 @@ async fn window_end_process_is_judged_again_when_it_runs_and_a_foreign_vm_plans_
     );
     c.close().await.ok();
 }
+
+/// A HOME the real scan judges: smolvm VM directories whose records are gone, old enough to
+/// reclaim, two of them sharing a hard-linked 3 MB file; the app and the CLI share its
+/// environment and a data dir.
+fn real_home(t: &Path) -> (Home, Vec<(String, String)>) {
+    let home = Home::new(t, Layout::Linux).unwrap();
+    let smol = home.smolvm().unwrap();
+    drop(smol.open_db().unwrap());
+    let dirs: Vec<_> = (0..3)
+        .map(|i| smol.dangling_dir(&format!("vm-gone-{i}")).unwrap())
+        .collect();
+    std::fs::write(dirs[0].join("extra.raw"), vec![3u8; 3_000_000]).unwrap();
+    std::fs::hard_link(dirs[0].join("extra.raw"), dirs[1].join("extra.raw")).unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    let mut env = home.env_vars();
+    for (k, rel) in [
+        ("XDG_CONFIG_HOME", ".config"),
+        ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_CACHE_HOME", ".cache"),
+    ] {
+        env.push((k.into(), home.path(rel).display().to_string()));
+    }
+    env.push((
+        "SMOLSWEEP_DATA_DIR".into(),
+        t.join("smolsweep-data").display().to_string(),
+    ));
+    (home, env)
+}
+
+fn cli_out(env: &[(String, String)], args: &[&str]) -> String {
+    let out = std::process::Command::new(cli())
+        .args(args)
+        .env_clear()
+        .envs(env.iter().cloned())
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+async fn invoke(c: &Client, cmd: &str) -> serde_json::Value {
+    c.execute_async(
+        "const done = arguments[arguments.length - 1]; window.__TAURI__.core.invoke(arguments[0]).then(done, (e) => done({error: String(e)}));",
+        vec![json!(cmd)],
+    )
+    .await
+    .unwrap()
+}
+
+/// One plan, one set of words: `smolsweep prune --dry-run` (text and JSON), the tray's model
+/// and the window's Reclaim button and confirmation dialog give byte-identical estimates and
+/// confirmation text for the same HOME (whose hard-linked file a sum over rows would count
+/// twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a display server, tauri-driver and WebKitWebDriver: run scripts/desktop-tests.sh"]
+async fn one_plan_gives_the_same_estimate_and_words_in_the_cli_the_tray_and_the_window() {
+    let t = tempfile::tempdir().unwrap();
+    let (_home, env) = real_home(t.path());
+    // The CLI: "Plan <id>: <headline>; about <estimate> to free." then one line per action.
+    let text = cli_out(&env, &["prune", "--dry-run"]);
+    let plan_line = text.lines().find(|l| l.starts_with("Plan ")).unwrap();
+    let sentence = plan_line.split_once(": ").unwrap().1;
+    let (headline, rest) = sentence.split_once("; about ").unwrap();
+    let estimate = rest.strip_suffix(" to free.").unwrap().to_string();
+    let cli_lines: Vec<String> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Plan "))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.trim_start().to_string())
+        .collect();
+    assert_eq!(cli_lines.len(), 3, "{text}");
+    let j: serde_json::Value =
+        serde_json::from_str(&cli_out(&env, &["prune", "--dry-run", "--json"])).unwrap();
+    let bytes = j["estimated_bytes"].as_u64().unwrap();
+    assert_eq!(human_bytes(bytes), estimate);
+    let one_dir = 384u64 << 10;
+    assert!(
+        bytes < 3 * one_dir + 2 * 3_000_000,
+        "the link counts once: {bytes}"
+    );
+
+    let (_driver, port) = spawn_driver(env.clone(), &[], "tauri-driver-truth.log");
+    let c = connect(port).await;
+    c.set_window_size(1280, 800).await.ok();
+    // The tray's model, as the app draws it.
+    wait_css_for(&c, "tr.finding", 30).await;
+    let tray = invoke(&c, "get_tray_model").await;
+    assert_eq!(
+        tray["status"],
+        json!(format!("Reclaimable: {estimate}")),
+        "{tray}"
+    );
+    assert_eq!(tray["reclaim_bytes"], json!(bytes));
+    // The window: the button, then the dialog.
+    nav(&c, "findings").await;
+    let want = format!("Reclaim {estimate}…");
+    c.wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::XPath(&format!(
+            "//button[@id='reclaim-btn'][text()='{want}']"
+        )))
+        .await
+        .unwrap_or_else(|_| panic!("the button says {want}"));
+    c.find(Locator::Id("reclaim-btn"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_css(&c, "#confirm-dialog[open] #confirm-list li").await;
+    assert_eq!(text_of(&c, "#confirm-headline").await, headline);
+    assert_eq!(text_of(&c, "#confirm-estimate").await, estimate);
+    assert_eq!(
+        text_of(&c, "#confirm-summary").await,
+        sentence,
+        "the CLI's plan line"
+    );
+    let mut lines = vec![];
+    for li in c.find_all(Locator::Css("#confirm-list li")).await.unwrap() {
+        lines.push(li.text().await.unwrap());
+    }
+    let (mut a, mut b) = (lines.clone(), cli_lines.clone());
+    a.sort();
+    b.sort();
+    assert_eq!(a, b, "the same actions, in the core's words");
+    assert_eq!(lines, cli_lines, "in the same order");
+    shot(&c, "window-confirm-one-truth").await;
+    c.close().await.ok();
+}
+
+/// Where the focus is: the active element's id, `view:<name>` for a nav button,
+/// `action:<action>` for a row's button, `select` for a finding's checkbox.
+async fn focused(c: &Client) -> String {
+    let v = c
+        .execute(
+            "const e = document.activeElement; if (!e) return ''; \
+             if (e.dataset && e.dataset.view) return 'view:' + e.dataset.view; \
+             if (e.dataset && e.dataset.action) return 'action:' + e.dataset.action; \
+             if (e.classList.contains('select')) return 'select' + (e.checked ? ':on' : ':off'); \
+             return e.id || e.tagName.toLowerCase();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    v.as_str().unwrap_or_default().to_string()
+}
+
+async fn press(c: &Client, keys: &str) {
+    c.active_element()
+        .await
+        .unwrap()
+        .send_keys(keys)
+        .await
+        .unwrap();
+}
+
+fn key(k: fantoccini::key::Key) -> String {
+    char::from(k).to_string()
+}
+
+/// Tab (or Shift+Tab) until `want` has the focus.
+async fn tab_to(c: &Client, want: &str, back: bool) {
+    use fantoccini::key::Key;
+    let k = if back {
+        format!("{}{}{}", key(Key::Shift), key(Key::Tab), key(Key::Null))
+    } else {
+        key(Key::Tab)
+    };
+    let mut seen = vec![];
+    for _ in 0..60 {
+        let f = focused(c).await;
+        if f == want {
+            return;
+        }
+        seen.push(f);
+        press(c, &k).await;
+    }
+    panic!("Tab never reached {want}: {seen:?}");
+}
+
+/// axe-core (target/axe, from scripts/setup/50-desktop.sh) on the page as it is: the serious
+/// and critical violations, each with the nodes it names.
+async fn axe(c: &Client) -> Vec<String> {
+    let path = std::env::var("SMOLSWEEP_AXE").unwrap_or_else(|_| {
+        format!(
+            "{}/../target/axe/node_modules/axe-core/axe.min.js",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    });
+    let src = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("axe-core at {path} (scripts/setup/50-desktop.sh): {e}"));
+    // The page's CSP forbids eval: the WebDriver script itself carries axe-core.
+    let run = "const done = arguments[arguments.length - 1]; \
+             axe.run(document, { resultTypes: ['violations'] }).then((r) => done(r.violations \
+               .filter((v) => v.impact === 'serious' || v.impact === 'critical') \
+               .map((v) => v.id + ' (' + v.impact + '): ' + v.nodes.map((n) => n.target.join(' ')).join(', '))), \
+               (e) => done(['axe failed: ' + e]));";
+    let v = c
+        .execute_async(&format!("if (!window.axe) {{ {src}\n}}\n{run}"), vec![])
+        .await
+        .unwrap();
+    serde_json::from_value(v).unwrap()
+}
+
+/// Every view and dialog by keyboard alone — Tab to a control, Enter or Space on it, Escape
+/// closes a dialog, the focus moves into the dialog and back — and axe-core finds no serious or
+/// critical violation on any view or dialog.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a display server, tauri-driver and WebKitWebDriver: run scripts/desktop-tests.sh"]
+async fn every_view_and_dialog_works_by_keyboard_and_axe_finds_no_serious_violation() {
+    use fantoccini::key::Key;
+    let mut s = Scratch::with_leftovers();
+    s.report.machines.push(smolsweep::model::Machine {
+        product: smolsweep::model::Product::Celesto,
+        name: "sb-live".into(),
+        state: "stopped".into(),
+        pid: None,
+        alive: false,
+        effective_state: "stopped".into(),
+        pid_start_time: None,
+        ephemeral: false,
+        created_at: None,
+        dir: None,
+        allocated_bytes: 1_000_000,
+        db: None,
+        branched_from: None,
+    });
+    let mut theirs = FakeVmm::spawn(s.dir.path(), "theirs");
+    s.add_process(VmProcess {
+        scope: Scope::Foreign,
+        orphan: false,
+        reason: "The VM of machine theirs, of another HOME.".into(),
+        ..theirs.as_orphan("theirs", 0)
+    });
+    s.save();
+    let (_driver, port) = start_driver(&s);
+    let c = connect(port).await;
+    c.set_window_size(1280, 800).await.ok();
+    wait_css(&c, "tr.finding").await;
+    let mut violations = vec![];
+    let mut check = |name: &str, v: Vec<String>| {
+        violations.extend(v.into_iter().map(|x| format!("{name}: {x}")));
+    };
+    check("overview", axe(&c).await);
+    let (enter, space, esc) = (key(Key::Enter), " ".to_string(), key(Key::Escape));
+
+    // Every view from the nav, by Tab and Enter.
+    for view in [
+        "findings",
+        "vms",
+        "history",
+        "settings",
+        "uninstall",
+        "overview",
+    ] {
+        tab_to(&c, &format!("view:{view}"), false).await;
+        press(&c, &enter).await;
+        let active = c
+            .find(Locator::Css(".view.active"))
+            .await
+            .unwrap()
+            .attr("id")
+            .await
+            .unwrap();
+        assert_eq!(active.as_deref(), Some(format!("view-{view}").as_str()));
+        if view == "uninstall" {
+            wait_css(&c, "#wz-pre-again").await;
+        }
+        check(view, axe(&c).await);
+        shot(&c, &format!("window-keyboard-{view}")).await;
+    }
+
+    // Findings: Space toggles a checkbox; the Reclaim dialog opens with Enter, takes the focus,
+    // closes with Escape and gives the focus back.
+    tab_to(&c, "view:findings", false).await;
+    press(&c, &enter).await;
+    tab_to(&c, "reclaim-btn", false).await;
+    let before = text_of(&c, "#reclaim-btn").await;
+    tab_to(&c, "select:on", false).await;
+    press(&c, &space).await;
+    assert_eq!(focused(&c).await, "select:off", "Space unticks it");
+    c.wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::XPath(&format!(
+            "//button[@id='reclaim-btn'][text()!='{before}']"
+        )))
+        .await
+        .expect("the total follows the selection");
+    tab_to(&c, "reclaim-btn", true).await;
+    press(&c, &enter).await;
+    wait_css(&c, "#confirm-dialog[open]").await;
+    assert_eq!(
+        focused(&c).await,
+        "confirm-cancel",
+        "the focus is in the dialog"
+    );
+    check("reclaim dialog", axe(&c).await);
+    shot(&c, "window-keyboard-confirm").await;
+    press(&c, &esc).await;
+    wait_for(5, "the dialog to close", || Some(()));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(c.find(Locator::Css("#confirm-dialog[open]")).await.is_err());
+    assert_eq!(focused(&c).await, "reclaim-btn", "the focus is back");
+
+    // Running VMs: the sandbox's Delete opens its confirmation by Enter; Escape closes it and
+    // the focus returns to the (redrawn) button. The foreign VM has no control.
+    tab_to(&c, "view:vms", true).await;
+    press(&c, &enter).await;
+    assert!(c
+        .find_all(Locator::Css(&format!(
+            ".vm[data-pid='{}'] button",
+            theirs.pid
+        )))
+        .await
+        .unwrap()
+        .is_empty());
+    let stale = wait_css(&c, ".vm.machine[data-name='sb-live']").await;
+    assert!(
+        stale.text().await.unwrap().contains("sandbox sb-live")
+            || stale.text().await.unwrap().contains("computer sb-live")
+    );
+    tab_to(&c, "action:delete", false).await;
+    press(&c, &enter).await;
+    wait_css(&c, "#confirm-dialog[open]").await;
+    assert_eq!(focused(&c).await, "confirm-cancel");
+    check("delete dialog", axe(&c).await);
+    shot(&c, "window-keyboard-vm-confirm").await;
+    press(&c, &esc).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(c.find(Locator::Css("#confirm-dialog[open]")).await.is_err());
+    assert_eq!(focused(&c).await, "action:delete", "the focus is back");
+
+    // Every control has an accessible name (axe's button-name / label rules say so too).
+    let unnamed = c
+        .execute(
+            "return Array.from(document.querySelectorAll('button, input, select, textarea')) \
+               .filter((e) => e.offsetParent !== null || e.closest('dialog[open]')) \
+               .filter((e) => !(e.getAttribute('aria-label') || (e.labels && e.labels.length) || e.textContent.trim())) \
+               .map((e) => e.outerHTML.slice(0, 80));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(unnamed, json!([]));
+    assert_eq!(theirs.child.try_wait().unwrap(), None, "never signalled");
+    assert!(violations.is_empty(), "{violations:#?}");
+    c.close().await.ok();
+}
