@@ -196,6 +196,11 @@ fn installed_deb_carries_app_cli_desktop_entry_and_icons_and_shows_the_tray_menu
         "usr/bin/smolsweep",
         "usr/share/applications/Smolsweep.desktop",
         "usr/share/icons/hicolor/128x128/apps/smolsweep-desktop.png",
+        // Shell completions and the man page, generated from the CLI's clap definitions.
+        "usr/share/bash-completion/completions/smolsweep",
+        "usr/share/zsh/vendor-completions/_smolsweep",
+        "usr/share/fish/vendor_completions.d/smolsweep.fish",
+        "usr/share/man/man1/smolsweep.1.gz",
     ] {
         assert!(
             listing
