@@ -27,6 +27,10 @@ files="\"/usr/bin/smolsweep\": \"$cli\""
 files+=", \"/usr/share/bash-completion/completions/smolsweep\": \"$share/completions/smolsweep\""
 files+=", \"/usr/share/zsh/vendor-completions/_smolsweep\": \"$share/completions/_smolsweep\""
 files+=", \"/usr/share/fish/vendor_completions.d/smolsweep.fish\": \"$share/completions/smolsweep.fish\""
+# The automatic clean-up as a systemd user timer, installed disabled:
+# `systemctl --user enable --now smolsweep-auto.timer` turns it on.
+files+=", \"/usr/lib/systemd/user/smolsweep-auto.service\": \"$root/packaging/systemd/smolsweep-auto.service\""
+files+=", \"/usr/lib/systemd/user/smolsweep-auto.timer\": \"$root/packaging/systemd/smolsweep-auto.timer\""
 for page in "$share"/man/man1/*.1.gz; do
   files+=", \"/usr/share/man/man1/$(basename "$page")\": \"$page\""
 done
@@ -45,7 +49,9 @@ for want in \
   usr/share/zsh/vendor-completions/_smolsweep \
   usr/share/fish/vendor_completions.d/smolsweep.fish \
   usr/share/man/man1/smolsweep.1.gz \
-  usr/share/man/man1/smolsweep-prune.1.gz; do
+  usr/share/man/man1/smolsweep-prune.1.gz \
+  usr/lib/systemd/user/smolsweep-auto.service \
+  usr/lib/systemd/user/smolsweep-auto.timer; do
   if ! grep -Eq " \.?/?$want\$" <<<"$listing"; then
     echo "build-deb.sh: $want is missing from $deb" >&2
     missing=1

@@ -180,6 +180,13 @@ pub struct Finding {
     /// Upstream bugs this verdict guards against (`B10`: see the docs); never in the sentence.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refs: Vec<String>,
+    /// The keep rule that protects it (`smolsweep keep list`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
+    /// Newest modification time of anything in it (ns since the epoch; 0 unknown): what
+    /// `--older-than` compares.
+    #[serde(default)]
+    pub newest_change_ns: i64,
 }
 
 /// Stable finding id: 16 hex characters of SHA-256 over product, kind and path.

@@ -20,7 +20,11 @@ fn scan_text(home: &Home, root: &Path, args: &[&str], env: &[(&str, &str)]) -> S
         .envs(env.iter().copied())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     normalise(&String::from_utf8(out.stdout).unwrap(), root)
 }
 
@@ -43,7 +47,9 @@ fn normalise(text: &str, root: &Path) -> String {
 }
 
 fn check(name: &str, got: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
     if std::env::var_os("SMOLSWEEP_BLESS").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, got).unwrap();
@@ -60,8 +66,16 @@ fn check(name: &str, got: &str) {
         panic!(
             "{name} differs from line {}:\n--- want\n{}\n--- got\n{}",
             first + 1,
-            want.lines().skip(first).take(5).collect::<Vec<_>>().join("\n"),
-            got.lines().skip(first).take(5).collect::<Vec<_>>().join("\n"),
+            want.lines()
+                .skip(first)
+                .take(5)
+                .collect::<Vec<_>>()
+                .join("\n"),
+            got.lines()
+                .skip(first)
+                .take(5)
+                .collect::<Vec<_>>()
+                .join("\n"),
         );
     }
 }
@@ -88,7 +102,8 @@ fn human_scan_output_matches_the_reviewed_text() {
     let _cel = celesto_edge_cases(&home).unwrap();
     let _smol = smolvm_edge_cases(&home).unwrap();
     let utf8 = ("LANG", "C.UTF-8");
-    let cases: [(&str, Vec<(&str, &str)>, usize); 4] = [
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, usize);
+    let cases: [Case; 4] = [
         ("scan-80.txt", vec![utf8, ("COLUMNS", "80")], 80),
         ("scan-120.txt", vec![utf8, ("COLUMNS", "120")], 120),
         (
@@ -96,7 +111,11 @@ fn human_scan_output_matches_the_reviewed_text() {
             vec![utf8, ("COLUMNS", "80"), ("CLICOLOR_FORCE", "1")],
             80,
         ),
-        ("scan-80-lang-c.txt", vec![("LANG", "C"), ("COLUMNS", "80")], 80),
+        (
+            "scan-80-lang-c.txt",
+            vec![("LANG", "C"), ("COLUMNS", "80")],
+            80,
+        ),
     ];
     for (name, env, width) in cases {
         let text = scan_text(&home, t.path(), &["scan"], &env);
@@ -108,13 +127,23 @@ fn human_scan_output_matches_the_reviewed_text() {
             .collect();
         assert!(table.len() > 10, "{name}: {text}");
         for l in &table {
-            assert!(width_of(l) <= width, "{name}: {} columns: {l:?}", width_of(l));
+            assert!(
+                width_of(l) <= width,
+                "{name}: {} columns: {l:?}",
+                width_of(l)
+            );
         }
         if name.contains("lang-c") {
             assert!(text.is_ascii(), "{name}: LANG=C gets ASCII only");
         }
         assert_eq!(text.contains('\x1b'), name.contains("colour"), "{name}");
-        for internal in ["orphan_disk", "young_dir", "fork_lock", "disk_companion", "[opt_in"] {
+        for internal in [
+            "orphan_disk",
+            "young_dir",
+            "fork_lock",
+            "disk_companion",
+            "[opt_in",
+        ] {
             assert!(!text.contains(internal), "{name}: internal name {internal}");
         }
         check(name, &text);

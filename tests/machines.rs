@@ -933,10 +933,16 @@ fn smolsweep_stop_and_delete_reach_celesto_sandboxes_through_the_real_cli() {
     assert_eq!(code, 0, "{out}");
     let until = Instant::now() + Duration::from_secs(10);
     while vm.alive() {
-        assert!(Instant::now() < until, "celesto did not stop c4's VM: {out}");
+        assert!(
+            Instant::now() < until,
+            "celesto did not stop c4's VM: {out}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(celesto_row(&s.db(), "c4").unwrap().unwrap().status, "stopped");
+    assert_eq!(
+        celesto_row(&s.db(), "c4").unwrap().unwrap().status,
+        "stopped"
+    );
 
     let (code, out) = run(&["delete", "celesto:c4", "-y"]);
     assert_eq!(code, 0, "{out}");

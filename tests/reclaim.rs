@@ -96,6 +96,8 @@ fn finding_sized(root: &Path, path: &Path, verdict: Verdict, walk: bool) -> Find
         mounts_inside: vec![],
         owner_recheck: None,
         refs: Vec::new(),
+        kept: None,
+        newest_change_ns: 0,
     }
 }
 

@@ -381,6 +381,8 @@ mod tests {
             mounts_inside: vec![],
             owner_recheck: None,
             refs: Vec::new(),
+            kept: None,
+            newest_change_ns: 0,
         });
         assert!(w
             .observe(&r, 1000)

@@ -134,6 +134,8 @@ fn file_finding(root: &Path, name: &str, verdict: Verdict, class: Option<OptInCl
         mounts_inside: vec![],
         owner_recheck: None,
         refs: Vec::new(),
+        kept: None,
+        newest_change_ns: 0,
     }
 }
 

@@ -2,6 +2,9 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod auto;
+pub mod filters;
+pub mod keep;
 pub mod out;
 pub mod progress;
 pub mod reclaim;
@@ -48,6 +51,10 @@ pub enum Command {
     Uninstall(uninstall::UninstallArgs),
     /// Prove that no machine, VM directory or VM process of this HOME is left (read-only).
     Verify(uninstall::VerifyArgs),
+    /// Keep findings, machines or whole kinds out of every reclaim.
+    Keep(keep::KeepArgs),
+    /// Apply an automatic clean-up policy without asking (prints the run as JSON).
+    Auto(auto::AutoArgs),
     /// Print a shell completion script (bash, zsh or fish).
     #[command(hide = true)]
     Completions {
@@ -157,6 +164,8 @@ pub fn main() -> i32 {
         Command::History(a) => reclaim::history(a),
         Command::Uninstall(a) => uninstall::run_uninstall(a),
         Command::Verify(a) => uninstall::run_verify(a),
+        Command::Keep(a) => keep::run(a),
+        Command::Auto(a) => auto::run(a),
         Command::Completions { shell } => {
             out::print(&completions(shell));
             0

@@ -25,7 +25,7 @@ use super::progress::{self, Progress, Style};
 
 /// The runner for machine, process and mount actions: the product CLIs, pidfd reaping and
 /// `hdiutil`, for this process's own environment.
-fn runner() -> &'static dyn ActionRunner {
+pub(crate) fn runner() -> &'static dyn ActionRunner {
     static RUNNER: std::sync::OnceLock<Box<dyn ActionRunner + Send + Sync>> =
         std::sync::OnceLock::new();
     RUNNER
@@ -99,6 +99,8 @@ pub struct PruneArgs {
     #[command(flatten)]
     pub include: IncludeArgs,
     #[command(flatten)]
+    pub filter: crate::cli::filters::FilterArgs,
+    #[command(flatten)]
     pub run: RunArgs,
     #[command(flatten)]
     pub report: ReportArgs,
@@ -148,6 +150,8 @@ pub struct CascadeArg {
 
 #[derive(Debug, clap::Args)]
 pub struct PlanArgs {
+    #[command(flatten)]
+    pub filter: crate::cli::filters::FilterArgs,
     /// Finding ids to include (default without ids: everything reclaimable).
     #[arg(long = "id", value_name = "ID")]
     pub ids: Vec<String>,
@@ -306,7 +310,10 @@ fn run_named(
 }
 
 pub fn prune(a: PruneArgs) -> i32 {
-    with_report(&a.report, a.run.json, |s| {
+    with_report(&a.report, a.run.json, |mut s| {
+        a.filter
+            .filter()
+            .apply(&mut s.report, std::time::SystemTime::now());
         let sel = Selection {
             all_reclaimable: true,
             include: a.include.classes(),
@@ -394,7 +401,10 @@ pub fn plan(a: PlanArgs) -> i32 {
         return fail(false, &msg);
     }
     with_report(&a.report, false, |s| {
-        let report = s.report;
+        let mut report = s.report;
+        a.filter
+            .filter()
+            .apply(&mut report, std::time::SystemTime::now());
         let sel = Selection {
             all_reclaimable: a.all || a.ids.is_empty(),
             ids: a.ids.clone(),

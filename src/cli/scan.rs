@@ -2,7 +2,6 @@
 
 use std::io::IsTerminal;
 
-use crate::kind::FindingKind;
 use crate::report::RenderOptions;
 use crate::scan::{scan, ScanOptions};
 
@@ -14,19 +13,17 @@ pub struct ScanArgs {
     /// List every item under the summary.
     #[arg(long, short = 'v')]
     pub verbose: bool,
-    /// List the items of this kind (repeatable), for example `celesto.orphan_disk`.
-    #[arg(long, value_name = "KIND", value_parser = kind_parser())]
-    pub kind: Vec<String>,
+    #[command(flatten)]
+    pub filter: crate::cli::filters::FilterArgs,
+    /// Print Prometheus text exposition (for node_exporter's textfile collector) instead.
+    #[arg(long, value_name = "FORMAT", value_parser = ["human", "json", "prometheus"])]
+    pub format: Option<String>,
     /// Also list VM processes of other HOMEs.
     #[arg(long)]
     pub all_homes: bool,
     /// Print only the totals line.
     #[arg(long, short = 'q', conflicts_with = "verbose")]
     pub quiet: bool,
-}
-
-fn kind_parser() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(FindingKind::ALL.iter().map(|k| k.as_str()))
 }
 
 /// Terminal facts the renderer needs, read from the process's environment.
@@ -48,11 +45,7 @@ fn render_options(args: &ScanArgs) -> RenderOptions {
         color,
         ascii: !utf8,
         verbose: args.verbose,
-        kinds: args
-            .kind
-            .iter()
-            .filter_map(|k| FindingKind::parse(k))
-            .collect(),
+        kinds: args.filter.filter().kinds,
         all_homes: args.all_homes,
         quiet: args.quiet,
     }
@@ -83,8 +76,13 @@ pub fn run(args: ScanArgs) -> i32 {
             return 1;
         }
     };
-    let report = scan(&opts);
-    if args.json {
+    let mut report = scan(&opts);
+    args.filter.filter().apply(&mut report, opts.now);
+    if args.format.as_deref() == Some("prometheus") {
+        crate::cli::out::print(&crate::prom::render(&report));
+        return 0;
+    }
+    if args.json || args.format.as_deref() == Some("json") {
         match serde_json::to_string_pretty(&report) {
             Ok(s) => crate::cli::out::println(&s),
             Err(e) => {

@@ -126,16 +126,25 @@ impl Ctx<'_> {
         if self.findings.iter().any(|f| f.path == d.path) {
             return; // one finding per path
         }
-        let (apparent, allocated, identity, is_dir, mounts) = match self.sizer.measure(&d.path) {
-            Ok(m) => {
-                let is_dir = m
-                    .identity
-                    .map(|i| i.file_type == libc::S_IFDIR)
-                    .unwrap_or(false);
-                (m.apparent, m.allocated, m.identity, is_dir, m.mounts)
-            }
-            Err(_) => (0, 0, None, false, Vec::new()),
-        };
+        let (apparent, allocated, identity, is_dir, mounts, newest) =
+            match self.sizer.measure(&d.path) {
+                Ok(m) => {
+                    let is_dir = m
+                        .identity
+                        .map(|i| i.file_type == libc::S_IFDIR)
+                        .unwrap_or(false);
+                    let newest = i64::try_from(m.newest_mtime_ns.max(0)).unwrap_or(i64::MAX);
+                    (
+                        m.apparent,
+                        m.allocated,
+                        m.identity,
+                        is_dir,
+                        m.mounts,
+                        newest,
+                    )
+                }
+                Err(_) => (0, 0, None, false, Vec::new(), 0),
+            };
         let mut verdict = d.verdict;
         let mut reason = d.reason;
         let mut opt_in_class = d.opt_in_class;
@@ -171,6 +180,8 @@ impl Ctx<'_> {
                 mounts_inside: Vec::new(),
                 owner_recheck: None,
                 refs: Vec::new(),
+                kept: None,
+                newest_change_ns: 0,
             });
         }
         let (reason, refs) = crate::view::split_refs(&reason);
@@ -191,6 +202,8 @@ impl Ctx<'_> {
             mounts_inside: mounts,
             owner_recheck: d.owner_recheck,
             refs,
+            kept: None,
+            newest_change_ns: newest,
         });
     }
 
@@ -292,6 +305,7 @@ pub(crate) fn scan_sized(
     };
     report.products.sort_by_key(|p| p.product);
     drift_guard(&mut report, &opts.env);
+    crate::keep::apply_for(&mut report, &opts.env);
     report.compute_totals();
     report
 }

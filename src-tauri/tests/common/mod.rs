@@ -194,6 +194,8 @@ impl Scratch {
             mounts_inside: vec![],
             owner_recheck: None,
             refs: Vec::new(),
+            kept: None,
+            newest_change_ns: 0,
         };
         self.report.findings.push(f.clone());
         f

@@ -1,0 +1,180 @@
+//! `smolsweep keep add|list|remove`: what the user told Smolsweep to leave alone.
+
+use std::time::SystemTime;
+
+use crate::keep::{path_for, Keeps, Rule, Target};
+use crate::kind::FindingKind;
+
+#[derive(Debug, clap::Args)]
+pub struct KeepArgs {
+    #[command(subcommand)]
+    pub command: KeepCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum KeepCommand {
+    /// Keep a finding (id or path), a machine or sandbox (NAME, smolvm:NAME, celesto:ID), or a
+    /// whole kind (--kind): never planned, never reclaimable, never notified again.
+    Add {
+        /// A finding id or path from `smolsweep scan -v`, or a machine/sandbox name.
+        #[arg(required_unless_present = "kind", conflicts_with = "kind")]
+        target: Option<String>,
+        /// Keep every finding of this kind, for example `celesto.image_cache_stale`.
+        #[arg(long, value_name = "KIND", value_parser = kind_parser())]
+        kind: Option<String>,
+        /// Why, shown beside it.
+        #[arg(long, default_value = "")]
+        why: String,
+    },
+    /// List the keep rules.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a keep rule by its id (from `keep list`).
+    Remove { id: String },
+}
+
+fn kind_parser() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(FindingKind::ALL.iter().map(|k| k.as_str()))
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// What `target` names in a scan made now.
+fn resolve(target: &str) -> Result<Target, String> {
+    let opts = crate::scan::ScanOptions::from_env().map_err(|e| e.to_string())?;
+    let report = crate::scan::scan(&opts);
+    let by_path = std::path::Path::new(target);
+    if let Some(f) = report
+        .findings
+        .iter()
+        .find(|f| f.id == target || f.path == by_path)
+    {
+        let id = f
+            .identity
+            .ok_or_else(|| format!("{target} could not be examined, so it cannot be kept"))?;
+        return Ok(Target::Item {
+            path: f.path.clone(),
+            dev: id.dev,
+            ino: id.ino,
+            born_ns: crate::keep::born(&f.path),
+        });
+    }
+    if target.contains('/') {
+        let id = crate::size::identity(by_path).map_err(|e| format!("{target}: {e}"))?;
+        return Ok(Target::Item {
+            path: by_path.to_path_buf(),
+            dev: id.dev,
+            ino: id.ino,
+            born_ns: crate::keep::born(by_path),
+        });
+    }
+    // `celesto:ID` / `smolvm:NAME` also names a deleted sandbox's or machine's leftovers.
+    let owned = |product: crate::model::Product, name: &str| {
+        report
+            .findings
+            .iter()
+            .any(|f| f.product == product && f.owner.as_deref() == Some(name))
+    };
+    for (prefix, product) in [
+        ("celesto:", crate::model::Product::Celesto),
+        ("smolvm:", crate::model::Product::Smolvm),
+    ] {
+        if let Some(name) = target.strip_prefix(prefix).filter(|n| owned(product, n)) {
+            return Ok(Target::Owner {
+                product,
+                name: name.to_string(),
+            });
+        }
+    }
+    let m = crate::plan::find_machine(&report, target)
+        .map_err(|e| format!("{target}: not a finding id, a path or a machine ({e})"))?;
+    Ok(Target::Owner {
+        product: m.product,
+        name: m.name.clone(),
+    })
+}
+
+pub fn run(a: KeepArgs) -> i32 {
+    let env = match crate::env::EnvSnapshot::capture() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("smolsweep: {e:#}");
+            return 1;
+        }
+    };
+    let path = path_for(&env, crate::model::Platform::current());
+    let mut keeps = match Keeps::load(&path) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("smolsweep: {e}");
+            return 1;
+        }
+    };
+    match a.command {
+        KeepCommand::List { json } => {
+            if json {
+                crate::outln!(
+                    "{}",
+                    serde_json::to_string_pretty(&keeps).unwrap_or_default()
+                );
+            } else if keeps.rules.is_empty() {
+                crate::outln!("Nothing is kept.");
+            } else {
+                for r in &keeps.rules {
+                    let why = if r.why.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", r.why)
+                    };
+                    crate::outln!("{}  {}{why}", r.id, r.describe());
+                }
+            }
+            0
+        }
+        KeepCommand::Add { target, kind, why } => {
+            let t = match (target, kind.as_deref().and_then(FindingKind::parse)) {
+                (_, Some(kind)) => Ok(Target::Kind { kind }),
+                (Some(t), None) => resolve(&t),
+                (None, None) => Err("name what to keep".to_string()),
+            };
+            let t = match t {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("smolsweep: {e}");
+                    return 1;
+                }
+            };
+            let rule = Rule::new(t, &why, now());
+            let line = format!("Kept {} (rule {}).", rule.describe(), rule.id);
+            keeps.add(rule);
+            save(&keeps, &path, &line)
+        }
+        KeepCommand::Remove { id } => {
+            if !keeps.remove(&id) {
+                eprintln!("smolsweep: no keep rule {id} (see `smolsweep keep list`)");
+                return 1;
+            }
+            save(&keeps, &path, &format!("Removed keep rule {id}."))
+        }
+    }
+}
+
+fn save(k: &Keeps, path: &std::path::Path, line: &str) -> i32 {
+    match k.save(path) {
+        Ok(()) => {
+            crate::outln!("{line}");
+            0
+        }
+        Err(e) => {
+            eprintln!("smolsweep: {e}");
+            1
+        }
+    }
+}

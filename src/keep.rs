@@ -1,0 +1,281 @@
+//! Keep rules: what the user told Smolsweep to leave alone. A kept finding is protected in the
+//! scan itself ("Kept by you since …"), so nothing downstream can plan, count, notify or
+//! delete it: not `prune`, not the tray, not an automatic run, not the re-judge of a plan made
+//! before the rule existed.
+//!
+//! Rules live in `keep.json` (schema `smolsweep.keep/1`) in Smolsweep's data directory, shared
+//! by the CLI and the app, written atomically (a temporary file renamed over it).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::env::EnvSnapshot;
+use crate::kind::FindingKind;
+use crate::model::*;
+
+pub const KEEP_SCHEMA: &str = "smolsweep.keep/1";
+const KEEP_FILE: &str = "keep.json";
+
+/// What a rule keeps.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum Target {
+    /// One file or directory, as it was when kept: a different object at the same path is not
+    /// kept.
+    Item {
+        #[serde(with = "crate::pathser::one")]
+        path: PathBuf,
+        dev: u64,
+        ino: u64,
+        /// Birth time (ns since the epoch) where the file system records one: an inode number
+        /// reused by a new file at the same path is not the kept object.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        born_ns: Option<i64>,
+    },
+    /// Everything that belongs to a sandbox or machine.
+    Owner { product: Product, name: String },
+    /// A class of findings (for example every Celesto image cache).
+    Kind { kind: FindingKind },
+}
+
+/// One rule, with when and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rule {
+    /// Short id, for `keep remove`.
+    pub id: String,
+    pub target: Target,
+    /// Seconds since the epoch.
+    pub since: u64,
+    #[serde(default)]
+    pub why: String,
+}
+
+impl Rule {
+    pub fn new(target: Target, why: &str, since: u64) -> Rule {
+        use sha2::{Digest, Sha256};
+        let j = serde_json::to_string(&target).unwrap_or_default();
+        let id = hex::encode(&Sha256::digest(j.as_bytes())[..4]);
+        Rule {
+            id,
+            target,
+            since,
+            why: why.to_string(),
+        }
+    }
+
+    fn matches(&self, f: &Finding) -> bool {
+        match &self.target {
+            Target::Item {
+                path,
+                dev,
+                ino,
+                born_ns,
+            } => {
+                &f.path == path
+                    && f.identity.is_some_and(|i| i.dev == *dev && i.ino == *ino)
+                    && (born_ns.is_none() || born(path) == *born_ns)
+            }
+            Target::Owner { product, name } => {
+                f.product == *product && f.owner.as_deref() == Some(name.as_str())
+            }
+            Target::Kind { kind } => f.kind == *kind,
+        }
+    }
+
+    /// The rule in words ("machine smolvm:web", "Old image caches", a path).
+    pub fn describe(&self) -> String {
+        match &self.target {
+            Target::Item { path, .. } => crate::pathser::shown(path),
+            Target::Owner { product, name } => format!("everything of {}:{name}", product.as_str()),
+            Target::Kind { kind } => format!("every finding of the kind '{}'", kind.label()),
+        }
+    }
+}
+
+/// When `path` (not followed) was created, where the file system says.
+pub fn born(path: &Path) -> Option<i64> {
+    let t = std::fs::symlink_metadata(path).ok()?.created().ok()?;
+    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+    i64::try_from(d.as_nanos()).ok()
+}
+
+/// Every rule.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Keeps {
+    pub schema: String,
+    pub rules: Vec<Rule>,
+}
+
+/// Why keep rules could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum KeepError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{path} is not a Smolsweep keep file ({why}); nothing is kept until it is fixed or removed"
+    )]
+    Damaged { path: PathBuf, why: String },
+}
+
+/// Where the keep file is for this environment: `$SMOLSWEEP_DATA_DIR`, else the platform's data
+/// directory for Smolsweep (as the journal's).
+pub fn path_for(env: &EnvSnapshot, platform: Platform) -> PathBuf {
+    if let Some(d) = env.var("SMOLSWEEP_DATA_DIR") {
+        return PathBuf::from(d).join(KEEP_FILE);
+    }
+    let base = match platform {
+        Platform::Macos => env
+            .home
+            .join("Library/Application Support/org.Smolsweep.smolsweep"),
+        Platform::Linux => env
+            .var("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .unwrap_or_else(|| env.home.join(".local/share"))
+            .join("smolsweep"),
+    };
+    base.join(KEEP_FILE)
+}
+
+impl Keeps {
+    /// Read the rules; no file means no rules.
+    pub fn load(path: &Path) -> Result<Keeps, KeepError> {
+        let io = |source| KeepError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let bytes = match crate::fsread::open_regular(path) {
+            Ok(mut f) => {
+                let mut b = Vec::new();
+                std::io::Read::read_to_end(&mut f, &mut b).map_err(io)?;
+                b
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Keeps::empty()),
+            Err(e) => return Err(io(e)),
+        };
+        let k: Keeps = serde_json::from_slice(&bytes).map_err(|e| KeepError::Damaged {
+            path: path.to_path_buf(),
+            why: e.to_string(),
+        })?;
+        if k.schema != KEEP_SCHEMA {
+            return Err(KeepError::Damaged {
+                path: path.to_path_buf(),
+                why: format!("schema '{}', expected {KEEP_SCHEMA}", k.schema),
+            });
+        }
+        Ok(k)
+    }
+
+    pub fn empty() -> Keeps {
+        Keeps {
+            schema: KEEP_SCHEMA.into(),
+            rules: Vec::new(),
+        }
+    }
+
+    /// Write the rules atomically (temporary file in the same directory, fsync, rename).
+    pub fn save(&self, path: &Path) -> Result<(), KeepError> {
+        let io = |source| KeepError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let tmp = dir.join(format!(".{KEEP_FILE}.{}", std::process::id()));
+        let mut f = std::fs::File::create(&tmp).map_err(io)?;
+        let text = serde_json::to_string_pretty(self).unwrap_or_default();
+        f.write_all(text.as_bytes())
+            .and_then(|()| f.sync_all())
+            .map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)
+    }
+
+    /// Add a rule (a rule with the same target replaces the old one).
+    pub fn add(&mut self, rule: Rule) {
+        self.rules.retain(|r| r.target != rule.target);
+        self.rules.push(rule);
+    }
+
+    /// Remove the rule with this id; whether one was removed.
+    pub fn remove(&mut self, id: &str) -> bool {
+        let before = self.rules.len();
+        self.rules.retain(|r| r.id != id);
+        self.rules.len() != before
+    }
+
+    /// Protect every finding a rule keeps.
+    pub fn apply(&self, report: &mut ScanReport) {
+        for f in &mut report.findings {
+            let Some(rule) = self.rules.iter().find(|r| r.matches(f)) else {
+                continue;
+            };
+            f.kept = Some(rule.id.clone());
+            if matches!(f.verdict, Verdict::Reclaimable | Verdict::OptIn) {
+                f.verdict = Verdict::Protected;
+                f.opt_in_class = None;
+                let why = if rule.why.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", rule.why)
+                };
+                f.reason = format!("Kept by you since {}{why}. {}", day(rule.since), f.reason);
+            }
+        }
+    }
+}
+
+/// `YYYY-MM-DD` (UTC) of a time in seconds since the epoch.
+fn day(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Apply this environment's keep rules to a scan. A damaged keep file is a problem of the scan
+/// (shown), and every finding stays as judged.
+pub(crate) fn apply_for(report: &mut ScanReport, env: &EnvSnapshot) {
+    let path = path_for(env, report.platform);
+    match Keeps::load(&path) {
+        Ok(k) => k.apply(report),
+        Err(e) => {
+            for p in &mut report.products {
+                p.problems
+                    .push(format!("Keep rules could not be read: {e}"));
+            }
+            // Unreadable rules may have kept anything: nothing is reclaimable until fixed.
+            for f in &mut report.findings {
+                if matches!(f.verdict, Verdict::Reclaimable | Verdict::OptIn) {
+                    f.verdict = Verdict::Unknown;
+                    f.opt_in_class = None;
+                    f.reason = format!("{} Your keep rules could not be read: {e}", f.reason);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_are_civil_dates() {
+        assert_eq!(day(0), "1970-01-01");
+        assert_eq!(day(1_796_083_200), "2026-12-01");
+        assert_eq!(day(951_782_400), "2000-02-29");
+    }
+}

@@ -1,0 +1,141 @@
+//! An automatic clean-up policy: which classes, how old, how much at most. The same schema is
+//! the app's setting and `smolsweep auto --policy FILE`'s file. A policy only ever narrows what
+//! the scan judges reclaimable; it runs through the one plan → re-judge → execute → journal
+//! road like every other run.
+
+use std::collections::BTreeSet;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::filter::{parse_age, parse_size, Filter};
+use crate::kind::FindingKind;
+use crate::model::*;
+use crate::plan::{Plan, Selection};
+
+pub const POLICY_SCHEMA: &str = "smolsweep.policy/1";
+
+/// The classes an automatic run takes unless told otherwise: orphaned disks, their logs and
+/// companions, and machine directories with no record. Never an opt-in class.
+pub const DEFAULT_KINDS: &[FindingKind] = &[
+    FindingKind::CelestoOrphanDisk,
+    FindingKind::CelestoDiskCompanion,
+    FindingKind::CelestoOrphanCompanion,
+    FindingKind::CelestoOrphanLog,
+    FindingKind::SmolvmDanglingDir,
+    FindingKind::SmolvmEmptyDir,
+    FindingKind::SmolvmNameOnlyDir,
+];
+
+/// What an automatic run may reclaim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    pub schema: String,
+    /// Off by default: nothing runs by itself until the user turns it on.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The kinds it may delete (default [`DEFAULT_KINDS`]).
+    #[serde(default = "default_kinds")]
+    pub kinds: Vec<FindingKind>,
+    /// Opt-in classes it may include (default none).
+    #[serde(default)]
+    pub include: BTreeSet<OptInClass>,
+    /// Only items whose newest change is at least this old (default `7d`).
+    #[serde(default = "default_age")]
+    pub min_age: String,
+    /// Above this estimate a run asks instead of acting (default `20G`).
+    #[serde(default = "default_cap")]
+    pub ask_above: String,
+}
+
+fn default_kinds() -> Vec<FindingKind> {
+    DEFAULT_KINDS.to_vec()
+}
+fn default_age() -> String {
+    "7d".into()
+}
+fn default_cap() -> String {
+    "20G".into()
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            schema: POLICY_SCHEMA.into(),
+            enabled: false,
+            kinds: default_kinds(),
+            include: BTreeSet::new(),
+            min_age: default_age(),
+            ask_above: default_cap(),
+        }
+    }
+}
+
+/// What a policy makes of a scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Nothing to do.
+    Nothing,
+    /// Run this plan unattended.
+    Run(Plan),
+    /// The plan frees more than the cap: a person must confirm it.
+    Ask { plan: Plan, cap: u64 },
+}
+
+impl Policy {
+    /// Parse and check a policy file.
+    pub fn from_json(text: &str) -> Result<Policy, String> {
+        let p: Policy = serde_json::from_str(text).map_err(|e| format!("not a policy: {e}"))?;
+        if p.schema != POLICY_SCHEMA {
+            return Err(format!("schema '{}' is not {POLICY_SCHEMA}", p.schema));
+        }
+        p.filter()?;
+        p.cap()?;
+        Ok(p)
+    }
+
+    /// The filter the policy's age makes.
+    pub fn filter(&self) -> Result<Filter, String> {
+        Ok(Filter {
+            older_than_secs: Some(parse_age(&self.min_age)?),
+            ..Filter::default()
+        })
+    }
+
+    /// Whether the policy takes `f` (its class; the age is the filter's).
+    pub fn takes(&self, f: &Finding) -> bool {
+        match f.verdict {
+            Verdict::Reclaimable => self.kinds.contains(&f.kind),
+            Verdict::OptIn => f.opt_in_class.is_some_and(|c| self.include.contains(&c)),
+            _ => false,
+        }
+    }
+
+    pub fn cap(&self) -> Result<u64, String> {
+        parse_size(&self.ask_above)
+    }
+
+    /// Plan what the policy allows in `report` (taken at `now`).
+    pub fn decide(&self, report: &ScanReport, now: SystemTime) -> Result<Decision, String> {
+        let mut r = report.clone();
+        self.filter()?.apply(&mut r, now);
+        let sel = Selection {
+            ids: r
+                .findings
+                .iter()
+                .filter(|f| self.takes(f))
+                .map(|f| f.id.clone())
+                .collect(),
+            ..Default::default()
+        };
+        let plan = Plan::from_scan(&r, &sel);
+        if plan.is_empty() {
+            return Ok(Decision::Nothing);
+        }
+        let cap = self.cap()?;
+        if crate::view::estimate_bytes(&plan) > cap {
+            return Ok(Decision::Ask { plan, cap });
+        }
+        Ok(Decision::Run(plan))
+    }
+}

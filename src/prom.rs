@@ -1,0 +1,137 @@
+//! The scan as Prometheus text exposition (format 0.0.4), for node_exporter's textfile
+//! collector: totals, bytes and counts per kind and verdict, orphaned VM processes, bytes held
+//! by deleted files and each product's status. Every number is the JSON report's.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use crate::model::*;
+
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn gauge(s: &mut String, name: &str, help: &str, samples: &[(String, u64)]) {
+    let _ = writeln!(s, "# HELP {name} {help}");
+    let _ = writeln!(s, "# TYPE {name} gauge");
+    for (labels, v) in samples {
+        if labels.is_empty() {
+            let _ = writeln!(s, "{name} {v}");
+        } else {
+            let _ = writeln!(s, "{name}{{{labels}}} {v}");
+        }
+    }
+}
+
+/// Render `r` for Prometheus.
+pub fn render(r: &ScanReport) -> String {
+    let t = &r.totals;
+    let mut s = String::new();
+    let home = format!("home=\"{}\"", label(&crate::pathser::shown(&r.home)));
+    let one = |v: u64| vec![(home.clone(), v)];
+    gauge(
+        &mut s,
+        "smolsweep_reclaimable_bytes",
+        "Allocated bytes Smolsweep may reclaim without asking for a class.",
+        &one(t.reclaimable_allocated_bytes),
+    );
+    gauge(
+        &mut s,
+        "smolsweep_opt_in_bytes",
+        "Allocated bytes reclaimable when their class (saved disks, caches, residue) is included.",
+        &one(t.opt_in_allocated_bytes),
+    );
+    gauge(
+        &mut s,
+        "smolsweep_protected_bytes",
+        "Allocated bytes that are alive, in use or kept.",
+        &one(t.protected_allocated_bytes),
+    );
+    gauge(
+        &mut s,
+        "smolsweep_unknown_bytes",
+        "Allocated bytes Smolsweep could not verify.",
+        &one(t.unknown_allocated_bytes),
+    );
+    gauge(
+        &mut s,
+        "smolsweep_orphan_vm_processes",
+        "VM processes of this HOME that no inventory record owns.",
+        &one(t.orphan_process_count),
+    );
+    gauge(
+        &mut s,
+        "smolsweep_held_deleted_bytes",
+        "Allocated bytes of deleted files VM processes still hold open.",
+        &one(t.held_deleted_bytes),
+    );
+    let mut bytes: BTreeMap<(Product, &str, &str), (u64, u64)> = BTreeMap::new();
+    for f in &r.findings {
+        let e = bytes
+            .entry((f.product, f.kind.as_str(), f.verdict.as_str()))
+            .or_default();
+        e.0 += f.allocated_bytes;
+        e.1 += 1;
+    }
+    let per = |pick: fn(&(u64, u64)) -> u64| -> Vec<(String, u64)> {
+        bytes
+            .iter()
+            .map(|((p, k, v), n)| {
+                (
+                    format!(
+                        "{home},product=\"{}\",kind=\"{}\",verdict=\"{}\"",
+                        p.as_str(),
+                        label(k),
+                        v
+                    ),
+                    pick(n),
+                )
+            })
+            .collect()
+    };
+    gauge(
+        &mut s,
+        "smolsweep_findings_bytes",
+        "Allocated bytes of the findings of one kind and verdict.",
+        &per(|n| n.0),
+    );
+    gauge(
+        &mut s,
+        "smolsweep_findings",
+        "Number of findings of one kind and verdict.",
+        &per(|n| n.1),
+    );
+    let status: Vec<(String, u64)> = r
+        .products
+        .iter()
+        .map(|p| {
+            (
+                format!("{home},product=\"{}\"", p.product.as_str()),
+                u64::from(p.detected && p.status == "ok"),
+            )
+        })
+        .collect();
+    gauge(
+        &mut s,
+        "smolsweep_product_verified",
+        "1 when the product was found and its state could be verified, else 0.",
+        &status,
+    );
+    gauge(
+        &mut s,
+        "smolsweep_scan_timestamp_seconds",
+        "When the scan started, in seconds since the Unix epoch.",
+        &one(r.scanned_at),
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(super::label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+}

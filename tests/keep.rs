@@ -1,0 +1,283 @@
+//! Users decide what stays (issue 12): keep rules and filters. Every test runs the built binary
+//! on a scratch HOME it creates, with its own Smolsweep data directory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use smolsweep_fixtures::{age_tree, Home, Layout, OLD};
+
+struct Scratch {
+    t: tempfile::TempDir,
+    home: Home,
+    data: PathBuf,
+}
+
+fn scratch() -> Scratch {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    Scratch {
+        data: t.path().join("smolsweep-data"),
+        home,
+        t,
+    }
+}
+
+impl Scratch {
+    fn run(&self, args: &[&str]) -> (i32, String) {
+        let out = Command::new(env!("CARGO_BIN_EXE_smolsweep"))
+            .args(args)
+            .env_clear()
+            .envs(self.home.env_vars())
+            .env("SMOLSWEEP_DATA_DIR", &self.data)
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    }
+    fn scan(&self, extra: &[&str]) -> Value {
+        let mut args = vec!["scan", "--json"];
+        args.extend_from_slice(extra);
+        let (code, out) = self.run(&args);
+        assert_eq!(code, 0, "{out}");
+        serde_json::from_str(&out).unwrap()
+    }
+}
+
+fn finding<'v>(v: &'v Value, p: &Path) -> Option<&'v Value> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"].as_str() == Some(p.to_str().unwrap()))
+}
+
+/// Two orphan disks and a live sandbox's disk.
+fn celesto_orphans(s: &Scratch) -> (PathBuf, PathBuf) {
+    let d = s.home.celesto_data_dir().unwrap();
+    d.row("live1", "stopped", "qemu", None).unwrap();
+    d.disk("live1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    let a = d.disk("gone1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    let b = d.disk("gone2", "qcow2", 1 << 16, 1 << 14).unwrap();
+    age_tree(&s.home.root, OLD).unwrap();
+    (a, b)
+}
+
+#[test]
+fn a_kept_item_survives_prune_and_a_plan_made_before_it_was_kept() {
+    let s = scratch();
+    let (a, b) = celesto_orphans(&s);
+    let plan = s.t.path().join("before.json");
+    let (code, out) = s.run(&["plan", "--out", plan.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = s.run(&[
+        "keep",
+        "add",
+        a.to_str().unwrap(),
+        "--why",
+        "a golden image",
+    ]);
+    assert_eq!(code, 0, "{out}");
+
+    let v = s.scan(&[]);
+    let f = finding(&v, &a).unwrap();
+    assert_eq!(f["verdict"], "protected", "{f:#}");
+    assert!(
+        f["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("Kept by you since "),
+        "{f:#}"
+    );
+    assert!(f["reason"].as_str().unwrap().contains("a golden image"));
+    assert!(f["kept"].is_string());
+
+    // The plan made before the rule: the re-judge sees the rule and skips the item.
+    let (code, out) = s.run(&["apply", plan.to_str().unwrap(), "-y"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(a.exists(), "kept: {out}");
+    assert!(!b.exists(), "not kept: {out}");
+    let (code, out) = s.run(&["prune", "-y"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(a.exists());
+    let (_, list) = s.run(&["keep", "list"]);
+    assert!(
+        list.contains(a.to_str().unwrap()) && list.contains("a golden image"),
+        "{list}"
+    );
+}
+
+#[test]
+fn a_different_file_at_a_kept_path_is_not_kept() {
+    let s = scratch();
+    let (a, _) = celesto_orphans(&s);
+    let (code, out) = s.run(&["keep", "add", a.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    std::fs::remove_file(&a).unwrap();
+    std::fs::write(&a, vec![1u8; 4096]).unwrap();
+    age_tree(&a, OLD).unwrap();
+    let v = s.scan(&[]);
+    assert_eq!(finding(&v, &a).unwrap()["verdict"], "reclaimable");
+}
+
+#[test]
+fn keeping_a_machine_or_a_kind_keeps_everything_of_it() {
+    let s = scratch();
+    let sm = s.home.smolvm().unwrap();
+    sm.record("kept", json!({})).unwrap();
+    let ghost = sm.dangling_dir("ghost").unwrap();
+    let d = s.home.celesto_data_dir().unwrap();
+    d.row("live1", "stopped", "qemu", None).unwrap();
+    let disk = d.disk("gone1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    let log = d.log("gone1", 100).unwrap();
+    age_tree(&s.home.root, OLD).unwrap();
+    let (code, out) = s.run(&["keep", "add", "--kind", "smolvm.dangling_dir"]);
+    assert_eq!(code, 0, "{out}");
+    let v = s.scan(&[]);
+    assert_eq!(finding(&v, &ghost).unwrap()["verdict"], "protected");
+    assert_eq!(finding(&v, &disk).unwrap()["verdict"], "reclaimable");
+    // A rule naming a sandbox id keeps all of its files, the disk and the log.
+    let (code, out) = s.run(&["keep", "add", "celesto:gone1"]);
+    assert_eq!(code, 0, "{out}");
+    let v = s.scan(&[]);
+    assert_eq!(finding(&v, &disk).unwrap()["verdict"], "protected");
+    assert_eq!(finding(&v, &log).unwrap()["verdict"], "protected");
+    let rules: Value = serde_json::from_str(&s.run(&["keep", "list", "--json"]).1).unwrap();
+    let ids: Vec<String> = rules["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    for id in &ids {
+        assert_eq!(s.run(&["keep", "remove", id]).0, 0);
+    }
+    assert_eq!(
+        s.run(&["keep", "remove", &ids[0]]).0,
+        1,
+        "a missing rule is refused"
+    );
+    assert_eq!(
+        s.run(&["keep", "add", "nosuch"]).0,
+        1,
+        "an unknown target is refused"
+    );
+    let v = s.scan(&[]);
+    assert_eq!(finding(&v, &ghost).unwrap()["verdict"], "reclaimable");
+    assert_eq!(finding(&v, &log).unwrap()["verdict"], "reclaimable");
+}
+
+#[test]
+fn a_damaged_keep_file_makes_nothing_reclaimable() {
+    let s = scratch();
+    let (a, _) = celesto_orphans(&s);
+    std::fs::create_dir_all(&s.data).unwrap();
+    std::fs::write(s.data.join("keep.json"), b"{not json").unwrap();
+    let v = s.scan(&[]);
+    assert_eq!(finding(&v, &a).unwrap()["verdict"], "unknown");
+    let (_, out) = s.run(&["prune", "-y"]);
+    assert!(a.exists(), "{out}");
+    let (code, out) = s.run(&["keep", "list"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("not a Smolsweep keep file"), "{out}");
+}
+
+#[test]
+fn filters_narrow_scan_prune_and_plan_by_age_size_product_and_kind() {
+    let s = scratch();
+    let d = s.home.celesto_data_dir().unwrap();
+    d.row("live1", "stopped", "qemu", None).unwrap();
+    let old_big = d.disk("oldbig", "qcow2", 1 << 22, 1 << 21).unwrap();
+    let old_small = d.disk("oldsmall", "qcow2", 1 << 16, 1 << 13).unwrap();
+    let new_big = d.disk("newbig", "qcow2", 1 << 22, 1 << 21).unwrap();
+    let sm = s.home.smolvm().unwrap();
+    sm.record("kept", json!({})).unwrap();
+    let ghost = sm.dangling_dir("ghost").unwrap();
+    age_tree(&s.home.root, Duration::from_secs(10 * 86_400)).unwrap();
+    age_tree(&new_big, Duration::from_secs(2 * 86_400)).unwrap();
+
+    let paths = |v: &Value| -> Vec<String> {
+        let mut p: Vec<String> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["verdict"] == "reclaimable")
+            .map(|f| {
+                f["path"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit('/')
+                    .next()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        p.sort();
+        p
+    };
+    let cases: [(&[&str], &[&str]); 5] = [
+        (
+            &["--older-than", "7d", "--product", "celesto"],
+            &["oldbig.qcow2", "oldsmall.qcow2"],
+        ),
+        (
+            &["--min-size", "1M", "--product", "celesto"],
+            &["newbig.qcow2", "oldbig.qcow2"],
+        ),
+        (
+            &[
+                "--older-than",
+                "7d",
+                "--min-size",
+                "1M",
+                "--product",
+                "celesto",
+            ],
+            &["oldbig.qcow2"],
+        ),
+        (
+            &["--product", "smolvm"],
+            &[&*ghost.file_name().unwrap().to_string_lossy()],
+        ),
+        (
+            &["--kind", "celesto.orphan_disk", "--older-than", "1w"],
+            &["oldbig.qcow2", "oldsmall.qcow2"],
+        ),
+    ];
+    for (args, want) in cases {
+        assert_eq!(paths(&s.scan(args)), want, "{args:?}");
+    }
+    assert_eq!(s.run(&["scan", "--older-than", "7y"]).0, 2, "usage error");
+
+    // prune takes the same filters: only the old big disk goes.
+    let (code, out) = s.run(&["prune", "--older-than", "7d", "--min-size", "1M", "-y"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!old_big.exists());
+    assert!(
+        old_small.exists() && new_big.exists() && ghost.exists(),
+        "{out}"
+    );
+    // and plan.
+    let plan = s.t.path().join("p.json");
+    let (code, out) = s.run(&[
+        "plan",
+        "--product",
+        "smolvm",
+        "--out",
+        plan.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let p: Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    let acts = p["actions"].as_array().unwrap();
+    assert_eq!(acts.len(), 1, "{p:#}");
+    assert!(acts[0]["path"]
+        .to_string()
+        .contains(&*ghost.file_name().unwrap().to_string_lossy()));
+}
