@@ -279,3 +279,27 @@ mod tests {
         assert_eq!(day(951_782_400), "2000-02-29");
     }
 }
+
+impl Rule {
+    /// The day the rule was made (`YYYY-MM-DD`, UTC), as the scan's "Kept by you since …" says.
+    pub fn since_day(&self) -> String {
+        day(self.since)
+    }
+}
+
+#[cfg(test)]
+mod app_helper_tests {
+    use super::*;
+
+    #[test]
+    fn a_rule_says_the_day_it_was_made() {
+        let r = Rule::new(
+            Target::Kind {
+                kind: FindingKind::CelestoOrphanLog,
+            },
+            "",
+            1_796_083_200,
+        );
+        assert_eq!(r.since_day(), "2026-12-01");
+    }
+}

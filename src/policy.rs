@@ -139,3 +139,42 @@ impl Policy {
         Ok(Decision::Run(plan))
     }
 }
+
+/// Where the app saves the policy and where the systemd user timer reads it
+/// (`packaging/systemd/smolsweep-auto.service`: `%h/.config/smolsweep/auto-policy.json`).
+pub fn path_for(home: &std::path::Path) -> std::path::PathBuf {
+    home.join(".config/smolsweep/auto-policy.json")
+}
+
+impl Policy {
+    /// Write the policy atomically (a sibling file renamed over it).
+    pub fn save(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let dir = path.parent().unwrap_or(std::path::Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let tmp = dir.join(format!(".auto-policy.json.{}", std::process::id()));
+        let text = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        std::fs::write(&tmp, text)?;
+        std::fs::rename(&tmp, path)
+    }
+}
+
+#[cfg(test)]
+mod app_helper_tests {
+    use super::*;
+
+    #[test]
+    fn a_saved_policy_is_read_back_by_the_headless_run_s_parser() {
+        let d = tempfile::tempdir().unwrap();
+        let path = path_for(d.path());
+        assert!(path.ends_with(".config/smolsweep/auto-policy.json"));
+        let p = Policy {
+            enabled: true,
+            min_age: "3d".into(),
+            ask_above: "5G".into(),
+            ..Policy::default()
+        };
+        p.save(&path).unwrap();
+        let back = Policy::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(back, p);
+    }
+}

@@ -90,7 +90,11 @@ pub fn selection_estimate(report: &ScanReport, ids: &[String]) -> Confirmation {
 /// Build the plan for the chosen finding ids: protected, unknown and unknown-id findings are
 /// refused by the core planner, with its reasons. Pure: looks at the report only.
 pub fn plan(report: &ScanReport, ids: &[String]) -> Plan {
-    let core = core_plan(report, ids);
+    plan_of(report, core_plan(report, ids))
+}
+
+/// The window's plan for a core plan made from `report` (the confirmation, steps and refusals).
+pub fn plan_of(report: &ScanReport, core: CorePlan) -> Plan {
     let confirmation = smolsweep::view::confirmation(&core);
     let steps = core
         .actions
@@ -814,6 +818,20 @@ pub trait Backend: Send + Sync + 'static {
     /// The core journal the runs are recorded in (the file `smolsweep history` reads).
     fn journal_path(&self) -> Option<PathBuf> {
         smolsweep::journal::default_path()
+    }
+    /// The keep rules (`smolsweep::keep::path_for`, the file `smolsweep keep` writes).
+    fn keep_path(&self) -> Option<PathBuf> {
+        let env = smolsweep::env::EnvSnapshot::capture().ok()?;
+        Some(smolsweep::keep::path_for(
+            &env,
+            smolsweep::model::Platform::current(),
+        ))
+    }
+    /// Where the automatic clean-up policy is saved for the systemd user timer
+    /// (`smolsweep::policy::path_for`).
+    fn auto_policy_path(&self) -> Option<PathBuf> {
+        let env = smolsweep::env::EnvSnapshot::capture().ok()?;
+        Some(smolsweep::policy::path_for(&env.home))
     }
     /// What the uninstall wizard works on (the live system unless a test says otherwise).
     fn uninstaller(&self) -> std::sync::Arc<dyn crate::uninstall::Uninstaller> {

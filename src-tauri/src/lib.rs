@@ -16,7 +16,9 @@ use smolsweep::view::{Confirmation, ScanView};
 use tauri::menu::{IsMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
 use tauri::{AppHandle, Builder, Emitter, Manager, Runtime, WebviewUrl, WebviewWindowBuilder};
 
+pub mod auto;
 pub mod backend;
+pub mod keeps;
 pub mod notes;
 pub mod settings;
 pub mod uninstall;
@@ -106,6 +108,12 @@ pub struct AppState {
     clock: Mutex<Arc<dyn Clock>>,
     /// Counts held-back notification timers, so only the latest one acts.
     note_timers: AtomicU64,
+    /// The window's filter (`smolsweep::filter::Filter`): what the findings view shows and
+    /// what its Reclaim can select.
+    filter: Mutex<smolsweep::filter::Filter>,
+    filter_input: Mutex<keeps::FilterInput>,
+    /// An automatic run waiting for the user (its first run, or above the cap).
+    auto_pending: Mutex<Option<auto::Pending>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -131,6 +139,9 @@ impl AppState {
             closes: AtomicU64::new(0),
             clock: Mutex::new(Arc::new(SystemClock)),
             note_timers: AtomicU64::new(0),
+            filter: Mutex::new(Default::default()),
+            filter_input: Mutex::new(Default::default()),
+            auto_pending: Mutex::new(None),
         }
     }
     /// Set the directories and load what is saved there (once).
@@ -173,12 +184,32 @@ pub struct Status {
     pub scanning: bool,
     pub scans: u64,
     pub tray: TrayModel,
+    /// Every keep rule, and the rule that keeps each kept finding (by finding id).
+    pub keeps: Vec<keeps::KeepLine>,
+    pub kept: std::collections::BTreeMap<String, keeps::KeepLine>,
+    /// The window's filter controls as set, the kinds it can choose, and how many findings the
+    /// filter shows of how many.
+    pub filter: keeps::FilterInput,
+    pub kinds: Vec<keeps::KindChoice>,
+    pub shown: usize,
+    pub total: usize,
+    /// An automatic run waiting for the user.
+    pub auto: Option<auto::AutoPreview>,
 }
 
 fn status(st: &AppState) -> Status {
     let report = lock(&st.report).clone();
+    let shown = report.as_ref().map(|r| keeps::filtered(st, r));
+    let (keep_lines, kept) = keeps::lines(st);
     Status {
-        view: report.as_ref().map(ScanView::of),
+        keeps: keep_lines,
+        kept,
+        filter: lock(&st.filter_input).clone(),
+        kinds: report.as_ref().map(keeps::kind_choices).unwrap_or_default(),
+        shown: shown.as_ref().map(|r| r.findings.len()).unwrap_or(0),
+        total: report.as_ref().map(|r| r.findings.len()).unwrap_or(0),
+        auto: auto::pending(st),
+        view: shown.as_ref().map(ScanView::of),
         newer: report.as_ref().map(newer_products).unwrap_or_default(),
         report,
         error: lock(&st.scan_error).clone(),
@@ -242,8 +273,20 @@ async fn rescan<R: Runtime>(app: AppHandle<R>) -> Result<Status, String> {
     Ok(status(&app.state::<AppState>()))
 }
 
+/// The ids of `ids` the window's filter shows (the window's Reclaim selects only from them).
+fn in_view(st: &AppState, ids: Vec<String>) -> Vec<String> {
+    let Some(r) = lock(&st.report).clone() else {
+        return ids;
+    };
+    let shown = keeps::filtered(st, &r);
+    ids.into_iter()
+        .filter(|id| shown.finding(id).is_some() || r.finding(id).is_none())
+        .collect()
+}
+
 #[tauri::command]
 fn plan_reclaim(state: tauri::State<'_, AppState>, ids: Vec<String>) -> Result<Plan, String> {
+    let ids = in_view(&state, ids);
     let report = lock(&state.report)
         .clone()
         .ok_or("no scan has finished yet")?;
@@ -257,6 +300,7 @@ fn selection_estimate(
     state: tauri::State<'_, AppState>,
     ids: Vec<String>,
 ) -> Result<Confirmation, String> {
+    let ids = in_view(&state, ids);
     let report = lock(&state.report)
         .clone()
         .ok_or("no scan has finished yet")?;
@@ -269,7 +313,49 @@ async fn execute_reclaim<R: Runtime>(
     ids: Vec<String>,
     digest: Option<String>,
 ) -> Result<ReclaimOutcome, String> {
+    let ids = in_view(&app.state::<AppState>(), ids);
     reclaim(&app, ids, digest, "window").await
+}
+
+/// Keep a finding, a machine or a kind (a core keep rule), then rescan.
+#[tauri::command]
+async fn keep_item<R: Runtime>(
+    app: AppHandle<R>,
+    request: keeps::KeepRequest,
+    why: Option<String>,
+) -> Result<Status, String> {
+    keeps::add(&app, &request, why.as_deref().unwrap_or(""))?;
+    scan_now(&app).await?;
+    Ok(status(&app.state::<AppState>()))
+}
+
+/// Remove a keep rule, then rescan.
+#[tauri::command]
+async fn remove_keep<R: Runtime>(app: AppHandle<R>, id: String) -> Result<Status, String> {
+    keeps::remove(&app, &id)?;
+    scan_now(&app).await?;
+    Ok(status(&app.state::<AppState>()))
+}
+
+/// Narrow the findings view (and what its Reclaim selects) with the core's filter.
+#[tauri::command]
+fn set_filter<R: Runtime>(app: AppHandle<R>, filter: keeps::FilterInput) -> Result<Status, String> {
+    let st = app.state::<AppState>();
+    let f = filter.filter()?;
+    *lock(&st.filter) = f;
+    *lock(&st.filter_input) = filter;
+    let s = status(&st);
+    let _ = app.emit(EV_STATUS, s.clone());
+    Ok(s)
+}
+
+/// Run the automatic clean-up the window previewed (its first run, or one above the cap).
+#[tauri::command]
+async fn confirm_auto<R: Runtime>(
+    app: AppHandle<R>,
+    digest: String,
+) -> Result<ReclaimOutcome, String> {
+    auto::confirm(&app, &digest).await
 }
 
 #[tauri::command]
@@ -341,10 +427,29 @@ async fn execute_vm_action<R: Runtime>(
 /// Save, apply (autostart, menu) and return the normalised settings.
 pub fn apply_settings<R: Runtime>(app: &AppHandle<R>, s: Settings) -> Result<Settings, String> {
     let st = app.state::<AppState>();
-    let s = s.normalised();
+    let mut s = s.normalised();
+    s.auto.filter()?;
+    s.auto.cap()?;
+    {
+        // Only a confirmed preview sets `auto_confirmed`; turning the policy on again or
+        // widening what it may take asks for a new preview.
+        let old = lock(&st.settings);
+        let same = old.auto.enabled == s.auto.enabled
+            && s.auto.kinds.iter().all(|k| old.auto.kinds.contains(k))
+            && s.auto.include.is_subset(&old.auto.include);
+        s.auto_confirmed = old.auto_confirmed && same && s.auto.enabled;
+    }
     let old = std::mem::replace(&mut *lock(&st.settings), s.clone());
     if let Some(p) = st.settings_path() {
         s.save(&p).map_err(|e| format!("saving settings: {e}"))?;
+    }
+    if old.auto != s.auto {
+        if let Some(p) = st.backend.auto_policy_path() {
+            s.auto
+                .save(&p)
+                .map_err(|e| format!("saving the automatic clean-up policy: {e}"))?;
+        }
+        *lock(&st.auto_pending) = None;
     }
     if old.autostart != s.autostart {
         set_autostart(app, s.autostart)?;
@@ -381,7 +486,13 @@ pub async fn scan_now<R: Runtime>(app: &AppHandle<R>) -> Result<ScanReport, Stri
         let _g = st.scan_lock.lock().await;
         st.scanning.store(true, Ordering::SeqCst);
         let b = st.backend.clone();
-        let res = tauri::async_runtime::spawn_blocking(move || b.scan()).await;
+        let res = tauri::async_runtime::spawn_blocking(move || {
+            b.scan().map(|mut r| {
+                keeps::apply_keeps(&*b, &mut r);
+                r
+            })
+        })
+        .await;
         st.scanning.store(false, Ordering::SeqCst);
         let res = match res {
             Ok(Ok(r)) => Ok(r),
@@ -873,9 +984,19 @@ pub fn show_window<R: Runtime>(app: &AppHandle<R>, view: Option<&str>) {
     }
 }
 
+/// A scheduled scan: scan, then the automatic clean-up step ([`auto::after_scan`]).
+pub async fn scheduled_scan<R: Runtime>(app: &AppHandle<R>) -> Result<auto::AutoStep, String> {
+    let r = scan_now(app).await?;
+    let step = auto::after_scan(app, &r).await;
+    if matches!(step, auto::AutoStep::Ran { .. }) {
+        let _ = scan_now(app).await;
+    }
+    Ok(step)
+}
+
 async fn scan_loop<R: Runtime>(app: AppHandle<R>) {
     loop {
-        let _ = scan_now(&app).await;
+        let _ = scheduled_scan(&app).await;
         let st = app.state::<AppState>();
         let secs = lock(&st.settings).scan_interval_secs;
         tokio::select! {
@@ -917,6 +1038,10 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, deps: Deps) -> Builder<R> {
             execute_vm_action,
             plan_machine_action,
             execute_machine_action,
+            keep_item,
+            remove_keep,
+            set_filter,
+            confirm_auto,
             uninstall::uninstall_preflight,
             uninstall::uninstall_plan,
             uninstall::uninstall_run,

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use smolsweep::model::{OptInClass, Product};
+use smolsweep::policy::Policy;
 use smolsweep::tray::TraySettings;
 
 /// Shortest scan interval a user can choose.
@@ -11,8 +12,9 @@ pub const MIN_INTERVAL_SECS: u64 = 60;
 /// Longest scan interval (a day).
 pub const MAX_INTERVAL_SECS: u64 = 86_400;
 /// The settings file's format. 1: no `version` field (before "accept newer"); 2: adds
-/// `accept_newer`. Older files load with the new fields at their defaults.
-pub const SETTINGS_VERSION: u32 = 2;
+/// `accept_newer`; 3: adds the automatic clean-up policy (`auto`, off) and whether its first run
+/// was confirmed (`auto_confirmed`). Older files load with the new fields at their defaults.
+pub const SETTINGS_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -31,6 +33,12 @@ pub struct Settings {
     /// anyway with the newest known rules: the user accepted the risk
     /// (`smolsweep::scan::accept_newer`, the CLI's `--accept-newer`).
     pub accept_newer: Vec<Product>,
+    /// Automatic clean-up after scheduled scans (`smolsweep.policy/1`, off by default); also
+    /// saved where the systemd user timer reads it (`smolsweep::policy::path_for`).
+    pub auto: Policy,
+    /// The policy's first run was shown as a preview and confirmed: later runs go unattended.
+    /// Only the shell sets it; turning the policy on again or widening its classes clears it.
+    pub auto_confirmed: bool,
 }
 
 impl Default for Settings {
@@ -41,6 +49,8 @@ impl Default for Settings {
             autostart: false,
             include_opt_in: vec![],
             accept_newer: vec![],
+            auto: Policy::default(),
+            auto_confirmed: false,
             version: SETTINGS_VERSION,
         }
     }
@@ -56,6 +66,9 @@ impl Settings {
         self.include_opt_in.dedup();
         self.accept_newer.sort();
         self.accept_newer.dedup();
+        self.auto.schema = smolsweep::policy::POLICY_SCHEMA.into();
+        self.auto.kinds.sort();
+        self.auto.kinds.dedup();
         self.version = SETTINGS_VERSION;
         self
     }
@@ -131,6 +144,11 @@ mod tests {
             autostart: true,
             include_opt_in: vec![OptInClass::Caches, OptInClass::Caches],
             accept_newer: vec![Product::Smolvm, Product::Smolvm],
+            auto: Policy {
+                enabled: true,
+                ..Policy::default()
+            },
+            auto_confirmed: true,
             version: 0,
         }
         .normalised();
@@ -166,6 +184,7 @@ mod tests {
         s.save(&p).unwrap();
         assert!(std::fs::read_to_string(&p)
             .unwrap()
-            .contains("\"version\": 2"));
+            .contains("\"version\": 3"));
+        assert!(!s.auto.enabled, "automatic clean-up stays off");
     }
 }

@@ -30,6 +30,9 @@ struct Fake {
     /// What the runner was asked to do (`reap <pid> <start>`, `stop <name>`, `delete <name>`).
     calls: Mutex<Vec<String>>,
     journal: PathBuf,
+    /// The keep rules and the automatic clean-up policy file of this test's HOME.
+    keep: PathBuf,
+    policy: PathBuf,
 }
 
 /// Records machine and process actions instead of carrying them out.
@@ -94,6 +97,12 @@ impl Backend for Fake {
     }
     fn journal_path(&self) -> Option<PathBuf> {
         Some(self.journal.clone())
+    }
+    fn keep_path(&self) -> Option<PathBuf> {
+        Some(self.keep.clone())
+    }
+    fn auto_policy_path(&self) -> Option<PathBuf> {
+        Some(self.policy.clone())
     }
 }
 
@@ -215,6 +224,8 @@ fn world(delay_ms: u64, confirm: bool) -> World {
         delay: Duration::from_millis(delay_ms),
         calls: Mutex::new(vec![]),
         journal: dir.path().join("smolsweep-data/journal.jsonl"),
+        keep: dir.path().join("smolsweep-data/keep.json"),
+        policy: smolsweep::policy::path_for(&home),
     });
     let notes = Arc::new(Notes::default());
     let deps = Deps {
@@ -1097,4 +1108,280 @@ fn a_held_back_orphan_is_announced_when_the_gap_ends_not_at_the_next_scan() {
     assert!(n.body.contains("pid 12"), "{}", n.body);
     assert!(!n.body.contains("pid 10"), "only the new one: {}", n.body);
     assert_eq!(w.fake.scans.load(Ordering::SeqCst), scans);
+}
+
+// ---- issue 12: keep, filters, automatic clean-up -----------------------------------------------
+
+const T0: u64 = 1_800_000_000;
+const DAY: u64 = 86_400;
+
+fn set_age(w: &World, name: &str, days: u64) -> String {
+    let mut r = w.fake.report.lock().unwrap();
+    let f = r
+        .findings
+        .iter_mut()
+        .find(|f| f.path.file_name().unwrap() == name)
+        .unwrap();
+    f.newest_change_ns = ((T0 - days * DAY) * 1_000_000_000) as i64;
+    f.id.clone()
+}
+
+fn fake_clock(w: &World) -> Arc<FakeClock> {
+    let (tx, _) = tokio::sync::watch::channel(T0);
+    let clock = Arc::new(FakeClock(tx));
+    smolsweep_desktop::set_clock(w.app.handle(), clock.clone());
+    clock
+}
+
+fn finding_of(w: &World, id: &str) -> Value {
+    let r = call(w, "get_report", json!({})).unwrap();
+    r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// "Keep" in the window writes a core keep rule: the finding is protected ("kept by you", with
+/// when and why), refused by the planner and not reclaimed; a machine's rule keeps what belongs
+/// to it; removing the rule makes it reclaimable again.
+#[test]
+fn keep_in_the_window_protects_a_finding_and_a_machine_until_removed() {
+    let w = world(0, true);
+    fake_clock(&w);
+    {
+        let mut r = w.fake.report.lock().unwrap();
+        let mut m = machine("web", None);
+        m.product = Product::Celesto;
+        r.machines.push(m);
+        let b = r
+            .findings
+            .iter_mut()
+            .find(|f| f.path.ends_with("orphan-b.qcow2"))
+            .unwrap();
+        b.owner = Some("web".into());
+    }
+    call(&w, "rescan", json!({})).unwrap();
+    let ids = ids_by_verdict(&w, "reclaimable");
+    assert_eq!(ids.len(), 2);
+    let a = finding_of(&w, &ids[0]);
+    let (a_id, b_id) = if a["path"].as_str().unwrap().ends_with("orphan-a.qcow2") {
+        (ids[0].clone(), ids[1].clone())
+    } else {
+        (ids[1].clone(), ids[0].clone())
+    };
+    let st = call(
+        &w,
+        "keep_item",
+        json!({"request": {"by": "finding", "id": a_id}, "why": "my golden image"}),
+    )
+    .unwrap();
+    assert_eq!(st["kept"][&a_id]["why"], "my golden image");
+    assert_eq!(st["kept"][&a_id]["since"], "2027-01-15");
+    assert_eq!(st["keeps"].as_array().unwrap().len(), 1);
+    let fa = finding_of(&w, &a_id);
+    assert_eq!(fa["verdict"], "protected");
+    assert!(fa["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("Kept by you since 2027-01-15 (my golden image)"));
+    // The machine: everything that belongs to it.
+    let st = call(
+        &w,
+        "keep_item",
+        json!({"request": {"by": "machine", "product": "celesto", "name": "web"}}),
+    )
+    .unwrap();
+    assert_eq!(st["keeps"].as_array().unwrap().len(), 2);
+    assert!(st["kept"][&b_id]["what"]
+        .as_str()
+        .unwrap()
+        .contains("celesto:web"));
+    assert!(ids_by_verdict(&w, "reclaimable").is_empty());
+    let plan = call(&w, "plan_reclaim", json!({"ids": [a_id, b_id]})).unwrap();
+    assert!(plan["steps"].as_array().unwrap().is_empty());
+    assert_eq!(plan["refused"].as_array().unwrap().len(), 2);
+    assert!(call(&w, "execute_reclaim", json!({"ids": [a_id, b_id]})).is_err());
+    assert!(Path::new(fa["path"].as_str().unwrap()).exists());
+    // An unknown machine is not kept.
+    assert!(call(
+        &w,
+        "keep_item",
+        json!({"request": {"by": "machine", "product": "celesto", "name": "nope"}}),
+    )
+    .is_err());
+    // Remove the finding's rule: reclaimable again.
+    let rule = st["kept"][&a_id]["id"].as_str().unwrap().to_string();
+    let st = call(&w, "remove_keep", json!({"id": rule})).unwrap();
+    assert_eq!(st["keeps"].as_array().unwrap().len(), 1);
+    assert_eq!(ids_by_verdict(&w, "reclaimable"), vec![a_id.clone()]);
+    assert!(call(&w, "remove_keep", json!({"id": "nothing"})).is_err());
+}
+
+/// The window's filters are the core's: only what they show is listed, counted and reclaimed.
+#[test]
+fn filters_narrow_the_view_and_what_reclaim_selects() {
+    let w = world(0, true);
+    fake_clock(&w);
+    let old = set_age(&w, "orphan-a.qcow2", 30);
+    let young = set_age(&w, "orphan-b.qcow2", 1);
+    call(&w, "rescan", json!({})).unwrap();
+    let st = call(&w, "set_filter", json!({"filter": {"older_than": "7d"}})).unwrap();
+    assert_eq!(st["shown"], 1);
+    assert_eq!(st["total"], 5);
+    let rows: Vec<String> = st["view"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rows"].as_array().unwrap().clone())
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(rows, vec![old.clone()]);
+    let one = call(&w, "selection_estimate", json!({"ids": [old]})).unwrap();
+    let both = call(&w, "selection_estimate", json!({"ids": [old, young]})).unwrap();
+    assert_eq!(one["estimate_bytes"], both["estimate_bytes"]);
+    let out = call(&w, "execute_reclaim", json!({"ids": [old, young]})).unwrap();
+    assert_eq!(out["steps"].as_array().unwrap().len(), 1);
+    assert!(
+        w.home.join("state/orphan-b.qcow2").exists(),
+        "outside the filter: not touched"
+    );
+    assert!(!w.home.join("state/orphan-a.qcow2").exists());
+    assert!(call(&w, "set_filter", json!({"filter": {"older_than": "7y"}})).is_err());
+    let st = call(&w, "set_filter", json!({"filter": {"min_size": "1G"}})).unwrap();
+    assert_eq!(st["shown"], 0);
+    let st = call(&w, "set_filter", json!({"filter": {}})).unwrap();
+    assert_eq!(st["shown"], st["total"]);
+}
+
+fn auto_notes(w: &World) -> Vec<Note> {
+    w.notes
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|n| n.summary.starts_with("Automatic clean-up") || n.summary.starts_with("Freed"))
+        .cloned()
+        .collect()
+}
+
+fn scheduled(w: &World) -> Value {
+    let step =
+        tauri::async_runtime::block_on(smolsweep_desktop::scheduled_scan(w.app.handle())).unwrap();
+    serde_json::to_value(step).unwrap()
+}
+
+fn add_old_orphan(w: &World, name: &str) {
+    let state = w.home.join("state");
+    let mut f = file_finding(&state, name, Verdict::Reclaimable, None);
+    f.newest_change_ns = ((T0 - 30 * DAY) * 1_000_000_000) as i64;
+    w.fake.report.lock().unwrap().findings.push(f);
+}
+
+/// Automatic clean-up: off by default; the first run is a preview confirmed once, later runs go
+/// unattended, above the cap it asks; kept and young items survive; one notification per run;
+/// the journal marks the runs with surface `auto`; the policy file the systemd timer reads is
+/// the app's setting.
+#[test]
+fn automatic_clean_up_asks_once_then_runs_within_its_cap() {
+    let w = world(0, true);
+    let clock = fake_clock(&w);
+    let old = set_age(&w, "orphan-a.qcow2", 30);
+    set_age(&w, "orphan-b.qcow2", 1);
+    add_old_orphan(&w, "orphan-kept.qcow2");
+    assert_eq!(scheduled(&w)["step"], "off", "off by default");
+    let kept = ids_by_verdict(&w, "reclaimable")
+        .into_iter()
+        .find(|i| {
+            finding_of(&w, i)["path"]
+                .as_str()
+                .unwrap()
+                .ends_with("orphan-kept.qcow2")
+        })
+        .unwrap();
+    call(
+        &w,
+        "keep_item",
+        json!({"request": {"by": "finding", "id": kept}}),
+    )
+    .unwrap();
+
+    let mut s = call(&w, "get_settings", json!({})).unwrap();
+    assert_eq!(s["auto"]["enabled"], false);
+    s["auto"]["enabled"] = json!(true);
+    s["auto_confirmed"] = json!(true); // the window cannot confirm by itself
+    let s = call(&w, "set_settings", json!({"settings": s})).unwrap();
+    assert_eq!(s["auto_confirmed"], false);
+    let file = smolsweep::policy::path_for(&w.home);
+    let saved =
+        smolsweep::policy::Policy::from_json(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert!(saved.enabled);
+
+    // First run: a preview, one notification, nothing deleted; the next scan does not ask again.
+    let step = scheduled(&w);
+    assert_eq!(step["step"], "asked");
+    assert_eq!(step["preview"]["reason"], "first");
+    assert_eq!(
+        step["preview"]["lines"].as_array().unwrap().len(),
+        1,
+        "only the old, unkept one"
+    );
+    wait_for(|| auto_notes(&w).len() == 1);
+    assert!(auto_notes(&w)[0].summary.contains("confirm the first run"));
+    assert_eq!(scheduled(&w)["step"], "asked");
+    std::thread::sleep(Duration::from_millis(150));
+    assert_eq!(auto_notes(&w).len(), 1);
+    assert!(w.home.join("state/orphan-a.qcow2").exists());
+    let st = call(&w, "get_status", json!({})).unwrap();
+    let digest = st["auto"]["digest"].as_str().unwrap().to_string();
+    assert!(call(&w, "confirm_auto", json!({"digest": "0000"})).is_err());
+    let out = call(&w, "confirm_auto", json!({"digest": digest})).unwrap();
+    assert_eq!(out["steps"].as_array().unwrap().len(), 1);
+    assert_eq!(out["steps"][0]["id"], old);
+    wait_for(|| auto_notes(&w).len() == 2);
+    assert!(
+        auto_notes(&w)[1].summary.starts_with("Freed "),
+        "{:?}",
+        auto_notes(&w)
+    );
+    assert!(auto_notes(&w)[1].summary.ends_with(": 1 item"));
+    assert!(!w.home.join("state/orphan-a.qcow2").exists());
+    assert_eq!(
+        call(&w, "get_settings", json!({})).unwrap()["auto_confirmed"],
+        true
+    );
+
+    // Later: a new old orphan goes unattended, one notification.
+    clock.0.send_replace(T0 + 3600);
+    add_old_orphan(&w, "orphan-c.qcow2");
+    let step = scheduled(&w);
+    assert_eq!(step["step"], "ran", "{step}");
+    wait_for(|| auto_notes(&w).len() == 3);
+    assert!(!w.home.join("state/orphan-c.qcow2").exists());
+    assert_eq!(scheduled(&w)["step"], "nothing");
+
+    // Above the cap: it asks, nothing is deleted; a smaller cap does not need a new preview.
+    let mut s = call(&w, "get_settings", json!({})).unwrap();
+    s["auto"]["ask_above"] = json!("1k");
+    call(&w, "set_settings", json!({"settings": s})).unwrap();
+    add_old_orphan(&w, "orphan-d.qcow2");
+    let step = scheduled(&w);
+    assert_eq!(step["step"], "asked");
+    assert_eq!(step["preview"]["reason"], "cap");
+    wait_for(|| auto_notes(&w).len() == 4);
+    assert!(auto_notes(&w)[3].summary.contains("above your cap"));
+    assert!(w.home.join("state/orphan-d.qcow2").exists());
+
+    // Kept and young items survived every run; the journal marks the policy's runs.
+    assert!(w.home.join("state/orphan-kept.qcow2").exists());
+    assert!(w.home.join("state/orphan-b.qcow2").exists());
+    let auto_runs: Vec<Value> = runs(&w)
+        .into_iter()
+        .filter(|r| r["origin"]["surface"] == "auto")
+        .collect();
+    assert_eq!(auto_runs.len(), 2);
+    std::thread::sleep(Duration::from_millis(150));
+    assert_eq!(auto_notes(&w).len(), 4, "one notification per run");
 }

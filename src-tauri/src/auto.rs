@@ -1,0 +1,235 @@
+//! Automatic clean-up after a scheduled scan: the core's `Policy::decide` on the scan, then the
+//! one executor (journaled with surface `auto`). Off by default. The first run the policy would
+//! make is a preview the user confirms once (then stored as confirmed in the settings); a plan
+//! above the cap always asks; one notification after each run.
+
+use serde::Serialize;
+use smolsweep::model::ScanReport;
+use smolsweep::plan::Plan as CorePlan;
+use smolsweep::policy::Decision;
+use tauri::{AppHandle, Manager, Runtime};
+
+use crate::backend::{self, ReclaimOutcome, StepStatus};
+use crate::keeps::time_of;
+use crate::notes::Note;
+use crate::{lock, now_secs, AppState};
+
+/// Why an automatic run waits for the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AskReason {
+    /// The policy's first run: shown once as a preview.
+    First,
+    /// The run would free more than the policy's cap.
+    Cap,
+}
+
+/// An automatic run waiting for the user, as the window shows it (the core's confirmation).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AutoPreview {
+    pub reason: AskReason,
+    pub headline: String,
+    pub estimate: String,
+    pub lines: Vec<String>,
+    /// The cap, in words, when above it.
+    pub cap: Option<String>,
+    /// Fingerprint of the plan shown: confirming runs only this plan.
+    pub digest: String,
+}
+
+pub(crate) struct Pending {
+    pub preview: AutoPreview,
+}
+
+/// What a scheduled scan's automatic step did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum AutoStep {
+    /// The policy is off.
+    Off,
+    /// Nothing the policy allows is there.
+    Nothing,
+    /// Waiting for the user (the preview of the first run, or above the cap).
+    Asked { preview: AutoPreview },
+    /// Ran unattended.
+    Ran { outcome: ReclaimOutcome },
+    /// The policy could not be applied (a bad age or cap).
+    Failed { error: String },
+}
+
+fn preview(plan: &CorePlan, reason: AskReason, cap: Option<u64>) -> AutoPreview {
+    let c = smolsweep::view::confirmation(plan);
+    AutoPreview {
+        reason,
+        headline: c.headline,
+        estimate: c.estimate,
+        lines: c.lines,
+        cap: cap.map(smolsweep::view::bytes),
+        digest: plan.action_digest(),
+    }
+}
+
+/// What the policy makes of `report` now (the shell's clock).
+fn decide(st: &AppState, report: &ScanReport) -> Result<Option<(CorePlan, Option<u64>)>, String> {
+    let s = lock(&st.settings).clone();
+    let now = time_of(lock(&st.clock).now());
+    Ok(match s.auto.decide(report, now)? {
+        Decision::Nothing => None,
+        Decision::Run(p) => Some((p, None)),
+        Decision::Ask { plan, cap } => Some((plan, Some(cap))),
+    })
+}
+
+/// The automatic step after a scheduled scan of `report`.
+pub async fn after_scan<R: Runtime>(app: &AppHandle<R>, report: &ScanReport) -> AutoStep {
+    let st = app.state::<AppState>();
+    let (enabled, confirmed) = {
+        let s = lock(&st.settings);
+        (s.auto.enabled, s.auto_confirmed)
+    };
+    if !enabled {
+        *lock(&st.auto_pending) = None;
+        return AutoStep::Off;
+    }
+    let decided = match decide(&st, report) {
+        Ok(d) => d,
+        Err(error) => return AutoStep::Failed { error },
+    };
+    let Some((plan, cap)) = decided else {
+        *lock(&st.auto_pending) = None;
+        return AutoStep::Nothing;
+    };
+    let reason = match (cap, confirmed) {
+        (Some(_), _) => AskReason::Cap,
+        (None, false) => AskReason::First,
+        (None, true) => {
+            *lock(&st.auto_pending) = None;
+            let outcome = run(app, report, plan).await;
+            return AutoStep::Ran { outcome };
+        }
+    };
+    let pv = preview(&plan, reason, cap);
+    let new = {
+        let mut p = lock(&st.auto_pending);
+        let new = p.as_ref().map(|p| &p.preview.digest) != Some(&pv.digest);
+        *p = Some(Pending {
+            preview: pv.clone(),
+        });
+        new
+    };
+    // One notification per plan waiting: the same plan found again by the next scan is not
+    // announced again.
+    if new && lock(&st.settings).notifications {
+        let note = match reason {
+            AskReason::First => Note {
+                summary: format!(
+                    "Automatic clean-up: confirm the first run ({})",
+                    pv.estimate
+                ),
+                body: format!(
+                    "{}. Review it once; later runs go by themselves.",
+                    pv.headline
+                ),
+                review: true,
+            },
+            AskReason::Cap => Note {
+                summary: format!(
+                    "Automatic clean-up needs you: {} is above your cap of {}",
+                    pv.estimate,
+                    pv.cap.clone().unwrap_or_default()
+                ),
+                body: format!("{}. Nothing was deleted.", pv.headline),
+                review: true,
+            },
+        };
+        crate::send_note(app, note, Some("settings"));
+    }
+    AutoStep::Asked { preview: pv }
+}
+
+/// Run a plan the policy made, through the one executor, journaled with surface `auto`; one
+/// notification afterwards.
+async fn run<R: Runtime>(
+    app: &AppHandle<R>,
+    report: &ScanReport,
+    plan: CorePlan,
+) -> ReclaimOutcome {
+    let st = app.state::<AppState>();
+    let core = plan.clone();
+    let shown = backend::plan_of(report, plan);
+    let b = st.backend.clone();
+    let started = now_secs();
+    let out = {
+        let _g = st.scan_lock.lock().await;
+        let origin = smolsweep::exec::Origin::new("auto", "auto");
+        tauri::async_runtime::spawn_blocking(move || {
+            let r = b.execute(&core, origin, &|_| {});
+            ReclaimOutcome::of(&shown, r, started)
+        })
+        .await
+        .unwrap_or_else(|e| ReclaimOutcome {
+            journal_error: Some(format!("automatic run failed: {e}")),
+            ..Default::default()
+        })
+    };
+    if lock(&st.settings).notifications {
+        crate::send_note(app, note(&out), Some("history"));
+    }
+    out
+}
+
+/// The one notification after an automatic run ("Freed 3.2 GB: 12 items").
+pub fn note(out: &ReclaimOutcome) -> Note {
+    let removed = out.count(StepStatus::Removed);
+    let not_done = out.count(StepStatus::Skipped) + out.count(StepStatus::Failed);
+    let mut body = "Automatic clean-up by your policy. Details in History.".to_string();
+    if not_done > 0 {
+        body = format!("{not_done} not done (see History). {body}");
+    }
+    Note {
+        summary: format!(
+            "Freed {}: {removed} item{}",
+            smolsweep::view::bytes(out.measured_bytes),
+            if removed == 1 { "" } else { "s" }
+        ),
+        body,
+        review: true,
+    }
+}
+
+/// The user confirmed the waiting run with `digest`: run it if the policy still makes that very
+/// plan from the latest scan. A confirmed first run is stored, so later runs go unattended.
+pub async fn confirm<R: Runtime>(
+    app: &AppHandle<R>,
+    digest: &str,
+) -> Result<ReclaimOutcome, String> {
+    let st = app.state::<AppState>();
+    let reason = lock(&st.auto_pending)
+        .as_ref()
+        .filter(|p| p.preview.digest == digest)
+        .map(|p| p.preview.reason)
+        .ok_or(crate::PLAN_CHANGED)?;
+    let report = lock(&st.report).clone().ok_or("no scan has finished yet")?;
+    let (plan, _) = decide(&st, &report)?.ok_or(crate::PLAN_CHANGED)?;
+    if plan.action_digest() != digest {
+        *lock(&st.auto_pending) = None;
+        return Err(crate::PLAN_CHANGED.into());
+    }
+    *lock(&st.auto_pending) = None;
+    if reason == AskReason::First {
+        let mut s = lock(&st.settings).clone();
+        s.auto_confirmed = true;
+        if let Some(p) = st.settings_path() {
+            s.save(&p).map_err(|e| format!("saving settings: {e}"))?;
+        }
+        *lock(&st.settings) = s;
+    }
+    let out = run(app, &report, plan).await;
+    let _ = crate::scan_now(app).await;
+    Ok(out)
+}
+
+/// The run waiting for the user, if any.
+pub(crate) fn pending(st: &AppState) -> Option<AutoPreview> {
+    lock(&st.auto_pending).as_ref().map(|p| p.preview.clone())
+}
