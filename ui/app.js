@@ -113,8 +113,70 @@ function renderBanners(status) {
       el("b", { text: `${p.name}: ` }), p.problems.join(" "),
       newer ? el("button", { class: "secondary small", type: "button", onclick: () => show("settings", true) }, `Settings: accept newer ${p.name}`) : null));
   }
+  if (status.auto) {
+    const a = status.auto;
+    out.unshift(el("div", { class: "banner", role: "status", id: "auto-banner" },
+      el("b", { text: "Automatic clean-up waits for you: " }),
+      a.reason === "cap" ? `${a.estimate} is above your cap of ${a.cap}.` : `its first run would ${a.headline.charAt(0).toLowerCase()}${a.headline.slice(1)}.`,
+      el("button", { class: "secondary small", type: "button", onclick: () => show("settings", true) }, "Review")));
+  }
   $("#banners").replaceChildren(...out);
+  renderAuto(status);
+  renderKeeps(status);
+  renderFilter(status);
 }
+
+// The waiting automatic run: the core's confirmation of the policy's plan, run on "Run it".
+function renderAuto(status) {
+  const box = $("#auto-preview");
+  const a = status.auto;
+  if (!a) { box.replaceChildren(); return; }
+  box.replaceChildren(el("div", { class: "result", dataset: { reason: a.reason } },
+    el("p", { class: "status", text: a.reason === "cap" ? `This run would free ${a.estimate}, above your cap of ${a.cap}.` : "The first automatic run, to confirm once:" }),
+    el("p", { text: a.headline }),
+    el("ul", { class: "small" }, a.lines.slice(0, 20).map((l) => el("li", { text: l }))),
+    el("button", { type: "button", id: "auto-run", class: "danger", onclick: async () => {
+      try { const out = await invoke("confirm_auto", { digest: a.digest }); toast(`Freed ${out.measured}`); refresh(); } catch (e) { toast(String(e)); refresh(); }
+    } }, `Run it: reclaim ${a.estimate}`)));
+}
+
+function renderKeeps(status) {
+  const list = $("#keep-list");
+  const rules = status.keeps || [];
+  if (!rules.length) { list.replaceChildren(el("p", { class: "muted small", text: "Nothing is kept. Use Keep on a finding or a machine." })); return; }
+  list.replaceChildren(el("ul", { class: "keep-list" }, rules.map((r) => el("li", { dataset: { rule: r.id } },
+    el("span", { text: `${r.what} — since ${r.since}${r.why ? `: ${r.why}` : ""} ` }),
+    el("button", { type: "button", class: "secondary small", "aria-label": `Stop keeping ${r.what}`, onclick: async () => {
+      try { render(await invoke("remove_keep", { id: r.id })); } catch (e) { toast(String(e)); }
+    } }, "Remove")))));
+}
+
+function renderFilter(status) {
+  const sel = $("#f-kind");
+  const want = (status.filter.kinds || [])[0] || "";
+  const opts = [el("option", { value: "", text: "Every kind" }), ...(status.kinds || []).map((k) => el("option", { value: k.kind, text: k.label }))];
+  if (want && !(status.kinds || []).some((k) => k.kind === want)) opts.push(el("option", { value: want, text: want }));
+  sel.replaceChildren(...opts);
+  sel.value = want;
+  if (document.activeElement !== $("#f-age")) $("#f-age").value = status.filter.older_than || "";
+  if (document.activeElement !== $("#f-size")) $("#f-size").value = status.filter.min_size || "";
+  $("#f-product").value = (status.filter.products || [])[0] || "";
+  $("#f-count").textContent = status.shown === status.total ? "" : `Showing ${status.shown} of ${status.total}`;
+}
+
+// The filter is the core's (`smolsweep::filter::Filter`): the window only sends the controls.
+async function applyFilter() {
+  const filter = {
+    older_than: $("#f-age").value.trim(),
+    min_size: $("#f-size").value.trim(),
+    products: $("#f-product").value ? [$("#f-product").value] : [],
+    kinds: $("#f-kind").value ? [$("#f-kind").value] : [],
+  };
+  try { render(await invoke("set_filter", { filter })); } catch (e) { toast(String(e)); }
+}
+$("#filter-form").addEventListener("change", applyFilter);
+$("#filter-form").addEventListener("submit", (e) => { e.preventDefault(); applyFilter(); });
+$("#f-clear").addEventListener("click", () => { $("#f-age").value = ""; $("#f-size").value = ""; $("#f-product").value = ""; $("#f-kind").value = ""; applyFilter(); });
 
 // The legend is the core's: the largest kinds, every small or empty kind folded into "Other".
 function renderChart(v) {
@@ -154,12 +216,31 @@ async function copyPath(path) {
   toast(`Copied ${path}`);
 }
 
-function pathCell(row, extra) {
+// "Keep": a core keep rule for a finding or a machine, with an optional why; then a rescan.
+function keepControl(request, what) {
+  const wrap = el("div", { class: "keep-form" });
+  const start = el("button", { type: "button", class: "secondary small keep", "aria-label": `Keep ${what}`, title: "Never plan, count or notify this again" }, "Keep");
+  start.addEventListener("click", () => {
+    const why = el("input", { size: 14, placeholder: "why (optional)", "aria-label": `Why keep ${what}` });
+    const ok = el("button", { type: "button", class: "primary small keep-ok", "aria-label": `Keep ${what} now` }, "Keep");
+    const go = async () => {
+      try { render(await invoke("keep_item", { request, why: why.value })); toast(`Kept ${what}`); } catch (e) { toast(String(e)); }
+    };
+    ok.addEventListener("click", go);
+    why.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); go(); } });
+    wrap.replaceChildren(why, ok);
+    why.focus();
+  });
+  wrap.append(start);
+  return wrap;
+}
+
+function pathCell(row, extra, more) {
   return el("td", {},
     el("div", { class: "pathline" },
       el("span", { class: "path", title: row.path, text: row.short_path }),
       el("button", { type: "button", class: "copy small", "aria-label": `Copy path ${row.path}`, title: "Copy the full path", onclick: () => copyPath(row.path) }, "Copy")),
-    el("div", { class: "reason", text: row.reason }), extra);
+    el("div", { class: "reason", text: row.reason }), extra, more);
 }
 
 function renderFindings(v) {
@@ -186,10 +267,14 @@ function renderFindings(v) {
       const size = f.apparent
         ? el("td", { class: "size" }, f.size, el("div", { class: "reason", text: `${f.apparent} apparent` }))
         : el("td", { class: "size", text: f.size });
-      return el("tr", { class: `finding ${f.verdict}`, dataset: { id: f.id, verdict: f.verdict } },
+      const kept = (state.status.kept || {})[f.id];
+      const keptLine = kept ? el("div", { class: "kept-line small", text: `Kept by you since ${kept.since}${kept.why ? `: ${kept.why}` : ""}` }) : null;
+      return el("tr", { class: `finding ${f.verdict}`, dataset: { id: f.id, verdict: f.verdict, kept: kept ? kept.id : "" } },
         el("td", { class: "sel" }, box),
-        pathCell(f, el("div", { class: "effect small muted", text: f.effect })),
-        el("td", { class: "verdict" }, el("span", { class: `badge ${f.verdict}`, text: f.verdict_label })),
+        pathCell(f, el("div", { class: "effect small muted", text: f.effect }), keptLine),
+        el("td", { class: "verdict" },
+          kept ? el("span", { class: "badge kept", text: "kept by you" }) : el("span", { class: `badge ${f.verdict}`, text: f.verdict_label }),
+          kept ? null : keepControl({ by: "finding", id: f.id }, f.path)),
         size);
     });
     out.push(el("section", { class: "group", "aria-labelledby": hid, dataset: { kind: g.kind } },
@@ -240,6 +325,7 @@ function renderVms(v) {
             el("span", { class: `badge ${m.stale ? "orphan" : "state"}`, text: m.stale ? `${m.state} (stale: its VM process is gone)` : m.state })),
           meta ? el("div", { class: "meta", text: meta }) : null),
         el("div", { class: "buttons" },
+          keepControl({ by: "machine", product: m.product, name: m.name }, label),
           m.can_stop ? button("stop", "Stop", "secondary") : null,
           m.can_delete ? button("delete", "Delete", "danger") : null));
     });
@@ -479,6 +565,11 @@ async function loadSettings() {
   $("#s-autostart").checked = s.autostart;
   $$(".s-class").forEach((c) => { c.checked = s.include_opt_in.includes(c.value); });
   $$(".s-newer").forEach((c) => { c.checked = (s.accept_newer || []).includes(c.value); });
+  state.settings = s;
+  $("#a-enabled").checked = s.auto.enabled;
+  $("#a-age").value = s.auto.min_age;
+  $("#a-cap").value = s.auto.ask_above;
+  $$(".a-class").forEach((c) => { c.checked = (s.auto.include || []).includes(c.value); });
 }
 
 async function saveSettings() {
@@ -488,9 +579,16 @@ async function saveSettings() {
     autostart: $("#s-autostart").checked,
     include_opt_in: $$(".s-class").filter((c) => c.checked).map((c) => c.value),
     accept_newer: $$(".s-newer").filter((c) => c.checked).map((c) => c.value),
+    auto: {
+      ...(state.settings ? state.settings.auto : {}),
+      enabled: $("#a-enabled").checked,
+      min_age: $("#a-age").value.trim() || "7d",
+      ask_above: $("#a-cap").value.trim() || "20G",
+      include: $$(".a-class").filter((c) => c.checked).map((c) => c.value),
+    },
   };
   try {
-    await invoke("set_settings", { settings });
+    state.settings = await invoke("set_settings", { settings });
     $("#settings-saved").textContent = "Saved.";
   } catch (e) {
     $("#settings-saved").textContent = String(e);
