@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 
 use crate::model::{
     human_bytes, FileIdentity, Finding, Machine, OptInClass, OwnerRecheck, Platform, Product,
-    ScanReport, Scope, Verdict,
+    ScanReport, Scope, Verdict, VmProcess,
 };
 
 /// Schema name of a serialised plan.
@@ -556,294 +556,269 @@ pub fn strictly_inside(path: &Path, root: &Path) -> bool {
     is_normal_absolute(path) && is_normal_absolute(root) && path != root && path.starts_with(root)
 }
 
-impl Plan {
-    /// Build the plan for `selection` from a scan. Pure: touches no file system.
-    pub fn from_scan(report: &ScanReport, selection: &Selection) -> Plan {
-        Self::from_scan_at(report, selection, now_secs())
+/// Roots: every named product root plus every finding's root.
+fn plan_roots(report: &ScanReport) -> BTreeSet<PathBuf> {
+    let mut roots: BTreeSet<PathBuf> = BTreeSet::new();
+    for p in &report.products {
+        roots.extend(p.roots.values().cloned());
+    }
+    roots.extend(report.findings.iter().filter_map(|f| f.root.clone()));
+    roots
+}
+
+/// What [`Plan::from_scan_at`] gathers while it decides, refusals in the order they are made.
+struct Planner<'r> {
+    report: &'r ScanReport,
+    selection: &'r Selection,
+    skipped: Vec<SkippedAtPlan>,
+    reaps: Vec<&'r VmProcess>,
+    machine_actions: Vec<PlannedAction>,
+    /// Directories removed with a machine: nothing inside them is deleted on its own.
+    deleted_machine_dirs: Vec<PathBuf>,
+}
+
+impl<'r> Planner<'r> {
+    fn skip(&mut self, id: &str, why: String) {
+        self.skipped.push(SkippedAtPlan { id: id.into(), why });
     }
 
-    /// [`Plan::from_scan`] with an explicit creation time (tests, reproducible ids).
-    pub fn from_scan_at(report: &ScanReport, selection: &Selection, created_at: u64) -> Plan {
-        let mut skipped: Vec<SkippedAtPlan> = Vec::new();
-        let mut skip = |id: &str, why: String| skipped.push(SkippedAtPlan { id: id.into(), why });
-
-        // Roots: every named product root plus every finding's root.
-        let mut roots: BTreeSet<PathBuf> = BTreeSet::new();
-        for p in &report.products {
-            roots.extend(p.roots.values().cloned());
-        }
-        roots.extend(report.findings.iter().filter_map(|f| f.root.clone()));
-
-        // ---- processes to reap
-        let mut reaps: Vec<&crate::model::VmProcess> = Vec::new();
+    /// The orphaned VM processes of this HOME that were asked for, by pid or as orphans.
+    fn plan_reaps(&mut self) {
         let mut reap_pids: BTreeSet<u32> = BTreeSet::new();
-        for p in &report.processes {
-            let asked = selection.reap_pids.contains(&p.pid);
-            if !(asked || selection.reap_orphans && p.orphan) {
+        for p in &self.report.processes {
+            let asked = self.selection.reap_pids.contains(&p.pid);
+            if !(asked || self.selection.reap_orphans && p.orphan) {
                 continue;
             }
-            let key = format!("pid:{}", p.pid);
-            if p.scope != Scope::ThisHome {
-                if asked {
-                    skip(&key, "belongs to another HOME; never signalled".into());
+            match reapable(p, asked) {
+                Err(Some(why)) => self.skip(&format!("pid:{}", p.pid), why),
+                Err(None) => {}
+                Ok(()) => {
+                    if reap_pids.insert(p.pid) {
+                        self.reaps.push(p);
+                    }
                 }
-                continue;
-            }
-            if !p.orphan {
-                let why = match p.owner.as_deref() {
-                    Some(o) => format!(
-                        "the VM of {o}, which its record owns: stop it with `smolsweep stop {o}`"
-                    ),
-                    None => "owned by a recorded machine; stop that machine instead".into(),
-                };
-                skip(&key, why);
-                continue;
-            }
-            if reap_pids.insert(p.pid) {
-                reaps.push(p);
             }
         }
-        for pid in &selection.reap_pids {
-            if !report.processes.iter().any(|p| p.pid == *pid) {
-                skip(
+        for pid in &self.selection.reap_pids {
+            if !self.report.processes.iter().any(|p| p.pid == *pid) {
+                self.skip(
                     &format!("pid:{pid}"),
                     "no such VM process in the scan".into(),
                 );
             }
         }
+    }
 
-        // ---- machines
-        let mut machine_actions: Vec<PlannedAction> = Vec::new();
-        let mut seen_machines = BTreeSet::new();
-        for name in &selection.stop_machines {
-            if !seen_machines.insert(("stop", name.clone())) {
+    /// Machines to stop, each once, if stopping would do anything.
+    fn plan_stops(&mut self) {
+        let report = self.report;
+        let mut seen = BTreeSet::new();
+        for name in &self.selection.stop_machines {
+            if !seen.insert(name) {
                 continue;
             }
             match find_machine(report, name).and_then(|m| stoppable(report, m)) {
-                Err(why) => skip(&format!("machine:{name}"), why),
-                Ok(m) => machine_actions.push(PlannedAction::of(Action::StopMachine {
-                    product: m.product,
-                    name: m.name.clone(),
-                    pid: m.pid,
-                    pid_start_time: m.pid_start_time,
-                    state: if m.effective_state.is_empty() {
-                        m.state.clone()
-                    } else {
-                        m.effective_state.clone()
-                    },
-                })),
-            }
-        }
-        let mut deleted_machine_dirs: Vec<PathBuf> = Vec::new();
-        for name in &selection.delete_machines {
-            if !seen_machines.insert(("delete", name.clone())) {
-                continue;
-            }
-            match find_machine(report, name) {
-                Err(why) => skip(&format!("machine:{name}"), why),
-                Ok(m) => {
-                    let children = branch_descendants(report, m);
-                    if !children.is_empty() && !selection.cascade {
-                        skip(&format!("machine:{name}"), needs_cascade(&children));
-                        continue;
-                    }
-                    deleted_machine_dirs.extend(m.dir.clone());
-                    deleted_machine_dirs.extend(children.iter().filter_map(|c| c.dir.clone()));
-                    machine_actions.push(PlannedAction::of(Action::DeleteMachine {
+                Err(why) => self.skip(&format!("machine:{name}"), why),
+                Ok(m) => self
+                    .machine_actions
+                    .push(PlannedAction::of(Action::StopMachine {
                         product: m.product,
                         name: m.name.clone(),
-                        cascade: !children.is_empty(),
-                        children: children.iter().map(|c| c.name.clone()).collect(),
-                        bytes: m.allocated_bytes,
-                        ephemeral: false,
-                        pid: m.pid.filter(|_| m.alive),
-                        pid_start_time: m.pid_start_time.filter(|_| m.alive),
-                    }))
-                }
+                        pid: m.pid,
+                        pid_start_time: m.pid_start_time,
+                        state: if m.effective_state.is_empty() {
+                            m.state.clone()
+                        } else {
+                            m.effective_state.clone()
+                        },
+                    })),
             }
         }
+    }
 
-        // ---- findings
-        let mut chosen: Vec<&Finding> = Vec::new();
-        for id in &selection.ids {
+    /// Machines to delete, each once; one with branches only with cascade.
+    fn plan_machine_deletes(&mut self) {
+        let report = self.report;
+        let mut seen = BTreeSet::new();
+        for name in &self.selection.delete_machines {
+            if !seen.insert(name) {
+                continue;
+            }
+            let m = match find_machine(report, name) {
+                Err(why) => {
+                    self.skip(&format!("machine:{name}"), why);
+                    continue;
+                }
+                Ok(m) => m,
+            };
+            let Some(children) = self.cascade_or_skip(&format!("machine:{name}"), m) else {
+                continue;
+            };
+            self.deleted_machine_dirs.extend(m.dir.clone());
+            self.deleted_machine_dirs
+                .extend(children.iter().filter_map(|c| c.dir.clone()));
+            self.machine_actions
+                .push(PlannedAction::of(Action::DeleteMachine {
+                    product: m.product,
+                    name: m.name.clone(),
+                    cascade: !children.is_empty(),
+                    children: children.iter().map(|c| c.name.clone()).collect(),
+                    bytes: m.allocated_bytes,
+                    ephemeral: false,
+                    pid: m.pid.filter(|_| m.alive),
+                    pid_start_time: m.pid_start_time.filter(|_| m.alive),
+                }));
+        }
+    }
+
+    /// The machines branched from `m`, or `None` (refused under `id`) when there are some and
+    /// cascade was not chosen.
+    fn cascade_or_skip(&mut self, id: &str, m: &Machine) -> Option<Vec<&'r Machine>> {
+        let children = branch_descendants(self.report, m);
+        if !children.is_empty() && !self.selection.cascade {
+            self.skip(id, needs_cascade(&children));
+            return None;
+        }
+        Some(children)
+    }
+
+    /// The selected findings that may be deleted as paths; the rest are refused or planned as
+    /// machine deletes.
+    fn choose_findings(&mut self, roots: &BTreeSet<PathBuf>) -> Vec<&'r Finding> {
+        let report = self.report;
+        for id in &self.selection.ids {
             if report.finding(id).is_none() {
-                skip(id, "no finding with this id in the scan".into());
+                self.skip(id, "no finding with this id in the scan".into());
             }
         }
+        let mut chosen: Vec<&Finding> = Vec::new();
         for f in &report.findings {
-            let explicit = selection.ids.iter().any(|i| i == &f.id);
-            let by_class = match f.verdict {
-                Verdict::Reclaimable => selection.all_reclaimable,
-                Verdict::OptIn => f
-                    .opt_in_class
-                    .is_some_and(|c| selection.include.contains(&c)),
-                Verdict::Protected | Verdict::Unknown => false,
-            };
-            if !(explicit || by_class) {
+            if !self.selected(f) {
                 continue;
             }
-            match f.verdict {
-                Verdict::Protected => {
-                    skip(&f.id, format!("protected, never deleted: {}", f.reason));
-                    continue;
-                }
-                Verdict::Unknown => {
-                    skip(
-                        &f.id,
-                        format!("could not be verified, never deleted: {}", f.reason),
-                    );
-                    continue;
-                }
-                _ => {}
+            if let Some(why) = refusal(report, roots, f) {
+                self.skip(&f.id, why);
+            } else if !self.through_product_cli(f) {
+                chosen.push(f);
             }
-            let Some(root) = &f.root else {
-                skip(&f.id, "the scan recorded no root for it".into());
-                continue;
-            };
-            if f.identity.is_none() {
-                skip(&f.id, "the scan could not record its identity".into());
-                continue;
-            }
-            if root == Path::new("/") || report.home.starts_with(root) {
-                skip(
-                    &f.id,
-                    "its root is /, HOME or contains HOME; never deleted from".into(),
-                );
-                continue;
-            }
-            if !strictly_inside(&f.path, root) {
-                skip(
-                    &f.id,
-                    format!("not strictly inside its root {}", root.display()),
-                );
-                continue;
-            }
-            if roots.contains(&f.path) || f.path == report.home || report.home.starts_with(&f.path)
-            {
-                skip(
-                    &f.id,
-                    "a root directory or HOME itself is never deleted".into(),
-                );
-                continue;
-            }
-            // A dead ephemeral machine is removed the way smolvm removes it: record and
-            // directory together, through `machine delete --force`.
-            if f.kind.removal() == Removal::ProductCli {
-                if let Some(name) = &f.owner {
-                    let children = report
-                        .machines
-                        .iter()
-                        .find(|m| m.product == f.product && &m.name == name)
-                        .map(|m| branch_descendants(report, m))
-                        .unwrap_or_default();
-                    if !children.is_empty() && !selection.cascade {
-                        skip(&f.id, needs_cascade(&children));
-                        continue;
-                    }
-                    deleted_machine_dirs.push(f.path.clone());
-                    deleted_machine_dirs.extend(children.iter().filter_map(|c| c.dir.clone()));
-                    machine_actions.push(PlannedAction::of(Action::DeleteMachine {
-                        product: f.product,
-                        name: name.clone(),
-                        cascade: !children.is_empty(),
-                        children: children.iter().map(|c| c.name.clone()).collect(),
-                        bytes: f.allocated_bytes,
-                        ephemeral: true,
-                        pid: None,
-                        pid_start_time: None,
-                    }));
-                    continue;
-                }
-            }
-            chosen.push(f);
         }
+        chosen
+    }
 
-        // De-duplicate (B11) and drop paths covered by another planned directory.
+    /// Asked for by id, or by its verdict and opt-in class.
+    fn selected(&self, f: &Finding) -> bool {
+        let explicit = self.selection.ids.iter().any(|i| i == &f.id);
+        let by_class = match f.verdict {
+            Verdict::Reclaimable => self.selection.all_reclaimable,
+            Verdict::OptIn => f
+                .opt_in_class
+                .is_some_and(|c| self.selection.include.contains(&c)),
+            Verdict::Protected | Verdict::Unknown => false,
+        };
+        explicit || by_class
+    }
+
+    /// A dead ephemeral machine is removed the way smolvm removes it: record and directory
+    /// together, through `machine delete --force`. Whether `f` was taken care of so (planned,
+    /// or refused for want of cascade).
+    fn through_product_cli(&mut self, f: &Finding) -> bool {
+        if f.kind.removal() != Removal::ProductCli {
+            return false;
+        }
+        let Some(name) = &f.owner else {
+            return false;
+        };
+        let report = self.report;
+        let children = match report
+            .machines
+            .iter()
+            .find(|m| m.product == f.product && &m.name == name)
+        {
+            Some(m) => match self.cascade_or_skip(&f.id, m) {
+                Some(children) => children,
+                None => return true,
+            },
+            None => Vec::new(),
+        };
+        self.deleted_machine_dirs.push(f.path.clone());
+        self.deleted_machine_dirs
+            .extend(children.iter().filter_map(|c| c.dir.clone()));
+        self.machine_actions
+            .push(PlannedAction::of(Action::DeleteMachine {
+                product: f.product,
+                name: name.clone(),
+                cascade: !children.is_empty(),
+                children: children.iter().map(|c| c.name.clone()).collect(),
+                bytes: f.allocated_bytes,
+                ephemeral: true,
+                pid: None,
+                pid_start_time: None,
+            }));
+        true
+    }
+
+    /// De-duplicate (B11) and drop paths covered by another planned directory or a deleted
+    /// machine.
+    fn once_each(&mut self, mut chosen: Vec<&'r Finding>) -> Vec<&'r Finding> {
         chosen.sort_by(|a, b| a.path.cmp(&b.path));
         let mut kept: Vec<&Finding> = Vec::new();
         for f in chosen {
             if let Some(prev) = kept.iter().find(|k| k.path == f.path) {
                 if prev.id != f.id {
-                    skip(&f.id, format!("same path as {} (planned once)", prev.id));
+                    let why = format!("same path as {} (planned once)", prev.id);
+                    self.skip(&f.id, why);
                 }
                 continue;
             }
-            if let Some(parent) = kept
+            let why = if let Some(parent) = kept
                 .iter()
                 .find(|k| k.is_dir && f.path.starts_with(&k.path))
             {
-                skip(
-                    &f.id,
-                    format!(
-                        "inside {}, which is deleted as a whole",
-                        parent.path.display()
-                    ),
-                );
+                format!(
+                    "inside {}, which is deleted as a whole",
+                    parent.path.display()
+                )
+            } else if let Some(d) = self
+                .deleted_machine_dirs
+                .iter()
+                .find(|d| f.path.starts_with(d))
+            {
+                format!("removed with its machine ({})", d.display())
+            } else {
+                kept.push(f);
                 continue;
-            }
-            if let Some(d) = deleted_machine_dirs.iter().find(|d| f.path.starts_with(d)) {
-                skip(&f.id, format!("removed with its machine ({})", d.display()));
-                continue;
-            }
-            kept.push(f);
+            };
+            self.skip(&f.id, why);
         }
+        kept
+    }
 
-        // ---- reap actions, then the deletes that depend on them
-        let mut actions: Vec<PlannedAction> = Vec::new();
-        for p in &reaps {
-            actions.push(PlannedAction::of(Action::SignalProcess {
-                pid: p.pid,
-                start_time: p.start_time,
-                product: p.product,
-                owner: p.owner.clone(),
-                uid: p.uid,
-                shape: p.shape.clone(),
-                uninstall: false,
-            }));
-        }
-        actions.extend(machine_actions);
-
+    /// Reap actions, then machine actions, detaches and deletes (stable-sorted by order), and
+    /// the bytes they free (hard links once).
+    fn actions(&mut self, kept: Vec<&Finding>) -> (Vec<PlannedAction>, u64) {
+        let mut actions: Vec<PlannedAction> = self.reaps.iter().map(|p| reap_action(p)).collect();
+        actions.append(&mut self.machine_actions);
         let mut detach: BTreeSet<PathBuf> = BTreeSet::new();
         let mut deletes: Vec<PlannedAction> = Vec::new();
         let mut counted: BTreeSet<(u64, u64)> = BTreeSet::new();
         let mut estimated = 0u64;
         for f in kept {
-            // `kept` holds only findings with an identity and a root (checked above).
-            let (Some(identity), Some(root)) = (f.identity, f.root.clone()) else {
+            let Some((identity, action)) = delete_action(f, &self.reaps) else {
                 continue;
             };
-            let after_reap: Vec<u32> = reaps
-                .iter()
-                .filter(|p| {
-                    p.paths
+            if self.report.platform == Platform::Macos {
+                detach.extend(
+                    f.mounts_inside
                         .iter()
-                        .any(|q| q.starts_with(&f.path) || f.path.starts_with(q))
-                })
-                .map(|p| p.pid)
-                .collect();
-            if report.platform == Platform::Macos {
-                for m in &f.mounts_inside {
-                    if m.file_name().is_some_and(|n| n == "layers-cs") {
-                        detach.insert(m.clone());
-                    }
-                }
+                        .filter(|m| m.file_name().is_some_and(|n| n == "layers-cs"))
+                        .cloned(),
+                );
             }
             if counted.insert((identity.dev, identity.ino)) {
                 estimated += f.allocated_bytes;
             }
-            deletes.push(PlannedAction::of(Action::DeletePath {
-                finding_id: f.id.clone(),
-                product: f.product,
-                kind: f.kind,
-                path: f.path.clone(),
-                root,
-                identity,
-                is_dir: f.is_dir,
-                expected_bytes: f.allocated_bytes,
-                after_reap,
-                mounts_inside: f.mounts_inside.clone(),
-                owner_recheck: f.owner_recheck.clone().map(Box::new),
-            }));
+            deletes.push(action);
         }
         actions.extend(
             detach
@@ -853,7 +828,123 @@ impl Plan {
         actions.extend(deletes);
         // Stable sort keeps the order within each group.
         actions.sort_by_key(|a| a.action.order());
+        (actions, estimated)
+    }
+}
 
+/// Whether an asked-for process may be reaped: `Err(Some(why))` when it is refused,
+/// `Err(None)` when it is passed over silently (another HOME's, not asked for by pid).
+fn reapable(p: &VmProcess, asked: bool) -> Result<(), Option<String>> {
+    if p.scope != Scope::ThisHome {
+        return Err(asked.then(|| "belongs to another HOME; never signalled".into()));
+    }
+    if p.orphan {
+        return Ok(());
+    }
+    Err(Some(match p.owner.as_deref() {
+        Some(o) => {
+            format!("the VM of {o}, which its record owns: stop it with `smolsweep stop {o}`")
+        }
+        None => "owned by a recorded machine; stop that machine instead".into(),
+    }))
+}
+
+/// Why a selected finding is never deleted, if it is not.
+fn refusal(report: &ScanReport, roots: &BTreeSet<PathBuf>, f: &Finding) -> Option<String> {
+    match f.verdict {
+        Verdict::Protected => return Some(format!("protected, never deleted: {}", f.reason)),
+        Verdict::Unknown => {
+            return Some(format!(
+                "could not be verified, never deleted: {}",
+                f.reason
+            ))
+        }
+        _ => {}
+    }
+    let Some(root) = &f.root else {
+        return Some("the scan recorded no root for it".into());
+    };
+    if f.identity.is_none() {
+        return Some("the scan could not record its identity".into());
+    }
+    if root == Path::new("/") || report.home.starts_with(root) {
+        return Some("its root is /, HOME or contains HOME; never deleted from".into());
+    }
+    if !strictly_inside(&f.path, root) {
+        return Some(format!("not strictly inside its root {}", root.display()));
+    }
+    if roots.contains(&f.path) || f.path == report.home || report.home.starts_with(&f.path) {
+        return Some("a root directory or HOME itself is never deleted".into());
+    }
+    None
+}
+
+fn reap_action(p: &VmProcess) -> PlannedAction {
+    PlannedAction::of(Action::SignalProcess {
+        pid: p.pid,
+        start_time: p.start_time,
+        product: p.product,
+        owner: p.owner.clone(),
+        uid: p.uid,
+        shape: p.shape.clone(),
+        uninstall: false,
+    })
+}
+
+/// The delete of a kept finding (with its identity), after the reaps of the processes whose
+/// paths overlap it. `None` without an identity or a root (`refusal` has ruled that out).
+fn delete_action(f: &Finding, reaps: &[&VmProcess]) -> Option<(FileIdentity, PlannedAction)> {
+    let (Some(identity), Some(root)) = (f.identity, f.root.clone()) else {
+        return None;
+    };
+    let after_reap: Vec<u32> = reaps
+        .iter()
+        .filter(|p| {
+            p.paths
+                .iter()
+                .any(|q| q.starts_with(&f.path) || f.path.starts_with(q))
+        })
+        .map(|p| p.pid)
+        .collect();
+    let action = PlannedAction::of(Action::DeletePath {
+        finding_id: f.id.clone(),
+        product: f.product,
+        kind: f.kind,
+        path: f.path.clone(),
+        root,
+        identity,
+        is_dir: f.is_dir,
+        expected_bytes: f.allocated_bytes,
+        after_reap,
+        mounts_inside: f.mounts_inside.clone(),
+        owner_recheck: f.owner_recheck.clone().map(Box::new),
+    });
+    Some((identity, action))
+}
+
+impl Plan {
+    /// Build the plan for `selection` from a scan. Pure: touches no file system.
+    pub fn from_scan(report: &ScanReport, selection: &Selection) -> Plan {
+        Self::from_scan_at(report, selection, now_secs())
+    }
+
+    /// [`Plan::from_scan`] with an explicit creation time (tests, reproducible ids).
+    pub fn from_scan_at(report: &ScanReport, selection: &Selection, created_at: u64) -> Plan {
+        let roots = plan_roots(report);
+        let mut p = Planner {
+            report,
+            selection,
+            skipped: Vec::new(),
+            reaps: Vec::new(),
+            machine_actions: Vec::new(),
+            deleted_machine_dirs: Vec::new(),
+        };
+        p.plan_reaps();
+        p.plan_stops();
+        p.plan_machine_deletes();
+        let chosen = p.choose_findings(&roots);
+        let kept = p.once_each(chosen);
+        let (actions, estimated) = p.actions(kept);
         let mut plan = Plan {
             schema: PLAN_SCHEMA.into(),
             id: String::new(),
@@ -865,7 +956,7 @@ impl Plan {
             roots: roots.into_iter().collect(),
             actions,
             estimated_bytes: estimated,
-            skipped_at_plan: skipped,
+            skipped_at_plan: p.skipped,
         };
         plan.id = plan.content_id();
         plan
@@ -994,8 +1085,6 @@ mod tests {
             mounts_inside: vec![],
             owner_recheck: None,
             refs: Vec::new(),
-            kept: None,
-            newest_change_ns: 0,
         }
     }
 
