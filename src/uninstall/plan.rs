@@ -16,7 +16,9 @@ use crate::exec::reap::ProcessRef;
 use crate::model::{human_bytes, Platform, Product};
 use crate::plan::{Action, Plan, PlannedAction, PLAN_SCHEMA};
 
-use super::preflight::{is_system_path, Preflight};
+use crate::install::Install;
+
+use super::preflight::{is_system_path, MachineRecord, Preflight, SharedDotSmolvm, StateDir};
 
 /// Schema name of an uninstall plan.
 pub const UNINSTALL_PLAN_SCHEMA: &str = "smolsweep.uninstall.plan/1";
@@ -200,120 +202,203 @@ impl UninstallPlan {
 
 /// Build the plan for `opts` from `pre` (pure).
 pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
-    let products = opts.product.products();
-    let chosen = |p: Product| products.contains(&p);
-    let home = pre.home.clone();
-    let mut steps: Vec<PlanStep> = Vec::new();
-    let mut kept: Vec<Kept> = Vec::new();
-    let mut user_commands: Vec<UserCommand> = Vec::new();
-    let mut notes: Vec<String> = Vec::new();
-    let mut removed_roots: Vec<PathBuf> = Vec::new();
-    let push =
-        |steps: &mut Vec<PlanStep>, action: Action, summary: String, why: &str, bytes: u64| {
-            steps.push(PlanStep {
-                action,
-                summary,
-                why: why.to_string(),
-                checked: true,
-                bytes,
-            })
-        };
+    let mut b = Builder {
+        pre,
+        opts,
+        products: opts.product.products(),
+        home: pre.home.clone(),
+        steps: Vec::new(),
+        kept: Vec::new(),
+        user_commands: Vec::new(),
+        notes: Vec::new(),
+        removed_roots: Vec::new(),
+    };
+    b.machine_steps();
+    b.process_steps();
+    b.mount_steps();
+    b.state_dir_steps();
+    b.runtime_file_steps();
+    b.dot_celesto_steps();
+    b.dot_smolvm_steps();
+    b.launcher_steps();
+    b.path_block_steps();
+    b.keep_credentials();
+    b.install_commands();
+    b.finish()
+}
 
-    // 1. Machines through the CLI.
-    for product in products.iter().copied() {
-        let records: Vec<_> = pre
-            .machines
-            .iter()
-            .filter(|m| m.product == product)
-            .collect();
-        if records.is_empty() {
-            continue;
-        }
-        let Some(_cli) = pre.cli(product) else {
-            notes.push(format!(
-                "No {} command was found, so its {} machine record(s) are not deleted through \
-                 it; surviving VM processes are reaped and the records go with the data directory.",
-                product.display_name(),
-                records.len()
-            ));
-            continue;
-        };
-        for m in records {
-            let running = matches!(m.state.as_str(), "running");
-            let process = m.pid.and_then(|pid| {
-                pre.processes
-                    .iter()
-                    .find(|v| v.pid == pid)
-                    .map(|v| ProcessRef {
-                        pid,
-                        start_time: v.start_time,
-                        uid: v.uid,
-                    })
-            });
-            if product == Product::Smolvm && running {
-                push(
-                    &mut steps,
-                    Action::StopMachine {
-                        product,
-                        name: m.name.clone(),
-                        pid: process.map(|p| p.pid),
-                        pid_start_time: process.map(|p| p.start_time),
-                        state: m.state.clone(),
-                    },
-                    format!("Stop machine '{}'", m.name),
-                    "A running machine is stopped through its own CLI so the guest shuts down \
-                     cleanly before its disks are removed.",
-                    0,
-                );
+/// What [`build`] gathers, in the order of the procedure.
+struct Builder<'p> {
+    pre: &'p Preflight,
+    opts: &'p UninstallOptions,
+    products: Vec<Product>,
+    home: PathBuf,
+    steps: Vec<PlanStep>,
+    kept: Vec<Kept>,
+    user_commands: Vec<UserCommand>,
+    notes: Vec<String>,
+    removed_roots: Vec<PathBuf>,
+}
+
+impl Builder<'_> {
+    fn chosen(&self, p: Product) -> bool {
+        self.products.contains(&p)
+    }
+
+    fn push(&mut self, action: Action, summary: String, why: &str, bytes: u64) {
+        self.steps.push(PlanStep {
+            action,
+            summary,
+            why: why.to_string(),
+            checked: true,
+            bytes,
+        })
+    }
+
+    /// A removal of `path` bounded by `root`, measured now.
+    fn push_remove(
+        &mut self,
+        product: Product,
+        path: &Path,
+        root: &Path,
+        summary: String,
+        why: &str,
+    ) {
+        let bytes = size_of(self.pre, path);
+        self.push(
+            Action::RemoveTree {
+                product,
+                path: path.to_path_buf(),
+                root: root.to_path_buf(),
+                identity: crate::size::identity(path).ok(),
+                expected_bytes: bytes,
+                mounts_inside: Vec::new(),
+            },
+            summary,
+            why,
+            bytes,
+        );
+    }
+
+    fn keep_credential(&mut self, path: &Path, what: &str) {
+        self.kept.push(Kept {
+            path: path.to_path_buf(),
+            what: what.into(),
+            how: "--remove-credentials".into(),
+        });
+    }
+
+    /// Step 1: Machines through the CLI.
+    fn machine_steps(&mut self) {
+        for product in self.products.clone() {
+            let pre = self.pre;
+            let records: Vec<_> = pre
+                .machines
+                .iter()
+                .filter(|m| m.product == product)
+                .collect();
+            if records.is_empty() {
+                continue;
             }
-            push(
-                &mut steps,
-                Action::DeleteMachine {
+            if pre.cli(product).is_none() {
+                self.notes.push(format!(
+                    "No {} command was found, so its {} machine record(s) are not deleted through \
+                     it; surviving VM processes are reaped and the records go with the data directory.",
+                    product.display_name(),
+                    records.len()
+                ));
+                continue;
+            }
+            for m in records {
+                self.machine_record_steps(m);
+            }
+        }
+    }
+
+    /// Stop (a running smolvm machine) and delete one machine record through its CLI.
+    fn machine_record_steps(&mut self, m: &MachineRecord) {
+        let product = m.product;
+        let process = m.pid.and_then(|pid| {
+            self.pre
+                .processes
+                .iter()
+                .find(|v| v.pid == pid)
+                .map(|v| ProcessRef {
+                    pid,
+                    start_time: v.start_time,
+                    uid: v.uid,
+                })
+        });
+        if product == Product::Smolvm && matches!(m.state.as_str(), "running") {
+            self.push(
+                Action::StopMachine {
                     product,
                     name: m.name.clone(),
-                    cascade: false,
-                    children: Vec::new(),
-                    bytes: 0,
-                    ephemeral: false,
                     pid: process.map(|p| p.pid),
                     pid_start_time: process.map(|p| p.start_time),
+                    state: m.state.clone(),
                 },
-                match product {
-                    Product::Smolvm => format!("Delete machine '{}' ({})", m.name, m.state),
-                    Product::Celesto => format!("Delete sandbox '{}' ({})", m.name, m.state),
+                format!("Stop machine '{}'", m.name),
+                "A running machine is stopped through its own CLI so the guest shuts down \
+                 cleanly before its disks are removed.",
+                0,
+            );
+        }
+        self.push(
+            Action::DeleteMachine {
+                product,
+                name: m.name.clone(),
+                cascade: false,
+                children: Vec::new(),
+                bytes: 0,
+                ephemeral: false,
+                pid: process.map(|p| p.pid),
+                pid_start_time: process.map(|p| p.start_time),
+            },
+            match product {
+                Product::Smolvm => format!("Delete machine '{}' ({})", m.name, m.state),
+                Product::Celesto => format!("Delete sandbox '{}' ({})", m.name, m.state),
+            },
+            "Deleting through the CLI stops the VM and releases what it set up (a paused \
+             machine is deleted with --force, which also removes its saved execution).",
+            0,
+        );
+    }
+
+    /// Step 2: Surviving VM processes of this HOME.
+    fn process_steps(&mut self) {
+        let pre = self.pre;
+        let products = self.products.clone();
+        for v in pre
+            .processes
+            .iter()
+            .filter(|v| products.contains(&v.product))
+        {
+            self.push(
+                Action::SignalProcess {
+                    pid: v.pid,
+                    start_time: v.start_time,
+                    product: v.product,
+                    owner: None,
+                    uid: v.uid,
+                    shape: v.shape.clone(),
+                    uninstall: true,
                 },
-                "Deleting through the CLI stops the VM and releases what it set up (a paused \
-                 machine is deleted with --force, which also removes its saved execution).",
+                format!("End VM process {} ({})", v.pid, v.shape),
+                "A VM process still running after its machine was deleted keeps its disks' space \
+                 and files in use; it is ended only while its pid and start time still match.",
                 0,
             );
         }
     }
 
-    // 2. Surviving VM processes of this HOME.
-    for v in pre.processes.iter().filter(|v| chosen(v.product)) {
-        push(
-            &mut steps,
-            Action::SignalProcess {
-                pid: v.pid,
-                start_time: v.start_time,
-                product: v.product,
-                owner: None,
-                uid: v.uid,
-                shape: v.shape.clone(),
-                uninstall: true,
-            },
-            format!("End VM process {} ({})", v.pid, v.shape),
-            "A VM process still running after its machine was deleted keeps its disks' space \
-             and files in use; it is ended only while its pid and start time still match.",
-            0,
-        );
-    }
-
-    // 3. macOS mounts.
-    if chosen(Product::Smolvm) {
-        for m in &pre.mounts {
-            push(
-                &mut steps,
+    /// Step 3: macOS mounts.
+    fn mount_steps(&mut self) {
+        if !self.chosen(Product::Smolvm) {
+            return;
+        }
+        for m in &self.pre.mounts {
+            self.push(
                 Action::Detach {
                     mountpoint: m.clone(),
                 },
@@ -323,8 +408,8 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
                 0,
             );
         }
-        if !pre.mounts_checked {
-            notes.push(
+        if !self.pre.mounts_checked {
+            self.notes.push(
                 "The mount table could not be read: a mounted layers-cs image stops the \
                  removal of the directory holding it, and is reported."
                     .into(),
@@ -332,100 +417,113 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         }
     }
 
-    // 4. State and caches, then credentials on request. The CLI calls above may create the
-    // smolvm data and cache roots (every `machine` command opens the database and lock files),
-    // so those are planned whenever a smolvm CLI step is.
-    let smolvm_cli_steps = steps.iter().any(|s| {
-        matches!(
-            &s.action,
-            Action::StopMachine {
-                product: Product::Smolvm,
-                ..
-            } | Action::DeleteMachine {
-                product: Product::Smolvm,
-                ..
-            }
-        )
-    });
-    for d in pre.state_dirs.iter().filter(|d| chosen(d.product)) {
-        let created_by_cli =
-            smolvm_cli_steps && matches!(d.kind.as_str(), "data_root" | "cache_root");
+    /// Step 4: State and caches, then credentials on request. The CLI calls above may create the
+    /// smolvm data and cache roots (every `machine` command opens the database and lock files),
+    /// so those are planned whenever a smolvm CLI step is.
+    fn state_dir_steps(&mut self) {
+        let smolvm_cli_steps = self.steps.iter().any(|s| {
+            matches!(
+                &s.action,
+                Action::StopMachine {
+                    product: Product::Smolvm,
+                    ..
+                } | Action::DeleteMachine {
+                    product: Product::Smolvm,
+                    ..
+                }
+            )
+        });
+        let pre = self.pre;
+        let products = self.products.clone();
+        for d in pre
+            .state_dirs
+            .iter()
+            .filter(|d| products.contains(&d.product))
+        {
+            let created_by_cli =
+                smolvm_cli_steps && matches!(d.kind.as_str(), "data_root" | "cache_root");
+            self.state_dir(d, created_by_cli);
+        }
+    }
+
+    /// One state directory: left alone, kept, shared with the other product, or this
+    /// product's own.
+    fn state_dir(&mut self, d: &StateDir, created_by_cli: bool) {
+        let home = &self.home;
         if !d.exists && !created_by_cli {
             if !matches!(d.kind.as_str(), "config_dir" | "celesto_home") {
-                removed_roots.push(d.path.clone());
+                self.removed_roots.push(d.path.clone());
             }
-            continue;
+            return;
         }
         if is_system_path(&d.path) {
-            continue;
+            return;
         }
-        if d.path == home || home.starts_with(&d.path) {
-            notes.push(format!(
+        if d.path == *home || home.starts_with(&d.path) {
+            self.notes.push(format!(
                 "{}{} is {}, so Smolsweep removes nothing there; `smolsweep scan` lists what {} left in it.",
                 d.path.display(),
                 via(&d.source),
-                if d.path == home { "HOME itself" } else { "a directory that holds HOME" },
+                if d.path == *home { "HOME itself" } else { "a directory that holds HOME" },
                 d.product.display_name()
             ));
-            continue;
+            return;
         }
-        let credentials = d.kind == "config_dir";
         if d.kind == "celesto_home" {
-            continue; // entry by entry below
+            return; // entry by entry below
         }
-        if credentials && !opts.remove_credentials {
-            kept.push(Kept {
-                path: d.path.clone(),
-                what: "smolvm settings and container-registry credentials (config.toml)".into(),
-                how: "--remove-credentials".into(),
-            });
-            continue;
+        if d.kind == "config_dir" && !self.opts.remove_credentials {
+            self.keep_credential(
+                &d.path,
+                "smolvm settings and container-registry credentials (config.toml)",
+            );
+            return;
         }
         // An image dir inside ~/.smolvm / ~/.celesto is handled with those directories.
         if d.path.parent() == Some(home.join(".smolvm").as_path())
             || d.path.parent() == Some(home.join(".celesto").as_path())
         {
-            continue;
+            return;
         }
         // Another product's state inside this directory (a `SMOLVM_DATA_DIR` that Celesto
         // also reads through its alias, a data directory pointed into the other's tree): only
         // this product's own entries go.
-        let shared_with = pre.state_dirs.iter().find(|o| {
+        let shared_with = self.pre.state_dirs.iter().find(|o| {
             o.product != d.product && o.exists && o.path != d.path && o.path.starts_with(&d.path)
         });
-        if let Some(other) = shared_with {
-            if d.product == Product::Celesto && d.kind == "data_dir" {
-                for e in celesto_data_entries(&d.path) {
-                    let bytes = size_of(pre, &e);
-                    push(
-                        &mut steps,
-                        Action::RemoveTree {
-                            product: d.product,
-                            path: e.clone(),
-                            root: d.path.clone(),
-                            identity: crate::size::identity(&e).ok(),
-                            expected_bytes: bytes,
-                            mounts_inside: Vec::new(),
-                        },
-                        format!("Remove {}", e.display()),
-                        "Celesto's own files in a directory that also holds smol-machines \
-                         state.",
-                        bytes,
-                    );
-                }
-            } else {
-                notes.push(format!(
-                    "{} also holds {} ({}); it is left for you to sort out.",
-                    d.path.display(),
-                    other.path.display(),
-                    other.product.display_name()
-                ));
-            }
-            continue;
+        match shared_with {
+            Some(other) => self.shared_state_dir(d, other),
+            None => self.own_state_dir(d),
         }
-        let what = state_label(&d.kind);
-        // Inside the directory only what the product writes goes; anything else is listed.
-        // Entries are checked one by one where the product's layout is known: listed once.
+    }
+
+    /// A state directory that also holds the other product's state.
+    fn shared_state_dir(&mut self, d: &StateDir, other: &StateDir) {
+        if d.product == Product::Celesto && d.kind == "data_dir" {
+            for e in celesto_data_entries(&d.path) {
+                self.push_remove(
+                    d.product,
+                    &e,
+                    &d.path,
+                    format!("Remove {}", e.display()),
+                    "Celesto's own files in a directory that also holds smol-machines \
+                     state.",
+                );
+            }
+        } else {
+            self.notes.push(format!(
+                "{} also holds {} ({}); it is left for you to sort out.",
+                d.path.display(),
+                other.path.display(),
+                other.product.display_name()
+            ));
+        }
+    }
+
+    /// A state directory of this product only. Inside it only what the product writes goes;
+    /// anything else is listed. Entries are checked one by one where the product's layout is
+    /// known: listed once.
+    fn own_state_dir(&mut self, d: &StateDir) {
         let entries = if d.exists && super::known::has_table(d.product, &d.kind) {
             crate::fsread::read_dir_or_empty(&d.path)
         } else {
@@ -433,33 +531,26 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         };
         let names: Vec<&str> = entries.iter().filter_map(|e| e.name_str()).collect();
         if !names.is_empty() && !super::known::proves_layout(d.product, &d.kind, &names) {
-            refuse_foreign_dir(d, &mut notes, &mut kept);
-            continue;
+            refuse_foreign_dir(d, &mut self.notes, &mut self.kept);
+            return;
         }
-        let (mut own, mut foreign, mut secrets) = (Vec::new(), Vec::new(), Vec::new());
-        for e in &entries {
-            let n = e.name_str().unwrap_or("");
-            if super::known::credential(d.product, &d.kind, n) && !opts.remove_credentials {
-                secrets.push(e.path.clone());
-            } else if super::known::recognised(d.product, &d.kind, n) {
-                own.push(e.path.clone());
-            } else {
-                foreign.push(e.path.clone());
-            }
-        }
+        let (own, foreign, secrets) = sort_entries(d, &entries, self.opts.remove_credentials);
         for p in &secrets {
-            kept.push(Kept {
-                path: p.clone(),
-                what: "registry pull tokens (credentials)".into(),
-                how: "--remove-credentials".into(),
-            });
+            self.keep_credential(p, "registry pull tokens (credentials)");
         }
         if !foreign.is_empty() || !secrets.is_empty() {
-            entry_by_entry(pre, d, &own, &foreign, &mut steps, &mut notes);
-            continue;
+            entry_by_entry(
+                self.pre,
+                d,
+                &own,
+                &foreign,
+                &mut self.steps,
+                &mut self.notes,
+            );
+            return;
         }
-        push(
-            &mut steps,
+        let what = state_label(&d.kind);
+        self.push(
             Action::RemoveTree {
                 product: d.product,
                 path: d.path.clone(),
@@ -485,15 +576,17 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
             state_why(&d.kind),
             d.allocated_bytes,
         );
-        removed_roots.push(d.path.clone());
+        self.removed_roots.push(d.path.clone());
     }
 
-    // Celesto's per-sandbox files in the shared socket directory (upstream never removes the
-    // libkrun configs; vsock sockets only at the next start).
-    if chosen(Product::Celesto) {
-        for f in &pre.runtime_files {
-            push(
-                &mut steps,
+    /// Celesto's per-sandbox files in the shared socket directory (upstream never removes the
+    /// libkrun configs; vsock sockets only at the next start).
+    fn runtime_file_steps(&mut self) {
+        if !self.chosen(Product::Celesto) {
+            return;
+        }
+        for f in &self.pre.runtime_files {
+            self.push(
                 Action::RemoveTree {
                     product: f.product,
                     path: f.path.clone(),
@@ -511,116 +604,82 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         }
     }
 
-    // 5. ~/.celesto entry by entry (credentials and keys kept unless asked).
-    if chosen(Product::Celesto) {
-        let dir = home.join(".celesto");
-        if let Ok(rd) = crate::fsread::read_dir(&dir) {
-            let mut all_removed = true;
-            for e in rd {
-                let name = e.name_str().unwrap_or("");
-                let secret = matches!(name, "credentials" | "keys");
-                if secret && !opts.remove_credentials {
-                    all_removed = false;
-                    continue; // listed in `kept` from the preflight's credentials
-                }
-                push(
-                    &mut steps,
-                    Action::RemoveTree {
-                        product: Product::Celesto,
-                        path: e.path.clone(),
-                        root: dir.clone(),
-                        identity: crate::size::identity(&e.path).ok(),
-                        expected_bytes: size_of(pre, &e.path),
-                        mounts_inside: Vec::new(),
-                    },
-                    format!("Remove {}", e.path.display()),
-                    "Celesto's per-user files (image cache, Firecracker binary, port forwards, \
-                     telemetry and update-check state).",
-                    size_of(pre, &e.path),
-                );
+    /// Step 5: ~/.celesto entry by entry (credentials and keys kept unless asked).
+    fn dot_celesto_steps(&mut self) {
+        if !self.chosen(Product::Celesto) {
+            return;
+        }
+        let dir = self.home.join(".celesto");
+        let Ok(rd) = crate::fsread::read_dir(&dir) else {
+            return;
+        };
+        let mut all_removed = true;
+        for e in rd {
+            let secret = matches!(e.name_str().unwrap_or(""), "credentials" | "keys");
+            if secret && !self.opts.remove_credentials {
+                all_removed = false;
+                continue; // listed in `kept` from the preflight's credentials
             }
-            push(
-                &mut steps,
-                Action::RemoveDirIfEmpty {
-                    product: Product::Celesto,
-                    path: dir.clone(),
-                },
-                format!("Remove {} if nothing else is left in it", dir.display()),
-                "The directory goes only when it is empty.",
-                0,
+            self.push_remove(
+                Product::Celesto,
+                &e.path,
+                &dir,
+                format!("Remove {}", e.path.display()),
+                "Celesto's per-user files (image cache, Firecracker binary, port forwards, \
+                 telemetry and update-check state).",
             );
-            if all_removed {
-                removed_roots.push(dir.clone());
-            }
+        }
+        self.push(
+            Action::RemoveDirIfEmpty {
+                product: Product::Celesto,
+                path: dir.clone(),
+            },
+            format!("Remove {} if nothing else is left in it", dir.display()),
+            "The directory goes only when it is empty.",
+            0,
+        );
+        if all_removed {
+            self.removed_roots.push(dir);
         }
     }
 
-    // 6. ~/.smolvm: only the chosen products' entries.
-    if let Some(dot) = &pre.dot_smolvm {
-        let mut remaining = dot.other_entries.len();
-        let mut remove = |entries: &[PathBuf], product: Product, steps: &mut Vec<PlanStep>| {
-            for e in entries {
-                let name = e.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                let secret = product == Product::Celesto && matches!(name, "credentials" | "keys");
-                if !chosen(product) || (secret && !opts.remove_credentials) {
-                    remaining += 1;
-                    continue;
-                }
-                let why = match product {
-                    Product::Smolvm => {
-                        "Part of the smolvm install prefix (install.sh puts the wrapper, \
-                         smolvm-bin, lib/, templates and .version here)."
-                    }
-                    Product::Celesto => {
-                        "PyPI smolvm / older Celesto files kept in ~/.smolvm (image cache, \
-                         Firecracker binary, port forwards)."
-                    }
-                };
-                steps.push(PlanStep {
-                    action: Action::RemoveTree {
-                        product,
-                        path: e.clone(),
-                        root: dot.path.clone(),
-                        identity: crate::size::identity(e).ok(),
-                        expected_bytes: size_of(pre, e),
-                        mounts_inside: Vec::new(),
-                    },
-                    summary: format!("Remove {}", e.display()),
-                    why: why.to_string(),
-                    checked: true,
-                    bytes: size_of(pre, e),
-                });
-            }
+    /// Step 6: ~/.smolvm: only the chosen products' entries.
+    fn dot_smolvm_steps(&mut self) {
+        let pre = self.pre;
+        let Some(dot) = &pre.dot_smolvm else {
+            return;
         };
-        remove(&dot.smolvm_entries, Product::Smolvm, &mut steps);
-        remove(&dot.celesto_entries, Product::Celesto, &mut steps);
-        let planned_any = steps
+        let remaining = dot.other_entries.len()
+            + self.dot_smolvm_entries(dot, &dot.smolvm_entries, Product::Smolvm)
+            + self.dot_smolvm_entries(dot, &dot.celesto_entries, Product::Celesto);
+        let planned_any = self
+            .steps
             .iter()
             .any(|s| matches!(&s.action, Action::RemoveTree { root, .. } if *root == dot.path));
-        if planned_any {
-            let product = if chosen(Product::Smolvm) {
-                Product::Smolvm
-            } else {
-                Product::Celesto
-            };
-            push(
-                &mut steps,
-                Action::RemoveDirIfEmpty {
-                    product,
-                    path: dot.path.clone(),
-                },
-                format!(
-                    "Remove {} if nothing else is left in it",
-                    dot.path.display()
-                ),
-                "~/.smolvm is used by both products; it goes only when it is empty.",
-                0,
-            );
+        if !planned_any {
+            return;
         }
-        if remaining == 0 && planned_any {
-            removed_roots.push(dot.path.clone());
-        } else if planned_any {
-            notes.push(format!(
+        let product = if self.chosen(Product::Smolvm) {
+            Product::Smolvm
+        } else {
+            Product::Celesto
+        };
+        self.push(
+            Action::RemoveDirIfEmpty {
+                product,
+                path: dot.path.clone(),
+            },
+            format!(
+                "Remove {} if nothing else is left in it",
+                dot.path.display()
+            ),
+            "~/.smolvm is used by both products; it goes only when it is empty.",
+            0,
+        );
+        if remaining == 0 {
+            self.removed_roots.push(dot.path.clone());
+        } else {
+            self.notes.push(format!(
                 "{} keeps {} entr{} that do not belong to the product(s) being uninstalled.",
                 dot.path.display(),
                 remaining,
@@ -629,11 +688,50 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         }
     }
 
-    // 7. Launchers pointing into a prefix that goes.
-    if chosen(Product::Smolvm) {
-        for l in &pre.launchers {
+    /// Plan the removal of `product`'s entries in ~/.smolvm; how many stay.
+    fn dot_smolvm_entries(
+        &mut self,
+        dot: &SharedDotSmolvm,
+        entries: &[PathBuf],
+        product: Product,
+    ) -> usize {
+        let mut remaining = 0;
+        for e in entries {
+            let name = e.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let secret = product == Product::Celesto && matches!(name, "credentials" | "keys");
+            if !self.chosen(product) || (secret && !self.opts.remove_credentials) {
+                remaining += 1;
+                continue;
+            }
+            let why = match product {
+                Product::Smolvm => {
+                    "Part of the smolvm install prefix (install.sh puts the wrapper, \
+                     smolvm-bin, lib/, templates and .version here)."
+                }
+                Product::Celesto => {
+                    "PyPI smolvm / older Celesto files kept in ~/.smolvm (image cache, \
+                     Firecracker binary, port forwards)."
+                }
+            };
+            self.push_remove(
+                product,
+                e,
+                &dot.path,
+                format!("Remove {}", e.display()),
+                why,
+            );
+        }
+        remaining
+    }
+
+    /// Step 7: Launchers pointing into a prefix that goes.
+    fn launcher_steps(&mut self) {
+        if !self.chosen(Product::Smolvm) {
+            return;
+        }
+        for l in &self.pre.launchers {
             let Some(prefix) = &l.into_prefix else {
-                notes.push(format!(
+                self.notes.push(format!(
                     "{} points to {}, not into a smolvm install prefix; left alone.",
                     l.path.display(),
                     l.target.display()
@@ -643,8 +741,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
             if is_system_path(prefix) {
                 continue;
             }
-            push(
-                &mut steps,
+            self.push(
                 Action::RemoveLauncher {
                     link: l.path.clone(),
                     target: l.target.clone(),
@@ -658,13 +755,16 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         }
     }
 
-    // 8. PATH block.
-    if chosen(Product::Smolvm) {
+    /// Step 8: PATH block.
+    fn path_block_steps(&mut self) {
+        if !self.chosen(Product::Smolvm) {
+            return;
+        }
+        let pre = self.pre;
         let files: BTreeSet<&Path> = pre.path_blocks.iter().map(|b| b.file.as_path()).collect();
         for f in files {
-            if opts.remove_path_block {
-                push(
-                    &mut steps,
+            if self.opts.remove_path_block {
+                self.push(
                     Action::RemovePathBlock {
                         file: f.to_path_buf(),
                     },
@@ -674,7 +774,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
                     0,
                 );
             } else {
-                kept.push(Kept {
+                self.kept.push(Kept {
                     path: f.to_path_buf(),
                     what: "the '# smolvm' PATH lines install.sh appended".into(),
                     how: "--remove-path-block".into(),
@@ -683,91 +783,132 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
         }
     }
 
-    // Credentials the preflight found and the plan keeps.
-    if !opts.remove_credentials {
-        for c in pre.credentials.iter().filter(|c| chosen(c.product)) {
-            if !kept.iter().any(|k| k.path == c.path) {
-                kept.push(Kept {
-                    path: c.path.clone(),
-                    what: c.what.clone(),
-                    how: "--remove-credentials".into(),
-                });
+    /// Credentials the preflight found and the plan keeps.
+    fn keep_credentials(&mut self) {
+        if self.opts.remove_credentials {
+            return;
+        }
+        let pre = self.pre;
+        let products = self.products.clone();
+        for c in pre
+            .credentials
+            .iter()
+            .filter(|c| products.contains(&c.product))
+        {
+            if !self.kept.iter().any(|k| k.path == c.path) {
+                self.keep_credential(&c.path, &c.what);
             }
         }
     }
 
-    // Installs Smolsweep does not remove itself.
-    for i in pre.installs.iter().filter(|i| chosen(i.product)) {
-        let cmd = match i.method.as_str() {
-            // ~/.smolvm is removed above; a system prefix (`/opt/smolvm`) is listed with the
-            // system files, as the command to run.
-            "opt" => continue,
-            "script" if i.path == home.join(".smolvm") || is_system_path(&i.path) => continue,
-            "script" => format!(
-                "rm -rf {}   # install.sh --prefix; check it holds nothing of yours first",
+    /// Installs Smolsweep does not remove itself, and system files: commands for the user.
+    fn install_commands(&mut self) {
+        let pre = self.pre;
+        let products = self.products.clone();
+        for i in pre
+            .installs
+            .iter()
+            .filter(|i| products.contains(&i.product))
+        {
+            let Some(cmd) = install_command(i, &self.home) else {
+                continue;
+            };
+            let why = format!(
+                "{} {} install at {}",
+                i.product.display_name(),
+                i.method,
                 i.path.display()
-            ),
-            "pypi" | "wheel" => {
-                let dist = i.distribution.clone().unwrap_or_else(|| match i.product {
-                    Product::Celesto => "celesto".into(),
-                    Product::Smolvm => "smolmachines".into(),
-                });
-                let py = python_of(&i.path);
-                match py {
-                    Some(py) => format!("{} -m pip uninstall {dist}", py.display()),
-                    None => format!(
-                        "pip uninstall {dist}   # in the environment at {}",
-                        i.path.display()
-                    ),
-                }
-            }
-            "homebrew" => "brew uninstall smolvm".to_string(),
-            "deb" => "sudo apt remove smolvm   # or: sudo dnf remove smolvm".to_string(),
-            _ => format!(
-                "remove {} with the tool that installed it",
-                i.path.display()
-            ),
-        };
-        if !user_commands.iter().any(|u| u.command == cmd) {
-            user_commands.push(UserCommand {
-                product: i.product,
-                command: cmd,
-                why: format!(
-                    "{} {} install at {}",
-                    i.product.display_name(),
-                    i.method,
+            );
+            self.user_command(i.product, cmd, why);
+        }
+        for s in pre.system.iter().filter(|s| products.contains(&s.product)) {
+            let why = format!("{} ({})", s.what, s.path.display());
+            self.user_command(s.product, s.command.clone(), why);
+        }
+    }
+
+    fn user_command(&mut self, product: Product, command: String, why: String) {
+        if !self.user_commands.iter().any(|u| u.command == command) {
+            self.user_commands.push(UserCommand {
+                product,
+                command,
+                why,
+            });
+        }
+    }
+
+    fn finish(self) -> UninstallPlan {
+        let clis = self
+            .products
+            .iter()
+            .filter_map(|p| self.pre.cli(*p).map(|c| (*p, c.to_path_buf())))
+            .collect();
+        UninstallPlan {
+            schema: UNINSTALL_PLAN_SCHEMA.to_string(),
+            home: self.home,
+            products: self.products,
+            options: self.opts.clone(),
+            steps: self.steps,
+            kept: self.kept,
+            user_commands: self.user_commands,
+            removed_roots: self.removed_roots,
+            notes: self.notes,
+            clis,
+            platform: self.pre.platform,
+        }
+    }
+}
+
+/// A state directory's entries: its product's own, foreign ones, and credentials kept.
+fn sort_entries(
+    d: &StateDir,
+    entries: &[crate::fsread::Entry],
+    remove_credentials: bool,
+) -> (Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>) {
+    let (mut own, mut foreign, mut secrets) = (Vec::new(), Vec::new(), Vec::new());
+    for e in entries {
+        let n = e.name_str().unwrap_or("");
+        if super::known::credential(d.product, &d.kind, n) && !remove_credentials {
+            secrets.push(e.path.clone());
+        } else if super::known::recognised(d.product, &d.kind, n) {
+            own.push(e.path.clone());
+        } else {
+            foreign.push(e.path.clone());
+        }
+    }
+    (own, foreign, secrets)
+}
+
+/// The command that removes an install Smolsweep does not remove itself; `None` for those it
+/// removes (`~/.smolvm`) or lists with the system files (a system prefix, `/opt/smolvm`).
+fn install_command(i: &Install, home: &Path) -> Option<String> {
+    Some(match i.method.as_str() {
+        "opt" => return None,
+        "script" if i.path == home.join(".smolvm") || is_system_path(&i.path) => return None,
+        "script" => format!(
+            "rm -rf {}   # install.sh --prefix; check it holds nothing of yours first",
+            i.path.display()
+        ),
+        "pypi" | "wheel" => {
+            let dist = i.distribution.clone().unwrap_or_else(|| match i.product {
+                Product::Celesto => "celesto".into(),
+                Product::Smolvm => "smolmachines".into(),
+            });
+            match python_of(&i.path) {
+                Some(py) => format!("{} -m pip uninstall {dist}", py.display()),
+                None => format!(
+                    "pip uninstall {dist}   # in the environment at {}",
                     i.path.display()
                 ),
-            });
+            }
         }
-    }
-    for s in pre.system.iter().filter(|s| chosen(s.product)) {
-        if !user_commands.iter().any(|u| u.command == s.command) {
-            user_commands.push(UserCommand {
-                product: s.product,
-                command: s.command.clone(),
-                why: format!("{} ({})", s.what, s.path.display()),
-            });
-        }
-    }
-
-    let clis = products
-        .iter()
-        .filter_map(|p| pre.cli(*p).map(|c| (*p, c.to_path_buf())))
-        .collect();
-    UninstallPlan {
-        schema: UNINSTALL_PLAN_SCHEMA.to_string(),
-        home,
-        products,
-        options: opts.clone(),
-        steps,
-        kept,
-        user_commands,
-        removed_roots,
-        notes,
-        clis,
-        platform: pre.platform,
-    }
+        "homebrew" => "brew uninstall smolvm".to_string(),
+        "deb" => "sudo apt remove smolvm   # or: sudo dnf remove smolvm".to_string(),
+        _ => format!(
+            "remove {} with the tool that installed it",
+            i.path.display()
+        ),
+    })
 }
 
 /// ` (CELESTO_DATA_DIR points there)` for a directory a variable chose, empty for a default.
