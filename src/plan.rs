@@ -1085,6 +1085,8 @@ mod tests {
             mounts_inside: vec![],
             owner_recheck: None,
             refs: Vec::new(),
+            kept: None,
+            newest_change_ns: 0,
         }
     }
 
