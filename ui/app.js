@@ -96,6 +96,7 @@ function render(status) {
   const nVms = v.machines.length + v.processes.length;
   $("#nav-vms").textContent = nVms ? String(nVms) : "";
   renderChart(v);
+  renderTreemap(status);
   renderNextSteps(v);
   renderFindings(v);
   renderVms(v);
@@ -195,6 +196,44 @@ function renderChart(v) {
     legend.append(el("li", { dataset: { label: e.label } }, sw, `${e.label} ${e.size}`));
   });
   chart.replaceChildren(bar, legend);
+}
+
+// The core's treemap (`smolsweep::view::treemap`): positions are the core's, scaled to the box.
+const TM_W = 1000, TM_H = 260;
+function renderTreemap(status) {
+  const box = $("#treemap");
+  const tiles = status.treemap || [];
+  if (!tiles.length) { box.replaceChildren(el("div", { class: "empty", text: "Nothing to draw." })); return; }
+  box.replaceChildren(...tiles.map((t) => {
+    const name = t.short_path.split("/").pop();
+    const tip = `${t.path}\n${t.kind_label} · ${t.verdict_label}\n${t.size} on disk, ${t.apparent} apparent`;
+    const tile = el("button", { type: "button", class: `tile ${t.verdict}`, title: tip, "aria-label": `${name}: ${t.size}, ${t.verdict_label}. Select it`, dataset: { id: t.id, verdict: t.verdict } },
+      t.w > 40 && t.h > 14 ? name : "");
+    tile.style.left = `${(t.x / TM_W) * 100}%`;
+    tile.style.top = `${(t.y / TM_H) * 100}%`;
+    tile.style.width = `${(t.w / TM_W) * 100}%`;
+    tile.style.height = `${(t.h / TM_H) * 100}%`;
+    tile.addEventListener("click", () => pickFinding(t.id));
+    return tile;
+  }));
+}
+
+// Select a finding (when it can be selected) and show it in the list.
+function pickFinding(id) {
+  show("findings");
+  const row = $(`tr.finding[data-id="${CSS.escape(id)}"]`);
+  if (!row) { toast("That item is not in the list"); return; }
+  const box = $("input.select", row);
+  if (box && !box.disabled && !box.checked) {
+    state.touched = true;
+    box.checked = true;
+    state.selected.add(id);
+    updateSelection();
+  }
+  $$("tr.finding.picked").forEach((r) => r.classList.remove("picked"));
+  row.classList.add("picked");
+  row.scrollIntoView({ block: "center" });
+  (box && !box.disabled ? box : row).focus();
 }
 
 function renderNextSteps(v) {

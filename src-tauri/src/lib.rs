@@ -195,7 +195,14 @@ pub struct Status {
     pub total: usize,
     /// An automatic run waiting for the user.
     pub auto: Option<auto::AutoPreview>,
+    /// The treemap of what the filter shows (`smolsweep::view::treemap`, in a
+    /// [`TREEMAP_W`] × [`TREEMAP_H`] area).
+    pub treemap: Vec<smolsweep::view::Tile>,
 }
+
+/// The treemap's layout area (the window scales it to its width; the aspect is the window's).
+pub const TREEMAP_W: f64 = 1000.0;
+pub const TREEMAP_H: f64 = 260.0;
 
 fn status(st: &AppState) -> Status {
     let report = lock(&st.report).clone();
@@ -209,6 +216,10 @@ fn status(st: &AppState) -> Status {
         shown: shown.as_ref().map(|r| r.findings.len()).unwrap_or(0),
         total: report.as_ref().map(|r| r.findings.len()).unwrap_or(0),
         auto: auto::pending(st),
+        treemap: shown
+            .as_ref()
+            .map(|r| smolsweep::view::treemap(r, TREEMAP_W, TREEMAP_H))
+            .unwrap_or_default(),
         view: shown.as_ref().map(ScanView::of),
         newer: report.as_ref().map(newer_products).unwrap_or_default(),
         report,

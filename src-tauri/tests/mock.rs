@@ -1254,6 +1254,18 @@ fn filters_narrow_the_view_and_what_reclaim_selects() {
     assert_eq!(st["shown"], 0);
     let st = call(&w, "set_filter", json!({"filter": {}})).unwrap();
     assert_eq!(st["shown"], st["total"]);
+    // The treemap draws what the filter shows: one tile per item, inside the area.
+    let tiles = st["treemap"].as_array().unwrap();
+    assert_eq!(tiles.len(), 4, "every item left after the reclaim: {tiles:?}");
+    for t in tiles {
+        let (x, w) = (t["x"].as_f64().unwrap(), t["w"].as_f64().unwrap());
+        assert!(x >= 0.0 && w > 0.0 && x + w <= smolsweep_desktop::TREEMAP_W + 1e-6);
+    }
+    let st = call(&w, "set_filter", json!({"filter": {"older_than": "7d"}})).unwrap();
+    assert!(
+        st["treemap"].as_array().unwrap().is_empty(),
+        "the old one was reclaimed"
+    );
 }
 
 fn auto_notes(w: &World) -> Vec<Note> {
