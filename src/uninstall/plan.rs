@@ -1055,7 +1055,7 @@ fn size_of(pre: &Preflight, path: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-fn state_label(kind: &str) -> &'static str {
+pub(crate) fn state_label(kind: &str) -> &'static str {
     match kind {
         "data_root" => "smolvm data",
         "cache_root" => "smolvm machines and caches",
@@ -1066,6 +1066,7 @@ fn state_label(kind: &str) -> &'static str {
         "config_dir" => "smolvm settings and registry credentials",
         "data_dir" => "Celesto data",
         "image_dir" => "Celesto image cache",
+        "celesto_home" => "Celesto home: settings, SSH keys and host keys",
         _ => "state",
     }
 }

@@ -679,7 +679,7 @@ pub fn render(p: &Preflight) -> String {
             human_bytes(d.allocated_bytes),
             d.product.as_str(),
             d.path.display(),
-            d.kind
+            super::plan::state_label(&d.kind)
         );
     }
     if let Some(d) = &p.dot_smolvm {
