@@ -878,3 +878,85 @@ async fn every_view_and_dialog_works_by_keyboard_and_axe_finds_no_serious_violat
     assert!(violations.is_empty(), "{violations:#?}");
     c.close().await.ok();
 }
+
+/// Issue 12 in the real window: clicking a treemap tile selects that item in the list; "Keep"
+/// on a row writes a core keep rule and the row shows "kept by you" with when and why, and the
+/// rule is listed in Settings. Writes the treemap and kept screenshots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a display server, tauri-driver and WebKitWebDriver: run scripts/desktop-tests.sh"]
+async fn a_treemap_tile_selects_its_item_and_keep_marks_a_row_kept_by_you() {
+    let s = Scratch::with_leftovers();
+    let (_driver, port) = start_driver(&s);
+    let c = connect(port).await;
+    c.set_window_size(1280, 800).await.ok();
+    let opt_in = s
+        .report
+        .findings
+        .iter()
+        .find(|f| f.verdict == Verdict::OptIn)
+        .expect("an opt-in finding in the fixture")
+        .clone();
+    let tile = wait_css(&c, &format!("#treemap .tile[data-id='{}']", opt_in.id)).await;
+    let title = tile.attr("title").await.unwrap().unwrap_or_default();
+    assert!(
+        title.contains("apparent"),
+        "apparent size on hover: {title}"
+    );
+    shot(&c, "window-treemap").await;
+    assert!(!checkbox(&c, &opt_in.id).await.is_selected().await.unwrap());
+    wait_css(&c, &format!("#treemap .tile[data-id='{}']", opt_in.id))
+        .await
+        .click()
+        .await
+        .unwrap();
+    let boxed = checkbox(&c, &opt_in.id).await;
+    assert!(
+        boxed.is_selected().await.unwrap(),
+        "the clicked item is selected"
+    );
+    let row = wait_css(&c, &format!("tr.finding.picked[data-id='{}']", opt_in.id)).await;
+    assert!(row.is_displayed().await.unwrap());
+
+    // Keep a reclaimable row, with a reason.
+    let keep = s
+        .report
+        .findings
+        .iter()
+        .find(|f| f.verdict == Verdict::Reclaimable)
+        .unwrap()
+        .clone();
+    let sel = format!("tr.finding[data-id='{}']", keep.id);
+    wait_css(&c, &format!("{sel} button.keep"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    let why = wait_css(&c, &format!("{sel} .keep-form input")).await;
+    why.send_keys("golden image").await.unwrap();
+    wait_css(&c, &format!("{sel} button.keep-ok"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    let kept = wait_css(&c, &format!("{sel} .badge.kept")).await;
+    assert_eq!(kept.text().await.unwrap(), "kept by you");
+    let line = text_of(&c, &format!("{sel} .kept-line")).await;
+    assert!(
+        line.starts_with("Kept by you since ") && line.ends_with(": golden image"),
+        "{line}"
+    );
+    let b = checkbox(&c, &keep.id).await;
+    assert!(
+        !b.is_enabled().await.unwrap(),
+        "a kept item cannot be selected"
+    );
+    let rules: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(s.data_dir().join("keep.json")).unwrap())
+            .unwrap();
+    assert_eq!(rules["rules"].as_array().unwrap().len(), 1);
+    shot(&c, "window-kept").await;
+    nav(&c, "settings").await;
+    let listed = text_of(&c, "#keep-list").await;
+    assert!(listed.contains("golden image"), "{listed}");
+    c.close().await.ok();
+}
