@@ -1,12 +1,23 @@
 // The uninstall wizard: preflight → choices → plan → confirmation → progress → proof.
-// Loaded after app.js and uses its helpers ($, $$, el, bytes, invoke, listen, PRODUCT, toast).
+// Loaded after app.js and uses its helpers ($, $$, el, invoke, listen, toast).
 // Everything is done by the shell's uninstall_* commands, which call the core.
 "use strict";
 
 (() => {
   const wz = { page: "preflight", pre: null, plan: null, running: false, loaded: false, progress: 0 };
   const PAGES = ["preflight", "choices", "plan", "confirm", "progress", "proof"];
+  // The uninstall commands return the core's plan and preflight, which carry numbers, not
+  // words yet: these two mirror the core's `human_bytes` and `Product::display_name` until the
+  // uninstall structs carry their own display strings (the scan's view already does).
+  const PRODUCT = { celesto: "Celesto SmolVM", smolvm: "smol-machines smolvm" };
   const pname = (p) => PRODUCT[p] || p;
+  const bytes = (n) => {
+    const u = ["B", "kB", "MB", "GB", "TB", "PB"];
+    if (n < 1000) return `${n} B`;
+    let v = n, i = 0;
+    while (v >= 1000 && i < u.length - 1) { v /= 1000; i++; }
+    return v >= 100 ? `${v.toFixed(0)} ${u[i]}` : `${v.toFixed(1)} ${u[i]}`;
+  };
 
   function page(name) {
     wz.page = name;
@@ -76,7 +87,7 @@
       item(i.path, `${pname(i.product)} · ${i.method}${i.distribution ? " (" + i.distribution + ")" : ""} · ${i.version || "version unknown"}`)), "No installation found."));
     const dirs = p.state_dirs.filter((d) => d.exists);
     const dot = p.dot_smolvm;
-    const dirItems = dirs.map((d) => item(d.path, `${pname(d.product)} · ${d.kind.replace(/_/g, " ")}${d.mounts && d.mounts.length ? " · " + d.mounts.length + " mount(s) inside" : ""}`, bytes(d.allocated_bytes)));
+    const dirItems = dirs.map((d) => item(d.path, `${pname(d.product)} · ${d.label}${d.mounts && d.mounts.length ? " · " + d.mounts.length + " mount(s) inside" : ""}`, d.size));
     if (dot) dirItems.push(item(dot.path, `shared: ${dot.smolvm_entries.length} smol-machines entries, ${dot.celesto_entries.length} Celesto entries, ${dot.other_entries.length} others`));
     parts.push(section("State directories", dirItems, "No state directory found."));
     parts.push(section("Machines", p.machines.map((m) => item(m.name, `${pname(m.product)} · ${m.state}${m.pid ? " · pid " + m.pid : ""}`)), "No machine."));

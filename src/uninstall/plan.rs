@@ -1182,6 +1182,8 @@ mod tests {
             apparent_bytes: 4096,
             mounts: vec![],
             source: "default".into(),
+            label: String::new(),
+            size: String::new(),
         }
     }
 

@@ -40,6 +40,12 @@ pub struct StateDir {
     /// `XDG_CACHE_HOME`, ...).
     #[serde(default)]
     pub source: String,
+    /// What it is, in words ("smolvm machines and caches").
+    #[serde(default)]
+    pub label: String,
+    /// Its allocated size, in words ("25.9 MB").
+    #[serde(default)]
+    pub size: String,
 }
 
 /// `~/.smolvm`, split by owner.
@@ -260,6 +266,8 @@ pub fn gather_with(
                 apparent_bytes: apparent,
                 mounts,
                 source: source.to_string(),
+                label: super::plan::state_label(kind).to_string(),
+                size: human_bytes(allocated),
             });
         };
     for (product, kind, path, source) in state_dir_candidates(env, platform) {
