@@ -131,6 +131,7 @@ pub async fn after_scan<R: Runtime>(app: &AppHandle<R>, report: &ScanReport) -> 
                     pv.headline
                 ),
                 review: true,
+                action: None,
             },
             AskReason::Cap => Note {
                 summary: format!(
@@ -140,6 +141,7 @@ pub async fn after_scan<R: Runtime>(app: &AppHandle<R>, report: &ScanReport) -> 
                 ),
                 body: format!("{}. Nothing was deleted.", pv.headline),
                 review: true,
+                action: None,
             },
         };
         crate::send_note(app, note, Some("settings"));
@@ -194,6 +196,7 @@ pub fn note(out: &ReclaimOutcome) -> Note {
         ),
         body,
         review: true,
+        action: None,
     }
 }
 

@@ -19,6 +19,7 @@ use tauri::{AppHandle, Builder, Emitter, Manager, Runtime, WebviewUrl, WebviewWi
 pub mod auto;
 pub mod backend;
 pub mod keeps;
+pub mod lowspace;
 pub mod notes;
 pub mod settings;
 pub mod uninstall;
@@ -114,6 +115,8 @@ pub struct AppState {
     filter_input: Mutex<keeps::FilterInput>,
     /// An automatic run waiting for the user (its first run, or above the cap).
     auto_pending: Mutex<Option<auto::Pending>>,
+    /// Whether the current low-space episode was announced.
+    low_space: Mutex<lowspace::LowSpaceWatch>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -142,6 +145,7 @@ impl AppState {
             filter: Mutex::new(Default::default()),
             filter_input: Mutex::new(Default::default()),
             auto_pending: Mutex::new(None),
+            low_space: Mutex::new(Default::default()),
         }
     }
     /// Set the directories and load what is saved there (once).
@@ -526,6 +530,7 @@ pub async fn scan_now<R: Runtime>(app: &AppHandle<R>) -> Result<ScanReport, Stri
     refresh(app);
     if let Ok(r) = &res {
         notify_orphans(app, r);
+        notify_low_space(app, r);
         watch::update(app, r);
     }
     res
@@ -953,6 +958,21 @@ fn notify_orphans<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
     }
 }
 
+/// One notification when the file system holding SmolVM state runs low and something can be
+/// given back ([`lowspace`]); its "Reclaim N" action opens the tray's reclaim confirmation.
+fn notify_low_space<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
+    let st = app.state::<AppState>();
+    let now = lock(&st.clock).now();
+    let alert = lock(&st.low_space).check(r, now);
+    let on = lock(&st.settings).notifications;
+    if let (Some(a), true) = (alert, on) {
+        send_note(app, a.note(), Some(RECLAIM_ACTION));
+    }
+}
+
+/// The `review_view` of a notification whose action is the tray's reclaim (confirmed first).
+const RECLAIM_ACTION: &str = "reclaim";
+
 fn send_note<R: Runtime>(app: &AppHandle<R>, note: Note, review_view: Option<&'static str>) {
     let st = app.state::<AppState>();
     let notifier = st.notifier.clone();
@@ -962,7 +982,13 @@ fn send_note<R: Runtime>(app: &AppHandle<R>, note: Note, review_view: Option<&'s
         let app3 = app2.clone();
         let on_review: Box<dyn FnOnce() + Send> = Box::new(move || {
             let app4 = app3.clone();
-            let _ = app3.run_on_main_thread(move || show_window(&app4, review_view));
+            let _ = app3.run_on_main_thread(move || {
+                if review_view == Some(RECLAIM_ACTION) {
+                    confirm_tray_reclaim(&app4)
+                } else {
+                    show_window(&app4, review_view)
+                }
+            });
         });
         if let Err(e) = notifier.notify(&note, on_review) {
             tracing::warn!("notification: {e:#}");

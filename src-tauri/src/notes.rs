@@ -12,6 +12,9 @@ pub struct Note {
     pub body: String,
     /// Offer a "Review" action that opens the window (Linux).
     pub review: bool,
+    /// The review action's label instead of "Review" (for example "Reclaim 3.2 GB").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
 }
 
 /// Shows notifications. The real one uses notify-rust; tests record them.
@@ -34,7 +37,8 @@ impl Notifier for DesktopNotifier {
         #[cfg(all(unix, not(target_os = "macos")))]
         {
             if note.review {
-                n.action("default", "Review").action("review", "Review");
+                let label = note.action.as_deref().unwrap_or("Review");
+                n.action("default", label).action("review", label);
             }
             let handle = n.show()?;
             if note.review {
@@ -221,6 +225,7 @@ impl OrphanWatch {
             summary,
             body: lines.join("\n"),
             review: true,
+            action: None,
         })
     }
 }
@@ -243,6 +248,7 @@ pub fn reclaim_note(out: &crate::backend::ReclaimOutcome) -> Note {
         summary: format!("Freed {}", human_bytes(out.measured_bytes)),
         body,
         review: false,
+        action: None,
     }
 }
 
@@ -264,6 +270,7 @@ pub fn vm_note(out: &crate::backend::VmOutcome) -> Note {
         summary,
         body: lines.join("\n"),
         review: false,
+        action: None,
     }
 }
 

@@ -1256,7 +1256,11 @@ fn filters_narrow_the_view_and_what_reclaim_selects() {
     assert_eq!(st["shown"], st["total"]);
     // The treemap draws what the filter shows: one tile per item, inside the area.
     let tiles = st["treemap"].as_array().unwrap();
-    assert_eq!(tiles.len(), 4, "every item left after the reclaim: {tiles:?}");
+    assert_eq!(
+        tiles.len(),
+        4,
+        "every item left after the reclaim: {tiles:?}"
+    );
     for t in tiles {
         let (x, w) = (t["x"].as_f64().unwrap(), t["w"].as_f64().unwrap());
         assert!(x >= 0.0 && w > 0.0 && x + w <= smolsweep_desktop::TREEMAP_W + 1e-6);
@@ -1396,4 +1400,83 @@ fn automatic_clean_up_asks_once_then_runs_within_its_cap() {
     assert_eq!(auto_runs.len(), 2);
     std::thread::sleep(Duration::from_millis(150));
     assert_eq!(auto_notes(&w).len(), 4, "one notification per run");
+}
+
+fn low_notes(w: &World) -> usize {
+    w.notes
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|n| n.summary.starts_with("Low disk space"))
+        .count()
+}
+
+/// Low space, for real: a 20 MB tmpfs holds the state; filled past the threshold (10 %), one
+/// notification with a "Reclaim …" action; none while it stays low; none after it recovers;
+/// one again when it falls again (after the rate limit's gap).
+#[test]
+fn low_space_on_the_state_file_system_is_announced_once_per_episode() {
+    let w = world(0, true);
+    let clock = fake_clock(&w);
+    let mp = w.home.join("state-tmpfs");
+    std::fs::create_dir_all(&mp).unwrap();
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let st = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=20m", "tmpfs"])
+        .arg(&mp)
+        .status()
+        .expect("mount");
+    assert!(st.success(), "mounting a tmpfs needs root");
+    let _guard = Unmount(mp.clone());
+    {
+        let mut r = w.fake.report.lock().unwrap();
+        r.findings = vec![file_finding(
+            &mp,
+            "orphan-low.qcow2",
+            Verdict::Reclaimable,
+            None,
+        )];
+    }
+    let filler = mp.join("filler");
+    let fill = || std::fs::write(&filler, vec![1u8; 19 * 1024 * 1024]).unwrap();
+    let scan = || {
+        call(&w, "rescan", json!({})).unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+    };
+    scan();
+    assert_eq!(low_notes(&w), 0, "plenty of space");
+    fill();
+    scan();
+    wait_for(|| low_notes(&w) == 1);
+    {
+        let n = w.notes.0.lock().unwrap();
+        let n = n
+            .iter()
+            .find(|n| n.summary.starts_with("Low disk space"))
+            .unwrap();
+        assert!(
+            n.action.as_deref().unwrap().starts_with("Reclaim "),
+            "{n:?}"
+        );
+        assert!(n.body.contains("state-tmpfs"), "{}", n.body);
+    }
+    clock
+        .0
+        .send_replace(T0 + 2 * smolsweep_desktop::lowspace::MIN_GAP_SECS);
+    scan();
+    assert_eq!(low_notes(&w), 1, "still low: not again");
+    std::fs::remove_file(&filler).unwrap();
+    scan();
+    assert_eq!(low_notes(&w), 1, "recovered: nothing");
+    fill();
+    scan();
+    wait_for(|| low_notes(&w) == 2);
+    scan();
+    assert_eq!(low_notes(&w), 2);
 }

@@ -1,0 +1,204 @@
+//! Low-space alerts: when the file system holding SmolVM state runs low and something can be
+//! given back (reclaimable files, or an orphaned VM holding deleted-but-open space), one
+//! notification with a "Reclaim N" action; rate-limited; re-armed once space recovers.
+//!
+//! [`LowSpaceWatch::observe`] is the pure decision (statvfs numbers in, an alert or nothing
+//! out); [`space_of`] reads the numbers.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use smolsweep::model::{ScanReport, Scope, Verdict};
+
+/// Free space is low below this share of the file system...
+pub const LOW_PERCENT: u64 = 10;
+/// ...or below this many bytes, whichever is smaller (a huge disk is not "low" with 100 GB
+/// free; a small one is not always low).
+pub const LOW_BYTES: u64 = 10_000_000_000;
+/// At most one alert in this many seconds, even after space recovered and fell again.
+pub const MIN_GAP_SECS: u64 = 3_600;
+
+/// A file system's size and the bytes available to the user (`statvfs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Space {
+    pub avail: u64,
+    pub total: u64,
+}
+
+impl Space {
+    /// The free space below which it is low.
+    pub fn limit(&self) -> u64 {
+        (self.total / 100 * LOW_PERCENT).min(LOW_BYTES)
+    }
+    pub fn is_low(&self) -> bool {
+        self.avail < self.limit()
+    }
+}
+
+/// What a low-space alert offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alert {
+    pub space: Space,
+    pub path: PathBuf,
+    /// Reclaimable bytes (what "Reclaim" frees by default).
+    pub reclaimable: u64,
+    /// Deleted-but-open bytes held by orphaned VMs of this HOME (freed by ending them).
+    pub held_deleted: u64,
+}
+
+impl Alert {
+    pub fn note(&self) -> crate::Note {
+        let b = smolsweep::view::bytes;
+        let give = self.reclaimable + self.held_deleted;
+        let mut body = format!(
+            "{} holding SmolVM state has {} free of {}.",
+            self.path.display(),
+            b(self.space.avail),
+            b(self.space.total)
+        );
+        if self.held_deleted > 0 {
+            body.push_str(&format!(
+                " Orphaned VMs hold {} of deleted files.",
+                b(self.held_deleted)
+            ));
+        }
+        crate::Note {
+            summary: format!("Low disk space: {} free", b(self.space.avail)),
+            body,
+            review: true,
+            action: Some(format!("Reclaim {}", b(give))),
+        }
+    }
+}
+
+/// Remembers whether the current low-space episode was announced.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LowSpaceWatch {
+    /// An alert went out and space has not recovered since.
+    pub alerted: bool,
+    pub last_sent: Option<u64>,
+}
+
+impl LowSpaceWatch {
+    /// The decision for one look at the space (at `now`, seconds).
+    pub fn observe(
+        &mut self,
+        space: Space,
+        reclaimable: u64,
+        held_deleted: u64,
+        now: u64,
+    ) -> Option<(u64, u64)> {
+        if !space.is_low() {
+            self.alerted = false;
+            return None;
+        }
+        if self.alerted || reclaimable + held_deleted == 0 {
+            return None;
+        }
+        if self
+            .last_sent
+            .is_some_and(|t| now.saturating_sub(t) < MIN_GAP_SECS)
+        {
+            return None;
+        }
+        self.alerted = true;
+        self.last_sent = Some(now);
+        Some((reclaimable, held_deleted))
+    }
+
+    /// Look at the file system holding `report`'s SmolVM state and decide.
+    pub fn check(&mut self, report: &ScanReport, now: u64) -> Option<Alert> {
+        let (path, space) = space_of(report)?;
+        let reclaimable: u64 = report
+            .findings
+            .iter()
+            .filter(|f| f.verdict == Verdict::Reclaimable)
+            .map(|f| f.allocated_bytes)
+            .sum();
+        let held: u64 = report
+            .processes
+            .iter()
+            .filter(|p| p.orphan && p.scope == Scope::ThisHome)
+            .map(|p| p.held_deleted_bytes)
+            .sum();
+        let (reclaimable, held_deleted) = self.observe(space, reclaimable, held, now)?;
+        Some(Alert {
+            space,
+            path,
+            reclaimable,
+            held_deleted,
+        })
+    }
+}
+
+fn statvfs(p: &Path) -> Option<Space> {
+    let v = rustix::fs::statvfs(p).ok()?;
+    let frsize = v.f_frsize;
+    Some(Space {
+        avail: v.f_bavail.saturating_mul(frsize),
+        total: v.f_blocks.saturating_mul(frsize),
+    })
+}
+
+/// The fullest file system holding SmolVM state: the products' roots and the findings' roots
+/// that exist.
+pub fn space_of(report: &ScanReport) -> Option<(PathBuf, Space)> {
+    let mut paths: Vec<PathBuf> = report
+        .products
+        .iter()
+        .flat_map(|p| p.roots.values().cloned())
+        .chain(report.findings.iter().filter_map(|f| f.root.clone()))
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
+        .into_iter()
+        .filter_map(|p| statvfs(&p).map(|s| (p, s)))
+        .min_by(|(_, a), (_, b)| {
+            (a.avail as f64 / a.total.max(1) as f64)
+                .total_cmp(&(b.avail as f64 / b.total.max(1) as f64))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GB: u64 = 1_000_000_000;
+
+    #[test]
+    fn low_is_below_ten_percent_or_ten_gigabytes_whichever_is_smaller() {
+        let s = |avail, total| Space { avail, total };
+        assert!(s(5 * GB, 100 * GB).is_low());
+        assert!(!s(11 * GB, 100 * GB).is_low());
+        assert!(!s(50 * GB, 1000 * GB).is_low(), "10 GB cap on a big disk");
+        assert!(s(9 * GB, 1000 * GB).is_low());
+        assert!(s(1_000_000, 20_000_000).is_low());
+        assert!(!s(3_000_000, 20_000_000).is_low());
+    }
+
+    #[test]
+    fn one_alert_per_episode_rearmed_on_recovery_and_rate_limited() {
+        let low = Space {
+            avail: GB,
+            total: 100 * GB,
+        };
+        let ok = Space {
+            avail: 50 * GB,
+            total: 100 * GB,
+        };
+        let mut w = LowSpaceWatch::default();
+        assert_eq!(w.observe(low, 0, 0, 0), None, "nothing to give back");
+        assert_eq!(w.observe(low, 5, 1, 10), Some((5, 1)));
+        assert_eq!(w.observe(low, 5, 1, 20_000), None, "same episode");
+        assert_eq!(w.observe(ok, 5, 1, 20_100), None);
+        assert_eq!(w.observe(low, 5, 0, 20_200), Some((5, 0)), "fell again");
+        assert_eq!(w.observe(ok, 5, 0, 20_300), None);
+        assert_eq!(w.observe(low, 5, 0, 20_400), None, "within the gap");
+        assert_eq!(
+            w.observe(low, 5, 0, 20_200 + MIN_GAP_SECS),
+            Some((5, 0)),
+            "after the gap"
+        );
+    }
+}
