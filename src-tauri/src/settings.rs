@@ -187,4 +187,35 @@ mod tests {
             .contains("\"version\": 3"));
         assert!(!s.auto.enabled, "automatic clean-up stays off");
     }
+
+    /// A version-2 file (before automatic clean-up) loads with it off and unconfirmed, and a
+    /// policy that was saved comes back as the core's schema.
+    #[test]
+    fn a_version_2_file_loads_with_automatic_clean_up_off() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("settings.json");
+        std::fs::write(
+            &p,
+            br#"{"version":2,"scan_interval_secs":600,"accept_newer":["celesto"]}"#,
+        )
+        .unwrap();
+        let s = Settings::load(&p);
+        assert_eq!(s.accept_newer, vec![Product::Celesto]);
+        assert_eq!(s.auto, Policy::default());
+        assert!(!s.auto_confirmed);
+        std::fs::write(
+            &p,
+            br#"{"version":3,"auto":{"schema":"x","enabled":true,"min_age":"2d"},"auto_confirmed":true}"#,
+        )
+        .unwrap();
+        let s = Settings::load(&p);
+        assert!(s.auto.enabled && s.auto_confirmed);
+        assert_eq!(s.auto.min_age, "2d");
+        assert_eq!(s.auto.schema, smolsweep::policy::POLICY_SCHEMA);
+        assert_eq!(s.auto.kinds, {
+            let mut k = smolsweep::policy::DEFAULT_KINDS.to_vec();
+            k.sort();
+            k
+        });
+    }
 }

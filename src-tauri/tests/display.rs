@@ -348,3 +348,73 @@ fn tray_icon_shows_orphans_and_opens_its_menu_in_a_tray_host() {
     }
     run("xdotool", &["key", "Escape"]).ok();
 }
+
+/// Automatic clean-up in the real app with real dunst: a confirmed policy (settings version 3)
+/// runs after the scheduled scan at start, deletes the old reclaimable disk and not the young one,
+/// sends exactly one "Freed …: 1 item" notification, and the journal marks the run `auto`.
+#[test]
+#[ignore = "needs a display server: run scripts/desktop-tests.sh"]
+fn a_confirmed_automatic_clean_up_runs_after_the_scheduled_scan_with_one_notification() {
+    let mut s = Scratch::with_leftovers();
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    let mut disks = s
+        .report
+        .findings
+        .iter_mut()
+        .filter(|f| f.kind == smolsweep::FindingKind::CelestoOrphanDisk);
+    let old = disks.next().unwrap();
+    old.newest_change_ns = now_ns - 3_600 * 1_000_000_000;
+    let old = old.clone();
+    let young = disks.next().unwrap();
+    young.newest_change_ns = now_ns - 60 * 1_000_000_000;
+    let young = young.clone();
+    s.save();
+    let settings = s.home.join(".config/dev.smolsweep.desktop/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        serde_json::to_vec(&serde_json::json!({
+            "version": 3,
+            "auto": {"schema": "smolsweep.policy/1", "enabled": true, "min_age": "30m"},
+            "auto_confirmed": true,
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let freed = |h: &[(String, String, String)]| {
+        h.iter()
+            .filter(|(app, sum, _)| app == "Smolsweep" && sum.starts_with("Freed "))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let before = freed(&dunst_history()).len();
+    let (app, _bus, _path) = started(&s, "auto");
+    wait_for(30, "the old disk to be gone", || {
+        (!old.path.exists()).then_some(())
+    });
+    let want = format!("Freed {}: 1 item", human_bytes(old.allocated_bytes));
+    let h = wait_for(20, &want, || {
+        let h = freed(&dunst_history());
+        (h.len() > before).then_some(h)
+    });
+    assert_eq!(h.len(), before + 1, "{h:?}");
+    assert_eq!(h.last().unwrap().1, want);
+    assert!(young.path.exists(), "younger than the policy's age: kept");
+    let runs = s.runs();
+    let auto: Vec<_> = runs
+        .iter()
+        .filter(|r| r.origin.as_ref().is_some_and(|o| o.surface == "auto"))
+        .collect();
+    assert_eq!(auto.len(), 1, "{runs:?}");
+    assert_eq!(auto[0].done, 1);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(
+        freed(&dunst_history()).len(),
+        before + 1,
+        "one notification per run"
+    );
+    assert!(!app.log_text().contains("panicked"));
+}
