@@ -960,3 +960,66 @@ async fn a_treemap_tile_selects_its_item_and_keep_marks_a_row_kept_by_you() {
     assert!(listed.contains("golden image"), "{listed}");
     c.close().await.ok();
 }
+
+/// The window's filter controls are the core's filter: "At least 2.5M" lists only the larger
+/// items, says how many of how many it shows, and Reclaim's total counts only what it shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a display server, tauri-driver and WebKitWebDriver: run scripts/desktop-tests.sh"]
+async fn the_size_filter_narrows_the_list_and_what_reclaim_selects() {
+    let s = Scratch::with_leftovers();
+    let (_driver, port) = start_driver(&s);
+    let c = connect(port).await;
+    c.set_window_size(1280, 800).await.ok();
+    wait_css(&c, "tr.finding").await;
+    nav(&c, "findings").await;
+    let all = c.find_all(Locator::Css("tr.finding")).await.unwrap().len();
+    assert_eq!(all, s.report.findings.len());
+    let size = wait_css(&c, "#f-size").await;
+    size.send_keys("2.5M").await.unwrap();
+    press(&c, &key(fantoccini::key::Key::Tab)).await;
+    let big: Vec<_> = s
+        .report
+        .findings
+        .iter()
+        .filter(|f| f.allocated_bytes >= 2_500_000)
+        .collect();
+    assert!(!big.is_empty() && big.len() < all);
+    let want = format!("Showing {} of {all}", big.len());
+    let shown = c
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::XPath(&format!(
+            "//span[@id='f-count'][text()='{want}']"
+        )))
+        .await;
+    assert!(shown.is_ok(), "{want}");
+    let rows = c.find_all(Locator::Css("tr.finding")).await.unwrap();
+    assert_eq!(rows.len(), big.len());
+    let est: u64 = big
+        .iter()
+        .filter(|f| f.verdict == Verdict::Reclaimable)
+        .map(|f| f.allocated_bytes)
+        .sum();
+    let want = format!("Reclaim {}…", human_bytes(est));
+    let btn = c
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::XPath(&format!(
+            "//button[@id='reclaim-btn'][text()='{want}']"
+        )))
+        .await;
+    assert!(btn.is_ok(), "{want}");
+    shot(&c, "window-filtered").await;
+    wait_css(&c, "#f-clear").await.click().await.unwrap();
+    let cleared = c
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::XPath("//span[@id='f-count'][not(text())]"))
+        .await;
+    assert!(cleared.is_ok(), "Clear shows everything again");
+    assert_eq!(
+        c.find_all(Locator::Css("tr.finding")).await.unwrap().len(),
+        all
+    );
+    c.close().await.ok();
+}
