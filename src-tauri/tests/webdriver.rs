@@ -1023,3 +1023,74 @@ async fn the_size_filter_narrows_the_list_and_what_reclaim_selects() {
     );
     c.close().await.ok();
 }
+
+/// The first automatic run in the real window: shown as a banner and a preview in Settings (the
+/// core's confirmation of the policy's plan); "Run it" reclaims exactly that plan, and the
+/// settings file then says the policy was confirmed, so later runs go unattended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a display server, tauri-driver and WebKitWebDriver: run scripts/desktop-tests.sh"]
+async fn the_first_automatic_run_is_previewed_and_confirmed_once_in_the_window() {
+    let mut s = Scratch::with_leftovers();
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    let old = s
+        .report
+        .findings
+        .iter_mut()
+        .find(|f| f.kind == smolsweep::FindingKind::CelestoOrphanDisk)
+        .unwrap();
+    old.newest_change_ns = now_ns - 3_600 * 1_000_000_000;
+    let old = old.clone();
+    s.save();
+    let settings = s.home.join(".config/dev.smolsweep.desktop/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let policy = json!({"schema": "smolsweep.policy/1", "enabled": true, "min_age": "30m"});
+    std::fs::write(
+        &settings,
+        serde_json::to_vec(&json!({"version": 3, "auto": policy})).unwrap(),
+    )
+    .unwrap();
+    let (_driver, port) = start_driver(&s);
+    let c = connect(port).await;
+    c.set_window_size(1280, 800).await.ok();
+    let banner = wait_css(&c, "#auto-banner").await;
+    assert!(banner
+        .text()
+        .await
+        .unwrap()
+        .contains("Automatic clean-up waits for you"));
+    assert!(old.path.exists(), "nothing runs before it is confirmed");
+    nav(&c, "settings").await;
+    let preview = text_of(&c, "#auto-preview").await;
+    assert!(preview.contains("first automatic run"), "{preview}");
+    assert!(
+        preview.contains(&human_bytes(old.allocated_bytes)),
+        "{preview}"
+    );
+    c.execute(
+        "document.getElementById('auto-fieldset').scrollIntoView()",
+        vec![],
+    )
+    .await
+    .unwrap();
+    shot(&c, "window-auto-preview").await;
+    wait_css(&c, "#auto-run").await.click().await.unwrap();
+    wait_for(20, "the previewed disk to be gone", || {
+        (!old.path.exists()).then_some(())
+    });
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(saved["auto_confirmed"], true);
+    let runs = s.runs();
+    assert!(runs
+        .iter()
+        .any(|r| r.origin.as_ref().is_some_and(|o| o.surface == "auto") && r.done == 1));
+    for f in &s.report.findings {
+        if f.id != old.id {
+            assert!(f.path.exists(), "{} must stay", f.path.display());
+        }
+    }
+    c.close().await.ok();
+}
