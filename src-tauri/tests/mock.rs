@@ -1252,6 +1252,23 @@ fn filters_narrow_the_view_and_what_reclaim_selects() {
     assert!(call(&w, "set_filter", json!({"filter": {"older_than": "7y"}})).is_err());
     let st = call(&w, "set_filter", json!({"filter": {"min_size": "1G"}})).unwrap();
     assert_eq!(st["shown"], 0);
+    let st = call(
+        &w,
+        "set_filter",
+        json!({"filter": {"products": ["smolvm"]}}),
+    )
+    .unwrap();
+    assert_eq!(st["shown"], 0, "every finding here is Celesto's");
+    let kind = finding_of(&w, &young)["kind"].clone();
+    let st = call(&w, "set_filter", json!({"filter": {"kinds": [kind]}})).unwrap();
+    assert_eq!(
+        st["shown"], 1,
+        "the young orphan disk is the one left of its kind"
+    );
+    assert!(
+        st["kinds"].as_array().unwrap().len() >= 3,
+        "the kinds to choose from"
+    );
     let st = call(&w, "set_filter", json!({"filter": {}})).unwrap();
     assert_eq!(st["shown"], st["total"]);
     // The treemap draws what the filter shows: one tile per item, inside the area.
