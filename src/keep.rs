@@ -231,18 +231,11 @@ impl Keeps {
 
 /// `YYYY-MM-DD` (UTC) of a time in seconds since the epoch.
 fn day(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
+    i64::try_from(secs)
+        .ok()
+        .and_then(|s| chrono::DateTime::from_timestamp(s, 0))
+        .map(|t| t.format("%Y-%m-%d").to_string())
+        .unwrap_or_else(|| "an unknown day".into())
 }
 
 /// Apply this environment's keep rules to a scan. A damaged keep file is a problem of the scan

@@ -20,7 +20,8 @@ pub struct FilterArgs {
     pub kind: Vec<String>,
 }
 
-fn kind_parser() -> clap::builder::PossibleValuesParser {
+/// Every kind's `smolsweep.scan/1` string, for `--kind` (and shell completion).
+pub(crate) fn kind_parser() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(FindingKind::ALL.iter().map(|k| k.as_str()))
 }
 

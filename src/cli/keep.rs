@@ -20,7 +20,7 @@ pub enum KeepCommand {
         #[arg(required_unless_present = "kind", conflicts_with = "kind")]
         target: Option<String>,
         /// Keep every finding of this kind, for example `celesto.image_cache_stale`.
-        #[arg(long, value_name = "KIND", value_parser = kind_parser())]
+        #[arg(long, value_name = "KIND", value_parser = crate::cli::filters::kind_parser())]
         kind: Option<String>,
         /// Why, shown beside it.
         #[arg(long, default_value = "")]
@@ -33,10 +33,6 @@ pub enum KeepCommand {
     },
     /// Remove a keep rule by its id (from `keep list`).
     Remove { id: String },
-}
-
-fn kind_parser() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(FindingKind::ALL.iter().map(|k| k.as_str()))
 }
 
 fn now() -> u64 {

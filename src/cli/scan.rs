@@ -57,12 +57,8 @@ fn terminal_width(tty: bool) -> usize {
         return n;
     }
     if tty {
-        // SAFETY: TIOCGWINSZ fills a winsize struct we own.
-        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-        if unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0
-            && ws.ws_col > 0
-        {
-            return ws.ws_col as usize;
+        if let Some(n) = crate::cli::progress::columns(libc::STDOUT_FILENO) {
+            return n;
         }
     }
     80
