@@ -109,7 +109,7 @@ pub fn render(r: &ScanReport) -> String {
         .map(|p| {
             (
                 format!("{home},product=\"{}\"", p.product.as_str()),
-                u64::from(p.detected && p.status == "ok"),
+                u64::from(crate::view::product_status(p) == "ok"),
             )
         })
         .collect();
