@@ -21,10 +21,12 @@ if [ -z "${SMOLSWEEP_IN_SESSION:-}" ]; then
   # Build exactly what `cargo test --workspace` builds, so nothing is rebuilt.
   cargo test --workspace --no-run -q
   mkdir -p docs/screenshots target/desktop-tests
-  # The .deb (release build, offline), installed on this machine for the installed-app test.
+  # The .deb (offline), installed on this machine for the installed-app test. It packages the
+  # dev-profile build just made (`--debug`): the same bundle and contents check as a release
+  # package, without compiling every crate a second time with optimizations.
   if [ -z "${SMOLSWEEP_SKIP_DEB:-}" ]; then
-    packaging/build-deb.sh >target/desktop-tests/deb-build.log 2>&1 || { tail -40 target/desktop-tests/deb-build.log >&2; exit 1; }
-    deb=$(ls -t target/release/bundle/deb/*.deb | head -1)
+    packaging/build-deb.sh --debug >target/desktop-tests/deb-build.log 2>&1 || { tail -40 target/desktop-tests/deb-build.log >&2; exit 1; }
+    deb=$(ls -t target/debug/bundle/deb/*.deb | head -1)
     sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "./$deb" >/dev/null
     export SMOLSWEEP_INSTALLED_DEB="$PWD/$deb"
