@@ -6,7 +6,8 @@
 //! Each round times, in this order: a full fresh scan (`scan::scan`), a memo rescan with
 //! nothing changed (twice: right after the full scan, and again), and a memo rescan after one new orphan (a new `_shared` store holding a
 //! 4 MiB disk, removed again before the next round). Both scans read the process table, the
-//! roots and the inventories; only the walk differs. Prints medians and ratios to the full scan,
+//! roots and the inventories; only the walk differs. Prints medians (wall time, and CPU time of
+//! the process, every thread, for the full scan and the first rescan) and ratios to the full scan,
 //! and checks every rescan's findings equal a full scan's.
 
 use std::path::PathBuf;
@@ -16,6 +17,22 @@ use smolsweep::env::EnvSnapshot;
 use smolsweep::scan::memo::{scan_with_memo, ScanMemo};
 use smolsweep::scan::{scan, ScanOptions};
 use smolsweep::Platform;
+
+/// CPU time (user + system) of this process so far, all threads.
+fn cpu() -> Duration {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Wall and CPU time of `f`.
+fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration, Duration) {
+    let (t, c) = (Instant::now(), cpu());
+    let out = f();
+    (out, t.elapsed(), cpu() - c)
+}
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -54,14 +71,15 @@ fn main() {
     same(&first, &scan(&opts));
     let (mut full, mut nothing, mut warm, mut one) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut full_cpu, mut nothing_cpu) = (Vec::new(), Vec::new());
     for _ in 0..runs {
-        let t = Instant::now();
-        let f = scan(&opts);
-        full.push(t.elapsed());
+        let (f, wall, c) = timed(|| scan(&opts));
+        full.push(wall);
+        full_cpu.push(c);
 
-        let t = Instant::now();
-        let r = scan_with_memo(&opts, &memo);
-        nothing.push(t.elapsed());
+        let (r, wall, c) = timed(|| scan_with_memo(&opts, &memo));
+        nothing.push(wall);
+        nothing_cpu.push(c);
         same(&r, &f);
         let st = memo.stats();
         assert_eq!(st.read, 0, "{st:?}");
@@ -84,12 +102,16 @@ fn main() {
         scan_with_memo(&opts, &memo);
         eprintln!("new orphan: {reads} directories read");
     }
+    let (fc, nc) = (median(full_cpu), median(nothing_cpu));
     let (f, n, w, o) = (median(full), median(nothing), median(warm), median(one));
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let ratio = |d: Duration| d.as_secs_f64() / f.as_secs_f64();
     println!(
-        "findings={} runs={runs} full_ms={:.1} rescan_nothing_after_full_ms={:.1} rescan_nothing_again_ms={:.1} rescan_one_orphan_ms={:.1} ratio_nothing_after_full={:.3} ratio_nothing_again={:.3} ratio_one_orphan={:.3} remembered_dirs={}",
+        "findings={} runs={runs} full_cpu_ms={:.1} rescan_nothing_after_full_cpu_ms={:.1} cpu_ratio_nothing_after_full={:.3} full_ms={:.1} rescan_nothing_after_full_ms={:.1} rescan_nothing_again_ms={:.1} rescan_one_orphan_ms={:.1} ratio_nothing_after_full={:.3} ratio_nothing_again={:.3} ratio_one_orphan={:.3} remembered_dirs={}",
         first.findings.len(),
+        ms(fc),
+        ms(nc),
+        nc.as_secs_f64() / fc.as_secs_f64(),
         ms(f),
         ms(n),
         ms(w),

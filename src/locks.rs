@@ -1,63 +1,124 @@
 //! Which files are locked right now, read from `/proc/locks` (Linux) without taking any lock.
 
 use std::collections::HashSet;
+use std::sync::{Mutex, OnceLock};
+use std::thread::JoinHandle;
 
 /// (device major, device minor, inode) of every file with a POSIX or flock lock.
-#[derive(Debug, Default, Clone)]
+///
+/// Reading `/proc/locks` takes the kernel's lock-table semaphore for writing, which waits for
+/// an RCU grace period: about 10 µs right after another read, but 5 to 20 ms of waiting (no
+/// CPU) after the machine was idle. [`HeldLocks::start`] therefore reads it on a thread of its
+/// own while the scan does other work, and the first question waits for it; a scan that never
+/// asks (no lock file anywhere) never waits.
+#[derive(Debug, Default)]
 pub struct HeldLocks {
+    table: OnceLock<Table>,
+    pending: Mutex<Option<JoinHandle<Table>>>,
+}
+
+#[derive(Debug, Default)]
+struct Table {
     held: HashSet<(u32, u32, u64)>,
     /// Whether the lock table could be read at all.
-    pub readable: bool,
+    readable: bool,
 }
 
 impl HeldLocks {
-    /// Read the system lock table. On systems without `/proc/locks` nothing is readable.
+    /// Read the system lock table now. On systems without `/proc/locks` nothing is readable.
     pub fn read() -> Self {
-        match std::fs::read_to_string("/proc/locks") {
-            Ok(text) => {
-                let mut h = Self::parse(&text);
-                h.readable = true;
-                h
-            }
-            Err(_) => HeldLocks::default(),
+        Self::of(read_table())
+    }
+
+    /// Start reading the system lock table in the background; the first question waits for
+    /// it (or reads it, if no thread could be started).
+    pub fn start() -> Self {
+        let pending = std::thread::Builder::new()
+            .name("smolsweep-locks".into())
+            .spawn(read_table)
+            .ok();
+        HeldLocks {
+            table: OnceLock::new(),
+            pending: Mutex::new(pending),
         }
+    }
+
+    fn of(t: Table) -> Self {
+        let table = OnceLock::new();
+        let _ = table.set(t);
+        HeldLocks {
+            table,
+            pending: Mutex::new(None),
+        }
+    }
+
+    fn table(&self) -> &Table {
+        self.table.get_or_init(|| {
+            let pending = self
+                .pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            pending
+                .and_then(|h| h.join().ok())
+                .unwrap_or_else(read_table)
+        })
+    }
+
+    /// Whether the lock table could be read at all.
+    pub fn readable(&self) -> bool {
+        self.table().readable
     }
 
     /// Parse `/proc/locks` text, e.g. `1: FLOCK  ADVISORY  WRITE 1234 fd:00:5678 0 EOF`
     /// (blocked waiters, lines with `->`, are skipped).
     pub fn parse(text: &str) -> Self {
-        let mut held = HashSet::new();
-        for line in text.lines() {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            if fields.get(1) == Some(&"->") {
-                continue;
-            }
-            // The device triple is the first field with two colons after the pid.
-            if let Some(dev) = fields.iter().skip(4).find(|f| f.matches(':').count() == 2) {
-                let mut it = dev.split(':');
-                let (Some(maj), Some(min), Some(ino)) = (it.next(), it.next(), it.next()) else {
-                    continue;
-                };
-                if let (Ok(maj), Ok(min), Ok(ino)) = (
-                    u32::from_str_radix(maj, 16),
-                    u32::from_str_radix(min, 16),
-                    ino.parse::<u64>(),
-                ) {
-                    held.insert((maj, min, ino));
-                }
-            }
-        }
-        HeldLocks {
-            held,
-            readable: false,
-        }
+        Self::of(parse_table(text))
     }
 
     /// Whether the file with this `st_dev` and inode is locked.
     pub fn is_held(&self, dev: u64, ino: u64) -> bool {
         let maj = rustix::fs::major(dev);
         let min = rustix::fs::minor(dev);
-        self.held.contains(&(maj, min, ino))
+        self.table().held.contains(&(maj, min, ino))
+    }
+}
+
+fn read_table() -> Table {
+    match std::fs::read_to_string("/proc/locks") {
+        Ok(text) => Table {
+            readable: true,
+            ..parse_table(&text)
+        },
+        Err(_) => Table::default(),
+    }
+}
+
+fn parse_table(text: &str) -> Table {
+    let mut held = HashSet::new();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.get(1) == Some(&"->") {
+            continue;
+        }
+        // The device triple is the first field with two colons after the pid.
+        if let Some(dev) = fields.iter().skip(4).find(|f| f.matches(':').count() == 2) {
+            let mut it = dev.split(':');
+            let (Some(maj), Some(min), Some(ino)) = (it.next(), it.next(), it.next()) else {
+                continue;
+            };
+            if let (Ok(maj), Ok(min), Ok(ino)) = (
+                u32::from_str_radix(maj, 16),
+                u32::from_str_radix(min, 16),
+                ino.parse::<u64>(),
+            ) {
+                held.insert((maj, min, ino));
+            }
+        }
+    }
+    Table {
+        held,
+        readable: false,
     }
 }
 
@@ -73,9 +134,9 @@ mod tests {
              1: -> FLOCK  ADVISORY  WRITE 4243 fd:01:999 0 EOF\n\
              2: POSIX  ADVISORY  READ 77 08:02:55 0 EOF\n",
         );
-        assert!(h.held.contains(&(0xfd, 1, 123)));
-        assert!(h.held.contains(&(8, 2, 55)));
-        assert!(!h.held.contains(&(0xfd, 1, 999)));
+        assert!(h.table().held.contains(&(0xfd, 1, 123)));
+        assert!(h.table().held.contains(&(8, 2, 55)));
+        assert!(!h.table().held.contains(&(0xfd, 1, 999)));
     }
 
     #[test]
@@ -86,7 +147,9 @@ mod tests {
         let m = std::fs::metadata(&p).unwrap();
         rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
         assert!(HeldLocks::read().is_held(m.dev(), m.ino()));
+        assert!(HeldLocks::start().is_held(m.dev(), m.ino()));
         drop(f);
         assert!(!HeldLocks::read().is_held(m.dev(), m.ino()));
+        assert!(!HeldLocks::start().is_held(m.dev(), m.ino()));
     }
 }

@@ -97,6 +97,9 @@ pub struct Sizer {
     /// Directories holding a non-directory measured as a root: never taken from the memo,
     /// whose sums cannot tell that file apart.
     file_root_dirs: Arc<InodeSet>,
+    /// `lstat` identities of the directories above measured roots, looked up once per sizer
+    /// (`None`: not a directory): a scan's findings share most of their ancestors.
+    dir_ids: HashMap<PathBuf, Option<(u64, u64)>>,
 }
 
 impl Default for Sizer {
@@ -134,6 +137,7 @@ impl Sizer {
             buf: DirBuf::new(),
             memo: None,
             file_root_dirs: Arc::new(InodeSet::default()),
+            dir_ids: HashMap::new(),
         }
     }
 
@@ -144,6 +148,11 @@ impl Sizer {
             memo: Some(memo),
             ..Self::default()
         }
+    }
+
+    /// Whether this sizer reuses a [`DirMemo`] (an incremental rescan).
+    pub(crate) fn has_memo(&self) -> bool {
+        self.memo.is_some()
     }
 
     /// Whether this sizer has already counted the object with this identity.
@@ -179,17 +188,25 @@ impl Sizer {
                 acc.already_counted += 1;
             }
             Arc::make_mut(&mut self.file_roots).insert(want);
+            if let (true, Some(memo)) = (st.st_nlink > 1, &self.memo) {
+                memo.saw_link(want);
+            }
             if self.memo.is_some() {
-                if let Some(md) = path
-                    .parent()
-                    .and_then(|p| std::fs::symlink_metadata(p).ok())
-                {
-                    Arc::make_mut(&mut self.file_root_dirs).insert((md.dev(), md.ino()));
+                if let Some(id) = path.parent().and_then(|p| self.dir_id(p)) {
+                    Arc::make_mut(&mut self.file_root_dirs).insert(id);
                 }
             }
         } else {
             self.walked = true;
             let fresh = matches!(claim, Claim::New) && !inside_counted;
+            if let (true, Some(memo)) = (fresh, &self.memo) {
+                if let Some(out) = memo.reuse_tree(want, path, &self.claims, &self.file_root_dirs) {
+                    return Ok(Measure {
+                        identity: m.identity,
+                        ..out
+                    });
+                }
+            }
             let root = match open_dir(CWD, path).and_then(|fd| verified(fd, want)) {
                 Ok((fd, fst)) => Pending {
                     path: path.to_path_buf(),
@@ -212,17 +229,40 @@ impl Sizer {
                 file_root_dirs: Arc::clone(&self.file_root_dirs),
             });
             self.walk(root, &cx, &mut acc);
+            let tree = std::mem::take(&mut acc.tree);
+            let out = m.with(acc);
+            if let (true, Some(memo)) = (fresh, &self.memo) {
+                if !tree.before && out.errors == 0 {
+                    memo.record_tree(want, path, &out, tree);
+                }
+            }
+            return Ok(out);
         }
         Ok(m.with(acc))
     }
 
     /// Whether a directory above `path` was counted by an earlier walk of this sizer.
-    fn ancestor_counted(&self, path: &Path) -> bool {
+    fn ancestor_counted(&mut self, path: &Path) -> bool {
         path.ancestors()
             .skip(1)
             .filter(|a| !a.as_os_str().is_empty())
-            .filter_map(|a| std::fs::symlink_metadata(a).ok())
-            .any(|md| md.is_dir() && self.claims.contains(md.dev(), md.ino()))
+            .any(|a| {
+                self.dir_id(a)
+                    .is_some_and(|(dev, ino)| self.claims.contains(dev, ino))
+            })
+    }
+
+    /// The (device, inode) of the directory at `path` (not following a symlink), or `None`.
+    fn dir_id(&mut self, path: &Path) -> Option<(u64, u64)> {
+        if let Some(id) = self.dir_ids.get(path) {
+            return *id;
+        }
+        let id = std::fs::symlink_metadata(path)
+            .ok()
+            .filter(|md| md.is_dir())
+            .map(|md| (md.dev(), md.ino()));
+        self.dir_ids.insert(path.to_path_buf(), id);
+        id
     }
 
     fn thread_count(&mut self) -> usize {
@@ -578,6 +618,19 @@ struct Acc {
     newest_mtime_ns: i128,
     already_counted: u64,
     mounts: Vec<PathBuf>,
+    /// What a [`TreeRecord`] of this walk needs (collected when a memo is used).
+    tree: TreeAcc,
+}
+
+/// What a walk claimed and re-stat'ed, for its [`TreeRecord`].
+#[derive(Default)]
+struct TreeAcc {
+    /// Something was counted by an earlier measurement of the scan (met again within this
+    /// walk only is fine: the next walk meets it again the same way).
+    before: bool,
+    dirs: Vec<(u64, u64)>,
+    links: Vec<(u64, u64)>,
+    restat: Vec<(PathBuf, StatKey)>,
 }
 
 impl Acc {
@@ -611,6 +664,10 @@ impl Acc {
         self.newest_mtime_ns = self.newest_mtime_ns.max(o.newest_mtime_ns);
         self.already_counted += o.already_counted;
         self.mounts.extend(o.mounts);
+        self.tree.before |= o.tree.before;
+        self.tree.dirs.extend(o.tree.dirs);
+        self.tree.links.extend(o.tree.links);
+        self.tree.restat.extend(o.tree.restat);
     }
 }
 
@@ -712,13 +769,23 @@ fn process(item: Pending, cx: &JobCtx, acc: &mut Acc, buf: &mut DirBuf) -> Vec<P
         }
         let id = (st.st_dev as u64, st.st_ino as u64);
         let is_dir = FileType::from_raw_mode(st.st_mode as _) == FileType::Directory;
+        if !is_dir && st.st_nlink > 1 {
+            if let Some(memo) = &cx.memo {
+                memo.saw_link(id);
+            }
+        }
+        let restat = !is_dir
+            && (st.st_nlink > 1
+                || st.st_size >= RESTAT_BYTES
+                || (st.st_blocks as u64).saturating_mul(512) < st.st_size.max(0) as u64);
+        if restat && cx.memo.is_some() {
+            let p = item.path.join(OsStr::from_bytes(name.to_bytes()));
+            acc.tree.restat.push((p, stat_key(&st)));
+        }
         if let Some(n) = &mut node {
             if is_dir {
                 n.subdirs.push((name.to_owned(), id));
-            } else if st.st_nlink > 1
-                || st.st_size >= RESTAT_BYTES
-                || (st.st_blocks as u64).saturating_mul(512) < st.st_size.max(0) as u64
-            {
+            } else if restat {
                 n.restat.push((name.to_owned(), id));
             } else {
                 n.apparent += st.st_size.max(0) as u64;
@@ -729,8 +796,16 @@ fn process(item: Pending, cx: &JobCtx, acc: &mut Acc, buf: &mut DirBuf) -> Vec<P
         }
         if is_dir {
             let fresh = match cx.claims.claim(id.0, id.1) {
-                Claim::New => true,
-                Claim::CountedBefore => false,
+                Claim::New => {
+                    if cx.memo.is_some() {
+                        acc.tree.dirs.push(id);
+                    }
+                    true
+                }
+                Claim::CountedBefore => {
+                    acc.tree.before = true;
+                    false
+                }
                 Claim::SeenThisWalk => {
                     acc.newest_mtime_ns = acc.newest_mtime_ns.max(mtime_ns(&st));
                     acc.already_counted += 1;
@@ -751,7 +826,13 @@ fn process(item: Pending, cx: &JobCtx, acc: &mut Acc, buf: &mut DirBuf) -> Vec<P
         }
         acc.newest_mtime_ns = acc.newest_mtime_ns.max(mtime_ns(&st));
         let new = if st.st_nlink > 1 || cx.file_roots.contains(&id) {
-            matches!(cx.claims.claim(id.0, id.1), Claim::New)
+            let claim = cx.claims.claim(id.0, id.1);
+            acc.tree.before |= matches!(claim, Claim::CountedBefore);
+            let new = matches!(claim, Claim::New);
+            if new && cx.memo.is_some() {
+                acc.tree.links.push(id);
+            }
+            new
         } else {
             item.fresh
         };
@@ -777,36 +858,80 @@ fn process(item: Pending, cx: &JobCtx, acc: &mut Acc, buf: &mut DirBuf) -> Vec<P
 /// but the `lstat`s of files stat'ed again, so handing it to other threads would cost more than
 /// it saves). Returns the directories below that must be read. `None` (nothing accounted) when
 /// a file stat'ed again in `item` itself is no longer the one remembered.
-fn replay(node: &Node, item: &Pending, cx: &JobCtx, acc: &mut Acc) -> Option<Vec<Pending>> {
-    let mut to_read = Vec::new();
-    let mut stack = Vec::new();
-    if !replay_one(node, &item.path, item.fresh, cx, acc, &mut stack) {
+///
+/// The walk below `item` is depth-first over the remembered nodes themselves: one path buffer
+/// grown and cut back as it goes, so a replayed directory costs no allocation.
+fn replay(node: &Arc<Node>, item: &Pending, cx: &JobCtx, acc: &mut Acc) -> Option<Vec<Pending>> {
+    let memo = cx.memo.as_ref()?;
+    // Per child of each open frame: `Some(fresh)` to visit, `None` met before in this walk.
+    let mut kids: Vec<Option<bool>> = Vec::new();
+    if !replay_one(node, &item.path, item.fresh, cx, acc, &mut kids) {
         return None;
     }
-    let memo = cx.memo.as_ref()?;
-    while let Some((path, want, fresh)) = stack.pop() {
+    let mut path = item.path.as_os_str().as_bytes().to_vec();
+    let mut frames = vec![Frame {
+        node: Arc::clone(node),
+        next: 0,
+        len: path.len(),
+        base: 0,
+    }];
+    let (mut to_read, mut reused) = (Vec::new(), 0u64);
+    while let Some(top) = frames.last_mut() {
+        let Some((name, want)) = top.node.subdirs.get(top.next) else {
+            kids.truncate(top.base);
+            frames.pop();
+            continue;
+        };
+        let (want, claim) = (*want, kids[top.base + top.next]);
+        top.next += 1;
+        path.truncate(top.len);
+        if path.last() != Some(&b'/') {
+            path.push(b'/');
+        }
+        path.extend_from_slice(name.to_bytes());
+        let Some(fresh) = claim else { continue };
+        let here = Path::new(OsStr::from_bytes(&path));
         if !cx.file_root_dirs.contains(&want) {
             if let Some(n) = memo.get(want) {
-                if replay_one(&n, &path, fresh, cx, acc, &mut stack) {
-                    memo.counted(true);
+                let base = kids.len();
+                if replay_one(&n, here, fresh, cx, acc, &mut kids) {
+                    reused += 1;
+                    let len = path.len();
+                    frames.push(Frame {
+                        node: n,
+                        next: 0,
+                        len,
+                        base,
+                    });
                     continue;
                 }
                 memo.forget(want);
             }
         }
         to_read.push(Pending {
-            path,
+            path: here.to_path_buf(),
             open: Open::Path,
             want,
             fresh,
             lstat: None,
         });
     }
+    memo.counted_many(reused);
     Some(to_read)
 }
 
-/// One remembered directory: its own entry, its files, and its subdirectories claimed and
-/// pushed on `stack`. False (nothing accounted) when a file stat'ed again has changed.
+/// A remembered directory being replayed: its next child, the length of its path in the
+/// buffer, and where its children's claims start in `kids`.
+struct Frame {
+    node: Arc<Node>,
+    next: usize,
+    len: usize,
+    base: usize,
+}
+
+/// One remembered directory: its own entry, its files, and its subdirectories claimed (one
+/// entry each pushed on `kids`). False (nothing accounted, nothing pushed) when a file
+/// stat'ed again has changed.
 #[allow(clippy::unnecessary_cast)]
 fn replay_one(
     node: &Node,
@@ -814,13 +939,13 @@ fn replay_one(
     fresh: bool,
     cx: &JobCtx,
     acc: &mut Acc,
-    stack: &mut Vec<(PathBuf, (u64, u64), bool)>,
+    kids: &mut Vec<Option<bool>>,
 ) -> bool {
     let mut again = Vec::with_capacity(node.restat.len());
     for (name, id) in &node.restat {
         let p = path.join(OsStr::from_bytes(name.to_bytes()));
         match rustix::fs::statat(CWD, &p, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) if (st.st_dev as u64, st.st_ino as u64) == *id => again.push(st),
+            Ok(st) if (st.st_dev as u64, st.st_ino as u64) == *id => again.push((p, st)),
             _ => return false,
         }
     }
@@ -837,33 +962,50 @@ fn replay_one(
         acc.already_counted += 1 + node.files;
     }
     acc.newest_mtime_ns = acc.newest_mtime_ns.max(node.newest_mtime_ns);
-    for st in &again {
-        acc.newest_mtime_ns = acc.newest_mtime_ns.max(mtime_ns(st));
+    for (p, st) in again {
+        acc.newest_mtime_ns = acc.newest_mtime_ns.max(mtime_ns(&st));
         let id = (st.st_dev as u64, st.st_ino as u64);
+        if st.st_nlink > 1 {
+            if let Some(memo) = &cx.memo {
+                memo.saw_link(id);
+            }
+        }
         let new = if st.st_nlink > 1 || cx.file_roots.contains(&id) {
-            matches!(cx.claims.claim(id.0, id.1), Claim::New)
+            let claim = cx.claims.claim(id.0, id.1);
+            acc.tree.before |= matches!(claim, Claim::CountedBefore);
+            let new = matches!(claim, Claim::New);
+            if new {
+                acc.tree.links.push(id);
+            }
+            new
         } else {
             fresh
         };
         if new {
-            acc.count(st, false);
+            acc.count(&st, false);
         } else {
             acc.already_counted += 1;
         }
+        acc.tree.restat.push((p, stat_key(&st)));
     }
     for m in &node.mounts {
         acc.mounts.push(path.join(OsStr::from_bytes(m.to_bytes())));
     }
-    for (name, id) in &node.subdirs {
-        let fresh = match cx.claims.claim(id.0, id.1) {
-            Claim::New => true,
-            Claim::CountedBefore => false,
+    for (_, id) in &node.subdirs {
+        kids.push(match cx.claims.claim(id.0, id.1) {
+            Claim::New => {
+                acc.tree.dirs.push(*id);
+                Some(true)
+            }
+            Claim::CountedBefore => {
+                acc.tree.before = true;
+                Some(false)
+            }
             Claim::SeenThisWalk => {
                 acc.already_counted += 1;
-                continue;
+                None
             }
-        };
-        stack.push((path.join(OsStr::from_bytes(name.to_bytes())), *id, fresh));
+        });
     }
     true
 }
@@ -938,7 +1080,20 @@ pub const MEMO_MAX_DIRS: usize = 65_536;
 /// written through `mmap` raises no inotify event, so files of at least 1 MiB, sparse files and
 /// files with several links (whose writes may come through another directory's name) are
 /// `lstat`ed again on every reuse, and a different inode there drops the memo. Directories
-/// with read errors are never remembered. The memo only ever feeds sizes shown to the user;
+/// with read errors are never remembered. A new link to a file raises no event in the directory
+/// of its other name: a scan that meets a multiply linked file not met before, having reused
+/// anything, is thrown away and made again from the file system ([`DirMemo::untrusted`]); a
+/// link made outside every walked tree is not seen until the next full read, which
+/// [`crate::scan::memo::FULL_READ_EVERY`] bounds.
+///
+/// **Whole trees.** A measured tree nothing of which was counted by an earlier measurement of
+/// its scan, with every directory remembered, keeps its [`Measure`] (a `TreeRecord`); the next
+/// scan takes it as it is, after re-stat'ing its large, sparse and multiply linked files and
+/// checking none of its directories has been claimed, while none of its directories has been
+/// dropped. A rescan of a tree nothing changed in then costs one pass over a flat list instead
+/// of a visit of every remembered directory.
+///
+/// The memo only ever feeds sizes shown to the user;
 /// plans and the executor's re-judge measure on fresh facts and never see it.
 ///
 /// On other platforms than Linux the memo remembers nothing (every walk is fresh).
@@ -951,14 +1106,21 @@ struct MemoInner {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     inotify: Option<OwnedFd>,
     /// Remembered directories by (device, inode), with the scan that last used them.
-    nodes: HashMap<(u64, u64), (Arc<Node>, u64)>,
+    nodes: HashMap<(u64, u64), Entry, BuildHasherDefault<InodeHasher>>,
+    /// Whole measured trees nothing in has changed since, by the root's (device, inode).
+    roots: HashMap<(u64, u64), TreeRecord, BuildHasherDefault<InodeHasher>>,
     /// Watch descriptor → directory.
     wds: HashMap<i32, (u64, u64)>,
     /// Directory → watch descriptor.
-    by_dir: HashMap<(u64, u64), i32>,
+    by_dir: HashMap<(u64, u64), i32, BuildHasherDefault<InodeHasher>>,
     generation: u64,
     mountinfo: Vec<u8>,
     stats: MemoStats,
+    /// Every multiply linked file the walks have met. A new link to a file raises no event in
+    /// the directory of its other name, whose memo then still sums it as a single-link file:
+    /// a scan that meets a link not seen before, and reused anything, is not trusted.
+    links: HashSet<(u64, u64), BuildHasherDefault<InodeHasher>>,
+    new_link: bool,
 }
 
 /// Counts of the last scan that used a [`DirMemo`].
@@ -972,6 +1134,42 @@ pub struct MemoStats {
     pub invalidated: u64,
     /// Directories remembered after the scan.
     pub remembered: u64,
+}
+
+/// A remembered directory, the scan that last used it, and the recorded tree it belongs to.
+struct Entry {
+    node: Arc<Node>,
+    generation: u64,
+    root: Option<(u64, u64)>,
+}
+
+/// A whole tree measured from the memo and the file system with nothing in it counted before
+/// and every directory of it remembered: its [`Measure`] is the answer again for as long as
+/// none of its directories changes, its re-stat'ed files are the same, and none of what it
+/// claims has been claimed by an earlier measurement of the same scan.
+struct TreeRecord {
+    path: PathBuf,
+    measure: Measure,
+    /// Its directories (the root excluded) and multiply linked files, as claimed.
+    claims: Vec<(u64, u64)>,
+    /// Files re-stat'ed on every reuse, with what their `lstat` said.
+    restat: Vec<(PathBuf, StatKey)>,
+    generation: u64,
+}
+
+/// What a re-stat'ed file must still be: identity, links, size, allocation, mtime.
+type StatKey = (u64, u64, u64, i64, u64, i128);
+
+#[allow(clippy::unnecessary_cast)]
+fn stat_key(st: &Stat) -> StatKey {
+    (
+        st.st_dev as u64,
+        st.st_ino as u64,
+        st.st_nlink as u64,
+        st.st_size as i64,
+        st.st_blocks as u64,
+        mtime_ns(st),
+    )
 }
 
 /// One directory as it was read.
@@ -1041,6 +1239,7 @@ impl DirMemo {
         let mut m = lock(&self.inner);
         m.generation += 1;
         m.stats = MemoStats::default();
+        m.new_link = false;
         // A mount or unmount anywhere can put a file system over a remembered directory
         // without an event in it: then nothing is trusted.
         let mi = std::fs::read("/proc/self/mountinfo").unwrap_or_default();
@@ -1055,14 +1254,18 @@ impl DirMemo {
     pub fn end_scan(&self) {
         let mut m = lock(&self.inner);
         let generation = m.generation;
+        m.roots.retain(|_, r| r.generation == generation);
+        let roots = &m.roots;
         let stale: Vec<(u64, u64)> = m
             .nodes
             .iter()
-            .filter(|(_, (_, g))| *g != generation)
+            .filter(|(_, e)| {
+                e.generation != generation && !e.root.is_some_and(|r| roots.contains_key(&r))
+            })
             .map(|(k, _)| *k)
             .collect();
         for id in stale {
-            m.nodes.remove(&id);
+            m.drop_node(id);
             m.unwatch(id);
         }
         m.stats.remembered = m.nodes.len() as u64;
@@ -1072,9 +1275,9 @@ impl DirMemo {
         let mut m = lock(&self.inner);
         let generation = m.generation;
         match m.nodes.get_mut(&id) {
-            Some((n, g)) => {
-                *g = generation;
-                Some(Arc::clone(n))
+            Some(e) => {
+                e.generation = generation;
+                Some(Arc::clone(&e.node))
             }
             None => None,
         }
@@ -1082,8 +1285,97 @@ impl DirMemo {
 
     fn forget(&self, id: (u64, u64)) {
         let mut m = lock(&self.inner);
-        m.nodes.remove(&id);
+        m.drop_node(id);
         m.stats.invalidated += 1;
+    }
+
+    /// The measure of the tree at `path` (directory `want`, new to this sizer) from its
+    /// record, its claims made, or `None` when the record cannot stand for it (see
+    /// [`TreeRecord`]); nothing is claimed then.
+    fn reuse_tree(
+        &self,
+        want: (u64, u64),
+        path: &Path,
+        claims: &Claims,
+        file_root_dirs: &InodeSet,
+    ) -> Option<Measure> {
+        let mut m = lock(&self.inner);
+        let generation = m.generation;
+        let rec = m.roots.get_mut(&want)?;
+        if rec.path != path
+            || file_root_dirs.contains(&want)
+            || rec.claims.iter().any(|id| file_root_dirs.contains(id))
+        {
+            return None;
+        }
+        let same = |(p, key): &(PathBuf, StatKey)| {
+            rustix::fs::statat(CWD, p, AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| stat_key(&st) == *key)
+        };
+        if !rec.restat.iter().all(same) || rec.claims.iter().any(|&(d, i)| claims.contains(d, i)) {
+            return None;
+        }
+        for &(d, i) in &rec.claims {
+            claims.claim(d, i);
+        }
+        rec.generation = generation;
+        let out = rec.measure.clone();
+        let dirs = out.dirs;
+        m.stats.reused += dirs;
+        Some(out)
+    }
+
+    /// Keep `measure` of the tree at `path` for the next scans, if every directory it claimed
+    /// is remembered (and so watched).
+    fn record_tree(&self, want: (u64, u64), path: &Path, measure: &Measure, acc: TreeAcc) {
+        let mut m = lock(&self.inner);
+        let generation = m.generation;
+        let dirs = std::iter::once(&want).chain(acc.dirs.iter());
+        let mut ok = true;
+        for id in dirs.clone() {
+            ok &= m.nodes.contains_key(id);
+        }
+        if !ok {
+            return;
+        }
+        for id in dirs {
+            let old = m.nodes.get_mut(id).and_then(|e| e.root.replace(want));
+            if let Some(old) = old.filter(|o| *o != want) {
+                m.roots.remove(&old);
+            }
+        }
+        let mut claims = acc.dirs;
+        claims.extend(acc.links);
+        m.roots.insert(
+            want,
+            TreeRecord {
+                path: path.to_path_buf(),
+                measure: measure.clone(),
+                claims,
+                restat: acc.restat,
+                generation,
+            },
+        );
+    }
+
+    /// A file with several links was met (see [`MemoInner::links`]).
+    fn saw_link(&self, id: (u64, u64)) {
+        let mut m = lock(&self.inner);
+        if m.links.insert(id) {
+            m.new_link = true;
+        }
+    }
+
+    /// After a scan: whether it met a file linked again since the memo's directories were
+    /// read while it reused some of them, so that its sizes may count that file twice. The
+    /// caller then forgets everything and scans again.
+    pub fn untrusted(&self) -> bool {
+        let m = lock(&self.inner);
+        m.new_link && m.stats.reused > 0
+    }
+
+    fn counted_many(&self, reused: u64) {
+        lock(&self.inner).stats.reused += reused;
     }
 
     fn counted(&self, reused: bool) {
@@ -1119,7 +1411,7 @@ impl DirMemo {
                 if let Some(old) = m.wds.insert(wd, id) {
                     if old != id {
                         m.by_dir.remove(&old);
-                        m.nodes.remove(&old);
+                        m.drop_node(old);
                     }
                 }
                 m.by_dir.insert(id, wd);
@@ -1138,13 +1430,37 @@ impl DirMemo {
         let mut m = lock(&self.inner);
         let generation = m.generation;
         if m.by_dir.contains_key(&id) {
-            m.nodes.insert(id, (Arc::new(node), generation));
+            m.drop_node(id);
+            let node = Arc::new(node);
+            m.nodes.insert(
+                id,
+                Entry {
+                    node,
+                    generation,
+                    root: None,
+                },
+            );
         }
     }
 }
 
 impl MemoInner {
+    /// Forget a directory, and the recorded tree it is part of.
+    fn drop_node(&mut self, id: (u64, u64)) -> bool {
+        match self.nodes.remove(&id) {
+            Some(e) => {
+                if let Some(r) = e.root {
+                    self.roots.remove(&r);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
     fn clear(&mut self) {
+        self.links.clear();
+        self.roots.clear();
         self.nodes.clear();
         self.wds.clear();
         self.by_dir.clear();
@@ -1206,7 +1522,7 @@ impl MemoInner {
             let Some(&id) = self.wds.get(&wd) else {
                 continue;
             };
-            if self.nodes.remove(&id).is_some() {
+            if self.drop_node(id) {
                 self.stats.invalidated += 1;
             }
             if ignored {

@@ -849,7 +849,7 @@ fn hazard_6_liveness_comes_from_pid_and_start_time_never_from_vm_lock() {
         let m = std::fs::metadata(p).unwrap();
         locks.is_held(m.dev(), m.ino())
     };
-    assert!(locks.readable);
+    assert!(locks.readable());
     assert!(!held(&live_dir.join("vm.lock")) && held(&dead_dir.join("vm.lock")));
     assert!(!held(&dangling.join("vm.lock")));
 

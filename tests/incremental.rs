@@ -138,13 +138,13 @@ fn incremental_rescans_equal_full_scans_over_200_random_mutations() {
     assert!(st.reused > 40, "{st:?}");
 
     let mut reused = 0u64;
-    let mut kinds = [0usize; 8];
+    let mut kinds = [0usize; 9];
     for step in 0..200 {
         let area = &fx.areas[rng.random_range(0..fx.areas.len())];
         let all = below(area);
         let files: Vec<&PathBuf> = all.iter().filter(|p| p.is_file()).collect();
         let dirs: Vec<&PathBuf> = all.iter().filter(|p| p.is_dir()).collect();
-        let kind = rng.random_range(0..8);
+        let kind = rng.random_range(0..9);
         let what = match kind {
             // Create a file somewhere in the area.
             0 => {
@@ -214,6 +214,25 @@ fn incremental_rescans_equal_full_scans_over_200_random_mutations() {
                 }
                 format!("subtree {}", t.display())
             }
+            // Hard-link a file into another directory of any area: within one tree it is met
+            // twice by one walk, across trees it is counted by the first measurement only.
+            7 if !files.is_empty() => {
+                let p = files[rng.random_range(0..files.len())];
+                let other = &fx.areas[rng.random_range(0..fx.areas.len())];
+                let targets: Vec<PathBuf> =
+                    below(other).into_iter().filter(|d| d.is_dir()).collect();
+                // Into a walked tree, or beside the Celesto disks (each file there is measured
+                // itself). A link made where no scan looks raises no event where the memo
+                // could see it; `FULL_READ_EVERY` bounds that, and it is not tested here.
+                let dir = if targets.is_empty() || other == &fx.areas[2] && rng.random_bool(0.3) {
+                    fx.areas[2].clone()
+                } else {
+                    targets[rng.random_range(0..targets.len())].clone()
+                };
+                let to = dir.join(format!("link{step}"));
+                fs::hard_link(p, &to).unwrap();
+                format!("hard link {} -> {}", p.display(), to.display())
+            }
             // Change an inventory row: a disk gains or loses its record.
             _ => {
                 let id = format!("vm{:02}", rng.random_range(0..6));
@@ -257,4 +276,69 @@ fn incremental_rescans_equal_full_scans_over_200_random_mutations() {
         reused > 200 * 20,
         "directories reused over the run: {reused}"
     );
+}
+
+/// The rescan, checked against a full scan, and the memo's counts after it.
+fn rescan_equals_full(fx: &Fixture, memo: &ScanMemo) -> smolsweep::size::MemoStats {
+    let opts = options(&fx.home);
+    let inc = scan_with_memo_and(&opts, vec![], memo);
+    let st = memo.stats();
+    assert_eq!(findings(&inc), findings(&scan_with(&opts, vec![])));
+    st
+}
+
+#[test]
+fn a_new_hard_link_to_a_remembered_file_is_not_counted_twice() {
+    // A link made in one directory raises no event in the directory of the file's other name,
+    // whose memo still sums it as a file with one link.
+    let fx = fixture();
+    let memo = ScanMemo::new();
+    rescan_equals_full(&fx, &memo);
+    rescan_equals_full(&fx, &memo);
+    let store = fx.areas[0].join(format!("{:064x}", 1));
+    let file = store.join("rootfs/usr/lib/p3/f3.so");
+    fs::hard_link(&file, store.join("rootfs/usr/again.so")).unwrap();
+    rescan_equals_full(&fx, &memo);
+    // Across two findings: counted by the first measurement only.
+    fs::hard_link(&file, fx.areas[2].join("again.qcow2")).unwrap();
+    rescan_equals_full(&fx, &memo);
+    // Written through the other name: the remembered directory's sum is not reused for it.
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(fx.areas[2].join("again.qcow2"))
+        .unwrap();
+    f.write_all(&[b'g'; 30_000]).unwrap();
+    rescan_equals_full(&fx, &memo);
+}
+
+#[test]
+fn unchanged_trees_are_reused_whole_and_a_change_deep_inside_one_is_seen() {
+    let fx = fixture();
+    let memo = ScanMemo::new();
+    rescan_equals_full(&fx, &memo);
+    let st = rescan_equals_full(&fx, &memo);
+    assert_eq!(st.read, 0, "{st:?}");
+    assert!(st.reused > 40, "{st:?}");
+    // Five levels down in one store.
+    let deep = fx.areas[0]
+        .join(format!("{:064x}", 2))
+        .join("rootfs/usr/lib/p4");
+    write(&deep.join("new.so"), 12_345);
+    let st = rescan_equals_full(&fx, &memo);
+    assert!(
+        st.read >= 1 && st.read <= 2,
+        "only the changed directory is read: {st:?}"
+    );
+    // A file grown in place, then one removed, in the same directory.
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(deep.join("f1.so"))
+        .unwrap();
+    f.write_all(&[b'g'; 5000]).unwrap();
+    rescan_equals_full(&fx, &memo);
+    fs::remove_file(deep.join("f2.so")).unwrap();
+    rescan_equals_full(&fx, &memo);
+    // And nothing again.
+    let st = rescan_equals_full(&fx, &memo);
+    assert_eq!(st.read, 0, "{st:?}");
 }

@@ -1,5 +1,6 @@
 //! Read-only access to the products' SQLite inventories.
 
+pub mod cache;
 pub mod celesto;
 pub mod smolvm;
 pub mod snapshot;

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::fsread::{self, Entry};
-use crate::inventory::celesto::{read_celesto_db, valid_sandbox_id, CelestoInventory};
+use crate::inventory::celesto::{valid_sandbox_id, CelestoInventory};
 use crate::model::{
     FindingKind, Machine, OptInClass, OwnerRecord, Product, ProductReport, Verdict,
 };
@@ -125,7 +125,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
             );
         }
         for db in dbs {
-            match read_celesto_db(&db) {
+            match ctx.read_celesto_db(&db) {
                 Ok(inv) => invs.push(inv),
                 Err(e) => {
                     ok = false;
@@ -897,7 +897,7 @@ fn scan_residue(
         let id = name
             .strip_suffix(".create.lock")
             .or_else(|| name.strip_suffix(".snapshot.lock"));
-        let d = if !ctx.locks.readable {
+        let d = if !ctx.locks.readable() {
             d.verdict(Verdict::Unknown, "Lock file; the system lock table is not readable here, so Smolsweep cannot tell whether it is held.")
         } else if held {
             d.verdict(

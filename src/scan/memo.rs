@@ -13,10 +13,18 @@ use super::{list_processes, scan_sized, ScanOptions};
 use crate::model::ScanReport;
 use crate::size::{DirMemo, MemoStats, Sizer};
 
+/// Every this long a rescan reads everything again, whatever the kernel reported: some
+/// changes raise no event in a remembered directory (a small file written through a hard link
+/// made from outside every walked tree, or through `mmap`), and this bounds how long a size
+/// shown can miss them.
+pub const FULL_READ_EVERY: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
 /// What earlier scans measured, for the next one.
 #[derive(Debug, Default)]
 pub struct ScanMemo {
     dirs: Arc<DirMemo>,
+    /// When the memo was last emptied (its next scan read everything).
+    emptied: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl ScanMemo {
@@ -37,7 +45,7 @@ impl ScanMemo {
 
 /// [`super::scan`], reusing what `memo` remembers and remembering what this scan reads.
 pub fn scan_with_memo(opts: &ScanOptions, memo: &ScanMemo) -> ScanReport {
-    scan_with_memo_and(opts, list_processes(), memo)
+    scan_memo(opts, list_processes, memo)
 }
 
 /// [`scan_with_memo`] with a given process list.
@@ -46,8 +54,36 @@ pub fn scan_with_memo_and(
     processes: Vec<crate::procs::RawProcess>,
     memo: &ScanMemo,
 ) -> ScanReport {
+    scan_memo(opts, || processes, memo)
+}
+
+fn scan_memo(
+    opts: &ScanOptions,
+    processes: impl FnOnce() -> Vec<crate::procs::RawProcess>,
+    memo: &ScanMemo,
+) -> ScanReport {
+    let processes = processes();
+    {
+        let mut emptied = memo.emptied.lock().unwrap_or_else(|e| e.into_inner());
+        if emptied.is_none_or(|t| t.elapsed() >= FULL_READ_EVERY) {
+            memo.dirs.clear();
+            *emptied = Some(std::time::Instant::now());
+        }
+    }
     memo.dirs.begin_scan();
-    let r = scan_sized(opts, processes, Sizer::with_memo(Arc::clone(&memo.dirs)));
+    let r = scan_sized(
+        opts,
+        || processes.clone(),
+        Sizer::with_memo(Arc::clone(&memo.dirs)),
+    );
+    memo.dirs.end_scan();
+    if !memo.dirs.untrusted() {
+        return r;
+    }
+    // A file gained a link since its directory was remembered: read everything again.
+    memo.dirs.clear();
+    memo.dirs.begin_scan();
+    let r = scan_sized(opts, || processes, Sizer::with_memo(Arc::clone(&memo.dirs)));
     memo.dirs.end_scan();
     r
 }

@@ -4,6 +4,7 @@
 //! reads `/proc`, and never runs either product's CLI (`smolvm machine ls` deletes directories,
 //! `celesto sandbox prune --dry-run` writes its database).
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -56,8 +57,37 @@ pub(crate) struct Ctx<'a> {
     pub locks: HeldLocks,
     pub installs: Vec<Install>,
     pub findings: Vec<Finding>,
+    /// The paths of `findings`, for "one finding per path".
+    pub finding_paths: HashSet<PathBuf>,
     pub machines: Vec<Machine>,
     pub products: Vec<ProductReport>,
+}
+
+impl Ctx<'_> {
+    /// A Celesto inventory: read afresh, or, in an incremental rescan, its last reading while
+    /// its files are unchanged ([`crate::inventory::cache`]).
+    pub fn read_celesto_db(
+        &self,
+        db: &Path,
+    ) -> Result<crate::inventory::celesto::CelestoInventory, crate::inventory::InventoryError> {
+        if self.sizer.has_memo() {
+            crate::inventory::cache::celesto(db)
+        } else {
+            crate::inventory::celesto::read_celesto_db(db)
+        }
+    }
+
+    /// A smolvm inventory, as [`Ctx::read_celesto_db`].
+    pub fn read_smolvm_inventory(
+        &self,
+        db: &Path,
+    ) -> Result<crate::inventory::smolvm::SmolvmInventory, crate::inventory::InventoryError> {
+        if self.sizer.has_memo() {
+            crate::inventory::cache::smolvm(db)
+        } else {
+            crate::inventory::smolvm::read_smolvm_inventory(db)
+        }
+    }
 }
 
 /// A finding before it is measured.
@@ -123,7 +153,7 @@ impl Draft {
 impl Ctx<'_> {
     /// Measure and record a finding; mount points inside it become findings of their own.
     pub fn add(&mut self, d: Draft) {
-        if self.findings.iter().any(|f| f.path == d.path) {
+        if !self.finding_paths.insert(d.path.clone()) {
             return; // one finding per path
         }
         let (apparent, allocated, identity, is_dir, mounts, newest) =
@@ -163,6 +193,7 @@ impl Ctx<'_> {
             }
         }
         for m in &mounts {
+            self.finding_paths.insert(m.clone());
             self.findings.push(Finding {
                 id: finding_id(d.product, FindingKind::mount_point(d.product), m),
                 product: d.product,
@@ -234,28 +265,32 @@ pub fn list_processes() -> Vec<crate::procs::RawProcess> {
 
 /// Scan everything both products leave behind. Read-only: writes nothing, changes no timestamp.
 pub fn scan(opts: &ScanOptions) -> ScanReport {
-    scan_with(opts, list_processes())
+    scan_sized(opts, list_processes, Sizer::new())
 }
 
 /// [`scan`] with a given process list (tests, and macOS `ps` fixtures).
 pub fn scan_with(opts: &ScanOptions, processes: Vec<crate::procs::RawProcess>) -> ScanReport {
-    scan_sized(opts, processes, Sizer::new())
+    scan_sized(opts, || processes, Sizer::new())
 }
 
 /// [`scan_with`] measuring with `sizer` (a fresh one, or one reusing a [`memo::ScanMemo`]).
 pub(crate) fn scan_sized(
     opts: &ScanOptions,
-    processes: Vec<crate::procs::RawProcess>,
+    processes: impl FnOnce() -> Vec<crate::procs::RawProcess>,
     sizer: Sizer,
 ) -> ScanReport {
     let started = Instant::now();
+    // First, so the lock table's wait overlaps reading the process table.
+    let locks = HeldLocks::start();
+    let processes = processes();
     let mut ctx = Ctx {
         opts,
         sizer,
         procs: ProcIndex::build(processes, opts.env.euid),
-        locks: HeldLocks::read(),
+        locks,
         installs: crate::install::detect_installs(opts.platform, &opts.env),
         findings: Vec::new(),
+        finding_paths: HashSet::new(),
         machines: Vec::new(),
         products: Vec::new(),
     };

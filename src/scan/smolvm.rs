@@ -6,9 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
 use crate::fsread;
-use crate::inventory::smolvm::{
-    read_smolvm_inventory, vm_dir_hash, SmolvmRecord, SmolvmReservation,
-};
+use crate::inventory::smolvm::{vm_dir_hash, SmolvmRecord, SmolvmReservation};
 use crate::model::{
     FindingKind, Machine, OptInClass, OwnerRecord, Product, ProductReport, Verdict,
 };
@@ -255,10 +253,12 @@ fn flag_odd_db_files(ctx: &mut Ctx<'_>, set: &SmolvmRootSet) {
 /// The set's records and create reservations, or why they cannot be known: the database is
 /// unreadable, or machine directories exist without one.
 fn read_set_inventory(
+    ctx: &Ctx<'_>,
     set: &SmolvmRootSet,
 ) -> Result<(Vec<SmolvmRecord>, Vec<SmolvmReservation>), String> {
     if fsread::lstat(&set.db_path).is_some() {
-        return read_smolvm_inventory(&set.db_path)
+        return ctx
+            .read_smolvm_inventory(&set.db_path)
             .map(|inv| (inv.records, inv.reservations))
             .map_err(|e| e.to_string());
     }
@@ -406,7 +406,7 @@ impl<'s> SetScan<'s> {
             ok: true,
             ..Default::default()
         };
-        let (records, reservations, problem) = match read_set_inventory(set) {
+        let (records, reservations, problem) = match read_set_inventory(ctx, set) {
             Ok((records, reservations)) => (records, reservations, String::new()),
             Err(problem) => {
                 out.ok = false;
@@ -526,7 +526,7 @@ impl<'s> SetScan<'s> {
                 Verdict::Unknown,
                 "Named like a lock file but is not a regular file; left alone.",
             )
-        } else if !ctx.locks.readable {
+        } else if !ctx.locks.readable() {
             d.verdict(Verdict::Unknown, "Lock file; the system lock table is not readable here, so Smolsweep cannot tell whether it is held.")
         } else if ctx.locks.is_held(e.meta.dev(), e.meta.ino()) {
             d.verdict(
