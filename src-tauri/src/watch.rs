@@ -13,6 +13,10 @@
 //! never wakes the scanner; sizes of growing files are refreshed by the next scan that runs
 //! for another reason (the interval, a change, "Rescan now").
 //!
+//! **VM processes.** Each VM process of the latest report is waited for through a pidfd
+//! ([`smolsweep::procs::exits`]): its exit (a disk no longer in use, a machine no longer
+//! running) wakes the scan loop like a file event, with no polling of the process table.
+//!
 //! Events are coalesced: after the first change the watcher waits for [`QUIET`] without further
 //! changes (at most [`MAX_WAIT`]), wakes the scan loop once, then ignores changes for
 //! [`MIN_SPACING`].
@@ -24,6 +28,7 @@ use std::time::Duration;
 
 use notify::{EventKind, RecursiveMode, Watcher};
 use smolsweep::model::ScanReport;
+use smolsweep::procs::exits::ExitWatch;
 use tauri::{AppHandle, Manager, Runtime};
 use tokio::sync::mpsc;
 
@@ -36,7 +41,12 @@ pub const MIN_SPACING: Duration = Duration::from_secs(20);
 pub(crate) struct WatchState {
     tx: mpsc::UnboundedSender<()>,
     current: Mutex<Option<(BTreeSet<PathBuf>, notify::RecommendedWatcher)>>,
+    /// The VM processes of the latest report, waited for through pidfds.
+    exits: Mutex<Option<(VmSet, ExitWatch)>>,
 }
+
+/// VM processes as (pid, start time).
+type VmSet = BTreeSet<(u32, u64)>;
 
 /// The directories worth watching, each without recursion: every existing root, and the
 /// directory of every finding and of every inventory a finding is re-checked against.
@@ -97,6 +107,7 @@ pub(crate) fn start<R: Runtime>(app: &AppHandle<R>) {
     app.manage(WatchState {
         tx,
         current: Mutex::new(None),
+        exits: Mutex::new(None),
     });
     let app = app.clone();
     tauri::async_runtime::spawn(async move {
@@ -160,6 +171,7 @@ pub(crate) fn update<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
     let Some(ws) = app.try_state::<WatchState>() else {
         return;
     };
+    watch_exits(&ws, r);
     let want = dirs_to_watch(r);
     let mut cur = ws.current.lock().unwrap_or_else(|e| e.into_inner());
     if cur.is_none() {
@@ -176,6 +188,30 @@ pub(crate) fn update<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
             *have = rewatch(w, have, &want);
         }
     }
+}
+
+/// Wait for the report's VM processes to exit: an exit wakes the scan loop (through the same
+/// coalescing as file events), whose rescan re-reads the process table and, with the directory
+/// memo, walks nothing again. The watch is replaced only when the set of processes changes.
+fn watch_exits(ws: &WatchState, r: &ScanReport) {
+    watch_exit_set(
+        ws,
+        r.processes.iter().map(|p| (p.pid, p.start_time)).collect(),
+    );
+}
+
+fn watch_exit_set(ws: &WatchState, want: VmSet) {
+    let mut cur = ws.exits.lock().unwrap_or_else(|e| e.into_inner());
+    if cur.as_ref().is_some_and(|(have, _)| *have == want) {
+        return;
+    }
+    let tx = ws.tx.clone();
+    let pids: Vec<(u32, u64)> = want.iter().copied().collect();
+    let watch = ExitWatch::start(&pids, move |pid| {
+        tracing::debug!("VM process {pid} exited");
+        let _ = tx.send(());
+    });
+    *cur = Some((want, watch));
 }
 
 #[cfg(test)]
@@ -267,5 +303,39 @@ mod tests {
         std::fs::write(disks.join("another.qcow2"), b"x").unwrap();
         std::thread::sleep(Duration::from_millis(300));
         assert!(rx.try_recv().is_err());
+    }
+
+    #[test]
+    fn a_vm_process_exit_wakes_the_scan_loop_without_a_file_event() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let ws = WatchState {
+            tx,
+            current: Mutex::new(None),
+            exits: Mutex::new(None),
+        };
+        let mut vm = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = vm.id();
+        let start = smolsweep::procs::linux::process_start_time(pid).unwrap();
+        let set: BTreeSet<(u32, u64)> = [(pid, start)].into_iter().collect();
+        watch_exit_set(&ws, set.clone());
+        // The same set again keeps the same watch (no second thread, no second wake-up).
+        watch_exit_set(&ws, set);
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(rx.try_recv().is_err(), "nothing exited yet");
+        vm.kill().unwrap();
+        vm.wait().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while rx.try_recv().is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the VM process's exit woke nothing"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(rx.try_recv().is_err(), "one exit, one wake-up");
     }
 }

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+pub mod exits;
 pub mod linux;
 pub mod macos;
 pub mod shape;
