@@ -187,6 +187,10 @@ pub struct Finding {
     /// `--older-than` compares.
     #[serde(default)]
     pub newest_change_ns: i64,
+    /// Processes using it right now, by the scan's one "in use" rule (`ProcIndex::in_use`);
+    /// whatever its verdict, what `verify` names to end first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub used_by: Vec<u32>,
 }
 
 /// Stable finding id: 16 hex characters of SHA-256 over product, kind and path.

@@ -570,24 +570,17 @@ pub fn fix_for_path(r: &ScanReport, path: &Path) -> String {
             crate::pathser::shown(path)
         );
     };
-    let users: Vec<&VmProcess> = r
-        .processes
-        .iter()
-        .filter(|p| {
-            p.paths
-                .iter()
-                .any(|q| q.starts_with(path) || path.starts_with(q))
-        })
-        .collect();
     match f.verdict {
         Verdict::Reclaimable => "smolsweep prune".into(),
         Verdict::OptIn => {
             let flag = f.opt_in_class.map(|c| class_label(c).1).unwrap_or("");
             format!("smolsweep prune {flag}").trim_end().to_string()
         }
-        _ if !users.is_empty() => users
+        // The scan's own "in use" judgement of it, not a second one.
+        _ if !f.used_by.is_empty() => f
+            .used_by
             .iter()
-            .map(|p| fix_for_process(r, p.pid))
+            .map(|pid| fix_for_process(r, *pid))
             .collect::<Vec<_>>()
             .join("; "),
         _ => match (
@@ -980,6 +973,7 @@ mod treemap_tests {
             refs: vec![],
             kept: None,
             newest_change_ns: 0,
+            used_by: Vec::new(),
         };
         let findings = vec![
             mk(

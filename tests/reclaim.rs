@@ -98,6 +98,7 @@ fn finding_sized(root: &Path, path: &Path, verdict: Verdict, walk: bool) -> Find
         refs: Vec::new(),
         kept: None,
         newest_change_ns: 0,
+        used_by: Vec::new(),
     }
 }
 

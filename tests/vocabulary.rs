@@ -176,6 +176,17 @@ fn verify_fix_hints_name_commands_that_accept_them() {
     );
     let reap = format!("smolsweep reap {}", orphan_vm.pid());
     assert_eq!(fix_of(&format!("process {}", orphan_vm.pid())), reap);
+    // The directory the orphan VM boots from: its fix is the scan's own "in use" judgement,
+    // recorded on the finding, not a second one.
+    assert_eq!(fix_of(&ghost.display().to_string()), reap);
+    let v = s.json(&["scan", "--json"]);
+    let g = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == json!(ghost))
+        .unwrap();
+    assert_eq!(g["used_by"], json!([orphan_vm.pid()]), "{g:#}");
     assert_eq!(
         fix_of("smolvm machine 'kept'"),
         "smolsweep delete smolvm:kept"

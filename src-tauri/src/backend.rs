@@ -986,6 +986,7 @@ mod tests {
             refs: Vec::new(),
             kept: None,
             newest_change_ns: 0,
+            used_by: Vec::new(),
         }
     }
 

@@ -145,6 +145,7 @@ fn file_finding(root: &Path, name: &str, verdict: Verdict, class: Option<OptInCl
         refs: Vec::new(),
         kept: None,
         newest_change_ns: 0,
+        used_by: Vec::new(),
     }
 }
 

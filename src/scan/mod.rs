@@ -184,13 +184,11 @@ impl Ctx<'_> {
             reason = format!("{reason} It could not be examined, so it is left alone.");
         }
         // The one "in use" rule, over every kind: whatever a process uses is never reclaimed.
-        if matches!(verdict, Verdict::Reclaimable | Verdict::OptIn) {
-            let users = self.procs.in_use(&d.path, identity.map(|i| (i.dev, i.ino)));
-            if !users.is_empty() {
-                verdict = Verdict::Protected;
-                opt_in_class = None;
-                reason = format!("{reason} {}", in_use_sentence(&users));
-            }
+        let users = self.procs.in_use(&d.path, identity.map(|i| (i.dev, i.ino)));
+        if matches!(verdict, Verdict::Reclaimable | Verdict::OptIn) && !users.is_empty() {
+            verdict = Verdict::Protected;
+            opt_in_class = None;
+            reason = format!("{reason} {}", in_use_sentence(&users));
         }
         for m in &mounts {
             self.finding_paths.insert(m.clone());
@@ -213,6 +211,7 @@ impl Ctx<'_> {
                 refs: Vec::new(),
                 kept: None,
                 newest_change_ns: 0,
+                used_by: Vec::new(),
             });
         }
         let (reason, refs) = crate::view::split_refs(&reason);
@@ -235,6 +234,7 @@ impl Ctx<'_> {
             refs,
             kept: None,
             newest_change_ns: newest,
+            used_by: users,
         });
     }
 

@@ -196,6 +196,7 @@ impl Scratch {
             refs: Vec::new(),
             kept: None,
             newest_change_ns: 0,
+            used_by: Vec::new(),
         };
         self.report.findings.push(f.clone());
         f
