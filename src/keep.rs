@@ -238,18 +238,25 @@ fn day(secs: u64) -> String {
         .unwrap_or_else(|| "an unknown day".into())
 }
 
-/// Apply this environment's keep rules to a scan. A damaged keep file is a problem of the scan
-/// (shown), and every finding stays as judged.
+/// Apply this environment's keep rules to a scan (see [`apply_at`]).
 pub(crate) fn apply_for(report: &mut ScanReport, env: &EnvSnapshot) {
-    let path = path_for(env, report.platform);
-    match Keeps::load(&path) {
+    apply_at(report, &path_for(env, report.platform));
+}
+
+/// Apply the keep rules saved at `path` to a report: what a rule keeps is protected. A damaged
+/// keep file is a problem of the scan (shown), and nothing is reclaimable until it is fixed:
+/// unreadable rules may have kept anything. Applying twice changes nothing more (a report the
+/// scan already judged, then shown by the app, gets the same verdicts and one problem line).
+pub fn apply_at(report: &mut ScanReport, path: &Path) {
+    match Keeps::load(path) {
         Ok(k) => k.apply(report),
         Err(e) => {
+            let problem = format!("Keep rules could not be read: {e}");
             for p in &mut report.products {
-                p.problems
-                    .push(format!("Keep rules could not be read: {e}"));
+                if !p.problems.contains(&problem) {
+                    p.problems.push(problem.clone());
+                }
             }
-            // Unreadable rules may have kept anything: nothing is reclaimable until fixed.
             for f in &mut report.findings {
                 if matches!(f.verdict, Verdict::Reclaimable | Verdict::OptIn) {
                     f.verdict = Verdict::Unknown;

@@ -189,6 +189,38 @@ fn a_damaged_keep_file_makes_nothing_reclaimable() {
     assert!(out.contains("not a Smolsweep keep file"), "{out}");
 }
 
+/// The app applies keep rules to a report it is given (a saved report) by the core's rule: a
+/// damaged keep file makes a saved report's reclaimable items unknown too, and a report the
+/// scan already judged stays as it was, with its problem said once.
+#[test]
+fn a_damaged_keep_file_makes_a_saved_report_unknown_and_applying_twice_changes_nothing() {
+    let s = scratch();
+    let (a, _) = celesto_orphans(&s);
+    // Judged with no keep file: reclaimable.
+    let mut report: smolsweep::ScanReport = serde_json::from_value(s.scan(&[])).unwrap();
+    let at = |r: &smolsweep::ScanReport| r.findings.iter().find(|f| f.path == a).unwrap().verdict;
+    assert_eq!(at(&report), smolsweep::Verdict::Reclaimable);
+    std::fs::create_dir_all(&s.data).unwrap();
+    let keep = s.data.join("keep.json");
+    std::fs::write(&keep, b"{not json").unwrap();
+    smolsweep::keep::apply_at(&mut report, &keep);
+    assert_eq!(at(&report), smolsweep::Verdict::Unknown);
+    let once = serde_json::to_value(&report).unwrap();
+    smolsweep::keep::apply_at(&mut report, &keep);
+    assert_eq!(serde_json::to_value(&report).unwrap(), once);
+    let problems: usize = report
+        .products
+        .iter()
+        .map(|p| {
+            p.problems
+                .iter()
+                .filter(|m| m.contains("Keep rules"))
+                .count()
+        })
+        .sum();
+    assert_eq!(problems, report.products.len(), "one line per product");
+}
+
 #[test]
 fn filters_narrow_scan_prune_and_plan_by_age_size_product_and_kind() {
     let s = scratch();

@@ -103,17 +103,14 @@ pub(crate) fn filtered(st: &AppState, r: &ScanReport) -> ScanReport {
     r
 }
 
-/// Apply the saved keep rules to a report from the backend (the real scan has already applied
-/// them; applying again changes nothing). Unreadable rules leave the report as the scan judged.
+/// Apply the saved keep rules to a report from the backend, by the core's rule
+/// (`smolsweep::keep::apply_at`): a real scan has applied them already and applying again
+/// changes nothing; a saved report gets them the same way, unreadable rules included (then
+/// nothing is reclaimable).
 pub(crate) fn apply_keeps(b: &dyn crate::Backend, r: &mut ScanReport) {
     let Some(p) = b.keep_path() else { return };
-    match Keeps::load(&p) {
-        Ok(k) => {
-            k.apply(r);
-            r.compute_totals();
-        }
-        Err(e) => tracing::warn!("keep rules: {e}"),
-    }
+    smolsweep::keep::apply_at(r, &p);
+    r.compute_totals();
 }
 
 /// Every rule, and which rule keeps which finding of the latest scan.
