@@ -92,8 +92,10 @@ done
 [ -n "$first_menu" ] || { echo "bench: no menu with results" >&2; cat "$scratch/app.log" >&2; exit 1; }
 app_ms=$(grep -o "first menu with scan results after [0-9]* ms" "$scratch/app.log" | grep -o "[0-9]*" | head -1)
 
-measure() { # prints "processes cpu% private_dirty_MB rss_MB"
-  sleep 5 # let start-up work settle
+measure() { # [SETTLE_SECONDS] -> prints "processes cpu% private_dirty_MB rss_MB"
+  # Let start-up work settle: 5 s by default; an opened window's first paint (WebKit through
+  # Mesa's software GL under Xvfb) takes longer, see row2.
+  sleep "${1:-5}"
   local pids t0 t1 m
   # shellcheck disable=SC2046
   pids=$(descendants "$app_pid" | sort -u)
@@ -118,7 +120,7 @@ open_id=$(gdbus call --session --dest "${mp% *}" --object-path "${mp#* }" --meth
   grep -o "<([0-9]*, {[^}]*'label': <'Open Smolsweep'>" | grep -o "^<([0-9]*" | tr -d '<(')
 gdbus call --session --dest "${mp% *}" --object-path "${mp#* }" --method com.canonical.dbusmenu.Event -- "$open_id" clicked '<int32 0>' 0 >/dev/null
 win=$(xdotool search --sync --name '^Smolsweep$' | head -1)
-row2=$(measure)
+row2=$(measure 30)
 
 # Close it as a window manager would (WM_DELETE_WINDOW): it hides, and after
 # RELEASE_HIDDEN_WINDOW_AFTER (60 s) the app destroys it and its webview processes end.
