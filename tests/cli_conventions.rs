@@ -12,31 +12,25 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use smolsweep_fixtures::vmm::{fake_vmm_bin, spawn, Shape};
-use smolsweep_fixtures::{Home, Layout, OLD};
+use smolsweep_fixtures::{Scratch, OLD};
 
-/// A scratch HOME (`t/home`) with its own smolsweep data directory (`t/data`).
-struct Scratch {
-    _t: tempfile::TempDir,
-    home: Home,
-    data: PathBuf,
-    dir: PathBuf,
+/// What the tests run on a scratch HOME (`smolsweep_fixtures::Scratch`).
+trait Conventions: Sized {
+    fn empty() -> Self;
+    fn with_orphans(n: usize) -> (Self, Vec<PathBuf>);
+    fn cmd(&self, args: &[&str]) -> Command;
+    fn run(&self, args: &[&str]) -> Output;
+    fn path(&self, name: &str) -> PathBuf;
 }
 
-impl Scratch {
+impl Conventions for Scratch {
     fn empty() -> Scratch {
-        let t = tempfile::tempdir().unwrap();
-        let home = Home::new(t.path(), Layout::Linux).unwrap();
-        Scratch {
-            data: t.path().join("data"),
-            dir: t.path().to_path_buf(),
-            home,
-            _t: t,
-        }
+        Scratch::new()
     }
 
     /// A HOME with `n` orphaned smolvm VM directories (record gone), old enough to reclaim.
     fn with_orphans(n: usize) -> (Scratch, Vec<PathBuf>) {
-        let s = Scratch::empty();
+        let s = Scratch::new();
         let sm = s.home.smolvm().unwrap();
         sm.record("kept", serde_json::json!({})).unwrap();
         let dirs = (0..n)
@@ -47,14 +41,8 @@ impl Scratch {
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_smolsweep"));
-        c.args(args)
-            .env_clear()
-            .envs(self.home.env_vars())
-            .env("SMOLSWEEP_DATA_DIR", &self.data)
-            .env("PATH", "/usr/bin:/bin")
-            .env("TZ", "UTC0")
-            .stdin(Stdio::null());
+        let mut c = self.command(env!("CARGO_BIN_EXE_smolsweep"), args);
+        c.env("TZ", "UTC0");
         c
     }
 
@@ -63,7 +51,7 @@ impl Scratch {
     }
 
     fn path(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
+        self.dir().join(name)
     }
 }
 
@@ -553,7 +541,7 @@ fn plan_out_refuses_to_overwrite_a_file_that_is_not_a_plan() {
     assert!(stderr(&o).contains("scan report"), "{}", text(&o));
     assert_eq!(std::fs::read(&scan).unwrap(), before);
     // A directory is not overwritten.
-    let o = s.run(&["plan", "--out", s.dir.to_str().unwrap()]);
+    let o = s.run(&["plan", "--out", s.dir().to_str().unwrap()]);
     assert_eq!(code(&o), 1, "{}", text(&o));
     // An existing plan may be replaced.
     let plan = s.path("plan.json");

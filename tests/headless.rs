@@ -7,34 +7,21 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use smolsweep_fixtures::{age_tree, Home, Layout, OLD};
-
-struct Scratch {
-    t: tempfile::TempDir,
-    home: Home,
-    data: PathBuf,
-}
+use smolsweep_fixtures::{age_tree, Scratch, OLD};
 
 fn scratch() -> Scratch {
-    let t = tempfile::tempdir().unwrap();
-    let home = Home::new(t.path(), Layout::Linux).unwrap();
-    Scratch {
-        data: t.path().join("smolsweep-data"),
-        home,
-        t,
-    }
+    Scratch::new()
 }
 
-impl Scratch {
+/// What the tests run on a scratch HOME.
+trait Run {
+    fn cmd(&self, program: &Path, args: &[&str]) -> Command;
+    fn run(&self, args: &[&str]) -> (i32, String);
+}
+
+impl Run for Scratch {
     fn cmd(&self, program: &Path, args: &[&str]) -> Command {
-        let mut c = Command::new(program);
-        c.args(args)
-            .env_clear()
-            .envs(self.home.env_vars())
-            .env("SMOLSWEEP_DATA_DIR", &self.data)
-            .env("PATH", "/usr/bin:/bin")
-            .stdin(Stdio::null());
-        c
+        self.command(program, args)
     }
     fn run(&self, args: &[&str]) -> (i32, String) {
         let out = self
@@ -137,20 +124,20 @@ fn systemd_user_units_verify_and_their_exec_start_runs_auto() {
     let s = scratch();
     // systemd-analyze checks every Documentation= man page and the ExecStart binary: give it
     // the pages the CLI generates and the binary this test built.
-    let man = s.t.path().join("man");
+    let man = s.dir().join("man");
     assert_eq!(
         s.run(&["man", "--out-dir", man.join("man1").to_str().unwrap()])
             .0,
         0
     );
-    let units = s.t.path().join("units");
+    let units = s.dir().join("units");
     std::fs::create_dir_all(&units).unwrap();
     for name in ["smolsweep-auto.service", "smolsweep-auto.timer"] {
         let text = std::fs::read_to_string(unit(name)).unwrap();
         let text = text.replace("/usr/bin/smolsweep", env!("CARGO_BIN_EXE_smolsweep"));
         std::fs::write(units.join(name), text).unwrap();
     }
-    let runtime = s.t.path().join("runtime");
+    let runtime = s.dir().join("runtime");
     std::fs::create_dir_all(&runtime).unwrap();
     let out = Command::new("systemd-analyze")
         .args(["--user", "verify"])

@@ -2,37 +2,25 @@
 //! on a scratch HOME it creates, with its own Smolsweep data directory.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use smolsweep_fixtures::{age_tree, Home, Layout, OLD};
-
-struct Scratch {
-    t: tempfile::TempDir,
-    home: Home,
-    data: PathBuf,
-}
+use smolsweep_fixtures::{age_tree, Scratch, OLD};
 
 fn scratch() -> Scratch {
-    let t = tempfile::tempdir().unwrap();
-    let home = Home::new(t.path(), Layout::Linux).unwrap();
-    Scratch {
-        data: t.path().join("smolsweep-data"),
-        home,
-        t,
-    }
+    Scratch::new()
 }
 
-impl Scratch {
+/// What the tests run on a scratch HOME.
+trait Run {
+    fn run(&self, args: &[&str]) -> (i32, String);
+    fn scan(&self, extra: &[&str]) -> Value;
+}
+
+impl Run for Scratch {
     fn run(&self, args: &[&str]) -> (i32, String) {
-        let out = Command::new(env!("CARGO_BIN_EXE_smolsweep"))
-            .args(args)
-            .env_clear()
-            .envs(self.home.env_vars())
-            .env("SMOLSWEEP_DATA_DIR", &self.data)
-            .env("PATH", "/usr/bin:/bin")
-            .stdin(Stdio::null())
+        let out = self
+            .command(env!("CARGO_BIN_EXE_smolsweep"), args)
             .output()
             .unwrap();
         (
@@ -73,7 +61,7 @@ fn celesto_orphans(s: &Scratch) -> (PathBuf, PathBuf) {
 fn a_kept_item_survives_prune_and_a_plan_made_before_it_was_kept() {
     let s = scratch();
     let (a, b) = celesto_orphans(&s);
-    let plan = s.t.path().join("before.json");
+    let plan = s.dir().join("before.json");
     let (code, out) = s.run(&["plan", "--out", plan.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
     let (code, out) = s.run(&[
@@ -297,7 +285,7 @@ fn filters_narrow_scan_prune_and_plan_by_age_size_product_and_kind() {
         "{out}"
     );
     // and plan.
-    let plan = s.t.path().join("p.json");
+    let plan = s.dir().join("p.json");
     let (code, out) = s.run(&[
         "plan",
         "--product",

@@ -6,38 +6,26 @@
 //! Each test runs the built binary on a scratch HOME it creates; only processes a test spawned
 //! are signalled.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 
 use serde_json::{json, Value};
 use smolsweep_fixtures::vmm::{self, FakeVmm, Shape};
-use smolsweep_fixtures::{age_tree, smolvm::DiskSet, Home, Layout, OLD};
-
-struct Scratch {
-    _t: tempfile::TempDir,
-    home: Home,
-    data: PathBuf,
-}
+use smolsweep_fixtures::{age_tree, smolvm::DiskSet, Home, Scratch, OLD};
 
 fn scratch() -> Scratch {
-    let t = tempfile::tempdir().unwrap();
-    let home = Home::new(t.path(), Layout::Linux).unwrap();
-    Scratch {
-        data: t.path().join("smolsweep-data"),
-        home,
-        _t: t,
-    }
+    Scratch::new()
 }
 
-impl Scratch {
+/// What the tests run on a scratch HOME.
+trait Run {
+    fn run(&self, args: &[&str]) -> (i32, String, String);
+    fn json(&self, args: &[&str]) -> Value;
+}
+
+impl Run for Scratch {
     fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = Command::new(env!("CARGO_BIN_EXE_smolsweep"))
-            .args(args)
-            .env_clear()
-            .envs(self.home.env_vars())
-            .env("SMOLSWEEP_DATA_DIR", &self.data)
-            .env("PATH", "/usr/bin:/bin")
-            .stdin(Stdio::null())
+        let out = self
+            .command(env!("CARGO_BIN_EXE_smolsweep"), args)
             .output()
             .unwrap();
         (
