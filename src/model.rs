@@ -289,6 +289,14 @@ pub struct VmProcess {
     pub fds_readable: bool,
 }
 
+impl VmProcess {
+    /// An orphan of this HOME: what `reap` ends, counts and notifies. The one rule every
+    /// surface uses (another HOME's orphans are shown, never acted on).
+    pub fn is_this_homes_orphan(&self) -> bool {
+        self.orphan && self.scope == Scope::ThisHome
+    }
+}
+
 /// Per-product status in a report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProductReport {
@@ -367,7 +375,7 @@ impl ScanReport {
             }
         }
         for p in &self.processes {
-            if p.orphan && p.scope == Scope::ThisHome {
+            if p.is_this_homes_orphan() {
                 t.orphan_process_count += 1;
             }
             t.held_deleted_bytes += p.held_deleted_bytes;

@@ -480,7 +480,7 @@ fn stoppable<'r>(report: &ScanReport, m: &'r Machine) -> Result<&'r Machine, Str
         .iter()
         .filter(|p| p.product == m.product && p.owner.as_deref() == Some(m.name.as_str()))
     {
-        if p.orphan && p.scope == Scope::ThisHome {
+        if p.is_this_homes_orphan() {
             why.push_str(&format!(
                 ". Its VM process {} is not the machine's: end it with `smolsweep reap {}`",
                 p.pid, p.pid

@@ -199,7 +199,7 @@ impl TrayModel {
         let orphans = report
             .processes
             .iter()
-            .filter(|p| p.orphan && p.scope == Scope::ThisHome)
+            .filter(|p| p.is_this_homes_orphan())
             .count();
 
         let problem = report

@@ -239,7 +239,7 @@ impl ScanView {
 fn orphans(r: &ScanReport) -> usize {
     r.processes
         .iter()
-        .filter(|p| p.orphan && p.scope == Scope::ThisHome)
+        .filter(|p| p.is_this_homes_orphan())
         .count()
 }
 
@@ -598,7 +598,7 @@ pub fn fix_for_path(r: &ScanReport, path: &Path) -> String {
 /// The command that would end VM process `pid`, judged by the scan `r`.
 pub fn fix_for_process(r: &ScanReport, pid: u32) -> String {
     match r.processes.iter().find(|p| p.pid == pid) {
-        Some(p) if p.orphan && p.scope == Scope::ThisHome => format!("smolsweep reap {pid}"),
+        Some(p) if p.is_this_homes_orphan() => format!("smolsweep reap {pid}"),
         Some(p) if p.scope != Scope::ThisHome => {
             format!("not this HOME's: ask its owner (kill {pid} as that user)")
         }

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use smolsweep::model::{ScanReport, Scope, Verdict};
+use smolsweep::model::{ScanReport, Verdict};
 
 /// Free space is low below this share of the file system...
 pub const LOW_PERCENT: u64 = 10;
@@ -118,7 +118,7 @@ impl LowSpaceWatch {
         let held: u64 = report
             .processes
             .iter()
-            .filter(|p| p.orphan && p.scope == Scope::ThisHome)
+            .filter(|p| p.is_this_homes_orphan())
             .map(|p| p.held_deleted_bytes)
             .sum();
         let (reclaimable, held_deleted) = self.observe(space, reclaimable, held, now)?;

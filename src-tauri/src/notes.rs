@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
-use smolsweep::model::{human_bytes, ScanReport, Scope, Verdict};
+use smolsweep::model::{human_bytes, ScanReport, Verdict};
 
 /// A notification to show.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,7 +120,7 @@ fn orphans_of(report: &ScanReport) -> BTreeMap<String, (String, u64, bool)> {
     let mut current: BTreeMap<String, (String, u64, bool)> = BTreeMap::new();
     {
         for p in &report.processes {
-            if p.orphan && p.scope == Scope::ThisHome {
+            if p.is_this_homes_orphan() {
                 let who = p.owner.clone().unwrap_or_else(|| format!("pid {}", p.pid));
                 current.insert(
                     format!("proc:{}:{}", p.pid, p.start_time),
@@ -277,7 +277,7 @@ pub fn vm_note(out: &crate::backend::VmOutcome) -> Note {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smolsweep::model::{Platform, Product, Totals, VmProcess, SCAN_SCHEMA};
+    use smolsweep::model::{Platform, Product, Scope, Totals, VmProcess, SCAN_SCHEMA};
 
     fn proc_(pid: u32, orphan: bool, scope: Scope) -> VmProcess {
         VmProcess {
