@@ -959,14 +959,22 @@ fn notify_orphans<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
 }
 
 /// One notification when the file system holding SmolVM state runs low and something can be
-/// given back ([`lowspace`]); its "Reclaim N" action opens the tray's reclaim confirmation.
+/// given back ([`lowspace`]); its "Reclaim N" action opens the tray's reclaim confirmation, and
+/// without one (only orphaned VMs hold space) it opens the window's VM list.
 fn notify_low_space<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
     let st = app.state::<AppState>();
     let now = lock(&st.clock).now();
-    let alert = lock(&st.low_space).check(r, now);
+    let reclaim = lock(&st.tray_model).reclaim_bytes;
+    let alert = lock(&st.low_space).check(r, reclaim, now);
     let on = lock(&st.settings).notifications;
     if let (Some(a), true) = (alert, on) {
-        send_note(app, a.note(), Some(RECLAIM_ACTION));
+        let note = a.note();
+        let review = if note.action.is_some() {
+            RECLAIM_ACTION
+        } else {
+            "vms"
+        };
+        send_note(app, note, Some(review));
     }
 }
 

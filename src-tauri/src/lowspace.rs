@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use smolsweep::model::{ScanReport, Verdict};
+use smolsweep::model::ScanReport;
 
 /// Free space is low below this share of the file system...
 pub const LOW_PERCENT: u64 = 10;
@@ -40,7 +40,8 @@ impl Space {
 pub struct Alert {
     pub space: Space,
     pub path: PathBuf,
-    /// Reclaimable bytes (what "Reclaim" frees by default).
+    /// What the tray's "Reclaim" frees: the planner's estimate its confirmation shows
+    /// (`TrayModel::reclaim_bytes`), not a second sum of the findings.
     pub reclaimable: u64,
     /// Deleted-but-open bytes held by orphaned VMs of this HOME (freed by ending them).
     pub held_deleted: u64,
@@ -49,7 +50,6 @@ pub struct Alert {
 impl Alert {
     pub fn note(&self) -> crate::Note {
         let b = smolsweep::view::bytes;
-        let give = self.reclaimable + self.held_deleted;
         let mut body = format!(
             "{} holding SmolVM state has {} free of {}.",
             self.path.display(),
@@ -58,7 +58,7 @@ impl Alert {
         );
         if self.held_deleted > 0 {
             body.push_str(&format!(
-                " Orphaned VMs hold {} of deleted files.",
+                " Orphaned VMs hold {} of deleted files (ending them frees it).",
                 b(self.held_deleted)
             ));
         }
@@ -66,7 +66,9 @@ impl Alert {
             summary: format!("Low disk space: {} free", b(self.space.avail)),
             body,
             review: true,
-            action: Some(format!("Reclaim {}", b(give))),
+            // The action is the tray's reclaim, which ends no VM: offered only when it frees
+            // something, with the number its confirmation will show.
+            action: (self.reclaimable > 0).then(|| format!("Reclaim {}", b(self.reclaimable))),
         }
     }
 }
@@ -106,15 +108,10 @@ impl LowSpaceWatch {
         Some((reclaimable, held_deleted))
     }
 
-    /// Look at the file system holding `report`'s SmolVM state and decide.
-    pub fn check(&mut self, report: &ScanReport, now: u64) -> Option<Alert> {
+    /// Look at the file system holding `report`'s SmolVM state and decide; `reclaimable` is
+    /// what the tray's "Reclaim" would free.
+    pub fn check(&mut self, report: &ScanReport, reclaimable: u64, now: u64) -> Option<Alert> {
         let (path, space) = space_of(report)?;
-        let reclaimable: u64 = report
-            .findings
-            .iter()
-            .filter(|f| f.verdict == Verdict::Reclaimable)
-            .map(|f| f.allocated_bytes)
-            .sum();
         let held: u64 = report
             .processes
             .iter()

@@ -1483,6 +1483,16 @@ fn low_space_on_the_state_file_system_is_announced_once_per_episode() {
             "{n:?}"
         );
         assert!(n.body.contains("state-tmpfs"), "{}", n.body);
+        // The number the action offers is the tray's Reclaim, which its confirmation shows.
+        let tray = menu_items(&w)
+            .into_iter()
+            .find(|(_, label, _)| label.starts_with("Reclaim "))
+            .unwrap();
+        assert_eq!(
+            n.action.as_deref().unwrap(),
+            tray.1.trim_end_matches('…'),
+            "{n:?}"
+        );
     }
     clock
         .0
