@@ -769,11 +769,6 @@ fn process(item: Pending, cx: &JobCtx, acc: &mut Acc, buf: &mut DirBuf) -> Vec<P
         }
         let id = (st.st_dev as u64, st.st_ino as u64);
         let is_dir = FileType::from_raw_mode(st.st_mode as _) == FileType::Directory;
-        if !is_dir && st.st_nlink > 1 {
-            if let Some(memo) = &cx.memo {
-                memo.saw_link(id);
-            }
-        }
         let restat = !is_dir
             && (st.st_nlink > 1
                 || st.st_size >= RESTAT_BYTES
@@ -795,22 +790,9 @@ fn process(item: Pending, cx: &JobCtx, acc: &mut Acc, buf: &mut DirBuf) -> Vec<P
             }
         }
         if is_dir {
-            let fresh = match cx.claims.claim(id.0, id.1) {
-                Claim::New => {
-                    if cx.memo.is_some() {
-                        acc.tree.dirs.push(id);
-                    }
-                    true
-                }
-                Claim::CountedBefore => {
-                    acc.tree.before = true;
-                    false
-                }
-                Claim::SeenThisWalk => {
-                    acc.newest_mtime_ns = acc.newest_mtime_ns.max(mtime_ns(&st));
-                    acc.already_counted += 1;
-                    return;
-                }
+            let Some(fresh) = claim_dir(cx, acc, id) else {
+                acc.newest_mtime_ns = acc.newest_mtime_ns.max(mtime_ns(&st));
+                return;
             };
             subdirs.push(Pending {
                 path: item.path.join(OsStr::from_bytes(name.to_bytes())),
@@ -825,18 +807,7 @@ fn process(item: Pending, cx: &JobCtx, acc: &mut Acc, buf: &mut DirBuf) -> Vec<P
             return;
         }
         acc.newest_mtime_ns = acc.newest_mtime_ns.max(mtime_ns(&st));
-        let new = if st.st_nlink > 1 || cx.file_roots.contains(&id) {
-            let claim = cx.claims.claim(id.0, id.1);
-            acc.tree.before |= matches!(claim, Claim::CountedBefore);
-            let new = matches!(claim, Claim::New);
-            if new && cx.memo.is_some() {
-                acc.tree.links.push(id);
-            }
-            new
-        } else {
-            item.fresh
-        };
-        if new {
+        if claim_file(cx, acc, &st, item.fresh) {
             acc.count(&st, false);
         } else {
             acc.already_counted += 1;
@@ -964,24 +935,7 @@ fn replay_one(
     acc.newest_mtime_ns = acc.newest_mtime_ns.max(node.newest_mtime_ns);
     for (p, st) in again {
         acc.newest_mtime_ns = acc.newest_mtime_ns.max(mtime_ns(&st));
-        let id = (st.st_dev as u64, st.st_ino as u64);
-        if st.st_nlink > 1 {
-            if let Some(memo) = &cx.memo {
-                memo.saw_link(id);
-            }
-        }
-        let new = if st.st_nlink > 1 || cx.file_roots.contains(&id) {
-            let claim = cx.claims.claim(id.0, id.1);
-            acc.tree.before |= matches!(claim, Claim::CountedBefore);
-            let new = matches!(claim, Claim::New);
-            if new {
-                acc.tree.links.push(id);
-            }
-            new
-        } else {
-            fresh
-        };
-        if new {
+        if claim_file(cx, acc, &st, fresh) {
             acc.count(&st, false);
         } else {
             acc.already_counted += 1;
@@ -992,22 +946,54 @@ fn replay_one(
         acc.mounts.push(path.join(OsStr::from_bytes(m.to_bytes())));
     }
     for (_, id) in &node.subdirs {
-        kids.push(match cx.claims.claim(id.0, id.1) {
-            Claim::New => {
-                acc.tree.dirs.push(*id);
-                Some(true)
-            }
-            Claim::CountedBefore => {
-                acc.tree.before = true;
-                Some(false)
-            }
-            Claim::SeenThisWalk => {
-                acc.already_counted += 1;
-                None
-            }
-        });
+        kids.push(claim_dir(cx, acc, *id));
     }
     true
+}
+
+/// Claim a subdirectory met in a walk: `Some(fresh)` to walk it (fresh: new to the sizer),
+/// `None` when this walk met it already (tallied as counted). Notes the claim for the walk's
+/// tree record.
+fn claim_dir(cx: &JobCtx, acc: &mut Acc, id: (u64, u64)) -> Option<bool> {
+    match cx.claims.claim(id.0, id.1) {
+        Claim::New => {
+            if cx.memo.is_some() {
+                acc.tree.dirs.push(id);
+            }
+            Some(true)
+        }
+        Claim::CountedBefore => {
+            acc.tree.before = true;
+            Some(false)
+        }
+        Claim::SeenThisWalk => {
+            acc.already_counted += 1;
+            None
+        }
+    }
+}
+
+/// Whether a non-directory met in a walk is to be counted: one that may be met again (several
+/// links, or itself a measured root) goes through the claims, any other is new exactly when its
+/// directory is (`dir_fresh`). A multiply linked file is reported to the memo
+/// ([`DirMemo::untrusted`]) and, when claimed, noted for the walk's tree record.
+#[allow(clippy::unnecessary_cast)]
+fn claim_file(cx: &JobCtx, acc: &mut Acc, st: &Stat, dir_fresh: bool) -> bool {
+    let id = (st.st_dev as u64, st.st_ino as u64);
+    if st.st_nlink > 1 {
+        if let Some(memo) = &cx.memo {
+            memo.saw_link(id);
+        }
+    } else if !cx.file_roots.contains(&id) {
+        return dir_fresh;
+    }
+    let claim = cx.claims.claim(id.0, id.1);
+    acc.tree.before |= matches!(claim, Claim::CountedBefore);
+    let new = matches!(claim, Claim::New);
+    if new && cx.memo.is_some() {
+        acc.tree.links.push(id);
+    }
+    new
 }
 
 /// Buffer for directory entries, one per walking thread.
