@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::fsread::{self, Entry};
-use crate::inventory::celesto::{valid_sandbox_id, CelestoInventory};
+use crate::inventory::celesto::{read_celesto_db, valid_sandbox_id, CelestoInventory};
 use crate::model::{
     FindingKind, Machine, OptInClass, OwnerRecord, Product, ProductReport, Verdict,
 };
@@ -125,7 +125,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
             );
         }
         for db in dbs {
-            match ctx.read_celesto_db(&db) {
+            match ctx.read_inventory(&db, read_celesto_db, crate::inventory::cache::celesto) {
                 Ok(inv) => invs.push(inv),
                 Err(e) => {
                     ok = false;

@@ -54,15 +54,15 @@ pub fn scan_with_memo_and(
     processes: Vec<crate::procs::RawProcess>,
     memo: &ScanMemo,
 ) -> ScanReport {
-    scan_memo(opts, || processes, memo)
+    scan_memo(opts, move || processes.clone(), memo)
 }
 
+/// One memo scan; `processes` is called again only when the scan must be made again.
 fn scan_memo(
     opts: &ScanOptions,
-    processes: impl FnOnce() -> Vec<crate::procs::RawProcess>,
+    mut processes: impl FnMut() -> Vec<crate::procs::RawProcess>,
     memo: &ScanMemo,
 ) -> ScanReport {
-    let processes = processes();
     {
         let mut emptied = memo.emptied.lock().unwrap_or_else(|e| e.into_inner());
         if emptied.is_none_or(|t| t.elapsed() >= FULL_READ_EVERY) {
@@ -73,7 +73,7 @@ fn scan_memo(
     memo.dirs.begin_scan();
     let r = scan_sized(
         opts,
-        || processes.clone(),
+        &mut processes,
         Sizer::with_memo(Arc::clone(&memo.dirs)),
     );
     memo.dirs.end_scan();
@@ -83,7 +83,7 @@ fn scan_memo(
     // A file gained a link since its directory was remembered: read everything again.
     memo.dirs.clear();
     memo.dirs.begin_scan();
-    let r = scan_sized(opts, || processes, Sizer::with_memo(Arc::clone(&memo.dirs)));
+    let r = scan_sized(opts, processes, Sizer::with_memo(Arc::clone(&memo.dirs)));
     memo.dirs.end_scan();
     r
 }

@@ -64,28 +64,18 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// A Celesto inventory: read afresh, or, in an incremental rescan, its last reading while
-    /// its files are unchanged ([`crate::inventory::cache`]).
-    pub fn read_celesto_db(
+    /// An inventory read afresh (`fresh`), or, in an incremental rescan, its last reading
+    /// while its files are unchanged (`reuse`, from [`crate::inventory::cache`]).
+    pub fn read_inventory<T>(
         &self,
         db: &Path,
-    ) -> Result<crate::inventory::celesto::CelestoInventory, crate::inventory::InventoryError> {
+        fresh: fn(&Path) -> Result<T, crate::inventory::InventoryError>,
+        reuse: fn(&Path) -> Result<T, crate::inventory::InventoryError>,
+    ) -> Result<T, crate::inventory::InventoryError> {
         if self.sizer.has_memo() {
-            crate::inventory::cache::celesto(db)
+            reuse(db)
         } else {
-            crate::inventory::celesto::read_celesto_db(db)
-        }
-    }
-
-    /// A smolvm inventory, as [`Ctx::read_celesto_db`].
-    pub fn read_smolvm_inventory(
-        &self,
-        db: &Path,
-    ) -> Result<crate::inventory::smolvm::SmolvmInventory, crate::inventory::InventoryError> {
-        if self.sizer.has_memo() {
-            crate::inventory::cache::smolvm(db)
-        } else {
-            crate::inventory::smolvm::read_smolvm_inventory(db)
+            fresh(db)
         }
     }
 }

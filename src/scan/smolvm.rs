@@ -258,7 +258,11 @@ fn read_set_inventory(
 ) -> Result<(Vec<SmolvmRecord>, Vec<SmolvmReservation>), String> {
     if fsread::lstat(&set.db_path).is_some() {
         return ctx
-            .read_smolvm_inventory(&set.db_path)
+            .read_inventory(
+                &set.db_path,
+                crate::inventory::smolvm::read_smolvm_inventory,
+                crate::inventory::cache::smolvm,
+            )
             .map(|inv| (inv.records, inv.reservations))
             .map_err(|e| e.to_string());
     }
