@@ -78,29 +78,8 @@ holder "$machine_disk" "$scratch/w1.out"; w1=$!
 holder "$sandbox_disk" "$scratch/w2.out"; w2=$!
 for _ in $(seq 1 200); do [ -s "$scratch/w1.out" ] && [ -s "$scratch/w2.out" ] && break; sleep 0.05; done
 
-descendants() {
-  local p=$1
-  echo "$p"
-  for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do descendants "$c"; done
-}
-ticks() {
-  local t=0
-  for p in "$@"; do
-    [ -r /proc/"$p"/stat ] || continue
-    t=$((t + $(awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/"$p"/stat)))
-  done
-  echo "$t"
-}
-mem() {
-  local pd=0 rss=0 n=0
-  for p in "$@"; do
-    [ -r /proc/"$p"/smaps_rollup ] || continue
-    pd=$((pd + $(awk '/^Private_Dirty:/ {print $2}' /proc/"$p"/smaps_rollup)))
-    rss=$((rss + $(awk '/^Rss:/ {print $2}' /proc/"$p"/smaps_rollup)))
-    n=$((n + 1))
-  done
-  echo "$pd $rss $n"
-}
+# shellcheck source=bench/proc_cost.sh
+source bench/proc_cost.sh
 rescans() { grep -c "a finding may have changed: rescanning" "$scratch/app.log" || true; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
