@@ -18,6 +18,13 @@ use crate::model::*;
 pub const KEEP_SCHEMA: &str = "smolsweep.keep/1";
 const KEEP_FILE: &str = "keep.json";
 
+/// What a kept VM process's reason starts with.
+const KEPT_PROCESS: &str = "Kept by you: never ended while the rule stands.";
+
+/// The rule id recorded on machines and processes while the keep file cannot be read: any of
+/// them may be kept, so none is stopped, deleted or ended.
+pub const UNREADABLE: &str = "unreadable";
+
 /// What a rule keeps.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "by", rename_all = "snake_case")]
@@ -99,6 +106,17 @@ pub fn born(path: &Path) -> Option<i64> {
     let t = std::fs::symlink_metadata(path).ok()?.created().ok()?;
     let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
     i64::try_from(d.as_nanos()).ok()
+}
+
+/// Why something a rule keeps (`rule`: its id, or [`UNREADABLE`]) is not acted on, for a
+/// refusal or a skipped action.
+pub fn kept_why(rule: &str) -> String {
+    if rule == UNREADABLE {
+        "your keep rules could not be read, so it may be kept; fix or remove the keep file first"
+            .into()
+    } else {
+        format!("kept by you (keep rule {rule}; `smolsweep keep remove {rule}` releases it)")
+    }
 }
 
 /// Every rule.
@@ -208,8 +226,86 @@ impl Keeps {
         self.rules.len() != before
     }
 
-    /// Protect every finding a rule keeps.
+    /// Protect every finding, machine and VM process a rule keeps (see [`Keeps::apply_owners`]).
     pub fn apply(&self, report: &mut ScanReport) {
+        self.apply_findings(report);
+        self.apply_owners(report);
+        // A kept disk keeps its backing files.
+        crate::scan::chains::protect(report);
+    }
+
+    /// The rule that keeps machine or sandbox `name` of `product`: an owner rule naming it.
+    fn owner_rule(&self, product: Product, name: &str) -> Option<&Rule> {
+        self.rules.iter().find(|r| {
+            matches!(&r.target, Target::Owner { product: p, name: n } if *p == product && n == name)
+        })
+    }
+
+    /// Machines and VM processes: a machine is kept by an owner rule naming it, or by the rule
+    /// that keeps its directory or anything it owns (deleting the machine would take that
+    /// with it); a VM process is kept with its machine or sandbox, by an owner rule naming the
+    /// sandbox it runs (its record may be gone), or when it uses a kept path.
+    fn apply_owners(&self, report: &mut ScanReport) {
+        let kept_paths: Vec<(PathBuf, Product, Option<String>, String)> = report
+            .findings
+            .iter()
+            .filter_map(|f| {
+                let id = f.kept.clone()?;
+                Some((f.path.clone(), f.product, f.owner.clone(), id))
+            })
+            .collect();
+        for m in &mut report.machines {
+            let by_owner = self.owner_rule(m.product, &m.name).map(|r| r.id.clone());
+            let by_path = || {
+                kept_paths.iter().find_map(|(path, product, owner, id)| {
+                    let owned = *product == m.product && owner.as_deref() == Some(&m.name);
+                    let inside = m.dir.as_ref().is_some_and(|d| path.starts_with(d));
+                    (owned || inside).then(|| id.clone())
+                })
+            };
+            m.kept = by_owner.or_else(by_path);
+        }
+        let kept_machines: Vec<(Product, String, String)> = report
+            .machines
+            .iter()
+            .filter_map(|m| Some((m.product, m.name.clone(), m.kept.clone()?)))
+            .collect();
+        for p in &mut report.processes {
+            let owner = p.owner.as_deref();
+            let by_machine = || {
+                kept_machines
+                    .iter()
+                    .find(|(product, name, _)| *product == p.product && owner == Some(name))
+                    .map(|(_, _, id)| id.clone())
+            };
+            let by_rule = || {
+                owner
+                    .and_then(|o| self.owner_rule(p.product, o))
+                    .map(|r| r.id.clone())
+            };
+            let by_path = || {
+                kept_paths
+                    .iter()
+                    .find(|(path, product, fowner, _)| {
+                        let uses = p
+                            .paths
+                            .iter()
+                            .any(|q| q.starts_with(path) || path.starts_with(q));
+                        let same_owner =
+                            *product == p.product && owner.is_some() && fowner.as_deref() == owner;
+                        uses || same_owner
+                    })
+                    .map(|(.., id)| id.clone())
+            };
+            p.kept = by_machine().or_else(by_rule).or_else(by_path);
+            if p.kept.is_some() && p.orphan && !p.reason.starts_with(KEPT_PROCESS) {
+                p.reason = format!("{KEPT_PROCESS} {}", p.reason);
+            }
+        }
+    }
+
+    /// Protect every finding a rule keeps.
+    fn apply_findings(&self, report: &mut ScanReport) {
         for f in &mut report.findings {
             let Some(rule) = self.rules.iter().find(|r| r.matches(f)) else {
                 continue;
@@ -257,6 +353,12 @@ pub fn apply_at(report: &mut ScanReport, path: &Path) {
                     p.problems.push(problem.clone());
                 }
             }
+            for m in &mut report.machines {
+                m.kept.get_or_insert_with(|| UNREADABLE.into());
+            }
+            for p in &mut report.processes {
+                p.kept.get_or_insert_with(|| UNREADABLE.into());
+            }
             for f in &mut report.findings {
                 if matches!(f.verdict, Verdict::Reclaimable | Verdict::OptIn) {
                     f.verdict = Verdict::Unknown;
@@ -264,6 +366,7 @@ pub fn apply_at(report: &mut ScanReport, path: &Path) {
                     f.reason = format!("{} Your keep rules could not be read: {e}", f.reason);
                 }
             }
+            crate::scan::chains::protect(report);
         }
     }
 }

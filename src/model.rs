@@ -191,6 +191,14 @@ pub struct Finding {
     /// whatever its verdict, what `verify` names to end first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub used_by: Vec<u32>,
+    /// Disks whose backing chain runs through it (a qcow2 overlay names it, directly or down
+    /// the chain): it is deleted only after, or together with, every one of them.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "crate::pathser::many"
+    )]
+    pub needed_by: Vec<PathBuf>,
 }
 
 /// Stable finding id: 16 hex characters of SHA-256 over product, kind and path.
@@ -245,6 +253,10 @@ pub struct Machine {
     /// `parent_machine`). Deleting that machine takes this one with it (`--cascade`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branched_from: Option<String>,
+    /// The keep rule that keeps it (an owner rule naming it, or a rule keeping something it
+    /// owns): it is never stopped or deleted while the rule stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
 }
 
 /// Whether a VM process belongs to the HOME being scanned.
@@ -287,13 +299,17 @@ pub struct VmProcess {
     /// Whether `/proc/<pid>/fd` could be read (held bytes are a lower bound otherwise).
     #[serde(default)]
     pub fds_readable: bool,
+    /// The keep rule that keeps it (the VM of a kept machine or sandbox, or one using a kept
+    /// path): never ended while the rule stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
 }
 
 impl VmProcess {
     /// An orphan of this HOME: what `reap` ends, counts and notifies. The one rule every
     /// surface uses (another HOME's orphans are shown, never acted on).
     pub fn is_this_homes_orphan(&self) -> bool {
-        self.orphan && self.scope == Scope::ThisHome
+        self.orphan && self.scope == Scope::ThisHome && self.kept.is_none()
     }
 }
 

@@ -440,6 +440,11 @@ pub struct Plan {
     /// Allocated bytes the delete actions are expected to free (each inode counted once).
     pub estimated_bytes: u64,
     pub skipped_at_plan: Vec<SkippedAtPlan>,
+    /// Keep rules the user explicitly chose to override for this plan (an uninstall that
+    /// removes kept items: `--remove-kept`, or ticking them). Any other rule that keeps a
+    /// target when its action runs, including one added after the plan was made, wins.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keep_overrides: Vec<String>,
 }
 
 /// The machine or sandbox `name` names: `smolvm:NAME` or `celesto:ID`, or a bare name that
@@ -461,6 +466,14 @@ pub(crate) fn find_machine<'r>(report: &'r ScanReport, name: &str) -> Result<&'r
         _ => Err(format!(
             "both a Celesto sandbox and a smolvm machine are called '{bare}': name it celesto:{bare} or smolvm:{bare}"
         )),
+    }
+}
+
+/// `m`, unless a keep rule keeps it (then why it is left alone).
+fn not_kept(m: &Machine) -> Result<&Machine, String> {
+    match &m.kept {
+        Some(rule) => Err(format!("{} is {}", m.name, crate::keep::kept_why(rule))),
+        None => Ok(m),
     }
 }
 
@@ -618,7 +631,10 @@ impl<'r> Planner<'r> {
             if !seen.insert(name) {
                 continue;
             }
-            match find_machine(report, name).and_then(|m| stoppable(report, m)) {
+            match find_machine(report, name)
+                .and_then(not_kept)
+                .and_then(|m| stoppable(report, m))
+            {
                 Err(why) => self.skip(&format!("machine:{name}"), why),
                 Ok(m) => self
                     .machine_actions
@@ -645,7 +661,7 @@ impl<'r> Planner<'r> {
             if !seen.insert(name) {
                 continue;
             }
-            let m = match find_machine(report, name) {
+            let m = match find_machine(report, name).and_then(not_kept) {
                 Err(why) => {
                     self.skip(&format!("machine:{name}"), why);
                     continue;
@@ -676,6 +692,16 @@ impl<'r> Planner<'r> {
     /// cascade was not chosen.
     fn cascade_or_skip(&mut self, id: &str, m: &Machine) -> Option<Vec<&'r Machine>> {
         let children = branch_descendants(self.report, m);
+        if let Some(c) = children.iter().find(|c| c.kept.is_some()) {
+            let rule = c.kept.as_deref().unwrap_or_default();
+            let why = format!(
+                "deleting it would delete {}, which is branched from it and {}",
+                c.name,
+                crate::keep::kept_why(rule)
+            );
+            self.skip(id, why);
+            return None;
+        }
         if !children.is_empty() && !self.selection.cascade {
             self.skip(id, needs_cascade(&children));
             return None;
@@ -735,6 +761,11 @@ impl<'r> Planner<'r> {
             .iter()
             .find(|m| m.product == f.product && &m.name == name)
         {
+            Some(m) if m.kept.is_some() => {
+                let why = crate::keep::kept_why(m.kept.as_deref().unwrap_or_default());
+                self.skip(&f.id, format!("its machine {} is {why}", m.name));
+                return true;
+            }
             Some(m) => match self.cascade_or_skip(&f.id, m) {
                 Some(children) => children,
                 None => return true,
@@ -794,6 +825,37 @@ impl<'r> Planner<'r> {
         kept
     }
 
+    /// Backing files only together with every disk whose chain runs through them, and after
+    /// those disks (a link's `needed_by` holds every disk above it, so fewer comes first).
+    fn with_their_disks(&mut self, kept: Vec<&'r Finding>) -> Vec<&'r Finding> {
+        let planned = |d: &Path, kept: &[&Finding], dirs: &[PathBuf]| {
+            kept.iter()
+                .any(|k| d == k.path || (k.is_dir && d.starts_with(&k.path)))
+                || dirs.iter().any(|m| d.starts_with(m))
+        };
+        let mut out: Vec<&Finding> = Vec::new();
+        for f in &kept {
+            match f
+                .needed_by
+                .iter()
+                .find(|d| !planned(d, &kept, &self.deleted_machine_dirs))
+            {
+                Some(d) => {
+                    let why = format!(
+                        "the disk {} backs onto it and is not deleted with it; deleting it alone would break that disk",
+                        crate::pathser::shown(d)
+                    );
+                    self.skip(&f.id, why);
+                }
+                None => out.push(f),
+            }
+        }
+        // A backing file left out leaves out what depends on it only through the disks above
+        // it, which `needed_by` already names: one pass is enough.
+        out.sort_by_key(|f| f.needed_by.len());
+        out
+    }
+
     /// Reap actions, then machine actions, detaches and deletes (stable-sorted by order), and
     /// the bytes they free (hard links once).
     fn actions(&mut self, kept: Vec<&Finding>) -> (Vec<PlannedAction>, u64) {
@@ -837,6 +899,9 @@ impl<'r> Planner<'r> {
 fn reapable(p: &VmProcess, asked: bool) -> Result<(), Option<String>> {
     if p.scope != Scope::ThisHome {
         return Err(asked.then(|| "belongs to another HOME; never signalled".into()));
+    }
+    if let Some(rule) = &p.kept {
+        return Err(Some(crate::keep::kept_why(rule)));
     }
     if p.orphan {
         return Ok(());
@@ -944,6 +1009,7 @@ impl Plan {
         p.plan_machine_deletes();
         let chosen = p.choose_findings(&roots);
         let kept = p.once_each(chosen);
+        let kept = p.with_their_disks(kept);
         let (actions, estimated) = p.actions(kept);
         let mut plan = Plan {
             schema: PLAN_SCHEMA.into(),
@@ -957,6 +1023,7 @@ impl Plan {
             actions,
             estimated_bytes: estimated,
             skipped_at_plan: p.skipped,
+            keep_overrides: Vec::new(),
         };
         plan.id = plan.content_id();
         plan
@@ -1088,6 +1155,7 @@ mod tests {
             kept: None,
             newest_change_ns: 0,
             used_by: Vec::new(),
+            needed_by: Vec::new(),
         }
     }
 
@@ -1107,6 +1175,7 @@ mod tests {
             paths,
             reason: String::new(),
             fds_readable: true,
+            kept: None,
         }
     }
 
@@ -1225,6 +1294,7 @@ mod tests {
             allocated_bytes: 0,
             db: None,
             branched_from: None,
+            kept: None,
         }];
         let sel = Selection {
             all_reclaimable: true,
@@ -1296,6 +1366,7 @@ mod tests {
             allocated_bytes: 4096,
             db: Some("/h/.local/share/smolvm/server/smolvm.db".into()),
             branched_from: branched_from.map(String::from),
+            kept: None,
         }
     }
 

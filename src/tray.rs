@@ -411,6 +411,7 @@ mod tests {
             kept: None,
             newest_change_ns: 0,
             used_by: Vec::new(),
+            needed_by: Vec::new(),
         }
     }
 
@@ -430,6 +431,7 @@ mod tests {
             paths: vec![],
             reason: String::new(),
             fds_readable: true,
+            kept: None,
         }
     }
 

@@ -80,6 +80,23 @@ pub fn drift(product: Product, installed: &str) -> Option<&'static str> {
     (compare(installed, newest) == std::cmp::Ordering::Greater).then_some(newest)
 }
 
+/// [`drift`] for one install: a PyPI `smolvm` distribution (Celesto's predecessor) is compared
+/// with the newest PyPI `smolvm` verified, every other install with its product's newest.
+pub fn drift_of(
+    product: Product,
+    distribution: Option<&str>,
+    installed: &str,
+) -> Option<&'static str> {
+    if product == Product::Celesto && distribution == Some("smolvm") {
+        let newest = VERIFIED
+            .iter()
+            .find(|(p, d, _)| *p == product && d.starts_with("smolvm"))
+            .map(|(_, _, v)| *v)?;
+        return (compare(installed, newest) == std::cmp::Ordering::Greater).then_some(newest);
+    }
+    drift(product, installed)
+}
+
 /// Compare dotted versions numerically (`1.32.10` > `1.32.2`); a non-numeric part compares as
 /// text after the numeric ones.
 pub fn compare(a: &str, b: &str) -> std::cmp::Ordering {

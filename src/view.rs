@@ -974,6 +974,7 @@ mod treemap_tests {
             kept: None,
             newest_change_ns: 0,
             used_by: Vec::new(),
+            needed_by: Vec::new(),
         };
         let findings = vec![
             mk(

@@ -301,3 +301,277 @@ fn filters_narrow_scan_prune_and_plan_by_age_size_product_and_kind() {
         .to_string()
         .contains(&*ghost.file_name().unwrap().to_string_lossy()));
 }
+
+// ------------------------------------------------------------ issue 17: every target type
+
+fn qemu_img(args: &[&str]) {
+    let out = std::process::Command::new("qemu-img")
+        .args(args)
+        .output()
+        .expect("qemu-img (qemu-utils) is installed by scripts/setup");
+    assert!(
+        out.status.success(),
+        "qemu-img {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `qemu-img info --backing-chain` opens every image of the chain: whether a disk still opens.
+fn chain_opens(disk: &Path) -> bool {
+    std::process::Command::new("qemu-img")
+        .args(["info", "--backing-chain", "-U"])
+        .arg(disk)
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+/// A qcow2 overlay at `path` on `backing` (recorded as written: relative to the overlay).
+fn overlay(path: &Path, backing: &str) {
+    qemu_img(&[
+        "create",
+        "-q",
+        "-f",
+        "qcow2",
+        "-b",
+        backing,
+        "-F",
+        "qcow2",
+        path.to_str().unwrap(),
+    ]);
+}
+
+fn base(path: &Path) {
+    qemu_img(&["create", "-q", "-f", "qcow2", path.to_str().unwrap(), "1M"]);
+}
+
+fn machine<'v>(v: &'v Value, name: &str) -> &'v Value {
+    v["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no machine {name}: {v:#}"))
+}
+
+#[test]
+fn keep_rule_on_a_machine_stops_delete_and_an_earlier_plan() {
+    let s = scratch();
+    let sm = s.home.smolvm().unwrap();
+    sm.record("m2", json!({})).unwrap();
+    let dir = sm
+        .machine_dir(
+            "m2",
+            smolsweep_fixtures::smolvm::DiskSet::Raw {
+                storage: 1 << 16,
+                overlay: 1 << 14,
+            },
+        )
+        .unwrap();
+    let plan = s.dir().join("before.json");
+    let (code, out) = s.run(&[
+        "plan",
+        "--delete",
+        "smolvm:m2",
+        "--out",
+        plan.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(std::fs::read_to_string(&plan)
+        .unwrap()
+        .contains("delete_machine"));
+    let (code, out) = s.run(&["keep", "add", "smolvm:m2", "--why", "my work"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(machine(&s.scan(&[]), "m2")["kept"].is_string());
+
+    let (code, out) = s.run(&["delete", "smolvm:m2", "-y"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("kept by you"), "{out}");
+    let (_, out) = s.run(&["apply", plan.to_str().unwrap(), "-y"]);
+    assert!(
+        out.contains("kept by you"),
+        "the re-judge sees the rule: {out}"
+    );
+    assert!(dir.exists());
+    assert!(
+        machine(&s.scan(&[]), "m2")["kept"].is_string(),
+        "record kept"
+    );
+    let (code, out) = s.run(&["stop", "smolvm:m2", "-y"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("kept by you"), "{out}");
+}
+
+#[test]
+fn keep_rule_on_a_machine_keeps_its_orphaned_vm_process_from_reap() {
+    use smolsweep_fixtures::vmm::{fake_vmm_bin, spawn, Shape};
+    let s = scratch();
+    let sm = s.home.smolvm().unwrap();
+    sm.record("m3", json!({})).unwrap();
+    let dir = sm
+        .machine_dir(
+            "m3",
+            smolsweep_fixtures::smolvm::DiskSet::Raw {
+                storage: 1 << 16,
+                overlay: 1 << 14,
+            },
+        )
+        .unwrap();
+    let bin = fake_vmm_bin(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fake_vmm.rs"),
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+    );
+    // An interrupted start: a `_boot-vm` of m3 that its record does not own.
+    let vm = spawn(
+        &bin,
+        &Shape {
+            argv: vec![
+                "/proc/self/exe".into(),
+                "_boot-vm".into(),
+                dir.join("boot-config.json").display().to_string(),
+            ],
+            comm: Some("libkrun VM"),
+            home: Some(&s.home.root),
+            ..Default::default()
+        },
+    );
+    let pid = vm.pid();
+    let proc_of = |v: &Value| -> Value {
+        v["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pid"] == pid)
+            .cloned()
+            .unwrap_or_else(|| panic!("process {pid} not shown: {v:#}"))
+    };
+    let p = proc_of(&s.scan(&[]));
+    assert_eq!(p["orphan"], true, "{p:#}");
+    let (code, out) = s.run(&["keep", "add", "smolvm:m3"]);
+    assert_eq!(code, 0, "{out}");
+    let p = proc_of(&s.scan(&[]));
+    assert!(p["kept"].is_string(), "{p:#}");
+
+    let (_, out) = s.run(&["reap", "-y"]);
+    assert!(
+        alive(pid),
+        "a kept machine's VM is not ended by reap: {out}"
+    );
+    let (code, out) = s.run(&["reap", &pid.to_string(), "-y"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("kept by you"), "{out}");
+    assert!(alive(pid));
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| s.rsplit(')').next().unwrap_or("").split_whitespace().next() != Some("Z"))
+        .unwrap_or(false)
+}
+
+#[test]
+fn keep_rule_on_a_celesto_disk_survives_uninstall_unless_remove_kept_is_chosen() {
+    let s = scratch();
+    let (a, b) = celesto_orphans(&s);
+    let (code, out) = s.run(&["keep", "add", a.to_str().unwrap(), "--why", "evidence"]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = s.run(&["uninstall", "--product", "celesto", "--dry-run", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("kept by you") && out.contains(a.to_str().unwrap()),
+        "the plan names the kept disk: {out}"
+    );
+    let (_, out) = s.run(&["uninstall", "--product", "celesto", "-y"]);
+    assert!(a.exists(), "the kept disk survives the uninstall: {out}");
+    let (_, out) = s.run(&["uninstall", "--product", "celesto", "--remove-kept", "-y"]);
+    assert!(
+        !a.exists() && !b.exists(),
+        "an explicit choice removes it: {out}"
+    );
+}
+
+#[test]
+fn a_kept_orphan_disk_keeps_its_backing_file() {
+    let s = scratch();
+    let d = s.home.celesto_data_dir().unwrap();
+    d.row("live1", "stopped", "qemu", None).unwrap();
+    d.disk("live1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    let disks = d.disks();
+    // Celesto's own full-snapshot restore writes `<disk>.backing-0.qcow2` under its disk.
+    let backing = disks.join("gone1.qcow2.backing-0.qcow2");
+    let disk = disks.join("gone1.qcow2");
+    base(&backing);
+    overlay(&disk, "gone1.qcow2.backing-0.qcow2");
+    age_tree(&s.home.root, OLD).unwrap();
+    let v = s.scan(&[]);
+    assert_eq!(finding(&v, &backing).unwrap()["verdict"], "reclaimable");
+    let (code, out) = s.run(&["keep", "add", disk.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    let v = s.scan(&[]);
+    let f = finding(&v, &backing).unwrap();
+    assert_eq!(f["verdict"], "protected", "{f:#}");
+    assert!(
+        f["reason"].as_str().unwrap().contains("gone1.qcow2"),
+        "{f:#}"
+    );
+    let (code, out) = s.run(&["prune", "-y"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(disk.exists() && backing.exists(), "{out}");
+    assert!(chain_opens(&disk), "the kept disk still opens");
+}
+
+#[test]
+fn a_live_sandbox_disk_that_is_an_overlay_on_an_orphan_disk_keeps_it() {
+    let s = scratch();
+    let d = s.home.celesto_data_dir().unwrap();
+    d.row("live1", "stopped", "qemu", None).unwrap();
+    let disks = d.disks();
+    let orphan = disks.join("gone1.qcow2");
+    let live = disks.join("live1.qcow2");
+    base(&orphan);
+    overlay(&live, "gone1.qcow2");
+    age_tree(&s.home.root, OLD).unwrap();
+    let v = s.scan(&[]);
+    let f = finding(&v, &orphan).unwrap();
+    assert_eq!(f["verdict"], "protected", "{f:#}");
+    assert!(
+        f["reason"].as_str().unwrap().contains("live1.qcow2"),
+        "{f:#}"
+    );
+    let (code, out) = s.run(&["prune", "-y"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(orphan.exists(), "{out}");
+    assert!(chain_opens(&live), "the live sandbox's disk still opens");
+}
+
+#[test]
+fn an_orphan_backing_file_goes_only_with_its_overlay_and_after_it() {
+    let s = scratch();
+    let d = s.home.celesto_data_dir().unwrap();
+    d.row("live1", "stopped", "qemu", None).unwrap();
+    let disks = d.disks();
+    let lower = disks.join("aaa1.qcow2");
+    let upper = disks.join("zzz1.qcow2");
+    base(&lower);
+    overlay(&upper, "aaa1.qcow2");
+    age_tree(&s.home.root, Duration::from_secs(30 * 86_400)).unwrap();
+    age_tree(&upper, Duration::from_secs(2 * 86_400)).unwrap();
+    // Only the backing file is old enough: it is not deleted alone.
+    let (code, out) = s.run(&["prune", "--older-than", "7d", "-y"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(lower.exists() && upper.exists(), "{out}");
+    assert!(chain_opens(&upper));
+    // Together: the overlay is deleted first, then its backing file.
+    let plan = s.dir().join("p.json");
+    let (code, out) = s.run(&["plan", "--out", plan.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    let text = std::fs::read_to_string(&plan).unwrap();
+    let (u, l) = (
+        text.find("zzz1.qcow2\"").unwrap(),
+        text.find("aaa1.qcow2\"").unwrap(),
+    );
+    assert!(u < l, "the overlay comes first: {text}");
+    let (code, out) = s.run(&["apply", plan.to_str().unwrap(), "-y"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!lower.exists() && !upper.exists(), "{out}");
+}

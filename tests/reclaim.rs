@@ -99,6 +99,7 @@ fn finding_sized(root: &Path, path: &Path, verdict: Verdict, walk: bool) -> Find
         kept: None,
         newest_change_ns: 0,
         used_by: Vec::new(),
+        needed_by: Vec::new(),
     }
 }
 
@@ -282,6 +283,7 @@ fn dry_run_never_reaches_delete_primitive() {
         paths: vec![],
         reason: String::new(),
         fds_readable: true,
+        kept: None,
     });
     rep.machines.push(Machine {
         product: Product::Smolvm,
@@ -297,6 +299,7 @@ fn dry_run_never_reaches_delete_primitive() {
         allocated_bytes: 0,
         db: None,
         branched_from: None,
+        kept: None,
     });
     let plan = Plan::from_scan(
         &rep,
@@ -908,6 +911,7 @@ fn smolvm_787_storage_deleted_only_after_its_process_is_ended() {
             paths: vec![disk.clone()],
             reason: String::new(),
             fds_readable: true,
+            kept: None,
         });
         let plan = Plan::from_scan(
             &rep,

@@ -842,3 +842,47 @@ fn symlinked_retained_marker_is_judged_as_upstream_does() {
     );
     assert_eq!(finding_of(&v, &linked)["kind"], "celesto.saved_disk");
 }
+
+/// Issue 17: the drift guard reads every install, not the first one on PATH. Celesto 0.1.10
+/// first on PATH and 0.2.0 later on PATH over the same data dir: Celesto is show-only, and the
+/// banner names the newer install.
+#[test]
+fn drift_guard_counts_a_newer_install_later_on_path() {
+    let (t, home, data) = scratch();
+    let d = home.celesto_data_dir().unwrap();
+    d.row("live1", "stopped", "qemu", None).unwrap();
+    let orphan = d.disk("gone1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    let first = fake_celesto_venv(&t.path().join("first"), "0.1.10");
+    let later = fake_celesto_venv(&t.path().join("later"), "0.2.0");
+    let path = (
+        "PATH",
+        format!("{}:{}:/usr/bin:/bin", first.display(), later.display()),
+    );
+    let (code, v) = json_of(
+        &["scan"],
+        run_env(
+            &home,
+            &data,
+            &["scan", "--json"],
+            std::slice::from_ref(&path),
+        ),
+    );
+    assert_eq!(code, 0);
+    let cel = product(&v, "celesto");
+    assert_eq!(cel["status"], "unknown", "{cel:#}");
+    let problems = cel["problems"].to_string();
+    assert!(problems.contains("0.2.0"), "{problems}");
+    assert!(
+        problems.contains(&*t.path().join("later/venv").to_string_lossy()),
+        "the banner names the newer install: {problems}"
+    );
+    assert_eq!(verdict_of(&v, &orphan), "unknown");
+    run_env(
+        &home,
+        &data,
+        &["prune", "--yes"],
+        std::slice::from_ref(&path),
+    );
+    assert!(orphan.exists(), "nothing of a drifted product is pruned");
+}

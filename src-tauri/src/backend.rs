@@ -987,6 +987,7 @@ mod tests {
             kept: None,
             newest_change_ns: 0,
             used_by: Vec::new(),
+            needed_by: Vec::new(),
         }
     }
 
@@ -1210,6 +1211,7 @@ mod tests {
             paths: vec![],
             reason: String::new(),
             fds_readable: true,
+            kept: None,
         }
     }
 
@@ -1228,6 +1230,7 @@ mod tests {
             allocated_bytes: 2_000_000,
             db: None,
             branched_from: branched_from.map(String::from),
+            kept: None,
         }
     }
 

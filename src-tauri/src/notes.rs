@@ -295,6 +295,7 @@ mod tests {
             paths: vec![],
             reason: String::new(),
             fds_readable: true,
+            kept: None,
         }
     }
 
@@ -391,6 +392,7 @@ mod tests {
             kept: None,
             newest_change_ns: 0,
             used_by: Vec::new(),
+            needed_by: Vec::new(),
         });
         assert!(w
             .observe(&r, 1000)

@@ -422,6 +422,7 @@ pub(crate) async fn uninstall_plan<R: Runtime>(
             product,
             remove_credentials,
             remove_path_block,
+            remove_kept: false,
         },
     )
     .await
@@ -477,6 +478,7 @@ mod tests {
             why: String::new(),
             checked: true,
             bytes: 10,
+            kept_by: Vec::new(),
         }
     }
 

@@ -146,6 +146,7 @@ fn file_finding(root: &Path, name: &str, verdict: Verdict, class: Option<OptInCl
         kept: None,
         newest_change_ns: 0,
         used_by: Vec::new(),
+        needed_by: Vec::new(),
     }
 }
 
@@ -165,6 +166,7 @@ fn orphan(pid: u32) -> VmProcess {
         paths: vec![],
         reason: "no machine record".into(),
         fds_readable: true,
+        kept: None,
     }
 }
 
@@ -424,6 +426,7 @@ fn machine(name: &str, branched_from: Option<&str>) -> Machine {
         allocated_bytes: 3_000_000,
         db: None,
         branched_from: branched_from.map(String::from),
+        kept: None,
     }
 }
 

@@ -756,6 +756,7 @@ async fn every_view_and_dialog_works_by_keyboard_and_axe_finds_no_serious_violat
         allocated_bytes: 1_000_000,
         db: None,
         branched_from: None,
+        kept: None,
     });
     let mut theirs = FakeVmm::spawn(s.dir.path(), "theirs");
     s.add_process(VmProcess {

@@ -30,6 +30,10 @@ pub struct UninstallArgs {
     /// Also remove the '# smolvm' PATH lines from shell startup files (backed up first).
     #[arg(long)]
     pub remove_path_block: bool,
+    /// Also remove what your keep rules keep inside the product's state (`smolsweep keep
+    /// list`); without it, every step that would take a kept item is left out.
+    #[arg(long)]
+    pub remove_kept: bool,
     /// Show the preflight and the plan; change nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -137,6 +141,7 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
         product: args.product,
         remove_credentials: args.remove_credentials,
         remove_path_block: args.remove_path_block,
+        remove_kept: args.remove_kept,
     };
     let plan = plan::build(&pre, &opts);
     let show = |run: Option<&RunReport>, proof: Option<&Proof>, dry: bool| {

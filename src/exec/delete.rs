@@ -703,6 +703,7 @@ mod tests {
             actions: vec![],
             estimated_bytes: 0,
             skipped_at_plan: vec![],
+            keep_overrides: Vec::new(),
         }
     }
 

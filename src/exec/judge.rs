@@ -195,9 +195,11 @@ impl Judge for Rejudge {
                 &self.facts().report,
                 (*pid, *start_time, *uid, *product),
                 *uninstall,
+                &plan.keep_overrides,
             ),
             Action::StopMachine { product, name, .. } => {
-                machine(&self.facts().report, *product, name).map(|_| ())
+                let m = machine(&self.facts().report, *product, name)?;
+                not_kept(m, &plan.keep_overrides)
             }
             Action::DeleteMachine {
                 product,
@@ -207,10 +209,12 @@ impl Judge for Rejudge {
             } => {
                 let r = &self.facts().report;
                 let m = machine(r, *product, name)?;
-                let now: BTreeSet<String> = crate::plan::branch_descendants(r, m)
-                    .iter()
-                    .map(|c| c.name.clone())
-                    .collect();
+                not_kept(m, &plan.keep_overrides)?;
+                let branches = crate::plan::branch_descendants(r, m);
+                for c in &branches {
+                    not_kept(c, &plan.keep_overrides)?;
+                }
+                let now: BTreeSet<String> = branches.iter().map(|c| c.name.clone()).collect();
                 let shown: BTreeSet<String> = children.iter().cloned().collect();
                 if now == shown {
                     Ok(())
@@ -225,6 +229,7 @@ impl Judge for Rejudge {
             Action::RemoveTree { path, root, .. } => {
                 let roots = self.removal_roots();
                 inside_removal_roots(&roots, &home, path, root)?;
+                holds_nothing_kept(&self.facts().report, path, &plan.keep_overrides)?;
                 self.not_in_use(path)
             }
             Action::RemoveDirIfEmpty { path, .. } => {
@@ -311,7 +316,10 @@ fn judge_path(
             kind.label(),
             f.reason
         )),
-        Verdict::Reclaimable | Verdict::OptIn => Ok(()),
+        Verdict::Reclaimable | Verdict::OptIn => match crate::scan::chains::still_needed(f) {
+            Some(why) => Err(why),
+            None => Ok(()),
+        },
     }
 }
 
@@ -322,6 +330,7 @@ fn judge_process(
     r: &ScanReport,
     (pid, start_time, uid, product): (u32, u64, u32, crate::model::Product),
     uninstall: bool,
+    overrides: &[String],
 ) -> Result<(), String> {
     if crate::exec::reap::ProcessRef::current(pid).is_none_or(|p| p.start_time != start_time) {
         return Err(format!("process {pid} has already exited"));
@@ -339,6 +348,12 @@ fn judge_process(
     if p.scope != Scope::ThisHome {
         return Err(format!(
             "process {pid} is not this HOME's VM process now; nothing signalled"
+        ));
+    }
+    if let Some(rule) = p.kept.as_ref().filter(|k| !overrides.contains(k)) {
+        return Err(format!(
+            "process {pid} is {}; nothing signalled",
+            crate::keep::kept_why(rule)
         ));
     }
     if !p.orphan && !uninstall {
@@ -364,6 +379,43 @@ fn machine<'r>(
                 product.display_name()
             )
         })
+}
+
+/// A machine is stopped or deleted only while no keep rule keeps it (or the rule is one the
+/// plan overrides explicitly).
+fn not_kept(m: &Machine, overrides: &[String]) -> Result<(), String> {
+    match m.kept.as_ref().filter(|k| !overrides.contains(k)) {
+        Some(rule) => Err(format!(
+            "{} is {}; left alone",
+            m.name,
+            crate::keep::kept_why(rule)
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A removal takes nothing a keep rule keeps: no kept finding and no kept machine's directory
+/// inside it (or holding it), unless the plan overrides that rule explicitly.
+fn holds_nothing_kept(r: &ScanReport, path: &Path, overrides: &[String]) -> Result<(), String> {
+    let overlaps = |p: &Path| p.starts_with(path) || path.starts_with(p);
+    let kept = r
+        .findings
+        .iter()
+        .filter(|f| overlaps(&f.path))
+        .filter_map(|f| Some((f.path.as_path(), f.kept.as_deref()?)))
+        .chain(r.machines.iter().filter_map(|m| {
+            let dir = m.dir.as_deref().filter(|d| overlaps(d))?;
+            Some((dir, m.kept.as_deref()?))
+        }))
+        .find(|(_, rule)| !overrides.iter().any(|o| o == rule));
+    match kept {
+        Some((p, rule)) => Err(format!(
+            "it holds {}, which is {}; not removed",
+            crate::pathser::shown(p),
+            crate::keep::kept_why(rule)
+        )),
+        None => Ok(()),
+    }
 }
 
 /// An uninstall removes only a product root resolved now, or something inside one.

@@ -346,6 +346,7 @@ fn sandboxes_as_machines(
             allocated_bytes: 0,
             db: Some(inv.db_path.clone()),
             branched_from: None,
+            kept: None,
         });
     }
 }

@@ -15,6 +15,7 @@ use crate::model::*;
 use crate::size::Sizer;
 
 mod celesto;
+pub(crate) mod chains;
 pub mod memo;
 pub mod procindex;
 mod smolvm;
@@ -202,6 +203,7 @@ impl Ctx<'_> {
                 kept: None,
                 newest_change_ns: 0,
                 used_by: Vec::new(),
+                needed_by: Vec::new(),
             });
         }
         let (reason, refs) = crate::view::split_refs(&reason);
@@ -225,6 +227,7 @@ impl Ctx<'_> {
             kept: None,
             newest_change_ns: newest,
             used_by: users,
+            needed_by: Vec::new(),
         });
     }
 
@@ -329,7 +332,8 @@ pub(crate) fn scan_sized(
         duration_ms: started.elapsed().as_millis() as u64,
     };
     report.products.sort_by_key(|p| p.product);
-    drift_guard(&mut report, &opts.env);
+    drift_guard(&mut report, &opts.env, &ctx.installs);
+    chains::link(&mut report);
     crate::keep::apply_for(&mut report, &opts.env);
     report.compute_totals();
     report
@@ -355,7 +359,7 @@ pub fn accept_newer(products: &[String]) {
 /// A product installed in a version newer than every verified one is shown, but nothing of it
 /// is reclaimable and none of its processes is an orphan to end, unless the user accepted the
 /// risk for that product: its layout or inventory may have changed under the rules.
-fn drift_guard(report: &mut ScanReport, env: &EnvSnapshot) {
+fn drift_guard(report: &mut ScanReport, env: &EnvSnapshot, installs: &[Install]) {
     let mut accepted: Vec<String> = env
         .var(ACCEPT_NEWER_VAR)
         .map(|v| {
@@ -368,11 +372,12 @@ fn drift_guard(report: &mut ScanReport, env: &EnvSnapshot) {
         accepted.extend(more.iter().cloned());
     }
     for pr in &mut report.products {
-        let Some(v) = pr.version.clone() else {
+        let Some((v, newest, at)) = newest_drift(pr, installs) else {
             continue;
         };
-        let Some(newest) = crate::upstream::drift(pr.product, &v) else {
-            continue;
+        let v = match at {
+            Some(at) => format!("{v} (at {})", crate::pathser::shown(&at)),
+            None => v,
         };
         if accepted
             .iter()
@@ -413,6 +418,39 @@ fn drift_guard(report: &mut ScanReport, env: &EnvSnapshot) {
             }
         }
     }
+}
+
+/// The newest install of `pr`'s product that is newer than every verified version: its
+/// version, the newest verified one, and where it is installed. Every install counts (PATH,
+/// virtualenvs, pipx, uv tools, `~/.smolvm`, Homebrew), not only the first one found, and the
+/// version the report shows too (an install found without a path).
+fn newest_drift(
+    pr: &ProductReport,
+    installs: &[Install],
+) -> Option<(String, &'static str, Option<PathBuf>)> {
+    let mut found: Vec<(String, &'static str, Option<PathBuf>)> = installs
+        .iter()
+        .filter(|i| i.product == pr.product)
+        .filter_map(|i| {
+            let v = i.version.clone()?;
+            let newest = crate::upstream::drift_of(pr.product, i.distribution.as_deref(), &v)?;
+            Some((
+                v,
+                newest,
+                Some(i.executable.clone().unwrap_or_else(|| i.path.clone())),
+            ))
+        })
+        .collect();
+    if let Some(v) = &pr.version {
+        if let Some(newest) = crate::upstream::drift(pr.product, v) {
+            if !found.iter().any(|(fv, ..)| fv == v) {
+                found.push((v.clone(), newest, None));
+            }
+        }
+    }
+    found
+        .into_iter()
+        .max_by(|a, b| crate::upstream::compare(&a.0, &b.0))
 }
 
 /// Modification time in ns since the epoch.

@@ -335,6 +335,7 @@ pub(crate) fn attribute(
                 format!("{reason} (not this HOME's: never acted on)")
             },
             fds_readable: p.fds_readable,
+            kept: None,
         });
     }
     out.sort_by_key(|p| p.pid);

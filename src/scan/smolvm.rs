@@ -335,6 +335,7 @@ fn record_machine(
         allocated_bytes: 0,
         db: Some(set.db_path.clone()),
         branched_from: r.golden.clone(),
+        kept: None,
     });
     running
 }

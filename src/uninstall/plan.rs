@@ -50,6 +50,10 @@ pub struct UninstallOptions {
     pub remove_credentials: bool,
     /// Also remove the `# smolvm` PATH block from shell startup files (backed up first).
     pub remove_path_block: bool,
+    /// Also remove what keep rules keep inside the product's state (an explicit choice: the
+    /// steps that would take a kept item are otherwise left unticked).
+    #[serde(default)]
+    pub remove_kept: bool,
 }
 
 impl Default for UninstallOptions {
@@ -58,6 +62,7 @@ impl Default for UninstallOptions {
             product: ProductChoice::All,
             remove_credentials: false,
             remove_path_block: false,
+            remove_kept: false,
         }
     }
 }
@@ -74,6 +79,10 @@ pub struct PlanStep {
     pub checked: bool,
     /// Allocated bytes the preflight measured for what this step removes.
     pub bytes: u64,
+    /// The keep rules of what this step would take. Such a step starts unticked (ticked with
+    /// `--remove-kept`); ticking it is the explicit choice that overrides exactly these rules.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept_by: Vec<String>,
 }
 
 /// Something deliberately left in place.
@@ -183,6 +192,12 @@ impl UninstallPlan {
             actions,
             estimated_bytes,
             skipped_at_plan: Vec::new(),
+            keep_overrides: self
+                .checked()
+                .flat_map(|s| s.kept_by.iter().cloned())
+                .collect::<BTreeSet<String>>()
+                .into_iter()
+                .collect(),
         };
         plan.id = plan.content_id();
         (plan, index_of)
@@ -224,6 +239,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
     b.path_block_steps();
     b.keep_credentials();
     b.install_commands();
+    b.keep_rules();
     b.finish()
 }
 
@@ -252,6 +268,7 @@ impl Builder<'_> {
             why: why.to_string(),
             checked: true,
             bytes,
+            kept_by: Vec::new(),
         })
     }
 
@@ -837,6 +854,43 @@ impl Builder<'_> {
         }
     }
 
+    /// Steps that would take something a keep rule keeps: named as kept by you, and left
+    /// unticked unless `remove_kept` was chosen.
+    fn keep_rules(&mut self) {
+        let pre = self.pre;
+        for step in &mut self.steps {
+            let kept: Vec<&super::preflight::KeptItem> =
+                pre.kept.iter().filter(|k| takes(&step.action, k)).collect();
+            let Some(k) = kept.first() else {
+                continue;
+            };
+            let what = kept_what(k);
+            let kept_why = crate::keep::kept_why(&k.rule);
+            let unreadable = kept.iter().any(|k| k.rule == crate::keep::UNREADABLE);
+            if self.opts.remove_kept && !unreadable {
+                step.kept_by = kept.iter().map(|k| k.rule.clone()).collect();
+                step.kept_by.dedup();
+                step.why = format!(
+                    "{} It takes {what}, {kept_why}: removed because you chose --remove-kept.",
+                    step.why
+                );
+                continue;
+            }
+            step.checked = false;
+            step.kept_by = kept.iter().map(|k| k.rule.clone()).collect();
+            step.kept_by.dedup();
+            step.why = format!("{} Left unticked: it takes {what}, {kept_why}.", step.why);
+            let entry = format!("{what}, {kept_why}");
+            if !self.kept.iter().any(|x| x.what == entry) {
+                self.kept.push(Kept {
+                    path: k.path.clone().unwrap_or_default(),
+                    what: entry,
+                    how: "--remove-kept".into(),
+                });
+            }
+        }
+    }
+
     fn finish(self) -> UninstallPlan {
         let clis = self
             .products
@@ -856,6 +910,42 @@ impl Builder<'_> {
             clis,
             platform: self.pre.platform,
         }
+    }
+}
+
+/// A kept item in words: the machine, the path, or the process.
+fn kept_what(k: &super::preflight::KeptItem) -> String {
+    match (&k.path, &k.machine, k.pid) {
+        (_, Some(m), _) => format!("{} {m}", k.product.display_name()),
+        (Some(p), None, _) => crate::pathser::shown(p),
+        (None, None, Some(pid)) => format!("VM process {pid}"),
+        (None, None, None) => "an item".into(),
+    }
+}
+
+/// Whether carrying out `action` would take the kept item `k`.
+fn takes(action: &Action, k: &super::preflight::KeptItem) -> bool {
+    match action {
+        Action::RemoveTree { path, .. } => k
+            .path
+            .as_ref()
+            .is_some_and(|p| p.starts_with(path) || path.starts_with(p)),
+        Action::DeleteMachine {
+            product,
+            name,
+            children,
+            ..
+        } => {
+            *product == k.product
+                && k.machine
+                    .as_ref()
+                    .is_some_and(|m| m == name || children.contains(m))
+        }
+        Action::StopMachine { product, name, .. } => {
+            *product == k.product && k.machine.as_ref() == Some(name)
+        }
+        Action::SignalProcess { pid, .. } => k.pid == Some(*pid),
+        _ => false,
     }
 }
 
@@ -964,6 +1054,7 @@ fn entry_by_entry(
         why: why.to_string(),
         checked,
         bytes: size_of(pre, path),
+        kept_by: Vec::new(),
     };
     for p in own {
         steps.push(entry(
@@ -993,6 +1084,7 @@ fn entry_by_entry(
             .into(),
         checked: true,
         bytes: 0,
+        kept_by: Vec::new(),
     });
     if !foreign.is_empty() {
         notes.push(format!(
@@ -1169,6 +1261,7 @@ mod tests {
             runtime_files: vec![],
             system: vec![],
             problems: vec![],
+            kept: vec![],
         }
     }
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::env::EnvSnapshot;
 use crate::exec::detach::MountEntry;
 use crate::install::Install;
-use crate::model::{human_bytes, Platform, Product};
+use crate::model::{human_bytes, Platform, Product, Scope};
 use crate::procs::RawProcess;
 use crate::roots::{celesto_roots, dot_smolvm_contents, smolvm_roots};
 
@@ -119,6 +119,64 @@ pub struct RuntimeFile {
     pub owner: String,
 }
 
+/// Something a keep rule keeps, found by the scan the preflight makes: a path (a finding or a
+/// machine's directory), a machine or sandbox, or a VM process. The uninstall plan names it and
+/// leaves every step that would take it unticked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeptItem {
+    pub product: Product,
+    /// The rule's id ([`crate::keep::UNREADABLE`] when the keep file cannot be read).
+    pub rule: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+}
+
+/// Everything a keep rule keeps in `report`.
+pub(crate) fn kept_items(report: &crate::model::ScanReport) -> Vec<KeptItem> {
+    let item = |product, rule: &String| KeptItem {
+        product,
+        rule: rule.clone(),
+        path: None,
+        machine: None,
+        pid: None,
+    };
+    let mut out: Vec<KeptItem> = Vec::new();
+    for f in &report.findings {
+        if let Some(rule) = &f.kept {
+            out.push(KeptItem {
+                path: Some(f.path.clone()),
+                ..item(f.product, rule)
+            });
+        }
+    }
+    for m in &report.machines {
+        if let Some(rule) = &m.kept {
+            out.push(KeptItem {
+                path: m.dir.clone(),
+                machine: Some(m.name.clone()),
+                ..item(m.product, rule)
+            });
+        }
+    }
+    for p in report
+        .processes
+        .iter()
+        .filter(|p| p.scope == Scope::ThisHome)
+    {
+        if let Some(rule) = &p.kept {
+            out.push(KeptItem {
+                pid: Some(p.pid),
+                ..item(p.product, rule)
+            });
+        }
+    }
+    out
+}
+
 /// Everything the uninstall looks at.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Preflight {
@@ -143,6 +201,9 @@ pub struct Preflight {
     pub system: Vec<SystemItem>,
     /// Things that could not be read.
     pub problems: Vec<String>,
+    /// What keep rules keep (a scan's judgement, keep rules applied).
+    #[serde(default)]
+    pub kept: Vec<KeptItem>,
 }
 
 impl Preflight {
@@ -394,6 +455,13 @@ pub fn gather_with(
     );
 
     let runtime_files = celesto_runtime_files(&cel.socket_dir, &machines, env.euid);
+    let opts = crate::scan::ScanOptions {
+        env: env.clone(),
+        platform,
+        age_guard: std::time::Duration::from_secs(120),
+        now: std::time::SystemTime::now(),
+    };
+    let kept = kept_items(&crate::scan::scan_with(&opts, procs.to_vec()));
 
     Preflight {
         schema: PREFLIGHT_SCHEMA.to_string(),
@@ -412,6 +480,7 @@ pub fn gather_with(
         runtime_files,
         system: system_items(platform, &system_exists),
         problems,
+        kept,
     }
 }
 

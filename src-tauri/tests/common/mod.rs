@@ -197,6 +197,7 @@ impl Scratch {
             kept: None,
             newest_change_ns: 0,
             used_by: Vec::new(),
+            needed_by: Vec::new(),
         };
         self.report.findings.push(f.clone());
         f
@@ -337,6 +338,7 @@ impl FakeVmm {
             paths: vec![],
             reason: format!("No machine named {machine} in smolvm.db."),
             fds_readable: true,
+            kept: None,
         }
     }
 }
