@@ -151,8 +151,11 @@ pub struct ProcessRow {
     pub orphan: bool,
     pub held_deleted: Option<String>,
     pub reason: String,
-    /// Whether Smolsweep can end it (an orphan of this HOME).
+    /// Whether Smolsweep can end it (an orphan of this HOME that no keep rule keeps).
     pub can_end: bool,
+    /// Why it is left alone because of a keep rule (the core's sentence).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
 }
 
 /// One machine or sandbox, with what may be done to it.
@@ -168,6 +171,9 @@ pub struct MachineRow {
     pub stale: bool,
     pub can_stop: bool,
     pub can_delete: bool,
+    /// Why it is left alone because of a keep rule (the core's sentence).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
 }
 
 /// A slice of the overview's legend.
@@ -353,6 +359,16 @@ fn legend(groups: &[Group]) -> Vec<LegendEntry> {
     out
 }
 
+/// "Kept by you …": what a machine or process row says while a keep rule keeps it.
+fn kept_sentence(rule: &str) -> String {
+    let why = crate::keep::kept_why(rule);
+    let mut c = why.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect::<String>() + ".",
+        None => why,
+    }
+}
+
 fn process_row(p: &VmProcess) -> ProcessRow {
     let this_home = p.scope == Scope::ThisHome;
     ProcessRow {
@@ -365,7 +381,8 @@ fn process_row(p: &VmProcess) -> ProcessRow {
         orphan: p.orphan,
         held_deleted: (p.held_deleted_bytes > 0).then(|| bytes(p.held_deleted_bytes)),
         reason: crate::pathser::escape_text(&p.reason),
-        can_end: p.orphan && this_home,
+        can_end: p.is_this_homes_orphan(),
+        kept: p.kept.as_deref().map(kept_sentence),
     }
 }
 
@@ -385,8 +402,9 @@ fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
         name: m.name.clone(),
         noun,
         stale: m.state == "running" && !m.alive,
-        can_stop: m.alive,
-        can_delete: true,
+        can_stop: m.alive && m.kept.is_none(),
+        can_delete: m.kept.is_none(),
+        kept: m.kept.as_deref().map(kept_sentence),
         state,
         pid: m.pid,
         size: (m.allocated_bytes > 0).then(|| bytes(m.allocated_bytes)),

@@ -362,7 +362,8 @@ function renderVms(v) {
         el("div", {},
           el("div", {}, el("b", { text: `${m.noun} ${m.name}` }), " ",
             el("span", { class: `badge ${m.stale ? "orphan" : "state"}`, text: m.stale ? `${m.state} (stale: its VM process is gone)` : m.state })),
-          meta ? el("div", { class: "meta", text: meta }) : null),
+          meta ? el("div", { class: "meta", text: meta }) : null,
+          m.kept ? el("div", { class: "meta kept", text: m.kept }) : null),
         el("div", { class: "buttons" },
           keepControl({ by: "machine", product: m.product, name: m.name }, label),
           m.can_stop ? button("stop", "Stop", "secondary") : null,
@@ -379,7 +380,8 @@ function renderVms(v) {
           el("div", {}, el("b", { text: who }), " ",
             el("span", { class: `badge ${p.orphan ? "orphan" : "state"}`, text: p.orphan ? "orphaned" : "running" })),
           el("div", { class: "meta", text: meta }),
-          p.reason ? el("div", { class: "meta", text: p.reason }) : null),
+          p.reason ? el("div", { class: "meta", text: p.reason }) : null,
+          p.kept ? el("div", { class: "meta kept", text: p.kept }) : null),
         el("div", { class: "buttons" },
           p.can_end ? el("button", { type: "button", class: "danger", dataset: { action: "reap" }, "aria-label": `End process ${p.pid} (${who})`, onclick: () => planVm(p, "reap", false) }, "End process") : null));
     });
