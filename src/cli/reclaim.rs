@@ -203,10 +203,15 @@ struct Scanned {
 fn load_report(args: &ReportArgs) -> anyhow::Result<Scanned> {
     let opts = crate::scan::ScanOptions::from_env()?;
     if let Some(f) = &args.from_report {
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))?;
+        let text = crate::fsread::read_input_text(
+            f,
+            crate::fsread::MAX_REPORT_BYTES,
+            "a scan report Smolsweep wrote",
+        )?;
+        let report = serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{} is not a scan report: {e}", shown(f)))?;
         return Ok(Scanned {
-            report: serde_json::from_str(&text)?,
+            report,
             judge: exec::Rejudge::new(opts),
         });
     }
@@ -219,6 +224,8 @@ fn load_report(args: &ReportArgs) -> anyhow::Result<Scanned> {
 fn with_report(args: &ReportArgs, json: bool, f: impl FnOnce(Scanned) -> i32) -> i32 {
     match load_report(args) {
         Ok(r) => f(r),
+        // A saved report that cannot be used: the message names it and why.
+        Err(e) if args.from_report.is_some() => fail(json, &format!("{e}")),
         Err(e) => fail(json, &format!("scan failed: {e}")),
     }
 }
@@ -381,8 +388,14 @@ fn may_overwrite(path: &Path) -> Result<(), String> {
     if !meta.is_file() {
         return refuse("it exists and is not a regular file");
     }
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::fsread::read_input_text(path, crate::fsread::MAX_PLAN_BYTES, "a plan") {
         Ok(t) => t,
+        Err(crate::fsread::InputError::TooLarge { .. }) => {
+            return refuse(&format!(
+                "it exists and is larger than {} MiB",
+                crate::fsread::MAX_PLAN_BYTES >> 20
+            ))
+        }
         Err(_) => return refuse("it exists and is not a text file"),
     };
     match serde_json::from_str::<serde_json::Value>(&text) {
@@ -436,14 +449,13 @@ pub fn plan(a: PlanArgs) -> i32 {
 }
 
 pub fn apply(a: ApplyArgs) -> i32 {
-    let text = match std::fs::read_to_string(&a.file) {
+    let text = match crate::fsread::read_input_text(
+        &a.file,
+        crate::fsread::MAX_PLAN_BYTES,
+        "a plan Smolsweep wrote",
+    ) {
         Ok(t) => t,
-        Err(e) => {
-            return fail(
-                a.run.json,
-                &format!("cannot read {}: {e}", a.file.display()),
-            )
-        }
+        Err(e) => return fail(a.run.json, &e.to_string()),
     };
     let plan = match Plan::from_json(&text) {
         Ok(p) => p,
