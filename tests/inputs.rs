@@ -1,9 +1,10 @@
 //! Every file Smolsweep reads is read safely (issue 17): a plan, report or policy a user or a
-//! timer names is never waited on (a named pipe, a device) and never read past its cap.
+//! timer names is never waited on (a named pipe, a device) and never read past its cap; a plan
+//! is checked whole (no action twice, at most `MAX_ACTIONS`) before its first action.
 //!
-//! Every test runs the built binary on a scratch HOME it creates, with a cleared environment,
-//! and kills only the process it spawned, through its own handle, when that process has not
-//! ended after [`WATCHDOG`].
+//! Every test runs the built binary (or the executor) on a scratch HOME it creates, with a
+//! cleared environment, and kills only the process it spawned, through its own handle, when that
+//! process has not ended after [`WATCHDOG`].
 
 use std::ffi::OsStr;
 use std::io::{Read, Seek};
@@ -12,7 +13,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use smolsweep::plan::Plan;
+use smolsweep::exec::delete::Confirmed;
+use smolsweep::exec::{self, ExecContext, ExecError, Judge, Origin, RunMode, UnwiredRunner};
+use smolsweep::journal::{self, Journal};
+use smolsweep::plan::{Action, Plan, PlanError, PlannedAction, MAX_ACTIONS};
 use smolsweep_fixtures::{Home, Scratch, OLD};
 
 /// How long a command may take before the test calls it hung and kills it.
@@ -258,4 +262,110 @@ fn a_plan_named_through_a_symlink_is_followed_and_applied() {
     let r = run(&s, &["apply", link.to_str().unwrap(), "--yes"]);
     assert_eq!(r.code, 0, "{}", r.text());
     assert!(orphans.iter().all(|p| !p.exists()), "{}", r.text());
+}
+
+// ------------------------------------------------------------------ plans checked whole
+
+/// A judge that accepts every action as planned: only the plan's own checks can stop a run.
+struct AsPlanned;
+
+impl Judge for AsPlanned {
+    fn still_confirmed(&mut self, _: &Plan, _: &Action) -> Result<(), String> {
+        Ok(())
+    }
+    fn changed(&mut self) {}
+}
+
+/// Execute `plan` for real (confirmed, journaled at `s`'s journal, every action judged as
+/// planned): the error that refused it.
+fn execute_refused(s: &Scratch, plan: &Plan) -> PlanError {
+    let mut j = Journal::open(&s.data.join("journal.jsonl")).unwrap();
+    let r = exec::execute(
+        plan,
+        ExecContext {
+            mode: RunMode::Execute(Confirmed::for_plan(plan)),
+            journal: Some(&mut j),
+            progress: None,
+            runner: &UnwiredRunner,
+            judge: &mut AsPlanned,
+            origin: Origin::new("cli", "test"),
+        },
+    );
+    let entries = journal::read(&s.data.join("journal.jsonl"))
+        .unwrap()
+        .entries;
+    assert!(entries.is_empty(), "journaled: {entries:?}");
+    match r {
+        Err(ExecError::Plan(e)) => e,
+        other => panic!("the plan ran: {other:?}"),
+    }
+}
+
+/// Write `plan` (its id recomputed, so it is self-consistent) and `apply --yes` it.
+fn apply_edited(s: &Scratch, mut plan: Plan) -> Ran {
+    plan.id = plan.content_id();
+    let edited = s.dir().join("edited-plan.json");
+    std::fs::write(&edited, plan.to_json_pretty()).unwrap();
+    run(s, &["apply", edited.to_str().unwrap(), "--yes"])
+}
+
+#[test]
+fn a_plan_repeating_one_action_is_refused() {
+    let s = Scratch::new();
+    let orphans = with_orphans(&s.home);
+    let mut plan = written_plan(&s);
+    let n = plan.actions.len();
+    let first = plan.actions[0].clone();
+    plan.actions.push(first);
+    plan.id = plan.content_id();
+    match plan.verify() {
+        Err(PlanError::Duplicate { first, again, .. }) => assert_eq!((first, again), (1, n + 1)),
+        other => panic!("{other:?}"),
+    }
+    let r = apply_edited(&s, plan.clone());
+    assert_eq!(r.code, 1, "{}", r.text());
+    assert!(r.stderr.contains("does one thing twice"), "{}", r.text());
+    assert_all_exist(&orphans, &r);
+    assert_no_run_journaled(&s);
+    // The executor (prune, the tray, an automatic run) refuses it before its first action too.
+    let e = execute_refused(&s, &plan);
+    assert!(matches!(e, PlanError::Duplicate { .. }), "{e}");
+    assert_all_exist(&orphans, &r);
+}
+
+#[test]
+fn a_plan_with_more_than_the_maximum_actions_is_refused() {
+    let s = Scratch::new();
+    let orphans = with_orphans(&s.home);
+    let mut plan = written_plan(&s);
+    // Distinct deletes of paths that do not exist, after the real ones.
+    let template = plan.actions[0].clone();
+    while plan.actions.len() <= MAX_ACTIONS {
+        let mut a = template.action.clone();
+        if let Action::DeletePath { path, .. } = &mut a {
+            path.set_file_name(format!("absent-{}", plan.actions.len()));
+        }
+        plan.actions.push(PlannedAction::of(a));
+    }
+    assert_eq!(plan.actions.len(), MAX_ACTIONS + 1);
+    let r = apply_edited(&s, plan.clone());
+    assert_eq!(r.code, 1, "{}", r.text());
+    assert!(
+        r.stderr.contains(&format!(
+            "the plan has {} actions, more than the {MAX_ACTIONS} one plan may hold",
+            MAX_ACTIONS + 1
+        )),
+        "{}",
+        r.text()
+    );
+    assert_all_exist(&orphans, &r);
+    assert_no_run_journaled(&s);
+    plan.id = plan.content_id();
+    let e = execute_refused(&s, &plan);
+    assert!(matches!(e, PlanError::TooManyActions { .. }), "{e}");
+    assert_all_exist(&orphans, &r);
+    // At the maximum it is a plan like any other.
+    plan.actions.truncate(MAX_ACTIONS);
+    plan.id = plan.content_id();
+    assert!(plan.verify().is_ok());
 }

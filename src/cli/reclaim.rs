@@ -439,6 +439,9 @@ pub fn plan(a: PlanArgs) -> i32 {
             eprintln!("smolsweep: no plan written: a named target cannot be planned");
             return 1;
         }
+        if let Err(e) = plan.verify() {
+            return fail(false, &format!("no plan written: {e}"));
+        }
         if let Err(e) = std::fs::write(&a.out, plan.to_json_pretty() + "\n") {
             return fail(false, &format!("cannot write {}: {e}", a.out.display()));
         }
@@ -636,8 +639,8 @@ fn print_result(plan: &Plan, report: &ExecReport, run: &RunArgs) {
     }
 }
 
-fn dry_run(plan: &Plan, judge: &mut exec::Rejudge) -> Option<ExecReport> {
-    exec::execute(plan, ExecContext::dry_run(runner(), judge)).ok()
+fn dry_run(plan: &Plan, judge: &mut exec::Rejudge) -> Result<ExecReport, exec::ExecError> {
+    exec::execute(plan, ExecContext::dry_run(runner(), judge))
 }
 
 /// Show, confirm and carry out `plan` (no named targets); returns the exit code.
@@ -695,17 +698,18 @@ fn run_plan_with(plan: &Plan, mode: Mode<'_>, mut judge: exec::Rejudge, command:
     }
     if run.dry_run {
         return match dry_run(plan, &mut judge) {
-            Some(r) => {
+            Ok(r) => {
                 print_result(plan, &r, run);
                 exit_code(&mode, Some(&r))
             }
-            None => fail(run.json, "the plan is not valid"),
+            Err(e) => fail(run.json, &format!("the plan is not valid: {e}")),
         };
     }
     if !run.yes {
         if !std::io::stdin().is_terminal() {
-            if let Some(r) = dry_run(plan, &mut judge) {
-                print_result(plan, &r, run);
+            match dry_run(plan, &mut judge) {
+                Ok(r) => print_result(plan, &r, run),
+                Err(e) => return fail(run.json, &format!("the plan is not valid: {e}")),
             }
             eprintln!("Not confirmed: stdin is not a terminal. Re-run with --yes to do this.");
             return 1;
