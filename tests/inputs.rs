@@ -1,6 +1,8 @@
-//! Every file Smolsweep reads is read safely (issue 17): a plan, report or policy a user or a
-//! timer names is never waited on (a named pipe, a device) and never read past its cap; a plan
-//! is checked whole (no action twice, at most `MAX_ACTIONS`) before its first action.
+//! Every file Smolsweep reads is read safely, and the environment is carried exactly (issue 17):
+//! a plan, report or policy a user or a timer names is never waited on (a named pipe, a device)
+//! and never read past its cap; a plan is checked whole (no action twice, at most
+//! `MAX_ACTIONS`) before its first action; a HOME that is not UTF-8 is the HOME that is
+//! scanned and cleaned, and a path-deciding variable that is not UTF-8 is refused by name.
 //!
 //! Every test runs the built binary (or the executor) on a scratch HOME it creates, with a
 //! cleared environment, and kills only the process it spawned, through its own handle, when that
@@ -17,7 +19,7 @@ use smolsweep::exec::delete::Confirmed;
 use smolsweep::exec::{self, ExecContext, ExecError, Judge, Origin, RunMode, UnwiredRunner};
 use smolsweep::journal::{self, Journal};
 use smolsweep::plan::{Action, Plan, PlanError, PlannedAction, MAX_ACTIONS};
-use smolsweep_fixtures::{Home, Scratch, OLD};
+use smolsweep_fixtures::{Home, Layout, Scratch, OLD};
 
 /// How long a command may take before the test calls it hung and kills it.
 const WATCHDOG: Duration = Duration::from_secs(10);
@@ -368,4 +370,112 @@ fn a_plan_with_more_than_the_maximum_actions_is_refused() {
     plan.actions.truncate(MAX_ACTIONS);
     plan.id = plan.content_id();
     assert!(plan.verify().is_ok());
+}
+
+// ------------------------------------------------------------------ the environment, exactly
+
+/// A scratch HOME whose directory name has a byte that is not UTF-8 (`home-\xff`).
+fn odd_home(s: &Scratch) -> Home {
+    let mut name = b"home-".to_vec();
+    name.push(0xff);
+    let root = s.dir().join(OsStr::from_bytes(&name));
+    smolsweep_fixtures::mkdir_private(&root).unwrap();
+    Home {
+        root,
+        layout: Layout::Linux,
+        socket_dir: s.home.socket_dir.clone(),
+    }
+}
+
+fn run_in(s: &Scratch, home: &Path, args: &[&str]) -> Ran {
+    let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    let mut c = smolsweep(s, &args);
+    c.env("HOME", home);
+    run_watched(c, s.dir())
+}
+
+#[test]
+fn a_home_that_is_not_utf8_is_used_as_given_not_replaced() {
+    let s = Scratch::new();
+    let home = odd_home(&s);
+    let orphans = with_orphans(&home);
+    let r = run_in(&s, &home.root, &["scan", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.text());
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    // The report carries it losslessly (smolsweep::pathser), and it is this HOME.
+    let hex = hex_of(home.root.as_os_str().as_bytes());
+    assert_eq!(v["home"]["bytes_hex"], hex, "{v:#}");
+    let back: smolsweep::ScanReport = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(back.home, home.root);
+    for o in &orphans {
+        assert!(
+            back.findings.iter().any(|f| &f.path == o),
+            "{} not found in the scan of this HOME",
+            o.display()
+        );
+    }
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn a_plan_for_a_home_that_is_not_utf8_is_applied_to_that_home() {
+    let s = Scratch::new();
+    let home = odd_home(&s);
+    let orphans = with_orphans(&home);
+    let out = s.dir().join("odd-plan.json");
+    let r = run_in(&s, &home.root, &["plan", "--out", out.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.text());
+    let plan = Plan::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(plan.home, home.root);
+    // Another HOME (here the scratch's plain one) is refused, naming both.
+    let r = run(&s, &["apply", out.to_str().unwrap(), "--yes"]);
+    assert_eq!(r.code, 1, "{}", r.text());
+    assert!(r.stderr.contains("made for HOME"), "{}", r.text());
+    assert!(r.stderr.contains("home-\\xff"), "{}", r.text());
+    assert_all_exist(&orphans, &r);
+    let r = run_in(&s, &home.root, &["apply", out.to_str().unwrap(), "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.text());
+    assert!(orphans.iter().all(|p| !p.exists()), "{}", r.text());
+}
+
+#[test]
+fn a_non_utf8_xdg_variable_is_refused_by_name() {
+    let s = Scratch::new();
+    let orphans = with_orphans(&s.home);
+    let mut odd = s.dir().as_os_str().as_bytes().to_vec();
+    odd.extend_from_slice(b"/data-\xff");
+    let odd = OsStr::from_bytes(&odd);
+    for var in [
+        "XDG_DATA_HOME",
+        "XDG_CACHE_HOME",
+        "SMOLVM_DATA_DIR",
+        "TMPDIR",
+    ] {
+        for args in [&["scan", "--json"][..], &["prune", "--yes"]] {
+            let argv: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+            let mut c = smolsweep(&s, &argv);
+            c.env(var, odd);
+            let r = run_watched(c, s.dir());
+            assert_eq!(r.code, 1, "{var} {args:?}\n{}", r.text());
+            assert!(
+                r.stderr.contains(&format!(
+                    "the environment variable {var} is not valid UTF-8"
+                )),
+                "{var} {args:?}\n{}",
+                r.text()
+            );
+            assert!(r.stdout.is_empty(), "{var} {args:?}\n{}", r.text());
+            assert_all_exist(&orphans, &r);
+        }
+    }
+    assert_no_run_journaled(&s);
+    // A variable that decides no path is of no concern.
+    let argv = [OsStr::new("scan"), OsStr::new("--json")];
+    let mut c = smolsweep(&s, &argv);
+    c.env("SOME_OTHER_VARIABLE", odd);
+    let r = run_watched(c, s.dir());
+    assert_eq!(r.code, 0, "{}", r.text());
 }

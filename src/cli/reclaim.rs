@@ -467,28 +467,28 @@ pub fn apply(a: ApplyArgs) -> i32 {
         }
         Err(e) => return fail(a.run.json, &format!("refusing the plan: {e}")),
     };
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    if home.as_deref() != Some(plan.home.as_path()) {
+    // The HOME the scan and the re-judge use (the snapshot's, exactly as set), so the plan is
+    // compared with the HOME it would act on.
+    let opts = match crate::scan::ScanOptions::from_env() {
+        Ok(o) => o,
+        Err(e) => return fail(a.run.json, &format!("cannot read the environment: {e}")),
+    };
+    if opts.env.home != plan.home {
         return fail(
             a.run.json,
             &format!(
                 "refusing the plan: it was made for HOME {}, this is {}",
-                plan.home.display(),
-                home.as_deref().unwrap_or(Path::new("(unset)")).display()
+                shown(&plan.home),
+                shown(&opts.env.home)
             ),
         );
     }
-    match exec::Rejudge::from_env() {
-        Ok(judge) => {
-            let mode = Mode {
-                run: &a.run,
-                refused: vec![],
-                strict: false,
-            };
-            run_plan_with(&plan, mode, judge, "apply")
-        }
-        Err(e) => fail(a.run.json, &format!("cannot read the environment: {e}")),
-    }
+    let mode = Mode {
+        run: &a.run,
+        refused: vec![],
+        strict: false,
+    };
+    run_plan_with(&plan, mode, exec::Rejudge::new(opts), "apply")
 }
 
 pub fn history(a: HistoryArgs) -> i32 {
