@@ -3,14 +3,13 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use anyhow::Context;
-
 /// The environment a scan resolves its roots from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvSnapshot {
-    /// `$HOME` (required).
+    /// `$HOME` (required), exactly as set: its bytes need not be UTF-8.
     pub home: PathBuf,
-    /// Every environment variable that was set.
+    /// Every environment variable that was set, with a UTF-8 name and value (a `HOME` that is
+    /// not UTF-8 is only in [`EnvSnapshot::home`]).
     pub vars: BTreeMap<String, String>,
     /// Effective uid.
     pub euid: u32,
@@ -18,25 +17,63 @@ pub struct EnvSnapshot {
     pub sudo_home: Option<PathBuf>,
 }
 
+/// Variables that decide a path Smolsweep or a product uses, besides `HOME`: every variable
+/// with one of these prefixes, and the names in [`PATH_VARIABLES`]. One whose value is not
+/// UTF-8 is refused by [`EnvSnapshot::capture`] rather than dropped: without it the scan would
+/// look in a default directory the user did not mean (and `prune` clean there).
+const PATH_PREFIXES: &[&str] = &["XDG_", "SMOLVM_", "CELESTO_", "SMOLSWEEP_", "HOMEBREW_"];
+/// See [`PATH_PREFIXES`]: `PATH` finds the product CLIs, `TMPDIR` their temporary trees, and
+/// `SUDO_USER`/`SUDO_UID` whose HOME a run under sudo is about.
+const PATH_VARIABLES: &[&str] = &["PATH", "TMPDIR", "SUDO_USER", "SUDO_UID"];
+
+/// Whether the variable `name` decides a path ([`PATH_PREFIXES`], [`PATH_VARIABLES`]).
+fn decides_paths(name: &str) -> bool {
+    PATH_VARIABLES.contains(&name) || PATH_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// Why the environment cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvError {
+    #[error("the environment variable {0} is not valid UTF-8: Smolsweep cannot read it as the products would, and will not guess another directory; fix or unset it")]
+    NotUtf8(String),
+    #[error("HOME is not set and the user has no password database entry")]
+    NoHome,
+}
+
 impl EnvSnapshot {
     /// Capture the current process environment.
     ///
-    /// Only variables whose name and value are valid UTF-8 are kept. `HOME` falls back to the
-    /// password database entry of the effective user when it is unset or blank.
+    /// `HOME` is taken as the bytes it is, never replaced while it is set and not empty; it falls
+    /// back to the password database entry of the effective user only when it is unset or
+    /// empty. Other variables are kept when their name and value are UTF-8; one that decides a
+    /// path ([`PATH_PREFIXES`], [`PATH_VARIABLES`]) with a value that is not UTF-8 is an error
+    /// naming it ([`EnvError::NotUtf8`]), so nothing runs on a directory the user did not mean.
     /// `sudo_home` is looked up whenever `SUDO_USER` names a user other than `root`; whether the
     /// process really runs under sudo (effective uid 0) is decided by the callers.
-    pub fn capture() -> anyhow::Result<Self> {
-        let vars: BTreeMap<String, String> = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .collect();
+    pub fn capture() -> Result<Self, EnvError> {
+        let mut vars = BTreeMap::new();
+        let mut home_os = None;
+        for (k, v) in std::env::vars_os() {
+            let Ok(k) = k.into_string() else { continue };
+            if k == "HOME" {
+                home_os = Some(v.clone());
+            }
+            match v.into_string() {
+                Ok(v) => {
+                    vars.insert(k, v);
+                }
+                Err(_) if k != "HOME" && decides_paths(&k) => return Err(EnvError::NotUtf8(k)),
+                Err(_) => {}
+            }
+        }
         let euid = rustix::process::geteuid().as_raw();
-        let home = match vars.get("HOME").filter(|h| !h.is_empty()) {
+        let home = match home_os.filter(|h| !h.is_empty()) {
             Some(h) => PathBuf::from(h),
             None => nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(euid))
                 .ok()
                 .flatten()
                 .map(|u| u.dir)
-                .context("HOME is not set and the user has no password database entry")?,
+                .ok_or(EnvError::NoHome)?,
         };
         let sudo_home = sudo_user(&vars).and_then(|name| {
             nix::unistd::User::from_name(name)

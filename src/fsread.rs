@@ -157,6 +157,120 @@ pub fn read_small(path: &Path, max: usize) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// Largest plan Smolsweep reads (`apply FILE`, and what `plan --out` would overwrite). The
+/// plans it writes are far smaller: [`crate::plan::MAX_ACTIONS`] actions of well under 4 KiB.
+pub const MAX_PLAN_BYTES: u64 = 64 << 20;
+/// Largest scan report Smolsweep reads (`--from-report`, the app's stand-in report), and the
+/// app's notification state, which grows with the scan as a report does.
+pub const MAX_REPORT_BYTES: u64 = 64 << 20;
+/// Largest policy, keep file or desktop settings file Smolsweep reads.
+pub const MAX_SETTINGS_BYTES: u64 = 1 << 20;
+
+/// Why a file a user or a timer named was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("cannot read {}: {source}", crate::pathser::shown(path))]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} is {kind}, not a file", crate::pathser::shown(path))]
+    NotAFile { path: PathBuf, kind: &'static str },
+    #[error("{} is larger than {}; not {what}", crate::pathser::shown(path), cap_text(*cap))]
+    TooLarge {
+        path: PathBuf,
+        cap: u64,
+        what: &'static str,
+    },
+    #[error(
+        "{} is not text (not valid UTF-8); not {what}",
+        crate::pathser::shown(path)
+    )]
+    NotText { path: PathBuf, what: &'static str },
+}
+
+impl InputError {
+    /// The file does not exist (callers that treat a missing file as empty).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, InputError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+fn cap_text(cap: u64) -> String {
+    if cap >= 1 << 20 && cap % (1 << 20) == 0 {
+        format!("{} MiB", cap >> 20)
+    } else {
+        format!("{cap} bytes")
+    }
+}
+
+/// Read a file a user or a timer named (a plan, a report, a policy, settings), at most `cap`
+/// bytes. Never blocks: a named pipe, a device, a socket or a directory is refused without
+/// reading from it (`stat` first, then `O_NONBLOCK` and `fstat` of what was opened). A symlink
+/// is followed, as a user who names `~/plan.json` means its target, but the target must be a
+/// regular file. A file above `cap` is refused ("… is larger than 64 MiB; not {what}"), where
+/// `what` says what it should have been ("a plan Smolsweep wrote").
+pub fn read_input(path: &Path, cap: u64, what: &'static str) -> Result<Vec<u8>, InputError> {
+    let io = |source| InputError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let not_a_file = |ft: std::fs::FileType| InputError::NotAFile {
+        path: path.to_path_buf(),
+        kind: type_name(ft),
+    };
+    let ft = std::fs::metadata(path).map_err(io)?.file_type();
+    if !ft.is_file() {
+        return Err(not_a_file(ft));
+    }
+    let f = std::fs::File::from(open_noatime(path, OFlags::NONBLOCK).map_err(io)?);
+    let ft = f.metadata().map_err(io)?.file_type();
+    if !ft.is_file() {
+        return Err(not_a_file(ft));
+    }
+    read_capped(f, path, cap, what)
+}
+
+/// [`read_input`] of a text file (JSON): bytes that are not UTF-8 are refused too.
+pub fn read_input_text(path: &Path, cap: u64, what: &'static str) -> Result<String, InputError> {
+    String::from_utf8(read_input(path, cap, what)?).map_err(|_| InputError::NotText {
+        path: path.to_path_buf(),
+        what,
+    })
+}
+
+/// Read at most `cap` bytes of an opened regular file; more is [`InputError::TooLarge`] (the
+/// size `fstat` reports is checked first, then `cap + 1` bytes are read, as the file may grow).
+pub fn read_capped(
+    mut f: std::fs::File,
+    path: &Path,
+    cap: u64,
+    what: &'static str,
+) -> Result<Vec<u8>, InputError> {
+    let too_large = || InputError::TooLarge {
+        path: path.to_path_buf(),
+        cap,
+        what,
+    };
+    let io = |source| InputError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let len = f.metadata().map_err(io)?.len();
+    if len > cap {
+        return Err(too_large());
+    }
+    let mut buf = Vec::with_capacity(len as usize);
+    f.by_ref()
+        .take(cap.saturating_add(1))
+        .read_to_end(&mut buf)
+        .map_err(io)?;
+    if buf.len() as u64 > cap {
+        return Err(too_large());
+    }
+    Ok(buf)
+}
+
 /// `lstat`, `None` when the path does not exist.
 pub fn lstat(path: &Path) -> Option<Metadata> {
     std::fs::symlink_metadata(path).ok()
@@ -248,5 +362,59 @@ mod tests {
         std::os::unix::fs::symlink(t.path().join("f"), t.path().join("l")).unwrap();
         assert_eq!(read_small(&t.path().join("f"), 3).unwrap(), b"hel");
         assert!(read_small(&t.path().join("l"), 3).is_err());
+    }
+
+    fn mkfifo(p: &Path) {
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    #[test]
+    fn read_input_of_a_fifo_a_device_or_a_directory_is_refused_without_blocking() {
+        let t = tempfile::tempdir().unwrap();
+        let fifo = t.path().join("plan.json");
+        mkfifo(&fifo);
+        let link = t.path().join("link.json");
+        std::os::unix::fs::symlink(&fifo, &link).unwrap();
+        for (p, kind) in [
+            (fifo.as_path(), "a named pipe"),
+            (link.as_path(), "a named pipe"),
+            (Path::new("/dev/zero"), "a device"),
+            (t.path(), "a directory"),
+        ] {
+            let e = read_input(p, 10, "a plan Smolsweep wrote").unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("{} is {kind}, not a file", p.display())
+            );
+        }
+        let e = read_input(&t.path().join("absent"), 10, "x").unwrap_err();
+        assert!(e.is_not_found(), "{e}");
+    }
+
+    #[test]
+    fn read_input_follows_a_symlink_to_a_file_and_refuses_one_byte_over_the_cap() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("plan.json");
+        std::fs::write(&f, b"0123456789").unwrap();
+        let link = t.path().join("link.json");
+        std::os::unix::fs::symlink(&f, &link).unwrap();
+        assert_eq!(read_input(&link, 10, "x").unwrap(), b"0123456789");
+        let e = read_input(&f, 9, "a plan Smolsweep wrote").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{} is larger than 9 bytes; not a plan Smolsweep wrote",
+                f.display()
+            )
+        );
+        let e = read_input(&f, 0, "x").unwrap_err();
+        assert!(matches!(e, InputError::TooLarge { cap: 0, .. }), "{e}");
+        assert_eq!(cap_text(MAX_PLAN_BYTES), "64 MiB");
+        std::fs::write(&f, b"\xff").unwrap();
+        assert!(matches!(
+            read_input_text(&f, 10, "x"),
+            Err(InputError::NotText { .. })
+        ));
     }
 }

@@ -17,6 +17,9 @@ use crate::model::*;
 
 pub const KEEP_SCHEMA: &str = "smolsweep.keep/1";
 const KEEP_FILE: &str = "keep.json";
+/// Largest keep file read: thousands of rules. A bigger one is damaged (nothing is reclaimable
+/// until it is fixed, as for any unreadable keep file).
+const MAX_KEEP_BYTES: u64 = crate::fsread::MAX_SETTINGS_BYTES;
 
 /// What a kept VM process's reason starts with.
 const KEPT_PROCESS: &str = "Kept by you: never ended while the rule stands.";
@@ -167,14 +170,21 @@ impl Keeps {
             path: path.to_path_buf(),
             source,
         };
-        let bytes = match crate::fsread::open_regular(path) {
-            Ok(mut f) => {
-                let mut b = Vec::new();
-                std::io::Read::read_to_end(&mut f, &mut b).map_err(io)?;
-                b
-            }
+        let f = match crate::fsread::open_regular(path) {
+            Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Keeps::empty()),
             Err(e) => return Err(io(e)),
+        };
+        let what = "a keep file Smolsweep wrote";
+        let bytes = match crate::fsread::read_capped(f, path, MAX_KEEP_BYTES, what) {
+            Ok(b) => b,
+            Err(crate::fsread::InputError::Io { source, .. }) => return Err(io(source)),
+            Err(_) => {
+                return Err(KeepError::Damaged {
+                    path: path.to_path_buf(),
+                    why: format!("larger than {} MiB", MAX_KEEP_BYTES >> 20),
+                })
+            }
         };
         let k: Keeps = serde_json::from_slice(&bytes).map_err(|e| KeepError::Damaged {
             path: path.to_path_buf(),
@@ -374,6 +384,29 @@ pub fn apply_at(report: &mut ScanReport, path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_keep_file_larger_than_the_cap_is_damaged_and_not_read() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join(KEEP_FILE);
+        let f = std::fs::File::create(&p).unwrap();
+        f.set_len(MAX_KEEP_BYTES + 1).unwrap();
+        let e = Keeps::load(&p).unwrap_err();
+        assert!(matches!(e, KeepError::Damaged { .. }), "{e}");
+        assert!(e.to_string().contains("larger than 1 MiB"), "{e}");
+        Keeps::empty().save(&p).unwrap();
+        assert_eq!(Keeps::load(&p).unwrap(), Keeps::empty());
+    }
+
+    #[test]
+    fn a_keep_file_that_is_a_named_pipe_is_refused_without_hanging() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join(KEEP_FILE);
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = Keeps::load(&p).unwrap_err();
+        assert!(e.to_string().contains("is a named pipe, not a file"), "{e}");
+    }
 
     #[test]
     fn days_are_civil_dates() {

@@ -20,6 +20,12 @@ use crate::model::{
 /// Schema name of a serialised plan.
 pub const PLAN_SCHEMA: &str = "smolsweep.plan/1";
 
+/// The most actions one plan may hold. A plan is one action per leftover (a leftover directory
+/// is deleted as a whole), so a plan made from a scan stays far below it; a plan above it is
+/// refused as a whole, before its first action (narrow it with `--kind`, `--older-than`,
+/// `--product` or `--id`). It also bounds what a hand-edited plan can make Smolsweep check.
+pub const MAX_ACTIONS: usize = 10_000;
+
 /// What the user asked to reclaim.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Selection {
@@ -319,6 +325,32 @@ impl Action {
         }
     }
 
+    /// What the action acts on, as (what it does, which one). Two actions of one plan with the
+    /// same key would do one thing twice: a path deleted (or removed as a tree), a machine
+    /// stopped or deleted (product and name), a process ended (pid and start time), a mount
+    /// detached, a directory, launcher or PATH block removed.
+    fn target_key(&self) -> (&'static str, Vec<u8>) {
+        use std::os::unix::ffi::OsStrExt;
+        let path = |p: &Path| p.as_os_str().as_bytes().to_vec();
+        let machine = |p: &Product, name: &str| format!("{}:{name}", p.as_str()).into_bytes();
+        match self {
+            Action::DeletePath { path: p, .. } | Action::RemoveTree { path: p, .. } => {
+                ("delete", path(p))
+            }
+            Action::StopMachine { product, name, .. } => ("stop", machine(product, name)),
+            Action::DeleteMachine { product, name, .. } => {
+                ("delete_machine", machine(product, name))
+            }
+            Action::SignalProcess {
+                pid, start_time, ..
+            } => ("signal", format!("{pid}@{start_time}").into_bytes()),
+            Action::Detach { mountpoint } => ("detach", path(mountpoint)),
+            Action::RemoveDirIfEmpty { path: p, .. } => ("remove_dir", path(p)),
+            Action::RemoveLauncher { link, .. } => ("remove_launcher", path(link)),
+            Action::RemovePathBlock { file } => ("remove_path_block", path(file)),
+        }
+    }
+
     fn order(&self) -> u8 {
         match self {
             Action::StopMachine { .. } | Action::SignalProcess { .. } => 0,
@@ -554,6 +586,14 @@ pub enum PlanError {
     Summary { claimed: String, actual: String },
     #[error("this is a scan report (smolsweep.scan/1), not a plan: make one with `smolsweep plan --out FILE`")]
     ScanReport,
+    #[error("the plan has {count} actions, more than the {MAX_ACTIONS} one plan may hold: nothing was done (narrow it with --kind, --older-than, --product or --id)")]
+    TooManyActions { count: usize },
+    #[error("the plan does one thing twice (action {first} and action {again}: {summary}); a plan Smolsweep makes does each thing once, so it was edited: nothing was done")]
+    Duplicate {
+        first: usize,
+        again: usize,
+        summary: String,
+    },
 }
 
 /// Whether `path` is absolute and has no `.`/`..` components (so prefix tests mean containment).
@@ -623,10 +663,12 @@ impl<'r> Planner<'r> {
         }
     }
 
-    /// Machines to stop, each once, if stopping would do anything.
+    /// Machines to stop, each once (also when two names given name one machine, as `web` and
+    /// `smolvm:web`), if stopping would do anything.
     fn plan_stops(&mut self) {
         let report = self.report;
         let mut seen = BTreeSet::new();
+        let mut planned = BTreeSet::new();
         for name in &self.selection.stop_machines {
             if !seen.insert(name) {
                 continue;
@@ -636,6 +678,7 @@ impl<'r> Planner<'r> {
                 .and_then(|m| stoppable(report, m))
             {
                 Err(why) => self.skip(&format!("machine:{name}"), why),
+                Ok(m) if !planned.insert((m.product, &m.name)) => {}
                 Ok(m) => self
                     .machine_actions
                     .push(PlannedAction::of(Action::StopMachine {
@@ -653,10 +696,12 @@ impl<'r> Planner<'r> {
         }
     }
 
-    /// Machines to delete, each once; one with branches only with cascade.
+    /// Machines to delete, each once (also when two names given name one machine); one with
+    /// branches only with cascade.
     fn plan_machine_deletes(&mut self) {
         let report = self.report;
         let mut seen = BTreeSet::new();
+        let mut planned = BTreeSet::new();
         for name in &self.selection.delete_machines {
             if !seen.insert(name) {
                 continue;
@@ -666,6 +711,7 @@ impl<'r> Planner<'r> {
                     self.skip(&format!("machine:{name}"), why);
                     continue;
                 }
+                Ok(m) if !planned.insert((m.product, &m.name)) => continue,
                 Ok(m) => m,
             };
             let Some(children) = self.cascade_or_skip(&format!("machine:{name}"), m) else {
@@ -1051,10 +1097,17 @@ impl Plan {
         hex::encode(Sha256::digest(value.to_string().as_bytes()))
     }
 
-    /// Whether the id still matches the content.
+    /// Whether the plan may run at all, checked whole before its first action: its schema, at
+    /// most [`MAX_ACTIONS`] actions, an id that still matches the content, and no action twice
+    /// ([`Action::target_key`]).
     pub fn verify(&self) -> Result<(), PlanError> {
         if self.schema != PLAN_SCHEMA {
             return Err(PlanError::Schema(self.schema.clone()));
+        }
+        if self.actions.len() > MAX_ACTIONS {
+            return Err(PlanError::TooManyActions {
+                count: self.actions.len(),
+            });
         }
         let actual = self.content_id();
         if actual != self.id {
@@ -1062,6 +1115,16 @@ impl Plan {
                 claimed: self.id.clone(),
                 actual,
             });
+        }
+        let mut seen: BTreeMap<(&'static str, Vec<u8>), usize> = BTreeMap::new();
+        for (i, a) in self.actions.iter().enumerate() {
+            if let Some(first) = seen.insert(a.action.target_key(), i) {
+                return Err(PlanError::Duplicate {
+                    first: first + 1,
+                    again: i + 1,
+                    summary: crate::pathser::escape_text(&a.summary),
+                });
+            }
         }
         Ok(())
     }
@@ -1444,5 +1507,27 @@ mod tests {
             })
             .unwrap();
         assert!(!other, "--cascade only for a machine that has branches");
+    }
+
+    /// `web` and `smolvm:web` name one machine: it is stopped and deleted once, and the plan
+    /// passes the check that refuses an action twice.
+    #[test]
+    fn one_machine_named_twice_is_planned_once() {
+        let mut r = report(vec![]);
+        let mut web = machine("web", None);
+        web.state = "paused".into();
+        r.machines = vec![web];
+        let sel = Selection {
+            stop_machines: vec!["web".into(), "smolvm:web".into()],
+            delete_machines: vec!["smolvm:web".into(), "web".into()],
+            ..Default::default()
+        };
+        let p = Plan::from_scan_at(&r, &sel, 1);
+        assert_eq!(
+            p.counts(),
+            [("delete_machine", 1), ("stop_machine", 1)].into()
+        );
+        assert!(p.skipped_at_plan.is_empty(), "{:?}", p.skipped_at_plan);
+        p.verify().unwrap();
     }
 }

@@ -13,6 +13,20 @@ fn label(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
+/// The `home` label of every sample: the HOME itself, escaped once by the exposition format's
+/// rules ([`label`]). A HOME that is not UTF-8 cannot be a label value as it is: it is written in
+/// its lossless [`crate::pathser::shown`] form (`\xff` for a byte) with a second label
+/// `home_encoding="escaped"`, so no two HOMEs ever give the same label set.
+fn home_labels(home: &std::path::Path) -> String {
+    match home.to_str() {
+        Some(h) => format!("home=\"{}\"", label(h)),
+        None => format!(
+            "home=\"{}\",home_encoding=\"escaped\"",
+            label(&crate::pathser::shown(home))
+        ),
+    }
+}
+
 fn gauge(s: &mut String, name: &str, help: &str, samples: &[(String, u64)]) {
     let _ = writeln!(s, "# HELP {name} {help}");
     let _ = writeln!(s, "# TYPE {name} gauge");
@@ -29,7 +43,7 @@ fn gauge(s: &mut String, name: &str, help: &str, samples: &[(String, u64)]) {
 pub fn render(r: &ScanReport) -> String {
     let t = &r.totals;
     let mut s = String::new();
-    let home = format!("home=\"{}\"", label(&crate::pathser::shown(&r.home)));
+    let home = home_labels(&r.home);
     let one = |v: u64| vec![(home.clone(), v)];
     gauge(
         &mut s,
@@ -130,8 +144,96 @@ pub fn render(r: &ScanReport) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+    use std::path::PathBuf;
+
     #[test]
     fn label_values_are_escaped() {
         assert_eq!(super::label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+
+    /// The labels of the first sample of `text`, unescaped by the exposition format's rules
+    /// (`\\`, `\"`, `\n`), as Prometheus reads them.
+    fn parsed_labels(text: &str) -> Vec<(String, String)> {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("smolsweep_reclaimable_bytes{"))
+            .expect("a sample");
+        let mut chars = line[line.find('{').unwrap() + 1..].chars();
+        let mut out = Vec::new();
+        loop {
+            let name: String = chars.by_ref().take_while(|c| *c != '=').collect();
+            assert_eq!(chars.next(), Some('"'), "{line}");
+            let mut value = String::new();
+            while let Some(c) = chars.next() {
+                match c {
+                    '"' => break,
+                    '\\' => match chars.next() {
+                        Some('\\') => value.push('\\'),
+                        Some('"') => value.push('"'),
+                        Some('n') => value.push('\n'),
+                        other => panic!("invalid escape {other:?} in {line}"),
+                    },
+                    '\n' => panic!("raw newline in {line}"),
+                    c => value.push(c),
+                }
+            }
+            out.push((name, value));
+            match chars.next() {
+                Some(',') => continue,
+                Some('}') => return out,
+                other => panic!("unexpected {other:?} in {line}"),
+            }
+        }
+    }
+
+    fn report_of(home: PathBuf) -> ScanReport {
+        ScanReport {
+            schema: SCAN_SCHEMA.into(),
+            home,
+            platform: Platform::Linux,
+            products: vec![],
+            findings: vec![],
+            machines: vec![],
+            processes: vec![],
+            totals: Totals::default(),
+            scanned_at: 0,
+            scanned_at_ns: 0,
+            duration_ms: 0,
+        }
+    }
+
+    #[test]
+    fn prometheus_home_label_is_escaped_once_and_distinct_homes_stay_distinct() {
+        let odd = |b: &[u8]| PathBuf::from(OsString::from_vec(b.to_vec()));
+        let homes = [
+            PathBuf::from("/home/a\\b"),
+            PathBuf::from("/home/say \"hi\""),
+            PathBuf::from("/home/two\nlines"),
+            PathBuf::from("/home/x\\xff"),
+            odd(b"/home/x\xff"),
+            PathBuf::from("/home/plain"),
+        ];
+        let mut sets = std::collections::BTreeSet::new();
+        for h in &homes {
+            let labels = parsed_labels(&render(&report_of(h.clone())));
+            match h.to_str() {
+                // A UTF-8 HOME is the label value itself, and the only label.
+                Some(s) => assert_eq!(labels, [("home".to_string(), s.to_string())]),
+                None => assert_eq!(
+                    labels,
+                    [
+                        ("home".to_string(), "/home/x\\xff".to_string()),
+                        ("home_encoding".to_string(), "escaped".to_string())
+                    ]
+                ),
+            }
+            assert!(
+                sets.insert(labels),
+                "{h:?} shares its labels with another HOME"
+            );
+        }
     }
 }

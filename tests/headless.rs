@@ -174,12 +174,8 @@ fn systemd_user_units_verify_and_their_exec_start_runs_auto() {
     assert!(!l.old.exists(), "{out}");
 }
 
-#[test]
-fn prometheus_output_passes_promtool_and_equals_the_json() {
-    let s = scratch();
-    let _l = layout(&s);
-    let (code, text) = s.run(&["scan", "--format", "prometheus"]);
-    assert_eq!(code, 0, "{text}");
+/// `promtool check metrics` accepts `text`.
+fn assert_promtool_accepts(text: &str) {
     let mut check = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -201,6 +197,52 @@ fn prometheus_output_passes_promtool_and_equals_the_json() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A HOME with a quote, a backslash and a newline is its own label value, escaped once; one
+/// that is not UTF-8 is written escaped and says so in `home_encoding`. promtool accepts both.
+#[test]
+fn prometheus_home_labels_of_odd_homes_pass_promtool() {
+    use std::os::unix::ffi::OsStrExt;
+    let s = scratch();
+    let quoted = s.dir().join("home \"q\" \\b\nc");
+    let mut bytes = s.dir().as_os_str().as_bytes().to_vec();
+    bytes.extend_from_slice(b"/home-\xff");
+    let odd = PathBuf::from(std::ffi::OsStr::from_bytes(&bytes));
+    let dir = s.dir().display().to_string();
+    for (home, label) in [
+        (&quoted, format!("home=\"{dir}/home \\\"q\\\" \\\\b\\nc\"")),
+        (
+            &odd,
+            format!("home=\"{dir}/home-\\\\xff\",home_encoding=\"escaped\""),
+        ),
+    ] {
+        std::fs::create_dir(home).unwrap();
+        let out = s
+            .cmd(
+                Path::new(env!("CARGO_BIN_EXE_smolsweep")),
+                &["scan", "--format", "prometheus"],
+            )
+            .env("HOME", home)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(out.status.success(), "{text}");
+        assert!(
+            text.contains(&format!("smolsweep_reclaimable_bytes{{{label}}} ")),
+            "{label}\n{text}"
+        );
+        assert_promtool_accepts(&text);
+    }
+}
+
+#[test]
+fn prometheus_output_passes_promtool_and_equals_the_json() {
+    let s = scratch();
+    let _l = layout(&s);
+    let (code, text) = s.run(&["scan", "--format", "prometheus"]);
+    assert_eq!(code, 0, "{text}");
+    assert_promtool_accepts(&text);
     let (_, json) = s.run(&["scan", "--json"]);
     let v: Value = serde_json::from_str(&json).unwrap();
     let metric = |name: &str| -> u64 {

@@ -846,8 +846,12 @@ pub struct RealBackend;
 impl Backend for RealBackend {
     fn scan(&self) -> anyhow::Result<ScanReport> {
         if let Some(path) = std::env::var_os(REPORT_FILE_ENV) {
-            let text = std::fs::read_to_string(&path)?;
-            let mut r: ScanReport = serde_json::from_str(&text)?;
+            let text = smolsweep::fsread::read_input(
+                std::path::Path::new(&path),
+                smolsweep::fsread::MAX_REPORT_BYTES,
+                "a scan report Smolsweep wrote",
+            )?;
+            let mut r: ScanReport = serde_json::from_slice(&text)?;
             // A real scan does not find what is gone: drop findings whose path was removed.
             r.findings
                 .retain(|f| std::fs::symlink_metadata(&f.path).is_ok());

@@ -153,8 +153,13 @@ impl AppState {
         let settings = Settings::load(&config.join("settings.json"));
         settings.apply_accept_newer();
         *lock(&self.settings) = settings;
-        if let Ok(s) = std::fs::read_to_string(data.join("notified.json")) {
-            if let Ok(w) = serde_json::from_str(&s) {
+        let notified = smolsweep::fsread::read_input(
+            &data.join("notified.json"),
+            smolsweep::fsread::MAX_REPORT_BYTES,
+            "notification state Smolsweep wrote",
+        );
+        if let Ok(s) = notified {
+            if let Ok(w) = serde_json::from_slice(&s) {
                 *lock(&self.orphans) = w;
             }
         }

@@ -90,21 +90,27 @@ impl Settings {
         }
     }
 
-    /// Load from `path`; defaults when missing or unreadable. A version-1 file (no `version`)
-    /// keeps its values; the fields it did not have take their defaults.
+    /// Load from `path`; defaults when missing or unreadable (also when it is not a regular
+    /// file or is larger than `smolsweep::fsread::MAX_SETTINGS_BYTES`: it is never waited on).
+    /// A version-1 file (no `version`) keeps its values; the fields it did not have take their
+    /// defaults.
     pub fn load(path: &Path) -> Settings {
-        std::fs::read_to_string(path)
-            .ok()
-            .and_then(|s| {
-                let v: serde_json::Value = serde_json::from_str(&s).ok()?;
-                let mut st = serde_json::from_value::<Settings>(v.clone()).ok()?;
-                if v.get("version").is_none() {
-                    st.version = 1;
-                }
-                Some(st)
-            })
-            .unwrap_or_default()
-            .normalised()
+        smolsweep::fsread::read_input(
+            path,
+            smolsweep::fsread::MAX_SETTINGS_BYTES,
+            "settings Smolsweep wrote",
+        )
+        .ok()
+        .and_then(|s| {
+            let v: serde_json::Value = serde_json::from_slice(&s).ok()?;
+            let mut st = serde_json::from_value::<Settings>(v.clone()).ok()?;
+            if v.get("version").is_none() {
+                st.version = 1;
+            }
+            Some(st)
+        })
+        .unwrap_or_default()
+        .normalised()
     }
 
     /// Save atomically (write a sibling, then rename).
@@ -160,6 +166,25 @@ mod tests {
         assert_eq!(Settings::load(&p), s);
         std::fs::write(&p, b"{not json").unwrap();
         assert_eq!(Settings::load(&p), Settings::default());
+    }
+
+    /// Settings that are a named pipe or larger than the cap are never waited on nor read:
+    /// the defaults load.
+    #[test]
+    fn settings_that_are_a_named_pipe_or_too_large_load_as_defaults_without_hanging() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("settings.json");
+        use rustix::fs::{FileType, Mode, CWD};
+        rustix::fs::mknodat(CWD, &p, FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+        assert_eq!(Settings::load(&p), Settings::default());
+        std::fs::remove_file(&p).unwrap();
+        let mut big = br#"{"scan_interval_secs":300}"#.to_vec();
+        big.resize(smolsweep::fsread::MAX_SETTINGS_BYTES as usize + 1, b' ');
+        std::fs::write(&p, &big).unwrap();
+        assert_eq!(Settings::load(&p), Settings::default());
+        big.truncate(smolsweep::fsread::MAX_SETTINGS_BYTES as usize);
+        std::fs::write(&p, &big).unwrap();
+        assert_eq!(Settings::load(&p).scan_interval_secs, 300);
     }
 
     /// A version-1 file (before "accept newer") keeps what it said and accepts nothing newer.

@@ -34,7 +34,7 @@ pub const EV_UNINSTALL_PROGRESS: &str = "uninstall-progress";
 pub trait Uninstaller: Send + Sync + 'static {
     /// The user environment to uninstall from.
     fn env(&self) -> anyhow::Result<EnvSnapshot> {
-        EnvSnapshot::capture()
+        Ok(EnvSnapshot::capture()?)
     }
     fn platform(&self) -> Platform {
         Platform::current()

@@ -33,9 +33,13 @@ fn refuse(status: &str, msg: &str) -> i32 {
 }
 
 pub fn run(a: AutoArgs) -> i32 {
-    let text = match std::fs::read_to_string(&a.policy) {
+    let text = match crate::fsread::read_input_text(
+        &a.policy,
+        crate::fsread::MAX_SETTINGS_BYTES,
+        "a policy Smolsweep wrote",
+    ) {
         Ok(t) => t,
-        Err(e) => return refuse("error", &format!("cannot read {}: {e}", a.policy.display())),
+        Err(e) => return refuse("error", &e.to_string()),
     };
     let policy = match Policy::from_json(&text) {
         Ok(p) => p,

@@ -203,10 +203,15 @@ struct Scanned {
 fn load_report(args: &ReportArgs) -> anyhow::Result<Scanned> {
     let opts = crate::scan::ScanOptions::from_env()?;
     if let Some(f) = &args.from_report {
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))?;
+        let text = crate::fsread::read_input_text(
+            f,
+            crate::fsread::MAX_REPORT_BYTES,
+            "a scan report Smolsweep wrote",
+        )?;
+        let report = serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{} is not a scan report: {e}", shown(f)))?;
         return Ok(Scanned {
-            report: serde_json::from_str(&text)?,
+            report,
             judge: exec::Rejudge::new(opts),
         });
     }
@@ -219,6 +224,8 @@ fn load_report(args: &ReportArgs) -> anyhow::Result<Scanned> {
 fn with_report(args: &ReportArgs, json: bool, f: impl FnOnce(Scanned) -> i32) -> i32 {
     match load_report(args) {
         Ok(r) => f(r),
+        // A saved report that cannot be used: the message names it and why.
+        Err(e) if args.from_report.is_some() => fail(json, &format!("{e}")),
         Err(e) => fail(json, &format!("scan failed: {e}")),
     }
 }
@@ -381,8 +388,14 @@ fn may_overwrite(path: &Path) -> Result<(), String> {
     if !meta.is_file() {
         return refuse("it exists and is not a regular file");
     }
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::fsread::read_input_text(path, crate::fsread::MAX_PLAN_BYTES, "a plan") {
         Ok(t) => t,
+        Err(crate::fsread::InputError::TooLarge { .. }) => {
+            return refuse(&format!(
+                "it exists and is larger than {} MiB",
+                crate::fsread::MAX_PLAN_BYTES >> 20
+            ))
+        }
         Err(_) => return refuse("it exists and is not a text file"),
     };
     match serde_json::from_str::<serde_json::Value>(&text) {
@@ -426,6 +439,9 @@ pub fn plan(a: PlanArgs) -> i32 {
             eprintln!("smolsweep: no plan written: a named target cannot be planned");
             return 1;
         }
+        if let Err(e) = plan.verify() {
+            return fail(false, &format!("no plan written: {e}"));
+        }
         if let Err(e) = std::fs::write(&a.out, plan.to_json_pretty() + "\n") {
             return fail(false, &format!("cannot write {}: {e}", a.out.display()));
         }
@@ -436,14 +452,13 @@ pub fn plan(a: PlanArgs) -> i32 {
 }
 
 pub fn apply(a: ApplyArgs) -> i32 {
-    let text = match std::fs::read_to_string(&a.file) {
+    let text = match crate::fsread::read_input_text(
+        &a.file,
+        crate::fsread::MAX_PLAN_BYTES,
+        "a plan Smolsweep wrote",
+    ) {
         Ok(t) => t,
-        Err(e) => {
-            return fail(
-                a.run.json,
-                &format!("cannot read {}: {e}", a.file.display()),
-            )
-        }
+        Err(e) => return fail(a.run.json, &e.to_string()),
     };
     let plan = match Plan::from_json(&text) {
         Ok(p) => p,
@@ -452,28 +467,28 @@ pub fn apply(a: ApplyArgs) -> i32 {
         }
         Err(e) => return fail(a.run.json, &format!("refusing the plan: {e}")),
     };
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    if home.as_deref() != Some(plan.home.as_path()) {
+    // The HOME the scan and the re-judge use (the snapshot's, exactly as set), so the plan is
+    // compared with the HOME it would act on.
+    let opts = match crate::scan::ScanOptions::from_env() {
+        Ok(o) => o,
+        Err(e) => return fail(a.run.json, &format!("cannot read the environment: {e}")),
+    };
+    if opts.env.home != plan.home {
         return fail(
             a.run.json,
             &format!(
                 "refusing the plan: it was made for HOME {}, this is {}",
-                plan.home.display(),
-                home.as_deref().unwrap_or(Path::new("(unset)")).display()
+                shown(&plan.home),
+                shown(&opts.env.home)
             ),
         );
     }
-    match exec::Rejudge::from_env() {
-        Ok(judge) => {
-            let mode = Mode {
-                run: &a.run,
-                refused: vec![],
-                strict: false,
-            };
-            run_plan_with(&plan, mode, judge, "apply")
-        }
-        Err(e) => fail(a.run.json, &format!("cannot read the environment: {e}")),
-    }
+    let mode = Mode {
+        run: &a.run,
+        refused: vec![],
+        strict: false,
+    };
+    run_plan_with(&plan, mode, exec::Rejudge::new(opts), "apply")
 }
 
 pub fn history(a: HistoryArgs) -> i32 {
@@ -624,8 +639,8 @@ fn print_result(plan: &Plan, report: &ExecReport, run: &RunArgs) {
     }
 }
 
-fn dry_run(plan: &Plan, judge: &mut exec::Rejudge) -> Option<ExecReport> {
-    exec::execute(plan, ExecContext::dry_run(runner(), judge)).ok()
+fn dry_run(plan: &Plan, judge: &mut exec::Rejudge) -> Result<ExecReport, exec::ExecError> {
+    exec::execute(plan, ExecContext::dry_run(runner(), judge))
 }
 
 /// Show, confirm and carry out `plan` (no named targets); returns the exit code.
@@ -683,17 +698,18 @@ fn run_plan_with(plan: &Plan, mode: Mode<'_>, mut judge: exec::Rejudge, command:
     }
     if run.dry_run {
         return match dry_run(plan, &mut judge) {
-            Some(r) => {
+            Ok(r) => {
                 print_result(plan, &r, run);
                 exit_code(&mode, Some(&r))
             }
-            None => fail(run.json, "the plan is not valid"),
+            Err(e) => fail(run.json, &format!("the plan is not valid: {e}")),
         };
     }
     if !run.yes {
         if !std::io::stdin().is_terminal() {
-            if let Some(r) = dry_run(plan, &mut judge) {
-                print_result(plan, &r, run);
+            match dry_run(plan, &mut judge) {
+                Ok(r) => print_result(plan, &r, run),
+                Err(e) => return fail(run.json, &format!("the plan is not valid: {e}")),
             }
             eprintln!("Not confirmed: stdin is not a terminal. Re-run with --yes to do this.");
             return 1;
