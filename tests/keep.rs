@@ -575,3 +575,225 @@ fn an_orphan_backing_file_goes_only_with_its_overlay_and_after_it() {
     assert_eq!(code, 0, "{out}");
     assert!(!lower.exists() && !upper.exists(), "{out}");
 }
+
+// ------------------------------------------------------------------- property tests
+
+/// (path, dev, ino) of everything a keep rule keeps now, by the scan's own judgement:
+/// kept findings and the directories of kept machines, and the names of kept machines.
+fn kept_now(s: &Scratch) -> (Vec<(PathBuf, u64, u64)>, Vec<String>) {
+    use std::os::unix::fs::MetadataExt;
+    let v = s.scan(&[]);
+    let mut paths: Vec<PathBuf> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kept"].is_string())
+        .map(|f| PathBuf::from(f["path"].as_str().unwrap()))
+        .collect();
+    let mut names = Vec::new();
+    for m in v["machines"].as_array().unwrap() {
+        if m["kept"].is_string() {
+            names.push(format!(
+                "{}:{}",
+                m["product"].as_str().unwrap(),
+                m["name"].as_str().unwrap()
+            ));
+            if let Some(d) = m["dir"].as_str() {
+                paths.push(PathBuf::from(d));
+            }
+        }
+    }
+    let ids = paths
+        .into_iter()
+        .map(|p| {
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            (p, m.dev(), m.ino())
+        })
+        .collect();
+    (ids, names)
+}
+
+fn assert_still_there(s: &Scratch, kept: &[(PathBuf, u64, u64)], names: &[String], after: &str) {
+    use std::os::unix::fs::MetadataExt;
+    for (p, dev, ino) in kept {
+        let m = std::fs::symlink_metadata(p)
+            .unwrap_or_else(|_| panic!("{after} removed kept {}", p.display()));
+        assert_eq!(
+            (m.dev(), m.ino()),
+            (*dev, *ino),
+            "{after} replaced {}",
+            p.display()
+        );
+    }
+    let v = s.scan(&[]);
+    for n in names {
+        let (product, name) = n.split_once(':').unwrap();
+        assert!(
+            v["machines"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["product"] == product && m["name"] == name),
+            "{after} deleted the kept machine {n}"
+        );
+    }
+}
+
+/// For random keep-rule sets over a seeded HOME with both products' leftovers, no command
+/// (prune with every class, apply of a plan made before the rules, auto, delete and stop of
+/// kept machines, uninstall) touches anything a rule keeps.
+#[test]
+fn property_no_command_touches_what_a_random_keep_rule_set_keeps() {
+    use rand::{Rng, SeedableRng};
+    for seed in 0..4u64 {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let s = scratch();
+        let d = s.home.celesto_data_dir().unwrap();
+        d.row("live1", "stopped", "qemu", None).unwrap();
+        d.disk("live1", "qcow2", 1 << 16, 1 << 14).unwrap();
+        let mut targets: Vec<String> = Vec::new();
+        for i in 0..4 {
+            let id = format!("gone{i}");
+            let disk = d.disk(&id, "qcow2", 1 << 16, 1 << 14).unwrap();
+            d.log(&id, 200).unwrap();
+            targets.push(disk.display().to_string());
+            targets.push(format!("celesto:{id}"));
+        }
+        let sm = s.home.smolvm().unwrap();
+        for i in 0..3 {
+            let name = format!("m{i}");
+            sm.record(&name, json!({})).unwrap();
+            let set = smolsweep_fixtures::smolvm::DiskSet::Raw {
+                storage: 1 << 14,
+                overlay: 1 << 12,
+            };
+            sm.machine_dir(&name, set).unwrap();
+            targets.push(format!("smolvm:{name}"));
+        }
+        for i in 0..2 {
+            let g = sm.dangling_dir(&format!("ghost{i}")).unwrap();
+            targets.push(g.display().to_string());
+        }
+        age_tree(&s.home.root, OLD).unwrap();
+        let before = s.dir().join("before.json");
+        let (code, out) = s.run(&[
+            "plan",
+            "--include-saved",
+            "--include-caches",
+            "--include-residue",
+            "--out",
+            before.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{out}");
+        let mut chosen = Vec::new();
+        for t in &targets {
+            if rng.random_bool(0.35) {
+                let (code, out) = s.run(&["keep", "add", t]);
+                assert_eq!(code, 0, "seed {seed}: keep add {t}: {out}");
+                chosen.push(t.clone());
+            }
+        }
+        if rng.random_bool(0.5) {
+            let (code, out) = s.run(&["keep", "add", "--kind", "celesto.orphan_log"]);
+            assert_eq!(code, 0, "{out}");
+        }
+        let (kept, names) = kept_now(&s);
+        let ctx = format!("seed {seed}, rules on {chosen:?}");
+
+        let (_, out) = s.run(&["apply", before.to_str().unwrap(), "-y"]);
+        assert_still_there(&s, &kept, &names, &format!("apply ({ctx}): {out}"));
+        for n in &names {
+            let (code, out) = s.run(&["delete", n, "-y"]);
+            assert_eq!(code, 1, "delete {n} ({ctx}): {out}");
+            let (_, out) = s.run(&["stop", n, "-y"]);
+            assert_still_there(&s, &kept, &names, &format!("stop {n} ({ctx}): {out}"));
+        }
+        let policy = s.dir().join("policy.json");
+        std::fs::write(
+            &policy,
+            json!({"schema": "smolsweep.policy/1", "enabled": true, "min_age": "1d",
+                   "ask_above": "1T", "include": ["saved_disks", "caches", "residue"]})
+            .to_string(),
+        )
+        .unwrap();
+        let (_, out) = s.run(&["auto", "--policy", policy.to_str().unwrap()]);
+        assert_still_there(&s, &kept, &names, &format!("auto ({ctx}): {out}"));
+        let (_, out) = s.run(&[
+            "prune",
+            "--include-saved",
+            "--include-caches",
+            "--include-residue",
+            "-y",
+        ]);
+        assert_still_there(&s, &kept, &names, &format!("prune ({ctx}): {out}"));
+        let (_, out) = s.run(&["reap", "-y"]);
+        assert_still_there(&s, &kept, &names, &format!("reap ({ctx}): {out}"));
+        let (_, out) = s.run(&["uninstall", "-y"]);
+        assert_still_there(&s, &kept, &names, &format!("uninstall ({ctx}): {out}"));
+    }
+}
+
+/// For random backing chains across live, kept and orphaned disks, a prune never leaves a
+/// surviving disk whose chain is broken (checked by the real `qemu-img info --backing-chain`),
+/// and never deletes a live or kept disk.
+#[test]
+fn property_prune_never_breaks_the_backing_chain_of_a_surviving_disk() {
+    use rand::{Rng, SeedableRng};
+    for seed in 0..8u64 {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(100 + seed);
+        let s = scratch();
+        let d = s.home.celesto_data_dir().unwrap();
+        let disks = d.disks();
+        std::fs::create_dir_all(&disks).unwrap();
+        let n = rng.random_range(3..7);
+        let mut made: Vec<(PathBuf, &str)> = Vec::new();
+        for i in 0..n {
+            let role = ["live", "kept", "orphan", "orphan"][rng.random_range(0..4)];
+            let id = format!("{}{i}", &role[..1].repeat(3));
+            if role == "live" {
+                d.row(&id, "stopped", "qemu", None).unwrap();
+            }
+            // Sometimes Celesto's restore layout: `<disk>.backing-0.qcow2` under the disk.
+            let path = disks.join(format!("{id}.qcow2"));
+            if i > 0 && rng.random_bool(0.7) {
+                let (lower, _) = &made[rng.random_range(0..made.len())];
+                overlay(&path, lower.file_name().unwrap().to_str().unwrap());
+            } else if rng.random_bool(0.3) {
+                let b = disks.join(format!("{id}.qcow2.backing-0.qcow2"));
+                base(&b);
+                overlay(&path, b.file_name().unwrap().to_str().unwrap());
+            } else {
+                base(&path);
+            }
+            made.push((path, role));
+        }
+        if !made.iter().any(|(_, r)| *r == "live") {
+            d.row("anchor1", "stopped", "qemu", None).unwrap();
+        }
+        age_tree(&s.home.root, OLD).unwrap();
+        for (p, role) in &made {
+            if *role == "kept" {
+                let (code, out) = s.run(&["keep", "add", p.to_str().unwrap()]);
+                assert_eq!(code, 0, "{out}");
+            }
+        }
+        let (code, out) = s.run(&["prune", "--include-saved", "--include-residue", "-y"]);
+        assert_eq!(code, 0, "seed {seed}: {out}");
+        for (p, role) in &made {
+            if *role != "orphan" {
+                assert!(
+                    p.exists(),
+                    "seed {seed}: the {role} disk {} was deleted: {out}",
+                    p.display()
+                );
+            }
+            if p.exists() {
+                assert!(
+                    chain_opens(p),
+                    "seed {seed}: {} survives with a broken chain: {out}",
+                    p.display()
+                );
+            }
+        }
+    }
+}

@@ -404,8 +404,9 @@ fn holds_nothing_kept(r: &ScanReport, path: &Path, overrides: &[String]) -> Resu
         .filter(|f| overlaps(&f.path))
         .filter_map(|f| Some((f.path.as_path(), f.kept.as_deref()?)))
         .chain(r.machines.iter().filter_map(|m| {
-            let dir = m.dir.as_deref().filter(|d| overlaps(d))?;
-            Some((dir, m.kept.as_deref()?))
+            // A machine's directory, or the inventory holding its record.
+            let at = m.dir.iter().chain(&m.db).find(|d| overlaps(d))?;
+            Some((at.as_path(), m.kept.as_deref()?))
         }))
         .find(|(_, rule)| !overrides.iter().any(|o| o == rule));
     match kept {

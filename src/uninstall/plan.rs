@@ -880,10 +880,18 @@ impl Builder<'_> {
             step.kept_by = kept.iter().map(|k| k.rule.clone()).collect();
             step.kept_by.dedup();
             step.why = format!("{} Left unticked: it takes {what}, {kept_why}.", step.why);
-            let entry = format!("{what}, {kept_why}");
-            if !self.kept.iter().any(|x| x.what == entry) {
+            let entry = match &k.machine {
+                Some(_) => format!("{what}, {kept_why}"),
+                None => kept_why.clone(),
+            };
+            let path = k
+                .path
+                .clone()
+                .or_else(|| k.record.clone())
+                .unwrap_or_default();
+            if !self.kept.iter().any(|x| x.what == entry && x.path == path) {
                 self.kept.push(Kept {
-                    path: k.path.clone().unwrap_or_default(),
+                    path,
                     what: entry,
                     how: "--remove-kept".into(),
                 });
@@ -928,8 +936,9 @@ fn takes(action: &Action, k: &super::preflight::KeptItem) -> bool {
     match action {
         Action::RemoveTree { path, .. } => k
             .path
-            .as_ref()
-            .is_some_and(|p| p.starts_with(path) || path.starts_with(p)),
+            .iter()
+            .chain(&k.record)
+            .any(|p| p.starts_with(path) || path.starts_with(p)),
         Action::DeleteMachine {
             product,
             name,

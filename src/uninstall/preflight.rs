@@ -133,6 +133,9 @@ pub struct KeptItem {
     pub machine: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// The inventory holding a kept machine's record: removing it deletes the machine too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<PathBuf>,
 }
 
 /// Everything a keep rule keeps in `report`.
@@ -143,6 +146,7 @@ pub(crate) fn kept_items(report: &crate::model::ScanReport) -> Vec<KeptItem> {
         path: None,
         machine: None,
         pid: None,
+        record: None,
     };
     let mut out: Vec<KeptItem> = Vec::new();
     for f in &report.findings {
@@ -158,6 +162,7 @@ pub(crate) fn kept_items(report: &crate::model::ScanReport) -> Vec<KeptItem> {
             out.push(KeptItem {
                 path: m.dir.clone(),
                 machine: Some(m.name.clone()),
+                record: m.db.clone(),
                 ..item(m.product, rule)
             });
         }
