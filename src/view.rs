@@ -1064,4 +1064,44 @@ mod treemap_tests {
         let y1 = cel.iter().map(|r| r.y + r.h).fold(0.0, f64::max);
         assert!(((x1 - x0) * (y1 - y0) - 900.0).abs() < 1e-6);
     }
+
+    /// Issue 17: a kept machine or VM process offers no Stop, Delete or End process in the
+    /// window, and says why in the core's words.
+    #[test]
+    fn kept_machines_and_processes_offer_no_action_and_say_why() {
+        let m: Machine = serde_json::from_value(serde_json::json!({
+            "product": "smolvm", "name": "m2", "state": "running", "pid": 7,
+            "alive": true, "kept": "ab12cd34"
+        }))
+        .unwrap();
+        let p: VmProcess = serde_json::from_value(serde_json::json!({
+            "pid": 8, "start_time": 1, "product": "smolvm", "shape": "smolvm.boot_vm",
+            "owner": "m2", "orphan": true, "scope": "this_home", "held_deleted_bytes": 0,
+            "kept": "ab12cd34"
+        }))
+        .unwrap();
+        let r: ScanReport = serde_json::from_value(serde_json::json!({
+            "schema": SCAN_SCHEMA, "home": "/h", "platform": "linux", "products": [],
+            "findings": [], "machines": [m.clone()], "processes": [p.clone()],
+            "totals": Totals::default(), "scanned_at": 0, "duration_ms": 0
+        }))
+        .unwrap();
+        let row = machine_row(&r, &m);
+        assert!(!row.can_stop && !row.can_delete, "{row:?}");
+        assert!(row
+            .kept
+            .as_deref()
+            .unwrap()
+            .starts_with("Kept by you (keep rule ab12cd34"));
+        let row = process_row(&p);
+        assert!(!row.can_end, "{row:?}");
+        assert!(row.kept.is_some());
+        let free = VmProcess { kept: None, ..p };
+        assert!(
+            process_row(&free).can_end,
+            "the same orphan without a rule can be ended"
+        );
+        let free = Machine { kept: None, ..m };
+        assert!(machine_row(&r, &free).can_delete);
+    }
 }
