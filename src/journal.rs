@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::exec::{ActionRecord, ExecReport, FsMeasure, Origin, Outcome};
+use crate::exec::record::{ActionRecord, ExecReport, FsMeasure, Origin, Outcome};
 use crate::plan::{Plan, PlannedAction};
 
 /// File name of the journal inside the data directory.

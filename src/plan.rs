@@ -274,7 +274,7 @@ impl Action {
             } => format!(
                 "end {} VM process {pid} ({}{}), to uninstall",
                 product.display_name(),
-                crate::view::shape_label(shape),
+                crate::procs::shape::shape_label(shape),
                 owner
                     .as_deref()
                     .map(|o| format!(", {o}"))
@@ -289,7 +289,7 @@ impl Action {
             } => format!(
                 "end orphaned {} VM process {pid} ({}{})",
                 product.display_name(),
-                crate::view::shape_label(shape),
+                crate::procs::shape::shape_label(shape),
                 owner
                     .as_deref()
                     .map(|o| format!(", {o}"))

@@ -1,6 +1,7 @@
 //! What Smolsweep knows of each upstream product, per verified version, as data: the newest
 //! versions its rules were verified against, and the inventories' schemas (tables and
-//! `user_version`). A new upstream release is a change here plus a fixture.
+//! `user_version`). A new upstream release is a change here plus a fixture. Also how a
+//! sentence's upstream bug references (`B10`) are split out of it for the JSON's `refs`.
 //!
 //! Facts from `shared/reference` (celesto-smolvm.md §3, smol-machines-smolvm.md §2.5).
 
@@ -118,6 +119,68 @@ pub fn celesto_uses_computer_noun(version: &str) -> bool {
     compare(version, "0.1.10").is_ge()
 }
 
+/// Split upstream bug references out of a sentence: `"… upstream never finds these (B10)."`
+/// becomes `"… upstream never finds these."` with refs `["B10"]`. The sentence is for people;
+/// the references go to the JSON's `refs` and the docs.
+pub(crate) fn split_refs(text: &str) -> (String, Vec<String>) {
+    let mut refs = Vec::new();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('(') {
+        let Some(close) = rest[open..].find(')').map(|c| open + c) else {
+            break;
+        };
+        let inner = &rest[open + 1..close];
+        let (kept, found) = strip_ref_tokens(inner);
+        out.push_str(&rest[..open]);
+        if found.is_empty() {
+            out.push_str(&rest[open..=close]);
+        } else {
+            refs.extend(found);
+            if kept.is_empty() {
+                while out.ends_with(' ') {
+                    out.pop();
+                }
+            } else {
+                out.push('(');
+                out.push_str(&kept);
+                out.push(')');
+            }
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    (out, refs)
+}
+
+/// Remove `B<n>` tokens (with a leading "upstream"/"Celesto"/"smolvm" and a ":" before them).
+fn strip_ref_tokens(inner: &str) -> (String, Vec<String>) {
+    let is_ref =
+        |w: &str| w.len() >= 2 && w.starts_with('B') && w[1..].chars().all(|c| c.is_ascii_digit());
+    let words: Vec<&str> = inner.split_whitespace().collect();
+    let refs: Vec<String> = words
+        .iter()
+        .map(|w| w.trim_matches(|c: char| c == ',' || c == ';'))
+        .filter(|w| is_ref(w))
+        .map(str::to_string)
+        .collect();
+    if refs.is_empty() {
+        return (inner.to_string(), refs);
+    }
+    let mut kept: Vec<&str> = words
+        .into_iter()
+        .filter(|w| !is_ref(w.trim_matches(|c: char| c == ',' || c == ';')))
+        .collect();
+    if kept.len() == 1 && matches!(kept[0], "upstream" | "Celesto" | "smolvm") {
+        kept.clear();
+    }
+    let mut s = kept.join(" ");
+    while s.ends_with(':') || s.ends_with(',') {
+        s.pop();
+    }
+    (s, refs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,5 +195,42 @@ mod tests {
         assert_eq!(drift(Product::Celesto, "0.2.1"), Some("0.1.10"));
         assert_eq!(drift(Product::Smolvm, "1.33.0"), Some("1.32.2"));
         assert_eq!(drift(Product::Smolvm, "1.18.2"), None);
+    }
+
+    #[test]
+    fn bug_numbers_leave_the_sentence_for_refs() {
+        let cases = [
+            (
+                "Companion file of disk 'x', which is gone; upstream never finds these (B10).",
+                "Companion file of disk 'x', which is gone; upstream never finds these.",
+                vec!["B10"],
+            ),
+            (
+                "whose disk process 1 is using (upstream would delete it: B3).",
+                "whose disk process 1 is using (upstream would delete it).",
+                vec!["B3"],
+            ),
+            (
+                "deleting it would break them (upstream B1).",
+                "deleting it would break them.",
+                vec!["B1"],
+            ),
+            (
+                "Named like a log (upstream deletes these: B18); left alone.",
+                "Named like a log (upstream deletes these); left alone.",
+                vec!["B18"],
+            ),
+            (
+                "Plain (no refs here) sentence.",
+                "Plain (no refs here) sentence.",
+                vec![],
+            ),
+            ("Unbalanced ( B3", "Unbalanced ( B3", vec![]),
+        ];
+        for (text, want, refs) in cases {
+            let (got, r) = split_refs(text);
+            assert_eq!(got, want);
+            assert_eq!(r, refs);
+        }
     }
 }

@@ -50,18 +50,6 @@ pub fn class_label(c: OptInClass) -> (&'static str, &'static str) {
     }
 }
 
-/// What a VM process is, for a person.
-pub fn shape_label(shape: &str) -> &'static str {
-    match shape {
-        "smolvm.boot_vm" => "smolvm machine VM",
-        "smolvm.forked" => "smolvm pack-run VM",
-        "celesto.qemu" => "Celesto QEMU VM",
-        "celesto.firecracker" => "Celesto Firecracker VM",
-        "celesto.libkrun" => "Celesto libkrun VM",
-        _ => "VM process",
-    }
-}
-
 /// What a product's status is called ("ok", "not found", "can't verify").
 pub fn product_status(p: &ProductReport) -> &'static str {
     if !p.detected {
@@ -375,7 +363,7 @@ fn process_row(p: &VmProcess) -> ProcessRow {
         pid: p.pid,
         start_time: p.start_time,
         product: p.product,
-        what: shape_label(&p.shape),
+        what: crate::procs::shape::shape_label(&p.shape),
         owner: p.owner.clone(),
         this_home,
         orphan: p.orphan,
@@ -628,68 +616,6 @@ pub fn fix_for_process(r: &ScanReport, pid: u32) -> String {
     }
 }
 
-/// Split upstream bug references out of a sentence: `"… upstream never finds these (B10)."`
-/// becomes `"… upstream never finds these."` with refs `["B10"]`. The sentence is for people;
-/// the references go to the JSON's `refs` and the docs.
-pub fn split_refs(text: &str) -> (String, Vec<String>) {
-    let mut refs = Vec::new();
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(open) = rest.find('(') {
-        let Some(close) = rest[open..].find(')').map(|c| open + c) else {
-            break;
-        };
-        let inner = &rest[open + 1..close];
-        let (kept, found) = strip_ref_tokens(inner);
-        out.push_str(&rest[..open]);
-        if found.is_empty() {
-            out.push_str(&rest[open..=close]);
-        } else {
-            refs.extend(found);
-            if kept.is_empty() {
-                while out.ends_with(' ') {
-                    out.pop();
-                }
-            } else {
-                out.push('(');
-                out.push_str(&kept);
-                out.push(')');
-            }
-        }
-        rest = &rest[close + 1..];
-    }
-    out.push_str(rest);
-    (out, refs)
-}
-
-/// Remove `B<n>` tokens (with a leading "upstream"/"Celesto"/"smolvm" and a ":" before them).
-fn strip_ref_tokens(inner: &str) -> (String, Vec<String>) {
-    let is_ref =
-        |w: &str| w.len() >= 2 && w.starts_with('B') && w[1..].chars().all(|c| c.is_ascii_digit());
-    let words: Vec<&str> = inner.split_whitespace().collect();
-    let refs: Vec<String> = words
-        .iter()
-        .map(|w| w.trim_matches(|c: char| c == ',' || c == ';'))
-        .filter(|w| is_ref(w))
-        .map(str::to_string)
-        .collect();
-    if refs.is_empty() {
-        return (inner.to_string(), refs);
-    }
-    let mut kept: Vec<&str> = words
-        .into_iter()
-        .filter(|w| !is_ref(w.trim_matches(|c: char| c == ',' || c == ';')))
-        .collect();
-    if kept.len() == 1 && matches!(kept[0], "upstream" | "Celesto" | "smolvm") {
-        kept.clear();
-    }
-    let mut s = kept.join(" ");
-    while s.ends_with(':') || s.ends_with(',') {
-        s.pop();
-    }
-    (s, refs)
-}
-
 /// `s` with the typographic characters this project prints replaced by ASCII, for terminals
 /// whose locale is not UTF-8.
 pub fn ascii(s: &str) -> String {
@@ -712,43 +638,6 @@ pub fn ascii(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bug_numbers_leave_the_sentence_for_refs() {
-        let cases = [
-            (
-                "Companion file of disk 'x', which is gone; upstream never finds these (B10).",
-                "Companion file of disk 'x', which is gone; upstream never finds these.",
-                vec!["B10"],
-            ),
-            (
-                "whose disk process 1 is using (upstream would delete it: B3).",
-                "whose disk process 1 is using (upstream would delete it).",
-                vec!["B3"],
-            ),
-            (
-                "deleting it would break them (upstream B1).",
-                "deleting it would break them.",
-                vec!["B1"],
-            ),
-            (
-                "Named like a log (upstream deletes these: B18); left alone.",
-                "Named like a log (upstream deletes these); left alone.",
-                vec!["B18"],
-            ),
-            (
-                "Plain (no refs here) sentence.",
-                "Plain (no refs here) sentence.",
-                vec![],
-            ),
-            ("Unbalanced ( B3", "Unbalanced ( B3", vec![]),
-        ];
-        for (text, want, refs) in cases {
-            let (got, r) = split_refs(text);
-            assert_eq!(got, want);
-            assert_eq!(r, refs);
-        }
-    }
 
     #[test]
     fn paths_shorten_from_the_middle() {

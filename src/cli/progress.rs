@@ -7,8 +7,9 @@
 use std::cell::RefCell;
 use std::io::{IsTerminal, Write};
 
-use crate::exec::ProgressEvent;
+use crate::exec::{Outcome, ProgressEvent};
 use crate::model::human_bytes;
+use crate::pathser::escape_text;
 use crate::plan::{Action, Plan};
 
 /// How progress is shown.
@@ -147,7 +148,7 @@ impl Progress {
                 if self.verbose {
                     self.line(&format!(
                         "[{items}/{total}] {}",
-                        super::reclaim::outcome_line(summary, outcome)
+                        outcome_line(summary, outcome)
                     ));
                 } else if self.style == Style::Lines && new_tenth {
                     self.line(&self.counts(items, *total, bytes));
@@ -236,10 +237,20 @@ impl Progress {
     }
 }
 
+/// One item's result as the run lists it: `done`, `would`, `skipped` or `FAILED`, then the
+/// action's summary (and why, for a skip or a failure).
+pub(crate) fn outcome_line(summary: &str, o: &Outcome) -> String {
+    match o {
+        Outcome::Done { .. } => format!("done     {summary}"),
+        Outcome::WouldDo { .. } => format!("would    {summary}"),
+        Outcome::Skipped { why, .. } => format!("skipped  {summary}: {}", escape_text(why)),
+        Outcome::Failed { error } => format!("FAILED   {summary}: {}", escape_text(error)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::Outcome;
 
     fn done() -> Outcome {
         Outcome::Done {

@@ -21,7 +21,7 @@ use crate::model::{human_bytes, OptInClass, ScanReport};
 use crate::pathser::{escape_text, shown};
 use crate::plan::{Action, Plan, Selection, SkippedAtPlan};
 
-use super::progress::{self, Progress, Style};
+use super::progress::{self, outcome_line, Progress, Style};
 
 /// The runner for machine, process and mount actions: the product CLIs, pidfd reaping and
 /// `hdiutil`, for this process's own environment.
@@ -557,15 +557,6 @@ fn local_time(ms: u64) -> String {
             t.format("%Y-%m-%d %H:%M:%S %:z").to_string()
         }
         chrono::LocalResult::None => format!("{} ms after the epoch", ms),
-    }
-}
-
-pub(crate) fn outcome_line(summary: &str, o: &Outcome) -> String {
-    match o {
-        Outcome::Done { .. } => format!("done     {summary}"),
-        Outcome::WouldDo { .. } => format!("would    {summary}"),
-        Outcome::Skipped { why, .. } => format!("skipped  {summary}: {}", escape_text(why)),
-        Outcome::Failed { error } => format!("FAILED   {summary}: {}", escape_text(error)),
     }
 }
 

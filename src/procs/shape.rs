@@ -90,6 +90,18 @@ impl VmmShape {
     }
 }
 
+/// What a VM process is, for a person, from its stable name ([`VmmShape::shape_name`]).
+pub(crate) fn shape_label(shape: &str) -> &'static str {
+    match shape {
+        "smolvm.boot_vm" => "smolvm machine VM",
+        "smolvm.forked" => "smolvm pack-run VM",
+        "celesto.qemu" => "Celesto QEMU VM",
+        "celesto.firecracker" => "Celesto Firecracker VM",
+        "celesto.libkrun" => "Celesto libkrun VM",
+        _ => "VM process",
+    }
+}
+
 /// The comm libkrun gives a VMM on Linux: `libkrun VM`, or `VM:$HOSTNAME` (truncated to 15
 /// bytes by the kernel) when `HOSTNAME` is set.
 pub fn is_libkrun_comm(comm: &str) -> bool {

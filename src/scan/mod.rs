@@ -206,7 +206,7 @@ impl Ctx<'_> {
                 needed_by: Vec::new(),
             });
         }
-        let (reason, refs) = crate::view::split_refs(&reason);
+        let (reason, refs) = crate::upstream::split_refs(&reason);
         self.findings.push(Finding {
             id: finding_id(d.product, d.kind, &d.path),
             product: d.product,
@@ -305,7 +305,7 @@ pub(crate) fn scan_sized(
     }
     let mut processes = procindex::attribute(&ctx, &cel, &smol);
     for p in &mut processes {
-        p.reason = crate::view::split_refs(&p.reason).0;
+        p.reason = crate::upstream::split_refs(&p.reason).0;
     }
 
     let mut findings = std::mem::take(&mut ctx.findings);

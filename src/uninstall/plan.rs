@@ -18,7 +18,9 @@ use crate::plan::{Action, Plan, PlannedAction, PLAN_SCHEMA};
 
 use crate::install::Install;
 
-use super::preflight::{is_system_path, MachineRecord, Preflight, SharedDotSmolvm, StateDir};
+use super::preflight::{
+    is_system_path, state_label, state_why, MachineRecord, Preflight, SharedDotSmolvm, StateDir,
+};
 
 /// Schema name of an uninstall plan.
 pub const UNINSTALL_PLAN_SCHEMA: &str = "smolsweep.uninstall.plan/1";
@@ -1154,38 +1156,6 @@ fn size_of(pre: &Preflight, path: &Path) -> u64 {
         .measure(path)
         .map(|m| m.allocated)
         .unwrap_or(0)
-}
-
-pub(crate) fn state_label(kind: &str) -> &'static str {
-    match kind {
-        "data_root" => "smolvm data",
-        "cache_root" => "smolvm machines and caches",
-        "pack_cache" => "smolvm pack cache",
-        "libs_cache" => "smolvm unpacked libraries",
-        "registry_cache" => "smolvm registry blob cache",
-        "image_archives" => "smolvm image archives",
-        "config_dir" => "smolvm settings and registry credentials",
-        "data_dir" => "Celesto data",
-        "image_dir" => "Celesto image cache",
-        "celesto_home" => "Celesto home: settings, SSH keys and host keys",
-        _ => "state",
-    }
-}
-
-fn state_why(kind: &str) -> &'static str {
-    match kind {
-        "data_root" => "The machine database, agent rootfs and usage files.",
-        "cache_root" => {
-            "Every machine's disks (vms/), pack stores and restore caches (which hold guest RAM)."
-        }
-        "pack_cache" => "Extracted .smolmachine packs.",
-        "libs_cache" => "Libraries unpacked by packed binaries.",
-        "registry_cache" | "image_archives" => "Left behind by upstream's own uninstaller.",
-        "config_dir" => "Asked for with --remove-credentials.",
-        "data_dir" => "Sandbox inventory, disks, logs, snapshots and locks.",
-        "image_dir" => "Downloaded images and kernels (rebuildable).",
-        _ => "State of the product being uninstalled.",
-    }
 }
 
 /// The plan for people.

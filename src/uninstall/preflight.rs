@@ -48,6 +48,40 @@ pub struct StateDir {
     pub size: String,
 }
 
+/// What a state directory is, in words, by its kind ([`StateDir::kind`]).
+pub(crate) fn state_label(kind: &str) -> &'static str {
+    match kind {
+        "data_root" => "smolvm data",
+        "cache_root" => "smolvm machines and caches",
+        "pack_cache" => "smolvm pack cache",
+        "libs_cache" => "smolvm unpacked libraries",
+        "registry_cache" => "smolvm registry blob cache",
+        "image_archives" => "smolvm image archives",
+        "config_dir" => "smolvm settings and registry credentials",
+        "data_dir" => "Celesto data",
+        "image_dir" => "Celesto image cache",
+        "celesto_home" => "Celesto home: settings, SSH keys and host keys",
+        _ => "state",
+    }
+}
+
+/// What a state directory holds, by its kind (the why of the step that removes it).
+pub(crate) fn state_why(kind: &str) -> &'static str {
+    match kind {
+        "data_root" => "The machine database, agent rootfs and usage files.",
+        "cache_root" => {
+            "Every machine's disks (vms/), pack stores and restore caches (which hold guest RAM)."
+        }
+        "pack_cache" => "Extracted .smolmachine packs.",
+        "libs_cache" => "Libraries unpacked by packed binaries.",
+        "registry_cache" | "image_archives" => "Left behind by upstream's own uninstaller.",
+        "config_dir" => "Asked for with --remove-credentials.",
+        "data_dir" => "Sandbox inventory, disks, logs, snapshots and locks.",
+        "image_dir" => "Downloaded images and kernels (rebuildable).",
+        _ => "State of the product being uninstalled.",
+    }
+}
+
 /// `~/.smolvm`, split by owner.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SharedDotSmolvm {
@@ -332,7 +366,7 @@ pub fn gather_with(
                 apparent_bytes: apparent,
                 mounts,
                 source: source.to_string(),
-                label: super::plan::state_label(kind).to_string(),
+                label: state_label(kind).to_string(),
                 size: human_bytes(allocated),
             });
         };
@@ -761,7 +795,7 @@ pub fn render(p: &Preflight) -> String {
             human_bytes(d.allocated_bytes),
             d.product.as_str(),
             d.path.display(),
-            super::plan::state_label(&d.kind)
+            state_label(&d.kind)
         );
     }
     if let Some(d) = &p.dot_smolvm {
