@@ -161,8 +161,14 @@ impl ExecReport {
     /// The `smolsweep.result/1` JSON envelope.
     pub fn envelope(&self, plan: &Plan) -> serde_json::Value {
         let list = |it: &mut dyn Iterator<Item = &ActionRecord>| -> Vec<serde_json::Value> {
-            it.map(|r| serde_json::to_value(r).expect("records serialise"))
-                .collect()
+            // A record that cannot be written as JSON (it always can) is reported, not a panic
+            // after the run.
+            it.map(|r| {
+                serde_json::to_value(r).unwrap_or_else(
+                    |e| serde_json::json!({"index": r.index, "summary": r.summary, "error": e.to_string()}),
+                )
+            })
+            .collect()
         };
         serde_json::json!({
             "schema": RESULT_SCHEMA,
