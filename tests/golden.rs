@@ -184,25 +184,13 @@ fn human_scan_output_matches_the_reviewed_text() {
 /// of another HOME (a stand-in this test spawns) changes nothing of it.
 #[test]
 fn golden_scan_is_unchanged_beside_another_homes_vm_process() {
-    use smolsweep_fixtures::vmm::{fake_vmm_bin, spawn, Shape};
+    use smolsweep_fixtures::vmm::{boot_vm, fake_vmm_bin};
     let other = tempfile::tempdir().unwrap();
     let bin = fake_vmm_bin(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fake_vmm.rs"),
         Path::new(env!("CARGO_TARGET_TMPDIR")),
     );
     let dir = other.path().join(".cache/smolvm/vms/0123456789abcdef");
-    let _vm = spawn(
-        &bin,
-        &Shape {
-            argv: vec![
-                "/proc/self/exe".into(),
-                "_boot-vm".into(),
-                dir.join("boot-config.json").display().to_string(),
-            ],
-            comm: Some("libkrun VM"),
-            home: Some(other.path()),
-            ..Default::default()
-        },
-    );
+    let _vm = boot_vm(&bin, other.path(), &dir);
     human_scan_output_matches_the_reviewed_text();
 }

@@ -404,7 +404,7 @@ fn keep_rule_on_a_machine_stops_delete_and_an_earlier_plan() {
 
 #[test]
 fn keep_rule_on_a_machine_keeps_its_orphaned_vm_process_from_reap() {
-    use smolsweep_fixtures::vmm::{fake_vmm_bin, spawn, Shape};
+    use smolsweep_fixtures::vmm::{alive, boot_vm, fake_vmm_bin};
     let s = scratch();
     let sm = s.home.smolvm().unwrap();
     sm.record("m3", json!({})).unwrap();
@@ -422,19 +422,7 @@ fn keep_rule_on_a_machine_keeps_its_orphaned_vm_process_from_reap() {
         Path::new(env!("CARGO_TARGET_TMPDIR")),
     );
     // An interrupted start: a `_boot-vm` of m3 that its record does not own.
-    let vm = spawn(
-        &bin,
-        &Shape {
-            argv: vec![
-                "/proc/self/exe".into(),
-                "_boot-vm".into(),
-                dir.join("boot-config.json").display().to_string(),
-            ],
-            comm: Some("libkrun VM"),
-            home: Some(&s.home.root),
-            ..Default::default()
-        },
-    );
+    let vm = boot_vm(&bin, &s.home.root, &dir);
     let pid = vm.pid();
     let proc_of = |v: &Value| -> Value {
         v["processes"]
@@ -461,12 +449,6 @@ fn keep_rule_on_a_machine_keeps_its_orphaned_vm_process_from_reap() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("kept by you"), "{out}");
     assert!(alive(pid));
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| s.rsplit(')').next().unwrap_or("").split_whitespace().next() != Some("Z"))
-        .unwrap_or(false)
 }
 
 #[test]
