@@ -122,6 +122,13 @@ pub fn kept_why(rule: &str) -> String {
     }
 }
 
+/// Why machine `m` is left alone, while a keep rule other than `overrides` (the rules a plan
+/// explicitly overrides) keeps it: the one sentence the planner and the re-judge both give.
+pub(crate) fn machine_kept(m: &Machine, overrides: &[String]) -> Option<String> {
+    let rule = m.kept.as_ref().filter(|k| !overrides.contains(k))?;
+    Some(format!("{} is {}", m.name, kept_why(rule)))
+}
+
 /// Every rule.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Keeps {

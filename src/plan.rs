@@ -503,10 +503,7 @@ pub(crate) fn find_machine<'r>(report: &'r ScanReport, name: &str) -> Result<&'r
 
 /// `m`, unless a keep rule keeps it (then why it is left alone).
 fn not_kept(m: &Machine) -> Result<&Machine, String> {
-    match &m.kept {
-        Some(rule) => Err(format!("{} is {}", m.name, crate::keep::kept_why(rule))),
-        None => Ok(m),
-    }
+    crate::keep::machine_kept(m, &[]).map_or(Ok(m), Err)
 }
 
 /// Whether stopping `m` would do anything; if not, what is true instead and what would help.

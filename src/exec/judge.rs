@@ -384,12 +384,8 @@ fn machine<'r>(
 /// A machine is stopped or deleted only while no keep rule keeps it (or the rule is one the
 /// plan overrides explicitly).
 fn not_kept(m: &Machine, overrides: &[String]) -> Result<(), String> {
-    match m.kept.as_ref().filter(|k| !overrides.contains(k)) {
-        Some(rule) => Err(format!(
-            "{} is {}; left alone",
-            m.name,
-            crate::keep::kept_why(rule)
-        )),
+    match crate::keep::machine_kept(m, overrides) {
+        Some(why) => Err(format!("{why}; left alone")),
         None => Ok(()),
     }
 }
