@@ -347,7 +347,7 @@ fn tmpfs_mounted_inside_tree_is_listed_not_counted() {
         .arg(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "tmpfs_mounted_inside_tree_is_listed_not_counted",
+            "size::tmpfs_mounted_inside_tree_is_listed_not_counted",
             "--nocapture",
         ])
         .env(CHILD, "1")

@@ -175,7 +175,7 @@ impl ActionRunner for Recorder {
 
 /// These tests exercise the executor's mechanics (delete primitive, ordering, journal) on
 /// hand-built findings that no scan would produce, so the re-judge answers "as planned"; the
-/// real judge is exercised in tests/pipeline.rs and tests/rejudge.rs.
+/// real judge is exercised in tests/it/pipeline.rs and tests/it/rejudge.rs.
 struct AsPlanned;
 
 impl Judge for AsPlanned {

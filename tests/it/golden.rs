@@ -1,7 +1,7 @@
 //! Golden tests of the human scan output (issue 10): the summary a person reads, at 80 and 120
 //! columns, with and without colour, and in a non-UTF-8 locale, on the fixture HOME holding
 //! every edge case of both products. The expected text lives in `tests/golden/` and is
-//! reviewed as text; `SMOLSWEEP_BLESS=1 cargo test --test golden` rewrites it after a change
+//! reviewed as text; `SMOLSWEEP_BLESS=1 cargo test --test it golden::` rewrites it after a change
 //! someone has read.
 //!
 //! Only what varies between runs is normalised: the scratch directory and process ids.

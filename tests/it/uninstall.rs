@@ -9,7 +9,7 @@
 //! The tools come from `scripts/setup/20-real-tools.sh` (PyPI, through pip), which exports
 //! `SMOLSWEEP_SMOL_WHEEL` and `SMOLSWEEP_CELESTO_BIN`; a missing tool fails the test, nothing is
 //! skipped. Run: `export SMOLSWEEP_REPO=$PWD; source scripts/setup/20-real-tools.sh;
-//! cargo test --test uninstall`.
+//! cargo test --test it uninstall::`.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

@@ -292,6 +292,28 @@ impl Drop for Guard {
     }
 }
 
+/// This process as the subreaper of its orphaned descendants (`PR_SET_CHILD_SUBREAPER`) until
+/// dropped. The flag is process-wide and every test file's tests share this process, so it is
+/// cleared again when the test ends, failed or not: afterwards other tests' orphans go to init as
+/// they would in a binary of their own. (While it is set, an orphan of another test becomes a
+/// zombie of this process instead; every test and the reaper count a zombie as dead.)
+struct Subreaper;
+
+impl Subreaper {
+    fn set() -> Subreaper {
+        // SAFETY: prctl with integer arguments only.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        Subreaper
+    }
+}
+
+impl Drop for Subreaper {
+    fn drop(&mut self) {
+        // SAFETY: prctl with integer arguments only.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) };
+    }
+}
+
 /// The SDK helper's stdout, one JSON event per line, read on a thread so every wait can time out.
 fn events(child: &mut Child) -> Receiver<String> {
     let out = child.stdout.take().unwrap();
@@ -391,9 +413,9 @@ fn real_qemu_sandbox_orphan_is_found_skipped_reaped_then_pruned() {
     );
     let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/helpers/celesto_sdk_vm.py");
     // QEMU, once the SDK process is gone, is reparented to us: its death can then be confirmed
-    // by reaping it, and no zombie is left to whatever init this machine has.
-    // SAFETY: prctl with integer arguments only.
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    // by reaping it, and no zombie is left to whatever init this machine has. Only for this
+    // test's life (declared before the guard, so cleared after it has reaped QEMU).
+    let _subreaper = Subreaper::set();
 
     // A tmpfs of its own (this runs as root here), so nothing else on the machine moves the
     // free space the prune measures; /dev/shm (shared with every browser engine) otherwise.

@@ -1,0 +1,32 @@
+//! Every integration test of the core crate, in one binary: one link instead of one per file.
+//! A file's tests are named `<file>::…`: `cargo test --test it golden::` runs `golden.rs`.
+//!
+//! All of them share one process and run in parallel with each other, so a test changes nothing
+//! process-wide (environment, working directory, umask, rlimits, signal dispositions) that
+//! another could observe, and signals and waits only for processes it started itself.
+
+mod cli_conventions;
+mod cli_e2e;
+mod detach;
+mod fixtures_selftest;
+mod golden;
+mod hazards;
+mod headless;
+mod incremental;
+mod inputs;
+mod inventory;
+mod keep;
+mod machines;
+mod pipeline;
+mod procs;
+mod real_vm;
+mod reap;
+mod reclaim;
+mod rejudge;
+mod roots;
+mod scan;
+mod size;
+mod truthful;
+mod uninstall;
+mod upstream_compare;
+mod vocabulary;
