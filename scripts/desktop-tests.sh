@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Display-server tests of the desktop app: the real tray menu over D-Bus (dbusmenu), real
 # notifications through dunst, and the real window through WebDriver (tauri-driver +
-# WebKitWebDriver). Runs the `#[ignore]`d tests of src-tauri/tests/{display,webdriver,wizard_window,real_scan}.rs
+# WebKitWebDriver). Runs the `#[ignore]`d tests of src-tauri/tests/it/{display,webdriver,wizard_window,real_scan}.rs
 # under Xvfb and a private session bus; screenshots go to docs/screenshots/.
 #
 # Also builds the .deb (packaging/build-deb.sh), installs it on this machine and checks the
@@ -43,4 +43,10 @@ trap 'kill $dunst_pid 2>/dev/null || true' EXIT
 gdbus wait --session --timeout 10 org.freedesktop.Notifications
 
 export SMOLSWEEP_SCREENSHOTS="$PWD/docs/screenshots"
-cargo test --workspace -q --no-fail-fast --test display --test webdriver --test wizard_window --test real_scan -- --ignored --test-threads=1 "$@"
+# The desktop crate's test binary `it`, its modules display, webdriver, wizard_window and
+# real_scan. `--workspace` as above, so nothing is rebuilt (`-p smolsweep-desktop` resolves
+# features differently); the core crate's `it` runs too and has none of these. A test-name
+# filter of the caller's (an argument not starting with `-`) replaces the four modules.
+filters=(display:: webdriver:: wizard_window:: real_scan::)
+for a in "$@"; do [[ $a == -* ]] || filters=(); done
+cargo test --workspace -q --no-fail-fast --test it -- --ignored --test-threads=1 ${filters[@]+"${filters[@]}"} "$@"

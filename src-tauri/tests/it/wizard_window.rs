@@ -7,12 +7,10 @@
 //! Needs Xvfb, a session bus, tauri-driver, WebKitWebDriver and `SMOLSWEEP_SMOL_WHEEL`:
 //! scripts/desktop-tests.sh runs it (`--ignored`) after scripts/setup/20-real-tools.sh.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::wd::*;
+use crate::common::wd::*;
 use fantoccini::{Client, Locator};
 use serde_json::json;
 use smolsweep_fixtures::real_tools::{install_smolvm_script_layout, run_ok, smolvm_cmd};

@@ -4,12 +4,10 @@
 //!
 //! Needs Xvfb, a session bus and dunst: scripts/desktop-tests.sh runs it (`--ignored`).
 
-mod common;
-
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use common::*;
+use crate::common::*;
 use smolsweep::env::EnvSnapshot;
 use smolsweep::model::{human_bytes, Platform};
 use smolsweep::scan::{scan, ScanOptions};

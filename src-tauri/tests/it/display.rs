@@ -4,9 +4,7 @@
 //! These need Xvfb, a session bus and dunst: scripts/desktop-tests.sh runs them
 //! (`--ignored`) under `xvfb-run` + `dbus-run-session`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use smolsweep::model::{human_bytes, Verdict};
 
 fn started(s: &Scratch, name: &str) -> (AppProc, String, String) {

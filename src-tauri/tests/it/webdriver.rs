@@ -7,13 +7,11 @@
 //! Needs Xvfb, a session bus, tauri-driver and WebKitWebDriver: scripts/desktop-tests.sh runs it
 //! (`--ignored`) under `xvfb-run` + `dbus-run-session`.
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use common::wd::*;
-use common::*;
+use crate::common::wd::*;
+use crate::common::*;
 use fantoccini::{Client, Locator};
 use serde_json::json;
 use smolsweep::model::{human_bytes, Scope, Verdict, VmProcess};
