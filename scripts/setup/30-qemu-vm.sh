@@ -1,4 +1,4 @@
-# A real QEMU-backed Celesto sandbox, offline (celesto-smolvm.md §12.6), for tests/real_vm.rs.
+# A real QEMU-backed Celesto sandbox, offline (celesto-smolvm.md §12.6), for tests/it/real_vm.rs.
 # Sourced by scripts/test.sh (bash, `set -euo pipefail` active); idempotent, apt only.
 #
 #   $SMOLSWEEP_REPO/.tools/qemu-vm/kernel/vmlinuz-<abi>-amd64   from Debian's linux-image-<abi>-amd64

@@ -24,8 +24,8 @@ if [ -f "$_smolsweep_pkg/package.json" ] && [ ! -x "$_smolsweep_pkg/node_modules
   (cd "$_smolsweep_pkg" && npm ci --no-audit --no-fund --silent)
 fi
 unset _smolsweep_pkg
-# axe-core for the window's accessibility check (src-tauri/tests/webdriver.rs injects it into the
-# page under WebDriver), pinned, installed under target/axe/.
+# axe-core for the window's accessibility check (src-tauri/tests/it/webdriver.rs injects it into
+# the page under WebDriver), pinned, installed under target/axe/.
 _smolsweep_axe="${SMOLSWEEP_REPO:-$PWD}/target/axe"
 if [ ! -f "$_smolsweep_axe/node_modules/axe-core/axe.min.js" ] && command -v npm >/dev/null 2>&1; then
   mkdir -p "$_smolsweep_axe" && (cd "$_smolsweep_axe" && npm install --no-audit --no-fund --silent --prefix . axe-core@4.14.1)

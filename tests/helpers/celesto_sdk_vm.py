@@ -1,4 +1,4 @@
-"""Real Celesto 0.1.10 sandboxes on QEMU, driven over stdin/stdout by tests/real_vm.rs.
+"""Real Celesto 0.1.10 sandboxes on QEMU, driven over stdin/stdout by tests/it/real_vm.rs.
 
 Both recipes of celesto-smolvm.md §12.6, in one process:
 
