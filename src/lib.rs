@@ -25,6 +25,7 @@ pub mod report;
 pub mod roots;
 pub mod scan;
 pub mod size;
+pub mod target;
 pub mod tray;
 pub mod uninstall;
 pub mod upstream;

@@ -482,6 +482,17 @@ pub struct Confirmation {
     pub not_planned: Vec<String>,
 }
 
+impl Confirmation {
+    /// "Delete 1 item (2.0 MB); about 2.0 MB to free." as one sentence (the plan line).
+    pub fn sentence(&self) -> String {
+        if self.estimate_bytes > 0 {
+            format!("{}; about {} to free.", self.headline, self.estimate)
+        } else {
+            format!("{}.", self.headline)
+        }
+    }
+}
+
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use smolsweep::exec::{ActionRunner, ExecReport, Judge, Origin, Outcome, ProgressEvent};
-use smolsweep::model::{Product, ScanReport, Scope};
+use smolsweep::model::{Product, ScanReport};
 use smolsweep::plan::{Action, Plan as CorePlan, Selection};
 use smolsweep::view::Confirmation;
 
@@ -291,18 +291,7 @@ pub fn progress_of(plan: &CorePlan, e: &ProgressEvent) -> Option<Progress> {
 
 // ---- Stop / End process / Delete --------------------------------------------------------------
 
-/// What the user asked to do with a VM.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum VmAction {
-    /// Stop the machine the VM belongs to, through its product's CLI. For an orphan (no machine
-    /// owns it) this is ending the process.
-    Stop,
-    /// End an orphaned VM process: SIGTERM, a grace period, SIGKILL, death confirmed.
-    Reap,
-    /// Delete the machine the VM belongs to (record and storage), through its product's CLI.
-    Delete,
-}
+pub use smolsweep::target::{Target as VmTarget, VmAction};
 
 /// A machine or sandbox named in the scan's machine list (the Running VMs view's rows).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -311,9 +300,9 @@ pub struct MachineRef {
     pub name: String,
 }
 
-/// What Stop / End process / Delete of one VM or machine will do, shown before it runs: drawn
-/// from the core plan for that selection — the plan the executor runs — with the core's
-/// confirmation of it.
+/// What Stop / End process / Delete of one VM or machine will do, shown before it runs: the
+/// core's plan for that target ([`smolsweep::target::plan_for`]) — the plan the executor runs —
+/// with the core's confirmation and words for it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VmPlan {
     pub pid: u32,
@@ -348,24 +337,50 @@ pub struct VmPlan {
     pub core: Option<CorePlan>,
 }
 
-/// "Delete 1 item (2.0 MB)" and "about 2.0 MB to free" as one sentence (the CLI's plan line).
-pub fn confirmation_sentence(c: &Confirmation) -> String {
-    if c.estimate_bytes > 0 {
-        format!("{}; about {} to free.", c.headline, c.estimate)
-    } else {
-        format!("{}.", c.headline)
-    }
-}
-
-fn command_of(action: VmAction) -> &'static str {
-    match action {
-        VmAction::Delete => "delete",
-        VmAction::Stop => "stop",
-        VmAction::Reap => "end process",
-    }
-}
-
 impl VmPlan {
+    /// The plan for `action` on `target` from `report`, as the window and the tray show it.
+    pub fn of(report: &ScanReport, target: &VmTarget, action: VmAction, cascade: bool) -> Self {
+        let t = smolsweep::target::plan_for(report, target, action, cascade);
+        let confirmation = t.confirmation();
+        let core = t.plan.clone().ok();
+        VmPlan {
+            pid: t.pid,
+            start_time: t.start_time,
+            machine: t
+                .machine
+                .clone()
+                .map(|(product, name)| MachineRef { product, name }),
+            action: t.action,
+            command: t.command.into(),
+            target: t.target.clone(),
+            steps: core
+                .iter()
+                .flat_map(|c| c.actions.iter().map(|a| a.summary.clone()))
+                .collect(),
+            refused: t
+                .refused()
+                .into_iter()
+                .map(|s| Refusal {
+                    id: s.id,
+                    path: None,
+                    reason: s.why,
+                })
+                .collect(),
+            estimated_bytes: confirmation.estimate_bytes,
+            confirmation,
+            cascade,
+            cascade_available: t.cascade_available,
+            digest: core
+                .as_ref()
+                .map(CorePlan::action_digest)
+                .unwrap_or_default(),
+            title: t.title(),
+            question: t.question(),
+            ok: t.ok().into(),
+            core,
+        }
+    }
+
     /// Every line the confirmation lists: what runs, then what was not planned and why.
     pub fn lines(&self) -> Vec<String> {
         let refused = self
@@ -374,64 +389,10 @@ impl VmPlan {
             .map(|r| format!("not planned: {}", r.reason));
         self.steps.iter().cloned().chain(refused).collect()
     }
-
-    fn with_text(mut self) -> Self {
-        let verb = match self.command.as_str() {
-            "stop" => "Stop",
-            "delete" => "Delete",
-            _ => "End process",
-        };
-        self.title = format!("{verb}: {}", self.target);
-        self.ok = verb.into();
-        self.question = if self.steps.is_empty() {
-            "Nothing can be done, so nothing will run.".into()
-        } else {
-            format!(
-                "{} Each action is checked again against the system as it is when it runs; nothing else is touched.",
-                confirmation_sentence(&self.confirmation)
-            )
-        };
-        self
-    }
-
-    fn refused(pid: u32, start_time: u64, action: VmAction, command: &str, why: String) -> Self {
-        VmPlan {
-            pid,
-            start_time,
-            machine: None,
-            action,
-            command: command.into(),
-            target: format!("pid {pid}"),
-            steps: vec![],
-            refused: vec![Refusal {
-                id: format!("pid:{pid}"),
-                path: None,
-                reason: why.clone(),
-            }],
-            confirmation: Confirmation {
-                headline: "Nothing to do".into(),
-                estimate_bytes: 0,
-                estimate: smolsweep::view::bytes(0),
-                lines: vec![],
-                not_planned: vec![why],
-            },
-            estimated_bytes: 0,
-            cascade: false,
-            cascade_available: false,
-            digest: String::new(),
-            title: String::new(),
-            question: String::new(),
-            ok: String::new(),
-            core: None,
-        }
-        .with_text()
-    }
 }
 
 /// The core plan for Stop / End process / Delete of the VM process `pid` (with the start time
-/// the user saw). A VM of this HOME that a machine owns is stopped or deleted as that machine; an
-/// orphan — or a VM that is not this HOME's, which the planner refuses — is planned as ending
-/// the process. Pure: looks at the report only.
+/// the user saw). Pure: looks at the report only.
 pub fn vm_plan(
     report: &ScanReport,
     pid: u32,
@@ -439,81 +400,16 @@ pub fn vm_plan(
     action: VmAction,
     cascade: bool,
 ) -> VmPlan {
-    let Some(p) = report
-        .processes
-        .iter()
-        .find(|p| p.pid == pid && p.start_time == start_time)
-    else {
-        return VmPlan::refused(
-            pid,
-            start_time,
-            action,
-            command_of(action),
-            "that VM is not in the latest scan (it ended, or its pid belongs to another process now); nothing was planned".into(),
-        );
-    };
-    let machine = report.machines.iter().find(|m| {
-        p.scope == Scope::ThisHome
-            && !p.orphan
-            && m.product == p.product
-            && Some(m.name.as_str()) == p.owner.as_deref()
-    });
-    let (selection, command) = match (action, machine) {
-        (VmAction::Delete, Some(m)) => (
-            Selection {
-                delete_machines: vec![m.name.clone()],
-                cascade,
-                ..Default::default()
-            },
-            "delete",
-        ),
-        (VmAction::Delete, None) => {
-            return VmPlan::refused(
-                pid,
-                start_time,
-                action,
-                "delete",
-                "no machine of this HOME owns this VM, so there is no machine to delete; nothing was planned".into(),
-            )
-        }
-        (VmAction::Stop, Some(m)) => (
-            Selection {
-                stop_machines: vec![m.name.clone()],
-                ..Default::default()
-            },
-            "stop",
-        ),
-        // For another HOME's VM nothing is planned: it keeps the name the user clicked.
-        _ => (
-            Selection {
-                reap_pids: vec![pid],
-                ..Default::default()
-            },
-            if action == VmAction::Stop && p.scope != Scope::ThisHome {
-                "stop"
-            } else {
-                "end process"
-            },
-        ),
-    };
-    let target = format!(
-        "{} {} (pid {pid})",
-        p.product.display_name(),
-        p.owner.as_deref().unwrap_or("VM")
-    );
-    let owner = p.owner.clone().unwrap_or_default();
-    planned(
+    VmPlan::of(
         report,
-        (pid, start_time, None),
-        (action, command, cascade),
-        (p.product, &owner, target),
-        selection,
+        &VmTarget::Process { pid, start_time },
+        action,
+        cascade,
     )
 }
 
 /// The core plan for Stop / Delete of the machine or sandbox `name` of `product`, as the
-/// Running VMs view lists it (`view::MachineRow`): through the core planner's
-/// `stop_machines` / `delete_machines`, carried out by the product's own CLI. Pure.
+/// Running VMs view lists it (`view::MachineRow`). Pure.
 pub fn machine_plan(
     report: &ScanReport,
     product: Product,
@@ -521,127 +417,11 @@ pub fn machine_plan(
     action: VmAction,
     cascade: bool,
 ) -> VmPlan {
-    let Some(m) = report
-        .machines
-        .iter()
-        .find(|m| m.product == product && m.name == name)
-    else {
-        let mut p = VmPlan::refused(
-            0,
-            0,
-            action,
-            command_of(action),
-            format!("no machine named '{name}' in the latest scan; nothing was planned"),
-        );
-        p.machine = Some(MachineRef {
-            product,
-            name: name.into(),
-        });
-        return p.with_text();
+    let target = VmTarget::Machine {
+        product,
+        name: name.into(),
     };
-    let selection = match action {
-        VmAction::Delete => Selection {
-            delete_machines: vec![m.name.clone()],
-            cascade,
-            ..Default::default()
-        },
-        _ => Selection {
-            stop_machines: vec![m.name.clone()],
-            ..Default::default()
-        },
-    };
-    let action = if action == VmAction::Reap {
-        VmAction::Stop
-    } else {
-        action
-    };
-    let target = format!("{} {}", product.display_name(), m.name);
-    planned(
-        report,
-        (
-            m.pid.unwrap_or(0),
-            m.pid_start_time.unwrap_or(0),
-            Some(MachineRef {
-                product,
-                name: m.name.clone(),
-            }),
-        ),
-        (action, command_of(action), cascade),
-        (product, &m.name, target),
-        selection,
-    )
-}
-
-/// Plan `selection` and describe it; refuse a plan that acts on a machine of the other product
-/// of the same name (machines are selected by name).
-fn planned(
-    report: &ScanReport,
-    (pid, start_time, machine): (u32, u64, Option<MachineRef>),
-    (action, command, cascade): (VmAction, &str, bool),
-    (product, name, target): (Product, &str, String),
-    selection: Selection,
-) -> VmPlan {
-    let core = CorePlan::from_scan(report, &selection);
-    let other_product = core.actions.iter().any(|a| match &a.action {
-        Action::StopMachine { product: p, .. } | Action::DeleteMachine { product: p, .. } => {
-            *p != product
-        }
-        _ => false,
-    });
-    if other_product {
-        let mut p = VmPlan::refused(
-            pid,
-            start_time,
-            action,
-            command,
-            format!(
-                "the planner chose a machine of the other product named '{name}'; nothing was planned (use the CLI)"
-            ),
-        );
-        p.machine = machine;
-        return p;
-    }
-    let cascade_available = action == VmAction::Delete
-        && !cascade
-        && core.actions.is_empty()
-        && !CorePlan::from_scan(
-            report,
-            &Selection {
-                cascade: true,
-                ..selection.clone()
-            },
-        )
-        .actions
-        .is_empty();
-    let confirmation = smolsweep::view::confirmation(&core);
-    VmPlan {
-        pid,
-        start_time,
-        machine,
-        action,
-        command: command.into(),
-        target,
-        steps: core.actions.iter().map(|a| a.summary.clone()).collect(),
-        refused: core
-            .skipped_at_plan
-            .iter()
-            .map(|s| Refusal {
-                id: s.id.clone(),
-                path: None,
-                reason: s.why.clone(),
-            })
-            .collect(),
-        estimated_bytes: confirmation.estimate_bytes,
-        confirmation,
-        cascade,
-        cascade_available,
-        digest: core.action_digest(),
-        title: String::new(),
-        question: String::new(),
-        ok: String::new(),
-        core: Some(core),
-    }
-    .with_text()
+    VmPlan::of(report, &target, action, cascade)
 }
 
 /// What happened to one action.
@@ -949,6 +729,7 @@ fn is_zombie(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use smolsweep::model::Scope;
 
     /// The executor's mechanics on hand-built findings: the re-judge answers "as planned".
     struct AsPlanned;
@@ -1304,6 +1085,41 @@ mod tests {
         let gone = vm_plan(&r, 20, 2, VmAction::Stop, false);
         assert!(gone.core.is_none());
         assert!(gone.refused[0].reason.contains("not in the latest scan"));
+    }
+
+    /// A machine row of one product whose name a sandbox of the other product also has: the
+    /// core plans exactly that product's machine (it used to be refused as ambiguous), and a VM
+    /// owned by it stops that machine, never its namesake.
+    #[test]
+    fn a_machine_row_beside_a_namesake_of_the_other_product_plans_its_own() {
+        let home = tempfile::tempdir().unwrap();
+        let mut r = report(home.path(), vec![]);
+        r.machines.push(machine("web", None));
+        let mut sandbox = machine("web", None);
+        sandbox.product = Product::Celesto;
+        r.machines.push(sandbox);
+        r.processes
+            .push(vm(10, 1, Some("web"), false, Scope::ThisHome));
+        for p in [
+            machine_plan(&r, Product::Smolvm, "web", VmAction::Stop, false),
+            vm_plan(&r, 10, 1, VmAction::Stop, false),
+        ] {
+            let core = p.core.as_ref().unwrap();
+            assert!(p.refused.is_empty(), "{:?}", p.refused);
+            assert!(
+                matches!(
+                    &core.actions[..],
+                    [a] if matches!(&a.action, Action::StopMachine { product: Product::Smolvm, name, .. } if name == "web")
+                ),
+                "{:?}",
+                core.actions
+            );
+        }
+        let celesto = machine_plan(&r, Product::Celesto, "web", VmAction::Delete, false);
+        assert!(matches!(
+            &celesto.core.as_ref().unwrap().actions[..],
+            [a] if matches!(&a.action, Action::DeleteMachine { product: Product::Celesto, .. })
+        ));
     }
 
     #[test]

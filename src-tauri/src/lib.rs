@@ -27,6 +27,7 @@ mod watch;
 
 pub use backend::{
     Backend, History, MachineRef, Plan, RealBackend, ReclaimOutcome, VmAction, VmOutcome, VmPlan,
+    VmTarget,
 };
 pub use notes::{Clock, DesktopNotifier, Note, Notifier, OrphanWatch, SystemClock};
 pub use settings::Settings;
@@ -406,7 +407,12 @@ async fn plan_machine_action<R: Runtime>(
 ) -> Result<VmPlan, String> {
     let report = scan_now(&app).await?;
     let target = VmTarget::Machine { product, name };
-    Ok(target.plan(&report, action, cascade.unwrap_or(false)))
+    Ok(VmPlan::of(
+        &report,
+        &target,
+        action,
+        cascade.unwrap_or(false),
+    ))
 }
 
 #[tauri::command]
@@ -774,7 +780,7 @@ fn confirm_tray_reclaim<R: Runtime>(app: &AppHandle<R>) {
 /// and the window word it (headline, estimate, then the first action lines).
 pub fn tray_reclaim_text(plan: &Plan) -> (String, String) {
     let c = &plan.confirmation;
-    let mut msg = format!("{}?\n", backend::confirmation_sentence(c));
+    let mut msg = format!("{}?\n", c.sentence());
     for l in c.lines.iter().take(8) {
         msg.push_str(&format!("\n• {l}"));
     }
@@ -860,27 +866,6 @@ pub async fn run_vm<R: Runtime>(
     run_target(app, surface, target, (action, cascade), digest).await
 }
 
-/// What a Stop / End process / Delete is about: a VM process, or a machine row.
-#[derive(Debug, Clone)]
-pub enum VmTarget {
-    Process { pid: u32, start_time: u64 },
-    Machine { product: Product, name: String },
-}
-
-impl VmTarget {
-    /// The core plan for `action` on this target ([`backend::vm_plan`], [`backend::machine_plan`]).
-    pub fn plan(&self, report: &ScanReport, action: VmAction, cascade: bool) -> VmPlan {
-        match self {
-            VmTarget::Process { pid, start_time } => {
-                backend::vm_plan(report, *pid, *start_time, action, cascade)
-            }
-            VmTarget::Machine { product, name } => {
-                backend::machine_plan(report, *product, name, action, cascade)
-            }
-        }
-    }
-}
-
 /// Run the confirmed plan for `action` on `target`, re-planned from the latest scan (see
 /// [`run_vm`]).
 pub async fn run_target<R: Runtime>(
@@ -894,7 +879,7 @@ pub async fn run_target<R: Runtime>(
     let out = {
         let _g = st.scan_lock.lock().await;
         let report = lock(&st.report).clone().ok_or("no scan has finished yet")?;
-        let plan = target.plan(&report, action, cascade);
+        let plan = VmPlan::of(&report, &target, action, cascade);
         if digest.is_some_and(|d| d != plan.digest) {
             return Err(VM_PLAN_CHANGED.into());
         }
