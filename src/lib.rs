@@ -15,6 +15,7 @@ pub mod keep;
 pub mod kind;
 pub mod locks;
 pub mod model;
+pub mod pathblock;
 pub mod pathser;
 pub mod plan;
 pub mod policy;

@@ -12,8 +12,10 @@ pub mod detach;
 pub mod judge;
 pub mod machines;
 pub mod ownership;
+pub(crate) mod rcfile;
 pub mod reap;
 pub(crate) mod record;
+pub(crate) mod remove;
 pub mod runner;
 pub mod teardown;
 

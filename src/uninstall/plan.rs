@@ -1217,7 +1217,7 @@ mod tests {
     use super::*;
     use crate::install::Install;
     use crate::model::Platform;
-    use crate::uninstall::pathblock::PathBlock;
+    use crate::pathblock::PathBlock;
     use crate::uninstall::preflight::{
         Credential, Launcher, MachineRecord, SharedDotSmolvm, StateDir, PREFLIGHT_SCHEMA,
     };
@@ -1299,7 +1299,7 @@ mod tests {
         assert_eq!(removed(&plan), [home.join(".cache/smolvm")]);
         for s in &plan.steps {
             if let Action::RemoveTree { path, root, .. } = &s.action {
-                assert!(crate::uninstall::remove::refusal(path, root, &home).is_none());
+                assert!(crate::exec::remove::refusal(path, root, &home).is_none());
             }
         }
     }

@@ -14,10 +14,9 @@ use crate::env::EnvSnapshot;
 use crate::exec::detach::MountEntry;
 use crate::install::Install;
 use crate::model::{human_bytes, Platform, Product, Scope};
+use crate::pathblock::{self, PathBlock};
 use crate::procs::RawProcess;
 use crate::roots::{celesto_roots, dot_smolvm_contents, smolvm_roots};
-
-use super::pathblock::{self, PathBlock};
 
 /// Schema name of the preflight report.
 pub const PREFLIGHT_SCHEMA: &str = "smolsweep.uninstall.preflight/1";
