@@ -17,9 +17,10 @@ use crate::model::{human_bytes, Platform, Product};
 use crate::plan::{Action, Plan, PlannedAction, PLAN_SCHEMA};
 
 use crate::install::Install;
+use crate::roots::is_system_path;
 
 use super::preflight::{
-    is_system_path, state_label, state_why, MachineRecord, Preflight, SharedDotSmolvm, StateDir,
+    state_label, state_why, MachineRecord, Preflight, SharedDotSmolvm, StateDir,
 };
 
 /// Schema name of an uninstall plan.
