@@ -22,6 +22,7 @@ pub mod policy;
 pub mod procs;
 pub mod prom;
 pub mod qcow2;
+pub(crate) mod record;
 pub mod report;
 pub mod roots;
 pub mod scan;

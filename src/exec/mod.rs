@@ -14,7 +14,6 @@ pub mod machines;
 pub mod ownership;
 pub(crate) mod rcfile;
 pub mod reap;
-pub(crate) mod record;
 pub(crate) mod remove;
 pub mod runner;
 pub mod teardown;
@@ -25,11 +24,11 @@ use std::path::{Path, PathBuf};
 use crate::journal::Journal;
 use crate::model::Product;
 use crate::plan::{Action, Plan, PlanError};
-use delete::{Confirmed, DeleteOutcome, IdentityCheck, Target};
-pub use judge::{Judge, Rejudge};
-pub use record::{
+pub use crate::record::{
     ActionRecord, ExecReport, FsMeasure, Origin, Outcome, ProgressEvent, RESULT_SCHEMA,
 };
+use delete::{Confirmed, DeleteOutcome, IdentityCheck, Target};
+pub use judge::{Judge, Rejudge};
 
 /// Whether actions are carried out.
 #[derive(Debug)]
