@@ -29,26 +29,9 @@ use rustix::fs::{self as rfs, AtFlags, Dir, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
+use super::confirm::Confirmed;
 use crate::model::FileIdentity;
-use crate::plan::{is_normal_absolute, strictly_inside, Plan};
-
-/// Proof that a person (or `--yes`) confirmed this plan. Only the executing path creates one.
-#[derive(Debug)]
-pub struct Confirmed {
-    plan_id: String,
-}
-
-impl Confirmed {
-    /// The user confirmed `plan` (answered yes, or passed `--yes`).
-    pub fn for_plan(plan: &Plan) -> Confirmed {
-        Confirmed {
-            plan_id: plan.id.clone(),
-        }
-    }
-    pub fn plan_id(&self) -> &str {
-        &self.plan_id
-    }
-}
+use crate::plan::{is_normal_absolute, strictly_inside};
 
 /// How strictly the target's identity is re-checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -688,6 +671,8 @@ fn open_dir_noatime(parent: &OwnedFd, name: &CStr) -> rustix::io::Result<OwnedFd
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::How;
+    use crate::plan::Plan;
     use std::fs;
 
     fn plan_stub() -> Plan {
@@ -732,7 +717,10 @@ mod tests {
         std::os::unix::fs::symlink(outside.join("keep"), root.join("d/flink")).unwrap();
         let id = identity_of(&root.join("d")).unwrap();
         let p = root.join("d");
-        let o = delete_path(&Confirmed::for_plan(&plan_stub()), &target(&root, &p, &id));
+        let o = delete_path(
+            &Confirmed::of(&plan_stub(), How::YesFlag),
+            &target(&root, &p, &id),
+        );
         assert_eq!(o, DeleteOutcome::Deleted { entries: 6 });
         assert!(!p.exists());
         assert!(outside.join("keep").exists());
@@ -750,7 +738,10 @@ mod tests {
         let id = identity_of(&real.join("sub")).unwrap();
         std::os::unix::fs::symlink(&real, root.join("a")).unwrap();
         let p = root.join("a/sub");
-        let o = delete_path(&Confirmed::for_plan(&plan_stub()), &target(&root, &p, &id));
+        let o = delete_path(
+            &Confirmed::of(&plan_stub(), How::YesFlag),
+            &target(&root, &p, &id),
+        );
         assert!(matches!(o, DeleteOutcome::Changed { .. }), "{o:?}");
         assert!(real.join("sub/f").exists());
     }
@@ -763,7 +754,7 @@ mod tests {
         fs::write(&f, b"one").unwrap();
         let id = identity_of(&f).unwrap();
         fs::write(&f, b"grown!").unwrap();
-        let tok = Confirmed::for_plan(&plan_stub());
+        let tok = Confirmed::of(&plan_stub(), How::YesFlag);
         let o = delete_path(&tok, &target(root, &f, &id));
         assert!(matches!(o, DeleteOutcome::Changed { .. }), "{o:?}");
         assert!(f.exists());

@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::delete::{self, Confirmed, IdentityCheck, Target};
-use super::{delete_outcome, Outcome};
+use super::delete::{self, IdentityCheck, Target};
+use super::{delete_outcome, Confirmed, Outcome};
 use super::{rcfile, remove};
 use crate::model::FileIdentity;
 use crate::plan::Plan;
