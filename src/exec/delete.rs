@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use super::confirm::Confirmed;
 use crate::model::FileIdentity;
 use crate::plan::{is_normal_absolute, strictly_inside};
+use crate::record::Outcome;
 
 /// How strictly the target's identity is re-checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -313,6 +314,25 @@ pub fn precheck(t: &Target) -> Option<DeleteOutcome> {
                 None
             }
         }
+    }
+}
+
+/// What the executor records for what the primitive did.
+pub(crate) fn delete_outcome(o: DeleteOutcome) -> Outcome {
+    match o {
+        DeleteOutcome::Deleted { entries } => Outcome::done(format!(
+            "deleted ({entries} entr{})",
+            if entries == 1 { "y" } else { "ies" }
+        )),
+        DeleteOutcome::AlreadyGone => Outcome::skipped("already gone"),
+        DeleteOutcome::Changed { why } => Outcome::skipped(why),
+        DeleteOutcome::Refused { why } => Outcome::skipped(why),
+        DeleteOutcome::Partial { left, why, .. } => Outcome::Skipped {
+            why,
+            partial: true,
+            left,
+        },
+        DeleteOutcome::Failed { error } => Outcome::failed(error),
     }
 }
 

@@ -32,7 +32,7 @@ pub use crate::record::{
     ActionRecord, ExecReport, FsMeasure, Origin, Outcome, ProgressEvent, RESULT_SCHEMA,
 };
 pub use confirm::{Confirmed, How};
-use delete::{DeleteOutcome, IdentityCheck, Target};
+use delete::{delete_outcome, IdentityCheck, Target};
 pub use judge::{Judge, Rejudge};
 
 /// Whether actions are carried out.
@@ -372,24 +372,6 @@ fn target<'a>(plan: &'a Plan, a: &'a Action) -> Option<Target<'a>> {
             },
         }),
         _ => None,
-    }
-}
-
-pub(crate) fn delete_outcome(o: DeleteOutcome) -> Outcome {
-    match o {
-        DeleteOutcome::Deleted { entries } => Outcome::done(format!(
-            "deleted ({entries} entr{})",
-            if entries == 1 { "y" } else { "ies" }
-        )),
-        DeleteOutcome::AlreadyGone => Outcome::skipped("already gone"),
-        DeleteOutcome::Changed { why } => Outcome::skipped(why),
-        DeleteOutcome::Refused { why } => Outcome::skipped(why),
-        DeleteOutcome::Partial { left, why, .. } => Outcome::Skipped {
-            why,
-            partial: true,
-            left,
-        },
-        DeleteOutcome::Failed { error } => Outcome::failed(error),
     }
 }
 

@@ -6,11 +6,12 @@
 
 use std::path::{Path, PathBuf};
 
-use super::delete::{self, IdentityCheck, Target};
-use super::{delete_outcome, Confirmed, Outcome};
+use super::confirm::Confirmed;
+use super::delete::{self, delete_outcome, IdentityCheck, Target};
 use super::{rcfile, remove};
 use crate::model::FileIdentity;
 use crate::plan::Plan;
+use crate::record::Outcome;
 
 /// Remove `path` (bounded by `root`) if it is still what the plan saw (device, inode, type; a
 /// tree changes its sizes and times while the machines in it are deleted). Anything changed
