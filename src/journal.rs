@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::exec::record::{ActionRecord, ExecReport, FsMeasure, Origin, Outcome};
 use crate::plan::{Plan, PlannedAction};
+use crate::record::{ActionRecord, ExecReport, FsMeasure, Origin, Outcome};
 
 /// File name of the journal inside the data directory.
 pub const JOURNAL_FILE: &str = "journal.jsonl";

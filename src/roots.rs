@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::env::EnvSnapshot;
-use crate::model::Platform;
+use crate::model::{Platform, Product};
 
 /// A candidate directory and why it is a candidate.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -455,6 +455,65 @@ fn smolvm_set(
         cache_root,
         config_dir,
     }
+}
+
+/// Every state directory an uninstall may remove, per product and kind, as the environment
+/// resolves them (nothing is read but the environment).
+pub fn state_dir_candidates(
+    env: &EnvSnapshot,
+    platform: Platform,
+) -> Vec<(Product, &'static str, PathBuf, String)> {
+    let smol = smolvm_roots(platform, env);
+    let cel = celesto_roots(platform, env);
+    let mut out = Vec::new();
+    for set in user_smolvm_sets(&smol, &env.home) {
+        for (kind, path) in set.named_roots() {
+            out.push((Product::Smolvm, kind, path.clone(), set.source.clone()));
+        }
+    }
+    for (kind, dirs) in [("data_dir", &cel.data_dirs), ("image_dir", &cel.image_dirs)] {
+        for d in dirs.iter().filter(|d| !is_system_path(&d.path)) {
+            out.push((Product::Celesto, kind, d.path.clone(), d.source.clone()));
+        }
+    }
+    out.push((
+        Product::Celesto,
+        "celesto_home",
+        cel.home_dir.clone(),
+        "default".into(),
+    ));
+    out
+}
+
+/// The directories an uninstall removes from or inside, resolved from the environment now: the
+/// state directories, `~/.smolvm`, and the shared socket directory (for this HOME's runtime
+/// files only). The executor refuses a removal outside all of them, whatever a plan says.
+pub fn removal_roots(env: &EnvSnapshot, platform: Platform) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = state_dir_candidates(env, platform)
+        .into_iter()
+        .map(|(_, _, p, _)| p)
+        .collect();
+    out.push(env.home.join(".smolvm"));
+    out.push(celesto_roots(platform, env).socket_dir);
+    out
+}
+
+/// The smolvm root sets that belong to this user (not `/var/lib/smolvm`, not another HOME).
+pub fn user_smolvm_sets<'a>(
+    roots: &'a SmolvmRoots,
+    _home: &Path,
+) -> impl Iterator<Item = &'a SmolvmRootSet> {
+    roots
+        .sets
+        .iter()
+        .filter(|s| s.source == "default" || s.source == "SMOLVM_DATA_DIR")
+}
+
+/// Paths that need root: never planned for removal, only shown as commands.
+pub fn is_system_path(p: &Path) -> bool {
+    ["/var/lib", "/etc", "/opt", "/usr"]
+        .iter()
+        .any(|s| p.starts_with(s))
 }
 
 /// What `~/.smolvm` (or any directory with that role) holds, decided by content.

@@ -4,6 +4,7 @@
 //! above the cap always asks; one notification after each run.
 
 use serde::Serialize;
+use smolsweep::exec::{Confirmed, How};
 use smolsweep::model::ScanReport;
 use smolsweep::plan::Plan as CorePlan;
 use smolsweep::policy::Decision;
@@ -104,7 +105,7 @@ pub async fn after_scan<R: Runtime>(app: &AppHandle<R>, report: &ScanReport) -> 
         (None, false) => AskReason::First,
         (None, true) => {
             *lock(&st.auto_pending) = None;
-            let outcome = run(app, report, plan).await;
+            let outcome = run(app, report, plan, How::Policy).await;
             return AutoStep::Ran { outcome };
         }
     };
@@ -149,12 +150,14 @@ pub async fn after_scan<R: Runtime>(app: &AppHandle<R>, report: &ScanReport) -> 
     AutoStep::Asked { preview: pv }
 }
 
-/// Run a plan the policy made, through the one executor, journaled with surface `auto`; one
-/// notification afterwards.
+/// Run a plan the policy made, confirmed `how` (by the policy itself, or a click on its
+/// preview), through the one executor, journaled with surface `auto`; one notification
+/// afterwards.
 async fn run<R: Runtime>(
     app: &AppHandle<R>,
     report: &ScanReport,
     plan: CorePlan,
+    how: How,
 ) -> ReclaimOutcome {
     let st = app.state::<AppState>();
     let core = plan.clone();
@@ -164,8 +167,9 @@ async fn run<R: Runtime>(
     let out = {
         let _g = st.scan_lock.lock().await;
         let origin = smolsweep::exec::Origin::new("auto", "auto");
+        let confirmed = Confirmed::of(&core, how);
         tauri::async_runtime::spawn_blocking(move || {
-            let r = b.execute(&core, origin, &|_| {});
+            let r = b.execute(&core, confirmed, origin, &|_| {});
             ReclaimOutcome::of(&shown, r, started)
         })
         .await
@@ -227,7 +231,7 @@ pub async fn confirm<R: Runtime>(
         }
         *lock(&st.settings) = s;
     }
-    let out = run(app, &report, plan).await;
+    let out = run(app, &report, plan, How::Click).await;
     let _ = crate::scan_now(app).await;
     Ok(out)
 }

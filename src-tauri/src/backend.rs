@@ -14,7 +14,9 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use smolsweep::exec::{ActionRunner, ExecReport, Judge, Origin, Outcome, ProgressEvent};
+use smolsweep::exec::{
+    ActionRunner, Confirmed, ExecContext, ExecReport, Judge, Origin, Outcome, ProgressEvent,
+};
 use smolsweep::model::{Product, ScanReport};
 use smolsweep::plan::{Action, Plan as CorePlan, Selection};
 use smolsweep::view::Confirmation;
@@ -588,10 +590,12 @@ pub trait Backend: Send + Sync + 'static {
     fn scan(&self) -> anyhow::Result<ScanReport>;
     /// Execute a confirmed core plan through `smolsweep::exec::execute`: every action re-judged
     /// at the moment it runs, every outcome journaled in the core journal with `origin`. `Err`
-    /// when nothing ran (the journal or the environment could not be opened).
+    /// when nothing ran (the journal or the environment could not be opened, or `confirmed` was
+    /// made for another plan).
     fn execute(
         &self,
         plan: &CorePlan,
+        confirmed: Confirmed,
         origin: Origin,
         progress: &dyn Fn(&ProgressEvent),
     ) -> Result<ExecReport, String>;
@@ -654,6 +658,7 @@ impl Backend for RealBackend {
     fn execute(
         &self,
         plan: &CorePlan,
+        confirmed: Confirmed,
         origin: Origin,
         progress: &dyn Fn(&ProgressEvent),
     ) -> Result<ExecReport, String> {
@@ -669,7 +674,9 @@ impl Backend for RealBackend {
             .map_err(|e| format!("cannot read the environment, so nothing was done: {e:#}"))?;
         let runner =
             smolsweep::exec::runner::RealRunner::new(env, smolsweep::model::Platform::current());
-        run_plan(plan, &journal, &mut judge, &runner, origin, progress)
+        run_plan(
+            plan, confirmed, &journal, &mut judge, &runner, origin, progress,
+        )
     }
 }
 
@@ -681,29 +688,25 @@ fn now_secs() -> u64 {
 }
 
 /// The one road every action of the app takes: open the core journal at `journal` (nothing runs
-/// without it), then run the confirmed `plan` with `smolsweep::exec::execute`, `judge` asked
-/// before every action and `runner` carrying out what is not a path deletion.
+/// without it), then run `plan`, which `confirmed` was made for, with `smolsweep::exec::execute`,
+/// `judge` asked before every action and `runner` carrying out what is not a path deletion.
 pub fn run_plan(
     plan: &CorePlan,
+    confirmed: Confirmed,
     journal: &Path,
     judge: &mut dyn Judge,
     runner: &dyn ActionRunner,
     origin: Origin,
     progress: &dyn Fn(&ProgressEvent),
 ) -> Result<ExecReport, String> {
-    use smolsweep::exec::{delete::Confirmed, ExecContext, RunMode};
     let mut journal = smolsweep::journal::Journal::open(journal)
         .map_err(|e| format!("cannot open the journal, so nothing was done: {e}"))?;
     smolsweep::exec::execute(
         plan,
-        ExecContext {
-            mode: RunMode::Execute(Confirmed::for_plan(plan)),
-            journal: Some(&mut journal),
-            progress: Some(progress),
-            runner,
-            judge,
-            origin,
-        },
+        ExecContext::confirmed(confirmed, runner, judge)
+            .journal(&mut journal)
+            .progress(progress)
+            .origin(origin),
     )
     .map_err(|e| format!("not run: {e}"))
 }
@@ -729,6 +732,7 @@ fn is_zombie(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use smolsweep::exec::How;
     use smolsweep::model::Scope;
 
     /// The executor's mechanics on hand-built findings: the re-judge answers "as planned".
@@ -865,6 +869,7 @@ mod tests {
         let events = std::cell::RefCell::new(vec![]);
         let r = run_plan(
             &core,
+            Confirmed::of(&core, How::Click),
             journal,
             &mut AsPlanned,
             &smolsweep::exec::UnwiredRunner,
@@ -1170,8 +1175,10 @@ mod tests {
                 .push(vm(pid, start_time, None, true, Scope::ThisHome));
             let p = vm_plan(&r, pid, start_time, VmAction::Reap, false);
             assert_eq!(p.steps.len(), 1, "{p:?}");
+            let core = p.core.as_ref().unwrap();
             let res = run_plan(
-                p.core.as_ref().unwrap(),
+                core,
+                Confirmed::of(core, How::Click),
                 &journal,
                 &mut AsPlanned,
                 &runner,

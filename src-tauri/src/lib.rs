@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::Serialize;
+use smolsweep::exec::{Confirmed, How};
 use smolsweep::model::{Product, ScanReport};
 use smolsweep::tray::{IconState, TrayAction, TrayEntry, TrayModel};
 use smolsweep::view::{Confirmation, ScanView};
@@ -818,8 +819,9 @@ pub async fn reclaim<R: Runtime>(
             smolsweep::exec::Origin::new(surface, "reclaim"),
         );
         let started = now_secs();
+        let confirmed = Confirmed::of(&core, How::Click);
         tauri::async_runtime::spawn_blocking(move || {
-            let r = b.execute(&core, origin, &|e| {
+            let r = b.execute(&core, confirmed, origin, &|e| {
                 if let Some(p) = backend::progress_of(&core, e) {
                     let _ = app2.emit(EV_PROGRESS, p);
                 }
@@ -890,8 +892,9 @@ pub async fn run_target<R: Runtime>(
             st.backend.clone(),
             smolsweep::exec::Origin::new(surface, &plan.command),
         );
+        let confirmed = Confirmed::of(&core, How::Click);
         tauri::async_runtime::spawn_blocking(move || {
-            VmOutcome::of(&plan, b.execute(&core, origin, &|_| {}))
+            VmOutcome::of(&plan, b.execute(&core, confirmed, origin, &|_| {}))
         })
         .await
         .map_err(|e| e.to_string())?

@@ -358,6 +358,7 @@ pub async fn run_now<R: Runtime>(
             let mut judge = u.judge(&env);
             let run = urun::run_with(
                 &plan2,
+                smolsweep::exec::How::Click,
                 runner.as_ref(),
                 judge.as_mut(),
                 Some(&mut journal),

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use crate::exec::{self, delete::Confirmed, ExecContext, RunMode};
+use crate::exec::{self, Confirmed, ExecContext, How};
 use crate::journal::Journal;
 use crate::policy::{Decision, Policy};
 
@@ -90,16 +90,12 @@ pub fn run(a: AutoArgs) -> i32 {
         Ok(j) => j,
         Err(e) => return refuse("error", &format!("cannot open the journal: {e}")),
     };
+    let confirmed = Confirmed::of(&plan, How::Policy);
     let result = exec::execute(
         &plan,
-        ExecContext {
-            mode: RunMode::Execute(Confirmed::for_plan(&plan)),
-            journal: Some(&mut journal),
-            progress: None,
-            runner,
-            judge: &mut judge,
-            origin: exec::Origin::new("auto", "auto --policy"),
-        },
+        ExecContext::confirmed(confirmed, runner, &mut judge)
+            .journal(&mut journal)
+            .origin(exec::Origin::new("auto", "auto --policy")),
     );
     match result {
         Ok(r) => {

@@ -14,8 +14,7 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use crate::exec::delete::Confirmed;
-use crate::exec::{self, ActionRunner, ExecContext, ExecReport, Outcome, RunMode};
+use crate::exec::{self, ActionRunner, Confirmed, ExecContext, ExecReport, How, Outcome};
 use crate::journal::{self, Journal};
 use crate::model::{human_bytes, OptInClass, ScanReport};
 use crate::pathser::{escape_text, shown};
@@ -714,7 +713,7 @@ fn run_plan_with(plan: &Plan, mode: Mode<'_>, mut judge: exec::Rejudge, command:
             return 1;
         }
     }
-    let token = Confirmed::for_plan(plan);
+    let confirmed = Confirmed::of(plan, if run.yes { How::YesFlag } else { How::Answered });
     let mut journal = match Journal::open_default() {
         Ok(j) => j,
         Err(e) => {
@@ -733,14 +732,10 @@ fn run_plan_with(plan: &Plan, mode: Mode<'_>, mut judge: exec::Rejudge, command:
     let listen = |ev: &exec::ProgressEvent| progress.event(ev);
     let result = exec::execute(
         plan,
-        ExecContext {
-            mode: RunMode::Execute(token),
-            journal: Some(&mut journal),
-            progress: Some(&listen),
-            runner: runner(),
-            judge: &mut judge,
-            origin: exec::Origin::new("cli", command),
-        },
+        ExecContext::confirmed(confirmed, runner(), &mut judge)
+            .journal(&mut journal)
+            .progress(&listen)
+            .origin(exec::Origin::new("cli", command)),
     );
     progress.finish();
     match result {

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use super::progress::{Progress, Style};
 use crate::env::EnvSnapshot;
-use crate::exec::Outcome;
+use crate::exec::{How, Outcome};
 use crate::model::{human_bytes, Platform};
 use crate::uninstall::plan::{self, ProductChoice, UninstallOptions, UninstallPlan};
 use crate::uninstall::preflight::{self, Preflight};
@@ -240,6 +240,11 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
     let listen = |ev: &crate::exec::ProgressEvent| progress.event(ev);
     let report = run::run_with(
         &plan,
+        if args.yes {
+            How::YesFlag
+        } else {
+            How::Answered
+        },
         &run::runner_for(&plan, &env, platform),
         &mut judge,
         Some(&mut journal),

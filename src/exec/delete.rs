@@ -29,26 +29,10 @@ use rustix::fs::{self as rfs, AtFlags, Dir, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
+use super::confirm::Confirmed;
 use crate::model::FileIdentity;
-use crate::plan::{is_normal_absolute, strictly_inside, Plan};
-
-/// Proof that a person (or `--yes`) confirmed this plan. Only the executing path creates one.
-#[derive(Debug)]
-pub struct Confirmed {
-    plan_id: String,
-}
-
-impl Confirmed {
-    /// The user confirmed `plan` (answered yes, or passed `--yes`).
-    pub fn for_plan(plan: &Plan) -> Confirmed {
-        Confirmed {
-            plan_id: plan.id.clone(),
-        }
-    }
-    pub fn plan_id(&self) -> &str {
-        &self.plan_id
-    }
-}
+use crate::plan::{is_normal_absolute, strictly_inside};
+use crate::record::Outcome;
 
 /// How strictly the target's identity is re-checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -330,6 +314,25 @@ pub fn precheck(t: &Target) -> Option<DeleteOutcome> {
                 None
             }
         }
+    }
+}
+
+/// What the executor records for what the primitive did.
+pub(crate) fn delete_outcome(o: DeleteOutcome) -> Outcome {
+    match o {
+        DeleteOutcome::Deleted { entries } => Outcome::done(format!(
+            "deleted ({entries} entr{})",
+            if entries == 1 { "y" } else { "ies" }
+        )),
+        DeleteOutcome::AlreadyGone => Outcome::skipped("already gone"),
+        DeleteOutcome::Changed { why } => Outcome::skipped(why),
+        DeleteOutcome::Refused { why } => Outcome::skipped(why),
+        DeleteOutcome::Partial { left, why, .. } => Outcome::Skipped {
+            why,
+            partial: true,
+            left,
+        },
+        DeleteOutcome::Failed { error } => Outcome::failed(error),
     }
 }
 
@@ -688,6 +691,8 @@ fn open_dir_noatime(parent: &OwnedFd, name: &CStr) -> rustix::io::Result<OwnedFd
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::How;
+    use crate::plan::Plan;
     use std::fs;
 
     fn plan_stub() -> Plan {
@@ -732,7 +737,10 @@ mod tests {
         std::os::unix::fs::symlink(outside.join("keep"), root.join("d/flink")).unwrap();
         let id = identity_of(&root.join("d")).unwrap();
         let p = root.join("d");
-        let o = delete_path(&Confirmed::for_plan(&plan_stub()), &target(&root, &p, &id));
+        let o = delete_path(
+            &Confirmed::of(&plan_stub(), How::YesFlag),
+            &target(&root, &p, &id),
+        );
         assert_eq!(o, DeleteOutcome::Deleted { entries: 6 });
         assert!(!p.exists());
         assert!(outside.join("keep").exists());
@@ -750,7 +758,10 @@ mod tests {
         let id = identity_of(&real.join("sub")).unwrap();
         std::os::unix::fs::symlink(&real, root.join("a")).unwrap();
         let p = root.join("a/sub");
-        let o = delete_path(&Confirmed::for_plan(&plan_stub()), &target(&root, &p, &id));
+        let o = delete_path(
+            &Confirmed::of(&plan_stub(), How::YesFlag),
+            &target(&root, &p, &id),
+        );
         assert!(matches!(o, DeleteOutcome::Changed { .. }), "{o:?}");
         assert!(real.join("sub/f").exists());
     }
@@ -763,7 +774,7 @@ mod tests {
         fs::write(&f, b"one").unwrap();
         let id = identity_of(&f).unwrap();
         fs::write(&f, b"grown!").unwrap();
-        let tok = Confirmed::for_plan(&plan_stub());
+        let tok = Confirmed::of(&plan_stub(), How::YesFlag);
         let o = delete_path(&tok, &target(root, &f, &id));
         assert!(matches!(o, DeleteOutcome::Changed { .. }), "{o:?}");
         assert!(f.exists());

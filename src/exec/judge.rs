@@ -127,9 +127,7 @@ impl Rejudge {
             ..
         } = self;
         removal_roots
-            .get_or_insert_with(|| {
-                crate::uninstall::preflight::removal_roots(&opts.env, opts.platform)
-            })
+            .get_or_insert_with(|| crate::roots::removal_roots(&opts.env, opts.platform))
             .clone()
     }
 

@@ -4,16 +4,21 @@
 //! Paths are deleted here (through [`delete`]); stopping and deleting machines, reaping processes
 //! and detaching mounts go through an [`ActionRunner`].
 //!
-//! A dry run cannot reach the delete primitive: [`delete::delete_path`] needs a
-//! [`delete::Confirmed`] token, and only [`RunMode::Execute`] carries one.
+//! A run is made one way: [`ExecContext::confirmed`] with the [`Confirmed`] token of the plan
+//! the user saw (or [`ExecContext::dry_run`]), then the journal, progress and origin added to it,
+//! then [`execute`]. A dry run cannot reach the delete primitive: [`delete::delete_path`] needs a
+//! [`Confirmed`] token, and only a confirmed context carries one; a token made for another plan
+//! runs nothing.
 
+mod confirm;
 pub mod delete;
 pub mod detach;
 pub mod judge;
 pub mod machines;
 pub mod ownership;
+pub(crate) mod rcfile;
 pub mod reap;
-pub(crate) mod record;
+pub(crate) mod remove;
 pub mod runner;
 pub mod teardown;
 
@@ -23,15 +28,16 @@ use std::path::{Path, PathBuf};
 use crate::journal::Journal;
 use crate::model::Product;
 use crate::plan::{Action, Plan, PlanError};
-use delete::{Confirmed, DeleteOutcome, IdentityCheck, Target};
-pub use judge::{Judge, Rejudge};
-pub use record::{
+pub use crate::record::{
     ActionRecord, ExecReport, FsMeasure, Origin, Outcome, ProgressEvent, RESULT_SCHEMA,
 };
+pub use confirm::{Confirmed, How};
+use delete::{delete_outcome, IdentityCheck, Target};
+pub use judge::{Judge, Rejudge};
 
 /// Whether actions are carried out.
 #[derive(Debug)]
-pub enum RunMode {
+enum RunMode {
     /// Report what would happen; read-only.
     DryRun,
     /// Carry the plan out; the token proves it was confirmed.
@@ -39,8 +45,20 @@ pub enum RunMode {
 }
 
 impl RunMode {
-    pub fn is_dry_run(&self) -> bool {
+    fn is_dry_run(&self) -> bool {
         matches!(self, RunMode::DryRun)
+    }
+
+    /// Refuses a token made for another plan than `plan` as it is now (a dry run needs none).
+    fn may_run(&self, plan: &Plan) -> Result<(), ExecError> {
+        match self {
+            RunMode::Execute(token) if !token.is_for(plan) => Err(ExecError::WrongConfirmation {
+                how: token.how(),
+                confirmed: token.digest().into(),
+                plan: plan.id.clone(),
+            }),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -112,24 +130,30 @@ impl ActionRunner for UnwiredRunner {
     }
 }
 
-/// Everything [`execute`] needs besides the plan.
+/// Everything [`execute`] needs besides the plan, made only by [`ExecContext::confirmed`] or
+/// [`ExecContext::dry_run`]; a journal, progress events and the origin are added to it.
 pub struct ExecContext<'a> {
-    pub mode: RunMode,
+    mode: RunMode,
     /// Appended to as the plan runs (never in a dry run).
-    pub journal: Option<&'a mut Journal>,
-    pub progress: Option<&'a dyn Fn(&ProgressEvent)>,
-    pub runner: &'a dyn ActionRunner,
+    journal: Option<&'a mut Journal>,
+    progress: Option<&'a dyn Fn(&ProgressEvent)>,
+    runner: &'a dyn ActionRunner,
     /// Asked before each action whether it still judges as confirmed ([`Rejudge`] in every
     /// product surface).
-    pub judge: &'a mut dyn Judge,
-    pub origin: Origin,
+    judge: &'a mut dyn Judge,
+    origin: Origin,
 }
 
 impl<'a> ExecContext<'a> {
-    /// Execute `plan` as the user confirmed it, without a journal or progress events.
-    pub fn confirmed(plan: &Plan, runner: &'a dyn ActionRunner, judge: &'a mut dyn Judge) -> Self {
+    /// Carry out the plan `confirmed` was made for (any other plan is refused whole), without a
+    /// journal or progress events until they are added.
+    pub fn confirmed(
+        confirmed: Confirmed,
+        runner: &'a dyn ActionRunner,
+        judge: &'a mut dyn Judge,
+    ) -> Self {
         ExecContext {
-            mode: RunMode::Execute(delete::Confirmed::for_plan(plan)),
+            mode: RunMode::Execute(confirmed),
             journal: None,
             progress: None,
             runner,
@@ -138,7 +162,7 @@ impl<'a> ExecContext<'a> {
         }
     }
 
-    /// A dry run of `plan`: read-only checks, no journal.
+    /// A dry run: read-only checks, nothing journaled.
     pub fn dry_run(runner: &'a dyn ActionRunner, judge: &'a mut dyn Judge) -> Self {
         ExecContext {
             mode: RunMode::DryRun,
@@ -149,6 +173,27 @@ impl<'a> ExecContext<'a> {
             origin: Origin::new("cli", "dry run"),
         }
     }
+
+    /// Journal the run in `journal` (a dry run writes nothing to it).
+    pub fn journal(self, journal: &'a mut Journal) -> Self {
+        ExecContext {
+            journal: Some(journal),
+            ..self
+        }
+    }
+
+    /// Tell `listen` as each action starts and finishes.
+    pub fn progress(self, listen: &'a dyn Fn(&ProgressEvent)) -> Self {
+        ExecContext {
+            progress: Some(listen),
+            ..self
+        }
+    }
+
+    /// Which surface and command asked (recorded in the journal).
+    pub fn origin(self, origin: Origin) -> Self {
+        ExecContext { origin, ..self }
+    }
 }
 
 /// Why a plan was not run at all.
@@ -156,8 +201,12 @@ impl<'a> ExecContext<'a> {
 pub enum ExecError {
     #[error(transparent)]
     Plan(#[from] PlanError),
-    #[error("the confirmation was given for plan {confirmed}, not for plan {plan}")]
-    WrongConfirmation { confirmed: String, plan: String },
+    #[error("the confirmation ({how}) was given for plan {confirmed}, not for plan {plan}: nothing was done")]
+    WrongConfirmation {
+        how: How,
+        confirmed: String,
+        plan: String,
+    },
     #[error("the journal could not be written, so nothing was done: {0}")]
     Journal(std::io::Error),
 }
@@ -173,14 +222,7 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
         judge,
         origin,
     } = ctx;
-    if let RunMode::Execute(token) = &mode {
-        if token.plan_id() != plan.id {
-            return Err(ExecError::WrongConfirmation {
-                confirmed: token.plan_id().into(),
-                plan: plan.id.clone(),
-            });
-        }
-    }
+    mode.may_run(plan)?;
     let dry_run = mode.is_dry_run();
     let total = plan.actions.len();
     let before = if dry_run { Vec::new() } else { measure(plan) };
@@ -330,24 +372,6 @@ fn target<'a>(plan: &'a Plan, a: &'a Action) -> Option<Target<'a>> {
             },
         }),
         _ => None,
-    }
-}
-
-pub(crate) fn delete_outcome(o: DeleteOutcome) -> Outcome {
-    match o {
-        DeleteOutcome::Deleted { entries } => Outcome::done(format!(
-            "deleted ({entries} entr{})",
-            if entries == 1 { "y" } else { "ies" }
-        )),
-        DeleteOutcome::AlreadyGone => Outcome::skipped("already gone"),
-        DeleteOutcome::Changed { why } => Outcome::skipped(why),
-        DeleteOutcome::Refused { why } => Outcome::skipped(why),
-        DeleteOutcome::Partial { left, why, .. } => Outcome::Skipped {
-            why,
-            partial: true,
-            left,
-        },
-        DeleteOutcome::Failed { error } => Outcome::failed(error),
     }
 }
 

@@ -207,95 +207,116 @@ fn check(probe: &dyn ProcessProbe, target: &ProcessRef) -> io::Result<Check> {
     Ok(Check::Ours)
 }
 
+/// Whether `target` is ours to signal: `Err` is the outcome that ends the reap before any
+/// signal (gone, another process under the pid now, another user's, or unreadable).
+fn verify(probe: &dyn ProcessProbe, target: &ProcessRef) -> Result<(), ReapOutcome> {
+    match check(probe, target) {
+        Ok(Check::Ours) => Ok(()),
+        Ok(Check::Gone) => Err(ReapOutcome::AlreadyGone),
+        Ok(Check::Mismatch(found)) => Err(ReapOutcome::IdentityMismatch {
+            found_start_time: found,
+        }),
+        Ok(Check::NotOurs(uid)) => Err(ReapOutcome::NotOurs { uid }),
+        Err(e) => Err(failed(e)),
+    }
+}
+
+fn failed(e: impl std::fmt::Display) -> ReapOutcome {
+    ReapOutcome::Failed {
+        error: e.to_string(),
+    }
+}
+
+/// A verified process, as one reap path reaches it: through its pidfd, or by pid.
+trait Verified {
+    /// Send `sig`: `Ok(true)` sent, `Ok(false)` the process was gone already, `Err` the
+    /// outcome that ends the reap.
+    fn send(&self, sig: KillSignal) -> Result<bool, ReapOutcome>;
+    /// Whether the process has exited within `grace`.
+    fn exited_within(&self, grace: Duration) -> io::Result<bool>;
+}
+
+/// The escalation, one for both paths: SIGTERM, `term_grace`, SIGKILL, `kill_grace`, each death
+/// observed through `p`. A process gone before SIGTERM was never signalled by us; one gone
+/// before SIGKILL was ended by SIGTERM.
+fn escalate(p: &dyn Verified, opts: &ReapOptions, started: Instant) -> ReapOutcome {
+    let after_ms = || started.elapsed().as_millis() as u64;
+    for (sig, grace) in [
+        (KillSignal::Term, opts.term_grace),
+        (KillSignal::Kill, opts.kill_grace),
+    ] {
+        match p.send(sig) {
+            Ok(true) => {}
+            Ok(false) if sig == KillSignal::Term => return ReapOutcome::AlreadyGone,
+            Ok(false) => {
+                return ReapOutcome::Terminated {
+                    by: KillSignal::Term,
+                    after_ms: after_ms(),
+                }
+            }
+            Err(outcome) => return outcome,
+        }
+        match p.exited_within(grace) {
+            Ok(true) => {
+                return ReapOutcome::Terminated {
+                    by: sig,
+                    after_ms: after_ms(),
+                }
+            }
+            Ok(false) => {}
+            Err(e) => return failed(e),
+        }
+    }
+    ReapOutcome::StillAlive
+}
+
+/// The probe path's process: signalled by pid, its identity re-checked right before each
+/// signal, its death polled for.
+struct ByPid<'a> {
+    probe: &'a dyn ProcessProbe,
+    target: &'a ProcessRef,
+}
+
+impl Verified for ByPid<'_> {
+    fn send(&self, sig: KillSignal) -> Result<bool, ReapOutcome> {
+        // It died since the last look if it is gone, or if a new process has the pid (which
+        // is not ours to touch).
+        match check(self.probe, self.target) {
+            Ok(Check::Ours) => {}
+            Ok(Check::Gone | Check::Mismatch(_)) => return Ok(false),
+            Ok(Check::NotOurs(uid)) => return Err(ReapOutcome::NotOurs { uid }),
+            Err(e) => return Err(failed(e)),
+        }
+        match self.probe.signal(self.target.pid, sig) {
+            Ok(()) => Ok(true),
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(false),
+            Err(e) => Err(failed(e)),
+        }
+    }
+
+    fn exited_within(&self, grace: Duration) -> io::Result<bool> {
+        let deadline = Instant::now() + grace;
+        loop {
+            if let Check::Gone | Check::Mismatch(_) = check(self.probe, self.target)? {
+                return Ok(true);
+            }
+            if Instant::now() >= deadline {
+                return Ok(false);
+            }
+            std::thread::sleep(POLL_STEP.min(deadline.saturating_duration_since(Instant::now())));
+        }
+    }
+}
+
 /// The probe path: verify, signal by pid with the start time re-checked right before each
 /// signal, poll for death. A pid recycled between the re-check and the signal is a window of
 /// microseconds here; the Linux pidfd path has none.
 pub fn reap_with(probe: &dyn ProcessProbe, target: &ProcessRef, opts: &ReapOptions) -> ReapOutcome {
     let started = Instant::now();
-    let first = match check(probe, target) {
-        Ok(c) => c,
-        Err(e) => {
-            return ReapOutcome::Failed {
-                error: e.to_string(),
-            }
-        }
-    };
-    match first {
-        Check::Gone => return ReapOutcome::AlreadyGone,
-        Check::Mismatch(found) => {
-            return ReapOutcome::IdentityMismatch {
-                found_start_time: found,
-            }
-        }
-        Check::NotOurs(uid) => return ReapOutcome::NotOurs { uid },
-        Check::Ours => {}
+    if let Err(outcome) = verify(probe, target) {
+        return outcome;
     }
-    for (sig, grace) in [
-        (KillSignal::Term, opts.term_grace),
-        (KillSignal::Kill, opts.kill_grace),
-    ] {
-        // Re-check identity right before signalling.
-        match check(probe, target) {
-            Ok(Check::Ours) => {}
-            Ok(Check::Gone) | Ok(Check::Mismatch(_)) => {
-                // It died since the last look (a new process with the pid is not ours to touch).
-                return if sig == KillSignal::Term {
-                    ReapOutcome::AlreadyGone
-                } else {
-                    ReapOutcome::Terminated {
-                        by: KillSignal::Term,
-                        after_ms: started.elapsed().as_millis() as u64,
-                    }
-                };
-            }
-            Ok(Check::NotOurs(uid)) => return ReapOutcome::NotOurs { uid },
-            Err(e) => {
-                return ReapOutcome::Failed {
-                    error: e.to_string(),
-                }
-            }
-        }
-        match probe.signal(target.pid, sig) {
-            Ok(()) => {}
-            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
-                return if sig == KillSignal::Term {
-                    ReapOutcome::AlreadyGone
-                } else {
-                    ReapOutcome::Terminated {
-                        by: KillSignal::Term,
-                        after_ms: started.elapsed().as_millis() as u64,
-                    }
-                }
-            }
-            Err(e) => {
-                return ReapOutcome::Failed {
-                    error: e.to_string(),
-                }
-            }
-        }
-        let deadline = Instant::now() + grace;
-        loop {
-            match check(probe, target) {
-                Ok(Check::Gone) | Ok(Check::Mismatch(_)) => {
-                    return ReapOutcome::Terminated {
-                        by: sig,
-                        after_ms: started.elapsed().as_millis() as u64,
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    return ReapOutcome::Failed {
-                        error: e.to_string(),
-                    }
-                }
-            }
-            if Instant::now() >= deadline {
-                break;
-            }
-            std::thread::sleep(POLL_STEP.min(deadline.saturating_duration_since(Instant::now())));
-        }
-    }
-    ReapOutcome::StillAlive
+    escalate(&ByPid { probe, target }, opts, started)
 }
 
 /// Signal through the process table (no pidfd).
@@ -491,72 +512,49 @@ mod linux {
             }
         };
         // 2. Verify identity and owner through /proc.
-        match check(&ProcProbe, target) {
-            Ok(Check::Ours) => {}
-            Ok(Check::Gone) => return Ok(ReapOutcome::AlreadyGone),
-            Ok(Check::Mismatch(found)) => {
-                return Ok(ReapOutcome::IdentityMismatch {
-                    found_start_time: found,
-                })
-            }
-            Ok(Check::NotOurs(uid)) => return Ok(ReapOutcome::NotOurs { uid }),
-            Err(e) => {
-                return Ok(ReapOutcome::Failed {
-                    error: e.to_string(),
-                })
-            }
+        if let Err(outcome) = verify(&ProcProbe, target) {
+            return Ok(outcome);
         }
         // 3. If the pinned process had already exited, /proc may have shown a successor:
         //    only a still-running pidfd proves that what we verified is what we will signal.
         match exited_within(&fd, Duration::ZERO) {
             Ok(true) => return Ok(ReapOutcome::AlreadyGone),
             Ok(false) => {}
-            Err(e) => {
-                return Ok(ReapOutcome::Failed {
-                    error: e.to_string(),
-                })
-            }
+            Err(e) => return Ok(failed(e)),
         }
         // 4. SIGTERM, grace, SIGKILL, grace — always through the pidfd.
-        for (sig, rsig, grace) in [
-            (KillSignal::Term, Signal::TERM, opts.term_grace),
-            (KillSignal::Kill, Signal::KILL, opts.kill_grace),
-        ] {
-            match pidfd_send_signal(&fd, rsig) {
-                Ok(()) => {}
+        let pinned = ByPidfd {
+            fd: &fd,
+            pid: target.pid,
+        };
+        Ok(escalate(&pinned, opts, started))
+    }
+
+    /// The pidfd path's process: every signal through the pidfd, death seen on it.
+    struct ByPidfd<'a> {
+        fd: &'a OwnedFd,
+        pid: u32,
+    }
+
+    impl Verified for ByPidfd<'_> {
+        fn send(&self, sig: KillSignal) -> Result<bool, ReapOutcome> {
+            let rsig = match sig {
+                KillSignal::Term => Signal::TERM,
+                KillSignal::Kill => Signal::KILL,
+            };
+            match pidfd_send_signal(self.fd, rsig) {
+                Ok(()) => Ok(true),
                 // Already exited (a zombie still accepts signals; a reaped one gives ESRCH).
-                Err(Errno::SRCH) => {
-                    return Ok(if sig == KillSignal::Term {
-                        ReapOutcome::AlreadyGone
-                    } else {
-                        ReapOutcome::Terminated {
-                            by: KillSignal::Term,
-                            after_ms: started.elapsed().as_millis() as u64,
-                        }
-                    })
-                }
-                Err(e) => {
-                    return Ok(ReapOutcome::Failed {
-                        error: format!("pidfd_send_signal({}, {}): {e}", target.pid, sig.as_str()),
-                    })
-                }
-            }
-            match exited_within(&fd, grace) {
-                Ok(true) => {
-                    return Ok(ReapOutcome::Terminated {
-                        by: sig,
-                        after_ms: started.elapsed().as_millis() as u64,
-                    })
-                }
-                Ok(false) => {}
-                Err(e) => {
-                    return Ok(ReapOutcome::Failed {
-                        error: e.to_string(),
-                    })
-                }
+                Err(Errno::SRCH) => Ok(false),
+                Err(e) => Err(ReapOutcome::Failed {
+                    error: format!("pidfd_send_signal({}, {}): {e}", self.pid, sig.as_str()),
+                }),
             }
         }
-        Ok(ReapOutcome::StillAlive)
+
+        fn exited_within(&self, grace: Duration) -> io::Result<bool> {
+            exited_within(self.fd, grace)
+        }
     }
 }
 

@@ -6,10 +6,12 @@
 
 use std::path::{Path, PathBuf};
 
-use super::delete::{self, Confirmed, IdentityCheck, Target};
-use super::{delete_outcome, Outcome};
+use super::confirm::Confirmed;
+use super::delete::{self, delete_outcome, IdentityCheck, Target};
+use super::{rcfile, remove};
 use crate::model::FileIdentity;
 use crate::plan::Plan;
+use crate::record::Outcome;
 
 /// Remove `path` (bounded by `root`) if it is still what the plan saw (device, inode, type; a
 /// tree changes its sizes and times while the machines in it are deleted). Anything changed
@@ -56,9 +58,9 @@ pub(super) fn remove_tree(
 }
 
 pub(super) fn remove_dir_if_empty(dir: &Path, home: &Path) -> Outcome {
-    match crate::uninstall::remove::remove_dir_if_empty(dir, home) {
+    match remove::remove_dir_if_empty(dir, home) {
         Ok(true) => Outcome::done("removed"),
-        Ok(false) if !crate::uninstall::remove::exists(dir) => Outcome::skipped("already gone"),
+        Ok(false) if !remove::exists(dir) => Outcome::skipped("already gone"),
         Ok(false) => Outcome::skipped("kept: other files are still in it"),
         Err(e) => Outcome::failed(e.to_string()),
     }
@@ -79,7 +81,7 @@ pub(super) fn remove_launcher(link: &Path, target: &Path, home: &Path) -> Outcom
     let Some(dir) = link.parent() else {
         return Outcome::failed("no parent directory");
     };
-    match crate::uninstall::remove::remove_path(link, dir, home) {
+    match remove::remove_path(link, dir, home) {
         Ok(_) => Outcome::done("removed"),
         Err(e) => Outcome::failed(e.to_string()),
     }
@@ -90,7 +92,7 @@ pub const BACKED_UP_TO: &str = "backed up to ";
 
 pub(super) fn remove_path_block(file: &Path, home: &Path) -> Outcome {
     let now = crate::plan::now_secs();
-    match crate::uninstall::pathblock::remove(file, home, now) {
+    match rcfile::remove(file, home, now) {
         Ok(Some(backup)) => Outcome::done(format!("{BACKED_UP_TO}{}", backup.display())),
         Ok(None) => Outcome::skipped("no PATH block left in the file"),
         Err(e) => Outcome::failed(e.to_string()),

@@ -6,10 +6,8 @@
 //! `verify` proves what is left.
 
 pub mod known;
-pub mod pathblock;
 pub mod plan;
 pub mod preflight;
-pub mod remove;
 pub mod run;
 pub mod verify;
 

@@ -17,9 +17,10 @@ use crate::model::{human_bytes, Platform, Product};
 use crate::plan::{Action, Plan, PlannedAction, PLAN_SCHEMA};
 
 use crate::install::Install;
+use crate::roots::is_system_path;
 
 use super::preflight::{
-    is_system_path, state_label, state_why, MachineRecord, Preflight, SharedDotSmolvm, StateDir,
+    state_label, state_why, MachineRecord, Preflight, SharedDotSmolvm, StateDir,
 };
 
 /// Schema name of an uninstall plan.
@@ -1217,7 +1218,7 @@ mod tests {
     use super::*;
     use crate::install::Install;
     use crate::model::Platform;
-    use crate::uninstall::pathblock::PathBlock;
+    use crate::pathblock::PathBlock;
     use crate::uninstall::preflight::{
         Credential, Launcher, MachineRecord, SharedDotSmolvm, StateDir, PREFLIGHT_SCHEMA,
     };
@@ -1299,7 +1300,7 @@ mod tests {
         assert_eq!(removed(&plan), [home.join(".cache/smolvm")]);
         for s in &plan.steps {
             if let Action::RemoveTree { path, root, .. } = &s.action {
-                assert!(crate::uninstall::remove::refusal(path, root, &home).is_none());
+                assert!(crate::exec::remove::refusal(path, root, &home).is_none());
             }
         }
     }

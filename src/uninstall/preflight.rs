@@ -14,10 +14,12 @@ use crate::env::EnvSnapshot;
 use crate::exec::detach::MountEntry;
 use crate::install::Install;
 use crate::model::{human_bytes, Platform, Product, Scope};
+use crate::pathblock::{self, PathBlock};
 use crate::procs::RawProcess;
-use crate::roots::{celesto_roots, dot_smolvm_contents, smolvm_roots};
-
-use super::pathblock::{self, PathBlock};
+use crate::roots::{
+    celesto_roots, dot_smolvm_contents, is_system_path, smolvm_roots, state_dir_candidates,
+    user_smolvm_sets,
+};
 
 /// Schema name of the preflight report.
 pub const PREFLIGHT_SCHEMA: &str = "smolsweep.uninstall.preflight/1";
@@ -278,47 +280,6 @@ impl Preflight {
     }
 }
 
-/// Every state directory an uninstall may remove, per product and kind, as the environment
-/// resolves them (nothing is read but the environment).
-pub fn state_dir_candidates(
-    env: &EnvSnapshot,
-    platform: Platform,
-) -> Vec<(Product, &'static str, PathBuf, String)> {
-    let smol = smolvm_roots(platform, env);
-    let cel = celesto_roots(platform, env);
-    let mut out = Vec::new();
-    for set in user_smolvm_sets(&smol, &env.home) {
-        for (kind, path) in set.named_roots() {
-            out.push((Product::Smolvm, kind, path.clone(), set.source.clone()));
-        }
-    }
-    for (kind, dirs) in [("data_dir", &cel.data_dirs), ("image_dir", &cel.image_dirs)] {
-        for d in dirs.iter().filter(|d| !is_system_path(&d.path)) {
-            out.push((Product::Celesto, kind, d.path.clone(), d.source.clone()));
-        }
-    }
-    out.push((
-        Product::Celesto,
-        "celesto_home",
-        cel.home_dir.clone(),
-        "default".into(),
-    ));
-    out
-}
-
-/// The directories an uninstall removes from or inside, resolved from the environment now: the
-/// state directories, `~/.smolvm`, and the shared socket directory (for this HOME's runtime
-/// files only). The executor refuses a removal outside all of them, whatever a plan says.
-pub fn removal_roots(env: &EnvSnapshot, platform: Platform) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = state_dir_candidates(env, platform)
-        .into_iter()
-        .map(|(_, _, p, _)| p)
-        .collect();
-    out.push(env.home.join(".smolvm"));
-    out.push(celesto_roots(platform, env).socket_dir);
-    out
-}
-
 /// Gather the preflight for `env` from the live system (process table and mount table
 /// included).
 pub fn gather(env: &EnvSnapshot, platform: Platform) -> Preflight {
@@ -564,24 +525,6 @@ pub fn celesto_runtime_files(
         }
     }
     out
-}
-
-/// The smolvm root sets that belong to this user (not `/var/lib/smolvm`, not another HOME).
-pub fn user_smolvm_sets<'a>(
-    roots: &'a crate::roots::SmolvmRoots,
-    _home: &Path,
-) -> impl Iterator<Item = &'a crate::roots::SmolvmRootSet> {
-    roots
-        .sets
-        .iter()
-        .filter(|s| s.source == "default" || s.source == "SMOLVM_DATA_DIR")
-}
-
-/// Paths that need root: never planned for removal, only shown as commands.
-pub fn is_system_path(p: &Path) -> bool {
-    ["/var/lib", "/etc", "/opt", "/usr"]
-        .iter()
-        .any(|s| p.starts_with(s))
 }
 
 fn lexical_starts_with(p: &Path, prefix: &Path) -> bool {

@@ -9,9 +9,10 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::env::EnvSnapshot;
-use crate::exec::delete::Confirmed;
 use crate::exec::runner::RealRunner;
-use crate::exec::{ActionRunner, ExecContext, Judge, Origin, Outcome, ProgressEvent, RunMode};
+use crate::exec::{
+    ActionRunner, Confirmed, ExecContext, How, Judge, Origin, Outcome, ProgressEvent,
+};
 use crate::journal::Journal;
 use crate::model::Platform;
 use crate::plan::Action;
@@ -61,15 +62,17 @@ pub fn runner_for(plan: &UninstallPlan, env: &EnvSnapshot, platform: Platform) -
         })
 }
 
-/// Run every checked step of `plan` (no journal).
+/// Run every checked step of `plan`, as `--yes` does (no journal).
 pub fn run(plan: &UninstallPlan, runner: &dyn ActionRunner, judge: &mut dyn Judge) -> RunReport {
-    run_with(plan, runner, judge, None, None, "cli")
+    run_with(plan, How::YesFlag, runner, judge, None, None, "cli")
 }
 
-/// Run every checked step of `plan` through the one executor, journaled when `journal` is
-/// given; `progress` hears every action start and finish; `surface` names who asked.
+/// Run every checked step of `plan`, confirmed `how`, through the one executor, journaled when
+/// `journal` is given; `progress` hears every action start and finish; `surface` names who
+/// asked.
 pub fn run_with(
     plan: &UninstallPlan,
+    how: How,
     runner: &dyn ActionRunner,
     judge: &mut dyn Judge,
     journal: Option<&mut Journal>,
@@ -87,14 +90,15 @@ pub fn run_with(
         });
     }
     if !core.is_empty() {
-        let ctx = ExecContext {
-            mode: RunMode::Execute(Confirmed::for_plan(&core)),
-            journal,
-            progress,
-            runner,
-            judge,
-            origin: Origin::new(surface, "uninstall"),
-        };
+        // The checked steps, as they were shown, are the core plan confirmed.
+        let mut ctx = ExecContext::confirmed(Confirmed::of(&core, how), runner, judge)
+            .origin(Origin::new(surface, "uninstall"));
+        if let Some(j) = journal {
+            ctx = ctx.journal(j);
+        }
+        if let Some(p) = progress {
+            ctx = ctx.progress(p);
+        }
         match crate::exec::execute(&core, ctx) {
             Ok(r) => {
                 report.freed_bytes = r.freed_bytes;

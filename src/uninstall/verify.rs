@@ -21,9 +21,9 @@ use serde::{Deserialize, Serialize};
 use crate::env::EnvSnapshot;
 use crate::model::{human_bytes, Platform, Product};
 use crate::procs::RawProcess;
-use crate::roots::{celesto_roots, smolvm_roots};
+use crate::roots::{celesto_roots, is_system_path, smolvm_roots, user_smolvm_sets};
 
-use super::preflight::{is_system_path, read_celesto_rows, read_smolvm_machines, user_smolvm_sets};
+use super::preflight::{read_celesto_rows, read_smolvm_machines};
 
 /// Schema name of the proof.
 pub const PROOF_SCHEMA: &str = "smolsweep.verify/1";

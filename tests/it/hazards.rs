@@ -17,7 +17,7 @@ use serde_json::json;
 use smolsweep::env::EnvSnapshot;
 use smolsweep::exec::reap::{ProcessRef, ReapOptions};
 use smolsweep::exec::runner::RealRunner;
-use smolsweep::exec::{self, ActionRunner, ExecContext, Outcome, UnwiredRunner};
+use smolsweep::exec::{self, ActionRunner, Confirmed, ExecContext, How, Outcome, UnwiredRunner};
 use smolsweep::plan::{Action, Plan, Selection};
 use smolsweep::scan::{scan, ScanOptions};
 use smolsweep::{
@@ -142,7 +142,9 @@ fn execute_with(plan: &Plan, runner: &dyn ActionRunner) -> exec::ExecReport {
         age_guard: Duration::from_secs(120),
         now: SystemTime::now(),
     });
-    exec::execute(plan, ExecContext::confirmed(plan, runner, &mut judge)).expect("the plan runs")
+    let confirmed = Confirmed::of(plan, How::YesFlag);
+    exec::execute(plan, ExecContext::confirmed(confirmed, runner, &mut judge))
+        .expect("the plan runs")
 }
 
 /// Path deletions only (no machine, process or mount action is wired in).

@@ -15,8 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use smolsweep::exec::delete::Confirmed;
-use smolsweep::exec::{self, ExecContext, ExecError, Judge, Origin, RunMode, UnwiredRunner};
+use smolsweep::exec::{self, Confirmed, ExecContext, ExecError, How, Judge, Origin, UnwiredRunner};
 use smolsweep::journal::{self, Journal};
 use smolsweep::plan::{Action, Plan, PlanError, PlannedAction, MAX_ACTIONS};
 use smolsweep_fixtures::{Home, Layout, Scratch, OLD};
@@ -284,14 +283,13 @@ fn execute_refused(s: &Scratch, plan: &Plan) -> PlanError {
     let mut j = Journal::open(&s.data.join("journal.jsonl")).unwrap();
     let r = exec::execute(
         plan,
-        ExecContext {
-            mode: RunMode::Execute(Confirmed::for_plan(plan)),
-            journal: Some(&mut j),
-            progress: None,
-            runner: &UnwiredRunner,
-            judge: &mut AsPlanned,
-            origin: Origin::new("cli", "test"),
-        },
+        ExecContext::confirmed(
+            Confirmed::of(plan, How::YesFlag),
+            &UnwiredRunner,
+            &mut AsPlanned,
+        )
+        .journal(&mut j)
+        .origin(Origin::new("cli", "test")),
     );
     let entries = journal::read(&s.data.join("journal.jsonl"))
         .unwrap()

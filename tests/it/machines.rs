@@ -792,7 +792,7 @@ fn celesto_cli_missing_and_unexpected() {
 #[test]
 fn cascade_delete_only_when_chosen_and_with_every_branch_in_the_plan() {
     use smolsweep::exec::runner::RealRunner;
-    use smolsweep::exec::{execute, ExecContext, Outcome};
+    use smolsweep::exec::{execute, Confirmed, ExecContext, How, Outcome};
     use smolsweep::plan::{Action, Plan, Selection};
     use smolsweep::scan::{scan, ScanOptions};
     use smolsweep::Platform;
@@ -865,7 +865,8 @@ fn cascade_delete_only_when_chosen_and_with_every_branch_in_the_plan() {
             age_guard: Duration::from_secs(120),
             now: std::time::SystemTime::now(),
         });
-        execute(plan, ExecContext::confirmed(plan, &runner, &mut judge)).unwrap()
+        let confirmed = Confirmed::of(plan, How::YesFlag);
+        execute(plan, ExecContext::confirmed(confirmed, &runner, &mut judge)).unwrap()
     };
     let r = run(&plan);
     match &r.records[0].outcome {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use smolsweep::env::EnvSnapshot;
-use smolsweep::exec::{self, ExecContext, Outcome, UnwiredRunner};
+use smolsweep::exec::{self, Confirmed, ExecContext, How, Outcome, UnwiredRunner};
 use smolsweep::plan::{Action, Plan, Selection};
 use smolsweep::scan::{scan, ScanOptions};
 use smolsweep::{Platform, ScanReport};
@@ -45,7 +45,11 @@ fn execute(plan: &Plan) -> exec::ExecReport {
     let mut judge = exec::Rejudge::new(opts);
     exec::execute(
         plan,
-        ExecContext::confirmed(plan, &UnwiredRunner, &mut judge),
+        ExecContext::confirmed(
+            Confirmed::of(plan, How::YesFlag),
+            &UnwiredRunner,
+            &mut judge,
+        ),
     )
     .unwrap()
 }

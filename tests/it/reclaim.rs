@@ -14,10 +14,10 @@ use std::time::{Duration, SystemTime};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use smolsweep::exec::delete::{self, Confirmed};
+use smolsweep::exec::delete;
 use smolsweep::exec::{
-    execute, ActionRunner, ExecContext, ExecError, ExecReport, Judge, Origin, Outcome,
-    ProgressEvent, RunMode,
+    execute, ActionRunner, Confirmed, ExecContext, ExecError, ExecReport, How, Judge, Origin,
+    Outcome, ProgressEvent,
 };
 use smolsweep::journal::{self, Journal, JournalEntry};
 use smolsweep::model::*;
@@ -186,7 +186,12 @@ impl Judge for AsPlanned {
 }
 
 fn run(plan: &Plan, runner: &dyn ActionRunner) -> ExecReport {
-    execute(plan, ExecContext::confirmed(plan, runner, &mut AsPlanned)).unwrap()
+    let confirmed = Confirmed::of(plan, How::YesFlag);
+    execute(
+        plan,
+        ExecContext::confirmed(confirmed, runner, &mut AsPlanned),
+    )
+    .unwrap()
 }
 
 fn dry(plan: &Plan, runner: &dyn ActionRunner) -> ExecReport {
@@ -319,14 +324,9 @@ fn dry_run_never_reaches_delete_primitive() {
     let before = delete::primitive_calls_on_this_thread();
     let r = execute(
         &plan,
-        ExecContext {
-            mode: RunMode::DryRun,
-            journal: Some(&mut j),
-            progress: None,
-            runner: &runner,
-            judge: &mut AsPlanned,
-            origin: Origin::new("cli", "test"),
-        },
+        ExecContext::dry_run(&runner, &mut AsPlanned)
+            .journal(&mut j)
+            .origin(Origin::new("cli", "test")),
     )
     .unwrap();
     assert_eq!(delete::primitive_calls_on_this_thread(), before);
@@ -978,7 +978,11 @@ fn plan_id_tamper_is_refused() {
     edited.roots.push("/".into());
     let e = execute(
         &edited,
-        ExecContext::confirmed(&edited, &Recorder::default(), &mut AsPlanned),
+        ExecContext::confirmed(
+            Confirmed::of(&edited, How::YesFlag),
+            &Recorder::default(),
+            &mut AsPlanned,
+        ),
     );
     assert!(matches!(
         e,
@@ -990,10 +994,54 @@ fn plan_id_tamper_is_refused() {
     );
     let e = execute(
         &plan,
-        ExecContext::confirmed(&other, &Recorder::default(), &mut AsPlanned),
+        ExecContext::confirmed(
+            Confirmed::of(&other, How::YesFlag),
+            &Recorder::default(),
+            &mut AsPlanned,
+        ),
     );
     assert!(matches!(e, Err(ExecError::WrongConfirmation { .. })));
     assert!(s.root.join("a.log").exists());
+}
+
+/// The token names the exact plan that was shown: another plan, or the shown one changed after
+/// the yes (its id made to match again), runs nothing, deletes nothing and journals nothing.
+#[test]
+fn a_confirmation_of_one_plan_does_not_run_another() {
+    let s = scratch();
+    write(&s.root.join("a.log"), 10);
+    write(&s.root.join("b.log"), 10);
+    let plan_of = |name: &str| {
+        let f = finding(&s.root, &s.root.join(name), Verdict::Reclaimable);
+        Plan::from_scan(
+            &report(&s.home, &[&s.root], vec![f]),
+            &Selection::reclaimable(),
+        )
+    };
+    let (a, b) = (plan_of("a.log"), plan_of("b.log"));
+    assert_eq!((a.actions.len(), b.actions.len()), (1, 1));
+    let mut a_changed = a.clone();
+    a_changed.actions = b.actions.clone();
+    a_changed.id = a_changed.content_id();
+    let data = tempfile::tempdir().unwrap();
+    let jpath = data.path().join("journal.jsonl");
+    let mut j = Journal::open(&jpath).unwrap();
+    let runner = Recorder::default();
+    for other in [&b, &a_changed] {
+        let before = delete::primitive_calls_on_this_thread();
+        let r = execute(
+            other,
+            ExecContext::confirmed(Confirmed::of(&a, How::Answered), &runner, &mut AsPlanned)
+                .journal(&mut j),
+        );
+        let e = r.expect_err("a token for plan A ran another plan");
+        assert!(matches!(e, ExecError::WrongConfirmation { .. }), "{e}");
+        assert!(e.to_string().contains("nothing was done"), "{e}");
+        assert_eq!(delete::primitive_calls_on_this_thread(), before);
+    }
+    assert!(s.root.join("a.log").exists() && s.root.join("b.log").exists());
+    assert!(runner.calls.borrow().is_empty());
+    assert!(journal::read(&jpath).unwrap().entries.is_empty());
 }
 
 // ---------------------------------------------------------------- journal
@@ -1028,14 +1076,14 @@ fn journal_survives_a_crash_mid_run() {
     };
     let r = execute(
         &plan,
-        ExecContext {
-            mode: RunMode::Execute(Confirmed::for_plan(&plan)),
-            journal: Some(&mut j),
-            progress: Some(&progress),
-            runner: &Recorder::default(),
-            judge: &mut AsPlanned,
-            origin: Origin::new("cli", "test"),
-        },
+        ExecContext::confirmed(
+            Confirmed::of(&plan, How::YesFlag),
+            &Recorder::default(),
+            &mut AsPlanned,
+        )
+        .journal(&mut j)
+        .progress(&progress)
+        .origin(Origin::new("cli", "test")),
     )
     .unwrap();
     let first = seen_before_first.into_inner().unwrap();
@@ -1078,14 +1126,13 @@ fn journal_survives_a_crash_mid_run() {
     );
     execute(
         &empty,
-        ExecContext {
-            mode: RunMode::Execute(Confirmed::for_plan(&empty)),
-            journal: Some(&mut j),
-            progress: None,
-            runner: &Recorder::default(),
-            judge: &mut AsPlanned,
-            origin: Origin::new("cli", "test"),
-        },
+        ExecContext::confirmed(
+            Confirmed::of(&empty, How::YesFlag),
+            &Recorder::default(),
+            &mut AsPlanned,
+        )
+        .journal(&mut j)
+        .origin(Origin::new("cli", "test")),
     )
     .unwrap();
     let c = journal::read(&jpath).unwrap();

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 use smolsweep::env::EnvSnapshot;
-use smolsweep::exec::{self, ActionRunner, ExecContext, Outcome, Rejudge};
+use smolsweep::exec::{self, ActionRunner, Confirmed, ExecContext, How, Outcome, Rejudge};
 use smolsweep::journal::{Journal, JournalEntry};
 use smolsweep::plan::{Action, Plan, PlanError, PlannedAction, Selection};
 use smolsweep::scan::{scan, ScanOptions};
@@ -67,7 +67,8 @@ impl ActionRunner for Recorder {
 /// Execute as confirmed, re-judged by the real judge in `home`'s environment.
 fn execute(home: &Home, plan: &Plan, runner: &dyn ActionRunner) -> exec::ExecReport {
     let mut judge = Rejudge::new(opts(home));
-    exec::execute(plan, ExecContext::confirmed(plan, runner, &mut judge)).expect("runs")
+    let confirmed = Confirmed::of(plan, How::YesFlag);
+    exec::execute(plan, ExecContext::confirmed(confirmed, runner, &mut judge)).expect("runs")
 }
 
 fn outcome_for<'r>(r: &'r exec::ExecReport, p: &Path) -> &'r Outcome {
@@ -444,8 +445,8 @@ fn journal_on_a_full_file_system_stops_the_run() {
 
     let mut judge = Rejudge::new(opts(&home));
     let runner = Recorder::default();
-    let mut ctx = ExecContext::confirmed(&plan, &runner, &mut judge);
-    ctx.journal = Some(&mut j);
+    let confirmed = Confirmed::of(&plan, How::YesFlag);
+    let ctx = ExecContext::confirmed(confirmed, &runner, &mut judge).journal(&mut j);
     let r = exec::execute(&plan, ctx).expect("plan_started fits");
     assert!(r.journal_error.is_some(), "{r:#?}");
     assert!(r.any_failed(), "a run whose journal failed reports failure");

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use smolsweep::exec::{ActionRunner, ExecReport, Origin, Outcome, ProgressEvent};
+use smolsweep::exec::{ActionRunner, Confirmed, ExecReport, Origin, Outcome, ProgressEvent};
 use smolsweep::model::{
     finding_id, Finding, Machine, OptInClass, Platform, Product, ProductReport, ScanReport, Scope,
     Totals, Verdict, VmProcess, SCAN_SCHEMA,
@@ -82,12 +82,14 @@ impl Backend for Fake {
     fn execute(
         &self,
         plan: &CorePlan,
+        confirmed: Confirmed,
         origin: Origin,
         progress: &dyn Fn(&ProgressEvent),
     ) -> Result<ExecReport, String> {
         let runner = Recorder(&self.calls);
         run_plan(
             plan,
+            confirmed,
             &self.journal,
             &mut AsPlanned,
             &runner,
@@ -826,6 +828,7 @@ fn a_failed_scan_says_cant_verify() {
         fn execute(
             &self,
             _: &CorePlan,
+            _: Confirmed,
             _: Origin,
             _: &dyn Fn(&ProgressEvent),
         ) -> Result<ExecReport, String> {

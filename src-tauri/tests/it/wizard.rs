@@ -91,6 +91,7 @@ impl Backend for Fake {
     fn execute(
         &self,
         _: &smolsweep::plan::Plan,
+        _: smolsweep::exec::Confirmed,
         _: smolsweep::exec::Origin,
         _: &dyn Fn(&smolsweep::exec::ProgressEvent),
     ) -> Result<smolsweep::exec::ExecReport, String> {

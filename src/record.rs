@@ -1,6 +1,7 @@
 //! What a run records: each action's outcome, the free space measured, the whole report, and
-//! the events the UI hears. The journal writes and reads these; it needs nothing else from the
-//! executor.
+//! the events the UI hears. The executor makes these and the journal writes and reads them; both
+//! stand above this file, and neither needs the other for it. Every surface names them through
+//! `exec` (`smolsweep::exec::Outcome`, ...).
 
 use std::path::PathBuf;
 

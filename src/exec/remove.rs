@@ -2,11 +2,11 @@
 //! file system.
 //!
 //! Used for what is not a plan deletion (a launcher symlink, a directory emptied by the run);
-//! product state goes through the shared delete primitive (`exec::delete`). Every directory is
-//! opened relative to its
-//! parent's descriptor with `O_NOFOLLOW | O_DIRECTORY`, every entry is `lstat`ed through the
-//! descriptor (`fstatat(AT_SYMLINK_NOFOLLOW)`), a symlink is unlinked as itself, and a directory
-//! on another device (a mount point) stops the removal of everything above it.
+//! product state goes through the shared delete primitive ([`super::delete`]). Every directory
+//! is opened relative to its parent's descriptor with `O_NOFOLLOW | O_DIRECTORY`, every entry
+//! is `lstat`ed through the descriptor (`fstatat(AT_SYMLINK_NOFOLLOW)`), a symlink is unlinked
+//! as itself, and a directory on another device (a mount point) stops the removal of
+//! everything above it.
 
 use std::ffi::OsString;
 use std::io;
