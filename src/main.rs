@@ -1,3 +1,7 @@
+//! The `smolsweep` command line: parses flags (clap) and calls the library.
+
+mod cli;
+
 fn main() {
-    std::process::exit(smolsweep::cli::main());
+    std::process::exit(cli::main());
 }

@@ -481,7 +481,7 @@ pub struct Plan {
 
 /// The machine or sandbox `name` names: `smolvm:NAME` or `celesto:ID`, or a bare name that
 /// only one product has.
-pub(crate) fn find_machine<'r>(report: &'r ScanReport, name: &str) -> Result<&'r Machine, String> {
+pub fn find_machine<'r>(report: &'r ScanReport, name: &str) -> Result<&'r Machine, String> {
     let (product, bare) = match name.split_once(':') {
         Some(("smolvm", n)) => (Some(Product::Smolvm), n),
         Some(("celesto", n)) => (Some(Product::Celesto), n),

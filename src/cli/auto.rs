@@ -9,9 +9,9 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use crate::exec::{self, Confirmed, ExecContext, How};
-use crate::journal::Journal;
-use crate::policy::{Decision, Policy};
+use smolsweep::exec::{self, Confirmed, ExecContext, How};
+use smolsweep::journal::Journal;
+use smolsweep::policy::{Decision, Policy};
 
 #[derive(Debug, clap::Args)]
 pub struct AutoArgs {
@@ -33,9 +33,9 @@ fn refuse(status: &str, msg: &str) -> i32 {
 }
 
 pub fn run(a: AutoArgs) -> i32 {
-    let text = match crate::fsread::read_input_text(
+    let text = match smolsweep::fsread::read_input_text(
         &a.policy,
-        crate::fsread::MAX_SETTINGS_BYTES,
+        smolsweep::fsread::MAX_SETTINGS_BYTES,
         "a policy Smolsweep wrote",
     ) {
         Ok(t) => t,
@@ -49,12 +49,12 @@ pub fn run(a: AutoArgs) -> i32 {
         print(json!({"schema": exec::RESULT_SCHEMA, "status": "disabled"}));
         return 0;
     }
-    let opts = match crate::scan::ScanOptions::from_env() {
+    let opts = match smolsweep::scan::ScanOptions::from_env() {
         Ok(o) => o,
         Err(e) => return refuse("error", &format!("{e:#}")),
     };
     let taken = std::time::Instant::now();
-    let report = crate::scan::scan(&opts);
+    let report = smolsweep::scan::scan(&opts);
     let mut judge = exec::Rejudge::new(opts.clone()).seeded(&report, taken);
     let plan = match policy.decide(&report, opts.now) {
         Err(e) => return refuse("error", &e),
@@ -63,7 +63,7 @@ pub fn run(a: AutoArgs) -> i32 {
             return 0;
         }
         Ok(Decision::Ask { plan, cap }) => {
-            let c = crate::view::confirmation(&plan);
+            let c = smolsweep::view::confirmation(&plan);
             print(json!({
                 "schema": exec::RESULT_SCHEMA,
                 "status": "needs_confirmation",

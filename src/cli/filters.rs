@@ -1,8 +1,8 @@
 //! `--older-than`, `--min-size`, `--product`, `--kind`: the filters of `scan`, `prune` and `plan`.
 
-use crate::filter::{parse_age, parse_size, Filter};
-use crate::kind::FindingKind;
-use crate::model::Product;
+use smolsweep::filter::{parse_age, parse_size, Filter};
+use smolsweep::kind::FindingKind;
+use smolsweep::model::Product;
 
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct FilterArgs {

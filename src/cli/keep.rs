@@ -2,8 +2,8 @@
 
 use std::time::SystemTime;
 
-use crate::keep::{path_for, Keeps, Rule, Target};
-use crate::kind::FindingKind;
+use smolsweep::keep::{path_for, Keeps, Rule, Target};
+use smolsweep::kind::FindingKind;
 
 #[derive(Debug, clap::Args)]
 pub struct KeepArgs {
@@ -44,8 +44,8 @@ fn now() -> u64 {
 
 /// What `target` names in a scan made now.
 fn resolve(target: &str) -> Result<Target, String> {
-    let opts = crate::scan::ScanOptions::from_env().map_err(|e| e.to_string())?;
-    let report = crate::scan::scan(&opts);
+    let opts = smolsweep::scan::ScanOptions::from_env().map_err(|e| e.to_string())?;
+    let report = smolsweep::scan::scan(&opts);
     let by_path = std::path::Path::new(target);
     if let Some(f) = report
         .findings
@@ -59,28 +59,28 @@ fn resolve(target: &str) -> Result<Target, String> {
             path: f.path.clone(),
             dev: id.dev,
             ino: id.ino,
-            born_ns: crate::keep::born(&f.path),
+            born_ns: smolsweep::keep::born(&f.path),
         });
     }
     if target.contains('/') {
-        let id = crate::size::identity(by_path).map_err(|e| format!("{target}: {e}"))?;
+        let id = smolsweep::size::identity(by_path).map_err(|e| format!("{target}: {e}"))?;
         return Ok(Target::Item {
             path: by_path.to_path_buf(),
             dev: id.dev,
             ino: id.ino,
-            born_ns: crate::keep::born(by_path),
+            born_ns: smolsweep::keep::born(by_path),
         });
     }
     // `celesto:ID` / `smolvm:NAME` also names a deleted sandbox's or machine's leftovers.
-    let owned = |product: crate::model::Product, name: &str| {
+    let owned = |product: smolsweep::model::Product, name: &str| {
         report
             .findings
             .iter()
             .any(|f| f.product == product && f.owner.as_deref() == Some(name))
     };
     for (prefix, product) in [
-        ("celesto:", crate::model::Product::Celesto),
-        ("smolvm:", crate::model::Product::Smolvm),
+        ("celesto:", smolsweep::model::Product::Celesto),
+        ("smolvm:", smolsweep::model::Product::Smolvm),
     ] {
         if let Some(name) = target.strip_prefix(prefix).filter(|n| owned(product, n)) {
             return Ok(Target::Owner {
@@ -89,7 +89,7 @@ fn resolve(target: &str) -> Result<Target, String> {
             });
         }
     }
-    let m = crate::plan::find_machine(&report, target)
+    let m = smolsweep::plan::find_machine(&report, target)
         .map_err(|e| format!("{target}: not a finding id, a path or a machine ({e})"))?;
     Ok(Target::Owner {
         product: m.product,
@@ -98,14 +98,14 @@ fn resolve(target: &str) -> Result<Target, String> {
 }
 
 pub fn run(a: KeepArgs) -> i32 {
-    let env = match crate::env::EnvSnapshot::capture() {
+    let env = match smolsweep::env::EnvSnapshot::capture() {
         Ok(e) => e,
         Err(e) => {
             eprintln!("smolsweep: {e:#}");
             return 1;
         }
     };
-    let path = path_for(&env, crate::model::Platform::current());
+    let path = path_for(&env, smolsweep::model::Platform::current());
     let mut keeps = match Keeps::load(&path) {
         Ok(k) => k,
         Err(e) => {

@@ -152,7 +152,7 @@ pub fn main() -> i32 {
             return 2;
         }
     };
-    crate::scan::accept_newer(&cli.accept_newer);
+    smolsweep::scan::accept_newer(&cli.accept_newer);
     match cli.command {
         Command::Scan(a) => scan::run(a),
         Command::Prune(a) => reclaim::prune(a),

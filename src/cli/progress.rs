@@ -7,10 +7,10 @@
 use std::cell::RefCell;
 use std::io::{IsTerminal, Write};
 
-use crate::exec::{Outcome, ProgressEvent};
-use crate::model::human_bytes;
-use crate::pathser::escape_text;
-use crate::plan::{Action, Plan};
+use smolsweep::exec::{Outcome, ProgressEvent};
+use smolsweep::model::human_bytes;
+use smolsweep::pathser::escape_text;
+use smolsweep::plan::{Action, Plan};
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,11 +14,11 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use crate::exec::{self, ActionRunner, Confirmed, ExecContext, ExecReport, How, Outcome};
-use crate::journal::{self, Journal};
-use crate::model::{human_bytes, OptInClass, ScanReport};
-use crate::pathser::{escape_text, shown};
-use crate::plan::{Action, Plan, Selection, SkippedAtPlan};
+use smolsweep::exec::{self, ActionRunner, Confirmed, ExecContext, ExecReport, How, Outcome};
+use smolsweep::journal::{self, Journal};
+use smolsweep::model::{human_bytes, OptInClass, ScanReport};
+use smolsweep::pathser::{escape_text, shown};
+use smolsweep::plan::{Action, Plan, Selection, SkippedAtPlan};
 
 use super::progress::{self, outcome_line, Progress, Style};
 
@@ -28,10 +28,10 @@ pub(crate) fn runner() -> &'static dyn ActionRunner {
     static RUNNER: std::sync::OnceLock<Box<dyn ActionRunner + Send + Sync>> =
         std::sync::OnceLock::new();
     RUNNER
-        .get_or_init(|| match crate::env::EnvSnapshot::capture() {
+        .get_or_init(|| match smolsweep::env::EnvSnapshot::capture() {
             Ok(env) => Box::new(exec::runner::RealRunner::new(
                 env,
-                crate::model::Platform::current(),
+                smolsweep::model::Platform::current(),
             )),
             Err(_) => Box::new(exec::UnwiredRunner),
         })
@@ -200,11 +200,11 @@ struct Scanned {
 }
 
 fn load_report(args: &ReportArgs) -> anyhow::Result<Scanned> {
-    let opts = crate::scan::ScanOptions::from_env()?;
+    let opts = smolsweep::scan::ScanOptions::from_env()?;
     if let Some(f) = &args.from_report {
-        let text = crate::fsread::read_input_text(
+        let text = smolsweep::fsread::read_input_text(
             f,
-            crate::fsread::MAX_REPORT_BYTES,
+            smolsweep::fsread::MAX_REPORT_BYTES,
             "a scan report Smolsweep wrote",
         )?;
         let report = serde_json::from_str(&text)
@@ -215,7 +215,7 @@ fn load_report(args: &ReportArgs) -> anyhow::Result<Scanned> {
         });
     }
     let taken = std::time::Instant::now();
-    let report = crate::scan::scan(&opts);
+    let report = smolsweep::scan::scan(&opts);
     let judge = exec::Rejudge::new(opts).seeded(&report, taken);
     Ok(Scanned { report, judge })
 }
@@ -387,21 +387,25 @@ fn may_overwrite(path: &Path) -> Result<(), String> {
     if !meta.is_file() {
         return refuse("it exists and is not a regular file");
     }
-    let text = match crate::fsread::read_input_text(path, crate::fsread::MAX_PLAN_BYTES, "a plan") {
-        Ok(t) => t,
-        Err(crate::fsread::InputError::TooLarge { .. }) => {
-            return refuse(&format!(
-                "it exists and is larger than {} MiB",
-                crate::fsread::MAX_PLAN_BYTES >> 20
-            ))
-        }
-        Err(_) => return refuse("it exists and is not a text file"),
-    };
+    let text =
+        match smolsweep::fsread::read_input_text(path, smolsweep::fsread::MAX_PLAN_BYTES, "a plan")
+        {
+            Ok(t) => t,
+            Err(smolsweep::fsread::InputError::TooLarge { .. }) => {
+                return refuse(&format!(
+                    "it exists and is larger than {} MiB",
+                    smolsweep::fsread::MAX_PLAN_BYTES >> 20
+                ))
+            }
+            Err(_) => return refuse("it exists and is not a text file"),
+        };
     match serde_json::from_str::<serde_json::Value>(&text) {
-        Ok(v) if v.get("schema").and_then(|s| s.as_str()) == Some(crate::plan::PLAN_SCHEMA) => {
+        Ok(v) if v.get("schema").and_then(|s| s.as_str()) == Some(smolsweep::plan::PLAN_SCHEMA) => {
             Ok(())
         }
-        Ok(v) if v.get("schema").and_then(|s| s.as_str()) == Some(crate::model::SCAN_SCHEMA) => {
+        Ok(v)
+            if v.get("schema").and_then(|s| s.as_str()) == Some(smolsweep::model::SCAN_SCHEMA) =>
+        {
             refuse("it is a scan report")
         }
         _ => refuse("it exists"),
@@ -451,9 +455,9 @@ pub fn plan(a: PlanArgs) -> i32 {
 }
 
 pub fn apply(a: ApplyArgs) -> i32 {
-    let text = match crate::fsread::read_input_text(
+    let text = match smolsweep::fsread::read_input_text(
         &a.file,
-        crate::fsread::MAX_PLAN_BYTES,
+        smolsweep::fsread::MAX_PLAN_BYTES,
         "a plan Smolsweep wrote",
     ) {
         Ok(t) => t,
@@ -461,14 +465,14 @@ pub fn apply(a: ApplyArgs) -> i32 {
     };
     let plan = match Plan::from_json(&text) {
         Ok(p) => p,
-        Err(e @ crate::plan::PlanError::ScanReport) => {
+        Err(e @ smolsweep::plan::PlanError::ScanReport) => {
             return fail(a.run.json, &format!("refusing {}: {e}", a.file.display()))
         }
         Err(e) => return fail(a.run.json, &format!("refusing the plan: {e}")),
     };
     // The HOME the scan and the re-judge use (the snapshot's, exactly as set), so the plan is
     // compared with the HOME it would act on.
-    let opts = match crate::scan::ScanOptions::from_env() {
+    let opts = match smolsweep::scan::ScanOptions::from_env() {
         Ok(o) => o,
         Err(e) => return fail(a.run.json, &format!("cannot read the environment: {e}")),
     };
@@ -560,7 +564,7 @@ fn local_time(ms: u64) -> String {
 }
 
 fn print_plan(plan: &Plan) {
-    let c = crate::view::confirmation(plan);
+    let c = smolsweep::view::confirmation(plan);
     crate::outln!(
         "Plan {}: {}; about {} to free.",
         &plan.id[..12],
@@ -593,7 +597,7 @@ fn print_refused(refused: &[SkippedAtPlan]) {
 /// The question is the confirmation every surface shows: "Delete 3 items (1.2 GB) and end 1 VM
 /// process?"
 fn question(plan: &Plan) -> String {
-    format!("{}? [y/N] ", crate::view::confirmation(plan).headline)
+    format!("{}? [y/N] ", smolsweep::view::confirmation(plan).headline)
 }
 
 /// The result of a run or dry run. The plan was listed before (unless `quiet`), so only what
@@ -631,16 +635,6 @@ fn print_result(plan: &Plan, report: &ExecReport, run: &RunArgs) {
 
 fn dry_run(plan: &Plan, judge: &mut exec::Rejudge) -> Result<ExecReport, exec::ExecError> {
     exec::execute(plan, ExecContext::dry_run(runner(), judge))
-}
-
-/// Show, confirm and carry out `plan` (no named targets); returns the exit code.
-pub fn run_plan(plan: &Plan, run: &RunArgs, judge: exec::Rejudge, command: &str) -> i32 {
-    let mode = Mode {
-        run,
-        refused: vec![],
-        strict: false,
-    };
-    run_plan_with(plan, mode, judge, command)
 }
 
 /// The exit code of a run: 1 when a named target was refused (at planning, or skipped when it

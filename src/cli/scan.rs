@@ -2,8 +2,8 @@
 
 use std::io::IsTerminal;
 
-use crate::report::RenderOptions;
-use crate::scan::{scan, ScanOptions};
+use smolsweep::report::RenderOptions;
+use smolsweep::scan::{scan, ScanOptions};
 
 #[derive(Debug, clap::Args)]
 pub struct ScanArgs {
@@ -75,7 +75,7 @@ pub fn run(args: ScanArgs) -> i32 {
     let mut report = scan(&opts);
     args.filter.filter().apply(&mut report, opts.now);
     if args.format.as_deref() == Some("prometheus") {
-        crate::cli::out::print(&crate::prom::render(&report));
+        crate::cli::out::print(&smolsweep::prom::render(&report));
         return 0;
     }
     if args.json || args.format.as_deref() == Some("json") {
@@ -87,7 +87,10 @@ pub fn run(args: ScanArgs) -> i32 {
             }
         }
     } else {
-        crate::cli::out::print(&crate::report::render_with(&report, &render_options(&args)));
+        crate::cli::out::print(&smolsweep::report::render_with(
+            &report,
+            &render_options(&args),
+        ));
     }
     0
 }

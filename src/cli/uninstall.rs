@@ -11,13 +11,32 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use super::progress::{Progress, Style};
-use crate::env::EnvSnapshot;
-use crate::exec::{How, Outcome};
-use crate::model::{human_bytes, Platform};
-use crate::uninstall::plan::{self, ProductChoice, UninstallOptions, UninstallPlan};
-use crate::uninstall::preflight::{self, Preflight};
-use crate::uninstall::run::{self, RunReport};
-use crate::uninstall::verify::{self, Proof, VerifyOptions};
+use smolsweep::env::EnvSnapshot;
+use smolsweep::exec::{How, Outcome};
+use smolsweep::model::{human_bytes, Platform};
+use smolsweep::uninstall::plan::{self, UninstallOptions, UninstallPlan};
+use smolsweep::uninstall::preflight::{self, Preflight};
+use smolsweep::uninstall::run::{self, RunReport};
+use smolsweep::uninstall::verify::{self, Proof, VerifyOptions};
+
+/// Which product(s) to uninstall: the flag's values for the library's
+/// [`smolsweep::uninstall::plan::ProductChoice`] (clap stays in the binary).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProductChoice {
+    Celesto,
+    Smolvm,
+    All,
+}
+
+impl From<ProductChoice> for plan::ProductChoice {
+    fn from(c: ProductChoice) -> Self {
+        match c {
+            ProductChoice::Celesto => plan::ProductChoice::Celesto,
+            ProductChoice::Smolvm => plan::ProductChoice::Smolvm,
+            ProductChoice::All => plan::ProductChoice::All,
+        }
+    }
+}
 
 #[derive(Debug, clap::Args)]
 pub struct UninstallArgs {
@@ -93,7 +112,7 @@ pub fn run_verify(args: VerifyArgs) -> i32 {
         _ => None,
     };
     let opts = VerifyOptions {
-        products: args.product.products(),
+        products: plan::ProductChoice::from(args.product).products(),
         removed_roots: args.removed_roots.clone(),
         protected,
     };
@@ -138,7 +157,7 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
     let platform = Platform::current();
     let pre = preflight::gather(&env, platform);
     let opts = UninstallOptions {
-        product: args.product,
+        product: args.product.into(),
         remove_credentials: args.remove_credentials,
         remove_path_block: args.remove_path_block,
         remove_kept: args.remove_kept,
@@ -214,14 +233,14 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
         }
     }
     // The same journal as prune: every machine, process, mount and delete action is recorded.
-    let mut journal = match crate::journal::Journal::open_default() {
+    let mut journal = match smolsweep::journal::Journal::open_default() {
         Ok(j) => j,
         Err(e) => {
             eprintln!("smolsweep: cannot open the journal, so nothing was done: {e}");
             return 1;
         }
     };
-    let mut judge = crate::exec::Rejudge::new(crate::scan::ScanOptions {
+    let mut judge = smolsweep::exec::Rejudge::new(smolsweep::scan::ScanOptions {
         env: env.clone(),
         platform,
         age_guard: std::time::Duration::from_secs(120),
@@ -237,7 +256,7 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
             .collect(),
         None,
     );
-    let listen = |ev: &crate::exec::ProgressEvent| progress.event(ev);
+    let listen = |ev: &smolsweep::exec::ProgressEvent| progress.event(ev);
     let report = run::run_with(
         &plan,
         if args.yes {

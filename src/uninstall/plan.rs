@@ -27,7 +27,7 @@ use super::preflight::{
 pub const UNINSTALL_PLAN_SCHEMA: &str = "smolsweep.uninstall.plan/1";
 
 /// Which product(s) to uninstall.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProductChoice {
     Celesto,
