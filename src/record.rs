@@ -108,6 +108,9 @@ pub struct ActionRecord {
     pub action: Action,
     #[serde(flatten)]
     pub outcome: Outcome,
+    /// What this action freed, measured on its own target (see `ExecReport::freed_bytes`).
+    #[serde(default)]
+    pub freed_bytes: u64,
 }
 
 /// Free space of one file system before and after the run.
@@ -128,7 +131,11 @@ pub struct ExecReport {
     pub dry_run: bool,
     pub records: Vec<ActionRecord>,
     pub estimated_bytes: u64,
-    /// Measured: growth of free space on the plan's file systems (0 in a dry run).
+    /// Measured: the sum of what each action freed, measured on its own target — allocated
+    /// bytes there just before it acted less what is left after (hard links counted once), or
+    /// for a machine deleted by its product's CLI the growth of free space during that action
+    /// alone (0 in a dry run). Other programs writing to the same disk do not move it, as they
+    /// move `filesystems`.
     pub freed_bytes: u64,
     pub filesystems: Vec<FsMeasure>,
     /// Set when the journal could not be written: the run stopped before the next action.

@@ -204,9 +204,8 @@ impl ReclaimOutcome {
                         _ => (String::new(), 0),
                     };
                     let (message, freed) = match &rec.outcome {
-                        Outcome::Done { detail } | Outcome::WouldDo { detail } => {
-                            (detail.clone(), expected)
-                        }
+                        Outcome::Done { detail } => (detail.clone(), rec.freed_bytes),
+                        Outcome::WouldDo { detail } => (detail.clone(), expected),
                         Outcome::Skipped { why, .. } => (why.clone(), 0),
                         Outcome::Failed { error } => (error.clone(), 0),
                     };

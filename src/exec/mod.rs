@@ -235,7 +235,9 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
     let mut reaped: BTreeSet<u32> = BTreeSet::new();
     let mut detached: BTreeSet<PathBuf> = BTreeSet::new();
     let mut journal_broken: Option<String> = None;
+    let mut meter = FreedMeter::default();
     for (index, pa) in plan.actions.iter().enumerate() {
+        let mut freed = 0;
         if let Some(p) = progress {
             p(&ProgressEvent::Started {
                 index,
@@ -253,7 +255,10 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
             match &mode {
                 RunMode::DryRun => dry_outcome(plan, &pa.action),
                 RunMode::Execute(token) => {
-                    run_action(plan, &pa.action, token, runner, (&reaped, &detached))
+                    let before = meter.before(plan, &pa.action);
+                    let o = run_action(plan, &pa.action, token, runner, (&reaped, &detached));
+                    freed = meter.after(before, &o);
+                    o
                 }
             }
         };
@@ -282,6 +287,7 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
             summary: pa.summary.clone(),
             action: pa.action.clone(),
             outcome,
+            freed_bytes: freed,
         };
         if !dry_run && journal_broken.is_none() {
             if let Some(j) = journal.as_deref_mut() {
@@ -319,10 +325,7 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
             })
             .collect()
     };
-    let freed_bytes = filesystems
-        .iter()
-        .map(|f| f.free_after.saturating_sub(f.free_before))
-        .sum();
+    let freed_bytes = records.iter().map(|r| r.freed_bytes).sum();
     let report = ExecReport {
         plan_id: plan.id.clone(),
         dry_run,
@@ -461,6 +464,74 @@ fn run_action(
             teardown::remove_launcher(link, target, &plan.home)
         }
         Action::RemovePathBlock { file } => teardown::remove_path_block(file, &plan.home),
+    }
+}
+
+/// What one action frees, measured on its own target so that other programs writing to the same
+/// disk barely move it: a path's allocated bytes just before the action less what is left of it
+/// after, but never more than its file system gained during that action alone (a file some
+/// process still holds open frees nothing yet, smolvm #787); a machine deleted by its product's
+/// CLI, the growth of free space on the HOME's file system during that action alone.
+#[derive(Default)]
+struct FreedMeter {
+    /// One sizer for the run: an inode with several names is counted once.
+    sizer: crate::size::Sizer,
+}
+
+/// What [`FreedMeter::before`] saw: the path and its bytes (if a path is acted on), and a path
+/// on the file system with that file system's free bytes.
+#[derive(Default)]
+struct Before {
+    path: Option<(PathBuf, u64)>,
+    free: Option<(PathBuf, u64)>,
+}
+
+impl FreedMeter {
+    fn before(&mut self, plan: &Plan, a: &Action) -> Before {
+        let free_at = |p: &Path| {
+            crate::size::fs_free_bytes(p)
+                .ok()
+                .map(|f| (p.to_path_buf(), f))
+        };
+        match a {
+            Action::DeletePath { path, .. } | Action::RemoveTree { path, .. } => {
+                let Ok(m) = self.sizer.measure(path) else {
+                    return Before::default();
+                };
+                Before {
+                    path: Some((path.clone(), m.allocated)),
+                    free: path.parent().and_then(free_at),
+                }
+            }
+            Action::DeleteMachine { .. } => Before {
+                path: None,
+                free: free_at(&plan.home),
+            },
+            _ => Before::default(),
+        }
+    }
+
+    fn after(&self, before: Before, outcome: &Outcome) -> u64 {
+        let acted = matches!(
+            outcome,
+            Outcome::Done { .. } | Outcome::Skipped { partial: true, .. }
+        );
+        let Some((fs_path, free)) = before.free.filter(|_| acted) else {
+            return 0;
+        };
+        let gained = crate::size::fs_free_bytes(&fs_path).map_or(0, |now| now.saturating_sub(free));
+        match before.path {
+            None => gained,
+            Some((path, bytes)) => {
+                let left = match crate::fsread::lstat(&path) {
+                    None => 0,
+                    Some(_) => crate::size::Sizer::with_threads(1)
+                        .measure(&path)
+                        .map_or(0, |m| m.allocated),
+                };
+                bytes.saturating_sub(left).min(gained)
+            }
+        }
     }
 }
 

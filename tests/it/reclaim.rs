@@ -1178,6 +1178,53 @@ fn freed_bytes_are_measured_per_file_system() {
     drop(holder);
 }
 
+/// Another program writing to the same disk while a plan runs (a browser, a build, a VM of
+/// another HOME) does not move what Smolsweep says it freed: each action is measured on its own
+/// target. Measured as the growth of the file system's free space over the whole run, the
+/// 16 MiB written between the two deletes below made it 0.
+#[test]
+fn freed_bytes_are_not_moved_by_another_program_writing_to_the_same_disk() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let root = home.join(".cache/smolvm");
+    let _m = TmpfsMount::new(&root, "64m");
+    const MB4: usize = 4 << 20;
+    write(&root.join("vms/a/disk.raw"), MB4);
+    write(&root.join("vms/b/disk.raw"), MB4);
+    age_tree(&root.join("vms"));
+    let f = vec![
+        finding(&root, &root.join("vms/a"), Verdict::Reclaimable),
+        finding(&root, &root.join("vms/b"), Verdict::Reclaimable),
+    ];
+    let rep = report(&home, &[&root], f);
+    let plan = Plan::from_scan(&rep, &Selection::reclaimable());
+    let other = root.join("another-programs-file");
+    let writer = |e: &ProgressEvent| {
+        if matches!(e, ProgressEvent::Finished { index: 0, .. }) {
+            write(&other, 16 << 20);
+        }
+    };
+    let (runner, mut judge) = (Recorder::default(), AsPlanned);
+    let ctx = ExecContext::confirmed(Confirmed::of(&plan, How::YesFlag), &runner, &mut judge)
+        .progress(&writer);
+    let r = execute(&plan, ctx).unwrap();
+    assert_eq!(r.done().count(), 2, "{:#?}", r.records);
+    assert!(other.exists(), "the other program wrote its file");
+    let fsm = &r.filesystems[0];
+    assert!(
+        fsm.free_after < fsm.free_before,
+        "the disk as a whole lost space"
+    );
+    let each: Vec<u64> = r.records.iter().map(|a| a.freed_bytes).collect();
+    for b in &each {
+        assert!(
+            *b >= MB4 as u64 && *b < (MB4 as u64) + (1 << 20),
+            "{each:?}"
+        );
+    }
+    assert_eq!(r.freed_bytes, each.iter().sum::<u64>());
+}
+
 // ---------------------------------------------------------------- CLI
 
 fn cli(args: &[&str], home: &Path, data: &Path) -> (i32, String, String) {
