@@ -3,6 +3,7 @@
 //! The pipeline is `scan → findings (verdict + reason) → plan → execute → journal`, shared by the
 //! CLI, the tray app and the uninstall guide. Nothing here depends on a GUI.
 
+mod chains;
 pub mod cli;
 pub mod env;
 pub mod exec;
