@@ -20,6 +20,7 @@ pub mod pathser;
 pub mod plan;
 pub mod policy;
 pub mod procs;
+mod product;
 pub mod prom;
 pub mod qcow2;
 pub mod report;

@@ -8,34 +8,10 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use crate::kind::{FindingKind, Removal, Risk};
+pub use crate::product::Product;
 
 /// Schema name of the scan report.
 pub const SCAN_SCHEMA: &str = "smolsweep.scan/1";
-
-/// The two unrelated products that are both called "SmolVM".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Product {
-    /// Celesto SmolVM: the Python SDK/CLI (`celesto`, formerly PyPI `smolvm`).
-    Celesto,
-    /// smol-machines smolvm: the Rust CLI on libkrun.
-    Smolvm,
-}
-
-impl Product {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Product::Celesto => "celesto",
-            Product::Smolvm => "smolvm",
-        }
-    }
-    pub fn display_name(self) -> &'static str {
-        match self {
-            Product::Celesto => "Celesto SmolVM",
-            Product::Smolvm => "smol-machines smolvm",
-        }
-    }
-}
 
 /// The desktop platforms whose layouts Smolsweep knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
