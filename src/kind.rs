@@ -2,7 +2,7 @@
 //! product leaves, each with its `smolsweep.scan/1` string, the label and one-line meaning every
 //! surface shows, its risk class and how it is removed. A new kind is one line of the table.
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::product::Product;
 
@@ -52,20 +52,13 @@ pub enum Removal {
     Never,
 }
 
+/// The table below in its short form: bare product, risk and removal names.
 macro_rules! kinds {
     ($($v:ident => $s:literal, $p:ident, $label:literal, $meaning:literal, $risk:ident, $rm:ident;)*) => {
-        /// What a finding is. Serialised as its `smolsweep.scan/1` string (`celesto.orphan_disk`).
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum FindingKind { $($v,)* }
-
-        impl FindingKind {
-            /// Every kind, in table order.
-            pub const ALL: &'static [FindingKind] = &[$(FindingKind::$v,)*];
-
-            const fn info(self) -> (&'static str, Product, &'static str, &'static str, Risk, Removal) {
-                match self {
-                    $(FindingKind::$v => ($s, Product::$p, $label, $meaning, Risk::$risk, Removal::$rm),)*
-                }
+        crate::table::closed_table! {
+            /// What a finding is. Serialised as its `smolsweep.scan/1` string (`celesto.orphan_disk`).
+            pub enum FindingKind ("finding kind") -> (Product, &'static str, &'static str, Risk, Removal) {
+                $($v => $s, (Product::$p, $label, $meaning, Risk::$risk, Removal::$rm);)*
             }
         }
     };
@@ -140,27 +133,23 @@ kinds! {
 }
 
 impl FindingKind {
-    /// The `smolsweep.scan/1` string, for example `celesto.orphan_disk`.
-    pub const fn as_str(self) -> &'static str {
-        self.info().0
-    }
     /// The product whose state this is.
     pub const fn product(self) -> Product {
-        self.info().1
+        self.row().0
     }
     /// What a group of these is called on every surface ("Orphaned disks").
     pub const fn label(self) -> &'static str {
-        self.info().2
+        self.row().1
     }
     /// One sentence saying what these are.
     pub const fn meaning(self) -> &'static str {
-        self.info().3
+        self.row().2
     }
     pub const fn risk(self) -> Risk {
-        self.info().4
+        self.row().3
     }
     pub const fn removal(self) -> Removal {
-        self.info().5
+        self.row().4
     }
     /// Whether a reclaimable finding of this kind is what a person calls an orphan: the storage
     /// of a sandbox or machine that no longer exists (what the desktop notifies about).
@@ -175,48 +164,12 @@ impl FindingKind {
                 | FindingKind::SmolvmHelperMachineDir
         )
     }
-    /// The kind a `smolsweep.scan/1` string names.
-    pub fn parse(s: &str) -> Option<FindingKind> {
-        FindingKind::ALL.iter().copied().find(|k| k.as_str() == s)
-    }
     /// The mount-point kind of a product.
     pub const fn mount_point(p: Product) -> FindingKind {
         match p {
             Product::Celesto => FindingKind::CelestoMountPoint,
             Product::Smolvm => FindingKind::SmolvmMountPoint,
         }
-    }
-}
-
-impl std::fmt::Display for FindingKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl PartialEq<str> for FindingKind {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for FindingKind {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl Serialize for FindingKind {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for FindingKind {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<FindingKind, D::Error> {
-        let s = String::deserialize(d)?;
-        FindingKind::parse(&s)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown finding kind '{s}'")))
     }
 }
 

@@ -27,6 +27,7 @@ pub mod report;
 pub mod roots;
 pub mod scan;
 pub mod size;
+mod table;
 pub mod tray;
 pub mod uninstall;
 pub mod upstream;
