@@ -1,6 +1,8 @@
 //! The closed vocabulary of what a finding is: one [`FindingKind`] per class of path either
 //! product leaves, each with its `smolsweep.scan/1` string, the label and one-line meaning every
 //! surface shows, its risk class and how it is removed. A new kind is one line of the table.
+//! Likewise what a VM process is: one [`ProcShape`] per shape of VMM process either product
+//! starts, with its stable name, product and label.
 
 use serde::{Deserialize, Serialize};
 
@@ -173,6 +175,34 @@ impl FindingKind {
     }
 }
 
+crate::table::closed_table! {
+    /// What a VM process is, by the shape its argv and comm show (`procs::shape::VmmShape`
+    /// reads it off a process). Serialised as its stable name (`smolvm.boot_vm`).
+    pub enum ProcShape ("process shape") -> (Product, &'static str) {
+        SmolvmBootVm => "smolvm.boot_vm", (Product::Smolvm, "smolvm machine VM");
+        SmolvmForked => "smolvm.forked", (Product::Smolvm, "smolvm pack-run VM");
+        CelestoQemu => "celesto.qemu", (Product::Celesto, "Celesto QEMU VM");
+        CelestoFirecracker => "celesto.firecracker", (Product::Celesto, "Celesto Firecracker VM");
+        CelestoLibkrun => "celesto.libkrun", (Product::Celesto, "Celesto libkrun VM");
+    }
+}
+
+impl ProcShape {
+    /// The product whose VMM this is.
+    pub const fn product(self) -> Product {
+        self.row().0
+    }
+    /// What a VM process of this shape is, for a person ("Celesto QEMU VM").
+    pub const fn label(self) -> &'static str {
+        self.row().1
+    }
+    /// The label of a shape a plan records by its stable name; "VM process" for a name that is
+    /// no shape (a plan written without one).
+    pub fn label_of(shape: &str) -> &'static str {
+        ProcShape::parse(shape).map_or("VM process", ProcShape::label)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,6 +238,20 @@ mod tests {
             }
             assert!(k.meaning().ends_with('.'), "{k}: meaning is a sentence");
         }
+    }
+
+    #[test]
+    fn shapes_round_trip_and_a_name_that_is_no_shape_reads_as_a_vm_process() {
+        for s in ProcShape::ALL {
+            assert!(s
+                .as_str()
+                .starts_with(&format!("{}.", s.product().as_str())));
+            let j = serde_json::to_string(s).unwrap();
+            assert_eq!(serde_json::from_str::<ProcShape>(&j).unwrap(), *s);
+            assert_eq!(ProcShape::label_of(s.as_str()), s.label());
+        }
+        assert_eq!(ProcShape::label_of(""), "VM process");
+        assert!(serde_json::from_str::<ProcShape>("\"smolvm.nope\"").is_err());
     }
 
     #[test]

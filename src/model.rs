@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::kind::{FindingKind, Removal, Risk};
+pub use crate::kind::{FindingKind, ProcShape, Removal, Risk};
 pub use crate::product::Product;
 
 /// Schema name of the scan report.
@@ -250,8 +250,8 @@ pub struct VmProcess {
     /// Linux: `/proc/<pid>/stat` field 22 (clock ticks since boot). macOS: seconds since epoch.
     pub start_time: u64,
     pub product: Product,
-    /// `smolvm.boot_vm`, `smolvm.forked`, `celesto.qemu`, `celesto.firecracker`, `celesto.libkrun`.
-    pub shape: String,
+    /// What VMM it is (serialised as `smolvm.boot_vm`, `celesto.qemu`, ...).
+    pub shape: ProcShape,
     /// Machine name or sandbox id.
     pub owner: Option<String>,
     /// No inventory record owns it.

@@ -400,7 +400,7 @@ impl Builder<'_> {
                     product: v.product,
                     owner: None,
                     uid: v.uid,
-                    shape: v.shape.clone(),
+                    shape: v.shape.as_str().to_string(),
                     uninstall: true,
                 },
                 format!("End VM process {} ({})", v.pid, v.shape),

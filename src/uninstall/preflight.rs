@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::env::EnvSnapshot;
 use crate::exec::detach::MountEntry;
 use crate::install::Install;
-use crate::model::{human_bytes, Platform, Product, Scope};
+use crate::model::{human_bytes, Platform, ProcShape, Product, Scope};
 use crate::procs::RawProcess;
 use crate::roots::{celesto_roots, dot_smolvm_contents, smolvm_roots};
 
@@ -110,7 +110,7 @@ pub struct VmProc {
     pub start_time: u64,
     pub uid: u32,
     pub product: Product,
-    pub shape: String,
+    pub shape: ProcShape,
     /// The machine directory, disk or socket that ties it to this HOME.
     pub evidence: String,
 }

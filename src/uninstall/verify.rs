@@ -237,7 +237,7 @@ pub fn verify_with(
                 "{} VM process {} ({}, {})",
                 v.product.as_str(),
                 v.pid,
-                crate::procs::shape::shape_label(&v.shape),
+                v.shape.label(),
                 v.reason
             ),
             fix: crate::view::fix_for_process(&report, v.pid),
