@@ -32,13 +32,9 @@ fn hex8_maybe_lock(n: &str) -> bool {
     stem.len() == 8 && stem.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// A sandbox's log (`<id>.log`) or an SQLite side file of an inventory.
+/// A sandbox's log (`<id>.log`), an inventory or an SQLite side file of one.
 fn celesto_data_shape(n: &str) -> bool {
-    n.ends_with(".log")
-        || ["celesto.db-", "smolvm.db-"].iter().any(|p| {
-            n.strip_prefix(p)
-                .is_some_and(|s| ["wal", "shm", "journal"].contains(&s))
-        })
+    n.ends_with(".log") || crate::upstream::is_inventory_file(Product::Celesto, n)
 }
 
 /// A published image cache entry (`<preset>-v<version>-<arch>-<vmm>`), a staging dir, a lock.
@@ -120,8 +116,6 @@ const TABLES: &[Table] = &[
         product: Product::Celesto,
         kind: "data_dir",
         names: &[
-            "celesto.db",
-            "smolvm.db",
             "disks",
             "snapshots",
             "firmware",
@@ -157,7 +151,7 @@ pub fn proves_layout(product: Product, kind: &str, names: &[&str]) -> bool {
     match (product, kind) {
         (Product::Celesto, "data_dir") => names
             .iter()
-            .any(|n| ["celesto.db", "smolvm.db", "disks"].contains(n)),
+            .any(|n| crate::roots::celesto_data_markers().any(|m| m == *n)),
         _ => names.iter().any(|n| recognised(product, kind, n)),
     }
 }

@@ -413,8 +413,7 @@ pub fn gather_with(
         }
     }
     for d in cel.data_dirs.iter().filter(|d| !is_system_path(&d.path)) {
-        for db in ["celesto.db", "smolvm.db"] {
-            let p = d.path.join(db);
+        for p in crate::upstream::inventory_paths(Product::Celesto, &d.path) {
             if std::fs::symlink_metadata(&p).is_err() {
                 continue;
             }
