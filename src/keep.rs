@@ -248,7 +248,7 @@ impl Keeps {
         self.apply_findings(report);
         self.apply_owners(report);
         // A kept disk keeps its backing files.
-        crate::scan::chains::protect(report);
+        crate::chains::protect(report);
     }
 
     /// The rule that keeps machine or sandbox `name` of `product`: an owner rule naming it.
@@ -383,7 +383,7 @@ pub fn apply_at(report: &mut ScanReport, path: &Path) {
                     f.reason = format!("{} Your keep rules could not be read: {e}", f.reason);
                 }
             }
-            crate::scan::chains::protect(report);
+            crate::chains::protect(report);
         }
     }
 }

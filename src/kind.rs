@@ -1,10 +1,12 @@
 //! The closed vocabulary of what a finding is: one [`FindingKind`] per class of path either
 //! product leaves, each with its `smolsweep.scan/1` string, the label and one-line meaning every
 //! surface shows, its risk class and how it is removed. A new kind is one line of the table.
+//! Likewise what a VM process is: one [`ProcShape`] per shape of VMM process either product
+//! starts, with its stable name, product and label.
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
-use crate::model::Product;
+use crate::product::Product;
 
 /// What removing a finding of a kind costs its owner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -52,20 +54,13 @@ pub enum Removal {
     Never,
 }
 
+/// The table below in its short form: bare product, risk and removal names.
 macro_rules! kinds {
     ($($v:ident => $s:literal, $p:ident, $label:literal, $meaning:literal, $risk:ident, $rm:ident;)*) => {
-        /// What a finding is. Serialised as its `smolsweep.scan/1` string (`celesto.orphan_disk`).
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum FindingKind { $($v,)* }
-
-        impl FindingKind {
-            /// Every kind, in table order.
-            pub const ALL: &'static [FindingKind] = &[$(FindingKind::$v,)*];
-
-            const fn info(self) -> (&'static str, Product, &'static str, &'static str, Risk, Removal) {
-                match self {
-                    $(FindingKind::$v => ($s, Product::$p, $label, $meaning, Risk::$risk, Removal::$rm),)*
-                }
+        crate::table::closed_table! {
+            /// What a finding is. Serialised as its `smolsweep.scan/1` string (`celesto.orphan_disk`).
+            pub enum FindingKind ("finding kind") -> (Product, &'static str, &'static str, Risk, Removal) {
+                $($v => $s, (Product::$p, $label, $meaning, Risk::$risk, Removal::$rm);)*
             }
         }
     };
@@ -140,27 +135,23 @@ kinds! {
 }
 
 impl FindingKind {
-    /// The `smolsweep.scan/1` string, for example `celesto.orphan_disk`.
-    pub const fn as_str(self) -> &'static str {
-        self.info().0
-    }
     /// The product whose state this is.
     pub const fn product(self) -> Product {
-        self.info().1
+        self.row().0
     }
     /// What a group of these is called on every surface ("Orphaned disks").
     pub const fn label(self) -> &'static str {
-        self.info().2
+        self.row().1
     }
     /// One sentence saying what these are.
     pub const fn meaning(self) -> &'static str {
-        self.info().3
+        self.row().2
     }
     pub const fn risk(self) -> Risk {
-        self.info().4
+        self.row().3
     }
     pub const fn removal(self) -> Removal {
-        self.info().5
+        self.row().4
     }
     /// Whether a reclaimable finding of this kind is what a person calls an orphan: the storage
     /// of a sandbox or machine that no longer exists (what the desktop notifies about).
@@ -175,10 +166,6 @@ impl FindingKind {
                 | FindingKind::SmolvmHelperMachineDir
         )
     }
-    /// The kind a `smolsweep.scan/1` string names.
-    pub fn parse(s: &str) -> Option<FindingKind> {
-        FindingKind::ALL.iter().copied().find(|k| k.as_str() == s)
-    }
     /// The mount-point kind of a product.
     pub const fn mount_point(p: Product) -> FindingKind {
         match p {
@@ -188,35 +175,31 @@ impl FindingKind {
     }
 }
 
-impl std::fmt::Display for FindingKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+crate::table::closed_table! {
+    /// What a VM process is, by the shape its argv and comm show (`procs::shape::VmmShape`
+    /// reads it off a process). Serialised as its stable name (`smolvm.boot_vm`).
+    pub enum ProcShape ("process shape") -> (Product, &'static str) {
+        SmolvmBootVm => "smolvm.boot_vm", (Product::Smolvm, "smolvm machine VM");
+        SmolvmForked => "smolvm.forked", (Product::Smolvm, "smolvm pack-run VM");
+        CelestoQemu => "celesto.qemu", (Product::Celesto, "Celesto QEMU VM");
+        CelestoFirecracker => "celesto.firecracker", (Product::Celesto, "Celesto Firecracker VM");
+        CelestoLibkrun => "celesto.libkrun", (Product::Celesto, "Celesto libkrun VM");
     }
 }
 
-impl PartialEq<str> for FindingKind {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
+impl ProcShape {
+    /// The product whose VMM this is.
+    pub const fn product(self) -> Product {
+        self.row().0
     }
-}
-
-impl PartialEq<&str> for FindingKind {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
+    /// What a VM process of this shape is, for a person ("Celesto QEMU VM").
+    pub const fn label(self) -> &'static str {
+        self.row().1
     }
-}
-
-impl Serialize for FindingKind {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for FindingKind {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<FindingKind, D::Error> {
-        let s = String::deserialize(d)?;
-        FindingKind::parse(&s)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown finding kind '{s}'")))
+    /// The label of a shape a plan records by its stable name; "VM process" for a name that is
+    /// no shape (a plan written without one).
+    pub fn label_of(shape: &str) -> &'static str {
+        ProcShape::parse(shape).map_or("VM process", ProcShape::label)
     }
 }
 
@@ -255,6 +238,20 @@ mod tests {
             }
             assert!(k.meaning().ends_with('.'), "{k}: meaning is a sentence");
         }
+    }
+
+    #[test]
+    fn shapes_round_trip_and_a_name_that_is_no_shape_reads_as_a_vm_process() {
+        for s in ProcShape::ALL {
+            assert!(s
+                .as_str()
+                .starts_with(&format!("{}.", s.product().as_str())));
+            let j = serde_json::to_string(s).unwrap();
+            assert_eq!(serde_json::from_str::<ProcShape>(&j).unwrap(), *s);
+            assert_eq!(ProcShape::label_of(s.as_str()), s.label());
+        }
+        assert_eq!(ProcShape::label_of(""), "VM process");
+        assert!(serde_json::from_str::<ProcShape>("\"smolvm.nope\"").is_err());
     }
 
     #[test]

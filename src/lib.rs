@@ -3,6 +3,7 @@
 //! The pipeline is `scan → findings (verdict + reason) → plan → execute → journal`, shared by the
 //! CLI, the tray app and the uninstall guide. Nothing here depends on a GUI.
 
+mod chains;
 pub mod env;
 pub mod exec;
 pub mod filter;
@@ -19,6 +20,7 @@ pub mod pathser;
 pub mod plan;
 pub mod policy;
 pub mod procs;
+mod product;
 pub mod prom;
 pub mod qcow2;
 pub(crate) mod record;
@@ -26,6 +28,7 @@ pub mod report;
 pub mod roots;
 pub mod scan;
 pub mod size;
+mod table;
 pub mod target;
 pub mod tray;
 pub mod uninstall;

@@ -7,35 +7,11 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::kind::{FindingKind, Removal, Risk};
+pub use crate::kind::{FindingKind, ProcShape, Removal, Risk};
+pub use crate::product::Product;
 
 /// Schema name of the scan report.
 pub const SCAN_SCHEMA: &str = "smolsweep.scan/1";
-
-/// The two unrelated products that are both called "SmolVM".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Product {
-    /// Celesto SmolVM: the Python SDK/CLI (`celesto`, formerly PyPI `smolvm`).
-    Celesto,
-    /// smol-machines smolvm: the Rust CLI on libkrun.
-    Smolvm,
-}
-
-impl Product {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Product::Celesto => "celesto",
-            Product::Smolvm => "smolvm",
-        }
-    }
-    pub fn display_name(self) -> &'static str {
-        match self {
-            Product::Celesto => "Celesto SmolVM",
-            Product::Smolvm => "smol-machines smolvm",
-        }
-    }
-}
 
 /// The desktop platforms whose layouts Smolsweep knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -274,8 +250,8 @@ pub struct VmProcess {
     /// Linux: `/proc/<pid>/stat` field 22 (clock ticks since boot). macOS: seconds since epoch.
     pub start_time: u64,
     pub product: Product,
-    /// `smolvm.boot_vm`, `smolvm.forked`, `celesto.qemu`, `celesto.firecracker`, `celesto.libkrun`.
-    pub shape: String,
+    /// What VMM it is (serialised as `smolvm.boot_vm`, `celesto.qemu`, ...).
+    pub shape: ProcShape,
     /// Machine name or sandbox id.
     pub owner: Option<String>,
     /// No inventory record owns it.

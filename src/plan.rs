@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 
-use crate::kind::{FindingKind, Removal};
+use crate::kind::{FindingKind, ProcShape, Removal};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -274,7 +274,7 @@ impl Action {
             } => format!(
                 "end {} VM process {pid} ({}{}), to uninstall",
                 product.display_name(),
-                crate::procs::shape::shape_label(shape),
+                ProcShape::label_of(shape),
                 owner
                     .as_deref()
                     .map(|o| format!(", {o}"))
@@ -289,7 +289,7 @@ impl Action {
             } => format!(
                 "end orphaned {} VM process {pid} ({}{})",
                 product.display_name(),
-                crate::procs::shape::shape_label(shape),
+                ProcShape::label_of(shape),
                 owner
                     .as_deref()
                     .map(|o| format!(", {o}"))
@@ -994,7 +994,7 @@ fn reap_action(p: &VmProcess) -> PlannedAction {
         product: p.product,
         owner: p.owner.clone(),
         uid: p.uid,
-        shape: p.shape.clone(),
+        shape: p.shape.as_str().to_string(),
         uninstall: false,
     })
 }
@@ -1224,7 +1224,7 @@ mod tests {
             pid,
             start_time: 5,
             product: Product::Smolvm,
-            shape: "smolvm.boot_vm".into(),
+            shape: ProcShape::SmolvmBootVm,
             owner: Some("m".into()),
             orphan,
             scope,

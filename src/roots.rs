@@ -87,6 +87,14 @@ pub struct SmolvmRoots {
     pub launchers: Vec<PathBuf>,
 }
 
+/// The entries whose presence shows that a directory is a Celesto data directory: an inventory
+/// or `disks/` (a `locks/` or a `build.log` alone does not: a project holds those too).
+pub fn celesto_data_markers() -> impl Iterator<Item = &'static str> {
+    crate::upstream::inventories(Product::Celesto)
+        .map(|i| i.name)
+        .chain(["disks"])
+}
+
 /// Celesto roots for this environment, with existence checks on the real file system (only
 /// `stat`, for `existing_legacy_path`; nothing is created).
 pub fn celesto_roots(platform: Platform, env: &EnvSnapshot) -> CelestoRoots {
@@ -445,7 +453,7 @@ fn smolvm_set(
     };
     SmolvmRootSet {
         source: source.to_string(),
-        db_path: data_root.join("server").join("smolvm.db"),
+        db_path: crate::upstream::SMOLVM_INVENTORY.path_in(&data_root),
         vms_dirs: vec![cache_root.join("vms"), data_root.join("vms")],
         pack_cache: cache_dir.join("smolvm-pack"),
         libs_cache: cache_dir.join("smolvm-libs"),

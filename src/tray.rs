@@ -420,7 +420,7 @@ mod tests {
             pid,
             start_time: 4242,
             product: Product::Smolvm,
-            shape: "smolvm.boot_vm".into(),
+            shape: crate::model::ProcShape::SmolvmBootVm,
             owner: Some(format!("m{pid}")),
             orphan,
             scope,

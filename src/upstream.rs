@@ -1,9 +1,11 @@
 //! What Smolsweep knows of each upstream product, per verified version, as data: the newest
-//! versions its rules were verified against, and the inventories' schemas (tables and
-//! `user_version`). A new upstream release is a change here plus a fixture. Also how a
+//! versions its rules were verified against, and the inventories (where each lives, what its
+//! file is called, its schema: tables and `user_version`). A new upstream release is a change here plus a fixture. Also how a
 //! sentence's upstream bug references (`B10`) are split out of it for the JSON's `refs`.
 //!
 //! Facts from `shared/reference` (celesto-smolvm.md §3, smol-machines-smolvm.md §2.5).
+
+use std::path::{Path, PathBuf};
 
 use crate::model::Product;
 
@@ -69,6 +71,84 @@ pub const SMOLVM_DB: Schema = Schema {
     user_versions: &[0],
     references: &[("fork_pool_slots", "machine_name")],
 };
+
+/// An SQLite inventory a product writes: which product and distribution write it, where it
+/// lives, what its file is called, and the schema its rows are trusted by.
+#[derive(Debug, Clone, Copy)]
+pub struct Inventory {
+    pub product: Product,
+    /// The distribution that writes it, as [`VERIFIED`] names it (its versions are there).
+    pub writer: &'static str,
+    /// Its directory inside the product's state directory: `server` inside smolvm's data root;
+    /// empty for Celesto's data directory itself.
+    pub dir: &'static str,
+    /// Its file name.
+    pub name: &'static str,
+    pub schema: &'static Schema,
+}
+
+impl Inventory {
+    /// Where it is inside the state directory `root`.
+    pub fn path_in(&self, root: &Path) -> PathBuf {
+        root.join(self.dir).join(self.name)
+    }
+}
+
+/// Celesto's own inventory.
+pub const CELESTO_INVENTORY: Inventory = Inventory {
+    product: Product::Celesto,
+    writer: "celesto",
+    dir: "",
+    name: "celesto.db",
+    schema: &CELESTO_DB,
+};
+
+/// The inventory of PyPI `smolvm`, Celesto's predecessor: read with Celesto's rules.
+pub const PYPI_SMOLVM_INVENTORY: Inventory = Inventory {
+    product: Product::Celesto,
+    writer: "smolvm (PyPI)",
+    dir: "",
+    name: "smolvm.db",
+    schema: &CELESTO_DB,
+};
+
+/// smol-machines smolvm's machine database.
+pub const SMOLVM_INVENTORY: Inventory = Inventory {
+    product: Product::Smolvm,
+    writer: "smolvm",
+    dir: "server",
+    name: "smolvm.db",
+    schema: &SMOLVM_DB,
+};
+
+/// Every inventory either product writes; a product's newest first.
+pub const INVENTORIES: &[Inventory] = &[CELESTO_INVENTORY, PYPI_SMOLVM_INVENTORY, SMOLVM_INVENTORY];
+
+/// The side files SQLite writes beside a database (`<name>-wal`, ...).
+const SIDE_FILES: [&str; 3] = ["wal", "shm", "journal"];
+
+/// The inventories of `product`, in the order of [`INVENTORIES`].
+pub fn inventories(product: Product) -> impl Iterator<Item = &'static Inventory> {
+    INVENTORIES.iter().filter(move |i| i.product == product)
+}
+
+/// Where `product`'s inventories are inside its state directory `root`.
+pub fn inventory_paths(product: Product, root: &Path) -> Vec<PathBuf> {
+    inventories(product).map(|i| i.path_in(root)).collect()
+}
+
+/// Whether `name`, directly in the directory of one of `product`'s inventories, is that
+/// inventory or a side file SQLite writes beside it (`celesto.db-wal`).
+pub fn is_inventory_file(product: Product, name: &str) -> bool {
+    inventories(product).any(|i| {
+        name.strip_prefix(i.name).is_some_and(|rest| {
+            rest.is_empty()
+                || rest
+                    .strip_prefix('-')
+                    .is_some_and(|s| SIDE_FILES.contains(&s))
+        })
+    })
+}
 
 /// Whether `installed` is newer than every version of `product` the rules were verified
 /// against; `Some(newest known)` when it is.
@@ -195,6 +275,28 @@ mod tests {
         assert_eq!(drift(Product::Celesto, "0.2.1"), Some("0.1.10"));
         assert_eq!(drift(Product::Smolvm, "1.33.0"), Some("1.32.2"));
         assert_eq!(drift(Product::Smolvm, "1.18.2"), None);
+    }
+
+    #[test]
+    fn every_inventory_has_a_verified_writer_and_a_place() {
+        for i in INVENTORIES {
+            assert!(VERIFIED
+                .iter()
+                .any(|(p, d, _)| *p == i.product && *d == i.writer));
+            assert_eq!(i.schema.product, i.product);
+        }
+        let root = Path::new("/d");
+        assert_eq!(
+            inventory_paths(Product::Celesto, root),
+            [root.join("celesto.db"), root.join("smolvm.db")]
+        );
+        assert_eq!(
+            SMOLVM_INVENTORY.path_in(root),
+            Path::new("/d/server/smolvm.db")
+        );
+        assert!(is_inventory_file(Product::Celesto, "smolvm.db-journal"));
+        assert!(!is_inventory_file(Product::Celesto, "smolvm.dbx"));
+        assert!(!is_inventory_file(Product::Celesto, "notes.db"));
     }
 
     #[test]

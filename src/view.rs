@@ -363,7 +363,7 @@ fn process_row(p: &VmProcess) -> ProcessRow {
         pid: p.pid,
         start_time: p.start_time,
         product: p.product,
-        what: crate::procs::shape::shape_label(&p.shape),
+        what: p.shape.label(),
         owner: p.owner.clone(),
         this_home,
         orphan: p.orphan,

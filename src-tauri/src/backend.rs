@@ -989,7 +989,7 @@ mod tests {
             pid,
             start_time,
             product: Product::Smolvm,
-            shape: "smolvm.boot_vm".into(),
+            shape: smolsweep::model::ProcShape::SmolvmBootVm,
             owner: owner.map(String::from),
             orphan,
             scope,

@@ -284,7 +284,7 @@ mod tests {
             pid,
             start_time: 77,
             product: Product::Smolvm,
-            shape: "smolvm.boot_vm".into(),
+            shape: smolsweep::model::ProcShape::SmolvmBootVm,
             owner: Some("box".into()),
             orphan,
             scope,

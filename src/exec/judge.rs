@@ -314,7 +314,7 @@ fn judge_path(
             kind.label(),
             f.reason
         )),
-        Verdict::Reclaimable | Verdict::OptIn => match crate::scan::chains::still_needed(f) {
+        Verdict::Reclaimable | Verdict::OptIn => match crate::chains::still_needed(f) {
             Some(why) => Err(why),
             None => Ok(()),
         },

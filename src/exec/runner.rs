@@ -129,7 +129,7 @@ impl RealRunner {
         let dirs = celesto_roots(self.platform, &self.env).data_dirs;
         let db: Option<PathBuf> = dirs
             .iter()
-            .flat_map(|d| [d.path.join("celesto.db"), d.path.join("smolvm.db")])
+            .flat_map(|d| crate::upstream::inventory_paths(Product::Celesto, &d.path))
             .find(|db| matches!(celesto_row(db, id), Ok(Some(_))));
         let Some(db) = db else {
             return Err(Outcome::skipped(format!(

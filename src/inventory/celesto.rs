@@ -162,7 +162,9 @@ fn read_tx(conn: &rusqlite::Connection, path: &Path) -> Result<CelestoInventory,
 
     Ok(CelestoInventory {
         db_path: path.to_path_buf(),
-        legacy: path.file_name().is_some_and(|n| n == "smolvm.db"),
+        legacy: path
+            .file_name()
+            .is_some_and(|n| n == crate::upstream::PYPI_SMOLVM_INVENTORY.name),
         sandboxes,
         browser_ids,
         snapshots,

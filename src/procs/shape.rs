@@ -10,7 +10,7 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::model::Product;
+use crate::model::{ProcShape, Product};
 
 use super::RawProcess;
 
@@ -45,22 +45,24 @@ pub enum VmmShape {
 }
 
 impl VmmShape {
-    /// The stable name used in reports (`VmProcess::shape`).
-    pub fn shape_name(&self) -> &'static str {
+    /// What VMM this is, in the closed table of shapes (`VmProcess::shape`).
+    pub fn shape(&self) -> ProcShape {
         match self {
-            VmmShape::SmolvmBootVm { .. } => "smolvm.boot_vm",
-            VmmShape::SmolvmForked => "smolvm.forked",
-            VmmShape::CelestoQemu { .. } => "celesto.qemu",
-            VmmShape::CelestoFirecracker { .. } => "celesto.firecracker",
-            VmmShape::CelestoLibkrun { .. } => "celesto.libkrun",
+            VmmShape::SmolvmBootVm { .. } => ProcShape::SmolvmBootVm,
+            VmmShape::SmolvmForked => ProcShape::SmolvmForked,
+            VmmShape::CelestoQemu { .. } => ProcShape::CelestoQemu,
+            VmmShape::CelestoFirecracker { .. } => ProcShape::CelestoFirecracker,
+            VmmShape::CelestoLibkrun { .. } => ProcShape::CelestoLibkrun,
         }
     }
 
+    /// The stable name used in reports (`smolvm.boot_vm`).
+    pub fn shape_name(&self) -> &'static str {
+        self.shape().as_str()
+    }
+
     pub fn product(&self) -> Product {
-        match self {
-            VmmShape::SmolvmBootVm { .. } | VmmShape::SmolvmForked => Product::Smolvm,
-            _ => Product::Celesto,
-        }
+        self.shape().product()
     }
 
     /// The Celesto sandbox id read from a socket or config file name, when there is one.
@@ -87,18 +89,6 @@ impl VmmShape {
             VmmShape::CelestoFirecracker { api_sock, .. } => vec![api_sock.clone()],
             VmmShape::CelestoLibkrun { config, .. } => vec![config.clone()],
         }
-    }
-}
-
-/// What a VM process is, for a person, from its stable name ([`VmmShape::shape_name`]).
-pub(crate) fn shape_label(shape: &str) -> &'static str {
-    match shape {
-        "smolvm.boot_vm" => "smolvm machine VM",
-        "smolvm.forked" => "smolvm pack-run VM",
-        "celesto.qemu" => "Celesto QEMU VM",
-        "celesto.firecracker" => "Celesto Firecracker VM",
-        "celesto.libkrun" => "Celesto libkrun VM",
-        _ => "VM process",
     }
 }
 

@@ -58,9 +58,13 @@ enum Hold {
 }
 
 fn is_celesto_data_dir(dir: &Path) -> bool {
-    ["celesto.db", "smolvm.db", "disks"]
-        .iter()
-        .any(|n| fsread::lstat(&dir.join(n)).is_some())
+    crate::roots::celesto_data_markers().any(|n| fsread::lstat(&dir.join(n)).is_some())
+}
+
+/// The file names of Celesto's inventories, for a sentence: `celesto.db or smolvm.db`.
+fn inventory_names() -> String {
+    let names: Vec<&str> = crate::upstream::inventories(P).map(|i| i.name).collect();
+    names.join(" or ")
 }
 
 fn canon(p: &Path) -> PathBuf {
@@ -86,7 +90,7 @@ fn gate(d: Draft, ok: bool, problem: &str) -> Draft {
 fn claim(d: Draft, data_dir: &Path) -> Draft {
     match d.owner.clone() {
         Some(id) => d.recheck(
-            &[data_dir.join("celesto.db"), data_dir.join("smolvm.db")],
+            &crate::upstream::inventory_paths(P, data_dir),
             OwnerRecord::SandboxId(id),
         ),
         None => d,
@@ -111,16 +115,16 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
         let mut invs = Vec::new();
         let mut ok = true;
         let mut problem = String::new();
-        let dbs: Vec<PathBuf> = ["celesto.db", "smolvm.db"]
-            .iter()
-            .map(|n| dir.join(n))
+        let dbs: Vec<PathBuf> = crate::upstream::inventory_paths(P, dir)
+            .into_iter()
             .filter(|p| fsread::lstat(p).is_some())
             .collect();
         odd_inventory_files(ctx, dir, &dbs);
         if dbs.is_empty() {
             ok = false;
             problem = format!(
-                "there is no inventory (celesto.db or smolvm.db) in {}: sandboxes made with the Celesto SDK alone leave no record, so a live sandbox's disk cannot be told from an orphan. Running any `celesto` CLI command once creates the inventory; then only disks no inventory row and no process claims become reclaimable",
+                "there is no inventory ({}) in {}: sandboxes made with the Celesto SDK alone leave no record, so a live sandbox's disk cannot be told from an orphan. Running any `celesto` CLI command once creates the inventory; then only disks no inventory row and no process claims become reclaimable",
+                inventory_names(),
                 dir.display()
             );
         }
@@ -1032,7 +1036,7 @@ fn sandbox_residue(
     let inventories: Vec<PathBuf> = know
         .data_dirs
         .iter()
-        .flat_map(|c| [c.dir.join("celesto.db"), c.dir.join("smolvm.db")])
+        .flat_map(|c| crate::upstream::inventory_paths(P, &c.dir))
         .collect();
     gate(
         d.verdict(

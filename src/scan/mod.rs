@@ -15,7 +15,6 @@ use crate::model::*;
 use crate::size::Sizer;
 
 mod celesto;
-pub(crate) mod chains;
 pub mod memo;
 pub mod procindex;
 mod smolvm;
@@ -333,7 +332,7 @@ pub(crate) fn scan_sized(
     };
     report.products.sort_by_key(|p| p.product);
     drift_guard(&mut report, &opts.env, &ctx.installs);
-    chains::link(&mut report);
+    crate::chains::link(&mut report);
     crate::keep::apply_for(&mut report, &opts.env);
     report.compute_totals();
     report

@@ -310,7 +310,7 @@ pub(crate) fn attribute(
             pid: p.pid,
             start_time: p.start_time,
             product,
-            shape: shape.shape_name().to_string(),
+            shape: shape.shape(),
             owner,
             orphan: orphan && this_home,
             scope: if this_home {

@@ -1,17 +1,18 @@
-//! What each product is known to write directly inside each of its state directories, as data
-//! (from `shared/reference`: smol-machines smolvm §2.2 up to 1.32.2, Celesto §2–3 for 0.1.10).
+//! What each kind of state directory is and what its product is known to write directly inside
+//! it, as one table of data (from `shared/reference`: smol-machines smolvm §2.2 up to 1.32.2,
+//! Celesto §2–3 for 0.1.10): a [`StateKind`] per kind, with its product, what it is called,
+//! why an uninstall removes it and how its entries are recognised.
 //!
 //! An uninstall removes the recognised entries of a directory; anything else in it is listed as
 //! not the product's and kept unless the user ticks it. A new upstream release that writes a new
 //! entry is a change to these tables plus a fixture.
 
 use crate::model::Product;
+use crate::table::closed_table;
 
-/// How the entries of one kind of state directory are recognised.
-struct Table {
-    product: Product,
-    /// `StateDir::kind`.
-    kind: &'static str,
+/// How the entries directly inside a kind of state directory are recognised.
+#[derive(Clone, Copy)]
+struct Layout {
     /// Exact names.
     names: &'static [&'static str],
     /// Other shapes of name (hex-named pack dirs, logs).
@@ -32,13 +33,9 @@ fn hex8_maybe_lock(n: &str) -> bool {
     stem.len() == 8 && stem.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// A sandbox's log (`<id>.log`) or an SQLite side file of an inventory.
+/// A sandbox's log (`<id>.log`), an inventory or an SQLite side file of one.
 fn celesto_data_shape(n: &str) -> bool {
-    n.ends_with(".log")
-        || ["celesto.db-", "smolvm.db-"].iter().any(|p| {
-            n.strip_prefix(p)
-                .is_some_and(|s| ["wal", "shm", "journal"].contains(&s))
-        })
+    n.ends_with(".log") || crate::upstream::is_inventory_file(Product::Celesto, n)
 }
 
 /// A published image cache entry (`<preset>-v<version>-<arch>-<vmm>`), a staging dir, a lock.
@@ -52,134 +49,198 @@ fn celesto_image_shape(n: &str) -> bool {
     published || n.starts_with(".build-") || n.ends_with(".lock")
 }
 
-const TABLES: &[Table] = &[
-    Table {
-        product: Product::Smolvm,
-        kind: "data_root",
-        names: &[
-            "agent-rootfs",
-            "server",
-            "init.krun",
-            "volumes",
-            "node-credentials",
-            "usage",
-            ".agent-rootfs.lock",
-            "vms",
-        ],
-        shape: none,
-    },
-    Table {
-        product: Product::Smolvm,
-        kind: "cache_root",
-        names: &[
-            "vms",
-            "init-layers",
-            "image-seeds",
-            "registry-tokens",
-            "agent-rootfs-tars",
-            "rootfs",
-            "net",
-            "uids",
-            "storage-template.ext4",
-            "overlay-template.ext4",
-        ],
-        shape: none,
-    },
-    Table {
-        product: Product::Smolvm,
-        kind: "pack_cache",
-        names: &[],
-        shape: hex8_maybe_lock,
-    },
-    Table {
-        product: Product::Smolvm,
-        kind: "libs_cache",
-        names: &[],
-        shape: hex8_maybe_lock,
-    },
-    Table {
-        product: Product::Smolvm,
-        kind: "registry_cache",
-        names: &["blobs", "index", "tmp"],
-        shape: none,
-    },
-    // Archives are named by the user (`--image` files) and live in a directory of smolvm's own.
-    Table {
-        product: Product::Smolvm,
-        kind: "image_archives",
-        names: &[],
-        shape: any,
-    },
-    Table {
-        product: Product::Smolvm,
-        kind: "config_dir",
-        names: &["config.toml", "registries.toml"],
-        shape: none,
-    },
-    Table {
-        product: Product::Celesto,
-        kind: "data_dir",
-        names: &[
-            "celesto.db",
-            "smolvm.db",
-            "disks",
-            "snapshots",
-            "firmware",
-            "locks",
-            "ssh-known-hosts",
-            "browser-sessions",
-            "macos-vms",
-            "dashboard-ui",
-        ],
-        shape: celesto_data_shape,
-    },
-    Table {
-        product: Product::Celesto,
-        kind: "image_dir",
-        names: &["macos", ".downloads"],
-        shape: celesto_image_shape,
-    },
-];
+const SMOLVM_DATA_ROOT: Layout = Layout {
+    names: &[
+        "agent-rootfs",
+        "server",
+        "init.krun",
+        "volumes",
+        "node-credentials",
+        "usage",
+        ".agent-rootfs.lock",
+        "vms",
+    ],
+    shape: none,
+};
 
-/// Whether `name`, directly inside a `kind` state directory of `product`, is something that
-/// product writes. Unknown kinds recognise nothing.
-pub fn recognised(product: Product, kind: &str, name: &str) -> bool {
-    TABLES
-        .iter()
-        .find(|t| t.product == product && t.kind == kind)
-        .is_some_and(|t| t.names.contains(&name) || (t.shape)(name))
-}
+const SMOLVM_CACHE_ROOT: Layout = Layout {
+    names: &[
+        "vms",
+        "init-layers",
+        "image-seeds",
+        "registry-tokens",
+        "agent-rootfs-tars",
+        "rootfs",
+        "net",
+        "uids",
+        "storage-template.ext4",
+        "overlay-template.ext4",
+    ],
+    shape: none,
+};
 
-/// Whether a directory of this kind with these entry names shows its product's layout. A
-/// Celesto data directory must hold an inventory or `disks/` (a `CELESTO_DATA_DIR` pointed at
-/// a project is not Celesto's because it holds a `locks/` or a `build.log`).
-pub fn proves_layout(product: Product, kind: &str, names: &[&str]) -> bool {
-    match (product, kind) {
-        (Product::Celesto, "data_dir") => names
-            .iter()
-            .any(|n| ["celesto.db", "smolvm.db", "disks"].contains(n)),
-        _ => names.iter().any(|n| recognised(product, kind, n)),
+/// Pack and library caches: `<8 hex>` entries and their locks.
+const HEX_CACHE: Layout = Layout {
+    names: &[],
+    shape: hex8_maybe_lock,
+};
+
+const SMOLVM_REGISTRY_CACHE: Layout = Layout {
+    names: &["blobs", "index", "tmp"],
+    shape: none,
+};
+
+/// Archives are named by the user (`--image` files) and live in a directory of smolvm's own.
+const SMOLVM_IMAGE_ARCHIVES: Layout = Layout {
+    names: &[],
+    shape: any,
+};
+
+const SMOLVM_CONFIG_DIR: Layout = Layout {
+    names: &["config.toml", "registries.toml"],
+    shape: none,
+};
+
+/// The inventories (`upstream::INVENTORIES`) and logs are recognised by `celesto_data_shape`.
+const CELESTO_DATA_DIR: Layout = Layout {
+    names: &[
+        "disks",
+        "snapshots",
+        "firmware",
+        "locks",
+        "ssh-known-hosts",
+        "browser-sessions",
+        "macos-vms",
+        "dashboard-ui",
+    ],
+    shape: celesto_data_shape,
+};
+
+const CELESTO_IMAGE_DIR: Layout = Layout {
+    names: &["macos", ".downloads"],
+    shape: celesto_image_shape,
+};
+
+closed_table! {
+    /// What a state directory is (`StateDir::kind`), serialised as its name (`data_root`): its
+    /// product, what it is called, why an uninstall removes it, and the layout its entries are
+    /// checked against one by one (none: the directory is not checked entry by entry).
+    pub enum StateKind ("state directory kind") -> (Product, &'static str, &'static str, Option<Layout>) {
+        DataRoot => "data_root", (
+            Product::Smolvm,
+            "smolvm data",
+            "The machine database, agent rootfs and usage files.",
+            Some(SMOLVM_DATA_ROOT),
+        );
+        CacheRoot => "cache_root", (
+            Product::Smolvm,
+            "smolvm machines and caches",
+            "Every machine's disks (vms/), pack stores and restore caches (which hold guest RAM).",
+            Some(SMOLVM_CACHE_ROOT),
+        );
+        PackCache => "pack_cache", (
+            Product::Smolvm,
+            "smolvm pack cache",
+            "Extracted .smolmachine packs.",
+            Some(HEX_CACHE),
+        );
+        LibsCache => "libs_cache", (
+            Product::Smolvm,
+            "smolvm unpacked libraries",
+            "Libraries unpacked by packed binaries.",
+            Some(HEX_CACHE),
+        );
+        RegistryCache => "registry_cache", (
+            Product::Smolvm,
+            "smolvm registry blob cache",
+            "Left behind by upstream's own uninstaller.",
+            Some(SMOLVM_REGISTRY_CACHE),
+        );
+        ImageArchives => "image_archives", (
+            Product::Smolvm,
+            "smolvm image archives",
+            "Left behind by upstream's own uninstaller.",
+            Some(SMOLVM_IMAGE_ARCHIVES),
+        );
+        ConfigDir => "config_dir", (
+            Product::Smolvm,
+            "smolvm settings and registry credentials",
+            "Asked for with --remove-credentials.",
+            Some(SMOLVM_CONFIG_DIR),
+        );
+        DataDir => "data_dir", (
+            Product::Celesto,
+            "Celesto data",
+            "Sandbox inventory, disks, logs, snapshots and locks.",
+            Some(CELESTO_DATA_DIR),
+        );
+        ImageDir => "image_dir", (
+            Product::Celesto,
+            "Celesto image cache",
+            "Downloaded images and kernels (rebuildable).",
+            Some(CELESTO_IMAGE_DIR),
+        );
+        CelestoHome => "celesto_home", (
+            Product::Celesto,
+            "Celesto home: settings, SSH keys and host keys",
+            "State of the product being uninstalled.",
+            None,
+        );
     }
 }
 
-/// Whether `name` in a `kind` directory holds credentials (kept unless the user asks).
-pub fn credential(product: Product, kind: &str, name: &str) -> bool {
-    matches!(
-        (product, kind, name),
-        (Product::Smolvm, "cache_root", "registry-tokens")
-    )
-}
-
-/// Whether entries of this kind of directory are checked one by one.
-pub fn has_table(product: Product, kind: &str) -> bool {
-    TABLES
-        .iter()
-        .any(|t| t.product == product && t.kind == kind)
+impl StateKind {
+    /// The product whose state directory this is.
+    pub const fn product(self) -> Product {
+        self.row().0
+    }
+    /// What a directory of this kind is, in words ("smolvm machines and caches").
+    pub const fn label(self) -> &'static str {
+        self.row().1
+    }
+    /// What a directory of this kind holds (the why of the step that removes it).
+    pub const fn why(self) -> &'static str {
+        self.row().2
+    }
+    /// Whether entries of this kind of directory are checked one by one.
+    pub const fn has_layout(self) -> bool {
+        self.row().3.is_some()
+    }
+    /// Whether `name`, directly inside a directory of this kind, is something its product
+    /// writes. A kind with no layout recognises nothing.
+    pub fn recognises(self, name: &str) -> bool {
+        self.row()
+            .3
+            .is_some_and(|l| l.names.contains(&name) || (l.shape)(name))
+    }
+    /// Whether a directory of this kind with these entry names shows its product's layout. A
+    /// Celesto data directory must hold an inventory or `disks/` (a `CELESTO_DATA_DIR` pointed
+    /// at a project is not Celesto's because it holds a `locks/` or a `build.log`).
+    pub fn proves_layout(self, names: &[&str]) -> bool {
+        match self {
+            StateKind::DataDir => names
+                .iter()
+                .any(|n| crate::roots::celesto_data_markers().any(|m| m == *n)),
+            _ => names.iter().any(|n| self.recognises(n)),
+        }
+    }
+    /// Whether `name` in a directory of this kind holds credentials (kept unless the user asks).
+    pub fn credential(self, name: &str) -> bool {
+        self == StateKind::CacheRoot && name == "registry-tokens"
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn recognised(product: Product, kind: &str, name: &str) -> bool {
+        StateKind::parse(kind).is_some_and(|k| k.product() == product && k.recognises(name))
+    }
+
+    fn proves_layout(product: Product, kind: &str, names: &[&str]) -> bool {
+        StateKind::parse(kind).is_some_and(|k| k.product() == product && k.proves_layout(names))
+    }
 
     #[test]
     fn tables_recognise_what_the_products_write_and_nothing_else() {

@@ -19,9 +19,7 @@ use crate::plan::{Action, Plan, PlannedAction, PLAN_SCHEMA};
 use crate::install::Install;
 use crate::roots::is_system_path;
 
-use super::preflight::{
-    state_label, state_why, MachineRecord, Preflight, SharedDotSmolvm, StateDir,
-};
+use super::preflight::{MachineRecord, Preflight, SharedDotSmolvm, StateDir, StateKind};
 
 /// Schema name of an uninstall plan.
 pub const UNINSTALL_PLAN_SCHEMA: &str = "smolsweep.uninstall.plan/1";
@@ -401,7 +399,7 @@ impl Builder<'_> {
                     product: v.product,
                     owner: None,
                     uid: v.uid,
-                    shape: v.shape.clone(),
+                    shape: v.shape.as_str().to_string(),
                     uninstall: true,
                 },
                 format!("End VM process {} ({})", v.pid, v.shape),
@@ -461,7 +459,7 @@ impl Builder<'_> {
             .filter(|d| products.contains(&d.product))
         {
             let created_by_cli =
-                smolvm_cli_steps && matches!(d.kind.as_str(), "data_root" | "cache_root");
+                smolvm_cli_steps && matches!(d.kind, StateKind::DataRoot | StateKind::CacheRoot);
             self.state_dir(d, created_by_cli);
         }
     }
@@ -471,7 +469,7 @@ impl Builder<'_> {
     fn state_dir(&mut self, d: &StateDir, created_by_cli: bool) {
         let home = &self.home;
         if !d.exists && !created_by_cli {
-            if !matches!(d.kind.as_str(), "config_dir" | "celesto_home") {
+            if !matches!(d.kind, StateKind::ConfigDir | StateKind::CelestoHome) {
                 self.removed_roots.push(d.path.clone());
             }
             return;
@@ -489,10 +487,10 @@ impl Builder<'_> {
             ));
             return;
         }
-        if d.kind == "celesto_home" {
+        if d.kind == StateKind::CelestoHome {
             return; // entry by entry below
         }
-        if d.kind == "config_dir" && !self.opts.remove_credentials {
+        if d.kind == StateKind::ConfigDir && !self.opts.remove_credentials {
             self.keep_credential(
                 &d.path,
                 "smolvm settings and container-registry credentials (config.toml)",
@@ -519,8 +517,8 @@ impl Builder<'_> {
 
     /// A state directory that also holds the other product's state.
     fn shared_state_dir(&mut self, d: &StateDir, other: &StateDir) {
-        if d.product == Product::Celesto && d.kind == "data_dir" {
-            for e in celesto_data_entries(&d.path) {
+        if d.kind == StateKind::DataDir {
+            for e in own_entries(d) {
                 self.push_remove(
                     d.product,
                     &e,
@@ -544,13 +542,13 @@ impl Builder<'_> {
     /// anything else is listed. Entries are checked one by one where the product's layout is
     /// known: listed once.
     fn own_state_dir(&mut self, d: &StateDir) {
-        let entries = if d.exists && super::known::has_table(d.product, &d.kind) {
+        let entries = if d.exists && d.kind.has_layout() {
             crate::fsread::read_dir_or_empty(&d.path)
         } else {
             Vec::new()
         };
         let names: Vec<&str> = entries.iter().filter_map(|e| e.name_str()).collect();
-        if !names.is_empty() && !super::known::proves_layout(d.product, &d.kind, &names) {
+        if !names.is_empty() && !d.kind.proves_layout(&names) {
             refuse_foreign_dir(d, &mut self.notes, &mut self.kept);
             return;
         }
@@ -569,7 +567,7 @@ impl Builder<'_> {
             );
             return;
         }
-        let what = state_label(&d.kind);
+        let what = d.kind.label();
         self.push(
             Action::RemoveTree {
                 product: d.product,
@@ -593,7 +591,7 @@ impl Builder<'_> {
                     d.path.display()
                 )
             },
-            state_why(&d.kind),
+            d.kind.why(),
             d.allocated_bytes,
         );
         self.removed_roots.push(d.path.clone());
@@ -970,9 +968,9 @@ fn sort_entries(
     let (mut own, mut foreign, mut secrets) = (Vec::new(), Vec::new(), Vec::new());
     for e in entries {
         let n = e.name_str().unwrap_or("");
-        if super::known::credential(d.product, &d.kind, n) && !remove_credentials {
+        if d.kind.credential(n) && !remove_credentials {
             secrets.push(e.path.clone());
-        } else if super::known::recognised(d.product, &d.kind, n) {
+        } else if d.kind.recognises(n) {
             own.push(e.path.clone());
         } else {
             foreign.push(e.path.clone());
@@ -1073,7 +1071,7 @@ fn entry_by_entry(
             p,
             true,
             format!("Remove {}", p.display()),
-            &format!("{product} writes this in its {}.", state_label(&d.kind)),
+            &format!("{product} writes this in its {}.", d.kind.label()),
         ));
     }
     for p in foreign {
@@ -1120,34 +1118,13 @@ fn python_of(path: &Path) -> Option<PathBuf> {
     None
 }
 
-/// What Celesto (or PyPI smolvm) keeps directly in a data directory.
-fn celesto_data_entries(dir: &Path) -> Vec<PathBuf> {
-    const NAMES: [&str; 12] = [
-        "celesto.db",
-        "celesto.db-journal",
-        "smolvm.db",
-        "smolvm.db-journal",
-        "disks",
-        "snapshots",
-        "firmware",
-        "locks",
-        "ssh-known-hosts",
-        "browser-sessions",
-        "macos-vms",
-        "dashboard-ui",
-    ];
-    crate::fsread::read_dir(dir)
-        .map(|entries| {
-            entries
-                .into_iter()
-                .filter(|e| {
-                    e.name_str()
-                        .is_some_and(|n| NAMES.contains(&n) || (n.ends_with(".log") && e.is_file()))
-                })
-                .map(|e| e.path)
-                .collect()
-        })
-        .unwrap_or_default()
+/// What its product writes directly in a state directory, by the table of kinds.
+fn own_entries(d: &StateDir) -> Vec<PathBuf> {
+    crate::fsread::read_dir_or_empty(&d.path)
+        .into_iter()
+        .filter(|e| e.name_str().is_some_and(|n| d.kind.recognises(n)))
+        .map(|e| e.path)
+        .collect()
 }
 
 fn size_of(pre: &Preflight, path: &Path) -> u64 {
@@ -1248,7 +1225,7 @@ mod tests {
     fn dir(product: Product, kind: &str, path: PathBuf) -> StateDir {
         StateDir {
             product,
-            kind: kind.into(),
+            kind: StateKind::parse(kind).unwrap(),
             path,
             exists: true,
             allocated_bytes: 4096,

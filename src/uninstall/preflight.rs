@@ -13,13 +13,15 @@ use serde::{Deserialize, Serialize};
 use crate::env::EnvSnapshot;
 use crate::exec::detach::MountEntry;
 use crate::install::Install;
-use crate::model::{human_bytes, Platform, Product, Scope};
+use crate::model::{human_bytes, Platform, ProcShape, Product, Scope};
 use crate::pathblock::{self, PathBlock};
 use crate::procs::RawProcess;
 use crate::roots::{
     celesto_roots, dot_smolvm_contents, is_system_path, smolvm_roots, state_dir_candidates,
     user_smolvm_sets,
 };
+
+pub use super::known::StateKind;
 
 /// Schema name of the preflight report.
 pub const PREFLIGHT_SCHEMA: &str = "smolsweep.uninstall.preflight/1";
@@ -28,9 +30,9 @@ pub const PREFLIGHT_SCHEMA: &str = "smolsweep.uninstall.preflight/1";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateDir {
     pub product: Product,
-    /// `data_root`, `cache_root`, `pack_cache`, `libs_cache`, `registry_cache`, `image_archives`,
-    /// `config_dir`, `data_dir`, `image_dir`, `celesto_home`.
-    pub kind: String,
+    /// What it is, by the table of kinds: `data_root`, `cache_root`, ..., `data_dir`,
+    /// `image_dir`, `celesto_home`.
+    pub kind: StateKind,
     pub path: PathBuf,
     pub exists: bool,
     pub allocated_bytes: u64,
@@ -48,40 +50,6 @@ pub struct StateDir {
     /// Its allocated size, in words ("25.9 MB").
     #[serde(default)]
     pub size: String,
-}
-
-/// What a state directory is, in words, by its kind ([`StateDir::kind`]).
-pub(crate) fn state_label(kind: &str) -> &'static str {
-    match kind {
-        "data_root" => "smolvm data",
-        "cache_root" => "smolvm machines and caches",
-        "pack_cache" => "smolvm pack cache",
-        "libs_cache" => "smolvm unpacked libraries",
-        "registry_cache" => "smolvm registry blob cache",
-        "image_archives" => "smolvm image archives",
-        "config_dir" => "smolvm settings and registry credentials",
-        "data_dir" => "Celesto data",
-        "image_dir" => "Celesto image cache",
-        "celesto_home" => "Celesto home: settings, SSH keys and host keys",
-        _ => "state",
-    }
-}
-
-/// What a state directory holds, by its kind (the why of the step that removes it).
-pub(crate) fn state_why(kind: &str) -> &'static str {
-    match kind {
-        "data_root" => "The machine database, agent rootfs and usage files.",
-        "cache_root" => {
-            "Every machine's disks (vms/), pack stores and restore caches (which hold guest RAM)."
-        }
-        "pack_cache" => "Extracted .smolmachine packs.",
-        "libs_cache" => "Libraries unpacked by packed binaries.",
-        "registry_cache" | "image_archives" => "Left behind by upstream's own uninstaller.",
-        "config_dir" => "Asked for with --remove-credentials.",
-        "data_dir" => "Sandbox inventory, disks, logs, snapshots and locks.",
-        "image_dir" => "Downloaded images and kernels (rebuildable).",
-        _ => "State of the product being uninstalled.",
-    }
 }
 
 /// `~/.smolvm`, split by owner.
@@ -112,7 +80,7 @@ pub struct VmProc {
     pub start_time: u64,
     pub uid: u32,
     pub product: Product,
-    pub shape: String,
+    pub shape: ProcShape,
     /// The machine directory, disk or socket that ties it to this HOME.
     pub evidence: String,
 }
@@ -301,38 +269,43 @@ pub fn gather_with(
     let cel = celesto_roots(platform, env);
     let mut sizer = crate::size::Sizer::new();
     let mut state_dirs = Vec::new();
-    let mut add =
-        |product: Product, kind: &str, path: &Path, source: &str, problems: &mut Vec<String>| {
-            if state_dirs.iter().any(|d: &StateDir| d.path == path) {
-                return;
-            }
-            let exists = std::fs::symlink_metadata(path).is_ok();
-            let (allocated, apparent, mounts) = if exists {
-                match sizer.measure(path) {
-                    Ok(m) => (m.allocated, m.apparent, m.mounts),
-                    Err(e) => {
-                        problems.push(format!("{}: {e}", path.display()));
-                        (0, 0, Vec::new())
-                    }
+    let mut add = |product: Product,
+                   kind: StateKind,
+                   path: &Path,
+                   source: &str,
+                   problems: &mut Vec<String>| {
+        if state_dirs.iter().any(|d: &StateDir| d.path == path) {
+            return;
+        }
+        let exists = std::fs::symlink_metadata(path).is_ok();
+        let (allocated, apparent, mounts) = if exists {
+            match sizer.measure(path) {
+                Ok(m) => (m.allocated, m.apparent, m.mounts),
+                Err(e) => {
+                    problems.push(format!("{}: {e}", path.display()));
+                    (0, 0, Vec::new())
                 }
-            } else {
-                (0, 0, Vec::new())
-            };
-            state_dirs.push(StateDir {
-                product,
-                kind: kind.to_string(),
-                path: path.to_path_buf(),
-                exists,
-                allocated_bytes: allocated,
-                apparent_bytes: apparent,
-                mounts,
-                source: source.to_string(),
-                label: state_label(kind).to_string(),
-                size: human_bytes(allocated),
-            });
+            }
+        } else {
+            (0, 0, Vec::new())
         };
-    for (product, kind, path, source) in state_dir_candidates(env, platform) {
-        add(product, kind, &path, &source, &mut problems);
+        state_dirs.push(StateDir {
+            product,
+            kind,
+            path: path.to_path_buf(),
+            exists,
+            allocated_bytes: allocated,
+            apparent_bytes: apparent,
+            mounts,
+            source: source.to_string(),
+            label: kind.label().to_string(),
+            size: human_bytes(allocated),
+        });
+    };
+    for (product, name, path, source) in state_dir_candidates(env, platform) {
+        if let Some(kind) = StateKind::parse(name) {
+            add(product, kind, &path, &source, &mut problems);
+        }
     }
 
     let dot = home.join(".smolvm");
@@ -374,8 +347,7 @@ pub fn gather_with(
         }
     }
     for d in cel.data_dirs.iter().filter(|d| !is_system_path(&d.path)) {
-        for db in ["celesto.db", "smolvm.db"] {
-            let p = d.path.join(db);
+        for p in crate::upstream::inventory_paths(Product::Celesto, &d.path) {
             if std::fs::symlink_metadata(&p).is_err() {
                 continue;
             }
@@ -738,7 +710,7 @@ pub fn render(p: &Preflight) -> String {
             human_bytes(d.allocated_bytes),
             d.product.as_str(),
             d.path.display(),
-            state_label(&d.kind)
+            d.kind.label()
         );
     }
     if let Some(d) = &p.dot_smolvm {
@@ -815,6 +787,24 @@ mod tests {
         assert!(cmds.contains(&"sudo rm -rf /var/lib/celesto"));
         assert!(!cmds.iter().any(|c| c.contains("/usr/lib/smolvm")));
         assert!(system_items(Platform::Macos, &exists).is_empty());
+    }
+
+    #[test]
+    fn every_smolvm_root_is_a_state_directory_of_its_table() {
+        let env = EnvSnapshot::from_pairs("/h", Vec::<(String, String)>::new());
+        let smol: Vec<StateKind> = state_dir_candidates(&env, Platform::Linux)
+            .into_iter()
+            .filter(|(p, _, _, _)| *p == Product::Smolvm)
+            .map(|(_, k, _, _)| {
+                StateKind::parse(k).unwrap_or_else(|| panic!("{k} not in the table"))
+            })
+            .collect();
+        let table: Vec<StateKind> = StateKind::ALL
+            .iter()
+            .copied()
+            .filter(|k| k.product() == Product::Smolvm)
+            .collect();
+        assert_eq!(smol, table);
     }
 
     #[test]

@@ -142,8 +142,7 @@ pub fn verify_with(
     }
     if want(Product::Celesto) {
         for d in cel.data_dirs.iter().filter(|d| !is_system_path(&d.path)) {
-            for db in ["celesto.db", "smolvm.db"] {
-                let p = d.path.join(db);
+            for p in crate::upstream::inventory_paths(Product::Celesto, &d.path) {
                 if std::fs::symlink_metadata(&p).is_err() {
                     continue;
                 }
@@ -237,7 +236,7 @@ pub fn verify_with(
                 "{} VM process {} ({}, {})",
                 v.product.as_str(),
                 v.pid,
-                crate::procs::shape::shape_label(&v.shape),
+                v.shape.label(),
                 v.reason
             ),
             fix: crate::view::fix_for_process(&report, v.pid),

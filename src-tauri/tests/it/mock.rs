@@ -157,7 +157,7 @@ fn orphan(pid: u32) -> VmProcess {
         pid,
         start_time: 99,
         product: Product::Smolvm,
-        shape: "smolvm.boot_vm".into(),
+        shape: smolsweep::model::ProcShape::SmolvmBootVm,
         owner: Some("lost".into()),
         orphan: true,
         scope: Scope::ThisHome,

@@ -327,7 +327,7 @@ impl FakeVmm {
             pid: self.pid,
             start_time: self.start_time,
             product: Product::Smolvm,
-            shape: "smolvm.boot_vm".into(),
+            shape: smolsweep::model::ProcShape::SmolvmBootVm,
             owner: Some(machine.into()),
             orphan: true,
             scope: Scope::ThisHome,

@@ -1,0 +1,29 @@
+//! The two products both called SmolVM: the ground floor of the vocabulary, named alike by the
+//! closed tables of kinds and by the scan's model (which hands it on as `model::Product`).
+
+use serde::{Deserialize, Serialize};
+
+/// The two unrelated products that are both called "SmolVM".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Product {
+    /// Celesto SmolVM: the Python SDK/CLI (`celesto`, formerly PyPI `smolvm`).
+    Celesto,
+    /// smol-machines smolvm: the Rust CLI on libkrun.
+    Smolvm,
+}
+
+impl Product {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Product::Celesto => "celesto",
+            Product::Smolvm => "smolvm",
+        }
+    }
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Product::Celesto => "Celesto SmolVM",
+            Product::Smolvm => "smol-machines smolvm",
+        }
+    }
+}
