@@ -223,6 +223,27 @@ fn describe_delete_machine(
     }
 }
 
+/// [`Action::describe`] of ending a VM process: an orphan, or any VM process of an uninstall.
+fn describe_signal(
+    product: Product,
+    pid: u32,
+    owner: Option<&str>,
+    shape: &str,
+    uninstall: bool,
+) -> String {
+    let what = format!(
+        "{} VM process {pid} ({}{})",
+        product.display_name(),
+        crate::procs::shape::shape_label(shape),
+        owner.map(|o| format!(", {o}")).unwrap_or_default()
+    );
+    if uninstall {
+        format!("end {what}, to uninstall")
+    } else {
+        format!("end orphaned {what}")
+    }
+}
+
 impl Action {
     /// The `action` tag.
     pub fn name(&self) -> &'static str {
@@ -281,22 +302,7 @@ impl Action {
                 shape,
                 uninstall,
                 ..
-            } => {
-                let what = format!(
-                    "{} VM process {pid} ({}{})",
-                    product.display_name(),
-                    crate::procs::shape::shape_label(shape),
-                    owner
-                        .as_deref()
-                        .map(|o| format!(", {o}"))
-                        .unwrap_or_default()
-                );
-                if *uninstall {
-                    format!("end {what}, to uninstall")
-                } else {
-                    format!("end orphaned {what}")
-                }
-            }
+            } => describe_signal(*product, *pid, owner.as_deref(), shape, *uninstall),
             Action::Detach { mountpoint } => {
                 format!("detach the mount at {}", crate::pathser::shown(mountpoint))
             }
