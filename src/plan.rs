@@ -193,6 +193,57 @@ pub enum Action {
     },
 }
 
+/// [`Action::describe`] of a machine deletion: a helper or ephemeral machine by why it goes,
+/// any other by its size, with the machines `--cascade` takes along.
+fn describe_delete_machine(
+    product: Product,
+    name: &str,
+    children: &[String],
+    bytes: u64,
+    ephemeral: bool,
+) -> String {
+    let with = if children.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", with the machines branched from it (--cascade): {}",
+            children.join(", ")
+        )
+    };
+    if ephemeral && crate::scan::is_helper_machine(name) {
+        format!("delete helper machine '{name}' left by an interrupted build (smolvm machine delete --force){with}")
+    } else if ephemeral {
+        format!("delete ephemeral machine '{name}' whose VM is gone (smolvm machine delete --force){with}")
+    } else {
+        format!(
+            "delete {} {name} ({}){with}",
+            product.display_name(),
+            human_bytes(bytes)
+        )
+    }
+}
+
+/// [`Action::describe`] of ending a VM process: an orphan, or any VM process of an uninstall.
+fn describe_signal(
+    product: Product,
+    pid: u32,
+    owner: Option<&str>,
+    shape: &str,
+    uninstall: bool,
+) -> String {
+    let what = format!(
+        "{} VM process {pid} ({}{})",
+        product.display_name(),
+        ProcShape::label_of(shape),
+        owner.map(|o| format!(", {o}")).unwrap_or_default()
+    );
+    if uninstall {
+        format!("end {what}, to uninstall")
+    } else {
+        format!("end orphaned {what}")
+    }
+}
+
 impl Action {
     /// The `action` tag.
     pub fn name(&self) -> &'static str {
@@ -243,58 +294,15 @@ impl Action {
                 bytes,
                 ephemeral,
                 ..
-            } => {
-                let with = if children.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        ", with the machines branched from it (--cascade): {}",
-                        children.join(", ")
-                    )
-                };
-                if *ephemeral && crate::scan::is_helper_machine(name) {
-                    format!("delete helper machine '{name}' left by an interrupted build (smolvm machine delete --force){with}")
-                } else if *ephemeral {
-                    format!("delete ephemeral machine '{name}' whose VM is gone (smolvm machine delete --force){with}")
-                } else {
-                    format!(
-                        "delete {} {name} ({}){with}",
-                        product.display_name(),
-                        human_bytes(*bytes)
-                    )
-                }
-            }
+            } => describe_delete_machine(*product, name, children, *bytes, *ephemeral),
             Action::SignalProcess {
                 pid,
                 product,
                 owner,
                 shape,
-                uninstall: true,
+                uninstall,
                 ..
-            } => format!(
-                "end {} VM process {pid} ({}{}), to uninstall",
-                product.display_name(),
-                ProcShape::label_of(shape),
-                owner
-                    .as_deref()
-                    .map(|o| format!(", {o}"))
-                    .unwrap_or_default()
-            ),
-            Action::SignalProcess {
-                pid,
-                product,
-                owner,
-                shape,
-                ..
-            } => format!(
-                "end orphaned {} VM process {pid} ({}{})",
-                product.display_name(),
-                ProcShape::label_of(shape),
-                owner
-                    .as_deref()
-                    .map(|o| format!(", {o}"))
-                    .unwrap_or_default()
-            ),
+            } => describe_signal(*product, *pid, owner.as_deref(), shape, *uninstall),
             Action::Detach { mountpoint } => {
                 format!("detach the mount at {}", crate::pathser::shown(mountpoint))
             }

@@ -45,78 +45,42 @@ pub fn render(r: &ScanReport) -> String {
     let mut s = String::new();
     let home = home_labels(&r.home);
     let one = |v: u64| vec![(home.clone(), v)];
-    gauge(
-        &mut s,
-        "smolsweep_reclaimable_bytes",
-        "Allocated bytes Smolsweep may reclaim without asking for a class.",
-        &one(t.reclaimable_allocated_bytes),
-    );
-    gauge(
-        &mut s,
-        "smolsweep_opt_in_bytes",
-        "Allocated bytes reclaimable when their class (saved disks, caches, residue) is included.",
-        &one(t.opt_in_allocated_bytes),
-    );
-    gauge(
-        &mut s,
-        "smolsweep_protected_bytes",
-        "Allocated bytes that are alive, in use or kept.",
-        &one(t.protected_allocated_bytes),
-    );
-    gauge(
-        &mut s,
-        "smolsweep_unknown_bytes",
-        "Allocated bytes Smolsweep could not verify.",
-        &one(t.unknown_allocated_bytes),
-    );
-    gauge(
-        &mut s,
-        "smolsweep_orphan_vm_processes",
-        "VM processes of this HOME that no inventory record owns.",
-        &one(t.orphan_process_count),
-    );
-    gauge(
-        &mut s,
-        "smolsweep_held_deleted_bytes",
-        "Allocated bytes of deleted files VM processes still hold open.",
-        &one(t.held_deleted_bytes),
-    );
-    let mut bytes: BTreeMap<(Product, &str, &str), (u64, u64)> = BTreeMap::new();
-    for f in &r.findings {
-        let e = bytes
-            .entry((f.product, f.kind.as_str(), f.verdict.as_str()))
-            .or_default();
-        e.0 += f.allocated_bytes;
-        e.1 += 1;
+    let totals = [
+        (
+            "smolsweep_reclaimable_bytes",
+            "Allocated bytes Smolsweep may reclaim without asking for a class.",
+            t.reclaimable_allocated_bytes,
+        ),
+        (
+            "smolsweep_opt_in_bytes",
+            "Allocated bytes reclaimable when their class (saved disks, caches, residue) is included.",
+            t.opt_in_allocated_bytes,
+        ),
+        (
+            "smolsweep_protected_bytes",
+            "Allocated bytes that are alive, in use or kept.",
+            t.protected_allocated_bytes,
+        ),
+        (
+            "smolsweep_unknown_bytes",
+            "Allocated bytes Smolsweep could not verify.",
+            t.unknown_allocated_bytes,
+        ),
+        (
+            "smolsweep_orphan_vm_processes",
+            "VM processes of this HOME that no inventory record owns.",
+            t.orphan_process_count,
+        ),
+        (
+            "smolsweep_held_deleted_bytes",
+            "Allocated bytes of deleted files VM processes still hold open.",
+            t.held_deleted_bytes,
+        ),
+    ];
+    for (name, help, v) in totals {
+        gauge(&mut s, name, help, &one(v));
     }
-    let per = |pick: fn(&(u64, u64)) -> u64| -> Vec<(String, u64)> {
-        bytes
-            .iter()
-            .map(|((p, k, v), n)| {
-                (
-                    format!(
-                        "{home},product=\"{}\",kind=\"{}\",verdict=\"{}\"",
-                        p.as_str(),
-                        label(k),
-                        v
-                    ),
-                    pick(n),
-                )
-            })
-            .collect()
-    };
-    gauge(
-        &mut s,
-        "smolsweep_findings_bytes",
-        "Allocated bytes of the findings of one kind and verdict.",
-        &per(|n| n.0),
-    );
-    gauge(
-        &mut s,
-        "smolsweep_findings",
-        "Number of findings of one kind and verdict.",
-        &per(|n| n.1),
-    );
+    findings_gauges(&mut s, &home, &r.findings);
     let status: Vec<(String, u64)> = r
         .products
         .iter()
@@ -140,6 +104,46 @@ pub fn render(r: &ScanReport) -> String {
         &one(r.scanned_at),
     );
     s
+}
+
+/// Bytes and counts of the findings per product, kind and verdict.
+fn findings_gauges(s: &mut String, home: &str, findings: &[Finding]) {
+    let mut bytes: BTreeMap<(Product, &str, &str), (u64, u64)> = BTreeMap::new();
+    for f in findings {
+        let e = bytes
+            .entry((f.product, f.kind.as_str(), f.verdict.as_str()))
+            .or_default();
+        e.0 += f.allocated_bytes;
+        e.1 += 1;
+    }
+    let per = |pick: fn(&(u64, u64)) -> u64| -> Vec<(String, u64)> {
+        bytes
+            .iter()
+            .map(|((p, k, v), n)| {
+                (
+                    format!(
+                        "{home},product=\"{}\",kind=\"{}\",verdict=\"{}\"",
+                        p.as_str(),
+                        label(k),
+                        v
+                    ),
+                    pick(n),
+                )
+            })
+            .collect()
+    };
+    gauge(
+        s,
+        "smolsweep_findings_bytes",
+        "Allocated bytes of the findings of one kind and verdict.",
+        &per(|n| n.0),
+    );
+    gauge(
+        s,
+        "smolsweep_findings",
+        "Number of findings of one kind and verdict.",
+        &per(|n| n.1),
+    );
 }
 
 #[cfg(test)]

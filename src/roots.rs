@@ -304,6 +304,24 @@ fn celesto_image_dirs(env: &EnvSnapshot, exists: &dyn Fn(&Path) -> bool) -> Vec<
 /// Linux), and the sudo user's home when running as root under sudo.
 pub fn smolvm_roots(platform: Platform, env: &EnvSnapshot) -> SmolvmRoots {
     let linux = platform == Platform::Linux;
+    let (mut install_prefixes, mut launchers) = smolvm_installs(linux, env);
+    let (cellar_installs, brew_launchers) = homebrew_smolvm(linux, env);
+    for p in cellar_installs {
+        push_unique(&mut install_prefixes, p);
+    }
+    for l in brew_launchers {
+        push_unique(&mut launchers, l);
+    }
+    SmolvmRoots {
+        sets: smolvm_root_sets(platform, env),
+        install_prefixes,
+        launchers,
+    }
+}
+
+/// The root sets of [`smolvm_roots`], first the one the CLI resolves, each layout once.
+fn smolvm_root_sets(platform: Platform, env: &EnvSnapshot) -> Vec<SmolvmRootSet> {
+    let linux = platform == Platform::Linux;
     let config_file = env.var("SMOLVM_CONFIG").map(PathBuf::from);
     let data_dir_override = env.var("SMOLVM_DATA_DIR").filter(|_| linux);
 
@@ -360,7 +378,12 @@ pub fn smolvm_roots(platform: Platform, env: &EnvSnapshot) -> SmolvmRoots {
             "sudo_user",
         ));
     }
+    sets
+}
 
+/// Install prefixes and launchers outside Homebrew: the user's (and the sudo user's) own, then
+/// the system's.
+fn smolvm_installs(linux: bool, env: &EnvSnapshot) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let mut install_prefixes = vec![env.home.join(".smolvm")];
     let mut launchers = vec![
         env.home.join(".local/bin/smolvm"),
@@ -370,10 +393,6 @@ pub fn smolvm_roots(platform: Platform, env: &EnvSnapshot) -> SmolvmRoots {
         install_prefixes.push(sudo_home.join(".smolvm"));
         launchers.push(sudo_home.join(".local/bin/smolvm"));
         launchers.push(sudo_home.join(".local/bin/smol"));
-    }
-    let mut brew_prefixes: Vec<PathBuf> = Vec::new();
-    if let Some(p) = env.var("HOMEBREW_PREFIX") {
-        brew_prefixes.push(PathBuf::from(p));
     }
     if linux {
         install_prefixes.push(PathBuf::from("/opt/smolvm"));
@@ -386,10 +405,24 @@ pub fn smolvm_roots(platform: Platform, env: &EnvSnapshot) -> SmolvmRoots {
             ]
             .map(PathBuf::from),
         );
+    } else {
+        launchers.push(PathBuf::from("/usr/local/bin/smolvm"));
+    }
+    (install_prefixes, launchers)
+}
+
+/// Where Homebrew would put smolvm: `<cellar>/smolvm` for every cellar (`HOMEBREW_CELLAR`,
+/// then each prefix's), and `<prefix>/bin/smolvm` for every prefix (`HOMEBREW_PREFIX`, then
+/// the platform's usual ones).
+fn homebrew_smolvm(linux: bool, env: &EnvSnapshot) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut brew_prefixes: Vec<PathBuf> = Vec::new();
+    if let Some(p) = env.var("HOMEBREW_PREFIX") {
+        brew_prefixes.push(PathBuf::from(p));
+    }
+    if linux {
         brew_prefixes.push(PathBuf::from("/home/linuxbrew/.linuxbrew"));
         brew_prefixes.push(env.home.join(".linuxbrew"));
     } else {
-        launchers.push(PathBuf::from("/usr/local/bin/smolvm"));
         brew_prefixes.push(PathBuf::from("/opt/homebrew"));
         brew_prefixes.push(PathBuf::from("/usr/local"));
     }
@@ -398,18 +431,12 @@ pub fn smolvm_roots(platform: Platform, env: &EnvSnapshot) -> SmolvmRoots {
         cellars.push(PathBuf::from(c));
     }
     cellars.extend(brew_prefixes.iter().map(|p| p.join("Cellar")));
-    for cellar in cellars {
-        push_unique(&mut install_prefixes, cellar.join("smolvm"));
-    }
-    for prefix in brew_prefixes {
-        push_unique(&mut launchers, prefix.join("bin").join("smolvm"));
-    }
-
-    SmolvmRoots {
-        sets,
-        install_prefixes,
-        launchers,
-    }
+    let installs = cellars.iter().map(|c| c.join("smolvm")).collect();
+    let launchers = brew_prefixes
+        .iter()
+        .map(|p| p.join("bin").join("smolvm"))
+        .collect();
+    (installs, launchers)
 }
 
 fn push_unique(v: &mut Vec<PathBuf>, p: PathBuf) {

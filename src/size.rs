@@ -693,32 +693,22 @@ enum Open {
 }
 
 /// Read one directory: account for it and its entries and return its subdirectories.
-#[allow(clippy::unnecessary_cast)]
 fn process(item: Pending, cx: &JobCtx, acc: &mut Acc, buf: &mut DirBuf) -> Vec<Pending> {
-    if let Some(memo) = &cx.memo {
-        if !cx.file_root_dirs.contains(&item.want) {
-            if let Some(node) = memo.get(item.want) {
-                if let Some(subdirs) = replay(&node, &item, cx, acc) {
-                    memo.counted(true);
-                    return subdirs;
-                }
-                memo.forget(item.want);
-            }
-        }
-        memo.counted(false);
+    if let Some(subdirs) = try_replay(&item, cx, acc) {
+        return subdirs;
     }
-    let opened = match item.open {
-        Open::Ready(fd, st) => Ok((fd, *st)),
-        Open::At { parent, name } => {
-            open_dir(parent.as_fd(), name.as_c_str()).and_then(|fd| verified(fd, item.want))
-        }
-        Open::Path => open_dir(CWD, item.path.as_path()).and_then(|fd| verified(fd, item.want)),
-    };
-    let (fd, self_st) = match opened {
+    let Pending {
+        open,
+        path,
+        want,
+        fresh,
+        lstat,
+    } = item;
+    let (fd, self_st) = match open_pending(open, &path, want) {
         Ok(x) => x,
         Err(e) => {
-            if let Some(st) = &item.lstat {
-                acc.dir_self(st, item.fresh);
+            if let Some(st) = &lstat {
+                acc.dir_self(st, fresh);
             }
             if e.kind() != io::ErrorKind::NotFound {
                 acc.errors += 1;
@@ -726,43 +716,111 @@ fn process(item: Pending, cx: &JobCtx, acc: &mut Acc, buf: &mut DirBuf) -> Vec<P
             return Vec::new();
         }
     };
-    acc.dir_self(&self_st, item.fresh);
+    acc.dir_self(&self_st, fresh);
     // Remembered only if watched before its entries are read, and read without errors.
-    let mut node = match &cx.memo {
-        Some(memo) if memo.watch(fd.as_fd(), item.want) => Some(Node {
-            own: (
-                self_st.st_size as i64,
-                (self_st.st_blocks as u64).saturating_mul(512),
-                mtime_ns(&self_st),
-            ),
-            apparent: 0,
-            allocated: 0,
-            files: 0,
-            newest_mtime_ns: i128::MIN,
-            restat: Vec::new(),
-            subdirs: Vec::new(),
-            mounts: Vec::new(),
-        }),
-        _ => None,
-    };
+    let node = watched_node(cx, fd.as_fd(), want, &self_st);
     let errors_before = acc.errors;
     // Shared with the subdirectories still to be opened relative to it.
     let fd = Arc::new(fd);
-    let mut subdirs = Vec::new();
+    let mut dir = DirRead {
+        path: &path,
+        fd: &fd,
+        fresh,
+        node,
+        subdirs: Vec::new(),
+    };
     let listed = for_each_name(fd.as_fd(), buf, |name| {
-        let st = match rustix::fs::statat(fd.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => st,
+        match rustix::fs::statat(fd.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => dir.entry(name, st, cx, acc),
             // Removed since the directory was read: nothing to count.
-            Err(rustix::io::Errno::NOENT) => return,
-            Err(_) => {
-                acc.errors += 1;
-                return;
+            Err(rustix::io::Errno::NOENT) => {}
+            Err(_) => acc.errors += 1,
+        }
+    });
+    if listed.is_err() {
+        acc.errors += 1;
+    }
+    if let (Some(memo), Some(n)) = (&cx.memo, dir.node) {
+        if acc.errors == errors_before {
+            memo.remember(want, n);
+        }
+    }
+    dir.subdirs
+}
+
+/// Account for `item` from the memo when it remembers it unchanged (and it is not a file
+/// root's directory), tallying the memo's hit or miss. `None`: read it from the file system.
+fn try_replay(item: &Pending, cx: &JobCtx, acc: &mut Acc) -> Option<Vec<Pending>> {
+    let memo = cx.memo.as_ref()?;
+    if !cx.file_root_dirs.contains(&item.want) {
+        if let Some(node) = memo.get(item.want) {
+            if let Some(subdirs) = replay(&node, item, cx, acc) {
+                memo.counted(true);
+                return Some(subdirs);
             }
-        };
+            memo.forget(item.want);
+        }
+    }
+    memo.counted(false);
+    None
+}
+
+/// Open a pending directory, making sure the descriptor is the inode that was `lstat`ed.
+fn open_pending(open: Open, path: &Path, want: (u64, u64)) -> io::Result<(OwnedFd, Stat)> {
+    match open {
+        Open::Ready(fd, st) => Ok((fd, *st)),
+        Open::At { parent, name } => {
+            open_dir(parent.as_fd(), name.as_c_str()).and_then(|fd| verified(fd, want))
+        }
+        Open::Path => open_dir(CWD, path).and_then(|fd| verified(fd, want)),
+    }
+}
+
+/// A fresh memo node for a directory the memo now watches (`None` when there is no memo or it
+/// would not watch this one).
+#[allow(clippy::unnecessary_cast)]
+fn watched_node(cx: &JobCtx, fd: BorrowedFd<'_>, want: (u64, u64), st: &Stat) -> Option<Node> {
+    let memo = cx.memo.as_ref()?;
+    if !memo.watch(fd, want) {
+        return None;
+    }
+    Some(Node {
+        own: (
+            st.st_size as i64,
+            (st.st_blocks as u64).saturating_mul(512),
+            mtime_ns(st),
+        ),
+        apparent: 0,
+        allocated: 0,
+        files: 0,
+        newest_mtime_ns: i128::MIN,
+        restat: Vec::new(),
+        subdirs: Vec::new(),
+        mounts: Vec::new(),
+    })
+}
+
+/// One directory being read by [`process`]: where its entries are accounted.
+struct DirRead<'a> {
+    path: &'a Path,
+    /// Its descriptor, shared with the subdirectories still to be opened relative to it.
+    fd: &'a Arc<OwnedFd>,
+    /// New to the sizer: count its single-link entries.
+    fresh: bool,
+    /// Its memo node, when it is to be remembered.
+    node: Option<Node>,
+    subdirs: Vec<Pending>,
+}
+
+impl DirRead<'_> {
+    /// Account for one entry, `lstat`ed as `st`: a mount point is noted, not entered; a
+    /// directory is claimed and left pending; anything else is counted (once).
+    #[allow(clippy::unnecessary_cast)]
+    fn entry(&mut self, name: &CStr, st: Stat, cx: &JobCtx, acc: &mut Acc) {
         if st.st_dev as u64 != cx.root_dev {
             acc.mounts
-                .push(item.path.join(OsStr::from_bytes(name.to_bytes())));
-            if let Some(n) = &mut node {
+                .push(self.path.join(OsStr::from_bytes(name.to_bytes())));
+            if let Some(n) = &mut self.node {
                 n.mounts.push(name.to_owned());
             }
             return;
@@ -774,10 +832,10 @@ fn process(item: Pending, cx: &JobCtx, acc: &mut Acc, buf: &mut DirBuf) -> Vec<P
                 || st.st_size >= RESTAT_BYTES
                 || (st.st_blocks as u64).saturating_mul(512) < st.st_size.max(0) as u64);
         if restat && cx.memo.is_some() {
-            let p = item.path.join(OsStr::from_bytes(name.to_bytes()));
+            let p = self.path.join(OsStr::from_bytes(name.to_bytes()));
             acc.tree.restat.push((p, stat_key(&st)));
         }
-        if let Some(n) = &mut node {
+        if let Some(n) = &mut self.node {
             if is_dir {
                 n.subdirs.push((name.to_owned(), id));
             } else if restat {
@@ -790,38 +848,34 @@ fn process(item: Pending, cx: &JobCtx, acc: &mut Acc, buf: &mut DirBuf) -> Vec<P
             }
         }
         if is_dir {
-            let Some(fresh) = claim_dir(cx, acc, id) else {
-                acc.newest_mtime_ns = acc.newest_mtime_ns.max(mtime_ns(&st));
-                return;
-            };
-            subdirs.push(Pending {
-                path: item.path.join(OsStr::from_bytes(name.to_bytes())),
-                open: Open::At {
-                    parent: Arc::clone(&fd),
-                    name: name.to_owned(),
-                },
-                want: id,
-                fresh,
-                lstat: Some(Box::new(st)),
-            });
+            self.subdir(name, id, st, cx, acc);
             return;
         }
         acc.newest_mtime_ns = acc.newest_mtime_ns.max(mtime_ns(&st));
-        if claim_file(cx, acc, &st, item.fresh) {
+        if claim_file(cx, acc, &st, self.fresh) {
             acc.count(&st, false);
         } else {
             acc.already_counted += 1;
         }
-    });
-    if listed.is_err() {
-        acc.errors += 1;
     }
-    if let (Some(memo), Some(n)) = (&cx.memo, node) {
-        if acc.errors == errors_before {
-            memo.remember(item.want, n);
-        }
+
+    /// A subdirectory: pending if this walk claims it, else only its mtime is seen.
+    fn subdir(&mut self, name: &CStr, id: (u64, u64), st: Stat, cx: &JobCtx, acc: &mut Acc) {
+        let Some(fresh) = claim_dir(cx, acc, id) else {
+            acc.newest_mtime_ns = acc.newest_mtime_ns.max(mtime_ns(&st));
+            return;
+        };
+        self.subdirs.push(Pending {
+            path: self.path.join(OsStr::from_bytes(name.to_bytes())),
+            open: Open::At {
+                parent: Arc::clone(self.fd),
+                name: name.to_owned(),
+            },
+            want: id,
+            fresh,
+            lstat: Some(Box::new(st)),
+        });
     }
-    subdirs
 }
 
 /// Account for a directory from its memo, exactly as [`process`] would from the file system,

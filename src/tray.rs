@@ -185,48 +185,124 @@ fn vm_label(p: &VmProcess) -> String {
     s
 }
 
+/// The first thing that keeps a product's state from being read, if any.
+fn first_problem(report: &ScanReport) -> Option<String> {
+    report
+        .products
+        .iter()
+        .filter(|p| p.status != "ok")
+        .flat_map(|p| {
+            let name = p.product.display_name();
+            let mut v: Vec<String> = p.problems.iter().map(|x| format!("{name}: {x}")).collect();
+            if v.is_empty() {
+                v.push(format!("{name} state could not be read"));
+            }
+            v
+        })
+        .next()
+}
+
+/// The surviving VMs: a header, then one entry each (nothing when none runs).
+fn vm_entries(processes: &[VmProcess]) -> Vec<TrayEntry> {
+    if processes.is_empty() {
+        return Vec::new();
+    }
+    let n = processes.len();
+    let header = if n == 1 {
+        "1 VM still running".to_string()
+    } else {
+        format!("{n} VMs still running")
+    };
+    let mut entries = vec![
+        TrayEntry::Separator,
+        TrayEntry::Item(TrayItem::new(ids::VMS_HEADER, header, false)),
+    ];
+    entries.extend(processes.iter().map(vm_entry));
+    entries
+}
+
+/// One surviving VM: a submenu of what may be done to it, or (another HOME's) a plain item.
+fn vm_entry(p: &VmProcess) -> TrayEntry {
+    let key = format!("{}:{}", p.pid, p.start_time);
+    // Another HOME's VM is shown, without actions: every one would be refused.
+    if p.scope != Scope::ThisHome {
+        return TrayEntry::Item(TrayItem::new(
+            format!("{}{key}", ids::VM_PREFIX),
+            vm_label(p),
+            false,
+        ));
+    }
+    let mut items = vec![TrayItem::new(
+        format!("{}{key}", ids::STOP_PREFIX),
+        "Stop",
+        true,
+    )];
+    // Ending a process is only offered for processes no inventory owns.
+    if p.orphan {
+        items.push(TrayItem::new(
+            format!("{}{key}", ids::REAP_PREFIX),
+            "End the orphaned VM process",
+            true,
+        ));
+    }
+    TrayEntry::Submenu {
+        id: format!("{}{key}", ids::VM_PREFIX),
+        label: vm_label(p),
+        enabled: true,
+        items,
+    }
+}
+
+/// The menu's fixed tail: Reclaim (enabled, with its size, when something is reclaimable),
+/// Rescan, Open, Uninstall and Quit.
+fn action_entries(reclaimable: Option<u64>) -> Vec<TrayEntry> {
+    let reclaim_label = match reclaimable {
+        None => "Reclaim…".to_string(),
+        Some(bytes) => format!("Reclaim {}…", human_bytes(bytes)),
+    };
+    vec![
+        TrayEntry::Separator,
+        TrayEntry::Item(TrayItem::new(
+            ids::RECLAIM,
+            reclaim_label,
+            reclaimable.is_some(),
+        )),
+        TrayEntry::Item(TrayItem::new(ids::RESCAN, "Rescan now", true)),
+        TrayEntry::Item(TrayItem::new(ids::OPEN, "Open Smolsweep", true)),
+        TrayEntry::Separator,
+        TrayEntry::Item(TrayItem::new(ids::UNINSTALL, "Uninstall SmolVM…", true)),
+        TrayEntry::Item(TrayItem::new(ids::QUIT, "Quit", true)),
+    ]
+}
+
 impl TrayModel {
     /// Build the menu for a scan. `None` report means no scan has finished yet.
     pub fn from_report(report: &ScanReport, settings: &TraySettings) -> TrayModel {
-        let selected: Vec<&Finding> = report
+        let reclaim_ids: Vec<String> = report
             .findings
             .iter()
             .filter(|f| settings.includes(f))
+            .map(|f| f.id.clone())
             .collect();
-        let reclaim_ids: Vec<String> = selected.iter().map(|f| f.id.clone()).collect();
         // The planner's number (hard links once), as the confirmation will say.
         let reclaim_bytes = crate::view::selection_estimate(report, &reclaim_ids).estimate_bytes;
+        let reclaimable = (!reclaim_ids.is_empty()).then_some(reclaim_bytes);
         let orphans = report
             .processes
             .iter()
             .filter(|p| p.is_this_homes_orphan())
             .count();
 
-        let problem = report
-            .products
-            .iter()
-            .filter(|p| p.status != "ok")
-            .flat_map(|p| {
-                let name = p.product.display_name();
-                let mut v: Vec<String> =
-                    p.problems.iter().map(|x| format!("{name}: {x}")).collect();
-                if v.is_empty() {
-                    v.push(format!("{name} state could not be read"));
-                }
-                v
-            })
-            .next();
-
-        let status = if let Some(problem) = &problem {
-            format!("Can't verify: {problem}")
-        } else if reclaim_ids.is_empty() {
-            "Nothing to reclaim".to_string()
-        } else {
-            format!("Reclaimable: {}", human_bytes(reclaim_bytes))
+        let status = match first_problem(report) {
+            Some(problem) => format!("Can't verify: {problem}"),
+            None => match reclaimable {
+                None => "Nothing to reclaim".to_string(),
+                Some(bytes) => format!("Reclaimable: {}", human_bytes(bytes)),
+            },
         };
         let icon = if orphans > 0 {
             IconState::Orphans
-        } else if !reclaim_ids.is_empty() {
+        } else if reclaimable.is_some() {
             IconState::Reclaimable
         } else {
             IconState::Clean
@@ -238,80 +314,8 @@ impl TrayModel {
         };
 
         let mut entries = vec![TrayEntry::Item(TrayItem::new(ids::STATUS, &status, false))];
-
-        if !report.processes.is_empty() {
-            entries.push(TrayEntry::Separator);
-            let n = report.processes.len();
-            entries.push(TrayEntry::Item(TrayItem::new(
-                ids::VMS_HEADER,
-                if n == 1 {
-                    "1 VM still running".to_string()
-                } else {
-                    format!("{n} VMs still running")
-                },
-                false,
-            )));
-            for p in &report.processes {
-                let key = format!("{}:{}", p.pid, p.start_time);
-                // Another HOME's VM is shown, without actions: every one would be refused.
-                if p.scope != Scope::ThisHome {
-                    entries.push(TrayEntry::Item(TrayItem::new(
-                        format!("{}{key}", ids::VM_PREFIX),
-                        vm_label(p),
-                        false,
-                    )));
-                    continue;
-                }
-                let mut items = vec![TrayItem::new(
-                    format!("{}{key}", ids::STOP_PREFIX),
-                    "Stop",
-                    true,
-                )];
-                // Ending a process is only offered for processes no inventory owns.
-                if p.orphan {
-                    items.push(TrayItem::new(
-                        format!("{}{key}", ids::REAP_PREFIX),
-                        "End the orphaned VM process",
-                        true,
-                    ));
-                }
-                entries.push(TrayEntry::Submenu {
-                    id: format!("{}{key}", ids::VM_PREFIX),
-                    label: vm_label(p),
-                    enabled: true,
-                    items,
-                });
-            }
-        }
-
-        entries.push(TrayEntry::Separator);
-        let reclaim_label = if reclaim_ids.is_empty() {
-            "Reclaim…".to_string()
-        } else {
-            format!("Reclaim {}…", human_bytes(reclaim_bytes))
-        };
-        entries.push(TrayEntry::Item(TrayItem::new(
-            ids::RECLAIM,
-            reclaim_label,
-            !reclaim_ids.is_empty(),
-        )));
-        entries.push(TrayEntry::Item(TrayItem::new(
-            ids::RESCAN,
-            "Rescan now",
-            true,
-        )));
-        entries.push(TrayEntry::Item(TrayItem::new(
-            ids::OPEN,
-            "Open Smolsweep",
-            true,
-        )));
-        entries.push(TrayEntry::Separator);
-        entries.push(TrayEntry::Item(TrayItem::new(
-            ids::UNINSTALL,
-            "Uninstall SmolVM…",
-            true,
-        )));
-        entries.push(TrayEntry::Item(TrayItem::new(ids::QUIT, "Quit", true)));
+        entries.extend(vm_entries(&report.processes));
+        entries.extend(action_entries(reclaimable));
 
         TrayModel {
             status,
@@ -326,21 +330,14 @@ impl TrayModel {
     /// The menu before the first scan has finished.
     pub fn scanning() -> TrayModel {
         let status = "Scanning…".to_string();
+        let mut entries = vec![TrayEntry::Item(TrayItem::new(ids::STATUS, &status, false))];
+        entries.extend(action_entries(None));
         TrayModel {
             tooltip: format!("Smolsweep — {status}"),
             icon: IconState::Clean,
             reclaim_ids: vec![],
             reclaim_bytes: 0,
-            entries: vec![
-                TrayEntry::Item(TrayItem::new(ids::STATUS, &status, false)),
-                TrayEntry::Separator,
-                TrayEntry::Item(TrayItem::new(ids::RECLAIM, "Reclaim…", false)),
-                TrayEntry::Item(TrayItem::new(ids::RESCAN, "Rescan now", true)),
-                TrayEntry::Item(TrayItem::new(ids::OPEN, "Open Smolsweep", true)),
-                TrayEntry::Separator,
-                TrayEntry::Item(TrayItem::new(ids::UNINSTALL, "Uninstall SmolVM…", true)),
-                TrayEntry::Item(TrayItem::new(ids::QUIT, "Quit", true)),
-            ],
+            entries,
             status,
         }
     }

@@ -278,15 +278,7 @@ pub async fn verify_now<R: Runtime>(app: &AppHandle<R>) -> Result<ProofReport, S
                 &UninstallOptions::default(),
             )
         });
-        let proof = verify::verify(
-            &env,
-            u.platform(),
-            &VerifyOptions {
-                products: plan.products.clone(),
-                removed_roots: plan.removed_roots.clone(),
-                protected: None,
-            },
-        );
+        let proof = proof_after(u.as_ref(), &env, &plan);
         Ok(proof_report(&plan, run.as_ref(), proof))
     })
     .await
@@ -297,93 +289,20 @@ pub async fn run_now<R: Runtime>(
     app: &AppHandle<R>,
     sent: serde_json::Value,
 ) -> Result<RunResult, String> {
-    // A plan runs once: it is taken now (a second click gets "no plan"), put back for the proof
-    // afterwards, or put back as it was when nothing ran.
-    let ours = {
-        let ws = app.state::<WizardState>();
-        if *lock(&ws.ran) {
-            return Err("this plan has already run; start over for a new one".into());
-        }
-        let taken = lock(&ws.plan).take();
-        taken.ok_or("no plan has been made yet")?
-    };
-    let restore = |ours: UninstallPlan| {
-        *lock(&app.state::<WizardState>().plan) = Some(ours);
-    };
-    let plan = match apply_checks(&ours, &sent) {
-        Ok(p) if !p.is_empty() => p,
-        Ok(_) => {
-            restore(ours);
-            return Err("no step is ticked: nothing to do".into());
-        }
-        Err(e) => {
-            restore(ours);
-            return Err(e);
-        }
-    };
+    let (ours, plan) = take_plan(app, &sent)?;
     let u = uninstaller(app);
     let st = app.state::<AppState>();
     let result = {
         let _g = st.scan_lock.lock().await;
         let app2 = app.clone();
         let plan2 = plan.clone();
-        blocking(move || {
-            let env = u.env().map_err(|e| format!("{e:#}"))?;
-            // Nothing runs without the journal, as in the CLI.
-            let mut journal = u
-                .journal()
-                .map_err(|e| format!("cannot open the journal, so nothing was done: {e}"))?;
-            let emit = |p: UninstallProgress| {
-                let _ = app2.emit(EV_UNINSTALL_PROGRESS, p);
-            };
-            let runner = u.runner(&plan2, &env);
-            let (_, index_of) = plan2.core_plan();
-            let progress = |ev: &ProgressEvent| {
-                if let ProgressEvent::Finished {
-                    index,
-                    total,
-                    summary,
-                    outcome,
-                } = ev
-                {
-                    emit(UninstallProgress {
-                        index: index_of.get(*index).copied(),
-                        summary: summary.clone(),
-                        result: outcome.clone(),
-                        done: index + 1,
-                        total: *total,
-                    });
-                }
-            };
-            let mut judge = u.judge(&env);
-            let run = urun::run_with(
-                &plan2,
-                smolsweep::exec::How::Click,
-                runner.as_ref(),
-                judge.as_mut(),
-                Some(&mut journal),
-                Some(&progress),
-                "window",
-            );
-            let proof = verify::verify(
-                &env,
-                u.platform(),
-                &VerifyOptions {
-                    products: plan2.products.clone(),
-                    removed_roots: plan2.removed_roots.clone(),
-                    protected: None,
-                },
-            );
-            let proof = proof_report(&plan2, Some(&run), proof);
-            Ok(RunResult { run, proof })
-        })
-        .await
+        blocking(move || run_blocking(u.as_ref(), &app2, &plan2)).await
     };
     let result = match result {
         Ok(r) => r,
         Err(e) => {
             // Only the environment or the journal fail here, before any step ran.
-            restore(ours);
+            restore_plan(app, ours);
             return Err(e);
         }
     };
@@ -398,6 +317,101 @@ pub async fn run_now<R: Runtime>(
         let _ = crate::scan_now(&app2).await;
     });
     Ok(result)
+}
+
+/// Take the shell's plan for a run, as (the plan as it was, the plan with the sent ticks).
+///
+/// A plan runs once: it is taken now (a second click gets "no plan"), put back for the proof
+/// afterwards, or put back as it was when nothing runs (here: no step ticked, or the sent plan
+/// is not ours).
+fn take_plan<R: Runtime>(
+    app: &AppHandle<R>,
+    sent: &serde_json::Value,
+) -> Result<(UninstallPlan, UninstallPlan), String> {
+    let ours = {
+        let ws = app.state::<WizardState>();
+        if *lock(&ws.ran) {
+            return Err("this plan has already run; start over for a new one".into());
+        }
+        let taken = lock(&ws.plan).take();
+        taken.ok_or("no plan has been made yet")?
+    };
+    match apply_checks(&ours, sent) {
+        Ok(p) if !p.is_empty() => Ok((ours, p)),
+        Ok(_) => {
+            restore_plan(app, ours);
+            Err("no step is ticked: nothing to do".into())
+        }
+        Err(e) => {
+            restore_plan(app, ours);
+            Err(e)
+        }
+    }
+}
+
+/// Put a taken plan back, as it was.
+fn restore_plan<R: Runtime>(app: &AppHandle<R>, ours: UninstallPlan) {
+    *lock(&app.state::<WizardState>().plan) = Some(ours);
+}
+
+/// The run itself, on a blocking thread: journalled and re-judged step by step, each finished
+/// step sent to the window, then the proof.
+fn run_blocking<R: Runtime>(
+    u: &dyn Uninstaller,
+    app: &AppHandle<R>,
+    plan: &UninstallPlan,
+) -> Result<RunResult, String> {
+    let env = u.env().map_err(|e| format!("{e:#}"))?;
+    // Nothing runs without the journal, as in the CLI.
+    let mut journal = u
+        .journal()
+        .map_err(|e| format!("cannot open the journal, so nothing was done: {e}"))?;
+    let runner = u.runner(plan, &env);
+    let (_, index_of) = plan.core_plan();
+    let progress = |ev: &ProgressEvent| {
+        if let ProgressEvent::Finished {
+            index,
+            total,
+            summary,
+            outcome,
+        } = ev
+        {
+            let p = UninstallProgress {
+                index: index_of.get(*index).copied(),
+                summary: summary.clone(),
+                result: outcome.clone(),
+                done: index + 1,
+                total: *total,
+            };
+            let _ = app.emit(EV_UNINSTALL_PROGRESS, p);
+        }
+    };
+    let mut judge = u.judge(&env);
+    let run = urun::run_with(
+        plan,
+        smolsweep::exec::How::Click,
+        runner.as_ref(),
+        judge.as_mut(),
+        Some(&mut journal),
+        Some(&progress),
+        "window",
+    );
+    let proof = proof_after(u, &env, plan);
+    let proof = proof_report(plan, Some(&run), proof);
+    Ok(RunResult { run, proof })
+}
+
+/// The proof for the products and roots of `plan`.
+fn proof_after(u: &dyn Uninstaller, env: &EnvSnapshot, plan: &UninstallPlan) -> Proof {
+    verify::verify(
+        env,
+        u.platform(),
+        &VerifyOptions {
+            products: plan.products.clone(),
+            removed_roots: plan.removed_roots.clone(),
+            protected: None,
+        },
+    )
 }
 
 // ---------------------------------------------------------------------------------------------

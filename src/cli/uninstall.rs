@@ -163,45 +163,16 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
         remove_kept: args.remove_kept,
     };
     let plan = plan::build(&pre, &opts);
-    let show = |run: Option<&RunReport>, proof: Option<&Proof>, dry: bool| {
-        if args.json {
-            let env = Envelope {
-                schema: "smolsweep.uninstall/1",
-                dry_run: dry,
-                preflight: &pre,
-                plan: &plan,
-                run,
-                proof,
-            };
-            crate::outln!(
-                "{}",
-                serde_json::to_string_pretty(&env).unwrap_or_else(|_| "{}".into())
-            );
-        } else {
-            if args.quiet {
-                if let Some(r) = run {
-                    print_quiet(r, proof);
-                }
-                return;
-            }
-            if run.is_none() {
-                crate::cli::out::print(&preflight::render(&pre));
-                crate::outln!();
-                crate::cli::out::print(&plan::render(&plan));
-            }
-            if let Some(r) = run {
-                crate::cli::out::print(&render_run(r));
-                crate::cli::out::print(&plan::render_leftovers(&plan));
-            }
-            if let Some(p) = proof {
-                crate::outln!();
-                crate::cli::out::print(&verify::render_kv(p));
-            }
-        }
+    let session = Session {
+        args: &args,
+        env: &env,
+        platform,
+        pre: &pre,
+        plan: &plan,
     };
     if plan.is_empty() {
         if !args.quiet {
-            show(None, None, true);
+            session.show(None, None, true);
         }
         if !args.json {
             crate::outln!("Nothing to do.");
@@ -209,68 +180,19 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
         return 0;
     }
     if args.dry_run {
-        show(None, None, true);
+        session.show(None, None, true);
         return 0;
     }
     if !args.yes {
-        if !std::io::stdin().is_terminal() {
-            show(None, None, true);
-            eprintln!("Not confirmed: stdin is not a terminal. Re-run with --yes to do this.");
-            return 1;
-        }
-        show(None, None, true);
-        eprint!(
-            "Carry out {} step(s), removing about {}? [y/N] ",
-            plan.checked_count(),
-            human_bytes(plan.checked_bytes())
-        );
-        let _ = std::io::stderr().flush();
-        let mut answer = String::new();
-        let _ = std::io::stdin().lock().read_line(&mut answer);
-        if !matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES") {
-            eprintln!("Nothing done.");
-            return 1;
+        session.show(None, None, true);
+        if let Err(code) = confirm(&plan) {
+            return code;
         }
     }
-    // The same journal as prune: every machine, process, mount and delete action is recorded.
-    let mut journal = match smolsweep::journal::Journal::open_default() {
-        Ok(j) => j,
-        Err(e) => {
-            eprintln!("smolsweep: cannot open the journal, so nothing was done: {e}");
-            return 1;
-        }
+    let report = match session.carry_out() {
+        Ok(r) => r,
+        Err(code) => return code,
     };
-    let mut judge = smolsweep::exec::Rejudge::new(smolsweep::scan::ScanOptions {
-        env: env.clone(),
-        platform,
-        age_guard: std::time::Duration::from_secs(120),
-        now: std::time::SystemTime::now(),
-    });
-    let (_, index_of) = plan.core_plan();
-    let progress = Progress::new(
-        Style::for_stderr(args.json || args.quiet),
-        args.verbose && !args.json,
-        index_of
-            .iter()
-            .map(|i| plan.steps.get(*i).map_or(0, |s| s.bytes))
-            .collect(),
-        None,
-    );
-    let listen = |ev: &smolsweep::exec::ProgressEvent| progress.event(ev);
-    let report = run::run_with(
-        &plan,
-        if args.yes {
-            How::YesFlag
-        } else {
-            How::Answered
-        },
-        &run::runner_for(&plan, &env, platform),
-        &mut judge,
-        Some(&mut journal),
-        Some(&listen),
-        "cli",
-    );
-    progress.finish();
     let proof = verify::verify(
         &env,
         platform,
@@ -280,12 +202,127 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
             protected: None,
         },
     );
-    show(Some(&report), Some(&proof), false);
+    session.show(Some(&report), Some(&proof), false);
     if report.any_failed() || !proof.is_clean() {
         1
     } else {
         0
     }
+}
+
+/// One `uninstall`: what was asked, what was found and the plan made of it.
+struct Session<'a> {
+    args: &'a UninstallArgs,
+    env: &'a EnvSnapshot,
+    platform: Platform,
+    pre: &'a Preflight,
+    plan: &'a UninstallPlan,
+}
+
+impl Session<'_> {
+    /// Print the answer: before a run the preflight and the plan, after it each step's result,
+    /// the leftovers and the proof (JSON: one envelope; `--quiet`: only the closing summary).
+    fn show(&self, run: Option<&RunReport>, proof: Option<&Proof>, dry: bool) {
+        if self.args.json {
+            let env = Envelope {
+                schema: "smolsweep.uninstall/1",
+                dry_run: dry,
+                preflight: self.pre,
+                plan: self.plan,
+                run,
+                proof,
+            };
+            crate::outln!(
+                "{}",
+                serde_json::to_string_pretty(&env).unwrap_or_else(|_| "{}".into())
+            );
+            return;
+        }
+        if self.args.quiet {
+            if let Some(r) = run {
+                print_quiet(r, proof);
+            }
+            return;
+        }
+        if run.is_none() {
+            crate::cli::out::print(&preflight::render(self.pre));
+            crate::outln!();
+            crate::cli::out::print(&plan::render(self.plan));
+        }
+        if let Some(r) = run {
+            crate::cli::out::print(&render_run(r));
+            crate::cli::out::print(&plan::render_leftovers(self.plan));
+        }
+        if let Some(p) = proof {
+            crate::outln!();
+            crate::cli::out::print(&verify::render_kv(p));
+        }
+    }
+
+    /// Run the plan, journalled and re-judged step by step, with progress on stderr. `Err` is
+    /// the exit code when nothing could be done.
+    fn carry_out(&self) -> Result<RunReport, i32> {
+        let (args, plan) = (self.args, self.plan);
+        // The same journal as prune: every machine, process, mount and delete action is recorded.
+        let mut journal = smolsweep::journal::Journal::open_default().map_err(|e| {
+            eprintln!("smolsweep: cannot open the journal, so nothing was done: {e}");
+            1
+        })?;
+        let mut judge = smolsweep::exec::Rejudge::new(smolsweep::scan::ScanOptions {
+            env: self.env.clone(),
+            platform: self.platform,
+            age_guard: std::time::Duration::from_secs(120),
+            now: std::time::SystemTime::now(),
+        });
+        let (_, index_of) = plan.core_plan();
+        let progress = Progress::new(
+            Style::for_stderr(args.json || args.quiet),
+            args.verbose && !args.json,
+            index_of
+                .iter()
+                .map(|i| plan.steps.get(*i).map_or(0, |s| s.bytes))
+                .collect(),
+            None,
+        );
+        let listen = |ev: &smolsweep::exec::ProgressEvent| progress.event(ev);
+        let report = run::run_with(
+            plan,
+            if args.yes {
+                How::YesFlag
+            } else {
+                How::Answered
+            },
+            &run::runner_for(plan, self.env, self.platform),
+            &mut judge,
+            Some(&mut journal),
+            Some(&listen),
+            "cli",
+        );
+        progress.finish();
+        Ok(report)
+    }
+}
+
+/// Ask on the terminal (the plan has been shown). `Err` is the exit code: stdin is not a
+/// terminal, or the answer was not yes.
+fn confirm(plan: &UninstallPlan) -> Result<(), i32> {
+    if !std::io::stdin().is_terminal() {
+        eprintln!("Not confirmed: stdin is not a terminal. Re-run with --yes to do this.");
+        return Err(1);
+    }
+    eprint!(
+        "Carry out {} step(s), removing about {}? [y/N] ",
+        plan.checked_count(),
+        human_bytes(plan.checked_bytes())
+    );
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut answer);
+    if !matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES") {
+        eprintln!("Nothing done.");
+        return Err(1);
+    }
+    Ok(())
 }
 
 /// `--quiet`: failed steps and a dirty proof on stderr, one closing line on stdout.

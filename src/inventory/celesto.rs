@@ -64,102 +64,9 @@ pub fn read_celesto_db(path: &Path) -> Result<CelestoInventory, InventoryError> 
 
 fn read_tx(conn: &rusqlite::Connection, path: &Path) -> Result<CelestoInventory, InventoryError> {
     let mut problems = Vec::new();
-    let cols = require_columns(conn, path, "vms", &["id", "status", "config"])?;
-    let rows = select(
-        conn,
-        path,
-        "vms",
-        ["id", "status", "config", "pid", "created_at"],
-        &cols,
-        "rowid",
-    )?;
-
-    let mut sandboxes = Vec::with_capacity(rows.len());
-    for [id, status, config, pid, created_at] in rows {
-        let Some(id) = text(&id) else {
-            problems.push(format!("a vms row has no usable id ({id:?}); row ignored"));
-            continue;
-        };
-        let config = match text_or_blob(&config) {
-            Some(raw) => match serde_json::from_slice::<serde_json::Value>(&raw) {
-                Ok(v) => v,
-                Err(e) => {
-                    problems.push(format!("sandbox {id}: config is not JSON ({e})"));
-                    serde_json::Value::Null
-                }
-            },
-            None => {
-                problems.push(format!("sandbox {id}: config is missing"));
-                serde_json::Value::Null
-            }
-        };
-        let pid = match pid {
-            Value::Integer(n) => Some(n),
-            Value::Text(t) => t.trim().parse().ok(),
-            _ => None,
-        };
-        let cfg_path = |k: &str| config.get(k).and_then(|v| v.as_str()).map(PathBuf::from);
-        sandboxes.push(CelestoSandbox {
-            status: text(&status).unwrap_or_default(),
-            pid,
-            rootfs_path: cfg_path("rootfs_path"),
-            kernel_path: cfg_path("kernel_path"),
-            initrd_path: cfg_path("initrd_path"),
-            backend: config
-                .get("backend")
-                .and_then(|v| v.as_str())
-                .map(str::to_owned),
-            retain_disk_on_delete: config
-                .get("retain_disk_on_delete")
-                .and_then(|v| v.as_bool())
-                .unwrap_or(false),
-            created_at: text(&created_at),
-            config,
-            id,
-        });
-    }
-
-    // Browser sessions keep both their session id and their VM id alive.
-    let mut browser_ids = Vec::new();
-    if let Some(bcols) = columns(conn, path, "browser_sessions")? {
-        let wanted: Vec<&str> = ["session_id", "vm_id"]
-            .into_iter()
-            .filter(|c| bcols.iter().any(|k| k.eq_ignore_ascii_case(c)))
-            .collect();
-        for col in wanted {
-            let ids = select(conn, path, "browser_sessions", [col], &bcols, "rowid")?;
-            for [v] in ids {
-                if let Some(id) = text(&v) {
-                    if !browser_ids.contains(&id) {
-                        browser_ids.push(id);
-                    }
-                }
-            }
-        }
-    }
-
-    let mut snapshots = Vec::new();
-    if let Some(scols) = columns(conn, path, "snapshots")? {
-        let has = |c: &str| scols.iter().any(|k| k.eq_ignore_ascii_case(c));
-        if has("snapshot_id") && has("vm_id") {
-            let rows = select(
-                conn,
-                path,
-                "snapshots",
-                ["snapshot_id", "vm_id"],
-                &scols,
-                "rowid",
-            )?;
-            for [s, v] in rows {
-                if let (Some(s), Some(v)) = (text(&s), text(&v)) {
-                    snapshots.push((s, v));
-                }
-            }
-        } else {
-            problems.push("table `snapshots` lacks snapshot_id/vm_id".into());
-        }
-    }
-
+    let sandboxes = read_sandboxes(conn, path, &mut problems)?;
+    let browser_ids = read_browser_ids(conn, path)?;
+    let snapshots = read_snapshots(conn, path, &mut problems)?;
     Ok(CelestoInventory {
         db_path: path.to_path_buf(),
         legacy: path
@@ -170,6 +77,133 @@ fn read_tx(conn: &rusqlite::Connection, path: &Path) -> Result<CelestoInventory,
         snapshots,
         problems,
     })
+}
+
+/// The `vms` rows, in rowid order; a row without a usable id is left out (with a problem).
+fn read_sandboxes(
+    conn: &rusqlite::Connection,
+    path: &Path,
+    problems: &mut Vec<String>,
+) -> Result<Vec<CelestoSandbox>, InventoryError> {
+    let cols = require_columns(conn, path, "vms", &["id", "status", "config"])?;
+    let rows = select(
+        conn,
+        path,
+        "vms",
+        ["id", "status", "config", "pid", "created_at"],
+        &cols,
+        "rowid",
+    )?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|row| sandbox_of(row, problems))
+        .collect())
+}
+
+/// One `vms` row (id, status, config, pid, created_at). A config that is missing or not JSON
+/// keeps the row, with `config = Null` and a problem.
+fn sandbox_of(row: [Value; 5], problems: &mut Vec<String>) -> Option<CelestoSandbox> {
+    let [id, status, config, pid, created_at] = row;
+    let Some(id) = text(&id) else {
+        problems.push(format!("a vms row has no usable id ({id:?}); row ignored"));
+        return None;
+    };
+    let config = match text_or_blob(&config) {
+        Some(raw) => match serde_json::from_slice::<serde_json::Value>(&raw) {
+            Ok(v) => v,
+            Err(e) => {
+                problems.push(format!("sandbox {id}: config is not JSON ({e})"));
+                serde_json::Value::Null
+            }
+        },
+        None => {
+            problems.push(format!("sandbox {id}: config is missing"));
+            serde_json::Value::Null
+        }
+    };
+    let pid = match pid {
+        Value::Integer(n) => Some(n),
+        Value::Text(t) => t.trim().parse().ok(),
+        _ => None,
+    };
+    let cfg_path = |k: &str| config.get(k).and_then(|v| v.as_str()).map(PathBuf::from);
+    Some(CelestoSandbox {
+        status: text(&status).unwrap_or_default(),
+        pid,
+        rootfs_path: cfg_path("rootfs_path"),
+        kernel_path: cfg_path("kernel_path"),
+        initrd_path: cfg_path("initrd_path"),
+        backend: config
+            .get("backend")
+            .and_then(|v| v.as_str())
+            .map(str::to_owned),
+        retain_disk_on_delete: config
+            .get("retain_disk_on_delete")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false),
+        created_at: text(&created_at),
+        config,
+        id,
+    })
+}
+
+/// Browser sessions keep both their session id and their VM id alive (each id once; no table,
+/// no ids).
+fn read_browser_ids(
+    conn: &rusqlite::Connection,
+    path: &Path,
+) -> Result<Vec<String>, InventoryError> {
+    let mut browser_ids = Vec::new();
+    let Some(bcols) = columns(conn, path, "browser_sessions")? else {
+        return Ok(browser_ids);
+    };
+    let wanted: Vec<&str> = ["session_id", "vm_id"]
+        .into_iter()
+        .filter(|c| bcols.iter().any(|k| k.eq_ignore_ascii_case(c)))
+        .collect();
+    for col in wanted {
+        let ids = select(conn, path, "browser_sessions", [col], &bcols, "rowid")?;
+        for [v] in ids {
+            if let Some(id) = text(&v) {
+                if !browser_ids.contains(&id) {
+                    browser_ids.push(id);
+                }
+            }
+        }
+    }
+    Ok(browser_ids)
+}
+
+/// `snapshots` rows as (snapshot_id, vm_id); no table, none; a table without those columns is
+/// a problem.
+fn read_snapshots(
+    conn: &rusqlite::Connection,
+    path: &Path,
+    problems: &mut Vec<String>,
+) -> Result<Vec<(String, String)>, InventoryError> {
+    let mut snapshots = Vec::new();
+    let Some(scols) = columns(conn, path, "snapshots")? else {
+        return Ok(snapshots);
+    };
+    let has = |c: &str| scols.iter().any(|k| k.eq_ignore_ascii_case(c));
+    if !(has("snapshot_id") && has("vm_id")) {
+        problems.push("table `snapshots` lacks snapshot_id/vm_id".into());
+        return Ok(snapshots);
+    }
+    let rows = select(
+        conn,
+        path,
+        "snapshots",
+        ["snapshot_id", "vm_id"],
+        &scols,
+        "rowid",
+    )?;
+    for [s, v] in rows {
+        if let (Some(s), Some(v)) = (text(&s), text(&v)) {
+            snapshots.push((s, v));
+        }
+    }
+    Ok(snapshots)
 }
 
 fn text(v: &Value) -> Option<String> {

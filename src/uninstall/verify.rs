@@ -102,75 +102,139 @@ pub fn verify_with(
     } else {
         opts.products.clone()
     };
-    let want = |p: Product| products.contains(&p);
-    // The scan's judgement, for attribution and for fixes a Smolsweep command will accept.
-    let report = crate::scan::scan_with(
-        &crate::scan::ScanOptions {
-            env: env.clone(),
-            platform,
-            age_guard: std::time::Duration::from_secs(120),
-            now: std::time::SystemTime::now(),
-        },
-        procs.to_vec(),
-    );
-    let smol = smolvm_roots(platform, env);
-    let cel = celesto_roots(platform, env);
+    let audit = Audit::new(env, platform, procs, &products);
     let mut checks = Vec::new();
     let mut info = Vec::new();
+    checks.push(audit.machines());
+    if audit.wants(Product::Smolvm) {
+        let (c, facts) = audit.vm_dirs();
+        checks.push(c);
+        info.extend(facts);
+    }
+    if audit.wants(Product::Celesto) {
+        checks.push(audit.sandbox_disks());
+    }
+    checks.push(audit.vm_processes());
+    checks.push(removed_roots_check(&opts.removed_roots));
+    checks.push(protected_check(opts.protected.as_ref()));
 
-    // Machines.
-    let mut rem = Vec::new();
-    let mut unreadable = Vec::new();
-    if want(Product::Smolvm) {
-        for set in user_smolvm_sets(&smol, &env.home) {
-            if std::fs::symlink_metadata(&set.db_path).is_err() {
-                continue;
-            }
-            match read_smolvm_machines(&set.db_path) {
-                Ok(ms) => rem.extend(ms.into_iter().map(|m| Remaining {
-                    what: format!(
-                        "smolvm machine '{}' ({}) in {}",
-                        m.name,
-                        m.state,
-                        m.db.display()
-                    ),
-                    fix: format!("smolsweep delete smolvm:{}", m.name),
-                })),
-                Err(e) => unreadable.push(e),
-            }
+    let clean = checks.iter().all(|c| c.ok);
+    Proof {
+        schema: PROOF_SCHEMA.to_string(),
+        audited_home: env.home.clone(),
+        products,
+        checks,
+        info,
+        result: if clean { "clean" } else { "dirty" }.to_string(),
+    }
+}
+
+/// What the checks of one HOME look at: its roots, the products asked for, and the scan's
+/// judgement (for attribution and for fixes a Smolsweep command will accept).
+struct Audit<'a> {
+    home: &'a Path,
+    products: &'a [Product],
+    report: crate::model::ScanReport,
+    smol: crate::roots::SmolvmRoots,
+    cel: crate::roots::CelestoRoots,
+}
+
+impl<'a> Audit<'a> {
+    fn new(
+        env: &'a EnvSnapshot,
+        platform: Platform,
+        procs: &[RawProcess],
+        products: &'a [Product],
+    ) -> Self {
+        let report = crate::scan::scan_with(
+            &crate::scan::ScanOptions {
+                env: env.clone(),
+                platform,
+                age_guard: std::time::Duration::from_secs(120),
+                now: std::time::SystemTime::now(),
+            },
+            procs.to_vec(),
+        );
+        Audit {
+            home: &env.home,
+            products,
+            report,
+            smol: smolvm_roots(platform, env),
+            cel: celesto_roots(platform, env),
         }
     }
-    if want(Product::Celesto) {
-        for d in cel.data_dirs.iter().filter(|d| !is_system_path(&d.path)) {
-            for p in crate::upstream::inventory_paths(Product::Celesto, &d.path) {
-                if std::fs::symlink_metadata(&p).is_err() {
+
+    fn wants(&self, p: Product) -> bool {
+        self.products.contains(&p)
+    }
+
+    /// The user's Celesto data directories (never a system one).
+    fn celesto_data_dirs(&self) -> impl Iterator<Item = &Path> {
+        self.cel
+            .data_dirs
+            .iter()
+            .map(|d| d.path.as_path())
+            .filter(|p| !is_system_path(p))
+    }
+
+    /// `machines`: rows left in any inventory, and inventories that could not be read.
+    fn machines(&self) -> Check {
+        let mut rem = Vec::new();
+        let mut unreadable = Vec::new();
+        if self.wants(Product::Smolvm) {
+            for set in user_smolvm_sets(&self.smol, self.home) {
+                if std::fs::symlink_metadata(&set.db_path).is_err() {
                     continue;
                 }
-                match read_celesto_rows(&p) {
+                match read_smolvm_machines(&set.db_path) {
                     Ok(ms) => rem.extend(ms.into_iter().map(|m| Remaining {
-                        what: format!("sandbox '{}' ({}) in {}", m.name, m.state, m.db.display()),
-                        fix: format!("smolsweep delete celesto:{}", m.name),
+                        what: format!(
+                            "smolvm machine '{}' ({}) in {}",
+                            m.name,
+                            m.state,
+                            m.db.display()
+                        ),
+                        fix: format!("smolsweep delete smolvm:{}", m.name),
                     })),
                     Err(e) => unreadable.push(e),
                 }
             }
         }
-    }
-    for e in unreadable {
-        rem.push(Remaining {
+        if self.wants(Product::Celesto) {
+            for dir in self.celesto_data_dirs() {
+                for p in crate::upstream::inventory_paths(Product::Celesto, dir) {
+                    if std::fs::symlink_metadata(&p).is_err() {
+                        continue;
+                    }
+                    match read_celesto_rows(&p) {
+                        Ok(ms) => rem.extend(ms.into_iter().map(|m| Remaining {
+                            what: format!(
+                                "sandbox '{}' ({}) in {}",
+                                m.name,
+                                m.state,
+                                m.db.display()
+                            ),
+                            fix: format!("smolsweep delete celesto:{}", m.name),
+                        })),
+                        Err(e) => unreadable.push(e),
+                    }
+                }
+            }
+        }
+        rem.extend(unreadable.into_iter().map(|e| Remaining {
             what: format!("an inventory that could not be read: {e}"),
             fix: "check it by hand; Smolsweep cannot prove it empty".into(),
-        });
+        }));
+        check("machines", rem, |n| format!("{n} remaining"))
     }
-    checks.push(check("machines", rem, |n| format!("{n} remaining")));
 
-    // VM directories.
-    if want(Product::Smolvm) {
+    /// `vm_dirs`: non-empty machine directories under every user `vms/`, with the facts that do
+    /// not fail the proof (`empty_vm_dirs`, and `restore_cache` when there is one).
+    fn vm_dirs(&self) -> (Check, Vec<(String, String)>) {
         let mut rem = Vec::new();
         let mut empty = 0u64;
-        let mut restore = 0u64;
-        let mut restore_found = false;
-        for set in user_smolvm_sets(&smol, &env.home) {
+        let mut restore: Option<u64> = None;
+        for set in user_smolvm_sets(&self.smol, self.home) {
             for vms in &set.vms_dirs {
                 let Ok(entries) = crate::fsread::read_dir(vms) else {
                     continue;
@@ -181,8 +245,7 @@ pub fn verify_with(
                         continue; // lock files, policy files
                     }
                     if name.starts_with("_restore-") {
-                        restore_found = true;
-                        restore += crate::size::Sizer::new()
+                        *restore.get_or_insert(0) += crate::size::Sizer::new()
                             .measure(&e.path)
                             .map(|m| m.allocated)
                             .unwrap_or(0);
@@ -195,127 +258,122 @@ pub fn verify_with(
                         Ok(inner) if inner.is_empty() => empty += 1,
                         _ => rem.push(Remaining {
                             what: format!("machine directory {}", e.path.display()),
-                            fix: crate::view::fix_for_path(&report, &e.path),
+                            fix: crate::view::fix_for_path(&self.report, &e.path),
                         }),
                     }
                 }
             }
         }
-        checks.push(check("vm_dirs", rem, |n| format!("{n} remaining")));
-        info.push(("empty_vm_dirs".to_string(), empty.to_string()));
-        if restore_found {
+        let mut info = vec![("empty_vm_dirs".to_string(), empty.to_string())];
+        if let Some(bytes) = restore {
             info.push((
                 "restore_cache".to_string(),
-                format!("present {}", human_bytes(restore)),
+                format!("present {}", human_bytes(bytes)),
             ));
         }
+        (check("vm_dirs", rem, |n| format!("{n} remaining")), info)
     }
-    if want(Product::Celesto) {
+
+    /// `sandbox_disks`: files left in any user Celesto `disks/`.
+    fn sandbox_disks(&self) -> Check {
         let mut rem = Vec::new();
-        for d in cel.data_dirs.iter().filter(|d| !is_system_path(&d.path)) {
-            let Ok(entries) = crate::fsread::read_dir(&d.path.join("disks")) else {
+        for dir in self.celesto_data_dirs() {
+            let Ok(entries) = crate::fsread::read_dir(&dir.join("disks")) else {
                 continue;
             };
             for e in entries.into_iter().filter(|e| !e.is_dir()) {
                 rem.push(Remaining {
                     what: format!("sandbox disk {}", e.path.display()),
-                    fix: crate::view::fix_for_path(&report, &e.path),
+                    fix: crate::view::fix_for_path(&self.report, &e.path),
                 });
             }
         }
-        checks.push(check("sandbox_disks", rem, |n| format!("{n} remaining")));
+        check("sandbox_disks", rem, |n| format!("{n} remaining"))
     }
 
-    // VM processes of this HOME.
-    let rem: Vec<Remaining> = report
-        .processes
-        .iter()
-        .filter(|v| v.scope == crate::model::Scope::ThisHome && want(v.product))
-        .map(|v| Remaining {
-            what: format!(
-                "{} VM process {} ({}, {})",
-                v.product.as_str(),
-                v.pid,
-                v.shape.label(),
-                v.reason
-            ),
-            fix: crate::view::fix_for_process(&report, v.pid),
+    /// `vm_processes`: VM processes of this HOME, of the products asked for.
+    fn vm_processes(&self) -> Check {
+        let rem: Vec<Remaining> = self
+            .report
+            .processes
+            .iter()
+            .filter(|v| v.scope == crate::model::Scope::ThisHome && self.wants(v.product))
+            .map(|v| Remaining {
+                what: format!(
+                    "{} VM process {} ({}, {})",
+                    v.product.as_str(),
+                    v.pid,
+                    v.shape.label(),
+                    v.reason
+                ),
+                fix: crate::view::fix_for_process(&self.report, v.pid),
+            })
+            .collect();
+        check("vm_processes", rem, |n| format!("{n} running"))
+    }
+}
+
+/// A check that was not asked for: it passes, and says so.
+fn not_checked(key: &str) -> Check {
+    Check {
+        key: key.into(),
+        value: "not_checked".into(),
+        ok: true,
+        remaining: Vec::new(),
+    }
+}
+
+/// `removed_roots`: each directory that must be gone holds nothing but empty directories.
+fn removed_roots_check(roots: &[PathBuf]) -> Check {
+    if roots.is_empty() {
+        return not_checked("removed_roots");
+    }
+    let mut rem = Vec::new();
+    for r in roots {
+        let mut found = Vec::new();
+        non_dirs_under(r, &mut found, 5);
+        for f in found {
+            rem.push(Remaining {
+                what: format!("{} is still there", f.display()),
+                fix: format!("smolsweep uninstall (or remove {})", r.display()),
+            });
+        }
+    }
+    check("removed_roots", rem, |n| format!("{n}+ entries left"))
+}
+
+/// `protected_untouched_since_<secs>`: the protected directory exists and nothing under it was
+/// modified after the given time.
+fn protected_check(protected: Option<&(PathBuf, SystemTime)>) -> Check {
+    let Some((dir, since)) = protected else {
+        return not_checked("protected");
+    };
+    let mut changed = Vec::new();
+    let exists = std::fs::symlink_metadata(dir).is_ok();
+    changed_since(dir, *since, &mut changed, 10);
+    let secs = since
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let key = format!("protected_untouched_since_{secs}");
+    let mut rem: Vec<Remaining> = changed
+        .into_iter()
+        .map(|p| Remaining {
+            what: format!("{} was modified after {secs}", p.display()),
+            fix: "find out what touched it; Smolsweep must never write there".into(),
         })
         .collect();
-    checks.push(check("vm_processes", rem, |n| format!("{n} running")));
-
-    // Removed roots.
-    if opts.removed_roots.is_empty() {
-        checks.push(Check {
-            key: "removed_roots".into(),
-            value: "not_checked".into(),
-            ok: true,
-            remaining: Vec::new(),
+    if !exists {
+        rem.push(Remaining {
+            what: format!("{} does not exist", dir.display()),
+            fix: "the protected directory is gone".into(),
         });
-    } else {
-        let mut rem = Vec::new();
-        for r in &opts.removed_roots {
-            let mut found = Vec::new();
-            non_dirs_under(r, &mut found, 5);
-            for f in found {
-                rem.push(Remaining {
-                    what: format!("{} is still there", f.display()),
-                    fix: format!("smolsweep uninstall (or remove {})", r.display()),
-                });
-            }
-        }
-        checks.push(check("removed_roots", rem, |n| {
-            format!("{n}+ entries left")
-        }));
     }
-
-    // Protected directory.
-    match &opts.protected {
-        None => checks.push(Check {
-            key: "protected".into(),
-            value: "not_checked".into(),
-            ok: true,
-            remaining: Vec::new(),
-        }),
-        Some((dir, since)) => {
-            let mut changed = Vec::new();
-            let exists = std::fs::symlink_metadata(dir).is_ok();
-            changed_since(dir, *since, &mut changed, 10);
-            let secs = since
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0);
-            let key = format!("protected_untouched_since_{secs}");
-            let mut rem: Vec<Remaining> = changed
-                .into_iter()
-                .map(|p| Remaining {
-                    what: format!("{} was modified after {secs}", p.display()),
-                    fix: "find out what touched it; Smolsweep must never write there".into(),
-                })
-                .collect();
-            if !exists {
-                rem.push(Remaining {
-                    what: format!("{} does not exist", dir.display()),
-                    fix: "the protected directory is gone".into(),
-                });
-            }
-            let mut c = check(&key, rem, |n| format!("{n} changed"));
-            if c.ok {
-                c.value = format!("ok {}", dir.display());
-            }
-            checks.push(c);
-        }
+    let mut c = check(&key, rem, |n| format!("{n} changed"));
+    if c.ok {
+        c.value = format!("ok {}", dir.display());
     }
-
-    let clean = checks.iter().all(|c| c.ok);
-    Proof {
-        schema: PROOF_SCHEMA.to_string(),
-        audited_home: env.home.clone(),
-        products,
-        checks,
-        info,
-        result: if clean { "clean" } else { "dirty" }.to_string(),
-    }
+    c
 }
 
 fn check(key: &str, remaining: Vec<Remaining>, bad: impl Fn(usize) -> String) -> Check {
