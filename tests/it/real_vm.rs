@@ -26,8 +26,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// The SDK sandbox that becomes the orphan.
-const SDK_ID: &str = "sdk1";
+/// The SDK sandbox that becomes the orphan. Its id is one no other test uses: while its VM runs,
+/// the scan protects a disk of that id in any HOME it cannot tell apart, and the tests share one
+/// process now.
+const SDK_ID: &str = "rvmsdk1";
 /// A CLI-persisted sandbox (a row in `celesto.db`, never started): the inventory exists.
 const CLI_ID: &str = "real1";
 const MEMORY_MIB: u32 = 128;
