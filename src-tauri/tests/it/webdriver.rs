@@ -281,8 +281,20 @@ async fn nav(c: &Client, view: &str) {
         .unwrap();
 }
 
+/// The text of the first element matching `css`. The window redraws its rows after every scan
+/// (a keep rule written makes one), so an element found may be replaced before its text is
+/// read: then it is looked up again.
 async fn text_of(c: &Client, css: &str) -> String {
-    wait_css(c, css).await.text().await.unwrap()
+    for _ in 0..50 {
+        match wait_css(c, css).await.text().await {
+            Ok(t) => return t,
+            Err(e) if format!("{e:?}").contains("StaleElementReference") => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
+            Err(e) => panic!("{css}: {e}"),
+        }
+    }
+    panic!("{css}: replaced 50 times in a row")
 }
 
 /// The History tab's row for the run of `plan_id` (the tab reloads when shown).
@@ -937,8 +949,8 @@ async fn a_treemap_tile_selects_its_item_and_keep_marks_a_row_kept_by_you() {
         .click()
         .await
         .unwrap();
-    let kept = wait_css(&c, &format!("{sel} .badge.kept")).await;
-    assert_eq!(kept.text().await.unwrap(), "kept by you");
+    let kept = text_of(&c, &format!("{sel} .badge.kept")).await;
+    assert_eq!(kept, "kept by you");
     let line = text_of(&c, &format!("{sel} .kept-line")).await;
     assert!(
         line.starts_with("Kept by you since ") && line.ends_with(": golden image"),
