@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use smolsweep::size::Sizer;
+use smolsweep::scan::Sizer;
 
 fn main() -> ExitCode {
     let mut threads = 0usize;

@@ -14,9 +14,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use smolsweep::env::EnvSnapshot;
+use smolsweep::model::Platform;
 use smolsweep::scan::memo::{scan_with_memo, ScanMemo};
 use smolsweep::scan::{scan, ScanOptions};
-use smolsweep::Platform;
 
 /// CPU time (user + system) of this process so far, all threads.
 fn cpu() -> Duration {
@@ -64,8 +64,8 @@ fn main() {
     let orphan = shared.join("0".repeat(63) + "f");
     let memo = ScanMemo::new();
     let first = scan_with_memo(&opts, &memo);
-    let same = |a: &smolsweep::ScanReport, b: &smolsweep::ScanReport| {
-        let j = |r: &smolsweep::ScanReport| serde_json::to_string(&r.findings).unwrap();
+    let same = |a: &smolsweep::model::ScanReport, b: &smolsweep::model::ScanReport| {
+        let j = |r: &smolsweep::model::ScanReport| serde_json::to_string(&r.findings).unwrap();
         assert_eq!(j(a), j(b), "an incremental rescan differs from a full scan");
     };
     same(&first, &scan(&opts));

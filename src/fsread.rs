@@ -169,24 +169,43 @@ pub const MAX_SETTINGS_BYTES: u64 = 1 << 20;
 /// Why a file a user or a timer named was not read.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
+    /// The file could not be opened or read.
     #[error("cannot read {}: {source}", crate::pathser::shown(path))]
     Io {
+        /// The file named.
         path: PathBuf,
+        /// What the system said.
         source: std::io::Error,
     },
+    /// It is a directory, a pipe, a device or a socket.
     #[error("{} is {kind}, not a file", crate::pathser::shown(path))]
-    NotAFile { path: PathBuf, kind: &'static str },
+    NotAFile {
+        /// The file named.
+        path: PathBuf,
+        /// What it is instead ("a named pipe").
+        kind: &'static str,
+    },
+    /// It is larger than the cap for what it should be.
     #[error("{} is larger than {}; not {what}", crate::pathser::shown(path), cap_text(*cap))]
     TooLarge {
+        /// The file named.
         path: PathBuf,
+        /// The cap in bytes.
         cap: u64,
+        /// What it should have been ("a plan Smolsweep wrote").
         what: &'static str,
     },
+    /// It is not UTF-8 text where text was expected.
     #[error(
         "{} is not text (not valid UTF-8); not {what}",
         crate::pathser::shown(path)
     )]
-    NotText { path: PathBuf, what: &'static str },
+    NotText {
+        /// The file named.
+        path: PathBuf,
+        /// What it should have been.
+        what: &'static str,
+    },
 }
 
 impl InputError {
@@ -274,11 +293,6 @@ pub fn read_capped(
 /// `lstat`, `None` when the path does not exist.
 pub fn lstat(path: &Path) -> Option<Metadata> {
     std::fs::symlink_metadata(path).ok()
-}
-
-/// Whether `path` is `root` or lies below it (lexically; both should be absolute and clean).
-pub fn is_within(path: &Path, root: &Path) -> bool {
-    path.starts_with(root)
 }
 
 /// Newest modification time (ns since the epoch) of `path` and everything below it, without

@@ -2,37 +2,61 @@
 //!
 //! The pipeline is `scan → findings (verdict + reason) → plan → execute → journal`, shared by the
 //! CLI, the tray app and the uninstall guide. Nothing here depends on a GUI.
+//!
+//! This is the library's whole public face, the few entry points the CLI binary and the desktop
+//! shell call:
+//!
+//! | module | what it gives |
+//! |---|---|
+//! | [`scan`] | [`scan::scan`] a HOME into a [`model::ScanReport`] (and the app's incremental rescan) |
+//! | [`model`] | the report's types: findings, machines, VM processes, verdicts, products |
+//! | [`filter`] | narrowing a report by product, kind and age |
+//! | [`plan`] | a [`plan::Plan`] of actions with identities, as data |
+//! | [`target`] | what Stop / End / Delete of a machine or VM process plans |
+//! | [`exec`] | the one executor: confirm, re-judge, act, journal |
+//! | [`journal`] | the record of every run, read by `history` and the window |
+//! | [`keep`] | the user's keep rules |
+//! | [`policy`] | what the app's automatic runs may do |
+//! | [`uninstall`] | the guided uninstall: preflight, plan, run, proof |
+//! | [`view`] | every label, sentence and estimate the surfaces show |
+//! | [`tray`] | the tray menu as a model |
+//! | [`env`] | the environment a scan and a run read, captured once |
+//! | [`input`] | reading a file a user names, safely |
+//!
+//! Everything else (walking, sizing, inventories, the process table, product layouts) is
+//! private to the crate.
 
-mod chains;
 pub mod env;
 pub mod exec;
 pub mod filter;
-pub mod fsread;
-pub mod install;
-pub mod inventory;
+pub mod input;
 pub mod journal;
 pub mod keep;
-pub mod kind;
-pub mod locks;
 pub mod model;
-pub mod pathblock;
-pub mod pathser;
 pub mod plan;
 pub mod policy;
-pub mod procs;
-mod product;
-pub mod prom;
-pub mod qcow2;
-pub(crate) mod record;
-pub mod report;
-pub mod roots;
 pub mod scan;
-pub mod size;
-mod table;
 pub mod target;
 pub mod tray;
 pub mod uninstall;
-pub mod upstream;
 pub mod view;
 
-pub use model::*;
+mod chains;
+mod fsread;
+mod install;
+mod inventory;
+mod kind;
+mod locks;
+mod pathblock;
+mod pathser;
+mod procs;
+mod product;
+mod qcow2;
+mod record;
+mod roots;
+mod size;
+mod table;
+mod upstream;
+
+#[cfg(test)]
+mod tests;

@@ -26,6 +26,7 @@ struct Table {
 
 impl HeldLocks {
     /// Read the system lock table now. On systems without `/proc/locks` nothing is readable.
+    #[cfg(test)]
     pub fn read() -> Self {
         Self::of(read_table())
     }
@@ -43,6 +44,7 @@ impl HeldLocks {
         }
     }
 
+    #[cfg(test)]
     fn of(t: Table) -> Self {
         let table = OnceLock::new();
         let _ = table.set(t);
@@ -72,6 +74,7 @@ impl HeldLocks {
 
     /// Parse `/proc/locks` text, e.g. `1: FLOCK  ADVISORY  WRITE 1234 fd:00:5678 0 EOF`
     /// (blocked waiters, lines with `->`, are skipped).
+    #[cfg(test)]
     pub fn parse(text: &str) -> Self {
         Self::of(parse_table(text))
     }

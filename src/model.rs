@@ -110,6 +110,14 @@ pub struct FileIdentity {
     pub mtime_ns: i128,
 }
 
+impl FileIdentity {
+    /// The identity of `path` itself (`lstat`: a symlink is not followed), as the scan records
+    /// it: what a keep rule by identity and a re-judge compare.
+    pub fn of(path: &std::path::Path) -> std::io::Result<FileIdentity> {
+        crate::size::identity(path)
+    }
+}
+
 /// One path Smolsweep found, with what it is and what may be done with it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
@@ -433,14 +441,14 @@ mod tests {
     fn finding_ids_are_stable_and_distinct() {
         let a = finding_id(
             Product::Celesto,
-            crate::FindingKind::CelestoOrphanDisk,
+            crate::model::FindingKind::CelestoOrphanDisk,
             "/x/a".as_ref(),
         );
         assert_eq!(
             a,
             finding_id(
                 Product::Celesto,
-                crate::FindingKind::CelestoOrphanDisk,
+                crate::model::FindingKind::CelestoOrphanDisk,
                 "/x/a".as_ref()
             )
         );
@@ -448,7 +456,7 @@ mod tests {
             a,
             finding_id(
                 Product::Celesto,
-                crate::FindingKind::CelestoOrphanLog,
+                crate::model::FindingKind::CelestoOrphanLog,
                 "/x/a".as_ref()
             )
         );

@@ -1200,7 +1200,7 @@ mod tests {
         Finding {
             id: id.into(),
             product: Product::Smolvm,
-            kind: crate::FindingKind::SmolvmDanglingDir,
+            kind: crate::model::FindingKind::SmolvmDanglingDir,
             path: path.into(),
             owner: None,
             apparent_bytes: 10,

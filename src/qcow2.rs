@@ -56,6 +56,7 @@ pub struct Header {
 
 /// The backing file name recorded in a qcow2 header, or `None` for a non-qcow2 file or an image
 /// without a backing file.
+#[cfg(test)]
 pub fn backing_file(path: &Path) -> io::Result<Option<String>> {
     Ok(read_header(path)?.and_then(|h| h.backing_file))
 }

@@ -451,6 +451,7 @@ pub fn fs_free_bytes(path: &Path) -> io::Result<u64> {
 
 /// Whether two existing paths live on the same file system (same `st_dev` of their `lstat`).
 /// False when either cannot be `lstat`ed.
+#[cfg(test)]
 pub fn same_filesystem(a: &Path, b: &Path) -> bool {
     match (std::fs::symlink_metadata(a), std::fs::symlink_metadata(b)) {
         (Ok(a), Ok(b)) => a.dev() == b.dev(),

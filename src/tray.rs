@@ -380,7 +380,7 @@ mod tests {
     use crate::model::{finding_id, Platform, Product, ProductReport, Totals, SCAN_SCHEMA};
 
     fn finding(path: &str, verdict: Verdict, bytes: u64, class: Option<OptInClass>) -> Finding {
-        let kind = crate::FindingKind::CelestoOrphanDisk;
+        let kind = crate::model::FindingKind::CelestoOrphanDisk;
         let path = format!("/data{path}");
         Finding {
             id: finding_id(Product::Celesto, kind, path.as_ref()),

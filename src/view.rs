@@ -3,6 +3,7 @@
 //! the window draw it (the window receives it as JSON); none of them re-derives a number or a
 //! label.
 
+pub use crate::pathser::{escape_text, shown};
 use std::path::Path;
 
 use serde::Serialize;
@@ -59,6 +60,20 @@ pub fn product_status(p: &ProductReport) -> &'static str {
     } else {
         "can't verify"
     }
+}
+
+/// Products installed in a version newer than every version the rules were verified on: the
+/// window offers "accept newer" for them.
+pub fn newer_products(r: &ScanReport) -> Vec<Product> {
+    r.products
+        .iter()
+        .filter(|p| {
+            p.version
+                .as_deref()
+                .is_some_and(|v| crate::upstream::drift(p.product, v).is_some())
+        })
+        .map(|p| p.product)
+        .collect()
 }
 
 /// `path` shortened from the middle to at most `max` characters (`/home/u/…/disks/x.qcow2`).

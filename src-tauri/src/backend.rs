@@ -629,17 +629,19 @@ pub struct RealBackend;
 impl Backend for RealBackend {
     fn scan(&self) -> anyhow::Result<ScanReport> {
         if let Some(path) = std::env::var_os(REPORT_FILE_ENV) {
-            let text = smolsweep::fsread::read_input(
+            let text = smolsweep::input::read_input(
                 std::path::Path::new(&path),
-                smolsweep::fsread::MAX_REPORT_BYTES,
+                smolsweep::input::MAX_REPORT_BYTES,
                 "a scan report Smolsweep wrote",
             )?;
             let mut r: ScanReport = serde_json::from_slice(&text)?;
             // A real scan does not find what is gone: drop findings whose path was removed.
             r.findings
                 .retain(|f| std::fs::symlink_metadata(&f.path).is_ok());
-            r.processes
-                .retain(|p| process_start_time(p.pid) == Some(p.start_time) && !is_zombie(p.pid));
+            r.processes.retain(|p| {
+                smolsweep::exec::ProcessRef::current(p.pid)
+                    .is_some_and(|now| now.start_time == p.start_time)
+            });
             r.compute_totals();
             return Ok(r);
         }
@@ -671,8 +673,7 @@ impl Backend for RealBackend {
             .map_err(|e| format!("cannot read the environment, so nothing was done: {e:#}"))?;
         let env = smolsweep::env::EnvSnapshot::capture()
             .map_err(|e| format!("cannot read the environment, so nothing was done: {e:#}"))?;
-        let runner =
-            smolsweep::exec::runner::RealRunner::new(env, smolsweep::model::Platform::current());
+        let runner = smolsweep::exec::RealRunner::new(env, smolsweep::model::Platform::current());
         run_plan(
             plan, confirmed, &journal, &mut judge, &runner, origin, progress,
         )
@@ -710,24 +711,6 @@ pub fn run_plan(
     .map_err(|e| format!("not run: {e}"))
 }
 
-/// Start time of a process (Linux: `/proc/<pid>/stat` field 22).
-pub fn process_start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
-/// Whether a process has exited but was not waited for yet (state `Z`).
-fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let rest = &s[s.rfind(')')? + 1..];
-            rest.split_whitespace().next().map(|st| st == "Z")
-        })
-        .unwrap_or(false)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -754,7 +737,7 @@ mod tests {
 
     fn finding(path: &Path, root: &Path, verdict: Verdict) -> Finding {
         let md = std::fs::symlink_metadata(path).ok();
-        let kind = smolsweep::FindingKind::CelestoOrphanDisk;
+        let kind = smolsweep::model::FindingKind::CelestoOrphanDisk;
         Finding {
             id: finding_id(Product::Celesto, kind, path),
             product: Product::Celesto,
@@ -766,7 +749,7 @@ mod tests {
             verdict,
             reason: "no sandbox owns it".into(),
             opt_in_class: None,
-            identity: md.and_then(|_| smolsweep::exec::delete::identity_of(path).ok()),
+            identity: md.and_then(|_| smolsweep::model::FileIdentity::of(path).ok()),
             is_dir: path.is_dir(),
             root: Some(root.to_path_buf()),
             mounts_inside: vec![],
@@ -1161,10 +1144,12 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = child.id();
-        let st = process_start_time(pid).unwrap();
+        let st = smolsweep::exec::ProcessRef::current(pid)
+            .unwrap()
+            .start_time;
         let home = tempfile::tempdir().unwrap();
         let journal = home.path().join("journal.jsonl");
-        let runner = smolsweep::exec::runner::RealRunner::new(
+        let runner = smolsweep::exec::RealRunner::new(
             smolsweep::env::EnvSnapshot::capture().unwrap(),
             Platform::current(),
         );

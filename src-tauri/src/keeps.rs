@@ -9,8 +9,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use smolsweep::filter::{parse_age, parse_size, Filter};
 use smolsweep::keep::{Keeps, Rule, Target};
+use smolsweep::model::FindingKind;
 use smolsweep::model::{Product, ScanReport};
-use smolsweep::FindingKind;
 use tauri::{AppHandle, Manager, Runtime};
 
 use crate::{lock, AppState};

@@ -155,9 +155,9 @@ impl AppState {
         let settings = Settings::load(&config.join("settings.json"));
         settings.apply_accept_newer();
         *lock(&self.settings) = settings;
-        let notified = smolsweep::fsread::read_input(
+        let notified = smolsweep::input::read_input(
             &data.join("notified.json"),
-            smolsweep::fsread::MAX_REPORT_BYTES,
+            smolsweep::input::MAX_REPORT_BYTES,
             "notification state Smolsweep wrote",
         );
         if let Ok(s) = notified {
@@ -188,7 +188,7 @@ impl AppState {
 pub struct Status {
     pub view: Option<ScanView>,
     /// Products installed in a version newer than the versions Smolsweep knows
-    /// (`smolsweep::upstream::drift`): the window offers "accept newer" for them.
+    /// (`smolsweep::view::newer_products`): the window offers "accept newer" for them.
     pub newer: Vec<Product>,
     pub report: Option<ScanReport>,
     pub error: Option<String>,
@@ -232,26 +232,16 @@ fn status(st: &AppState) -> Status {
             .map(|r| smolsweep::view::treemap(r, TREEMAP_W, TREEMAP_H))
             .unwrap_or_default(),
         view: shown.as_ref().map(ScanView::of),
-        newer: report.as_ref().map(newer_products).unwrap_or_default(),
+        newer: report
+            .as_ref()
+            .map(smolsweep::view::newer_products)
+            .unwrap_or_default(),
         report,
         error: lock(&st.scan_error).clone(),
         scanning: st.scanning.load(Ordering::SeqCst),
         scans: st.scans.load(Ordering::SeqCst),
         tray: lock(&st.tray_model).clone(),
     }
-}
-
-/// Products whose installed version is newer than every version the rules were verified on.
-fn newer_products(r: &ScanReport) -> Vec<Product> {
-    r.products
-        .iter()
-        .filter(|p| {
-            p.version
-                .as_deref()
-                .is_some_and(|v| smolsweep::upstream::drift(p.product, v).is_some())
-        })
-        .map(|p| p.product)
-        .collect()
 }
 
 fn now_secs() -> u64 {

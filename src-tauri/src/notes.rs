@@ -111,7 +111,7 @@ pub struct OrphanWatch {
 pub const MIN_GAP_SECS: u64 = 300;
 
 /// Whether a finding counts as an orphan worth announcing.
-pub fn is_orphan_finding(kind: smolsweep::FindingKind, verdict: Verdict) -> bool {
+pub fn is_orphan_finding(kind: smolsweep::model::FindingKind, verdict: Verdict) -> bool {
     verdict == Verdict::Reclaimable && kind.is_orphan()
 }
 
@@ -375,7 +375,7 @@ mod tests {
         r.findings.push(smolsweep::model::Finding {
             id: "f1".into(),
             product: Product::Celesto,
-            kind: smolsweep::FindingKind::CelestoOrphanDisk,
+            kind: smolsweep::model::FindingKind::CelestoOrphanDisk,
             path: "/h/d.qcow2".into(),
             owner: None,
             apparent_bytes: 5,

@@ -91,13 +91,13 @@ impl Settings {
     }
 
     /// Load from `path`; defaults when missing or unreadable (also when it is not a regular
-    /// file or is larger than `smolsweep::fsread::MAX_SETTINGS_BYTES`: it is never waited on).
+    /// file or is larger than `smolsweep::input::MAX_SETTINGS_BYTES`: it is never waited on).
     /// A version-1 file (no `version`) keeps its values; the fields it did not have take their
     /// defaults.
     pub fn load(path: &Path) -> Settings {
-        smolsweep::fsread::read_input(
+        smolsweep::input::read_input(
             path,
-            smolsweep::fsread::MAX_SETTINGS_BYTES,
+            smolsweep::input::MAX_SETTINGS_BYTES,
             "settings Smolsweep wrote",
         )
         .ok()
@@ -179,10 +179,10 @@ mod tests {
         assert_eq!(Settings::load(&p), Settings::default());
         std::fs::remove_file(&p).unwrap();
         let mut big = br#"{"scan_interval_secs":300}"#.to_vec();
-        big.resize(smolsweep::fsread::MAX_SETTINGS_BYTES as usize + 1, b' ');
+        big.resize(smolsweep::input::MAX_SETTINGS_BYTES as usize + 1, b' ');
         std::fs::write(&p, &big).unwrap();
         assert_eq!(Settings::load(&p), Settings::default());
-        big.truncate(smolsweep::fsread::MAX_SETTINGS_BYTES as usize);
+        big.truncate(smolsweep::input::MAX_SETTINGS_BYTES as usize);
         std::fs::write(&p, &big).unwrap();
         assert_eq!(Settings::load(&p).scan_interval_secs, 300);
     }

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use notify::{EventKind, RecursiveMode, Watcher};
 use smolsweep::model::ScanReport;
-use smolsweep::procs::exits::ExitWatch;
+use smolsweep::scan::ExitWatch;
 use tauri::{AppHandle, Manager, Runtime};
 use tokio::sync::mpsc;
 
@@ -318,7 +318,9 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = vm.id();
-        let start = smolsweep::procs::linux::process_start_time(pid).unwrap();
+        let start = smolsweep::exec::ProcessRef::current(pid)
+            .unwrap()
+            .start_time;
         let set: BTreeSet<(u32, u64)> = [(pid, start)].into_iter().collect();
         watch_exit_set(&ws, set.clone());
         // The same set again keeps the same watch (no second thread, no second wake-up).

@@ -33,9 +33,9 @@ fn refuse(status: &str, msg: &str) -> i32 {
 }
 
 pub fn run(a: AutoArgs) -> i32 {
-    let text = match smolsweep::fsread::read_input_text(
+    let text = match smolsweep::input::read_input_text(
         &a.policy,
-        smolsweep::fsread::MAX_SETTINGS_BYTES,
+        smolsweep::input::MAX_SETTINGS_BYTES,
         "a policy Smolsweep wrote",
     ) {
         Ok(t) => t,

@@ -1,7 +1,7 @@
 //! `--older-than`, `--min-size`, `--product`, `--kind`: the filters of `scan`, `prune` and `plan`.
 
 use smolsweep::filter::{parse_age, parse_size, Filter};
-use smolsweep::kind::FindingKind;
+use smolsweep::model::FindingKind;
 use smolsweep::model::Product;
 
 #[derive(Debug, Clone, Default, clap::Args)]

@@ -3,7 +3,7 @@
 use std::time::SystemTime;
 
 use smolsweep::keep::{path_for, Keeps, Rule, Target};
-use smolsweep::kind::FindingKind;
+use smolsweep::model::FindingKind;
 
 #[derive(Debug, clap::Args)]
 pub struct KeepArgs {
@@ -63,7 +63,8 @@ fn resolve(target: &str) -> Result<Target, String> {
         });
     }
     if target.contains('/') {
-        let id = smolsweep::size::identity(by_path).map_err(|e| format!("{target}: {e}"))?;
+        let id =
+            smolsweep::model::FileIdentity::of(by_path).map_err(|e| format!("{target}: {e}"))?;
         return Ok(Target::Item {
             path: by_path.to_path_buf(),
             dev: id.dev,

@@ -7,7 +7,9 @@ pub mod filters;
 pub mod keep;
 pub mod out;
 pub mod progress;
+pub mod prom;
 pub mod reclaim;
+pub mod report;
 pub mod scan;
 pub mod uninstall;
 

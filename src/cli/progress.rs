@@ -9,8 +9,8 @@ use std::io::{IsTerminal, Write};
 
 use smolsweep::exec::{Outcome, ProgressEvent};
 use smolsweep::model::human_bytes;
-use smolsweep::pathser::escape_text;
 use smolsweep::plan::{Action, Plan};
+use smolsweep::view::escape_text;
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use smolsweep::exec::{self, ActionRunner, Confirmed, ExecContext, ExecReport, How, Outcome};
 use smolsweep::journal::{self, Journal};
 use smolsweep::model::{human_bytes, OptInClass, ScanReport};
-use smolsweep::pathser::{escape_text, shown};
 use smolsweep::plan::{Action, Plan, Selection, SkippedAtPlan};
+use smolsweep::view::{escape_text, shown};
 
 use super::progress::{self, outcome_line, Progress, Style};
 
@@ -29,7 +29,7 @@ pub(crate) fn runner() -> &'static dyn ActionRunner {
         std::sync::OnceLock::new();
     RUNNER
         .get_or_init(|| match smolsweep::env::EnvSnapshot::capture() {
-            Ok(env) => Box::new(exec::runner::RealRunner::new(
+            Ok(env) => Box::new(exec::RealRunner::new(
                 env,
                 smolsweep::model::Platform::current(),
             )),
@@ -202,9 +202,9 @@ struct Scanned {
 fn load_report(args: &ReportArgs) -> anyhow::Result<Scanned> {
     let opts = smolsweep::scan::ScanOptions::from_env()?;
     if let Some(f) = &args.from_report {
-        let text = smolsweep::fsread::read_input_text(
+        let text = smolsweep::input::read_input_text(
             f,
-            smolsweep::fsread::MAX_REPORT_BYTES,
+            smolsweep::input::MAX_REPORT_BYTES,
             "a scan report Smolsweep wrote",
         )?;
         let report = serde_json::from_str(&text)
@@ -388,13 +388,12 @@ fn may_overwrite(path: &Path) -> Result<(), String> {
         return refuse("it exists and is not a regular file");
     }
     let text =
-        match smolsweep::fsread::read_input_text(path, smolsweep::fsread::MAX_PLAN_BYTES, "a plan")
-        {
+        match smolsweep::input::read_input_text(path, smolsweep::input::MAX_PLAN_BYTES, "a plan") {
             Ok(t) => t,
-            Err(smolsweep::fsread::InputError::TooLarge { .. }) => {
+            Err(smolsweep::input::InputError::TooLarge { .. }) => {
                 return refuse(&format!(
                     "it exists and is larger than {} MiB",
-                    smolsweep::fsread::MAX_PLAN_BYTES >> 20
+                    smolsweep::input::MAX_PLAN_BYTES >> 20
                 ))
             }
             Err(_) => return refuse("it exists and is not a text file"),
@@ -455,9 +454,9 @@ pub fn plan(a: PlanArgs) -> i32 {
 }
 
 pub fn apply(a: ApplyArgs) -> i32 {
-    let text = match smolsweep::fsread::read_input_text(
+    let text = match smolsweep::input::read_input_text(
         &a.file,
-        smolsweep::fsread::MAX_PLAN_BYTES,
+        smolsweep::input::MAX_PLAN_BYTES,
         "a plan Smolsweep wrote",
     ) {
         Ok(t) => t,

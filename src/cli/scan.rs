@@ -2,7 +2,7 @@
 
 use std::io::IsTerminal;
 
-use smolsweep::report::RenderOptions;
+use crate::cli::report::RenderOptions;
 use smolsweep::scan::{scan, ScanOptions};
 
 #[derive(Debug, clap::Args)]
@@ -75,7 +75,7 @@ pub fn run(args: ScanArgs) -> i32 {
     let mut report = scan(&opts);
     args.filter.filter().apply(&mut report, opts.now);
     if args.format.as_deref() == Some("prometheus") {
-        crate::cli::out::print(&smolsweep::prom::render(&report));
+        crate::cli::out::print(&crate::cli::prom::render(&report));
         return 0;
     }
     if args.json || args.format.as_deref() == Some("json") {
@@ -87,7 +87,7 @@ pub fn run(args: ScanArgs) -> i32 {
             }
         }
     } else {
-        crate::cli::out::print(&smolsweep::report::render_with(
+        crate::cli::out::print(&crate::cli::report::render_with(
             &report,
             &render_options(&args),
         ));

@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::exec::machines::{run_captured, RunError};
+#[cfg(test)]
 use crate::model::Platform;
 
 /// One mounted file system.
@@ -109,6 +110,7 @@ fn parse_mount_line(line: &str) -> Option<MountEntry> {
 }
 
 /// One device line of `hdiutil info`.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HdiutilDevice {
     pub device: String,
@@ -117,6 +119,7 @@ pub struct HdiutilDevice {
 }
 
 /// One attached image in `hdiutil info`.
+#[cfg(test)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HdiutilImage {
     pub image_path: Option<PathBuf>,
@@ -125,6 +128,7 @@ pub struct HdiutilImage {
 
 /// Parse `hdiutil info` (plain text): images separated by `====…` lines, `key : value` lines,
 /// then tab-separated `/dev/diskN<TAB>hint<TAB>[mountpoint]` lines.
+#[cfg(test)]
 pub fn parse_hdiutil_info(text: &str) -> Vec<HdiutilImage> {
     let mut images = Vec::new();
     let mut cur: Option<HdiutilImage> = None;
@@ -167,6 +171,7 @@ pub fn parse_hdiutil_info(text: &str) -> Vec<HdiutilImage> {
 }
 
 /// Mount points listed by `hdiutil info`, as mount entries (device, mount point, `hdiutil`).
+#[cfg(test)]
 pub fn hdiutil_mounts(images: &[HdiutilImage]) -> Vec<MountEntry> {
     images
         .iter()
@@ -216,6 +221,7 @@ pub fn layers_cs_mounts_under(entries: &[MountEntry], roots: &[PathBuf]) -> Vec<
 }
 
 /// Every mount point at or under `dir`, deepest first.
+#[cfg(test)]
 pub fn mounts_under(entries: &[MountEntry], dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = entries
         .iter()
@@ -393,6 +399,7 @@ pub fn detach(mountpoint: &Path, runner: &dyn CommandRunner) -> DetachOutcome {
 }
 
 /// Why a directory may not be removed yet.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MountBlock {
     pub mountpoint: PathBuf,
@@ -400,6 +407,7 @@ pub struct MountBlock {
 }
 
 /// Whether a directory is clear of mounts.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum MountGate {
@@ -412,7 +420,9 @@ pub enum MountGate {
     },
 }
 
+#[cfg(test)]
 impl MountGate {
+    #[cfg(test)]
     pub fn is_clear(&self) -> bool {
         matches!(self, MountGate::Clear { .. })
     }
@@ -421,6 +431,7 @@ impl MountGate {
 /// Make `dir` safe to remove with respect to mounts: on macOS detach every `layers-cs` mount
 /// inside it (deepest first); any other mount, a failed detach, or any mount at all on Linux
 /// blocks the removal.
+#[cfg(test)]
 pub fn clear_mounts_inside(
     dir: &Path,
     entries: &[MountEntry],
@@ -462,6 +473,7 @@ pub fn clear_mounts_inside(
 }
 
 /// [`clear_mounts_inside`], then `remove(dir)` only when the gate is clear.
+#[cfg(test)]
 pub fn detach_then<R>(
     dir: &Path,
     entries: &[MountEntry],

@@ -350,6 +350,7 @@ impl SmolvmCli {
     }
 
     /// `smolvm machine resume --name N` (the way out of a paused machine besides delete).
+    #[cfg(test)]
     pub fn resume(&self, name: &str) -> MachineOutcome {
         self.call(name, Verb::Resume, &["machine", "resume", "--name", name])
     }
@@ -389,6 +390,8 @@ impl SmolvmCli {
 pub enum Verb {
     Stop,
     Delete,
+    /// Reached from the tests only (`SmolvmCli::resume`).
+    #[cfg_attr(not(test), allow(dead_code))]
     Resume,
 }
 

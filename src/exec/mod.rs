@@ -11,16 +11,16 @@
 //! runs nothing.
 
 mod confirm;
-pub mod delete;
-pub mod detach;
-pub mod judge;
-pub mod machines;
-pub mod ownership;
+pub(crate) mod delete;
+pub(crate) mod detach;
+pub(crate) mod judge;
+pub(crate) mod machines;
+pub(crate) mod ownership;
 pub(crate) mod rcfile;
-pub mod reap;
+pub(crate) mod reap;
 pub(crate) mod remove;
-pub mod runner;
-pub mod teardown;
+pub(crate) mod runner;
+pub(crate) mod teardown;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -34,6 +34,14 @@ pub use crate::record::{
 pub use confirm::{Confirmed, How};
 use delete::{delete_outcome, IdentityCheck, Target};
 pub use judge::{Judge, Rejudge};
+pub use reap::{ProcessRef, ReapOptions};
+pub use runner::RealRunner;
+
+/// How many times this thread has entered the delete primitive: lets a caller (and the tests)
+/// prove that a dry run, a refusal or a cancelled confirmation deleted nothing.
+pub fn delete_calls_on_this_thread() -> u64 {
+    delete::primitive_calls_on_this_thread()
+}
 
 /// Whether actions are carried out.
 #[derive(Debug)]

@@ -133,6 +133,7 @@ pub fn reap(target: &ProcessRef, opts: &ReapOptions) -> ReapOutcome {
 
 /// Reap `target`, then run `after` only if its death is confirmed (for example: delete the
 /// storage it held). `after` never runs while the process may still be alive.
+#[cfg(test)]
 pub fn reap_then<R>(
     target: &ProcessRef,
     opts: &ReapOptions,
@@ -392,10 +393,12 @@ impl ProcessProbe for ProcProbe {
 /// `ps -o uid=,stat=,lstart= -p <pid>` probe (macOS; procps accepts the same columns), run with
 /// `LC_ALL=C TZ=UTC` so `lstart` reads as UTC seconds since the epoch, the unit the macOS
 /// process scanner records ([`crate::procs::macos::parse_lstart`]).
+#[cfg_attr(target_os = "linux", allow(dead_code))] // the macOS probe
 pub struct PsProbe;
 
 /// Parse one `ps -o uid=,stat=,lstart=` line (`501 Ss Mon Nov 30 03:10:04 2026`).
 /// `ps` shows one uid (the effective one).
+#[cfg_attr(target_os = "linux", allow(dead_code))] // the macOS probe
 pub fn parse_ps_probe_line(line: &str) -> Option<Probe> {
     let mut it = line.split_whitespace();
     let uid: u32 = it.next()?.parse().ok()?;
@@ -413,6 +416,7 @@ pub fn parse_ps_probe_line(line: &str) -> Option<Probe> {
 }
 
 /// Normalise a macOS start time to seconds (smolvm records microseconds; old records seconds).
+#[cfg_attr(target_os = "linux", allow(dead_code))] // the macOS probe
 pub fn macos_start_secs(v: u64) -> u64 {
     if v >= 100_000_000_000 {
         v / 1_000_000

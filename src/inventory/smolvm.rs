@@ -47,6 +47,7 @@ pub fn read_smolvm_db(path: &Path) -> Result<Vec<SmolvmRecord>, InventoryError> 
 }
 
 /// Machines being created right now (`vm_create_reservations`).
+#[cfg(test)]
 pub fn read_smolvm_reservations(path: &Path) -> Result<Vec<SmolvmReservation>, InventoryError> {
     Ok(read_smolvm_inventory(path)?.reservations)
 }

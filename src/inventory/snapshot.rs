@@ -315,19 +315,6 @@ pub fn open_snapshot(path: &Path, timeout: Duration) -> Result<Connection, Inven
     Ok(conn)
 }
 
-/// Map a query error on a snapshot to the inventory error it means.
-pub fn query_error(path: &Path, e: rusqlite::Error) -> InventoryError {
-    let msg = e.to_string();
-    if msg.contains("no such table") || msg.contains("no such column") {
-        InventoryError::UnknownShape {
-            path: path.to_path_buf(),
-            detail: msg,
-        }
-    } else {
-        corrupt(path, msg)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

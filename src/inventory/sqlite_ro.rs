@@ -1,6 +1,7 @@
 //! Reading an inventory: a consistent read-only snapshot (see [`super::snapshot`]) queried
 //! inside one short transaction, plus the schema checks both readers share.
 
+#[cfg(test)]
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -138,6 +139,7 @@ fn orphan_references(
 
 /// Open a regular file read-only without following a symlink and, where allowed, without
 /// updating its access time ([`crate::fsread::open_regular`]).
+#[cfg(test)]
 pub fn open_noatime(path: &Path) -> std::io::Result<File> {
     crate::fsread::open_regular(path)
 }

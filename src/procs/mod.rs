@@ -7,7 +7,8 @@ pub mod linux;
 pub mod macos;
 pub mod shape;
 
-pub use shape::{detect_all, detect_shape, held_deleted_bytes, names_path_exactly, VmmShape};
+#[cfg(test)]
+pub(crate) use shape::{held_deleted_bytes, names_path_exactly};
 
 /// A file a process holds open.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,12 +5,18 @@
 //! (smolvm hazard 9), and Celesto's substring in-use test lets `…/victim.qcow2.backup-zz`
 //! protect `victim.qcow2` (Celesto B4).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+#[cfg(test)]
+use std::collections::HashSet;
+#[cfg(test)]
 use std::fs;
+#[cfg(test)]
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::model::{ProcShape, Product};
+use crate::model::ProcShape;
+#[cfg(test)]
+use crate::model::Product;
 
 use super::RawProcess;
 
@@ -57,15 +63,18 @@ impl VmmShape {
     }
 
     /// The stable name used in reports (`smolvm.boot_vm`).
+    #[cfg(test)]
     pub fn shape_name(&self) -> &'static str {
         self.shape().as_str()
     }
 
+    #[cfg(test)]
     pub fn product(&self) -> Product {
         self.shape().product()
     }
 
     /// The Celesto sandbox id read from a socket or config file name, when there is one.
+    #[cfg(test)]
     pub fn sandbox_id(&self) -> Option<&str> {
         match self {
             VmmShape::CelestoQemu { sandbox_id, .. }
@@ -76,6 +85,7 @@ impl VmmShape {
     }
 
     /// Paths the shape names in argv (boot config and machine dir, drives, sockets, config).
+    #[cfg(test)]
     pub fn paths(&self) -> Vec<PathBuf> {
         match self {
             VmmShape::SmolvmBootVm {
@@ -112,6 +122,7 @@ const SMOLVM_EXES: &[&str] = &["smolvm-bin", "smol-vmm"];
 ///
 /// The macOS forked shape needs the parent: a `smolvm-bin machine|pack run` whose parent is
 /// another `smolvm-bin` is found only by [`detect_all`]; here only parent 1 counts.
+#[cfg(test)]
 pub fn detect_shape(p: &RawProcess) -> Option<VmmShape> {
     detect_with_parent(p, |_| false)
 }
@@ -274,6 +285,7 @@ pub fn qemu_opts(value: &str) -> Vec<(String, String)> {
 }
 
 /// The exact paths a QEMU command line opens as drives.
+#[cfg(test)]
 pub fn qemu_drive_files(argv: &[String]) -> Vec<PathBuf> {
     match celesto_qemu(argv) {
         VmmShape::CelestoQemu { drives, .. } => drives,
@@ -341,6 +353,7 @@ pub fn libkrun_config_id(path: &Path) -> Option<String> {
 
 /// The parent chain of `pid` within `procs`, nearest first (stops at a missing parent or a
 /// cycle). Maps a forked VMM to the CLI or packed binary that started it.
+#[cfg(test)]
 pub fn ancestors(procs: &[RawProcess], pid: u32) -> Vec<&RawProcess> {
     let by_pid: HashMap<u32, &RawProcess> = procs.iter().map(|p| (p.pid, p)).collect();
     let mut chain = Vec::new();
@@ -363,11 +376,13 @@ pub fn ancestors(procs: &[RawProcess], pid: u32) -> Vec<&RawProcess> {
 /// drive `file=` after unescaping, sockets, configs), or an open file with that path or the
 /// same device and inode. Never a substring: `…/victim.qcow2.backup-zz` does not name
 /// `…/victim.qcow2` (Celesto B4).
+#[cfg(test)]
 pub fn names_path_exactly(p: &RawProcess, path: &Path) -> bool {
     let identity = fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
     names_path_with_identity(p, path, identity)
 }
 
+#[cfg(test)]
 fn names_path_with_identity(p: &RawProcess, path: &Path, identity: Option<(u64, u64)>) -> bool {
     p.argv.iter().any(|a| Path::new(a) == path)
         || detect_shape(p).is_some_and(|s| s.paths().iter().any(|q| q == path))
@@ -379,6 +394,7 @@ fn names_path_with_identity(p: &RawProcess, path: &Path, identity: Option<(u64, 
 
 /// Allocated bytes of unlinked files `p` still holds open, each inode counted once
 /// (a lower bound when its fds were unreadable).
+#[cfg(test)]
 pub fn held_deleted_bytes(p: &RawProcess) -> u64 {
     let mut seen = HashSet::new();
     p.open_files
@@ -389,13 +405,16 @@ pub fn held_deleted_bytes(p: &RawProcess) -> u64 {
 }
 
 /// Which processes name or hold which paths, built once for many in-use questions.
+#[cfg(test)]
 #[derive(Debug, Default)]
 pub struct InUseIndex {
     by_path: HashMap<PathBuf, Vec<u32>>,
     by_inode: HashMap<(u64, u64), Vec<u32>>,
 }
 
+#[cfg(test)]
 impl InUseIndex {
+    #[cfg(test)]
     pub fn build(procs: &[RawProcess]) -> Self {
         let mut index = InUseIndex::default();
         for p in procs {

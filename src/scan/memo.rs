@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use super::{list_processes, scan_sized, ScanOptions};
 use crate::model::ScanReport;
-use crate::size::{DirMemo, MemoStats, Sizer};
+pub use crate::size::MemoStats;
+use crate::size::{DirMemo, Sizer};
 
 /// Every this long a rescan reads everything again, whatever the kernel reported: some
 /// changes raise no event in a remembered directory (a small file written through a hard link

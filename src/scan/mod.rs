@@ -12,15 +12,19 @@ use crate::env::EnvSnapshot;
 use crate::install::Install;
 use crate::locks::HeldLocks;
 use crate::model::*;
-use crate::size::Sizer;
 
 mod celesto;
 pub mod memo;
-pub mod procindex;
+pub(crate) mod procindex;
 mod smolvm;
-pub mod version;
+pub(crate) mod version;
 
-pub use procindex::ProcIndex;
+/// Watching the VM processes a scan found, to hear the moment one exits (the app rescans then).
+pub use crate::procs::exits::ExitWatch;
+/// The walk a scan sizes paths with (hard links and overlaps counted once per sizer), for tools
+/// that measure a tree the way the scan does.
+pub use crate::size::{Measure, Sizer};
+pub(crate) use procindex::ProcIndex;
 
 /// Whether `name` is a smolvm helper machine (`image-seed-<hash>-<pid>`, `init-bake-…-<pid>`).
 pub fn is_helper_machine(name: &str) -> bool {

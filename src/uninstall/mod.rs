@@ -5,7 +5,7 @@
 //! ordered list of reviewable steps for the chosen product(s); `run` carries the steps out;
 //! `verify` proves what is left.
 
-pub mod known;
+pub(crate) mod known;
 pub mod plan;
 pub mod preflight;
 pub mod run;

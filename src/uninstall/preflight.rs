@@ -11,17 +11,20 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::env::EnvSnapshot;
-use crate::exec::detach::MountEntry;
 use crate::install::Install;
 use crate::model::{human_bytes, Platform, ProcShape, Product, Scope};
 use crate::pathblock::{self, PathBlock};
-use crate::procs::RawProcess;
 use crate::roots::{
     celesto_roots, dot_smolvm_contents, is_system_path, smolvm_roots, state_dir_candidates,
     user_smolvm_sets,
 };
 
 pub use super::known::StateKind;
+/// A mounted file system (the mount table's row), and the parser of macOS `mount` output:
+/// [`gather_with`] takes a mount table read elsewhere, so the macOS path is tested on Linux.
+pub use crate::exec::detach::{parse_mount_output, MountEntry};
+/// One row of the process table, as [`gather_with`] takes it.
+pub use crate::procs::RawProcess;
 
 /// Schema name of the preflight report.
 pub const PREFLIGHT_SCHEMA: &str = "smolsweep.uninstall.preflight/1";

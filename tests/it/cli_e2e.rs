@@ -2,7 +2,10 @@
 //! process and then pruning what it held; stopping machines through the real smolvm 1.32.2.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use smolsweep_fixtures::scene::{CelestoScene, Sleeper};
 
 use smolsweep_fixtures::vmm::{fake_vmm_bin, spawn, Shape};
 use smolsweep_fixtures::{Home, Layout, OLD};
@@ -129,4 +132,53 @@ fn stop_of_a_created_machine_says_so_and_never_calls_smolvm_for_a_ghost() {
         before, after,
         "hazard 3: stop on a ghost name created nothing"
     );
+}
+
+/// Issue 10: Celesto sandboxes are machines of the CLI too: `smolsweep stop` and `delete` reach
+/// them through the real celesto CLI (plan, confirm, re-judge, journal), named `celesto:ID`.
+#[test]
+fn smolsweep_stop_and_delete_reach_celesto_sandboxes_through_the_real_cli() {
+    let s = CelestoScene::new();
+    let mut vm = Sleeper::new();
+    s.add("c4", "running", Some(vm.0.id()));
+    s.add("c5", "stopped", None);
+    let data = s.root().join("smolsweep-data");
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_smolsweep"))
+            .args(args)
+            .env_clear()
+            .envs(s.vars.iter().map(|(k, v)| (k, v)))
+            .env("HOME", &s.home)
+            .env("SMOLSWEEP_DATA_DIR", &data)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (code, out) = run(&["stop", "c5", "-y"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("c5 was not running (stopped)"), "{out}");
+
+    let (code, out) = run(&["stop", "celesto:c4", "-y"]);
+    assert_eq!(code, 0, "{out}");
+    let until = Instant::now() + Duration::from_secs(10);
+    while vm.alive() {
+        assert!(
+            Instant::now() < until,
+            "celesto did not stop c4's VM: {out}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(s.status("c4").as_deref(), Some("stopped"));
+
+    let (code, out) = run(&["delete", "celesto:c4", "-y"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(s.status("c4"), None, "{out}");
+    assert!(!s.state.join("disks/c4.ext4").exists());
+    let (_, history) = run(&["history"]);
+    assert!(history.contains("delete (cli)"), "{history}");
 }

@@ -15,14 +15,14 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 use smolsweep::env::EnvSnapshot;
-use smolsweep::exec::reap::{ProcessRef, ReapOptions};
-use smolsweep::exec::runner::RealRunner;
+use smolsweep::exec::RealRunner;
 use smolsweep::exec::{self, ActionRunner, Confirmed, ExecContext, How, Outcome, UnwiredRunner};
-use smolsweep::plan::{Action, Plan, Selection};
-use smolsweep::scan::{scan, ScanOptions};
-use smolsweep::{
+use smolsweep::exec::{ProcessRef, ReapOptions};
+use smolsweep::model::{
     Finding, OptInClass, OwnerRecord, Platform, Product, ScanReport, Scope, Verdict, VmProcess,
 };
+use smolsweep::plan::{Action, Plan, Selection};
+use smolsweep::scan::{scan, ScanOptions};
 use smolsweep_fixtures::smolvm::{DiskSet, Smolvm};
 use smolsweep_fixtures::vmm::{self, FakeVmm, Shape};
 use smolsweep_fixtures::{age_tree, hold_flock, Home, Layout, OLD};
@@ -846,12 +846,7 @@ fn hazard_6_liveness_comes_from_pid_and_start_time_never_from_vm_lock() {
     smolsweep_fixtures::write(&dangling.join("vm.lock"), b"").unwrap();
     age_tree(t.path(), OLD).unwrap();
     let _held = hold_flock(&dead_dir.join("vm.lock")).unwrap();
-    let locks = smolsweep::locks::HeldLocks::read();
-    let held = |p: &Path| {
-        let m = std::fs::metadata(p).unwrap();
-        locks.is_held(m.dev(), m.ino())
-    };
-    assert!(locks.readable());
+    let held = |p: &Path| smolsweep_fixtures::flock_held(p);
     assert!(!held(&live_dir.join("vm.lock")) && held(&dead_dir.join("vm.lock")));
     assert!(!held(&dangling.join("vm.lock")));
 
@@ -1031,9 +1026,8 @@ fn hazard_14_reclaiming_everything_never_runs_machine_prune_nor_touches_a_stoppe
     assert!(!dangling.exists(), "the reclaim did run");
     let diffs = tree_diff(&stopped_before, &tree_state(&stopped));
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));
-    let records = smolsweep::inventory::smolvm::read_smolvm_db(&sm.db).unwrap();
-    let rec = records.iter().find(|m| m.name == "stopped1").unwrap();
-    assert_eq!(rec.state, "stopped");
+    let rec = smolsweep_fixtures::smolvm::read_record(&sm.db, "stopped1").unwrap();
+    assert_eq!(rec["state"], "stopped");
 }
 
 /// Hazard 15: "Failed boots leave state: `machine start` failure keeps the `created` record and

@@ -11,9 +11,9 @@ use std::time::{Duration, SystemTime};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use smolsweep::env::EnvSnapshot;
+use smolsweep::model::{Platform, ScanReport};
 use smolsweep::scan::memo::{scan_with_memo_and, ScanMemo};
 use smolsweep::scan::{scan_with, ScanOptions};
-use smolsweep::{Platform, ScanReport};
 use smolsweep_fixtures::{Home, Layout};
 
 fn options(home: &Home) -> ScanOptions {
@@ -279,7 +279,7 @@ fn incremental_rescans_equal_full_scans_over_200_random_mutations() {
 }
 
 /// The rescan, checked against a full scan, and the memo's counts after it.
-fn rescan_equals_full(fx: &Fixture, memo: &ScanMemo) -> smolsweep::size::MemoStats {
+fn rescan_equals_full(fx: &Fixture, memo: &ScanMemo) -> smolsweep::scan::memo::MemoStats {
     let opts = options(&fx.home);
     let inc = scan_with_memo_and(&opts, vec![], memo);
     let st = memo.stats();

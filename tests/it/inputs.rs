@@ -224,7 +224,7 @@ fn a_plan_file_larger_than_the_cap_is_refused_unread() {
     // Sparse: 64 MiB and one byte of nothing, taking no space.
     let big = s.dir().join("big-plan.json");
     let f = std::fs::File::create(&big).unwrap();
-    f.set_len(smolsweep::fsread::MAX_PLAN_BYTES + 1).unwrap();
+    f.set_len(smolsweep::input::MAX_PLAN_BYTES + 1).unwrap();
     drop(f);
     let r = run(&s, &["apply", big.to_str().unwrap(), "--yes"]);
     assert_eq!(r.code, 1, "{}", r.text());
@@ -246,7 +246,7 @@ fn a_plan_file_larger_than_the_cap_is_refused_unread() {
     );
     assert_eq!(
         std::fs::metadata(&big).unwrap().len(),
-        smolsweep::fsread::MAX_PLAN_BYTES + 1
+        smolsweep::input::MAX_PLAN_BYTES + 1
     );
     assert_all_exist(&orphans, &r);
     assert_no_run_journaled(&s);
@@ -403,7 +403,7 @@ fn a_home_that_is_not_utf8_is_used_as_given_not_replaced() {
     // The report carries it losslessly (smolsweep::pathser), and it is this HOME.
     let hex = hex_of(home.root.as_os_str().as_bytes());
     assert_eq!(v["home"]["bytes_hex"], hex, "{v:#}");
-    let back: smolsweep::ScanReport = serde_json::from_str(&r.stdout).unwrap();
+    let back: smolsweep::model::ScanReport = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(back.home, home.root);
     for o in &orphans {
         assert!(

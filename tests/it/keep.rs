@@ -185,14 +185,15 @@ fn a_damaged_keep_file_makes_a_saved_report_unknown_and_applying_twice_changes_n
     let s = scratch();
     let (a, _) = celesto_orphans(&s);
     // Judged with no keep file: reclaimable.
-    let mut report: smolsweep::ScanReport = serde_json::from_value(s.scan(&[])).unwrap();
-    let at = |r: &smolsweep::ScanReport| r.findings.iter().find(|f| f.path == a).unwrap().verdict;
-    assert_eq!(at(&report), smolsweep::Verdict::Reclaimable);
+    let mut report: smolsweep::model::ScanReport = serde_json::from_value(s.scan(&[])).unwrap();
+    let at =
+        |r: &smolsweep::model::ScanReport| r.findings.iter().find(|f| f.path == a).unwrap().verdict;
+    assert_eq!(at(&report), smolsweep::model::Verdict::Reclaimable);
     std::fs::create_dir_all(&s.data).unwrap();
     let keep = s.data.join("keep.json");
     std::fs::write(&keep, b"{not json").unwrap();
     smolsweep::keep::apply_at(&mut report, &keep);
-    assert_eq!(at(&report), smolsweep::Verdict::Unknown);
+    assert_eq!(at(&report), smolsweep::model::Verdict::Unknown);
     let once = serde_json::to_value(&report).unwrap();
     smolsweep::keep::apply_at(&mut report, &keep);
     assert_eq!(serde_json::to_value(&report).unwrap(), once);

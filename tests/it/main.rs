@@ -7,25 +7,18 @@
 
 mod cli_conventions;
 mod cli_e2e;
-mod detach;
 mod fixtures_selftest;
 mod golden;
 mod hazards;
 mod headless;
 mod incremental;
 mod inputs;
-mod inventory;
 mod keep;
-mod machines;
 mod pipeline;
-mod procs;
 mod real_vm;
-mod reap;
 mod reclaim;
 mod rejudge;
-mod roots;
 mod scan;
-mod size;
 mod truthful;
 mod uninstall;
 mod upstream_compare;

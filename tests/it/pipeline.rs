@@ -7,9 +7,9 @@ use std::time::{Duration, SystemTime};
 
 use smolsweep::env::EnvSnapshot;
 use smolsweep::exec::{self, Confirmed, ExecContext, How, Outcome, UnwiredRunner};
+use smolsweep::model::{Platform, ScanReport};
 use smolsweep::plan::{Action, Plan, Selection};
 use smolsweep::scan::{scan, ScanOptions};
-use smolsweep::{Platform, ScanReport};
 use smolsweep_fixtures::{Home, Layout, OLD};
 
 fn scan_home(home: &Home) -> ScanReport {

@@ -14,7 +14,6 @@ use std::time::{Duration, SystemTime};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use smolsweep::exec::delete;
 use smolsweep::exec::{
     execute, ActionRunner, Confirmed, ExecContext, ExecError, ExecReport, How, Judge, Origin,
     Outcome, ProgressEvent,
@@ -78,11 +77,11 @@ fn finding_sized(root: &Path, path: &Path, verdict: Verdict, walk: bool) -> Find
     Finding {
         id: finding_id(
             Product::Celesto,
-            smolsweep::FindingKind::CelestoOrphanDisk,
+            smolsweep::model::FindingKind::CelestoOrphanDisk,
             path,
         ),
         product: Product::Celesto,
-        kind: smolsweep::FindingKind::CelestoOrphanDisk,
+        kind: smolsweep::model::FindingKind::CelestoOrphanDisk,
         path: path.to_path_buf(),
         owner: None,
         apparent_bytes: apparent,
@@ -90,7 +89,7 @@ fn finding_sized(root: &Path, path: &Path, verdict: Verdict, walk: bool) -> Find
         verdict,
         reason: "test".into(),
         opt_in_class: (verdict == Verdict::OptIn).then_some(OptInClass::Caches),
-        identity: Some(delete::identity_of(path).unwrap()),
+        identity: Some(FileIdentity::of(path).unwrap()),
         is_dir: md.is_dir(),
         root: Some(root.to_path_buf()),
         mounts_inside: vec![],
@@ -321,7 +320,7 @@ fn dry_run_never_reaches_delete_primitive() {
     let jpath = data.path().join("journal.jsonl");
     let mut j = Journal::open(&jpath).unwrap();
     let runner = Recorder::default();
-    let before = delete::primitive_calls_on_this_thread();
+    let before = smolsweep::exec::delete_calls_on_this_thread();
     let r = execute(
         &plan,
         ExecContext::dry_run(&runner, &mut AsPlanned)
@@ -329,7 +328,7 @@ fn dry_run_never_reaches_delete_primitive() {
             .origin(Origin::new("cli", "test")),
     )
     .unwrap();
-    assert_eq!(delete::primitive_calls_on_this_thread(), before);
+    assert_eq!(smolsweep::exec::delete_calls_on_this_thread(), before);
     assert!(
         runner.calls.borrow().is_empty(),
         "{:?}",
@@ -350,7 +349,7 @@ fn dry_run_never_reaches_delete_primitive() {
 
     // The same plan executed does reach the primitive: the counter is live.
     let r = run(&plan, &runner);
-    assert_eq!(delete::primitive_calls_on_this_thread(), before + 3);
+    assert_eq!(smolsweep::exec::delete_calls_on_this_thread(), before + 3);
     assert_eq!(r.done().count(), 5, "{:#?}", r.records);
     assert!(!s.root.join("disks/a.ext4").exists());
 }
@@ -662,8 +661,8 @@ fn refuses_root_home_and_root_dirs() {
             action: Action::DeletePath {
                 finding_id: "x".into(),
                 product: Product::Celesto,
-                kind: smolsweep::FindingKind::CelestoOrphanDisk,
-                identity: delete::identity_of(&path).unwrap(),
+                kind: smolsweep::model::FindingKind::CelestoOrphanDisk,
+                identity: FileIdentity::of(&path).unwrap(),
                 path,
                 root,
                 is_dir: true,
@@ -754,7 +753,7 @@ fn b11_duplicate_path_planned_once() {
     let a = finding(&s.root, &s.root.join("dup.log"), Verdict::Reclaimable);
     let mut b = a.clone();
     b.id = "second-disk-log".into();
-    b.kind = smolsweep::FindingKind::CelestoOrphanLog;
+    b.kind = smolsweep::model::FindingKind::CelestoOrphanLog;
     let dir = finding(&s.root, &s.root.join("vms/m"), Verdict::Reclaimable);
     let inner = finding(&s.root, &s.root.join("vms/m/a"), Verdict::Reclaimable);
     let expected = a.allocated_bytes + dir.allocated_bytes;
@@ -1028,7 +1027,7 @@ fn a_confirmation_of_one_plan_does_not_run_another() {
     let mut j = Journal::open(&jpath).unwrap();
     let runner = Recorder::default();
     for other in [&b, &a_changed] {
-        let before = delete::primitive_calls_on_this_thread();
+        let before = smolsweep::exec::delete_calls_on_this_thread();
         let r = execute(
             other,
             ExecContext::confirmed(Confirmed::of(&a, How::Answered), &runner, &mut AsPlanned)
@@ -1037,7 +1036,7 @@ fn a_confirmation_of_one_plan_does_not_run_another() {
         let e = r.expect_err("a token for plan A ran another plan");
         assert!(matches!(e, ExecError::WrongConfirmation { .. }), "{e}");
         assert!(e.to_string().contains("nothing was done"), "{e}");
-        assert_eq!(delete::primitive_calls_on_this_thread(), before);
+        assert_eq!(smolsweep::exec::delete_calls_on_this_thread(), before);
     }
     assert!(s.root.join("a.log").exists() && s.root.join("b.log").exists());
     assert!(runner.calls.borrow().is_empty());

@@ -11,9 +11,9 @@ use serde_json::json;
 use smolsweep::env::EnvSnapshot;
 use smolsweep::exec::{self, ActionRunner, Confirmed, ExecContext, How, Outcome, Rejudge};
 use smolsweep::journal::{Journal, JournalEntry};
+use smolsweep::model::{Platform, Product, ScanReport};
 use smolsweep::plan::{Action, Plan, PlanError, PlannedAction, Selection};
 use smolsweep::scan::{scan, ScanOptions};
-use smolsweep::{Platform, Product, ScanReport};
 use smolsweep_fixtures::vmm::{self, FakeVmm, Shape};
 use smolsweep_fixtures::{age_tree, Home, Layout, OLD};
 
@@ -250,7 +250,7 @@ fn edited_plan_naming_an_unresolved_root_is_refused() {
     std::fs::create_dir_all(elsewhere.join("src")).unwrap();
     std::fs::write(elsewhere.join("src/main.rs"), b"fn main() {}").unwrap();
     let target = elsewhere.join("src");
-    let id = smolsweep::exec::delete::identity_of(&target).unwrap();
+    let id = smolsweep::model::FileIdentity::of(&target).unwrap();
     let p = edited(&plan, |p| {
         if let Action::DeletePath {
             path,
@@ -281,7 +281,7 @@ fn edited_plan_naming_a_path_outside_the_roots_is_refused() {
     let keep = home.root.join("Documents");
     std::fs::create_dir_all(&keep).unwrap();
     std::fs::write(keep.join("thesis.tex"), b"\\begin{document}").unwrap();
-    let id = smolsweep::exec::delete::identity_of(&keep).unwrap();
+    let id = smolsweep::model::FileIdentity::of(&keep).unwrap();
     // The path is inside HOME but in no product root; the plan keeps a real root.
     let p = edited(&plan, |p| {
         if let Action::DeletePath { path, identity, .. } = &mut p.actions[0].action {
@@ -302,7 +302,9 @@ fn edited_plan_naming_a_non_vmm_process_is_refused() {
     let plan = Plan::from_scan(&scan_home(&home), &Selection::reclaimable());
     let mut editor = Command::new("sleep").arg("30").spawn().unwrap();
     let pid = editor.id();
-    let start = smolsweep::procs::linux::process_start_time(pid).unwrap();
+    let start = smolsweep::exec::ProcessRef::current(pid)
+        .unwrap()
+        .start_time;
     let p = edited(&plan, |p| {
         p.actions.insert(
             0,

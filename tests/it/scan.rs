@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use smolsweep::env::EnvSnapshot;
+use smolsweep::model::{Finding, Platform, Product, ScanReport, Scope, Verdict};
 use smolsweep::scan::{scan, ScanOptions};
-use smolsweep::{Finding, Platform, Product, ScanReport, Scope, Verdict};
 use smolsweep_fixtures::vmm::{fake_vmm_bin, spawn, Shape};
 use smolsweep_fixtures::{celesto_edge_cases, smolvm_edge_cases, Home, Layout};
 
@@ -423,11 +423,11 @@ fn state_of(root: &Path) -> BTreeMap<PathBuf, Stamp> {
     let mut paths = vec![root.to_path_buf()];
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {
-        for e in smolsweep::fsread::read_dir(&d).unwrap() {
-            if e.is_dir() {
-                stack.push(e.path.clone());
+        for (path, is_dir) in smolsweep_fixtures::noatime::read_dir(&d).unwrap() {
+            if is_dir {
+                stack.push(path.clone());
             }
-            paths.push(e.path);
+            paths.push(path);
         }
     }
     for p in paths {
@@ -460,7 +460,7 @@ fn data_digest(path: &Path) -> Vec<u8> {
     use sha2::{Digest, Sha256};
     use std::io::{Read, Seek, SeekFrom};
     use std::os::fd::AsRawFd;
-    let mut f = smolsweep::inventory::sqlite_ro::open_noatime(path).unwrap();
+    let mut f = smolsweep_fixtures::noatime::open(path).unwrap();
     let len = f.metadata().unwrap().len() as i64;
     let mut h = Sha256::new();
     let mut pos: i64 = 0;

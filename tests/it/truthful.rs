@@ -602,7 +602,7 @@ fn reclaimable_rel(home: &Home) -> std::collections::BTreeSet<PathBuf> {
     env.euid = rustix::process::geteuid().as_raw();
     let opts = smolsweep::scan::ScanOptions {
         env,
-        platform: smolsweep::Platform::Linux,
+        platform: smolsweep::model::Platform::Linux,
         age_guard: Duration::from_secs(120),
         now: std::time::SystemTime::now(),
     };
@@ -615,7 +615,7 @@ fn reclaimable_rel(home: &Home) -> std::collections::BTreeSet<PathBuf> {
         .expect("the scan finished within 30 s (it hangs or panicked)");
     r.findings
         .iter()
-        .filter(|f| f.verdict == smolsweep::Verdict::Reclaimable)
+        .filter(|f| f.verdict == smolsweep::model::Verdict::Reclaimable)
         .map(|f| {
             f.path
                 .strip_prefix(&home.root)

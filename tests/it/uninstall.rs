@@ -296,8 +296,8 @@ fn snapshot(root: &Path) -> Snapshot {
             ),
         );
         if m.file_type().is_dir() {
-            for e in smolsweep::fsread::read_dir(p).unwrap() {
-                walk(&e.path, out);
+            for (e, _) in smolsweep_fixtures::noatime::read_dir(p).unwrap() {
+                walk(&e, out);
             }
         }
     }
@@ -905,7 +905,7 @@ mod library {
         );
         assert!(matches!(outcome("demo2"), Outcome::Done { .. }));
         // No state for the ghost name: no machine dir, no fork-operation lock.
-        let hash = smolsweep::inventory::smolvm::vm_dir_hash("demo");
+        let hash = smolsweep_fixtures::smolvm::Smolvm::hash("demo");
         let new: Vec<String> = listing(&vms)
             .into_iter()
             .filter(|n| !before.contains(n))
@@ -1013,7 +1013,7 @@ sys.exit(2)
         std::os::unix::fs::symlink(prefix.join("smolvm"), home.join(".local/bin/smolvm")).unwrap();
         let vm_dir = home
             .join(".cache/smolvm/vms")
-            .join(smolsweep::inventory::smolvm::vm_dir_hash("demo"));
+            .join(smolsweep_fixtures::smolvm::Smolvm::hash("demo"));
         std::fs::create_dir_all(&vm_dir).unwrap();
         std::fs::write(vm_dir.join("name"), b"demo").unwrap();
         let vmm = boot_vm(&vm_dir);
@@ -1102,7 +1102,7 @@ exit 0
             stuck.display(),
             t.path().join("elsewhere/layers-cs").display(),
         );
-        let entries = smolsweep::exec::detach::parse_mount_output(&table);
+        let entries = preflight::parse_mount_output(&table);
         let pre = preflight::gather_with(&env, Platform::Macos, &[], Some(&entries));
         assert_eq!(pre.mounts.len(), 3, "{:?}", pre.mounts);
         let p = plan::build(&pre, &smolvm_only());

@@ -10,8 +10,8 @@ use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use smolsweep::env::EnvSnapshot;
+use smolsweep::model::{Platform, ScanReport, Verdict};
 use smolsweep::scan::{scan, ScanOptions};
-use smolsweep::{Platform, ScanReport, Verdict};
 use smolsweep_fixtures::real_tools::{celesto_cmd, require_celesto_bin};
 use smolsweep_fixtures::{celesto_edge_cases, Home, Layout};
 
@@ -350,13 +350,11 @@ fn smolvm_dangling_set_matches_serve_reclaim_minus_age_guard_and_live_references
     // Observed with 1.32.2: serve also removes a persistent (non-ephemeral) machine whose
     // record says `running` with a dead pid, record and directory both. Smolsweep keeps it: it
     // is the user's machine (`machine ls` shows it as stopped).
-    let web = smolsweep::inventory::smolvm::vm_dir_hash("web");
-    let web_record_after = smolsweep::inventory::smolvm::read_smolvm_db(
+    let web = smolsweep_fixtures::smolvm::Smolvm::hash("web");
+    let web_record_after = smolsweep_fixtures::smolvm::read_record(
         &copy_home.join(".local/share/smolvm/server/smolvm.db"),
-    )
-    .unwrap()
-    .into_iter()
-    .find(|r| r.name == "web");
+        "web",
+    );
     assert!(
         reclaimed.contains(&web) && web_record_after.is_none(),
         "smolvm 1.32.2 serve removed the stale persistent machine 'web' (record and directory)"

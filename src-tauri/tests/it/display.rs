@@ -362,7 +362,7 @@ fn a_confirmed_automatic_clean_up_runs_after_the_scheduled_scan_with_one_notific
         .report
         .findings
         .iter_mut()
-        .filter(|f| f.kind == smolsweep::FindingKind::CelestoOrphanDisk);
+        .filter(|f| f.kind == smolsweep::model::FindingKind::CelestoOrphanDisk);
     let old = disks.next().unwrap();
     old.newest_change_ns = now_ns - 3_600 * 1_000_000_000;
     let old = old.clone();

@@ -122,12 +122,12 @@ fn file_finding(root: &Path, name: &str, verdict: Verdict, class: Option<OptInCl
     std::fs::write(&path, vec![7u8; 8192]).unwrap();
     let md = std::fs::symlink_metadata(&path).unwrap();
     let kind = match verdict {
-        Verdict::Reclaimable => smolsweep::FindingKind::CelestoOrphanDisk,
-        Verdict::OptIn => smolsweep::FindingKind::SmolvmPackCache,
-        Verdict::Protected => smolsweep::FindingKind::CelestoSandboxDisk,
-        Verdict::Unknown => smolsweep::FindingKind::SmolvmMachineDir,
+        Verdict::Reclaimable => smolsweep::model::FindingKind::CelestoOrphanDisk,
+        Verdict::OptIn => smolsweep::model::FindingKind::SmolvmPackCache,
+        Verdict::Protected => smolsweep::model::FindingKind::CelestoSandboxDisk,
+        Verdict::Unknown => smolsweep::model::FindingKind::SmolvmMachineDir,
     };
-    let identity = smolsweep::exec::delete::identity_of(&path).unwrap();
+    let identity = smolsweep::model::FileIdentity::of(&path).unwrap();
     Finding {
         id: finding_id(Product::Celesto, kind, &path),
         product: Product::Celesto,
@@ -343,7 +343,7 @@ fn native_menu_shows_totals_and_every_action() {
     // Two 8 KiB files: allocated size depends on the file system, so compare with the report.
     let r = call(&w, "get_report", json!({})).unwrap();
     let bytes = r["totals"]["reclaimable_allocated_bytes"].as_u64().unwrap();
-    let human = smolsweep::human_bytes(bytes);
+    let human = smolsweep::model::human_bytes(bytes);
     assert_eq!(
         labels,
         [
@@ -982,10 +982,10 @@ fn the_reclaim_button_and_the_confirmation_are_the_planners() {
 fn file_finding_existing(root: &Path, name: &str) -> Finding {
     let path = root.join(name);
     let md = std::fs::symlink_metadata(&path).unwrap();
-    let kind = smolsweep::FindingKind::CelestoOrphanDisk;
+    let kind = smolsweep::model::FindingKind::CelestoOrphanDisk;
     Finding {
         id: finding_id(Product::Celesto, kind, &path),
-        identity: Some(smolsweep::exec::delete::identity_of(&path).unwrap()),
+        identity: Some(smolsweep::model::FileIdentity::of(&path).unwrap()),
         apparent_bytes: md.size(),
         allocated_bytes: md.blocks() * 512,
         path,

@@ -1050,7 +1050,7 @@ async fn the_first_automatic_run_is_previewed_and_confirmed_once_in_the_window()
         .report
         .findings
         .iter_mut()
-        .find(|f| f.kind == smolsweep::FindingKind::CelestoOrphanDisk)
+        .find(|f| f.kind == smolsweep::model::FindingKind::CelestoOrphanDisk)
         .unwrap();
     old.newest_change_ns = now_ns - 3_600 * 1_000_000_000;
     let old = old.clone();

@@ -112,7 +112,7 @@ impl Scratch {
             ".celesto/images/ubuntu-v0.1.8-amd64-qemu/",
             4_000_000,
             Verdict::OptIn,
-            smolsweep::FindingKind::CelestoImageCacheStale,
+            smolsweep::model::FindingKind::CelestoImageCacheStale,
             Some(OptInClass::Caches),
             "Image cache of v0.1.8; celesto is not installed here, so no version is current, and no sandbox uses it.",
         );
@@ -120,7 +120,7 @@ impl Scratch {
             ".local/state/celesto/disks/sb-live.qcow2",
             1_000_000,
             Verdict::Protected,
-            smolsweep::FindingKind::CelestoSandboxDisk,
+            smolsweep::model::FindingKind::CelestoSandboxDisk,
             None,
             "Disk of sandbox 'sb-live', which exists in celesto.db.",
         );
@@ -134,7 +134,7 @@ impl Scratch {
             &format!(".local/state/celesto/disks/{id}.qcow2"),
             size,
             Verdict::Reclaimable,
-            smolsweep::FindingKind::CelestoOrphanDisk,
+            smolsweep::model::FindingKind::CelestoOrphanDisk,
             None,
             &format!("Disk of sandbox '{id}', which no longer exists in any inventory, and no process is using it."),
         )
@@ -147,7 +147,7 @@ impl Scratch {
         rel: &str,
         size: usize,
         verdict: Verdict,
-        kind: smolsweep::FindingKind,
+        kind: smolsweep::model::FindingKind,
         class: Option<OptInClass>,
         reason: &str,
     ) -> Finding {
@@ -187,7 +187,7 @@ impl Scratch {
             reason: reason.into(),
             opt_in_class: class,
             // The identity formula the core re-checks (lstat: dev, ino, type, size, mtime).
-            identity: Some(smolsweep::exec::delete::identity_of(&path).unwrap()),
+            identity: Some(smolsweep::model::FileIdentity::of(&path).unwrap()),
             is_dir,
             // The directory holding it, as the scanner records for a product root's entry.
             root: Some(path.parent().unwrap().to_path_buf()),
@@ -314,7 +314,9 @@ impl FakeVmm {
             .spawn()
             .unwrap();
         let pid = child.id();
-        let start_time = smolsweep_desktop::backend::process_start_time(pid).unwrap();
+        let start_time = smolsweep::exec::ProcessRef::current(pid)
+            .unwrap()
+            .start_time;
         FakeVmm {
             child,
             pid,

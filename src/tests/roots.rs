@@ -6,13 +6,13 @@ use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use smolsweep::env::EnvSnapshot;
-use smolsweep::install::{detect_installs, detect_installs_with, Install};
-use smolsweep::roots::{
+use crate::env::EnvSnapshot;
+use crate::install::{detect_installs, detect_installs_with, Install};
+use crate::model::{Platform, Product};
+use crate::roots::{
     celesto_roots, celesto_roots_with, dot_smolvm_contents, smolvm_roots, CelestoRoots,
     RootCandidate,
 };
-use smolsweep::{Platform, Product};
 
 const BOTH: [Platform; 2] = [Platform::Linux, Platform::Macos];
 

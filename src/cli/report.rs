@@ -1,12 +1,12 @@
 //! The scan for a terminal: a `docker system df`-style summary that fits the width, the items
 //! behind `-v` or `--kind`, and a closing "next step". Everything it prints comes from
-//! [`crate::view::ScanView`], so the CLI says what the tray and the window say.
+//! [`smolsweep::view::ScanView`], so the CLI says what the tray and the window say.
 
 use std::fmt::Write;
 
-use crate::kind::FindingKind;
-use crate::model::*;
-use crate::view::{self, Group, ScanView};
+use smolsweep::model::FindingKind;
+use smolsweep::model::*;
+use smolsweep::view::{self, Group, ScanView};
 
 /// How to render for this terminal.
 #[derive(Debug, Clone)]
@@ -39,11 +39,6 @@ impl Default for RenderOptions {
             quiet: false,
         }
     }
-}
-
-/// Render the whole report with every item (as before the summary became the default).
-pub fn render(r: &ScanReport) -> String {
-    render_with(r, &RenderOptions::default())
 }
 
 struct Paint(bool);
@@ -116,7 +111,7 @@ fn header(s: &mut String, v: &ScanView, paint: &Paint) {
                 s,
                 "    {} {}",
                 paint.yellow("!"),
-                crate::pathser::escape_text(pr)
+                smolsweep::view::escape_text(pr)
             );
         }
     }
@@ -223,7 +218,7 @@ fn machines(s: &mut String, v: &ScanView, paint: &Paint) {
             "  {:<8} {:<9} {:<24} {state}{pid}{size}",
             m.product.as_str(),
             m.noun,
-            crate::pathser::escape_text(&m.name)
+            smolsweep::view::escape_text(&m.name)
         );
     }
 }

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use smolsweep::env::EnvSnapshot;
-use smolsweep::exec::machines::{
+use crate::env::EnvSnapshot;
+use crate::exec::machines::{
     celesto_row, smolvm_record_state, CelestoCli, MachineOutcome, SmolvmCli,
 };
-use smolsweep::exec::reap::ProcessRef;
-use smolsweep::inventory::smolvm::vm_dir_hash;
+use crate::exec::reap::ProcessRef;
+use crate::inventory::smolvm::vm_dir_hash;
 
 /// The real tools come from scripts/setup/20-real-tools.sh through the fixture crate.
 mod support {
@@ -24,11 +24,6 @@ mod support {
     pub fn install_smolvm_script_layout(home: &Path) -> PathBuf {
         smolsweep_fixtures::real_tools::install_smolvm_script_layout(home)
             .expect("smolvm script layout")
-    }
-
-    /// The celesto 0.1.10 entry point.
-    pub fn celesto_bin() -> PathBuf {
-        smolsweep_fixtures::real_tools::require_celesto_bin()
     }
 
     pub fn make_executable(p: &Path) {
@@ -483,7 +478,7 @@ fn hazard_22_reap_then_delete_only_after_the_vmm_is_dead() {
         program: prog,
         ..cli_for(&home)
     };
-    let opts = smolsweep::exec::reap::ReapOptions {
+    let opts = crate::exec::reap::ReapOptions {
         term_grace: Duration::from_millis(300),
         kill_grace: Duration::from_secs(5),
     };
@@ -494,10 +489,7 @@ fn hazard_22_reap_then_delete_only_after_the_vmm_is_dead() {
     };
     let (r, d) = cli.delete_after_reap("demo", &stale, false, &opts);
     assert!(
-        matches!(
-            r,
-            smolsweep::exec::reap::ReapOutcome::IdentityMismatch { .. }
-        ),
+        matches!(r, crate::exec::reap::ReapOutcome::IdentityMismatch { .. }),
         "{r:?}"
     );
     assert_eq!(d, None);
@@ -528,110 +520,36 @@ fn hazard_22_reap_then_delete_only_after_the_vmm_is_dead() {
 // ---------------------------------------------------------------------------------------------
 // Celesto
 
-struct CelestoScene {
-    _tmp: tempfile::TempDir,
-    state: PathBuf,
-    env: EnvSnapshot,
+/// The fixture crate's Celesto scene, with this crate's environment and CLI handle.
+struct CelestoScene(smolsweep_fixtures::scene::CelestoScene);
+
+impl std::ops::Deref for CelestoScene {
+    type Target = smolsweep_fixtures::scene::CelestoScene;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 impl CelestoScene {
     fn new() -> CelestoScene {
-        let tmp = tempfile::tempdir().unwrap();
-        let (home, state, images) = (
-            tmp.path().join("home"),
-            tmp.path().join("state"),
-            tmp.path().join("images"),
-        );
-        for d in [&home, &state, &images] {
-            std::fs::create_dir(d).unwrap();
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).unwrap();
-        }
-        let bin = celesto_bin();
-        let path = format!("{}:/usr/bin:/bin", bin.parent().unwrap().display());
-        let env = EnvSnapshot::from_pairs(
-            &home,
-            [
-                ("PATH", path.as_str()),
-                ("CELESTO_DATA_DIR", state.to_str().unwrap()),
-                ("CELESTO_IMAGE_DIR", images.to_str().unwrap()),
-            ],
-        );
-        // Let the real CLI create its inventory.
-        let out = Command::new(&bin)
-            .args(["sandbox", "prune", "--dry-run", "--json"])
-            .env_clear()
-            .envs(env.vars.iter())
-            .env("HOME", &home)
-            .env("CELESTO_NO_TELEMETRY", "1")
-            .env("CELESTO_DISABLE_VERSION_CHECK", "1")
-            .env("CELESTO_NO_KVM_REEXEC", "1")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(state.join("celesto.db").exists());
-        CelestoScene {
-            _tmp: tmp,
-            state,
-            env,
-        }
+        CelestoScene(smolsweep_fixtures::scene::CelestoScene::new())
     }
 
-    fn db(&self) -> PathBuf {
-        self.state.join("celesto.db")
+    fn env(&self) -> EnvSnapshot {
+        EnvSnapshot::from_pairs(
+            &self.home,
+            self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        )
     }
 
     fn cli(&self) -> CelestoCli {
-        let mut c = CelestoCli::locate(&self.env, self.db()).expect("celesto located");
+        let mut c = CelestoCli::locate(&self.env(), self.db()).expect("celesto located");
         c.timeout = Duration::from_secs(120);
         c
     }
-
-    /// A QEMU sandbox row with its disk and log, as `create` leaves them.
-    fn add(&self, id: &str, status: &str, pid: Option<u32>) {
-        let disk = self.state.join(format!("disks/{id}.ext4"));
-        std::fs::write(&disk, vec![0u8; 4096]).unwrap();
-        std::fs::write(self.state.join(format!("{id}.log")), "boot\n").unwrap();
-        let config = serde_json::json!({
-            "vm_id": id, "backend": "qemu", "rootfs_format": "raw-ext4",
-            "rootfs_path": disk, "kernel_path": self.state.join("vmlinux"),
-        });
-        let conn = rusqlite::Connection::open(self.db()).unwrap();
-        conn.execute(
-            "INSERT INTO vms (id, status, config, pid, created_at, updated_at) \
-             VALUES (?1, ?2, ?3, ?4, '2026-11-30T00:00:00+00:00', '2026-11-30T00:00:00+00:00')",
-            rusqlite::params![id, status, config.to_string(), pid],
-        )
-        .unwrap();
-    }
 }
 
-struct Sleeper(std::process::Child);
-impl Sleeper {
-    fn new() -> Sleeper {
-        Sleeper(
-            Command::new("sleep")
-                .arg("600")
-                .stdin(Stdio::null())
-                .spawn()
-                .unwrap(),
-        )
-    }
-    fn alive(&mut self) -> bool {
-        self.0.try_wait().unwrap().is_none()
-    }
-}
-impl Drop for Sleeper {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use smolsweep_fixtures::scene::Sleeper;
 
 #[test]
 fn celesto_stop_and_delete_with_the_real_cli() {
@@ -791,11 +709,11 @@ fn celesto_cli_missing_and_unexpected() {
 /// after the plan stops the delete (the real smolvm 1.32.2 CLI does the deleting).
 #[test]
 fn cascade_delete_only_when_chosen_and_with_every_branch_in_the_plan() {
-    use smolsweep::exec::runner::RealRunner;
-    use smolsweep::exec::{execute, Confirmed, ExecContext, How, Outcome};
-    use smolsweep::plan::{Action, Plan, Selection};
-    use smolsweep::scan::{scan, ScanOptions};
-    use smolsweep::Platform;
+    use crate::exec::RealRunner;
+    use crate::exec::{execute, Confirmed, ExecContext, How, Outcome};
+    use crate::model::Platform;
+    use crate::plan::{Action, Plan, Selection};
+    use crate::scan::{scan, ScanOptions};
 
     let (_t, home) = smolvm_home();
     for m in ["base", "kid", "grandkid", "other"] {
@@ -859,7 +777,7 @@ fn cascade_delete_only_when_chosen_and_with_every_branch_in_the_plan() {
     edit_record(&home, "late", "'$.golden', 'kid'");
     let runner = RealRunner::new(env.clone(), Platform::Linux);
     let run = |plan: &Plan| {
-        let mut judge = smolsweep::exec::Rejudge::new(ScanOptions {
+        let mut judge = crate::exec::Rejudge::new(ScanOptions {
             env: env.clone(),
             platform: Platform::Linux,
             age_guard: Duration::from_secs(120),
@@ -899,56 +817,4 @@ fn cascade_delete_only_when_chosen_and_with_every_branch_in_the_plan() {
         smolvm_record_state(&db_of(&home), "other"),
         Ok(Some(_))
     ));
-}
-
-/// Issue 10: Celesto sandboxes are machines of the CLI too: `smolsweep stop` and `delete` reach
-/// them through the real celesto CLI (plan, confirm, re-judge, journal), named `celesto:ID`.
-#[test]
-fn smolsweep_stop_and_delete_reach_celesto_sandboxes_through_the_real_cli() {
-    let s = CelestoScene::new();
-    let mut vm = Sleeper::new();
-    s.add("c4", "running", Some(vm.0.id()));
-    s.add("c5", "stopped", None);
-    let data = s._tmp.path().join("smolsweep-data");
-    let run = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_smolsweep"))
-            .args(args)
-            .env_clear()
-            .envs(s.env.vars.iter())
-            .env("HOME", &s.env.home)
-            .env("SMOLSWEEP_DATA_DIR", &data)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned()
-                + &String::from_utf8_lossy(&out.stderr),
-        )
-    };
-    let (code, out) = run(&["stop", "c5", "-y"]);
-    assert_eq!(code, 1, "{out}");
-    assert!(out.contains("c5 was not running (stopped)"), "{out}");
-
-    let (code, out) = run(&["stop", "celesto:c4", "-y"]);
-    assert_eq!(code, 0, "{out}");
-    let until = Instant::now() + Duration::from_secs(10);
-    while vm.alive() {
-        assert!(
-            Instant::now() < until,
-            "celesto did not stop c4's VM: {out}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(
-        celesto_row(&s.db(), "c4").unwrap().unwrap().status,
-        "stopped"
-    );
-
-    let (code, out) = run(&["delete", "celesto:c4", "-y"]);
-    assert_eq!(code, 0, "{out}");
-    assert_eq!(celesto_row(&s.db(), "c4").unwrap(), None, "{out}");
-    assert!(!s.state.join("disks/c4.ext4").exists());
-    let (_, history) = run(&["history"]);
-    assert!(history.contains("delete (cli)"), "{history}");
 }

@@ -7,7 +7,7 @@ use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use smolsweep::size::{identity, Sizer};
+use crate::size::{identity, Sizer};
 
 fn alloc(p: &Path) -> u64 {
     fs::symlink_metadata(p).unwrap().blocks() * 512

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::model::*;
+use smolsweep::model::*;
 
 fn label(v: &str) -> String {
     v.replace('\\', "\\\\")
@@ -15,14 +15,14 @@ fn label(v: &str) -> String {
 
 /// The `home` label of every sample: the HOME itself, escaped once by the exposition format's
 /// rules ([`label`]). A HOME that is not UTF-8 cannot be a label value as it is: it is written in
-/// its lossless [`crate::pathser::shown`] form (`\xff` for a byte) with a second label
+/// its lossless [`smolsweep::view::shown`] form (`\xff` for a byte) with a second label
 /// `home_encoding="escaped"`, so no two HOMEs ever give the same label set.
 fn home_labels(home: &std::path::Path) -> String {
     match home.to_str() {
         Some(h) => format!("home=\"{}\"", label(h)),
         None => format!(
             "home=\"{}\",home_encoding=\"escaped\"",
-            label(&crate::pathser::shown(home))
+            label(&smolsweep::view::shown(home))
         ),
     }
 }
@@ -87,7 +87,7 @@ pub fn render(r: &ScanReport) -> String {
         .map(|p| {
             (
                 format!("{home},product=\"{}\"", p.product.as_str()),
-                u64::from(crate::view::product_status(p) == "ok"),
+                u64::from(smolsweep::view::product_status(p) == "ok"),
             )
         })
         .collect();

@@ -10,14 +10,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use smolsweep::procs::macos::{parse_ps_output, ps_command};
-use smolsweep::procs::shape::{detect_all, detect_shape, InUseIndex, VmmShape};
-use smolsweep::procs::{held_deleted_bytes, linux, names_path_exactly, RawProcess};
+use crate::procs::macos::{parse_ps_output, ps_command};
+use crate::procs::shape::{detect_all, detect_shape, InUseIndex, VmmShape};
+use crate::procs::{held_deleted_bytes, linux, names_path_exactly, RawProcess};
 use smolsweep_fixtures::vmm::{self, spawn_ready, FakeVmm};
 
 /// The compiled stand-in VMM, built once per test binary.
 fn fake_vmm() -> PathBuf {
-    vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR")))
+    vmm::standin_bin(super::scratch_dir())
 }
 
 /// The stand-in VMM with this argv (argv[0] included) and, optionally, a comm and a held file.

@@ -10,12 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use rusqlite::Connection;
-use smolsweep::inventory::celesto::{read_celesto_db, valid_sandbox_id};
-use smolsweep::inventory::smolvm::{
+use crate::inventory::celesto::{read_celesto_db, valid_sandbox_id};
+use crate::inventory::smolvm::{
     read_smolvm_db, read_smolvm_inventory, read_smolvm_reservations, vm_dir_hash,
 };
-use smolsweep::inventory::InventoryError;
+use crate::inventory::InventoryError;
+use rusqlite::Connection;
 use smolsweep_fixtures::real_tools::{
     celesto_cmd, install_smolvm_script_layout, run_ok, smolvm_cmd,
 };
@@ -50,7 +50,7 @@ fn stamp_tree(dir: &Path) -> BTreeMap<PathBuf, Stamp> {
         let bytes = m.is_file().then(|| {
             use std::io::Read;
             let mut v = Vec::new();
-            smolsweep::inventory::sqlite_ro::open_noatime(&p)
+            crate::inventory::sqlite_ro::open_noatime(&p)
                 .unwrap()
                 .read_to_end(&mut v)
                 .unwrap();

@@ -5,12 +5,12 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use smolsweep::exec::detach::{
+use crate::exec::detach::{
     clear_mounts_inside, current_mounts, detach, detach_command, detach_then, hdiutil_mounts,
     is_layers_cs_mountpoint, layers_cs_mounts_under, mounts_under, parse_hdiutil_info,
     parse_mount_output, parse_mountinfo, DetachOutcome, MountEntry, MountGate, SystemRunner,
 };
-use smolsweep::Platform;
+use crate::model::Platform;
 
 const MACOS_MOUNT: &str = "\
 /dev/disk3s1s1 on / (apfs, sealed, local, read-only, journaled)

@@ -4,7 +4,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use smolsweep::exec::reap::{
+use crate::exec::reap::{
     parse_proc_stat, reap, reap_then, reap_with, KillSignal, ProcProbe, ProcessProbe, ProcessRef,
     PsProbe, ReapOptions, ReapOutcome,
 };
