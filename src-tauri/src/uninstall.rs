@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use smolsweep::env::EnvSnapshot;
 use smolsweep::exec::{ActionRunner, Outcome, ProgressEvent};
 use smolsweep::journal::Journal;
-use smolsweep::model::{human_bytes, Platform};
+use smolsweep::model::Platform;
 use smolsweep::uninstall::plan::{self as uplan, ProductChoice, UninstallOptions};
 use smolsweep::uninstall::preflight::{self, Preflight};
 use smolsweep::uninstall::run::{self as urun, RunReport};
@@ -206,7 +206,8 @@ pub fn apply_checks(
     Ok(plan)
 }
 
-/// The copyable report: choices, steps and outcomes, kept items, user commands, proof.
+/// The copyable report: choices, steps and outcomes (the core's [`urun::render`], as the CLI
+/// prints them), kept items, user commands, proof.
 pub fn render_report(plan: &UninstallPlan, run: Option<&RunReport>, proof: &Proof) -> String {
     use std::fmt::Write;
     let mut s = String::new();
@@ -223,18 +224,7 @@ pub fn render_report(plan: &UninstallPlan, run: Option<&RunReport>, proof: &Proo
     match run {
         Some(r) => {
             let _ = writeln!(s, "Steps:");
-            for rec in &r.records {
-                let (tag, detail) = match &rec.result {
-                    Outcome::Done { detail } | Outcome::WouldDo { detail } => ("done", detail),
-                    Outcome::Skipped { why, .. } => ("skipped", why),
-                    Outcome::Failed { error } => ("FAILED", error),
-                };
-                let _ = writeln!(s, "{:>2}. {tag}: {} — {detail}", rec.index + 1, rec.summary);
-            }
-            let _ = writeln!(s, "Freed about {}.", human_bytes(r.freed_bytes));
-            for b in &r.backups {
-                let _ = writeln!(s, "Backup: {}", b.display());
-            }
+            s.push_str(&urun::render(r));
         }
         None => {
             let _ = writeln!(s, "Nothing was run.");

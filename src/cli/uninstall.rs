@@ -250,7 +250,7 @@ impl Session<'_> {
             crate::cli::out::print(&plan::render(self.plan));
         }
         if let Some(r) = run {
-            crate::cli::out::print(&render_run(r));
+            crate::cli::out::print(&run::render(r));
             crate::cli::out::print(&plan::render_leftovers(self.plan));
         }
         if let Some(p) = proof {
@@ -327,15 +327,9 @@ fn confirm(plan: &UninstallPlan) -> Result<(), i32> {
 
 /// `--quiet`: failed steps and a dirty proof on stderr, one closing line on stdout.
 fn print_quiet(r: &RunReport, proof: Option<&Proof>) {
-    let mut counts = [0usize; 3];
     for rec in &r.records {
-        match &rec.result {
-            Outcome::Done { .. } | Outcome::WouldDo { .. } => counts[0] += 1,
-            Outcome::Skipped { .. } => counts[1] += 1,
-            Outcome::Failed { error } => {
-                counts[2] += 1;
-                eprintln!("smolsweep: FAILED {}: {error}", rec.summary);
-            }
+        if let Outcome::Failed { error } = &rec.result {
+            eprintln!("smolsweep: FAILED {}: {error}", rec.summary);
         }
     }
     let clean = proof.is_none_or(|p| p.is_clean());
@@ -343,33 +337,12 @@ fn print_quiet(r: &RunReport, proof: Option<&Proof>) {
         eprint!("{}", verify::render_kv(p));
     }
     crate::outln!(
-        "{} done, {} skipped, {} failed. Freed about {}. {}",
-        counts[0],
-        counts[1],
-        counts[2],
-        human_bytes(r.freed_bytes),
+        "{} {}",
+        run::render_tally(r),
         if clean {
             "Nothing of it is left."
         } else {
             "Something is left (see above)."
         }
     );
-}
-
-fn render_run(r: &RunReport) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    for rec in &r.records {
-        let (tag, detail) = match &rec.result {
-            Outcome::Done { detail } | Outcome::WouldDo { detail } => ("done", detail),
-            Outcome::Skipped { why, .. } => ("skipped", why),
-            Outcome::Failed { error } => ("FAILED", error),
-        };
-        let _ = writeln!(s, "{:>2}. {tag}: {} — {detail}", rec.index + 1, rec.summary);
-    }
-    let _ = writeln!(s, "Freed about {}.", human_bytes(r.freed_bytes));
-    for b in &r.backups {
-        let _ = writeln!(s, "Backup: {}", b.display());
-    }
-    s
 }
