@@ -7,6 +7,7 @@ pub mod filters;
 pub mod keep;
 pub mod out;
 pub mod progress;
+pub mod prompt;
 pub mod reclaim;
 pub mod scan;
 pub mod uninstall;

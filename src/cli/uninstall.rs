@@ -7,7 +7,6 @@
 //! dirty proof and one closing line). Exit codes: 0 done (and clean) or nothing to do, 1
 //! refused, any failure or a dirty proof, 2 usage.
 
-use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use super::progress::{Progress, Style};
@@ -303,26 +302,14 @@ impl Session<'_> {
     }
 }
 
-/// Ask on the terminal (the plan has been shown). `Err` is the exit code: stdin is not a
-/// terminal, or the answer was not yes.
+/// Ask on the terminal (the plan has been shown): step count and bytes. `Err` is the exit
+/// code: stdin is not a terminal, or the answer was not yes.
 fn confirm(plan: &UninstallPlan) -> Result<(), i32> {
-    if !std::io::stdin().is_terminal() {
-        eprintln!("Not confirmed: stdin is not a terminal. Re-run with --yes to do this.");
-        return Err(1);
-    }
-    eprint!(
-        "Carry out {} step(s), removing about {}? [y/N] ",
+    super::prompt::confirm(&format!(
+        "Carry out {} step(s), removing about {}",
         plan.checked_count(),
         human_bytes(plan.checked_bytes())
-    );
-    let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    let _ = std::io::stdin().lock().read_line(&mut answer);
-    if !matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES") {
-        eprintln!("Nothing done.");
-        return Err(1);
-    }
-    Ok(())
+    ))
 }
 
 /// `--quiet`: failed steps and a dirty proof on stderr, one closing line on stdout.
