@@ -391,17 +391,9 @@ fn run_blocking<R: Runtime>(
     Ok(RunResult { run, proof })
 }
 
-/// The proof for the products and roots of `plan`.
+/// The proof for the products and roots of `plan` ([`VerifyOptions::after`], as the CLI).
 fn proof_after(u: &dyn Uninstaller, env: &EnvSnapshot, plan: &UninstallPlan) -> Proof {
-    verify::verify(
-        env,
-        u.platform(),
-        &VerifyOptions {
-            products: plan.products.clone(),
-            removed_roots: plan.removed_roots.clone(),
-            protected: None,
-        },
-    )
+    verify::verify(env, u.platform(), &VerifyOptions::after(plan))
 }
 
 // ---------------------------------------------------------------------------------------------

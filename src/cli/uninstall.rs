@@ -192,15 +192,7 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let proof = verify::verify(
-        &env,
-        platform,
-        &VerifyOptions {
-            products: plan.products.clone(),
-            removed_roots: plan.removed_roots.clone(),
-            protected: None,
-        },
-    );
+    let proof = verify::verify(&env, platform, &VerifyOptions::after(&plan));
     session.show(Some(&report), Some(&proof), false);
     if report.any_failed() || !proof.is_clean() {
         1
