@@ -105,12 +105,8 @@ pub fn runner_for(plan: &UninstallPlan, env: &EnvSnapshot, platform: Platform) -
         })
 }
 
-/// Run every checked step of `plan`, as `--yes` does (no journal).
-pub fn run(plan: &UninstallPlan, runner: &dyn ActionRunner, judge: &mut dyn Judge) -> RunReport {
-    run_with(plan, How::YesFlag, runner, judge, None, None, "cli")
-}
-
-/// Run every checked step of `plan`, confirmed `how`, through the one executor, journaled when
+/// Run every checked step of `plan`, confirmed `how` (the caller says how the person
+/// confirmed it; nothing here confirms on its own), through the one executor, journaled when
 /// `journal` is given; `progress` hears every action start and finish; `surface` names who
 /// asked.
 pub fn run_with(
