@@ -490,6 +490,97 @@ mod tests {
     }
 
     #[test]
+    fn a_wizard_plan_with_an_edited_kept_by_is_refused() {
+        use serde_json::json;
+        // A step that would take what a keep rule keeps starts unticked; ticking it is the
+        // choice that overrides exactly those rules, so the window may tick it but never
+        // change, drop or add the rules it names.
+        let mut kept = remove("/home/u/a");
+        kept.checked = false;
+        kept.kept_by = vec!["~/.smolvm/machines/demo".into()];
+        let ours = plan_with(vec![kept, remove("/home/u/b")]);
+        let v = |p: &UninstallPlan| serde_json::to_value(p).unwrap();
+
+        // Ticked as it is: accepted, with our rules.
+        let mut sent = v(&ours);
+        sent["steps"][0]["checked"] = true.into();
+        let p = apply_checks(&ours, &sent).unwrap();
+        assert!(p.steps[0].checked);
+        assert_eq!(p.steps[0].kept_by, ours.steps[0].kept_by);
+
+        // Sent back ticked, with step `i`'s rules set (`None`: dropped).
+        let refused_with = |i: usize, rules: Option<serde_json::Value>| {
+            let mut sent = v(&ours);
+            sent["steps"][0]["checked"] = true.into();
+            let step = sent["steps"][i].as_object_mut().unwrap();
+            match rules {
+                Some(r) => step.insert("kept_by".into(), r),
+                None => step.remove("kept_by"),
+            };
+            apply_checks(&ours, &sent).is_err()
+        };
+        // Dropped (the step would look un-kept), emptied, changed, or one rule more.
+        assert!(refused_with(0, None));
+        assert!(refused_with(0, Some(json!([]))));
+        assert!(refused_with(0, Some(json!(null))));
+        assert!(refused_with(0, Some(json!(["other"]))));
+        assert!(refused_with(
+            0,
+            Some(json!(["~/.smolvm/machines/demo", "other"]))
+        ));
+        // Rules added to a step no rule keeps.
+        assert!(refused_with(1, Some(json!(["other"]))));
+        // The rules moved to the other step.
+        let mut sent = v(&ours);
+        let rules = sent["steps"][0]["kept_by"].take();
+        sent["steps"][0].as_object_mut().unwrap().remove("kept_by");
+        sent["steps"][1]["kept_by"] = rules;
+        assert!(apply_checks(&ours, &sent).is_err());
+    }
+
+    #[test]
+    fn every_step_field_but_checked_and_identity_must_come_back_unchanged() {
+        let mut step = remove("/home/u/a");
+        step.why = "left by smolvm".into();
+        step.kept_by = vec!["rule".into()];
+        let ours = plan_with(vec![step]);
+        let sent = serde_json::to_value(&ours).unwrap();
+        let fields: Vec<String> = sent["steps"][0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|k| !matches!(k.as_str(), "checked" | "identity"))
+            .cloned()
+            .collect();
+        assert!(fields.len() >= 8, "{fields:?}");
+        for f in &fields {
+            let mut edited = sent.clone();
+            let x = &mut edited["steps"][0][f];
+            *x = match x.take() {
+                serde_json::Value::String(s) => format!("{s}x").into(),
+                serde_json::Value::Number(n) => (n.as_u64().unwrap_or(0) + 1).into(),
+                serde_json::Value::Bool(b) => (!b).into(),
+                serde_json::Value::Array(mut a) => {
+                    a.push("x".into());
+                    a.into()
+                }
+                _ => "x".into(),
+            };
+            assert!(
+                apply_checks(&ours, &edited).is_err(),
+                "{f} edited was accepted"
+            );
+            let mut dropped = sent.clone();
+            dropped["steps"][0].as_object_mut().unwrap().remove(f);
+            assert!(
+                apply_checks(&ours, &dropped).is_err(),
+                "{f} dropped was accepted"
+            );
+        }
+        assert!(apply_checks(&ours, &sent).is_ok());
+    }
+
+    #[test]
     fn a_changed_or_added_step_from_the_window_is_refused() {
         let ours = plan_with(vec![remove("/home/u/a")]);
         let v = |p: &UninstallPlan| serde_json::to_value(p).unwrap();
