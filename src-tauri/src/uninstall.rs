@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use smolsweep::env::EnvSnapshot;
 use smolsweep::exec::{ActionRunner, Outcome, ProgressEvent};
 use smolsweep::journal::Journal;
-use smolsweep::model::{human_bytes, Platform};
+use smolsweep::model::Platform;
 use smolsweep::uninstall::plan::{self as uplan, ProductChoice, UninstallOptions};
 use smolsweep::uninstall::preflight::{self, Preflight};
 use smolsweep::uninstall::run::{self as urun, RunReport};
@@ -206,7 +206,8 @@ pub fn apply_checks(
     Ok(plan)
 }
 
-/// The copyable report: choices, steps and outcomes, kept items, user commands, proof.
+/// The copyable report: choices, steps and outcomes (the core's [`urun::render`], as the CLI
+/// prints them), kept items, user commands, proof.
 pub fn render_report(plan: &UninstallPlan, run: Option<&RunReport>, proof: &Proof) -> String {
     use std::fmt::Write;
     let mut s = String::new();
@@ -223,18 +224,7 @@ pub fn render_report(plan: &UninstallPlan, run: Option<&RunReport>, proof: &Proo
     match run {
         Some(r) => {
             let _ = writeln!(s, "Steps:");
-            for rec in &r.records {
-                let (tag, detail) = match &rec.result {
-                    Outcome::Done { detail } | Outcome::WouldDo { detail } => ("done", detail),
-                    Outcome::Skipped { why, .. } => ("skipped", why),
-                    Outcome::Failed { error } => ("FAILED", error),
-                };
-                let _ = writeln!(s, "{:>2}. {tag}: {} — {detail}", rec.index + 1, rec.summary);
-            }
-            let _ = writeln!(s, "Freed about {}.", human_bytes(r.freed_bytes));
-            for b in &r.backups {
-                let _ = writeln!(s, "Backup: {}", b.display());
-            }
+            s.push_str(&urun::render(r));
         }
         None => {
             let _ = writeln!(s, "Nothing was run.");
@@ -401,17 +391,9 @@ fn run_blocking<R: Runtime>(
     Ok(RunResult { run, proof })
 }
 
-/// The proof for the products and roots of `plan`.
+/// The proof for the products and roots of `plan` ([`VerifyOptions::after`], as the CLI).
 fn proof_after(u: &dyn Uninstaller, env: &EnvSnapshot, plan: &UninstallPlan) -> Proof {
-    verify::verify(
-        env,
-        u.platform(),
-        &VerifyOptions {
-            products: plan.products.clone(),
-            removed_roots: plan.removed_roots.clone(),
-            protected: None,
-        },
-    )
+    verify::verify(env, u.platform(), &VerifyOptions::after(plan))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -505,6 +487,97 @@ mod tests {
         let p = apply_checks(&ours, &sent).unwrap();
         assert!(p.steps[0].checked && !p.steps[1].checked);
         assert_eq!(p.checked_count(), 1);
+    }
+
+    #[test]
+    fn a_wizard_plan_with_an_edited_kept_by_is_refused() {
+        use serde_json::json;
+        // A step that would take what a keep rule keeps starts unticked; ticking it is the
+        // choice that overrides exactly those rules, so the window may tick it but never
+        // change, drop or add the rules it names.
+        let mut kept = remove("/home/u/a");
+        kept.checked = false;
+        kept.kept_by = vec!["~/.smolvm/machines/demo".into()];
+        let ours = plan_with(vec![kept, remove("/home/u/b")]);
+        let v = |p: &UninstallPlan| serde_json::to_value(p).unwrap();
+
+        // Ticked as it is: accepted, with our rules.
+        let mut sent = v(&ours);
+        sent["steps"][0]["checked"] = true.into();
+        let p = apply_checks(&ours, &sent).unwrap();
+        assert!(p.steps[0].checked);
+        assert_eq!(p.steps[0].kept_by, ours.steps[0].kept_by);
+
+        // Sent back ticked, with step `i`'s rules set (`None`: dropped).
+        let refused_with = |i: usize, rules: Option<serde_json::Value>| {
+            let mut sent = v(&ours);
+            sent["steps"][0]["checked"] = true.into();
+            let step = sent["steps"][i].as_object_mut().unwrap();
+            match rules {
+                Some(r) => step.insert("kept_by".into(), r),
+                None => step.remove("kept_by"),
+            };
+            apply_checks(&ours, &sent).is_err()
+        };
+        // Dropped (the step would look un-kept), emptied, changed, or one rule more.
+        assert!(refused_with(0, None));
+        assert!(refused_with(0, Some(json!([]))));
+        assert!(refused_with(0, Some(json!(null))));
+        assert!(refused_with(0, Some(json!(["other"]))));
+        assert!(refused_with(
+            0,
+            Some(json!(["~/.smolvm/machines/demo", "other"]))
+        ));
+        // Rules added to a step no rule keeps.
+        assert!(refused_with(1, Some(json!(["other"]))));
+        // The rules moved to the other step.
+        let mut sent = v(&ours);
+        let rules = sent["steps"][0]["kept_by"].take();
+        sent["steps"][0].as_object_mut().unwrap().remove("kept_by");
+        sent["steps"][1]["kept_by"] = rules;
+        assert!(apply_checks(&ours, &sent).is_err());
+    }
+
+    #[test]
+    fn every_step_field_but_checked_and_identity_must_come_back_unchanged() {
+        let mut step = remove("/home/u/a");
+        step.why = "left by smolvm".into();
+        step.kept_by = vec!["rule".into()];
+        let ours = plan_with(vec![step]);
+        let sent = serde_json::to_value(&ours).unwrap();
+        let fields: Vec<String> = sent["steps"][0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|k| !matches!(k.as_str(), "checked" | "identity"))
+            .cloned()
+            .collect();
+        assert!(fields.len() >= 8, "{fields:?}");
+        for f in &fields {
+            let mut edited = sent.clone();
+            let x = &mut edited["steps"][0][f];
+            *x = match x.take() {
+                serde_json::Value::String(s) => format!("{s}x").into(),
+                serde_json::Value::Number(n) => (n.as_u64().unwrap_or(0) + 1).into(),
+                serde_json::Value::Bool(b) => (!b).into(),
+                serde_json::Value::Array(mut a) => {
+                    a.push("x".into());
+                    a.into()
+                }
+                _ => "x".into(),
+            };
+            assert!(
+                apply_checks(&ours, &edited).is_err(),
+                "{f} edited was accepted"
+            );
+            let mut dropped = sent.clone();
+            dropped["steps"][0].as_object_mut().unwrap().remove(f);
+            assert!(
+                apply_checks(&ours, &dropped).is_err(),
+                "{f} dropped was accepted"
+            );
+        }
+        assert!(apply_checks(&ours, &sent).is_ok());
     }
 
     #[test]

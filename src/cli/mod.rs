@@ -8,6 +8,7 @@ pub mod keep;
 pub mod out;
 pub mod progress;
 pub mod prom;
+pub mod prompt;
 pub mod reclaim;
 pub mod report;
 pub mod scan;

@@ -11,7 +11,7 @@
 //! was skipped or failed and one closing line; `--quiet` keeps only errors and the closing line.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use smolsweep::exec::{self, ActionRunner, Confirmed, ExecContext, ExecReport, How, Outcome};
@@ -594,9 +594,9 @@ fn print_refused(refused: &[SkippedAtPlan]) {
 }
 
 /// The question is the confirmation every surface shows: "Delete 3 items (1.2 GB) and end 1 VM
-/// process?"
+/// process" (the prompt adds `? [y/N] `).
 fn question(plan: &Plan) -> String {
-    format!("{}? [y/N] ", smolsweep::view::confirmation(plan).headline)
+    smolsweep::view::confirmation(plan).headline
 }
 
 /// The result of a run or dry run. The plan was listed before (unless `quiet`), so only what
@@ -690,20 +690,14 @@ fn run_plan_with(plan: &Plan, mode: Mode<'_>, mut judge: exec::Rejudge, command:
     }
     if !run.yes {
         if !std::io::stdin().is_terminal() {
+            // Nobody to ask: the plan as a dry run, then the prompt's refusal.
             match dry_run(plan, &mut judge) {
                 Ok(r) => print_result(plan, &r, run),
                 Err(e) => return fail(run.json, &format!("the plan is not valid: {e}")),
             }
-            eprintln!("Not confirmed: stdin is not a terminal. Re-run with --yes to do this.");
-            return 1;
         }
-        eprint!("{}", question(plan));
-        let _ = std::io::stderr().flush();
-        let mut answer = String::new();
-        let _ = std::io::stdin().lock().read_line(&mut answer);
-        if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
-            eprintln!("Nothing done.");
-            return 1;
+        if let Err(code) = super::prompt::confirm(&question(plan)) {
+            return code;
         }
     }
     let confirmed = Confirmed::of(plan, if run.yes { How::YesFlag } else { How::Answered });

@@ -7,7 +7,6 @@
 //! dirty proof and one closing line). Exit codes: 0 done (and clean) or nothing to do, 1
 //! refused, any failure or a dirty proof, 2 usage.
 
-use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use super::progress::{Progress, Style};
@@ -193,15 +192,7 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let proof = verify::verify(
-        &env,
-        platform,
-        &VerifyOptions {
-            products: plan.products.clone(),
-            removed_roots: plan.removed_roots.clone(),
-            protected: None,
-        },
-    );
+    let proof = verify::verify(&env, platform, &VerifyOptions::after(&plan));
     session.show(Some(&report), Some(&proof), false);
     if report.any_failed() || !proof.is_clean() {
         1
@@ -250,7 +241,7 @@ impl Session<'_> {
             crate::cli::out::print(&plan::render(self.plan));
         }
         if let Some(r) = run {
-            crate::cli::out::print(&render_run(r));
+            crate::cli::out::print(&run::render(r));
             crate::cli::out::print(&plan::render_leftovers(self.plan));
         }
         if let Some(p) = proof {
@@ -303,39 +294,21 @@ impl Session<'_> {
     }
 }
 
-/// Ask on the terminal (the plan has been shown). `Err` is the exit code: stdin is not a
-/// terminal, or the answer was not yes.
+/// Ask on the terminal (the plan has been shown): step count and bytes. `Err` is the exit
+/// code: stdin is not a terminal, or the answer was not yes.
 fn confirm(plan: &UninstallPlan) -> Result<(), i32> {
-    if !std::io::stdin().is_terminal() {
-        eprintln!("Not confirmed: stdin is not a terminal. Re-run with --yes to do this.");
-        return Err(1);
-    }
-    eprint!(
-        "Carry out {} step(s), removing about {}? [y/N] ",
+    super::prompt::confirm(&format!(
+        "Carry out {} step(s), removing about {}",
         plan.checked_count(),
         human_bytes(plan.checked_bytes())
-    );
-    let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    let _ = std::io::stdin().lock().read_line(&mut answer);
-    if !matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES") {
-        eprintln!("Nothing done.");
-        return Err(1);
-    }
-    Ok(())
+    ))
 }
 
 /// `--quiet`: failed steps and a dirty proof on stderr, one closing line on stdout.
 fn print_quiet(r: &RunReport, proof: Option<&Proof>) {
-    let mut counts = [0usize; 3];
     for rec in &r.records {
-        match &rec.result {
-            Outcome::Done { .. } | Outcome::WouldDo { .. } => counts[0] += 1,
-            Outcome::Skipped { .. } => counts[1] += 1,
-            Outcome::Failed { error } => {
-                counts[2] += 1;
-                eprintln!("smolsweep: FAILED {}: {error}", rec.summary);
-            }
+        if let Outcome::Failed { error } = &rec.result {
+            eprintln!("smolsweep: FAILED {}: {error}", rec.summary);
         }
     }
     let clean = proof.is_none_or(|p| p.is_clean());
@@ -343,33 +316,12 @@ fn print_quiet(r: &RunReport, proof: Option<&Proof>) {
         eprint!("{}", verify::render_kv(p));
     }
     crate::outln!(
-        "{} done, {} skipped, {} failed. Freed about {}. {}",
-        counts[0],
-        counts[1],
-        counts[2],
-        human_bytes(r.freed_bytes),
+        "{} {}",
+        run::render_tally(r),
         if clean {
             "Nothing of it is left."
         } else {
             "Something is left (see above)."
         }
     );
-}
-
-fn render_run(r: &RunReport) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    for rec in &r.records {
-        let (tag, detail) = match &rec.result {
-            Outcome::Done { detail } | Outcome::WouldDo { detail } => ("done", detail),
-            Outcome::Skipped { why, .. } => ("skipped", why),
-            Outcome::Failed { error } => ("FAILED", error),
-        };
-        let _ = writeln!(s, "{:>2}. {tag}: {} — {detail}", rec.index + 1, rec.summary);
-    }
-    let _ = writeln!(s, "Freed about {}.", human_bytes(r.freed_bytes));
-    for b in &r.backups {
-        let _ = writeln!(s, "Backup: {}", b.display());
-    }
-    s
 }

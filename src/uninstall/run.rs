@@ -2,7 +2,9 @@
 //! executor ([`crate::exec::execute`]) like every other plan: each action re-judged at the
 //! moment it runs, carried out (machine CLIs, pidfd reaping and `hdiutil` through
 //! [`RealRunner`], removals through the descriptor-based delete primitive, launchers, empty
-//! directories and PATH-block edits in [`crate::exec::teardown`]), and journaled.
+//! directories and PATH-block edits in [`crate::exec::teardown`]), and journaled. What a run
+//! did reads the same on every surface: [`render`] (the steps and what was freed) and
+//! [`render_tally`] (one closing sentence).
 
 use std::path::PathBuf;
 
@@ -14,7 +16,7 @@ use crate::exec::{
     ActionRunner, Confirmed, ExecContext, How, Judge, Origin, Outcome, ProgressEvent,
 };
 use crate::journal::Journal;
-use crate::model::Platform;
+use crate::model::{human_bytes, Platform};
 use crate::plan::Action;
 
 use super::plan::UninstallPlan;
@@ -52,6 +54,47 @@ impl RunReport {
     }
 }
 
+/// What a run did, for people: one line per step, `NN. done|skipped|FAILED: summary — detail`
+/// (a dry run's steps read `done`), then `Freed about …` and one `Backup: …` line per
+/// startup-file backup. The CLI prints it after a run; the window's copyable report holds it.
+pub fn render(report: &RunReport) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    for rec in &report.records {
+        let (tag, detail) = match &rec.result {
+            Outcome::Done { detail } | Outcome::WouldDo { detail } => ("done", detail),
+            Outcome::Skipped { why, .. } => ("skipped", why),
+            Outcome::Failed { error } => ("FAILED", error),
+        };
+        let _ = writeln!(s, "{:>2}. {tag}: {} — {detail}", rec.index + 1, rec.summary);
+    }
+    let _ = writeln!(s, "Freed about {}.", human_bytes(report.freed_bytes));
+    for b in &report.backups {
+        let _ = writeln!(s, "Backup: {}", b.display());
+    }
+    s
+}
+
+/// What a run did in one sentence, without a newline: `3 done, 1 skipped, 0 failed. Freed
+/// about 1.2 GB.` (a dry run's steps count as done). `uninstall --quiet` closes with it.
+pub fn render_tally(report: &RunReport) -> String {
+    let mut counts = [0usize; 3];
+    for rec in &report.records {
+        match &rec.result {
+            Outcome::Done { .. } | Outcome::WouldDo { .. } => counts[0] += 1,
+            Outcome::Skipped { .. } => counts[1] += 1,
+            Outcome::Failed { .. } => counts[2] += 1,
+        }
+    }
+    format!(
+        "{} done, {} skipped, {} failed. Freed about {}.",
+        counts[0],
+        counts[1],
+        counts[2],
+        human_bytes(report.freed_bytes)
+    )
+}
+
 /// The runner for an uninstall of `plan` in `env`: the real one, running the CLIs of the
 /// installs being removed.
 pub fn runner_for(plan: &UninstallPlan, env: &EnvSnapshot, platform: Platform) -> RealRunner {
@@ -62,12 +105,8 @@ pub fn runner_for(plan: &UninstallPlan, env: &EnvSnapshot, platform: Platform) -
         })
 }
 
-/// Run every checked step of `plan`, as `--yes` does (no journal).
-pub fn run(plan: &UninstallPlan, runner: &dyn ActionRunner, judge: &mut dyn Judge) -> RunReport {
-    run_with(plan, How::YesFlag, runner, judge, None, None, "cli")
-}
-
-/// Run every checked step of `plan`, confirmed `how`, through the one executor, journaled when
+/// Run every checked step of `plan`, confirmed `how` (the caller says how the person
+/// confirmed it; nothing here confirms on its own), through the one executor, journaled when
 /// `journal` is given; `progress` hears every action start and finish; `surface` names who
 /// asked.
 pub fn run_with(
@@ -133,4 +172,58 @@ pub fn run_with(
     }
     report.records.sort_by_key(|r| r.index);
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Product;
+
+    fn record(index: usize, summary: &str, result: Outcome) -> StepRecord {
+        StepRecord {
+            index,
+            summary: summary.into(),
+            action: Action::RemoveTree {
+                product: Product::Smolvm,
+                path: "/home/u/.smolvm".into(),
+                root: "/home/u".into(),
+                identity: None,
+                expected_bytes: 0,
+                mounts_inside: vec![],
+            },
+            result,
+        }
+    }
+
+    #[test]
+    fn a_run_reads_step_by_step_then_freed_and_backups() {
+        let report = RunReport {
+            records: vec![
+                record(
+                    0,
+                    "Remove ~/.smolvm",
+                    Outcome::Done {
+                        detail: "removed".into(),
+                    },
+                ),
+                record(1, "Remove ~/.cache/smolvm", Outcome::skipped("unticked")),
+                record(11, "Stop machine 'demo'", Outcome::failed("exit 1")),
+            ],
+            freed_bytes: 2048,
+            backups: vec![PathBuf::from("/home/u/.bashrc.smolsweep-backup")],
+            journal_error: None,
+        };
+        assert_eq!(
+            render(&report),
+            " 1. done: Remove ~/.smolvm — removed\n\
+             \x202. skipped: Remove ~/.cache/smolvm — unticked\n\
+             12. FAILED: Stop machine 'demo' — exit 1\n\
+             Freed about 2.0 kB.\n\
+             Backup: /home/u/.bashrc.smolsweep-backup\n"
+        );
+        assert_eq!(
+            render_tally(&report),
+            "1 done, 1 skipped, 1 failed. Freed about 2.0 kB."
+        );
+    }
 }

@@ -23,6 +23,7 @@ use crate::model::{human_bytes, Platform, Product};
 use crate::procs::RawProcess;
 use crate::roots::{celesto_roots, is_system_path, smolvm_roots, user_smolvm_sets};
 
+use super::plan::UninstallPlan;
 use super::preflight::{read_celesto_rows, read_smolvm_machines};
 
 /// Schema name of the proof.
@@ -46,6 +47,18 @@ pub struct VerifyOptions {
     pub removed_roots: Vec<PathBuf>,
     /// `--protected DIR --since DATE`: nothing under DIR modified (mtime or ctime) after DATE.
     pub protected: Option<(PathBuf, SystemTime)>,
+}
+
+impl VerifyOptions {
+    /// The proof after an uninstall of `plan`: its products, and its removed roots must be
+    /// gone (no protected directory). Every surface takes the proof after a run with these.
+    pub fn after(plan: &UninstallPlan) -> VerifyOptions {
+        VerifyOptions {
+            products: plan.products.clone(),
+            removed_roots: plan.removed_roots.clone(),
+            protected: None,
+        }
+    }
 }
 
 /// Something still there, and what removes it.
@@ -529,6 +542,27 @@ pub fn render_kv(p: &Proof) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_proof_after_a_plan_checks_its_products_and_roots() {
+        let plan = UninstallPlan {
+            schema: super::super::plan::UNINSTALL_PLAN_SCHEMA.into(),
+            home: "/home/u".into(),
+            products: vec![Product::Smolvm],
+            options: Default::default(),
+            steps: vec![],
+            kept: vec![],
+            user_commands: vec![],
+            removed_roots: vec!["/home/u/.smolvm".into()],
+            notes: vec![],
+            clis: vec![],
+            platform: Platform::Linux,
+        };
+        let o = VerifyOptions::after(&plan);
+        assert_eq!(o.products, [Product::Smolvm]);
+        assert_eq!(o.removed_roots, [PathBuf::from("/home/u/.smolvm")]);
+        assert!(o.protected.is_none());
+    }
 
     #[test]
     fn since_parses_the_usual_forms() {

@@ -780,6 +780,24 @@ mod library {
     use smolsweep::uninstall::preflight;
     use smolsweep::uninstall::run;
 
+    /// Run every checked step of `plan` as `uninstall --yes` confirms it (no journal, no
+    /// progress).
+    fn run_yes(
+        plan: &plan::UninstallPlan,
+        runner: &dyn smolsweep::exec::ActionRunner,
+        judge: &mut dyn smolsweep::exec::Judge,
+    ) -> run::RunReport {
+        run::run_with(
+            plan,
+            smolsweep::exec::How::YesFlag,
+            runner,
+            judge,
+            None,
+            None,
+            "cli",
+        )
+    }
+
     /// The real judge, in the scratch HOME's environment.
     fn rejudge(env: &smolsweep::env::EnvSnapshot, platform: Platform) -> smolsweep::exec::Rejudge {
         smolsweep::exec::Rejudge::new(smolsweep::scan::ScanOptions {
@@ -835,7 +853,7 @@ mod library {
                 home: Some(&home),
             },
         );
-        let r = run::run(
+        let r = run_yes(
             &p,
             &run::runner_for(&p, &env, Platform::Linux),
             &mut rejudge(&env, Platform::Linux),
@@ -884,7 +902,7 @@ mod library {
         };
         let before: Vec<String> = listing(&vms);
 
-        let r = run::run(
+        let r = run_yes(
             &p,
             &run::runner_for(&p, &env, Platform::Linux),
             &mut rejudge(&env, Platform::Linux),
@@ -940,7 +958,7 @@ mod library {
         std::fs::rename(&reg, &aside).unwrap();
         std::fs::create_dir_all(&reg).unwrap();
         std::fs::write(reg.join("new"), b"not what was planned").unwrap();
-        let r = run::run(
+        let r = run_yes(
             &p,
             &run::runner_for(&p, &env, Platform::Linux),
             &mut rejudge(&env, Platform::Linux),
@@ -1118,7 +1136,7 @@ exit 0
             .unwrap();
         assert!(last_detach < first_remove);
 
-        let r = run::run(
+        let r = run_yes(
             &p,
             &run::runner_for(&p, &env, Platform::Macos),
             &mut rejudge(&env, Platform::Macos),
