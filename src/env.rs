@@ -91,13 +91,13 @@ impl EnvSnapshot {
 
     /// `$SUDO_USER` when it names a user other than `root` (what Celesto calls a usable
     /// sudo user; the password database lookup is [`EnvSnapshot::sudo_home`]).
-    pub fn sudo_user(&self) -> Option<&str> {
+    pub(crate) fn sudo_user(&self) -> Option<&str> {
         sudo_user(&self.vars)
     }
 
     /// Running under sudo as Celesto defines it: effective uid 0, `SUDO_USER` set to a user other
     /// than `root`, and that user found in the password database.
-    pub fn under_sudo(&self) -> bool {
+    pub(crate) fn under_sudo(&self) -> bool {
         self.euid == 0 && self.sudo_user().is_some() && self.sudo_home.is_some()
     }
 
@@ -129,7 +129,7 @@ impl EnvSnapshot {
 
     /// `~` and `~/...` expanded against [`EnvSnapshot::home`], like Python's `expanduser()`.
     /// `~user/...` is left as written (it would need a password database lookup).
-    pub fn expand_user(&self, path: &str) -> PathBuf {
+    pub(crate) fn expand_user(&self, path: &str) -> PathBuf {
         if path == "~" {
             self.home.clone()
         } else if let Some(rest) = path.strip_prefix("~/") {

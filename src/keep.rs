@@ -15,7 +15,7 @@ use crate::env::EnvSnapshot;
 use crate::kind::FindingKind;
 use crate::model::*;
 
-pub const KEEP_SCHEMA: &str = "smolsweep.keep/1";
+pub(crate) const KEEP_SCHEMA: &str = "smolsweep.keep/1";
 const KEEP_FILE: &str = "keep.json";
 /// Largest keep file read: thousands of rules. A bigger one is damaged (nothing is reclaimable
 /// until it is fixed, as for any unreadable keep file).
@@ -26,7 +26,7 @@ const KEPT_PROCESS: &str = "Kept by you: never ended while the rule stands.";
 
 /// The rule id recorded on machines and processes while the keep file cannot be read: any of
 /// them may be kept, so none is stopped, deleted or ended.
-pub const UNREADABLE: &str = "unreadable";
+pub(crate) const UNREADABLE: &str = "unreadable";
 
 /// What a rule keeps.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,7 +113,7 @@ pub fn born(path: &Path) -> Option<i64> {
 
 /// Why something a rule keeps (`rule`: its id, or [`UNREADABLE`]) is not acted on, for a
 /// refusal or a skipped action.
-pub fn kept_why(rule: &str) -> String {
+pub(crate) fn kept_why(rule: &str) -> String {
     if rule == UNREADABLE {
         "your keep rules could not be read, so it may be kept; fix or remove the keep file first"
             .into()

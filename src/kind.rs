@@ -198,7 +198,7 @@ impl ProcShape {
     }
     /// The label of a shape a plan records by its stable name; "VM process" for a name that is
     /// no shape (a plan written without one).
-    pub fn label_of(shape: &str) -> &'static str {
+    pub(crate) fn label_of(shape: &str) -> &'static str {
         ProcShape::parse(shape).map_or("VM process", ProcShape::label)
     }
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::kind::{FindingKind, ProcShape, Removal, Risk};
+pub use crate::kind::{FindingKind, ProcShape};
 pub use crate::product::Product;
 
 /// Schema name of the scan report.

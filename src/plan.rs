@@ -388,7 +388,7 @@ mod identity_repr {
         mtime_ns: i64,
     }
 
-    pub fn serialize<S: Serializer>(id: &FileIdentity, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(id: &FileIdentity, s: S) -> Result<S::Ok, S::Error> {
         Repr {
             dev: id.dev,
             ino: id.ino,
@@ -419,7 +419,10 @@ mod opt_identity_repr {
     #[derive(serde::Serialize, Deserialize)]
     struct W(#[serde(with = "super::identity_repr")] FileIdentity);
 
-    pub fn serialize<S: Serializer>(id: &Option<FileIdentity>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(
+        id: &Option<FileIdentity>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         use serde::Serialize;
         id.map(W).serialize(s)
     }
@@ -602,7 +605,7 @@ pub enum PlanError {
 }
 
 /// Whether `path` is absolute and has no `.`/`..` components (so prefix tests mean containment).
-pub fn is_normal_absolute(path: &Path) -> bool {
+pub(crate) fn is_normal_absolute(path: &Path) -> bool {
     path.is_absolute()
         && path
             .components()
@@ -610,7 +613,7 @@ pub fn is_normal_absolute(path: &Path) -> bool {
 }
 
 /// Whether `path` lies strictly below `root` (both normal absolute paths).
-pub fn strictly_inside(path: &Path, root: &Path) -> bool {
+pub(crate) fn strictly_inside(path: &Path, root: &Path) -> bool {
     is_normal_absolute(path) && is_normal_absolute(root) && path != root && path.starts_with(root)
 }
 
@@ -1045,7 +1048,11 @@ impl Plan {
     }
 
     /// [`Plan::from_scan`] with an explicit creation time (tests, reproducible ids).
-    pub fn from_scan_at(report: &ScanReport, selection: &Selection, created_at: u64) -> Plan {
+    pub(crate) fn from_scan_at(
+        report: &ScanReport,
+        selection: &Selection,
+        created_at: u64,
+    ) -> Plan {
         let roots = plan_roots(report);
         let mut p = Planner {
             report,

@@ -10,19 +10,19 @@ use crate::model::{human_bytes, Finding, OptInClass, ScanReport, Scope, Verdict,
 
 /// Stable item ids (also the ids of the native menu items).
 pub mod ids {
-    pub const STATUS: &str = "status";
-    pub const VMS_HEADER: &str = "vms";
-    pub const RECLAIM: &str = "reclaim";
-    pub const RESCAN: &str = "rescan";
-    pub const OPEN: &str = "open";
-    pub const UNINSTALL: &str = "uninstall";
-    pub const QUIT: &str = "quit";
+    pub(crate) const STATUS: &str = "status";
+    pub(crate) const VMS_HEADER: &str = "vms";
+    pub(crate) const RECLAIM: &str = "reclaim";
+    pub(crate) const RESCAN: &str = "rescan";
+    pub(crate) const OPEN: &str = "open";
+    pub(crate) const UNINSTALL: &str = "uninstall";
+    pub(crate) const QUIT: &str = "quit";
     /// Prefix of a surviving VM's submenu: `vm:<pid>:<start_time>`.
-    pub const VM_PREFIX: &str = "vm:";
+    pub(crate) const VM_PREFIX: &str = "vm:";
     /// Prefix of a "Stop" entry: `vm.stop:<pid>:<start_time>`.
-    pub const STOP_PREFIX: &str = "vm.stop:";
+    pub(crate) const STOP_PREFIX: &str = "vm.stop:";
     /// Prefix of a "Reap" entry: `vm.reap:<pid>:<start_time>`.
-    pub const REAP_PREFIX: &str = "vm.reap:";
+    pub(crate) const REAP_PREFIX: &str = "vm.reap:";
 }
 
 /// What the user chose that changes the menu.

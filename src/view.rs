@@ -18,7 +18,7 @@ pub fn bytes(n: u64) -> String {
 }
 
 /// How a verdict is called on every surface.
-pub fn verdict_label(v: Verdict, class: Option<OptInClass>) -> &'static str {
+pub(crate) fn verdict_label(v: Verdict, class: Option<OptInClass>) -> &'static str {
     match (v, class) {
         (Verdict::Reclaimable, _) => "Reclaimable",
         (Verdict::OptIn, Some(OptInClass::SavedDisks)) => {
@@ -43,7 +43,7 @@ pub fn verdict_word(v: Verdict) -> &'static str {
 }
 
 /// The opt-in class's name and the `prune` flag that includes it.
-pub fn class_label(c: OptInClass) -> (&'static str, &'static str) {
+pub(crate) fn class_label(c: OptInClass) -> (&'static str, &'static str) {
     match c {
         OptInClass::SavedDisks => ("saved disks", "--include-saved"),
         OptInClass::Caches => ("caches", "--include-caches"),
@@ -415,7 +415,7 @@ fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
 }
 
 /// Whether the installed Celesto calls its sandboxes "computers" (0.1.10 and later).
-pub fn celesto_says_computer(r: &ScanReport) -> bool {
+pub(crate) fn celesto_says_computer(r: &ScanReport) -> bool {
     r.products
         .iter()
         .find(|p| p.product == Product::Celesto)
@@ -595,7 +595,7 @@ pub fn confirmation(plan: &Plan) -> Confirmation {
 
 /// The command that would remove what is left at `path`, judged by the scan `r`: one that
 /// will accept it, or what to do by hand when no Smolsweep command would.
-pub fn fix_for_path(r: &ScanReport, path: &Path) -> String {
+pub(crate) fn fix_for_path(r: &ScanReport, path: &Path) -> String {
     let Some(f) = r.findings.iter().find(|f| f.path == path) else {
         return format!(
             "check {} by hand: the scan does not judge it",
@@ -628,7 +628,7 @@ pub fn fix_for_path(r: &ScanReport, path: &Path) -> String {
 }
 
 /// The command that would end VM process `pid`, judged by the scan `r`.
-pub fn fix_for_process(r: &ScanReport, pid: u32) -> String {
+pub(crate) fn fix_for_process(r: &ScanReport, pid: u32) -> String {
     match r.processes.iter().find(|p| p.pid == pid) {
         Some(p) if p.is_this_homes_orphan() => format!("smolsweep reap {pid}"),
         Some(p) if p.scope != Scope::ThisHome => {

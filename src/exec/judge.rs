@@ -26,10 +26,10 @@ use crate::plan::{strictly_inside, Action, Plan};
 use crate::scan::{ProcIndex, ScanOptions};
 
 /// The oldest process table a path deletion is judged on.
-pub const PROC_REFRESH: Duration = Duration::from_millis(250);
+pub(crate) const PROC_REFRESH: Duration = Duration::from_millis(250);
 
 /// A scan younger than this, made by the same process right before executing, counts as fresh.
-pub const SEED_FRESH: Duration = Duration::from_secs(2);
+pub(crate) const SEED_FRESH: Duration = Duration::from_secs(2);
 
 /// Asked by the executor before each action.
 pub trait Judge {

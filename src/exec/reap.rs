@@ -107,7 +107,7 @@ pub enum ReapOutcome {
 
 impl ReapOutcome {
     /// Whether the recorded process is known to be dead, so the storage it held may go.
-    pub fn death_confirmed(&self) -> bool {
+    pub(crate) fn death_confirmed(&self) -> bool {
         matches!(
             self,
             ReapOutcome::AlreadyGone | ReapOutcome::Terminated { .. }
@@ -134,7 +134,7 @@ pub fn reap(target: &ProcessRef, opts: &ReapOptions) -> ReapOutcome {
 /// Reap `target`, then run `after` only if its death is confirmed (for example: delete the
 /// storage it held). `after` never runs while the process may still be alive.
 #[cfg(test)]
-pub fn reap_then<R>(
+pub(crate) fn reap_then<R>(
     target: &ProcessRef,
     opts: &ReapOptions,
     after: impl FnOnce() -> R,
@@ -312,7 +312,11 @@ impl Verified for ByPid<'_> {
 /// The probe path: verify, signal by pid with the start time re-checked right before each
 /// signal, poll for death. A pid recycled between the re-check and the signal is a window of
 /// microseconds here; the Linux pidfd path has none.
-pub fn reap_with(probe: &dyn ProcessProbe, target: &ProcessRef, opts: &ReapOptions) -> ReapOutcome {
+pub(crate) fn reap_with(
+    probe: &dyn ProcessProbe,
+    target: &ProcessRef,
+    opts: &ReapOptions,
+) -> ReapOutcome {
     let started = Instant::now();
     if let Err(outcome) = verify(probe, target) {
         return outcome;
@@ -336,7 +340,7 @@ fn my_euid() -> u32 {
 }
 
 /// `/proc/<pid>/stat`: state (field 3) and start time (field 22).
-pub fn parse_proc_stat(text: &str) -> Option<(char, u64)> {
+pub(crate) fn parse_proc_stat(text: &str) -> Option<(char, u64)> {
     // The comm (field 2) is in parentheses and may itself contain ") ".
     let rest = &text[text.rfind(')')? + 1..];
     let mut fields = rest.split_whitespace();
@@ -347,7 +351,7 @@ pub fn parse_proc_stat(text: &str) -> Option<(char, u64)> {
 }
 
 /// `/proc/<pid>/status`: the real and effective uid from `Uid:`.
-pub fn parse_proc_status_uids(text: &str) -> Option<(u32, u32)> {
+pub(crate) fn parse_proc_status_uids(text: &str) -> Option<(u32, u32)> {
     let line = text.lines().find(|l| l.starts_with("Uid:"))?;
     let mut it = line["Uid:".len()..].split_whitespace();
     let real = it.next()?.parse().ok()?;
@@ -399,7 +403,7 @@ pub struct PsProbe;
 /// Parse one `ps -o uid=,stat=,lstart=` line (`501 Ss Mon Nov 30 03:10:04 2026`).
 /// `ps` shows one uid (the effective one).
 #[cfg_attr(target_os = "linux", allow(dead_code))] // the macOS probe
-pub fn parse_ps_probe_line(line: &str) -> Option<Probe> {
+pub(crate) fn parse_ps_probe_line(line: &str) -> Option<Probe> {
     let mut it = line.split_whitespace();
     let uid: u32 = it.next()?.parse().ok()?;
     let stat = it.next()?;
@@ -417,7 +421,7 @@ pub fn parse_ps_probe_line(line: &str) -> Option<Probe> {
 
 /// Normalise a macOS start time to seconds (smolvm records microseconds; old records seconds).
 #[cfg_attr(target_os = "linux", allow(dead_code))] // the macOS probe
-pub fn macos_start_secs(v: u64) -> u64 {
+pub(crate) fn macos_start_secs(v: u64) -> u64 {
     if v >= 100_000_000_000 {
         v / 1_000_000
     } else {

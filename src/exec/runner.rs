@@ -39,7 +39,7 @@ impl RealRunner {
     }
 
     /// Use `cli` for `product`'s machine commands.
-    pub fn with_cli(mut self, product: Product, cli: PathBuf) -> Self {
+    pub(crate) fn with_cli(mut self, product: Product, cli: PathBuf) -> Self {
         self.clis.retain(|(p, _)| *p != product);
         self.clis.push((product, cli));
         self
@@ -161,7 +161,7 @@ impl RealRunner {
 
 /// `Err(why)` unless the machines branched from `name` now (directly or through a branch) are
 /// exactly what the plan named: none without `--cascade`, and with it none the user was not shown.
-pub fn branches_as_planned(
+pub(crate) fn branches_as_planned(
     records: &[SmolvmRecord],
     name: &str,
     cascade: bool,

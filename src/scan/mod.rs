@@ -27,7 +27,7 @@ pub use crate::size::{Measure, Sizer};
 pub(crate) use procindex::ProcIndex;
 
 /// Whether `name` is a smolvm helper machine (`image-seed-<hash>-<pid>`, `init-bake-…-<pid>`).
-pub fn is_helper_machine(name: &str) -> bool {
+pub(crate) fn is_helper_machine(name: &str) -> bool {
     smolvm::helper_creator(name).is_some()
 }
 
@@ -70,7 +70,7 @@ pub(crate) struct Ctx<'a> {
 impl Ctx<'_> {
     /// An inventory read afresh (`fresh`), or, in an incremental rescan, its last reading
     /// while its files are unchanged (`reuse`, from [`crate::inventory::cache`]).
-    pub fn read_inventory<T>(
+    pub(crate) fn read_inventory<T>(
         &self,
         db: &Path,
         fresh: fn(&Path) -> Result<T, crate::inventory::InventoryError>,
@@ -112,7 +112,7 @@ impl Draft {
         }
     }
     /// Re-read `inventories` before deleting this, and keep it if `record` appears in one.
-    pub fn recheck(mut self, inventories: &[PathBuf], record: OwnerRecord) -> Self {
+    pub(crate) fn recheck(mut self, inventories: &[PathBuf], record: OwnerRecord) -> Self {
         self.owner_recheck = Some(OwnerRecheck {
             inventories: inventories.to_vec(),
             record,
@@ -123,7 +123,7 @@ impl Draft {
         self.owner = Some(o.into());
         self
     }
-    pub fn owner_opt(mut self, o: Option<String>) -> Self {
+    pub(crate) fn owner_opt(mut self, o: Option<String>) -> Self {
         self.owner = o;
         self
     }
@@ -255,7 +255,7 @@ pub(crate) fn in_use_sentence(pids: &[u32]) -> String {
 }
 
 /// The processes of this machine, read the way this platform allows.
-pub fn list_processes() -> Vec<crate::procs::RawProcess> {
+pub(crate) fn list_processes() -> Vec<crate::procs::RawProcess> {
     crate::procs::list()
 }
 
@@ -344,7 +344,7 @@ pub(crate) fn scan_sized(
 
 /// The variable that accepts, per product, the risk of acting on a version newer than the ones
 /// the rules were verified against: `SMOLSWEEP_ACCEPT_NEWER=celesto,smolvm`.
-pub const ACCEPT_NEWER_VAR: &str = "SMOLSWEEP_ACCEPT_NEWER";
+pub(crate) const ACCEPT_NEWER_VAR: &str = "SMOLSWEEP_ACCEPT_NEWER";
 
 /// Products accepted by the `--accept-newer` flag or the app's setting, for every scan and
 /// re-judge of this process (in addition to [`ACCEPT_NEWER_VAR`]).

@@ -27,10 +27,10 @@ use super::plan::UninstallPlan;
 use super::preflight::{read_celesto_rows, read_smolvm_machines};
 
 /// Schema name of the proof.
-pub const PROOF_SCHEMA: &str = "smolsweep.verify/1";
+pub(crate) const PROOF_SCHEMA: &str = "smolsweep.verify/1";
 
 /// Entries of a `vms/` directory that are never machines.
-pub const VMS_EXCLUDED: [&str; 5] = [
+pub(crate) const VMS_EXCLUDED: [&str; 5] = [
     "_shared",
     "_restore-base",
     "_restore-checkpoints",
@@ -104,7 +104,7 @@ pub fn verify(env: &EnvSnapshot, platform: Platform, opts: &VerifyOptions) -> Pr
 }
 
 /// [`verify`] with a given process table.
-pub fn verify_with(
+pub(crate) fn verify_with(
     env: &EnvSnapshot,
     platform: Platform,
     procs: &[RawProcess],
