@@ -17,7 +17,9 @@ pub const SCAN_SCHEMA: &str = "smolsweep.scan/1";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Platform {
+    /// Linux: XDG directories, `/proc`, `/proc/self/mountinfo`.
     Linux,
+    /// macOS: `~/Library` directories, `ps`, `mount` and `hdiutil`.
     Macos,
 }
 
@@ -30,6 +32,7 @@ impl Platform {
             Platform::Linux
         }
     }
+    /// The name in JSON and on the command line (`linux`, `macos`).
     pub fn as_str(self) -> &'static str {
         match self {
             Platform::Linux => "linux",
@@ -53,6 +56,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The name in JSON (`reclaimable`, `opt_in`, `protected`, `unknown`).
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Reclaimable => "reclaimable",
@@ -84,6 +88,7 @@ pub struct OwnerRecheck {
     /// not exist at deletion holds no record.
     #[serde(with = "crate::pathser::many")]
     pub inventories: Vec<PathBuf>,
+    /// How a record there would claim it.
     pub record: OwnerRecord,
 }
 
@@ -102,11 +107,15 @@ pub enum OwnerRecord {
 /// Identity of a file system object when it was scanned; re-checked before any action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FileIdentity {
+    /// `st_dev` of the file system holding it.
     pub dev: u64,
+    /// `st_ino`.
     pub ino: u64,
     /// `S_IFMT` bits of `st_mode` (file, directory, socket, symlink...).
     pub file_type: u32,
+    /// `st_size` (apparent bytes).
     pub size: u64,
+    /// Modification time in nanoseconds since the Unix epoch.
     pub mtime_ns: i128,
 }
 
@@ -123,15 +132,20 @@ impl FileIdentity {
 pub struct Finding {
     /// Stable across scans of the same state (derived from product, kind and path).
     pub id: String,
+    /// Which SmolVM left it.
     pub product: Product,
     /// `<product>.<what>`, for example `celesto.orphan_disk`.
     pub kind: FindingKind,
+    /// Where it is (serialised losslessly, bytes that are not UTF-8 escaped).
     #[serde(with = "crate::pathser::one")]
     pub path: PathBuf,
     /// The sandbox id or machine name this belongs to, when known.
     pub owner: Option<String>,
+    /// Bytes it reads as (`st_size`, summed over a tree).
     pub apparent_bytes: u64,
+    /// Bytes the file system allocates to it (`st_blocks` × 512 over a tree, hard links once): what deleting it can free.
     pub allocated_bytes: u64,
+    /// What Smolsweep may do with it.
     pub verdict: Verdict,
     /// One sentence a person understands.
     pub reason: String,
@@ -201,20 +215,26 @@ pub fn finding_id(product: Product, kind: FindingKind, path: &std::path::Path) -
 /// A machine (smolvm) or sandbox (Celesto) from an inventory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Machine {
+    /// Which product's inventory holds it.
     pub product: Product,
+    /// The smolvm machine name or the Celesto sandbox id.
     pub name: String,
     /// The state as recorded (`running`, `stopped`, `created`, `paused`, ...).
     pub state: String,
+    /// The VM process the record names, when it names one.
     pub pid: Option<u32>,
     /// Whether the recorded process is alive and is the same process (pid + start time).
     pub alive: bool,
     /// The state a person should see (`running`, `stopped`, `stale: recorded running, process gone`, ...).
     #[serde(default)]
     pub effective_state: String,
+    /// The start time the record gives for `pid` (smolvm), so a reused pid is not taken for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid_start_time: Option<u64>,
+    /// smolvm: an ephemeral machine (`machine run`), which its CLI deletes when it stops.
     #[serde(default)]
     pub ephemeral: bool,
+    /// When it was created (seconds since the Unix epoch), when the record says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<i64>,
     /// The machine/sandbox directory or disk, when it exists.
@@ -224,6 +244,7 @@ pub struct Machine {
         with = "crate::pathser::opt"
     )]
     pub dir: Option<PathBuf>,
+    /// Bytes allocated to its directory or disk, where the scan measured them (0 otherwise).
     #[serde(default)]
     pub allocated_bytes: u64,
     /// Inventory this record came from.
@@ -247,16 +268,20 @@ pub struct Machine {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
+    /// It uses this HOME's machine directories, disks or sockets.
     ThisHome,
+    /// It belongs to another HOME (or none Smolsweep can tell): shown, never acted on.
     Foreign,
 }
 
 /// A VMM process of either product.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VmProcess {
+    /// Process id; with `start_time`, its identity.
     pub pid: u32,
     /// Linux: `/proc/<pid>/stat` field 22 (clock ticks since boot). macOS: seconds since epoch.
     pub start_time: u64,
+    /// Which product's VMM it is.
     pub product: Product,
     /// What VMM it is (serialised as `smolvm.boot_vm`, `celesto.qemu`, ...).
     pub shape: ProcShape,
@@ -264,13 +289,17 @@ pub struct VmProcess {
     pub owner: Option<String>,
     /// No inventory record owns it.
     pub orphan: bool,
+    /// Whether it belongs to the HOME being scanned.
     pub scope: Scope,
     /// Allocated bytes of deleted files it still holds open (0 where unreadable).
     pub held_deleted_bytes: u64,
+    /// The user id it runs as.
     #[serde(default)]
     pub uid: u32,
+    /// Its command name (`/proc/<pid>/comm`, `ps -o comm`).
     #[serde(default)]
     pub comm: String,
+    /// Its command line, one element per argument.
     #[serde(default)]
     pub argv: Vec<String>,
     /// Paths this process names or holds open that matter for in-use checks
@@ -300,35 +329,48 @@ impl VmProcess {
 /// Per-product status in a report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProductReport {
+    /// Which product.
     pub product: Product,
+    /// Whether anything of it was found (an install, a state directory or an inventory).
     pub detected: bool,
     /// `ok` or `unknown` (an inventory could not be read).
     pub status: String,
     /// Named roots, for example `data_dir`, `image_dir`, `cache_root`.
     #[serde(with = "crate::pathser::map")]
     pub roots: std::collections::BTreeMap<String, PathBuf>,
+    /// What kept the scan from reading it fully, one sentence each.
     pub problems: Vec<String>,
     /// Installed version, when it could be read without running anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
 }
 
+/// The report's sums, recomputed from findings and processes ([`ScanReport::compute_totals`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Totals {
+    /// Allocated bytes of the reclaimable findings: what `prune` frees by default.
     pub reclaimable_allocated_bytes: u64,
+    /// Allocated bytes of the opt-in findings (freed only when their class is asked for).
     pub opt_in_allocated_bytes: u64,
+    /// Apparent bytes of the reclaimable findings.
     #[serde(default)]
     pub reclaimable_apparent_bytes: u64,
+    /// Allocated bytes of what is protected (alive, in use or kept).
     #[serde(default)]
     pub protected_allocated_bytes: u64,
+    /// Allocated bytes of what the scanner could not verify.
     #[serde(default)]
     pub unknown_allocated_bytes: u64,
+    /// How many findings are reclaimable.
     #[serde(default)]
     pub reclaimable_count: u64,
+    /// How many findings are opt-in.
     #[serde(default)]
     pub opt_in_count: u64,
+    /// How many VM processes are this HOME's orphans (what `reap` ends).
     #[serde(default)]
     pub orphan_process_count: u64,
+    /// Allocated bytes of deleted files those orphans still hold open (freed when they end).
     #[serde(default)]
     pub held_deleted_bytes: u64,
 }
@@ -336,14 +378,22 @@ pub struct Totals {
 /// The whole scan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScanReport {
+    /// `smolsweep.scan/1` ([`SCAN_SCHEMA`]).
     pub schema: String,
+    /// The HOME scanned.
     #[serde(with = "crate::pathser::one")]
     pub home: PathBuf,
+    /// The platform whose layouts were used.
     pub platform: Platform,
+    /// Each product's status, roots and version.
     pub products: Vec<ProductReport>,
+    /// Every path found, with its verdict and reason.
     pub findings: Vec<Finding>,
+    /// Every machine and sandbox the inventories record.
     pub machines: Vec<Machine>,
+    /// Every VMM process of either product on the machine.
     pub processes: Vec<VmProcess>,
+    /// The sums.
     pub totals: Totals,
     /// Seconds since the Unix epoch when the scan started.
     #[serde(default)]
@@ -351,6 +401,7 @@ pub struct ScanReport {
     /// The same instant in nanoseconds (what "changed since the scan" is compared with).
     #[serde(default)]
     pub scanned_at_ns: u64,
+    /// How long the scan took, in milliseconds.
     #[serde(default)]
     pub duration_ms: u64,
 }
@@ -383,6 +434,7 @@ impl ScanReport {
         self.totals = t;
     }
 
+    /// The finding with this id.
     pub fn finding(&self, id: &str) -> Option<&Finding> {
         self.findings.iter().find(|f| f.id == id)
     }

@@ -24,8 +24,11 @@ use crate::model::Platform;
 /// One mounted file system.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MountEntry {
+    /// The device or image (`/dev/disk5s1`).
     pub device: String,
+    /// Where it is mounted.
     pub mountpoint: PathBuf,
+    /// The file system type (`apfs`, `ext4`).
     pub fstype: String,
 }
 

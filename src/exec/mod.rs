@@ -73,6 +73,7 @@ impl RunMode {
 /// Carries out the actions that are not path deletions. The real implementation lives in
 /// `crate::exec::{machines, reap, detach}`; tests use recording stand-ins.
 pub trait ActionRunner {
+    /// Stop machine `name` of `product` through its CLI (the recorded process is re-checked first).
     fn stop_machine(
         &self,
         product: Product,
@@ -99,6 +100,7 @@ pub trait ActionRunner {
         owner: Option<&str>,
         uid: u32,
     ) -> Outcome;
+    /// Detach the disk-image mount at `mountpoint` (macOS `hdiutil detach`).
     fn detach(&self, mountpoint: &Path) -> Outcome;
 }
 
@@ -207,14 +209,20 @@ impl<'a> ExecContext<'a> {
 /// Why a plan was not run at all.
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
+    /// The plan itself is refused (schema, size, an action outside every root).
     #[error(transparent)]
     Plan(#[from] PlanError),
+    /// The confirmation was made for another plan than the one given.
     #[error("the confirmation ({how}) was given for plan {confirmed}, not for plan {plan}: nothing was done")]
     WrongConfirmation {
+        /// How that confirmation was given.
         how: How,
+        /// Hash of the plan that was confirmed.
         confirmed: String,
+        /// Hash of the plan given.
         plan: String,
     },
+    /// The journal could not be written before the first action, so nothing ran.
     #[error("the journal could not be written, so nothing was done: {0}")]
     Journal(std::io::Error),
 }

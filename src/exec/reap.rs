@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 /// The process a plan means to reap, as it was when scanned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ProcessRef {
+    /// Process id.
     pub pid: u32,
     /// Linux: `/proc/<pid>/stat` field 22 (clock ticks since boot). macOS: seconds since the
     /// epoch (microsecond values, as smolvm records them, are accepted too).

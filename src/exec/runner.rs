@@ -18,16 +18,21 @@ use crate::roots::{celesto_roots, smolvm_roots};
 /// Carries out machine, process and mount actions for one HOME.
 #[derive(Debug, Clone)]
 pub struct RealRunner {
+    /// The environment the product CLIs run with.
     pub env: EnvSnapshot,
+    /// The platform (which tools detach mounts and list processes).
     pub platform: Platform,
+    /// How long a reaped process gets after SIGTERM, then after SIGKILL.
     pub reap: ReapOptions,
     /// The CLI to use per product instead of the one found on PATH (an uninstall runs the
     /// install it removes).
     pub clis: Vec<(Product, PathBuf)>,
+    /// How long a product CLI may take before its process group is killed.
     pub cli_timeout: std::time::Duration,
 }
 
 impl RealRunner {
+    /// The runner for one HOME's `env` on `platform`, with the default reap graces and CLI timeout; each product's CLI is found on that environment's PATH when an action needs it.
     pub fn new(env: EnvSnapshot, platform: Platform) -> Self {
         RealRunner {
             env,

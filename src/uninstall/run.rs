@@ -26,16 +26,21 @@ use super::plan::UninstallPlan;
 pub struct StepRecord {
     /// The step's index in the uninstall plan.
     pub index: usize,
+    /// What the step does, as the plan said it.
     pub summary: String,
+    /// The action it carried out.
     #[serde(flatten)]
     pub action: Action,
+    /// What happened.
     pub result: Outcome,
 }
 
 /// What a run did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunReport {
+    /// Every step, ticked or not, in the plan's order.
     pub records: Vec<StepRecord>,
+    /// Bytes freed, measured per action.
     pub freed_bytes: u64,
     /// Startup-file backups written before PATH-block edits.
     pub backups: Vec<PathBuf>,
@@ -45,6 +50,7 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    /// Whether a step failed or the journal could not be written.
     pub fn any_failed(&self) -> bool {
         self.journal_error.is_some()
             || self

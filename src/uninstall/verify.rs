@@ -64,17 +64,22 @@ impl VerifyOptions {
 /// Something still there, and what removes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Remaining {
+    /// What is left, as a person reads it.
     pub what: String,
+    /// The command that removes it.
     pub fix: String,
 }
 
 /// One check.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Check {
+    /// The check's name in the `key=value` proof (`smolvm.launcher`).
     pub key: String,
     /// `none`, `clean`, `ok`, `not_checked`, or what was found.
     pub value: String,
+    /// Whether the check passed.
     pub ok: bool,
+    /// What is left.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub remaining: Vec<Remaining>,
 }
@@ -82,9 +87,13 @@ pub struct Check {
 /// The proof.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Proof {
+    /// The proof's schema name.
     pub schema: String,
+    /// The HOME the proof is about.
     pub audited_home: PathBuf,
+    /// The products checked.
     pub products: Vec<Product>,
+    /// Every check, clean or not.
     pub checks: Vec<Check>,
     /// Facts that do not fail the proof (`empty_vm_dirs`, `restore_cache`).
     pub info: Vec<(String, String)>,
@@ -93,6 +102,7 @@ pub struct Proof {
 }
 
 impl Proof {
+    /// Whether every check is clean.
     pub fn is_clean(&self) -> bool {
         self.result == "clean"
     }
