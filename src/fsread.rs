@@ -11,23 +11,23 @@ use rustix::fs::{Mode, OFlags};
 
 /// One directory entry with its `lstat` metadata.
 #[derive(Debug)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub name: OsString,
     pub path: PathBuf,
     pub meta: Metadata,
 }
 
 impl Entry {
-    pub fn name_str(&self) -> Option<&str> {
+    pub(crate) fn name_str(&self) -> Option<&str> {
         self.name.to_str()
     }
-    pub fn is_dir(&self) -> bool {
+    pub(crate) fn is_dir(&self) -> bool {
         self.meta.file_type().is_dir()
     }
-    pub fn is_file(&self) -> bool {
+    pub(crate) fn is_file(&self) -> bool {
         self.meta.file_type().is_file()
     }
-    pub fn is_symlink(&self) -> bool {
+    pub(crate) fn is_symlink(&self) -> bool {
         self.meta.file_type().is_symlink()
     }
 }
@@ -44,7 +44,7 @@ fn open_noatime(path: &Path, flags: OFlags) -> std::io::Result<rustix::fd::Owned
 /// List a directory without touching its atime; entries come with `lstat` metadata, sorted by
 /// name. Entries that vanish while listing are left out. `path` itself may be a symlink to a
 /// directory (a root configured that way); nothing inside is followed.
-pub fn read_dir(path: &Path) -> std::io::Result<Vec<Entry>> {
+pub(crate) fn read_dir(path: &Path) -> std::io::Result<Vec<Entry>> {
     let fd = open_noatime(path, OFlags::DIRECTORY)?;
     let mut dir = rustix::fs::Dir::read_from(&fd)?;
     let mut out = Vec::new();
@@ -72,22 +72,22 @@ pub fn read_dir(path: &Path) -> std::io::Result<Vec<Entry>> {
 
 /// A `std::fs::DirEntry` look-alike produced by [`read_dir_std`].
 #[derive(Debug, Clone)]
-pub struct DirEntryLite {
+pub(crate) struct DirEntryLite {
     name: OsString,
     path: PathBuf,
 }
 
 impl DirEntryLite {
-    pub fn file_name(&self) -> OsString {
+    pub(crate) fn file_name(&self) -> OsString {
         self.name.clone()
     }
-    pub fn path(&self) -> PathBuf {
+    pub(crate) fn path(&self) -> PathBuf {
         self.path.clone()
     }
 }
 
 /// Drop-in for `std::fs::read_dir` that lists without touching the directory's atime.
-pub fn read_dir_std(
+pub(crate) fn read_dir_std(
     path: impl AsRef<Path>,
 ) -> std::io::Result<std::vec::IntoIter<std::io::Result<DirEntryLite>>> {
     let path = path.as_ref();
@@ -110,12 +110,12 @@ pub fn read_dir_std(
 }
 
 /// Like [`read_dir`], but a missing directory is an empty list.
-pub fn read_dir_or_empty(path: &Path) -> Vec<Entry> {
+pub(crate) fn read_dir_or_empty(path: &Path) -> Vec<Entry> {
     read_dir(path).unwrap_or_default()
 }
 
 /// What a file type is called in a message ("a named pipe").
-pub fn type_name(ft: std::fs::FileType) -> &'static str {
+pub(crate) fn type_name(ft: std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if ft.is_fifo() {
         "a named pipe"
@@ -135,7 +135,7 @@ pub fn type_name(ft: std::fs::FileType) -> &'static str {
 /// Open a file for reading only if it is a regular file: never blocks on a named pipe or a
 /// device (`O_NONBLOCK`, then `fstat`), never follows a symlink, leaves the atime alone where
 /// allowed. Anything else is an [`std::io::ErrorKind::InvalidInput`] error naming what it is.
-pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
     let fd = open_noatime(path, OFlags::NOFOLLOW | OFlags::NONBLOCK)?;
     let f = std::fs::File::from(fd);
     let ft = f.metadata()?.file_type();
@@ -150,7 +150,7 @@ pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
 
 /// Read at most `max` bytes of a regular file without touching its atime or following a
 /// symlink ([`open_regular`]).
-pub fn read_small(path: &Path, max: usize) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_small(path: &Path, max: usize) -> std::io::Result<Vec<u8>> {
     let mut f = open_regular(path)?;
     let mut buf = Vec::new();
     f.by_ref().take(max as u64).read_to_end(&mut buf)?;
@@ -260,7 +260,7 @@ pub fn read_input_text(path: &Path, cap: u64, what: &'static str) -> Result<Stri
 
 /// Read at most `cap` bytes of an opened regular file; more is [`InputError::TooLarge`] (the
 /// size `fstat` reports is checked first, then `cap + 1` bytes are read, as the file may grow).
-pub fn read_capped(
+pub(crate) fn read_capped(
     mut f: std::fs::File,
     path: &Path,
     cap: u64,
@@ -291,13 +291,13 @@ pub fn read_capped(
 }
 
 /// `lstat`, `None` when the path does not exist.
-pub fn lstat(path: &Path) -> Option<Metadata> {
+pub(crate) fn lstat(path: &Path) -> Option<Metadata> {
     std::fs::symlink_metadata(path).ok()
 }
 
 /// Newest modification time (ns since the epoch) of `path` and everything below it, without
 /// following symlinks or crossing into another file system.
-pub fn newest_mtime(path: &Path) -> Option<i128> {
+pub(crate) fn newest_mtime(path: &Path) -> Option<i128> {
     use std::os::unix::fs::MetadataExt;
     let root = lstat(path)?;
     let dev = root.dev();

@@ -29,12 +29,12 @@ pub struct Install {
 }
 
 /// Commands looked up on `PATH`.
-pub const COMMANDS: [&str; 4] = ["celesto", "smolvm", "smol-vmm", "smol"];
+pub(crate) const COMMANDS: [&str; 4] = ["celesto", "smolvm", "smol-vmm", "smol"];
 
 /// Find installations: executables on `PATH` (`celesto`, `smolvm`, `smol-vmm`, `smol`) told apart
 /// by content, the fixed install prefixes and launchers of [`crate::roots::smolvm_roots`], and
 /// Python `*.dist-info` directories next to them. Read-only; nothing is executed.
-pub fn detect_installs(platform: Platform, env: &EnvSnapshot) -> Vec<Install> {
+pub(crate) fn detect_installs(platform: Platform, env: &EnvSnapshot) -> Vec<Install> {
     let roots = smolvm_roots(platform, env);
     detect_installs_with(env, &roots.install_prefixes, &roots.launchers)
 }
@@ -45,7 +45,7 @@ pub fn detect_installs(platform: Platform, env: &EnvSnapshot) -> Vec<Install> {
 /// Order: `PATH` hits in `PATH` order (per directory: `celesto`, `smolvm`, `smol-vmm`, `smol`),
 /// then launchers, then prefixes. Executables are de-duplicated by resolved path, and installs by
 /// (product, path), so a launcher symlink and the prefix it points into give one install.
-pub fn detect_installs_with(
+pub(crate) fn detect_installs_with(
     env: &EnvSnapshot,
     prefixes: &[PathBuf],
     launchers: &[PathBuf],

@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 /// own while the scan does other work, and the first question waits for it; a scan that never
 /// asks (no lock file anywhere) never waits.
 #[derive(Debug, Default)]
-pub struct HeldLocks {
+pub(crate) struct HeldLocks {
     table: OnceLock<Table>,
     pending: Mutex<Option<JoinHandle<Table>>>,
 }
@@ -33,7 +33,7 @@ impl HeldLocks {
 
     /// Start reading the system lock table in the background; the first question waits for
     /// it (or reads it, if no thread could be started).
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let pending = std::thread::Builder::new()
             .name("smolsweep-locks".into())
             .spawn(read_table)
@@ -68,7 +68,7 @@ impl HeldLocks {
     }
 
     /// Whether the lock table could be read at all.
-    pub fn readable(&self) -> bool {
+    pub(crate) fn readable(&self) -> bool {
         self.table().readable
     }
 
@@ -80,7 +80,7 @@ impl HeldLocks {
     }
 
     /// Whether the file with this `st_dev` and inode is locked.
-    pub fn is_held(&self, dev: u64, ino: u64) -> bool {
+    pub(crate) fn is_held(&self, dev: u64, ino: u64) -> bool {
         let maj = rustix::fs::major(dev);
         let min = rustix::fs::minor(dev);
         self.table().held.contains(&(maj, min, ino))

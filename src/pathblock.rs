@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 /// Shell startup files `install.sh` may have edited, relative to HOME.
-pub const RC_FILES: [&str; 5] = [
+pub(crate) const RC_FILES: [&str; 5] = [
     ".zshrc",
     ".bash_profile",
     ".bashrc",
@@ -68,12 +68,12 @@ fn block_ranges(text: &str, bin_dirs: &[String]) -> Vec<(usize, usize, usize)> {
 }
 
 /// The bin directories `install.sh` writes for this HOME (`$HOME/.local/bin`).
-pub fn default_bin_dirs(home: &Path) -> Vec<String> {
+pub(crate) fn default_bin_dirs(home: &Path) -> Vec<String> {
     vec![home.join(".local/bin").to_string_lossy().into_owned()]
 }
 
 /// Find the blocks in one file's text.
-pub fn find_in_text(file: &Path, text: &str, bin_dirs: &[String]) -> Vec<PathBlock> {
+pub(crate) fn find_in_text(file: &Path, text: &str, bin_dirs: &[String]) -> Vec<PathBlock> {
     block_ranges(text, bin_dirs)
         .into_iter()
         .map(|(s, e, line)| PathBlock {
@@ -85,7 +85,7 @@ pub fn find_in_text(file: &Path, text: &str, bin_dirs: &[String]) -> Vec<PathBlo
 }
 
 /// The text with every block removed; `None` when there is none.
-pub fn remove_from_text(text: &str, bin_dirs: &[String]) -> Option<String> {
+pub(crate) fn remove_from_text(text: &str, bin_dirs: &[String]) -> Option<String> {
     let ranges = block_ranges(text, bin_dirs);
     if ranges.is_empty() {
         return None;
@@ -101,7 +101,7 @@ pub fn remove_from_text(text: &str, bin_dirs: &[String]) -> Option<String> {
 }
 
 /// Scan the startup files of `home` (read-only).
-pub fn find(home: &Path) -> Vec<PathBlock> {
+pub(crate) fn find(home: &Path) -> Vec<PathBlock> {
     let bins = default_bin_dirs(home);
     RC_FILES
         .iter()

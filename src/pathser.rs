@@ -41,37 +41,39 @@ fn from_repr<E: serde::de::Error>(r: Repr) -> Result<PathBuf, E> {
 }
 
 /// One path.
-pub mod one {
+pub(crate) mod one {
     use super::*;
-    pub fn serialize<S: Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
         to_repr(p).serialize(s)
     }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
         from_repr(Repr::deserialize(d)?)
     }
 }
 
 /// An optional path.
-pub mod opt {
+pub(crate) mod opt {
     use super::*;
-    pub fn serialize<S: Serializer>(p: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(p: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
         p.as_deref().map(to_repr).serialize(s)
     }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<PathBuf>, D::Error> {
         Option::<Repr>::deserialize(d)?.map(from_repr).transpose()
     }
 }
 
 /// A list of paths.
-pub mod many {
+pub(crate) mod many {
     use super::*;
-    pub fn serialize<S: Serializer>(p: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(p: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
         p.iter()
             .map(|p| to_repr(p))
             .collect::<Vec<_>>()
             .serialize(s)
     }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PathBuf>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PathBuf>, D::Error> {
         Vec::<Repr>::deserialize(d)?
             .into_iter()
             .map(from_repr)
@@ -80,10 +82,10 @@ pub mod many {
 }
 
 /// A map of names to paths.
-pub mod map {
+pub(crate) mod map {
     use super::*;
     use std::collections::BTreeMap;
-    pub fn serialize<S: Serializer>(
+    pub(crate) fn serialize<S: Serializer>(
         m: &BTreeMap<String, PathBuf>,
         s: S,
     ) -> Result<S::Ok, S::Error> {
@@ -92,7 +94,7 @@ pub mod map {
             .collect::<BTreeMap<_, _>>()
             .serialize(s)
     }
-    pub fn deserialize<'de, D: Deserializer<'de>>(
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<BTreeMap<String, PathBuf>, D::Error> {
         BTreeMap::<String, Repr>::deserialize(d)?

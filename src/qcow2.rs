@@ -26,13 +26,13 @@ use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// `QFI\xfb`.
-pub const MAGIC: [u8; 4] = *b"QFI\xfb";
+pub(crate) const MAGIC: [u8; 4] = *b"QFI\xfb";
 /// Longest backing file name QEMU accepts (`bs->backing_file` is 1024 bytes with the NUL).
-pub const MAX_BACKING_NAME: u32 = 1023;
+pub(crate) const MAX_BACKING_NAME: u32 = 1023;
 /// Header extension: backing file format name.
-pub const EXT_BACKING_FORMAT: u32 = 0xE279_2ACA;
+pub(crate) const EXT_BACKING_FORMAT: u32 = 0xE279_2ACA;
 /// At most this many bytes of header extensions are read.
-pub const MAX_EXTENSION_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_EXTENSION_BYTES: usize = 64 * 1024;
 
 const V2_HEADER_LEN: usize = 72;
 const V3_HEADER_LEN: usize = 104;
@@ -41,7 +41,7 @@ const MAX_CLUSTER_BITS: u32 = 21;
 
 /// What the header says that matters for a backing chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Header {
+pub(crate) struct Header {
     /// 2 (`compat=0.10`) or 3 (`compat=1.1`).
     pub version: u32,
     pub cluster_bits: u32,
@@ -63,7 +63,7 @@ pub fn backing_file(path: &Path) -> io::Result<Option<String>> {
 
 /// Read the qcow2 header of `path` (following a symlink, as QEMU does). See the module
 /// documentation for what counts as "not qcow2" and what is an error.
-pub fn read_header(path: &Path) -> io::Result<Option<Header>> {
+pub(crate) fn read_header(path: &Path) -> io::Result<Option<Header>> {
     let file = open_noatime(path)?;
     let meta = file.metadata()?;
     let ft = meta.file_type();
@@ -238,7 +238,7 @@ fn backing_format(file: &File, header_len: u64, cluster_size: u64) -> io::Result
 
 /// Why a backing chain stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ChainEnd {
+pub(crate) enum ChainEnd {
     /// The last image has no backing file (or the starting path is not qcow2).
     NoBacking,
     /// The last link is a base that is not qcow2 (raw, or recorded with a non-qcow2 format).
@@ -256,7 +256,7 @@ pub enum ChainEnd {
 
 /// A backing chain and why it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Chain {
+pub(crate) struct Chain {
     /// Backing files, nearest first (the starting image is not included). Relative names are
     /// joined to the directory of the image naming them; absolute names are kept as recorded.
     pub links: Vec<PathBuf>,
@@ -268,12 +268,12 @@ pub struct Chain {
 ///
 /// Also stops after a base that is not qcow2 (included), at a loop, or at an unreadable header
 /// (included); see [`chain`] for the reason.
-pub fn backing_chain(path: &Path, max_depth: usize) -> Vec<PathBuf> {
+pub(crate) fn backing_chain(path: &Path, max_depth: usize) -> Vec<PathBuf> {
     chain(path, max_depth).links
 }
 
 /// [`backing_chain`] with the reason it stopped.
-pub fn chain(path: &Path, max_depth: usize) -> Chain {
+pub(crate) fn chain(path: &Path, max_depth: usize) -> Chain {
     let mut links: Vec<PathBuf> = Vec::new();
     let mut visited: Vec<(u64, u64)> = Vec::new();
     if let Ok(m) = std::fs::metadata(path) {
@@ -325,7 +325,7 @@ pub fn chain(path: &Path, max_depth: usize) -> Chain {
 
 /// Resolve a recorded backing name: absolute as-is, relative against the naming image's
 /// directory (QEMU's `path_combine`).
-pub fn resolve(image: &Path, name: &str) -> PathBuf {
+pub(crate) fn resolve(image: &Path, name: &str) -> PathBuf {
     let p = Path::new(name);
     if p.is_absolute() {
         p.to_path_buf()

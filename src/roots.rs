@@ -9,7 +9,7 @@ use crate::model::{Platform, Product};
 
 /// A candidate directory and why it is a candidate.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RootCandidate {
+pub(crate) struct RootCandidate {
     pub path: PathBuf,
     /// Where it came from: `CELESTO_DATA_DIR`, `SMOLVM_DATA_DIR`, `XDG_STATE_HOME`, `default`,
     /// `legacy`, `system`, `sudo_user`, `CELESTO_IMAGE_DIR`, ...
@@ -20,7 +20,7 @@ pub struct RootCandidate {
 
 /// Celesto SmolVM (and legacy PyPI smolvm) roots.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CelestoRoots {
+pub(crate) struct CelestoRoots {
     /// Every data directory that may hold `celesto.db` / `smolvm.db`, `disks/`, `*.log`,
     /// in the CLI's order of preference. Scanned when they exist; never created.
     pub data_dirs: Vec<RootCandidate>,
@@ -38,7 +38,7 @@ pub struct CelestoRoots {
 /// One complete set of smol-machines smolvm roots (the CLI's default for this environment, or
 /// the layout under `SMOLVM_DATA_DIR`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SmolvmRootSet {
+pub(crate) struct SmolvmRootSet {
     /// `default`, `SMOLVM_DATA_DIR`, ...
     pub source: String,
     /// `<data_local_dir>/smolvm`.
@@ -63,7 +63,7 @@ pub struct SmolvmRootSet {
 
 impl SmolvmRootSet {
     /// The set's directories by their report names (`data_root`, `cache_root`, ...).
-    pub fn named_roots(&self) -> [(&'static str, &PathBuf); 7] {
+    pub(crate) fn named_roots(&self) -> [(&'static str, &PathBuf); 7] {
         [
             ("data_root", &self.data_root),
             ("cache_root", &self.cache_root),
@@ -78,7 +78,7 @@ impl SmolvmRootSet {
 
 /// smol-machines smolvm roots.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SmolvmRoots {
+pub(crate) struct SmolvmRoots {
     /// The set the CLI uses with this environment first, then any other set worth scanning.
     pub sets: Vec<SmolvmRootSet>,
     /// Install prefixes to look at: `~/.smolvm`, `/opt/smolvm`, `/usr/lib/smolvm`, Homebrew.
@@ -89,7 +89,7 @@ pub struct SmolvmRoots {
 
 /// The entries whose presence shows that a directory is a Celesto data directory: an inventory
 /// or `disks/` (a `locks/` or a `build.log` alone does not: a project holds those too).
-pub fn celesto_data_markers() -> impl Iterator<Item = &'static str> {
+pub(crate) fn celesto_data_markers() -> impl Iterator<Item = &'static str> {
     crate::upstream::inventories(Product::Celesto)
         .map(|i| i.name)
         .chain(["disks"])
@@ -97,7 +97,7 @@ pub fn celesto_data_markers() -> impl Iterator<Item = &'static str> {
 
 /// Celesto roots for this environment, with existence checks on the real file system (only
 /// `stat`, for `existing_legacy_path`; nothing is created).
-pub fn celesto_roots(platform: Platform, env: &EnvSnapshot) -> CelestoRoots {
+pub(crate) fn celesto_roots(platform: Platform, env: &EnvSnapshot) -> CelestoRoots {
     celesto_roots_with(platform, env, &|p: &Path| p.exists())
 }
 
@@ -108,7 +108,7 @@ pub fn celesto_roots(platform: Platform, env: &EnvSnapshot) -> CelestoRoots {
 /// `celesto/images/manager.py` `resolve_image_dir()` and `celesto/_compat.py` (the
 /// `SMOLVM_*` → `CELESTO_*` aliases and `existing_legacy_path`). macOS uses the same algorithm.
 /// Every candidate that may hold state is returned, the CLI's pick first and marked `preferred`.
-pub fn celesto_roots_with(
+pub(crate) fn celesto_roots_with(
     _platform: Platform,
     env: &EnvSnapshot,
     exists: &dyn Fn(&Path) -> bool,
@@ -302,7 +302,7 @@ fn celesto_image_dirs(env: &EnvSnapshot, exists: &dyn Fn(&Path) -> bool) -> Vec<
 /// `apply_system_data_root`); it is a no-op on macOS. Further sets: the default layout when
 /// `SMOLVM_DATA_DIR` moved the first one, `/var/lib/smolvm` (what `serve` picks as root on
 /// Linux), and the sudo user's home when running as root under sudo.
-pub fn smolvm_roots(platform: Platform, env: &EnvSnapshot) -> SmolvmRoots {
+pub(crate) fn smolvm_roots(platform: Platform, env: &EnvSnapshot) -> SmolvmRoots {
     let linux = platform == Platform::Linux;
     let (mut install_prefixes, mut launchers) = smolvm_installs(linux, env);
     let (cellar_installs, brew_launchers) = homebrew_smolvm(linux, env);
@@ -494,7 +494,7 @@ fn smolvm_set(
 
 /// Every state directory an uninstall may remove, per product and kind, as the environment
 /// resolves them (nothing is read but the environment).
-pub fn state_dir_candidates(
+pub(crate) fn state_dir_candidates(
     env: &EnvSnapshot,
     platform: Platform,
 ) -> Vec<(Product, &'static str, PathBuf, String)> {
@@ -523,7 +523,7 @@ pub fn state_dir_candidates(
 /// The directories an uninstall removes from or inside, resolved from the environment now: the
 /// state directories, `~/.smolvm`, and the shared socket directory (for this HOME's runtime
 /// files only). The executor refuses a removal outside all of them, whatever a plan says.
-pub fn removal_roots(env: &EnvSnapshot, platform: Platform) -> Vec<PathBuf> {
+pub(crate) fn removal_roots(env: &EnvSnapshot, platform: Platform) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = state_dir_candidates(env, platform)
         .into_iter()
         .map(|(_, _, p, _)| p)
@@ -534,7 +534,7 @@ pub fn removal_roots(env: &EnvSnapshot, platform: Platform) -> Vec<PathBuf> {
 }
 
 /// The smolvm root sets that belong to this user (not `/var/lib/smolvm`, not another HOME).
-pub fn user_smolvm_sets<'a>(
+pub(crate) fn user_smolvm_sets<'a>(
     roots: &'a SmolvmRoots,
     _home: &Path,
 ) -> impl Iterator<Item = &'a SmolvmRootSet> {
@@ -545,7 +545,7 @@ pub fn user_smolvm_sets<'a>(
 }
 
 /// Paths that need root: never planned for removal, only shown as commands.
-pub fn is_system_path(p: &Path) -> bool {
+pub(crate) fn is_system_path(p: &Path) -> bool {
     ["/var/lib", "/etc", "/opt", "/usr"]
         .iter()
         .any(|s| p.starts_with(s))
@@ -553,7 +553,7 @@ pub fn is_system_path(p: &Path) -> bool {
 
 /// What `~/.smolvm` (or any directory with that role) holds, decided by content.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DotSmolvm {
+pub(crate) struct DotSmolvm {
     /// A smol-machines install prefix: `smolvm-bin` and/or `.version` present.
     pub smolvm_install: bool,
     /// The smol-machines version from `.version`.
@@ -575,7 +575,7 @@ pub struct DotSmolvm {
 /// Symlinks are never followed; a symlink counts as an "other" entry. `lib/` is reported as a
 /// whole when everything in it belongs to one product, and entry by entry when it is mixed
 /// (smol-machines' `libkrun*` beside Celesto's `lume-*`). Entries are sorted by name.
-pub fn dot_smolvm_contents(dir: &Path) -> std::io::Result<DotSmolvm> {
+pub(crate) fn dot_smolvm_contents(dir: &Path) -> std::io::Result<DotSmolvm> {
     let mut out = DotSmolvm::default();
     for (name, path, ft) in sorted_entries(dir)? {
         let owner = match name.as_deref() {

@@ -11,7 +11,7 @@ use crate::model::Product;
 
 /// The newest version of each product the rules were verified against. A newer install is
 /// shown, but nothing of it is reclaimable until Smolsweep knows it (see [`drift`]).
-pub const VERIFIED: &[(Product, &str, &str)] = &[
+pub(crate) const VERIFIED: &[(Product, &str, &str)] = &[
     (Product::Celesto, "celesto", "0.1.10"),
     // PyPI `smolvm`, Celesto's predecessor (its `smolvm.db` is read with Celesto's rules).
     (Product::Celesto, "smolvm (PyPI)", "0.0.36"),
@@ -20,7 +20,7 @@ pub const VERIFIED: &[(Product, &str, &str)] = &[
 
 /// The schema an inventory must have for its rows to be trusted.
 #[derive(Debug, Clone, Copy)]
-pub struct Schema {
+pub(crate) struct Schema {
     pub product: Product,
     /// Every table the product writes in it; any other table means a layout Smolsweep does
     /// not know (rows may have moved there).
@@ -33,7 +33,7 @@ pub struct Schema {
 }
 
 /// `celesto.db` (and a legacy `smolvm.db`) of Celesto 0.1.10 / PyPI smolvm 0.0.36.
-pub const CELESTO_DB: Schema = Schema {
+pub(crate) const CELESTO_DB: Schema = Schema {
     product: Product::Celesto,
     tables: &[
         "vms",
@@ -54,7 +54,7 @@ pub const CELESTO_DB: Schema = Schema {
 };
 
 /// `smolvm.db` of smol-machines smolvm up to 1.32.2.
-pub const SMOLVM_DB: Schema = Schema {
+pub(crate) const SMOLVM_DB: Schema = Schema {
     product: Product::Smolvm,
     tables: &[
         "vms",
@@ -75,7 +75,7 @@ pub const SMOLVM_DB: Schema = Schema {
 /// An SQLite inventory a product writes: which product and distribution write it, where it
 /// lives, what its file is called, and the schema its rows are trusted by.
 #[derive(Debug, Clone, Copy)]
-pub struct Inventory {
+pub(crate) struct Inventory {
     pub product: Product,
     /// The distribution that writes it, as [`VERIFIED`] names it (its versions are there).
     /// Table data: the tests hold it against [`VERIFIED`].
@@ -93,13 +93,13 @@ pub struct Inventory {
 
 impl Inventory {
     /// Where it is inside the state directory `root`.
-    pub fn path_in(&self, root: &Path) -> PathBuf {
+    pub(crate) fn path_in(&self, root: &Path) -> PathBuf {
         root.join(self.dir).join(self.name)
     }
 }
 
 /// Celesto's own inventory.
-pub const CELESTO_INVENTORY: Inventory = Inventory {
+pub(crate) const CELESTO_INVENTORY: Inventory = Inventory {
     product: Product::Celesto,
     writer: "celesto",
     dir: "",
@@ -108,7 +108,7 @@ pub const CELESTO_INVENTORY: Inventory = Inventory {
 };
 
 /// The inventory of PyPI `smolvm`, Celesto's predecessor: read with Celesto's rules.
-pub const PYPI_SMOLVM_INVENTORY: Inventory = Inventory {
+pub(crate) const PYPI_SMOLVM_INVENTORY: Inventory = Inventory {
     product: Product::Celesto,
     writer: "smolvm (PyPI)",
     dir: "",
@@ -117,7 +117,7 @@ pub const PYPI_SMOLVM_INVENTORY: Inventory = Inventory {
 };
 
 /// smol-machines smolvm's machine database.
-pub const SMOLVM_INVENTORY: Inventory = Inventory {
+pub(crate) const SMOLVM_INVENTORY: Inventory = Inventory {
     product: Product::Smolvm,
     writer: "smolvm",
     dir: "server",
@@ -126,24 +126,25 @@ pub const SMOLVM_INVENTORY: Inventory = Inventory {
 };
 
 /// Every inventory either product writes; a product's newest first.
-pub const INVENTORIES: &[Inventory] = &[CELESTO_INVENTORY, PYPI_SMOLVM_INVENTORY, SMOLVM_INVENTORY];
+pub(crate) const INVENTORIES: &[Inventory] =
+    &[CELESTO_INVENTORY, PYPI_SMOLVM_INVENTORY, SMOLVM_INVENTORY];
 
 /// The side files SQLite writes beside a database (`<name>-wal`, ...).
 const SIDE_FILES: [&str; 3] = ["wal", "shm", "journal"];
 
 /// The inventories of `product`, in the order of [`INVENTORIES`].
-pub fn inventories(product: Product) -> impl Iterator<Item = &'static Inventory> {
+pub(crate) fn inventories(product: Product) -> impl Iterator<Item = &'static Inventory> {
     INVENTORIES.iter().filter(move |i| i.product == product)
 }
 
 /// Where `product`'s inventories are inside its state directory `root`.
-pub fn inventory_paths(product: Product, root: &Path) -> Vec<PathBuf> {
+pub(crate) fn inventory_paths(product: Product, root: &Path) -> Vec<PathBuf> {
     inventories(product).map(|i| i.path_in(root)).collect()
 }
 
 /// Whether `name`, directly in the directory of one of `product`'s inventories, is that
 /// inventory or a side file SQLite writes beside it (`celesto.db-wal`).
-pub fn is_inventory_file(product: Product, name: &str) -> bool {
+pub(crate) fn is_inventory_file(product: Product, name: &str) -> bool {
     inventories(product).any(|i| {
         name.strip_prefix(i.name).is_some_and(|rest| {
             rest.is_empty()
@@ -156,7 +157,7 @@ pub fn is_inventory_file(product: Product, name: &str) -> bool {
 
 /// Whether `installed` is newer than every version of `product` the rules were verified
 /// against; `Some(newest known)` when it is.
-pub fn drift(product: Product, installed: &str) -> Option<&'static str> {
+pub(crate) fn drift(product: Product, installed: &str) -> Option<&'static str> {
     let newest = VERIFIED
         .iter()
         .filter(|(p, _, _)| *p == product)
@@ -167,7 +168,7 @@ pub fn drift(product: Product, installed: &str) -> Option<&'static str> {
 
 /// [`drift`] for one install: a PyPI `smolvm` distribution (Celesto's predecessor) is compared
 /// with the newest PyPI `smolvm` verified, every other install with its product's newest.
-pub fn drift_of(
+pub(crate) fn drift_of(
     product: Product,
     distribution: Option<&str>,
     installed: &str,
@@ -184,7 +185,7 @@ pub fn drift_of(
 
 /// Compare dotted versions numerically (`1.32.10` > `1.32.2`); a non-numeric part compares as
 /// text after the numeric ones.
-pub fn compare(a: &str, b: &str) -> std::cmp::Ordering {
+pub(crate) fn compare(a: &str, b: &str) -> std::cmp::Ordering {
     let parts = |s: &str| -> Vec<(u64, String)> {
         s.trim_start_matches('v')
             .split(['.', '-', '+'])
@@ -199,7 +200,7 @@ pub fn compare(a: &str, b: &str) -> std::cmp::Ordering {
 
 /// Whether a Celesto version calls its sandboxes "computers" (0.1.10 and later; `sandbox` stays
 /// an alias on the command line).
-pub fn celesto_uses_computer_noun(version: &str) -> bool {
+pub(crate) fn celesto_uses_computer_noun(version: &str) -> bool {
     compare(version, "0.1.10").is_ge()
 }
 

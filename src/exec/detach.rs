@@ -42,12 +42,12 @@ pub fn parse_mount_output(text: &str) -> Vec<MountEntry> {
 }
 
 /// Parse `/proc/self/mountinfo` only.
-pub fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
+pub(crate) fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
     text.lines().filter_map(parse_mountinfo_line).collect()
 }
 
 /// Undo mountinfo's octal escapes (`\040` space, `\011` tab, `\012` newline, `\134` backslash).
-pub fn unescape_octal(s: &str) -> String {
+pub(crate) fn unescape_octal(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -199,7 +199,7 @@ fn name_is(c: Option<Component<'_>>, want: &str) -> bool {
 }
 
 /// `…/smolvm-pack/<x>/layers-cs` or `…/vms/<x>/pack/layers-cs`.
-pub fn is_layers_cs_mountpoint(mp: &Path) -> bool {
+pub(crate) fn is_layers_cs_mountpoint(mp: &Path) -> bool {
     let c: Vec<Component<'_>> = mp.components().collect();
     let n = c.len();
     if n < 4 || !name_is(c.get(n - 1).copied(), "layers-cs") {
@@ -212,7 +212,7 @@ pub fn is_layers_cs_mountpoint(mp: &Path) -> bool {
 }
 
 /// The `layers-cs` mount points under any of `roots` (both shapes), deepest first.
-pub fn layers_cs_mounts_under(entries: &[MountEntry], roots: &[PathBuf]) -> Vec<PathBuf> {
+pub(crate) fn layers_cs_mounts_under(entries: &[MountEntry], roots: &[PathBuf]) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = entries
         .iter()
         .map(|e| &e.mountpoint)
@@ -247,7 +247,7 @@ fn sort_deepest_first(v: &mut Vec<PathBuf>) {
 }
 
 /// `hdiutil detach <mp>`, or `hdiutil detach -force <mp>`.
-pub fn detach_command(mountpoint: &Path, force: bool) -> Vec<String> {
+pub(crate) fn detach_command(mountpoint: &Path, force: bool) -> Vec<String> {
     let mut v = vec!["hdiutil".to_string(), "detach".to_string()];
     if force {
         v.push("-force".into());
@@ -258,7 +258,7 @@ pub fn detach_command(mountpoint: &Path, force: bool) -> Vec<String> {
 
 /// Result of running one command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandResult {
+pub(crate) struct CommandResult {
     /// Exit code; `None` when it was killed or timed out.
     pub code: Option<i32>,
     pub stdout: String,
@@ -266,20 +266,20 @@ pub struct CommandResult {
 }
 
 impl CommandResult {
-    pub fn success(&self) -> bool {
+    pub(crate) fn success(&self) -> bool {
         self.code == Some(0)
     }
 }
 
 /// Runs `argv[0]` (looked up on `PATH`) with `argv[1..]`.
-pub trait CommandRunner {
+pub(crate) trait CommandRunner {
     fn run(&self, argv: &[String]) -> std::io::Result<CommandResult>;
 }
 
 /// The real runner: `std::process::Command`, the program looked up on `path` (the process's
 /// own `PATH` when `None`), stdin from /dev/null, a timeout, its process group killed on timeout.
 #[derive(Debug, Clone)]
-pub struct SystemRunner {
+pub(crate) struct SystemRunner {
     pub path: Option<OsString>,
     /// Extra environment (the runner otherwise passes only `PATH`, `HOME`, `LANG`, `TMPDIR`).
     pub env: Vec<(OsString, OsString)>,
@@ -353,7 +353,7 @@ impl CommandRunner for SystemRunner {
 /// What detaching one mount point did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum DetachOutcome {
+pub(crate) enum DetachOutcome {
     /// Detached; `forced` when the plain detach failed and `-force` succeeded.
     Detached {
         forced: bool,
@@ -380,7 +380,7 @@ fn describe(r: &std::io::Result<CommandResult>) -> String {
 }
 
 /// `hdiutil detach <mp>`; on any failure (`Resource busy` included) `hdiutil detach -force <mp>`.
-pub fn detach(mountpoint: &Path, runner: &dyn CommandRunner) -> DetachOutcome {
+pub(crate) fn detach(mountpoint: &Path, runner: &dyn CommandRunner) -> DetachOutcome {
     let first = runner.run(&detach_command(mountpoint, false));
     if matches!(&first, Ok(r) if r.success()) {
         return DetachOutcome::Detached {
@@ -494,7 +494,7 @@ pub fn detach_then<R>(
 }
 
 /// The mount table now: `/proc/self/mountinfo` on Linux, `mount` output on macOS.
-pub fn current_mounts() -> std::io::Result<Vec<MountEntry>> {
+pub(crate) fn current_mounts() -> std::io::Result<Vec<MountEntry>> {
     #[cfg(target_os = "linux")]
     {
         Ok(parse_mountinfo(&std::fs::read_to_string(

@@ -30,12 +30,12 @@ use crate::env::EnvSnapshot;
 use crate::exec::reap::{reap, ProcessRef, ReapOptions, ReapOutcome};
 
 /// Default time a CLI call may take before its process group is killed.
-pub const DEFAULT_CLI_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_CLI_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What a stop, delete or resume did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum MachineOutcome {
+pub(crate) enum MachineOutcome {
     Stopped,
     Deleted,
     /// Resume succeeded (smolvm `machine resume`).
@@ -77,7 +77,7 @@ pub enum MachineOutcome {
 
 /// Output of one CLI run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CapturedRun {
+pub(crate) struct CapturedRun {
     /// Exit code; `None` when killed by a signal.
     pub code: Option<i32>,
     pub stdout: String,
@@ -86,7 +86,7 @@ pub struct CapturedRun {
 
 /// Why a CLI run produced no exit status.
 #[derive(Debug)]
-pub enum RunError {
+pub(crate) enum RunError {
     /// The program does not exist or cannot be executed.
     Missing(std::io::Error),
     /// It ran past the timeout; its process group was killed.
@@ -99,7 +99,7 @@ pub enum RunError {
 
 /// Run `program args` with exactly `env` (nothing inherited), stdin from /dev/null, in its own
 /// process group, capturing output. Past `timeout` the whole group gets SIGTERM, then SIGKILL.
-pub fn run_captured(
+pub(crate) fn run_captured(
     program: &Path,
     args: &[OsString],
     env: &[(OsString, OsString)],
@@ -272,7 +272,7 @@ fn path_dirs(env: &EnvSnapshot) -> Vec<PathBuf> {
 
 /// smol-machines smolvm's CLI.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SmolvmCli {
+pub(crate) struct SmolvmCli {
     pub program: PathBuf,
     /// The complete environment of every call (nothing else is inherited).
     pub env: Vec<(OsString, OsString)>,
@@ -285,7 +285,7 @@ impl SmolvmCli {
     /// Find the CLI for this environment: `~/.smolvm/smolvm`, `~/.local/bin/smolvm`, `smolvm`
     /// on `PATH` (skipping Python entry points, which are the other SmolVM), `/opt/smolvm`,
     /// `/usr/local/bin`, `/usr/bin`, Homebrew, then `smol-vmm` (the PyPI wheel's copy) on `PATH`.
-    pub fn locate(env: &EnvSnapshot, db: impl Into<PathBuf>) -> Option<SmolvmCli> {
+    pub(crate) fn locate(env: &EnvSnapshot, db: impl Into<PathBuf>) -> Option<SmolvmCli> {
         let home = &env.home;
         let mut candidates = vec![home.join(".smolvm/smolvm"), home.join(".local/bin/smolvm")];
         candidates.extend(path_dirs(env).into_iter().map(|d| d.join("smolvm")));
@@ -312,12 +312,12 @@ impl SmolvmCli {
     }
 
     /// `smolvm machine stop --name N`.
-    pub fn stop(&self, name: &str) -> MachineOutcome {
+    pub(crate) fn stop(&self, name: &str) -> MachineOutcome {
         self.call(name, Verb::Stop, &["machine", "stop", "--name", name])
     }
 
     /// `smolvm machine delete --name N --force [--cascade]`.
-    pub fn delete(&self, name: &str, cascade: bool) -> MachineOutcome {
+    pub(crate) fn delete(&self, name: &str, cascade: bool) -> MachineOutcome {
         let mut args = vec!["machine", "delete", "--name", name, "--force"];
         if cascade {
             args.push("--cascade");
@@ -328,7 +328,7 @@ impl SmolvmCli {
     /// The way out of [`MachineOutcome::FsSyncFailed`] (hazard 22): reap the machine's VMM
     /// (verified pid + start time), and only once its death is confirmed run
     /// `machine delete --force` again. Nothing is deleted while the VMM may still be alive (#787).
-    pub fn delete_after_reap(
+    pub(crate) fn delete_after_reap(
         &self,
         name: &str,
         vmm: &ProcessRef,
@@ -387,7 +387,7 @@ impl SmolvmCli {
 
 /// Which smolvm subcommand produced an output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verb {
+pub(crate) enum Verb {
     Stop,
     Delete,
     /// Reached from the tests only (`SmolvmCli::resume`).
@@ -402,7 +402,7 @@ fn valid_smolvm_name(name: &str) -> bool {
 }
 
 /// Map a smolvm CLI run to an outcome (1.32.2 messages, and the documented earlier ones).
-pub fn classify_smolvm(verb: Verb, name: &str, run: &CapturedRun) -> MachineOutcome {
+pub(crate) fn classify_smolvm(verb: Verb, name: &str, run: &CapturedRun) -> MachineOutcome {
     let both = format!("{}\n{}", run.stdout, run.stderr);
     let unexpected = || MachineOutcome::Unexpected {
         code: run.code,
@@ -478,7 +478,7 @@ fn open_ro(db: &Path) -> Result<Option<rusqlite::Connection>, String> {
 
 /// The recorded state of one smolvm machine (read-only, one short statement), `None` when no
 /// record has that name or there is no DB.
-pub fn smolvm_record_state(db: &Path, name: &str) -> Result<Option<String>, String> {
+pub(crate) fn smolvm_record_state(db: &Path, name: &str) -> Result<Option<String>, String> {
     let Some(conn) = open_ro(db)? else {
         return Ok(None);
     };
@@ -506,7 +506,7 @@ pub fn smolvm_record_state(db: &Path, name: &str) -> Result<Option<String>, Stri
 
 /// Celesto's own id rule (`_validate_cleanup_id`):
 /// `[a-z0-9](?:[a-z0-9_-]{0,62}[a-z0-9])?`.
-pub fn valid_celesto_id(id: &str) -> bool {
+pub(crate) fn valid_celesto_id(id: &str) -> bool {
     let b = id.as_bytes();
     let end = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
     let mid = |c: &u8| end(c) || *c == b'_' || *c == b'-';
@@ -520,13 +520,13 @@ pub fn valid_celesto_id(id: &str) -> bool {
 
 /// A Celesto `vms` row as far as stop/delete care.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CelestoRow {
+pub(crate) struct CelestoRow {
     pub status: String,
     pub pid: Option<i64>,
 }
 
 /// One Celesto row (read-only), `None` when there is no such row or no DB.
-pub fn celesto_row(db: &Path, id: &str) -> Result<Option<CelestoRow>, String> {
+pub(crate) fn celesto_row(db: &Path, id: &str) -> Result<Option<CelestoRow>, String> {
     let Some(conn) = open_ro(db)? else {
         return Ok(None);
     };
@@ -544,7 +544,7 @@ pub fn celesto_row(db: &Path, id: &str) -> Result<Option<CelestoRow>, String> {
 
 /// Celesto's CLI (`celesto sandbox …`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CelestoCli {
+pub(crate) struct CelestoCli {
     pub program: PathBuf,
     pub env: Vec<(OsString, OsString)>,
     pub timeout: Duration,
@@ -555,7 +555,7 @@ pub struct CelestoCli {
 impl CelestoCli {
     /// `celesto` on `PATH`, with the environment that keeps it quiet and pointed at the same
     /// data directory (`CELESTO_*`, no telemetry, no version check, no `sg kvm` re-exec).
-    pub fn locate(env: &EnvSnapshot, db: impl Into<PathBuf>) -> Option<CelestoCli> {
+    pub(crate) fn locate(env: &EnvSnapshot, db: impl Into<PathBuf>) -> Option<CelestoCli> {
         let program = path_dirs(env)
             .into_iter()
             .map(|d| d.join("celesto"))
@@ -582,7 +582,7 @@ impl CelestoCli {
 
     /// `celesto sandbox stop <id> --json`. `process` is the VMM identity from the scan: a row
     /// that says running with a live pid is stopped only when that pid is still this process.
-    pub fn stop(&self, id: &str, process: Option<&ProcessRef>) -> MachineOutcome {
+    pub(crate) fn stop(&self, id: &str, process: Option<&ProcessRef>) -> MachineOutcome {
         let row = match self.precheck(id, process) {
             Ok(row) => row,
             Err(o) => return o,
@@ -595,7 +595,7 @@ impl CelestoCli {
 
     /// `celesto sandbox delete <id> --json` (it stops a running sandbox first, by pid: the same
     /// identity rule as [`CelestoCli::stop`] applies).
-    pub fn delete(&self, id: &str, process: Option<&ProcessRef>) -> MachineOutcome {
+    pub(crate) fn delete(&self, id: &str, process: Option<&ProcessRef>) -> MachineOutcome {
         if let Err(o) = self.precheck(id, process) {
             return o;
         }
@@ -637,7 +637,7 @@ impl CelestoCli {
 
     /// `computer`, Celesto's public noun from 0.1.10 (`sandbox` stays an alias), when the
     /// installed version is known to have it; `sandbox` otherwise.
-    pub fn noun(&self) -> &'static str {
+    pub(crate) fn noun(&self) -> &'static str {
         match celesto_version_of(&self.program) {
             Some(v) if crate::upstream::celesto_uses_computer_noun(&v) => "computer",
             _ => "sandbox",
@@ -671,13 +671,13 @@ fn celesto_version_of(program: &Path) -> Option<String> {
 
 /// Which Celesto subcommand produced an envelope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CelestoVerb {
+pub(crate) enum CelestoVerb {
     Stop,
     Delete,
 }
 
 /// Map a `--json` envelope (`{ok, command, exit_code, data, error}`) to an outcome.
-pub fn classify_celesto(verb: CelestoVerb, id: &str, run: &CapturedRun) -> MachineOutcome {
+pub(crate) fn classify_celesto(verb: CelestoVerb, id: &str, run: &CapturedRun) -> MachineOutcome {
     let unexpected = || MachineOutcome::Unexpected {
         code: run.code,
         stdout: run.stdout.clone(),

@@ -11,7 +11,7 @@ use crate::inventory::smolvm::vm_dir_hash;
 use crate::model::{OwnerRecheck, OwnerRecord};
 
 /// `Err(why)` when the item now has an owner, or ownership cannot be verified.
-pub fn still_orphaned(check: &OwnerRecheck) -> Result<(), String> {
+pub(crate) fn still_orphaned(check: &OwnerRecheck) -> Result<(), String> {
     for db in &check.inventories {
         if crate::fsread::lstat(db).is_none() {
             continue; // no inventory, no record

@@ -8,7 +8,7 @@ use crate::pathblock::{default_bin_dirs, remove_from_text};
 /// Remove the blocks from one file: the original is first copied to
 /// `<file>.smolsweep-backup-<unix time>`, then the new text replaces the file atomically
 /// (same directory, same permissions). Returns the backup path, or `None` if there was no block.
-pub fn remove(file: &Path, home: &Path, now_secs: u64) -> std::io::Result<Option<PathBuf>> {
+pub(crate) fn remove(file: &Path, home: &Path, now_secs: u64) -> std::io::Result<Option<PathBuf>> {
     use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::symlink_metadata(file)?;

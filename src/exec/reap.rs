@@ -64,7 +64,7 @@ impl Default for ReapOptions {
 
 /// The signal that ended a process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum KillSignal {
+pub(crate) enum KillSignal {
     #[serde(rename = "SIGTERM")]
     Term,
     #[serde(rename = "SIGKILL")]
@@ -72,7 +72,7 @@ pub enum KillSignal {
 }
 
 impl KillSignal {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             KillSignal::Term => "SIGTERM",
             KillSignal::Kill => "SIGKILL",
@@ -83,7 +83,7 @@ impl KillSignal {
 /// What reaping did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum ReapOutcome {
+pub(crate) enum ReapOutcome {
     /// No process with that pid (or only its zombie): nothing was signalled.
     AlreadyGone,
     /// The pid belongs to a different process now: nothing was signalled.
@@ -117,7 +117,7 @@ impl ReapOutcome {
 }
 
 /// Reap `target`: verify it, SIGTERM, wait `term_grace`, SIGKILL, wait `kill_grace`.
-pub fn reap(target: &ProcessRef, opts: &ReapOptions) -> ReapOutcome {
+pub(crate) fn reap(target: &ProcessRef, opts: &ReapOptions) -> ReapOutcome {
     #[cfg(target_os = "linux")]
     {
         match linux::reap_pidfd(target, opts) {
@@ -151,11 +151,11 @@ pub(crate) fn reap_then<R>(
 
 /// The pidfd path is not available on this kernel.
 #[derive(Debug)]
-pub struct Unsupported;
+pub(crate) struct Unsupported;
 
 /// What a probe sees of one live pid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Probe {
+pub(crate) struct Probe {
     /// In the same unit as [`ProcessRef::start_time`] for this platform.
     pub start_time: u64,
     /// Real uid.
@@ -167,7 +167,7 @@ pub struct Probe {
 }
 
 /// Reading and signalling processes by pid (the path without pidfds).
-pub trait ProcessProbe {
+pub(crate) trait ProcessProbe {
     /// `Ok(None)` when no process has this pid.
     fn probe(&self, pid: u32) -> io::Result<Option<Probe>>;
     fn signal(&self, pid: u32, sig: KillSignal) -> io::Result<()>;
@@ -361,7 +361,7 @@ pub(crate) fn parse_proc_status_uids(text: &str) -> Option<(u32, u32)> {
 }
 
 /// Linux `/proc` probe (used when pidfds are unavailable).
-pub struct ProcProbe;
+pub(crate) struct ProcProbe;
 
 impl ProcessProbe for ProcProbe {
     fn probe(&self, pid: u32) -> io::Result<Option<Probe>> {
@@ -399,7 +399,7 @@ impl ProcessProbe for ProcProbe {
 /// `LC_ALL=C TZ=UTC` so `lstart` reads as UTC seconds since the epoch, the unit the macOS
 /// process scanner records ([`crate::procs::macos::parse_lstart`]).
 #[cfg_attr(target_os = "linux", allow(dead_code))] // the macOS probe
-pub struct PsProbe;
+pub(crate) struct PsProbe;
 
 /// Parse one `ps -o uid=,stat=,lstart=` line (`501 Ss Mon Nov 30 03:10:04 2026`).
 /// `ps` shows one uid (the effective one).

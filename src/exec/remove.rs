@@ -18,7 +18,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 /// What a removal did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Removed {
+pub(crate) struct Removed {
     pub files: u64,
     pub dirs: u64,
     /// Allocated bytes of what was unlinked (hard-linked files count where their last link goes).
@@ -29,7 +29,7 @@ pub struct Removed {
 ///
 /// The path must be absolute and normal (no `.`/`..`), equal to `root` or strictly inside it,
 /// and `root` must not be `/`, `home`, or an ancestor of `home`.
-pub fn refusal(path: &Path, root: &Path, home: &Path) -> Option<String> {
+pub(crate) fn refusal(path: &Path, root: &Path, home: &Path) -> Option<String> {
     let normal = |p: &Path| {
         p.is_absolute()
             && p.components()
@@ -97,7 +97,7 @@ fn open_parent(path: &Path, root: &Path) -> io::Result<OwnedFd> {
 }
 
 /// Whether `path` exists (as itself; a dangling symlink exists).
-pub fn exists(path: &Path) -> bool {
+pub(crate) fn exists(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok()
 }
 
@@ -107,7 +107,7 @@ pub fn exists(path: &Path) -> bool {
 /// mount point inside the tree is left alone and the removal fails with the mount named, after
 /// everything beside it has been removed. Directories the owner made read-only (extracted
 /// root file systems) are made writable for the owner first, as `rm -rf` by the owner would need.
-pub fn remove_path(path: &Path, root: &Path, home: &Path) -> io::Result<Removed> {
+pub(crate) fn remove_path(path: &Path, root: &Path, home: &Path) -> io::Result<Removed> {
     if let Some(why) = refusal(path, root, home) {
         return Err(io::Error::new(io::ErrorKind::PermissionDenied, why));
     }
@@ -205,7 +205,7 @@ fn remove_entry(
 
 /// Remove `dir` only if it is an empty directory (not a symlink). `Ok(false)` when it is not
 /// empty or does not exist.
-pub fn remove_dir_if_empty(dir: &Path, home: &Path) -> io::Result<bool> {
+pub(crate) fn remove_dir_if_empty(dir: &Path, home: &Path) -> io::Result<bool> {
     let Some(parent) = dir.parent() else {
         return Ok(false);
     };

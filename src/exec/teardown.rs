@@ -88,7 +88,7 @@ pub(super) fn remove_launcher(link: &Path, target: &Path, home: &Path) -> Outcom
 }
 
 /// Prefix of a done PATH-block removal's detail; the backup's path follows.
-pub const BACKED_UP_TO: &str = "backed up to ";
+pub(crate) const BACKED_UP_TO: &str = "backed up to ";
 
 pub(super) fn remove_path_block(file: &Path, home: &Path) -> Outcome {
     let now = crate::plan::now_secs();

@@ -32,12 +32,12 @@ static CELESTO: Cache<CelestoInventory> = LazyLock::new(Default::default);
 static SMOLVM: Cache<SmolvmInventory> = LazyLock::new(Default::default);
 
 /// [`read_celesto_db`], or its last reading while the files are unchanged.
-pub fn celesto(db: &Path) -> Result<CelestoInventory, InventoryError> {
+pub(crate) fn celesto(db: &Path) -> Result<CelestoInventory, InventoryError> {
     cached(&CELESTO, db, read_celesto_db)
 }
 
 /// [`read_smolvm_inventory`], or its last reading while the files are unchanged.
-pub fn smolvm(db: &Path) -> Result<SmolvmInventory, InventoryError> {
+pub(crate) fn smolvm(db: &Path) -> Result<SmolvmInventory, InventoryError> {
     cached(&SMOLVM, db, read_smolvm_inventory)
 }
 

@@ -9,7 +9,7 @@ use super::InventoryError;
 
 /// One `vms` row.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CelestoSandbox {
+pub(crate) struct CelestoSandbox {
     pub id: String,
     pub status: String,
     pub pid: Option<i64>,
@@ -26,7 +26,7 @@ pub struct CelestoSandbox {
 
 /// One inventory file.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CelestoInventory {
+pub(crate) struct CelestoInventory {
     pub db_path: PathBuf,
     /// `smolvm.db` (PyPI smolvm) rather than `celesto.db`.
     pub legacy: bool,
@@ -42,7 +42,7 @@ pub struct CelestoInventory {
 
 impl CelestoInventory {
     /// Every id this inventory keeps alive.
-    pub fn live_ids(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn live_ids(&self) -> impl Iterator<Item = &str> {
         self.sandboxes
             .iter()
             .map(|s| s.id.as_str())
@@ -56,7 +56,7 @@ impl CelestoInventory {
 /// A `vms.config` that is not JSON does not fail the inventory (B17): the row is kept with
 /// `config = Null` and a line in `problems`, because its id must stay live. Missing
 /// `browser_sessions` / `snapshots` tables (older schemas) give empty lists.
-pub fn read_celesto_db(path: &Path) -> Result<CelestoInventory, InventoryError> {
+pub(crate) fn read_celesto_db(path: &Path) -> Result<CelestoInventory, InventoryError> {
     sqlite_ro::read(path, &crate::upstream::CELESTO_DB, |conn| {
         read_tx(conn, path)
     })
@@ -224,7 +224,7 @@ fn text_or_blob(v: &Value) -> Option<Vec<u8>> {
 }
 
 /// Upstream's sandbox id rule: `^[a-z0-9][a-z0-9_-]{0,62}[a-z0-9]$|^[a-z0-9]$`.
-pub fn valid_sandbox_id(id: &str) -> bool {
+pub(crate) fn valid_sandbox_id(id: &str) -> bool {
     let b = id.as_bytes();
     let edge = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
     let inner = |c: u8| edge(c) || c == b'_' || c == b'-';

@@ -1,14 +1,14 @@
 //! Read-only access to the products' SQLite inventories.
 
-pub mod cache;
-pub mod celesto;
-pub mod smolvm;
-pub mod snapshot;
-pub mod sqlite_ro;
+pub(crate) mod cache;
+pub(crate) mod celesto;
+pub(crate) mod smolvm;
+pub(crate) mod snapshot;
+pub(crate) mod sqlite_ro;
 
 /// Why an inventory could not be read. Any of these makes the product's findings `unknown`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum InventoryError {
+pub(crate) enum InventoryError {
     #[error("the inventory {0} does not exist")]
     Missing(std::path::PathBuf),
     #[error("the inventory {path} stayed locked for {seconds} s")]

@@ -9,7 +9,7 @@ use super::InventoryError;
 
 /// One `vms` record.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SmolvmRecord {
+pub(crate) struct SmolvmRecord {
     pub name: String,
     pub state: String,
     pub pid: Option<u32>,
@@ -25,7 +25,7 @@ pub struct SmolvmRecord {
 /// A `vm_create_reservations` row: a machine is being created right now (its record may not
 /// exist yet, or exist as `created` with no PID).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SmolvmReservation {
+pub(crate) struct SmolvmReservation {
     pub name: String,
     pub owner_pid: Option<i64>,
     /// Unix seconds, as stored.
@@ -34,7 +34,7 @@ pub struct SmolvmReservation {
 
 /// Everything read from one `smolvm.db` in one transaction.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SmolvmInventory {
+pub(crate) struct SmolvmInventory {
     pub db_path: PathBuf,
     pub records: Vec<SmolvmRecord>,
     /// Empty when the table does not exist (older releases).
@@ -42,7 +42,7 @@ pub struct SmolvmInventory {
 }
 
 /// Read every record: `mode=ro`, busy timeout, one short transaction, never written.
-pub fn read_smolvm_db(path: &Path) -> Result<Vec<SmolvmRecord>, InventoryError> {
+pub(crate) fn read_smolvm_db(path: &Path) -> Result<Vec<SmolvmRecord>, InventoryError> {
     Ok(read_smolvm_inventory(path)?.records)
 }
 
@@ -58,7 +58,7 @@ pub fn read_smolvm_reservations(path: &Path) -> Result<Vec<SmolvmReservation>, I
 /// still in `-wal` is seen, and neither `-shm` nor any other file is written. `data` may be a
 /// BLOB (what smolvm writes) or TEXT; it must be a JSON object, otherwise the whole inventory is
 /// [`InventoryError::UnknownShape`].
-pub fn read_smolvm_inventory(path: &Path) -> Result<SmolvmInventory, InventoryError> {
+pub(crate) fn read_smolvm_inventory(path: &Path) -> Result<SmolvmInventory, InventoryError> {
     sqlite_ro::read(path, &crate::upstream::SMOLVM_DB, |conn| {
         read_tx(conn, path)
     })
@@ -163,7 +163,7 @@ fn record(name: String, data: serde_json::Value) -> SmolvmRecord {
 }
 
 /// First 16 hex characters of SHA-256(name): the machine's directory name.
-pub fn vm_dir_hash(name: &str) -> String {
+pub(crate) fn vm_dir_hash(name: &str) -> String {
     use sha2::{Digest, Sha256};
     hex::encode(Sha256::digest(name.as_bytes()))[..16].to_string()
 }

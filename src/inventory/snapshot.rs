@@ -29,7 +29,7 @@ use rusqlite::{Connection, OpenFlags};
 use super::InventoryError;
 
 /// How long a locked inventory is waited for.
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
 
 const PENDING_BYTE: i64 = 0x4000_0000;
 const RESERVED_BYTE: i64 = PENDING_BYTE + 1;
@@ -198,7 +198,7 @@ fn read_image(path: &Path, timeout: Duration) -> Result<Vec<u8>, InventoryError>
 /// Apply the committed frames of a WAL file to a database image (SQLite's recovery rules:
 /// frames count only while salts match and the running checksum verifies, and only up to the
 /// last commit frame).
-pub fn apply_wal(img: &mut Vec<u8>, wal: &[u8]) {
+pub(crate) fn apply_wal(img: &mut Vec<u8>, wal: &[u8]) {
     if wal.len() < 32 {
         return;
     }
@@ -275,7 +275,7 @@ pub fn apply_wal(img: &mut Vec<u8>, wal: &[u8]) {
 }
 
 /// Open a read-only in-memory snapshot of the database at `path`.
-pub fn open_snapshot(path: &Path, timeout: Duration) -> Result<Connection, InventoryError> {
+pub(crate) fn open_snapshot(path: &Path, timeout: Duration) -> Result<Connection, InventoryError> {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return Err(InventoryError::Missing(path.to_path_buf()));
     };

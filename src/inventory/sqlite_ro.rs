@@ -12,11 +12,11 @@ use rusqlite::Connection;
 use super::InventoryError;
 
 /// How long a locked inventory is waited for before it is reported as locked.
-pub const BUSY_TIMEOUT: Duration = super::snapshot::BUSY_TIMEOUT;
+pub(crate) const BUSY_TIMEOUT: Duration = super::snapshot::BUSY_TIMEOUT;
 
 /// Run `f` against a read-only snapshot of the database at `path`. The file itself is never
 /// opened by SQLite: nothing is created, written or timestamped.
-pub fn read<T>(
+pub(crate) fn read<T>(
     path: &Path,
     schema: &crate::upstream::Schema,
     f: impl Fn(&Connection) -> Result<T, InventoryError>,
@@ -33,7 +33,7 @@ pub fn read<T>(
 /// (an emptied table page behind an intact index fails it; `quick_check` would not), its
 /// `user_version` is one of the verified versions', and it holds no table the product does not
 /// write (rows moved elsewhere would read as "no sandboxes").
-pub fn prove(
+pub(crate) fn prove(
     conn: &Connection,
     path: &Path,
     schema: &crate::upstream::Schema,
@@ -145,14 +145,14 @@ pub fn open_noatime(path: &Path) -> std::io::Result<File> {
 }
 
 /// `<path><suffix>`, e.g. the `-wal` beside a database.
-pub fn side(path: &Path, suffix: &str) -> PathBuf {
+pub(crate) fn side(path: &Path, suffix: &str) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(suffix);
     PathBuf::from(s)
 }
 
 /// Maps a SQLite error to the inventory error a scanner acts on.
-pub fn map_err(path: &Path, e: rusqlite::Error) -> InventoryError {
+pub(crate) fn map_err(path: &Path, e: rusqlite::Error) -> InventoryError {
     use rusqlite::ErrorCode as C;
     let path = path.to_path_buf();
     match &e {
@@ -194,7 +194,7 @@ pub fn map_err(path: &Path, e: rusqlite::Error) -> InventoryError {
 }
 
 /// Columns of `table`, or `None` when the table does not exist.
-pub fn columns(
+pub(crate) fn columns(
     conn: &Connection,
     path: &Path,
     table: &str,
@@ -222,7 +222,7 @@ pub fn columns(
 }
 
 /// Requires `table` with all of `needed`, else [`InventoryError::UnknownShape`].
-pub fn require_columns(
+pub(crate) fn require_columns(
     conn: &Connection,
     path: &Path,
     table: &str,
@@ -251,7 +251,7 @@ pub fn require_columns(
 /// `SELECT <cols> FROM <table> ORDER BY <order>`, every row as values. A column the table does
 /// not have (not in `present`, from [`columns`] or [`require_columns`]) reads as NULL, so older
 /// schemas need no query of their own.
-pub fn select<const N: usize>(
+pub(crate) fn select<const N: usize>(
     conn: &Connection,
     path: &Path,
     table: &str,

@@ -17,12 +17,12 @@ use super::{OpenFile, RawProcess};
 const PROC: &str = "/proc";
 
 /// Every process visible in `/proc`, threads excluded.
-pub fn list_processes() -> Vec<RawProcess> {
+pub(crate) fn list_processes() -> Vec<RawProcess> {
     list_processes_in(Path::new(PROC))
 }
 
 /// [`list_processes`] over another proc mount (tests, containers).
-pub fn list_processes_in(proc_root: &Path) -> Vec<RawProcess> {
+pub(crate) fn list_processes_in(proc_root: &Path) -> Vec<RawProcess> {
     let Ok(entries) = fs::read_dir(proc_root) else {
         return Vec::new();
     };
@@ -37,7 +37,7 @@ pub fn list_processes_in(proc_root: &Path) -> Vec<RawProcess> {
 }
 
 /// One process, or `None` when it does not exist (or vanished while being read).
-pub fn read_process(proc_root: &Path, pid: u32) -> Option<RawProcess> {
+pub(crate) fn read_process(proc_root: &Path, pid: u32) -> Option<RawProcess> {
     let dir = proc_root.join(pid.to_string());
     let stat = parse_stat(&fs::read(dir.join("stat")).ok()?)?;
     let uid = match fs::read(dir.join("status")) {
@@ -129,7 +129,7 @@ fn read_open_files(fd_dir: &Path) -> Option<Vec<OpenFile>> {
 }
 
 /// Splits a `/proc/<pid>/fd/N` link target into the path and whether it ended in ` (deleted)`.
-pub fn strip_deleted_suffix(target: &Path) -> (PathBuf, bool) {
+pub(crate) fn strip_deleted_suffix(target: &Path) -> (PathBuf, bool) {
     const SUFFIX: &[u8] = b" (deleted)";
     let bytes = target.as_os_str().as_bytes();
     match bytes.strip_suffix(SUFFIX) {
@@ -140,7 +140,7 @@ pub fn strip_deleted_suffix(target: &Path) -> (PathBuf, bool) {
 
 /// The distinct files named in `/proc/<pid>/maps` (the sixth field, an absolute path; a
 /// ` (deleted)` suffix removed). Pseudo entries (`[heap]`, `[stack]`) are not files.
-pub fn parse_maps(bytes: &[u8]) -> Vec<PathBuf> {
+pub(crate) fn parse_maps(bytes: &[u8]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     let mut seen: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
     for line in bytes.split(|b| *b == b'\n') {
@@ -169,7 +169,7 @@ pub fn parse_maps(bytes: &[u8]) -> Vec<PathBuf> {
 
 /// The fields of `/proc/<pid>/stat` this module uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stat {
+pub(crate) struct Stat {
     pub comm: String,
     pub ppid: u32,
     /// Field 22: clock ticks since boot.
@@ -178,7 +178,7 @@ pub struct Stat {
 
 /// Parses `/proc/<pid>/stat`. The comm (field 2) may contain spaces and parentheses, so the
 /// numeric fields are read after the **last** `)`.
-pub fn parse_stat(bytes: &[u8]) -> Option<Stat> {
+pub(crate) fn parse_stat(bytes: &[u8]) -> Option<Stat> {
     let open = bytes.iter().position(|&b| b == b'(')?;
     let close = bytes.iter().rposition(|&b| b == b')')?;
     if close < open {
@@ -198,7 +198,7 @@ pub fn parse_stat(bytes: &[u8]) -> Option<Stat> {
 }
 
 /// The real uid from `/proc/<pid>/status` (`Uid:\t<real>\t<effective>\t…`).
-pub fn parse_status_uid(bytes: &[u8]) -> Option<u32> {
+pub(crate) fn parse_status_uid(bytes: &[u8]) -> Option<u32> {
     let text = String::from_utf8_lossy(bytes);
     text.lines()
         .find_map(|l| l.strip_prefix("Uid:"))
@@ -206,7 +206,7 @@ pub fn parse_status_uid(bytes: &[u8]) -> Option<u32> {
 }
 
 /// Splits NUL-separated data (`cmdline`) into strings; non-UTF-8 bytes are replaced.
-pub fn split_nul(bytes: &[u8]) -> Vec<String> {
+pub(crate) fn split_nul(bytes: &[u8]) -> Vec<String> {
     let bytes = bytes.strip_suffix(b"\0").unwrap_or(bytes);
     if bytes.is_empty() {
         return Vec::new();
@@ -218,7 +218,7 @@ pub fn split_nul(bytes: &[u8]) -> Vec<String> {
 }
 
 /// `HOME` and `SMOLVM_DATA_DIR` from `/proc/<pid>/environ` (empty values count as unset).
-pub fn parse_environ(bytes: &[u8]) -> (Option<PathBuf>, Option<PathBuf>) {
+pub(crate) fn parse_environ(bytes: &[u8]) -> (Option<PathBuf>, Option<PathBuf>) {
     let mut home = None;
     let mut data_dir = None;
     for var in bytes.split(|&b| b == 0) {
@@ -237,7 +237,7 @@ pub fn parse_environ(bytes: &[u8]) -> (Option<PathBuf>, Option<PathBuf>) {
 }
 
 /// `/proc/<pid>/stat` field 22 (clock ticks since boot), for identity checks (pid + start time).
-pub fn process_start_time(pid: u32) -> Option<u64> {
+pub(crate) fn process_start_time(pid: u32) -> Option<u64> {
     let bytes = fs::read(Path::new(PROC).join(pid.to_string()).join("stat")).ok()?;
     parse_stat(&bytes).map(|s| s.start_time)
 }

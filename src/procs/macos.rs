@@ -30,7 +30,7 @@ use std::process::Command;
 use super::{OpenFile, RawProcess};
 
 /// The exact `ps` invocation [`parse_ps_output`] expects.
-pub fn ps_command() -> Vec<String> {
+pub(crate) fn ps_command() -> Vec<String> {
     [
         "env",
         "LC_ALL=C",
@@ -46,14 +46,14 @@ pub fn ps_command() -> Vec<String> {
 
 /// The exact `lsof` invocation [`parse_lsof_deleted`] expects: open files with fewer than one
 /// link (unlinked), machine-readable fields, no name or port lookups, no warnings.
-pub fn lsof_deleted_command() -> Vec<String> {
+pub(crate) fn lsof_deleted_command() -> Vec<String> {
     ["lsof", "-nP", "-w", "+L1", "-FpcftDiksn"]
         .map(String::from)
         .to_vec()
 }
 
 /// Runs [`ps_command`] and [`lsof_deleted_command`] and merges them (macOS glue).
-pub fn list_processes() -> Vec<RawProcess> {
+pub(crate) fn list_processes() -> Vec<RawProcess> {
     let run = |argv: Vec<String>| -> Option<String> {
         let out = Command::new(&argv[0]).args(&argv[1..]).output().ok()?;
         Some(String::from_utf8_lossy(&out.stdout).into_owned())
@@ -82,7 +82,7 @@ pub fn list_processes() -> Vec<RawProcess> {
 
 /// Parses the output of [`ps_command`]: `pid ppid uid <lstart: 5 words> command…` per line.
 /// Lines that do not parse are skipped.
-pub fn parse_ps_output(text: &str) -> Vec<RawProcess> {
+pub(crate) fn parse_ps_output(text: &str) -> Vec<RawProcess> {
     text.lines().filter_map(parse_ps_line).collect()
 }
 
@@ -119,7 +119,7 @@ fn parse_ps_line(line: &str) -> Option<RawProcess> {
 }
 
 /// `Mon Nov 30 03:10:04 2026` (C locale `%c`, read as UTC) → seconds since the epoch.
-pub fn parse_lstart(text: &str) -> Option<u64> {
+pub(crate) fn parse_lstart(text: &str) -> Option<u64> {
     let w: Vec<&str> = text.split_whitespace().collect();
     let [_dow, mon, day, hms, year] = w.as_slice() else {
         return None;
@@ -163,7 +163,7 @@ fn basename(s: &str) -> &str {
 }
 
 /// Rebuilds argv from a space-joined command (see the module docs for the rules).
-pub fn rebuild_argv(command: &str) -> Vec<String> {
+pub(crate) fn rebuild_argv(command: &str) -> Vec<String> {
     let words: Vec<&str> = command.split_whitespace().collect();
     if words.is_empty() {
         return Vec::new();
@@ -226,7 +226,7 @@ pub fn rebuild_argv(command: &str) -> Vec<String> {
 ///
 /// `allocated` is the **size** lsof reports (`st_size`; lsof has no block count), so on macOS
 /// held bytes are apparent bytes, an upper bound for sparse disks.
-pub fn parse_lsof_deleted(text: &str) -> Vec<(u32, OpenFile)> {
+pub(crate) fn parse_lsof_deleted(text: &str) -> Vec<(u32, OpenFile)> {
     #[derive(Default)]
     struct F {
         kind: Option<String>,

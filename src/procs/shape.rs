@@ -22,7 +22,7 @@ use super::RawProcess;
 
 /// The shape of a VMM process.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum VmmShape {
+pub(crate) enum VmmShape {
     /// smolvm's exec'd boot child: `<exe> _boot-vm <vmdir>/boot-config.json`.
     SmolvmBootVm {
         boot_config: PathBuf,
@@ -52,7 +52,7 @@ pub enum VmmShape {
 
 impl VmmShape {
     /// What VMM this is, in the closed table of shapes (`VmProcess::shape`).
-    pub fn shape(&self) -> ProcShape {
+    pub(crate) fn shape(&self) -> ProcShape {
         match self {
             VmmShape::SmolvmBootVm { .. } => ProcShape::SmolvmBootVm,
             VmmShape::SmolvmForked => ProcShape::SmolvmForked,
@@ -104,12 +104,12 @@ impl VmmShape {
 
 /// The comm libkrun gives a VMM on Linux: `libkrun VM`, or `VM:$HOSTNAME` (truncated to 15
 /// bytes by the kernel) when `HOSTNAME` is set.
-pub fn is_libkrun_comm(comm: &str) -> bool {
+pub(crate) fn is_libkrun_comm(comm: &str) -> bool {
     comm == "libkrun VM" || comm.starts_with("VM:")
 }
 
 /// The last path component of argv[0] (`/proc/self/exe` → `exe`).
-pub fn argv0_basename(p: &RawProcess) -> &str {
+pub(crate) fn argv0_basename(p: &RawProcess) -> &str {
     p.argv
         .first()
         .map(|a| a.rsplit('/').next().unwrap_or(a))
@@ -128,7 +128,7 @@ pub fn detect_shape(p: &RawProcess) -> Option<VmmShape> {
 }
 
 /// Every VMM among `procs`, with its shape (in the order of `procs`).
-pub fn detect_all(procs: &[RawProcess]) -> Vec<(&RawProcess, VmmShape)> {
+pub(crate) fn detect_all(procs: &[RawProcess]) -> Vec<(&RawProcess, VmmShape)> {
     let by_pid: HashMap<u32, &RawProcess> = procs.iter().map(|p| (p.pid, p)).collect();
     let parent_is_smolvm = |ppid: u32| {
         by_pid
@@ -253,7 +253,7 @@ fn celesto_qemu(argv: &[String]) -> VmmShape {
 }
 
 /// Splits a QEMU option string on single commas; `,,` stands for a literal comma.
-pub fn split_qemu_commas(value: &str) -> Vec<String> {
+pub(crate) fn split_qemu_commas(value: &str) -> Vec<String> {
     let mut pieces = Vec::new();
     let mut current = String::new();
     let mut chars = value.chars().peekable();
@@ -274,7 +274,7 @@ pub fn split_qemu_commas(value: &str) -> Vec<String> {
 }
 
 /// `key=value` pairs of a QEMU option string (pieces without `=` are flags and skipped).
-pub fn qemu_opts(value: &str) -> Vec<(String, String)> {
+pub(crate) fn qemu_opts(value: &str) -> Vec<(String, String)> {
     split_qemu_commas(value)
         .into_iter()
         .filter_map(|piece| {
@@ -341,7 +341,7 @@ fn id_between(path: &Path, prefix: &str, suffix: &str) -> Option<String> {
 }
 
 /// `libkrun-<id>-<32 lowercase hex>.json` → `id` (the id may itself contain `-`).
-pub fn libkrun_config_id(path: &Path) -> Option<String> {
+pub(crate) fn libkrun_config_id(path: &Path) -> Option<String> {
     let middle = id_between(path, "libkrun-", ".json")?;
     let (id, hex) = middle.rsplit_once('-')?;
     let is_hex = hex.len() == 32

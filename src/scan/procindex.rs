@@ -15,7 +15,7 @@ use super::Ctx;
 
 /// The process table, indexed for in-use checks.
 #[derive(Debug, Default)]
-pub struct ProcIndex {
+pub(crate) struct ProcIndex {
     pub raw: Vec<RawProcess>,
     /// Index into `raw` and the VMM shape of that process.
     pub vmms: Vec<(usize, VmmShape)>,
@@ -28,7 +28,7 @@ pub struct ProcIndex {
 }
 
 impl ProcIndex {
-    pub fn build(raw: Vec<RawProcess>, _euid: u32) -> Self {
+    pub(crate) fn build(raw: Vec<RawProcess>, _euid: u32) -> Self {
         let mut idx = ProcIndex::default();
         for (i, p) in raw.iter().enumerate() {
             for f in &p.open_files {
@@ -91,7 +91,7 @@ impl ProcIndex {
     /// `-drive file=` counts, never a substring: upstream B4), have their working or root
     /// directory there, map it, or boot a smolvm machine from it. The scan and the executor's
     /// re-judge both ask this.
-    pub fn in_use(&self, path: &Path, devino: Option<(u64, u64)>) -> Vec<u32> {
+    pub(crate) fn in_use(&self, path: &Path, devino: Option<(u64, u64)>) -> Vec<u32> {
         let mut out: Vec<usize> = Vec::new();
         if let Some(v) = devino.and_then(|k| self.open.get(&k)) {
             out.extend(v);
@@ -111,18 +111,18 @@ impl ProcIndex {
 
     /// Pids of processes that hold `path` open (same device and inode) or name it exactly as an
     /// argument (a QEMU `-drive file=` value counts). Never a substring match (upstream B4).
-    pub fn users_of(&self, path: &Path, meta: Option<&std::fs::Metadata>) -> Vec<u32> {
+    pub(crate) fn users_of(&self, path: &Path, meta: Option<&std::fs::Metadata>) -> Vec<u32> {
         self.in_use(path, meta.map(|m| (m.dev(), m.ino())))
     }
 
     /// Pids of processes using `dir` or anything below it ([`ProcIndex::in_use`]).
-    pub fn users_below(&self, dir: &Path) -> Vec<u32> {
+    pub(crate) fn users_below(&self, dir: &Path) -> Vec<u32> {
         self.in_use(dir, None)
     }
 
     /// Sandbox ids that a running Celesto VMM names through its QMP socket, Firecracker API
     /// socket or libkrun config, and the pids of those VMMs.
-    pub fn celesto_vmm_ids(&self) -> HashMap<String, Vec<u32>> {
+    pub(crate) fn celesto_vmm_ids(&self) -> HashMap<String, Vec<u32>> {
         let mut m: HashMap<String, Vec<u32>> = HashMap::new();
         for (i, s) in &self.vmms {
             let id = match s {
@@ -138,12 +138,12 @@ impl ProcIndex {
         m
     }
 
-    pub fn by_pid(&self, pid: u32) -> Option<&RawProcess> {
+    pub(crate) fn by_pid(&self, pid: u32) -> Option<&RawProcess> {
         self.raw.iter().find(|p| p.pid == pid)
     }
 
     /// Whether `pid` is alive and, when a start time was recorded, is the same process.
-    pub fn alive_as_recorded(&self, pid: u32, start_time: Option<u64>) -> bool {
+    pub(crate) fn alive_as_recorded(&self, pid: u32, start_time: Option<u64>) -> bool {
         match self.by_pid(pid) {
             Some(p) => start_time.is_none_or(|t| t == p.start_time),
             None => false,
@@ -151,7 +151,7 @@ impl ProcIndex {
     }
 
     /// Smolvm VMMs whose machine directory lies in `vms_dir`.
-    pub fn smolvm_vmms_in<'a>(
+    pub(crate) fn smolvm_vmms_in<'a>(
         &'a self,
         vms_dir: &'a Path,
     ) -> impl Iterator<Item = (&'a RawProcess, &'a Path)> + 'a {

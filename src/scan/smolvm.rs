@@ -45,7 +45,7 @@ pub(crate) struct SmolvmKnowledge {
 impl SmolvmKnowledge {
     /// The set whose `vms/` holds `vm_dir`, and the machine name (from the record hash, or the
     /// directory's `name` file).
-    pub fn locate_vm_dir(&self, vm_dir: &Path) -> Option<(&SmolSet, Option<String>)> {
+    pub(crate) fn locate_vm_dir(&self, vm_dir: &Path) -> Option<(&SmolSet, Option<String>)> {
         let parent = vm_dir.parent()?;
         let set = self
             .sets
@@ -59,7 +59,7 @@ impl SmolvmKnowledge {
             .or_else(|| read_name_file(vm_dir));
         Some((set, name))
     }
-    pub fn name_for_pid(&self, pid: u32) -> Option<String> {
+    pub(crate) fn name_for_pid(&self, pid: u32) -> Option<String> {
         self.pid_names.get(&pid).cloned()
     }
 }

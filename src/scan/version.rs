@@ -4,7 +4,7 @@ use std::cmp::Ordering;
 
 /// The version in a cache directory name, exactly as upstream finds it: the first match of
 /// `-v(\d+\.\d+\.\d+[a-z0-9]*(?:\.[a-z0-9]+)*)-` (`celesto/cli/prune.py`).
-pub fn cache_version(name: &str) -> Option<&str> {
+pub(crate) fn cache_version(name: &str) -> Option<&str> {
     let b = name.as_bytes();
     let mut start = 0;
     while let Some(off) = name[start..].find("-v") {
@@ -63,7 +63,7 @@ fn match_version(b: &[u8], mut i: usize) -> Option<usize> {
 /// A PEP 440-style version, enough to order Celesto releases (`0.1.10`, `0.0.24.post3`,
 /// `0.0.14a0`, `1.2.3rc1`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Version {
+pub(crate) struct Version {
     release: Vec<u64>,
     /// (0 = dev, 1 = a, 2 = b, 3 = rc, 4 = final, n)
     pre: (u8, u64),
@@ -71,7 +71,7 @@ pub struct Version {
 }
 
 impl Version {
-    pub fn parse(s: &str) -> Option<Version> {
+    pub(crate) fn parse(s: &str) -> Option<Version> {
         let s = s.trim().trim_start_matches('v').to_ascii_lowercase();
         let mut release = Vec::new();
         let mut rest = s.as_str();
