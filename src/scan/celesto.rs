@@ -8,7 +8,7 @@ use crate::inventory::celesto::{read_celesto_db, valid_sandbox_id, CelestoInvent
 use crate::model::{
     FindingKind, Machine, OptInClass, OwnerRecord, Product, ProductReport, Verdict,
 };
-use crate::roots::celesto_roots;
+use crate::roots::{celesto_roots, CelestoRoots};
 
 use super::version::{cache_version, Version};
 use super::{Ctx, Draft};
@@ -97,48 +97,69 @@ fn claim(d: Draft, data_dir: &Path) -> Draft {
     }
 }
 
+/// One Celesto data directory with the inventories read from it.
+struct InvDir {
+    dir: PathBuf,
+    invs: Vec<CelestoInventory>,
+    /// Whether there is an inventory and every one could be read.
+    ok: bool,
+    /// Why not, when not.
+    problem: String,
+}
+
 pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
     let roots = celesto_roots(ctx.opts.platform, &ctx.opts.env);
-    let mut know = CelestoKnowledge::default();
     let mut problems = Vec::new();
     let mut report_roots: BTreeMap<String, PathBuf> = BTreeMap::new();
-    let mut seen_dirs = HashSet::new();
     let vmm_ids = ctx.procs.celesto_vmm_ids();
 
     // Inventories first: live ids across every data directory are needed for residue.
-    let mut dirs: Vec<(PathBuf, Vec<CelestoInventory>, bool, String)> = Vec::new();
+    let dirs = read_data_dirs(ctx, &roots, &mut problems, &mut report_roots);
+    let know = knowledge_of(&dirs);
+    let all_ok = know.data_dirs.iter().all(|d| d.ok);
+    let live_all: HashSet<String> = know
+        .data_dirs
+        .iter()
+        .flat_map(|d| d.live.iter().cloned())
+        .collect();
+    let depends = image_dependencies(&dirs);
+
+    for d in &dirs {
+        for inv in &d.invs {
+            sandboxes_as_machines(ctx, inv, &vmm_ids);
+        }
+    }
+    for (i, d) in dirs.iter().enumerate() {
+        let live = know.data_dirs[i].live.clone();
+        scan_data_dir(ctx, &d.dir, &d.invs, &live, d.ok, &d.problem, &vmm_ids);
+    }
+    scan_forwards(ctx, &roots, &vmm_ids, &live_all, &know, all_ok);
+    // Sockets and libkrun configs in /tmp.
+    scan_socket_dir(ctx, &roots.socket_dir, &live_all, &vmm_ids, &know, all_ok);
+    scan_image_dirs(ctx, &roots, &depends, &mut report_roots);
+    report_product(ctx, &roots, &know, report_roots, problems, all_ok);
+    know
+}
+
+/// Every Celesto data directory among the roots (each once, markers required) with its
+/// inventories read, named in the report's roots (`data_dir`, `data_dir_2`, ...); a directory
+/// whose inventories cannot be verified adds its problem.
+fn read_data_dirs(
+    ctx: &mut Ctx<'_>,
+    roots: &CelestoRoots,
+    problems: &mut Vec<String>,
+    report_roots: &mut BTreeMap<String, PathBuf>,
+) -> Vec<InvDir> {
+    let mut seen_dirs = HashSet::new();
+    let mut dirs = Vec::new();
     for cand in &roots.data_dirs {
         let dir = &cand.path;
         if !dir.is_dir() || !seen_dirs.insert(canon(dir)) || !is_celesto_data_dir(dir) {
             continue;
         }
-        let mut invs = Vec::new();
-        let mut ok = true;
-        let mut problem = String::new();
-        let dbs: Vec<PathBuf> = crate::upstream::inventory_paths(P, dir)
-            .into_iter()
-            .filter(|p| fsread::lstat(p).is_some())
-            .collect();
-        odd_inventory_files(ctx, dir, &dbs);
-        if dbs.is_empty() {
-            ok = false;
-            problem = format!(
-                "there is no inventory ({}) in {}: sandboxes made with the Celesto SDK alone leave no record, so a live sandbox's disk cannot be told from an orphan. Running any `celesto` CLI command once creates the inventory; then only disks no inventory row and no process claims become reclaimable",
-                inventory_names(),
-                dir.display()
-            );
-        }
-        for db in dbs {
-            match ctx.read_inventory(&db, read_celesto_db, crate::inventory::cache::celesto) {
-                Ok(inv) => invs.push(inv),
-                Err(e) => {
-                    ok = false;
-                    problem = e.to_string();
-                }
-            }
-        }
-        if !ok {
-            problems.push(problem.clone());
+        let d = read_data_dir(ctx, dir);
+        if !d.ok {
+            problems.push(d.problem.clone());
         }
         let key = if report_roots.keys().any(|k| k.starts_with("data_dir")) {
             format!("data_dir_{}", report_roots.len() + 1)
@@ -146,30 +167,72 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
             "data_dir".to_string()
         };
         report_roots.insert(key, dir.clone());
-        dirs.push((dir.clone(), invs, ok, problem));
+        dirs.push(d);
     }
-    for (dir, invs, ok, _) in &dirs {
-        let live = invs
+    dirs
+}
+
+/// The inventories of one data directory (odd inventory files reported as findings), and
+/// whether they verify it: not when there is none, or one cannot be read.
+fn read_data_dir(ctx: &mut Ctx<'_>, dir: &Path) -> InvDir {
+    let mut invs = Vec::new();
+    let mut ok = true;
+    let mut problem = String::new();
+    let dbs: Vec<PathBuf> = crate::upstream::inventory_paths(P, dir)
+        .into_iter()
+        .filter(|p| fsread::lstat(p).is_some())
+        .collect();
+    odd_inventory_files(ctx, dir, &dbs);
+    if dbs.is_empty() {
+        ok = false;
+        problem = format!(
+            "there is no inventory ({}) in {}: sandboxes made with the Celesto SDK alone leave no record, so a live sandbox's disk cannot be told from an orphan. Running any `celesto` CLI command once creates the inventory; then only disks no inventory row and no process claims become reclaimable",
+            inventory_names(),
+            dir.display()
+        );
+    }
+    for db in dbs {
+        match ctx.read_inventory(&db, read_celesto_db, crate::inventory::cache::celesto) {
+            Ok(inv) => invs.push(inv),
+            Err(e) => {
+                ok = false;
+                problem = e.to_string();
+            }
+        }
+    }
+    InvDir {
+        dir: dir.to_path_buf(),
+        invs,
+        ok,
+        problem,
+    }
+}
+
+/// What process attribution needs of the data directories: each one's live ids and whether its
+/// inventories were read.
+fn knowledge_of(dirs: &[InvDir]) -> CelestoKnowledge {
+    let mut know = CelestoKnowledge::default();
+    for d in dirs {
+        let live = d
+            .invs
             .iter()
             .flat_map(|i| i.live_ids().map(str::to_string))
             .collect();
         know.data_dirs.push(CelData {
-            dir: dir.clone(),
+            dir: d.dir.clone(),
             live,
-            ok: *ok,
+            ok: d.ok,
         });
     }
-    let all_ok = know.data_dirs.iter().all(|d| d.ok);
-    let live_all: HashSet<String> = know
-        .data_dirs
-        .iter()
-        .flat_map(|d| d.live.iter().cloned())
-        .collect();
+    know
+}
 
-    // Paths sandboxes depend on inside image caches (upstream B1).
+/// Paths sandboxes depend on inside image caches (upstream B1), with the sandbox id: the
+/// kernel, initrd and rootfs an inventory row names, and the backing chain of every disk.
+fn image_dependencies(dirs: &[InvDir]) -> Vec<(PathBuf, String)> {
     let mut depends: Vec<(PathBuf, String)> = Vec::new();
-    for (dir, invs, _, _) in &dirs {
-        for inv in invs {
+    for d in dirs {
+        for inv in &d.invs {
             for s in &inv.sandboxes {
                 for p in [&s.kernel_path, &s.initrd_path, &s.rootfs_path]
                     .into_iter()
@@ -179,7 +242,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
                 }
             }
         }
-        for e in fsread::read_dir_or_empty(&dir.join("disks")) {
+        for e in fsread::read_dir_or_empty(&d.dir.join("disks")) {
             if e.is_file() {
                 let owner = e
                     .name_str()
@@ -192,19 +255,19 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
             }
         }
     }
+    depends
+}
 
-    for (_, invs, _, _) in &dirs {
-        for inv in invs {
-            sandboxes_as_machines(ctx, inv, &vmm_ids);
-        }
-    }
-
-    for (i, (dir, invs, ok, problem)) in dirs.iter().enumerate() {
-        let live = know.data_dirs[i].live.clone();
-        scan_data_dir(ctx, dir, invs, &live, *ok, problem, &vmm_ids);
-    }
-
-    // ~/.celesto/forwards and the legacy ~/.smolvm/forwards.
+/// `~/.celesto/forwards` and the legacy `~/.smolvm/forwards`: port-forward state of a sandbox
+/// id is judged as that sandbox's residue; anything else is left alone.
+fn scan_forwards(
+    ctx: &mut Ctx<'_>,
+    roots: &CelestoRoots,
+    vmm_ids: &HashMap<String, Vec<u32>>,
+    live_all: &HashSet<String>,
+    know: &CelestoKnowledge,
+    all_ok: bool,
+) {
     for home_dir in [&roots.home_dir, &roots.legacy_home_dir] {
         let fwd = home_dir.join("forwards");
         for e in fsread::read_dir_or_empty(&fwd) {
@@ -219,8 +282,8 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
                     id,
                     "Port-forward state",
                     vmm_ids.contains_key(id),
-                    &live_all,
-                    &know,
+                    live_all,
+                    know,
                     all_ok,
                 ),
                 _ => d.verdict(
@@ -231,13 +294,18 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
             ctx.add(d);
         }
     }
+}
 
-    // Sockets and libkrun configs in /tmp.
-    scan_socket_dir(ctx, &roots.socket_dir, &live_all, &vmm_ids, &know, all_ok);
-
-    // Image caches. Versions in cache names are the version of the distribution that wrote
-    // them (celesto 0.1.x, PyPI smolvm 0.0.x): each directory is judged against the installed
-    // versions of the distributions that use it.
+/// Image caches, each once, named in the report's roots (`image_dir`, `image_dir_2`, ...).
+/// Versions in cache names are the version of the distribution that wrote them (celesto
+/// 0.1.x, PyPI smolvm 0.0.x): each directory is judged against the installed versions of the
+/// distributions that use it.
+fn scan_image_dirs(
+    ctx: &mut Ctx<'_>,
+    roots: &CelestoRoots,
+    depends: &[(PathBuf, String)],
+    report_roots: &mut BTreeMap<String, PathBuf>,
+) {
     let installs = ctx.installs.clone();
     let installed_of = |dists: &[&str]| -> Vec<(String, Version)> {
         installs
@@ -271,9 +339,20 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
             dists.push("smolvm");
         }
         let installed = installed_of(&dists);
-        scan_image_dir(ctx, dir, &installed, &depends, &dists);
+        scan_image_dir(ctx, dir, &installed, depends, &dists);
     }
+}
 
+/// Celesto's product report: detected when a data directory, an image cache, the home
+/// directory or an install was found; `unknown` when an inventory could not be verified.
+fn report_product(
+    ctx: &mut Ctx<'_>,
+    roots: &CelestoRoots,
+    know: &CelestoKnowledge,
+    mut report_roots: BTreeMap<String, PathBuf>,
+    problems: Vec<String>,
+    all_ok: bool,
+) {
     let home_exists = roots.home_dir.is_dir();
     if home_exists {
         report_roots.insert("home_dir".into(), roots.home_dir.clone());
@@ -296,7 +375,6 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
         problems,
         version,
     });
-    know
 }
 
 #[allow(clippy::too_many_arguments)]
