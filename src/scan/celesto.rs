@@ -924,63 +924,118 @@ fn scan_residue(
     vmm_ids: &HashMap<String, Vec<u32>>,
     id_hold: &HashMap<String, Hold>,
 ) {
-    let saved = |id: &str| matches!(id_hold.get(id), Some(Hold::Saved));
-    let running = |id: &str| vmm_ids.contains_key(id);
+    let r = Residue {
+        dir,
+        invs,
+        live,
+        ok,
+        problem,
+        vmm_ids,
+        id_hold,
+    };
+    r.firmware(ctx);
+    r.locks(ctx);
+    r.known_hosts(ctx);
+    r.snapshots(ctx);
+    r.sessions_and_macos_vms(ctx);
+}
 
-    // firmware/<id>/
-    let fw = dir.join("firmware");
-    for e in fsread::read_dir_or_empty(&fw) {
-        let id = e.name_str().unwrap_or_default().to_string();
-        let d = Draft::new(P, FindingKind::CelestoFirmwareResidue, &e.path)
-            .owner(id.as_str())
-            .root(&fw);
-        let d = if !valid_sandbox_id(&id) || !e.is_dir() {
-            d.verdict(
-                Verdict::Unknown,
-                "Not a sandbox firmware directory; left alone.",
-            )
-        } else if live.contains(&id) || running(&id) || !ctx.procs.users_below(&e.path).is_empty() {
-            d.verdict(
-                Verdict::Protected,
-                format!("Firmware state of sandbox '{id}', which exists or runs."),
-            )
-        } else if saved(&id) {
-            d.verdict(
-                Verdict::Protected,
-                format!("Firmware state kept with the saved disk of '{id}'."),
-            )
-        } else {
-            d.opt_in(OptInClass::Residue, format!("Firmware state (UEFI variables, TPM) of deleted sandbox '{id}'; upstream never removes it."))
-        };
-        ctx.add(gate(claim(d, dir), ok, problem));
+/// What the residue judges of one data directory share.
+struct Residue<'a> {
+    dir: &'a Path,
+    invs: &'a [CelestoInventory],
+    live: &'a HashSet<String>,
+    ok: bool,
+    problem: &'a str,
+    vmm_ids: &'a HashMap<String, Vec<u32>>,
+    id_hold: &'a HashMap<String, Hold>,
+}
+
+impl Residue<'_> {
+    /// Whether sandbox `id`'s disk is saved (its residue is kept with it).
+    fn saved(&self, id: &str) -> bool {
+        matches!(self.id_hold.get(id), Some(Hold::Saved))
     }
 
-    // locks/
-    let locks_dir = dir.join("locks");
-    let mut lock_entries = fsread::read_dir_or_empty(&locks_dir);
-    lock_entries.extend(fsread::read_dir_or_empty(&locks_dir.join("resources")));
-    let snapshot_ids: HashSet<String> = invs
-        .iter()
-        .flat_map(|i| i.snapshots.iter().map(|(s, _)| s.clone()))
-        .chain(
-            fsread::read_dir_or_empty(&dir.join("snapshots"))
-                .into_iter()
-                .filter_map(|e| e.name_str().map(str::to_string)),
-        )
-        .collect();
-    for e in lock_entries {
-        if e.is_dir() {
-            continue;
+    /// Whether a Celesto VM process names sandbox `id`.
+    fn running(&self, id: &str) -> bool {
+        self.vmm_ids.contains_key(id)
+    }
+
+    /// Adds `d`, re-checked against the directory's inventories and gated on them.
+    fn add(&self, ctx: &mut Ctx<'_>, d: Draft) {
+        ctx.add(gate(claim(d, self.dir), self.ok, self.problem));
+    }
+
+    /// `firmware/<id>/`: kept while the sandbox exists, runs or its disk is saved; else residue.
+    fn firmware(&self, ctx: &mut Ctx<'_>) {
+        let fw = self.dir.join("firmware");
+        for e in fsread::read_dir_or_empty(&fw) {
+            let id = e.name_str().unwrap_or_default().to_string();
+            let d = Draft::new(P, FindingKind::CelestoFirmwareResidue, &e.path)
+                .owner(id.as_str())
+                .root(&fw);
+            let d = if !valid_sandbox_id(&id) || !e.is_dir() {
+                d.verdict(
+                    Verdict::Unknown,
+                    "Not a sandbox firmware directory; left alone.",
+                )
+            } else if self.live.contains(&id)
+                || self.running(&id)
+                || !ctx.procs.users_below(&e.path).is_empty()
+            {
+                d.verdict(
+                    Verdict::Protected,
+                    format!("Firmware state of sandbox '{id}', which exists or runs."),
+                )
+            } else if self.saved(&id) {
+                d.verdict(
+                    Verdict::Protected,
+                    format!("Firmware state kept with the saved disk of '{id}'."),
+                )
+            } else {
+                d.opt_in(OptInClass::Residue, format!("Firmware state (UEFI variables, TPM) of deleted sandbox '{id}'; upstream never removes it."))
+            };
+            self.add(ctx, d);
         }
-        let name = e.name_str().unwrap_or_default().to_string();
-        let d = Draft::new(P, FindingKind::CelestoLockResidue, &e.path).root(&locks_dir);
+    }
+
+    /// `locks/` and `locks/resources/`: every lock file not held by a process right now.
+    fn locks(&self, ctx: &mut Ctx<'_>) {
+        let locks_dir = self.dir.join("locks");
+        let mut lock_entries = fsread::read_dir_or_empty(&locks_dir);
+        lock_entries.extend(fsread::read_dir_or_empty(&locks_dir.join("resources")));
+        let snapshot_ids: HashSet<String> = self
+            .invs
+            .iter()
+            .flat_map(|i| i.snapshots.iter().map(|(s, _)| s.clone()))
+            .chain(
+                fsread::read_dir_or_empty(&self.dir.join("snapshots"))
+                    .into_iter()
+                    .filter_map(|e| e.name_str().map(str::to_string)),
+            )
+            .collect();
+        for e in lock_entries {
+            if e.is_dir() {
+                continue;
+            }
+            let d = Draft::new(P, FindingKind::CelestoLockResidue, &e.path).root(&locks_dir);
+            let d = self.lock(ctx, &e, d, &snapshot_ids);
+            self.add(ctx, d);
+        }
+    }
+
+    /// One lock file: unknown when the lock table is unreadable, kept while held or while the
+    /// snapshot or sandbox it names exists, else reclaimable.
+    fn lock(&self, ctx: &Ctx<'_>, e: &Entry, d: Draft, snapshot_ids: &HashSet<String>) -> Draft {
         use std::os::unix::fs::MetadataExt;
+        let name = e.name_str().unwrap_or_default().to_string();
         let held = ctx.locks.is_held(e.meta.dev(), e.meta.ino());
         let in_resources = e.path.parent().is_some_and(|p| p.ends_with("resources"));
         let id = name
             .strip_suffix(".create.lock")
             .or_else(|| name.strip_suffix(".snapshot.lock"));
-        let d = if !ctx.locks.readable() {
+        if !ctx.locks.readable() {
             d.verdict(Verdict::Unknown, "Lock file; the system lock table is not readable here, so Smolsweep cannot tell whether it is held.")
         } else if held {
             d.verdict(
@@ -1006,7 +1061,7 @@ fn scan_residue(
             }
         } else if let Some(id) = id.filter(|i| valid_sandbox_id(i)) {
             let d = d.owner(id);
-            if live.contains(id) || running(id) {
+            if self.live.contains(id) || self.running(id) {
                 d.verdict(
                     Verdict::Protected,
                     format!("Lock file of sandbox '{id}', which exists."),
@@ -1019,71 +1074,81 @@ fn scan_residue(
                 Verdict::Unknown,
                 "A lock file Smolsweep does not recognise; left alone.",
             )
-        };
-        ctx.add(gate(claim(d, dir), ok, problem));
+        }
     }
 
-    // ssh-known-hosts/<id>.known_hosts
-    let kh = dir.join("ssh-known-hosts");
-    for e in fsread::read_dir_or_empty(&kh) {
-        let name = e.name_str().unwrap_or_default().to_string();
-        let d = Draft::new(P, FindingKind::CelestoKnownHostsResidue, &e.path).root(&kh);
-        let d = match name.strip_suffix(".known_hosts").filter(|i| valid_sandbox_id(i) && e.is_file()) {
-            Some(id) if live.contains(id) || running(id) => d.owner(id).verdict(Verdict::Protected, format!("Pinned SSH host key of sandbox '{id}', which exists.")),
-            Some(id) if saved(id) => d.owner(id).verdict(Verdict::Protected, format!("Pinned SSH host key kept with the saved disk of '{id}'.")),
-            Some(id) => d.owner(id).verdict(Verdict::Reclaimable, format!("Pinned SSH host key of sandbox '{id}', which no longer exists; upstream never removes it.")),
-            None => d.verdict(Verdict::Unknown, "Not a known-hosts file Celesto writes; left alone."),
-        };
-        ctx.add(gate(claim(d, dir), ok, problem));
-    }
-
-    // snapshots/<sid>/, browser-sessions/<sid>/, macos-vms/<id>/
-    let snap_vm: HashMap<String, String> = invs
-        .iter()
-        .flat_map(|i| i.snapshots.iter().cloned())
-        .collect();
-    let sd = dir.join("snapshots");
-    for e in fsread::read_dir_or_empty(&sd) {
-        let sid = e.name_str().unwrap_or_default().to_string();
-        let vm = snap_vm.get(&sid).cloned();
-        let d = Draft::new(P, FindingKind::CelestoSnapshot, &e.path)
-            .owner_opt(vm.clone())
-            .root(&sd);
-        let d = match vm {
-            Some(vm) if live.contains(&vm) => d.verdict(Verdict::Protected, format!("Snapshot '{sid}' of sandbox '{vm}', which exists.")),
-            Some(vm) => d.opt_in(OptInClass::Residue, format!("Snapshot '{sid}' of deleted sandbox '{vm}'; it can still be restored, so it is kept unless you include residue.")),
-            None => d.opt_in(OptInClass::Residue, format!("Snapshot directory '{sid}' with no inventory row; kept unless you include residue.")),
-        };
-        ctx.add(gate(claim(d, dir), ok, problem));
-    }
-    for (sub, kind, what) in [
-        (
-            "browser-sessions",
-            FindingKind::CelestoBrowserSessionResidue,
-            "Browser-session artifacts",
-        ),
-        (
-            "macos-vms",
-            FindingKind::CelestoMacosVmResidue,
-            "macOS VM bundle",
-        ),
-    ] {
-        let base = dir.join(sub);
-        for e in fsread::read_dir_or_empty(&base) {
-            let id = e.name_str().unwrap_or_default().to_string();
-            let d = Draft::new(P, kind, &e.path).owner(id.as_str()).root(&base);
-            let d = if live.contains(&id)
-                || running(&id)
-                || !ctx.procs.users_below(&e.path).is_empty()
-            {
-                d.verdict(
-                    Verdict::Protected,
-                    format!("{what} of '{id}', which exists."),
-                )
-            } else {
-                d.opt_in(OptInClass::Residue, format!("{what} of '{id}', which no longer exists; kept unless you include residue."))
+    /// `ssh-known-hosts/<id>.known_hosts`: kept while the sandbox exists, runs or its disk is
+    /// saved; else reclaimable.
+    fn known_hosts(&self, ctx: &mut Ctx<'_>) {
+        let kh = self.dir.join("ssh-known-hosts");
+        for e in fsread::read_dir_or_empty(&kh) {
+            let name = e.name_str().unwrap_or_default().to_string();
+            let d = Draft::new(P, FindingKind::CelestoKnownHostsResidue, &e.path).root(&kh);
+            let d = match name.strip_suffix(".known_hosts").filter(|i| valid_sandbox_id(i) && e.is_file()) {
+                Some(id) if self.live.contains(id) || self.running(id) => d.owner(id).verdict(Verdict::Protected, format!("Pinned SSH host key of sandbox '{id}', which exists.")),
+                Some(id) if self.saved(id) => d.owner(id).verdict(Verdict::Protected, format!("Pinned SSH host key kept with the saved disk of '{id}'.")),
+                Some(id) => d.owner(id).verdict(Verdict::Reclaimable, format!("Pinned SSH host key of sandbox '{id}', which no longer exists; upstream never removes it.")),
+                None => d.verdict(Verdict::Unknown, "Not a known-hosts file Celesto writes; left alone."),
             };
-            ctx.add(gate(claim(d, dir), ok, problem));
+            self.add(ctx, d);
+        }
+    }
+
+    /// `snapshots/<sid>/`: kept while its sandbox exists; otherwise residue (still restorable).
+    fn snapshots(&self, ctx: &mut Ctx<'_>) {
+        let snap_vm: HashMap<String, String> = self
+            .invs
+            .iter()
+            .flat_map(|i| i.snapshots.iter().cloned())
+            .collect();
+        let sd = self.dir.join("snapshots");
+        for e in fsread::read_dir_or_empty(&sd) {
+            let sid = e.name_str().unwrap_or_default().to_string();
+            let vm = snap_vm.get(&sid).cloned();
+            let d = Draft::new(P, FindingKind::CelestoSnapshot, &e.path)
+                .owner_opt(vm.clone())
+                .root(&sd);
+            let d = match vm {
+                Some(vm) if self.live.contains(&vm) => d.verdict(Verdict::Protected, format!("Snapshot '{sid}' of sandbox '{vm}', which exists.")),
+                Some(vm) => d.opt_in(OptInClass::Residue, format!("Snapshot '{sid}' of deleted sandbox '{vm}'; it can still be restored, so it is kept unless you include residue.")),
+                None => d.opt_in(OptInClass::Residue, format!("Snapshot directory '{sid}' with no inventory row; kept unless you include residue.")),
+            };
+            self.add(ctx, d);
+        }
+    }
+
+    /// `browser-sessions/<sid>/` and `macos-vms/<id>/`: kept while their sandbox exists, runs or
+    /// a process uses them; otherwise residue.
+    fn sessions_and_macos_vms(&self, ctx: &mut Ctx<'_>) {
+        for (sub, kind, what) in [
+            (
+                "browser-sessions",
+                FindingKind::CelestoBrowserSessionResidue,
+                "Browser-session artifacts",
+            ),
+            (
+                "macos-vms",
+                FindingKind::CelestoMacosVmResidue,
+                "macOS VM bundle",
+            ),
+        ] {
+            let base = self.dir.join(sub);
+            for e in fsread::read_dir_or_empty(&base) {
+                let id = e.name_str().unwrap_or_default().to_string();
+                let d = Draft::new(P, kind, &e.path).owner(id.as_str()).root(&base);
+                let d = if self.live.contains(&id)
+                    || self.running(&id)
+                    || !ctx.procs.users_below(&e.path).is_empty()
+                {
+                    d.verdict(
+                        Verdict::Protected,
+                        format!("{what} of '{id}', which exists."),
+                    )
+                } else {
+                    d.opt_in(OptInClass::Residue, format!("{what} of '{id}', which no longer exists; kept unless you include residue."))
+                };
+                self.add(ctx, d);
+            }
         }
     }
 }
