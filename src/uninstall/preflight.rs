@@ -18,7 +18,7 @@ use crate::pathblock::{self, PathBlock};
 use crate::procs::RawProcess;
 use crate::roots::{
     celesto_roots, dot_smolvm_contents, is_system_path, smolvm_roots, state_dir_candidates,
-    user_smolvm_sets,
+    user_smolvm_sets, CelestoRoots, SmolvmRoots,
 };
 
 pub use super::known::StateKind;
@@ -267,165 +267,15 @@ pub fn gather_with(
     let mut problems = Vec::new();
     let smol = smolvm_roots(platform, env);
     let cel = celesto_roots(platform, env);
-    let mut sizer = crate::size::Sizer::new();
-    let mut state_dirs = Vec::new();
-    let mut add = |product: Product,
-                   kind: StateKind,
-                   path: &Path,
-                   source: &str,
-                   problems: &mut Vec<String>| {
-        if state_dirs.iter().any(|d: &StateDir| d.path == path) {
-            return;
-        }
-        let exists = std::fs::symlink_metadata(path).is_ok();
-        let (allocated, apparent, mounts) = if exists {
-            match sizer.measure(path) {
-                Ok(m) => (m.allocated, m.apparent, m.mounts),
-                Err(e) => {
-                    problems.push(format!("{}: {e}", path.display()));
-                    (0, 0, Vec::new())
-                }
-            }
-        } else {
-            (0, 0, Vec::new())
-        };
-        state_dirs.push(StateDir {
-            product,
-            kind,
-            path: path.to_path_buf(),
-            exists,
-            allocated_bytes: allocated,
-            apparent_bytes: apparent,
-            mounts,
-            source: source.to_string(),
-            label: kind.label().to_string(),
-            size: human_bytes(allocated),
-        });
-    };
-    for (product, name, path, source) in state_dir_candidates(env, platform) {
-        if let Some(kind) = StateKind::parse(name) {
-            add(product, kind, &path, &source, &mut problems);
-        }
-    }
-
+    let state_dirs = state_dirs_of(env, platform, &mut problems);
     let dot = home.join(".smolvm");
-    let dot_smolvm = match dot_smolvm_contents(&dot) {
-        Ok(d) => Some(SharedDotSmolvm {
-            path: dot.clone(),
-            smolvm_entries: d.smolvm_entries,
-            celesto_entries: d.celesto_entries,
-            other_entries: d.other_entries,
-            smolvm_version: d.smolvm_version,
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => {
-            problems.push(format!("{}: {e}", dot.display()));
-            None
-        }
-    };
-
+    let dot_smolvm = shared_dot_smolvm(&dot, &mut problems);
     let installs = crate::install::detect_installs(platform, env);
-
-    // `layers-cs` image mounts (macOS hdiutil) under this user's smolvm roots, deepest first.
-    let mut mount_roots: Vec<PathBuf> = Vec::new();
-    for set in user_smolvm_sets(&smol, &home) {
-        mount_roots.push(set.pack_cache.clone());
-        mount_roots.extend(set.vms_dirs.iter().cloned());
-    }
-    let mounts = mount_table
-        .map(|t| crate::exec::detach::layers_cs_mounts_under(t, &mount_roots))
-        .unwrap_or_default();
-
-    let mut machines = Vec::new();
-    for set in user_smolvm_sets(&smol, &home) {
-        if std::fs::symlink_metadata(&set.db_path).is_err() {
-            continue;
-        }
-        match read_smolvm_machines(&set.db_path) {
-            Ok(m) => machines.extend(m),
-            Err(e) => problems.push(e),
-        }
-    }
-    for d in cel.data_dirs.iter().filter(|d| !is_system_path(&d.path)) {
-        for p in crate::upstream::inventory_paths(Product::Celesto, &d.path) {
-            if std::fs::symlink_metadata(&p).is_err() {
-                continue;
-            }
-            match read_celesto_rows(&p) {
-                Ok(m) => machines.extend(m),
-                Err(e) => problems.push(e),
-            }
-        }
-    }
-
+    let mounts = layers_cs_mounts(&smol, &home, mount_table);
+    let machines = machine_records(&smol, &cel, &home, &mut problems);
     let processes = vm_processes_of_home(env, platform, procs);
-
-    let launchers = smol
-        .launchers
-        .iter()
-        .filter(|l| l.starts_with(&home))
-        .filter_map(|l| {
-            let meta = std::fs::symlink_metadata(l).ok()?;
-            if !meta.file_type().is_symlink() {
-                return None;
-            }
-            let target = std::fs::read_link(l).ok()?;
-            let abs = if target.is_absolute() {
-                target.clone()
-            } else {
-                l.parent().unwrap_or(Path::new("/")).join(&target)
-            };
-            let into_prefix = smol
-                .install_prefixes
-                .iter()
-                .find(|p| lexical_starts_with(&abs, p))
-                .cloned();
-            Some(Launcher {
-                path: l.clone(),
-                target,
-                into_prefix,
-            })
-        })
-        .collect();
-
-    let mut credentials = Vec::new();
-    let mut cred = |product: Product, path: PathBuf, what: &str| {
-        if std::fs::symlink_metadata(&path).is_ok() {
-            credentials.push(Credential {
-                product,
-                path,
-                what: what.to_string(),
-            });
-        }
-    };
-    for set in user_smolvm_sets(&smol, &home) {
-        cred(
-            Product::Smolvm,
-            set.config_dir.clone(),
-            "smolvm settings and container-registry credentials (config.toml)",
-        );
-    }
-    cred(
-        Product::Celesto,
-        cel.home_dir.join("credentials"),
-        "Celesto account credentials",
-    );
-    cred(
-        Product::Celesto,
-        cel.home_dir.join("keys"),
-        "the SSH key pair Celesto uses to log in to sandboxes (id_ed25519)",
-    );
-    cred(
-        Product::Celesto,
-        dot.join("keys"),
-        "the SSH key pair PyPI smolvm / older Celesto uses to log in to sandboxes",
-    );
-    cred(
-        Product::Celesto,
-        dot.join("credentials"),
-        "PyPI smolvm / older Celesto account credentials",
-    );
-
+    let launchers = launchers_of(&smol, &home);
+    let credentials = credentials_of(&smol, &cel, &home, &dot);
     let runtime_files = celesto_runtime_files(&cel.socket_dir, &machines, env.euid);
     let opts = crate::scan::ScanOptions {
         env: env.clone(),
@@ -454,6 +304,196 @@ pub fn gather_with(
         problems,
         kept,
     }
+}
+
+/// Every state directory of both products by the table of kinds, each path once, measured
+/// when it exists (a walk that fails adds a problem and counts zero).
+fn state_dirs_of(
+    env: &EnvSnapshot,
+    platform: Platform,
+    problems: &mut Vec<String>,
+) -> Vec<StateDir> {
+    let mut sizer = crate::size::Sizer::new();
+    let mut state_dirs: Vec<StateDir> = Vec::new();
+    for (product, name, path, source) in state_dir_candidates(env, platform) {
+        let Some(kind) = StateKind::parse(name) else {
+            continue;
+        };
+        if state_dirs.iter().any(|d| d.path == path) {
+            continue;
+        }
+        let exists = std::fs::symlink_metadata(&path).is_ok();
+        let (allocated, apparent, mounts) = if exists {
+            match sizer.measure(&path) {
+                Ok(m) => (m.allocated, m.apparent, m.mounts),
+                Err(e) => {
+                    problems.push(format!("{}: {e}", path.display()));
+                    (0, 0, Vec::new())
+                }
+            }
+        } else {
+            (0, 0, Vec::new())
+        };
+        state_dirs.push(StateDir {
+            product,
+            kind,
+            path,
+            exists,
+            allocated_bytes: allocated,
+            apparent_bytes: apparent,
+            mounts,
+            source,
+            label: kind.label().to_string(),
+            size: human_bytes(allocated),
+        });
+    }
+    state_dirs
+}
+
+/// `~/.smolvm` split by owner; `None` when it does not exist (or cannot be read: a problem).
+fn shared_dot_smolvm(dot: &Path, problems: &mut Vec<String>) -> Option<SharedDotSmolvm> {
+    match dot_smolvm_contents(dot) {
+        Ok(d) => Some(SharedDotSmolvm {
+            path: dot.to_path_buf(),
+            smolvm_entries: d.smolvm_entries,
+            celesto_entries: d.celesto_entries,
+            other_entries: d.other_entries,
+            smolvm_version: d.smolvm_version,
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            problems.push(format!("{}: {e}", dot.display()));
+            None
+        }
+    }
+}
+
+/// `layers-cs` image mounts (macOS hdiutil) under this user's smolvm roots, deepest first
+/// (none when the mount table could not be read).
+fn layers_cs_mounts(
+    smol: &SmolvmRoots,
+    home: &Path,
+    mount_table: Option<&[MountEntry]>,
+) -> Vec<PathBuf> {
+    let mut mount_roots: Vec<PathBuf> = Vec::new();
+    for set in user_smolvm_sets(smol, home) {
+        mount_roots.push(set.pack_cache.clone());
+        mount_roots.extend(set.vms_dirs.iter().cloned());
+    }
+    mount_table
+        .map(|t| crate::exec::detach::layers_cs_mounts_under(t, &mount_roots))
+        .unwrap_or_default()
+}
+
+/// The machine records of this user's smolvm inventories, then the sandbox rows of every
+/// Celesto data directory outside the system's; an inventory that cannot be read adds a
+/// problem.
+fn machine_records(
+    smol: &SmolvmRoots,
+    cel: &CelestoRoots,
+    home: &Path,
+    problems: &mut Vec<String>,
+) -> Vec<MachineRecord> {
+    let mut machines = Vec::new();
+    for set in user_smolvm_sets(smol, home) {
+        if std::fs::symlink_metadata(&set.db_path).is_err() {
+            continue;
+        }
+        match read_smolvm_machines(&set.db_path) {
+            Ok(m) => machines.extend(m),
+            Err(e) => problems.push(e),
+        }
+    }
+    for d in cel.data_dirs.iter().filter(|d| !is_system_path(&d.path)) {
+        for p in crate::upstream::inventory_paths(Product::Celesto, &d.path) {
+            if std::fs::symlink_metadata(&p).is_err() {
+                continue;
+            }
+            match read_celesto_rows(&p) {
+                Ok(m) => machines.extend(m),
+                Err(e) => problems.push(e),
+            }
+        }
+    }
+    machines
+}
+
+/// smolvm's launcher symlinks inside HOME, with the install prefix each points into.
+fn launchers_of(smol: &SmolvmRoots, home: &Path) -> Vec<Launcher> {
+    smol.launchers
+        .iter()
+        .filter(|l| l.starts_with(home))
+        .filter_map(|l| {
+            let meta = std::fs::symlink_metadata(l).ok()?;
+            if !meta.file_type().is_symlink() {
+                return None;
+            }
+            let target = std::fs::read_link(l).ok()?;
+            let abs = if target.is_absolute() {
+                target.clone()
+            } else {
+                l.parent().unwrap_or(Path::new("/")).join(&target)
+            };
+            let into_prefix = smol
+                .install_prefixes
+                .iter()
+                .find(|p| lexical_starts_with(&abs, p))
+                .cloned();
+            Some(Launcher {
+                path: l.clone(),
+                target,
+                into_prefix,
+            })
+        })
+        .collect()
+}
+
+/// What holds secrets of either product and exists: smolvm's config directories, Celesto's
+/// credentials and SSH keys, and the older ones under `~/.smolvm` (`dot`).
+fn credentials_of(
+    smol: &SmolvmRoots,
+    cel: &CelestoRoots,
+    home: &Path,
+    dot: &Path,
+) -> Vec<Credential> {
+    let mut credentials = Vec::new();
+    let mut cred = |product: Product, path: PathBuf, what: &str| {
+        if std::fs::symlink_metadata(&path).is_ok() {
+            credentials.push(Credential {
+                product,
+                path,
+                what: what.to_string(),
+            });
+        }
+    };
+    for set in user_smolvm_sets(smol, home) {
+        cred(
+            Product::Smolvm,
+            set.config_dir.clone(),
+            "smolvm settings and container-registry credentials (config.toml)",
+        );
+    }
+    cred(
+        Product::Celesto,
+        cel.home_dir.join("credentials"),
+        "Celesto account credentials",
+    );
+    cred(
+        Product::Celesto,
+        cel.home_dir.join("keys"),
+        "the SSH key pair Celesto uses to log in to sandboxes (id_ed25519)",
+    );
+    cred(
+        Product::Celesto,
+        dot.join("keys"),
+        "the SSH key pair PyPI smolvm / older Celesto uses to log in to sandboxes",
+    );
+    cred(
+        Product::Celesto,
+        dot.join("credentials"),
+        "PyPI smolvm / older Celesto account credentials",
+    );
+    credentials
 }
 
 /// Files in `socket_dir` named after one of this HOME's Celesto sandboxes and owned by `uid`:
