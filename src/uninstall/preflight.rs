@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::env::EnvSnapshot;
 use crate::exec::detach::MountEntry;
 use crate::install::Install;
-use crate::model::{human_bytes, Platform, ProcShape, Product, Scope};
+use crate::model::{human_bytes, Machine, Platform, Product, Scope, VmProcess};
 use crate::pathblock::{self, PathBlock};
 use crate::procs::RawProcess;
 use crate::roots::{
@@ -60,29 +60,6 @@ pub struct SharedDotSmolvm {
     pub celesto_entries: Vec<PathBuf>,
     pub other_entries: Vec<PathBuf>,
     pub smolvm_version: Option<String>,
-}
-
-/// A machine (smolvm) or sandbox (Celesto) record, read from its inventory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MachineRecord {
-    pub product: Product,
-    pub name: String,
-    pub state: String,
-    pub pid: Option<u32>,
-    pub pid_start_time: Option<u64>,
-    pub db: PathBuf,
-}
-
-/// A VM process that belongs to this HOME.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VmProc {
-    pub pid: u32,
-    pub start_time: u64,
-    pub uid: u32,
-    pub product: Product,
-    pub shape: ProcShape,
-    /// The machine directory, disk or socket that ties it to this HOME.
-    pub evidence: String,
 }
 
 /// A launcher symlink (`~/.local/bin/smolvm`, `~/.local/bin/smol`).
@@ -195,8 +172,11 @@ pub struct Preflight {
     pub installs: Vec<Install>,
     pub state_dirs: Vec<StateDir>,
     pub dot_smolvm: Option<SharedDotSmolvm>,
-    pub machines: Vec<MachineRecord>,
-    pub processes: Vec<VmProc>,
+    /// Machine (smolvm) and sandbox (Celesto) records as their inventories hold them, each
+    /// judged alive or not by the scan the preflight makes.
+    pub machines: Vec<Machine>,
+    /// VM processes that belong to this HOME.
+    pub processes: Vec<VmProcess>,
     /// macOS `layers-cs` mounts under the smolvm roots.
     pub mounts: Vec<PathBuf>,
     /// Whether `mounts` was read (false until the mount-table reader is wired in on macOS).
@@ -272,7 +252,7 @@ pub fn gather_with(
     let dot_smolvm = shared_dot_smolvm(&dot, &mut problems);
     let installs = crate::install::detect_installs(platform, env);
     let mounts = layers_cs_mounts(&smol, &home, mount_table);
-    let machines = machine_records(&smol, &cel, &home, &mut problems);
+    let mut machines = machine_records(&smol, &cel, &home, &mut problems);
     let processes = vm_processes_of_home(env, platform, procs);
     let launchers = launchers_of(&smol, &home);
     let credentials = credentials_of(&smol, &cel, &home, &dot);
@@ -283,7 +263,9 @@ pub fn gather_with(
         age_guard: std::time::Duration::from_secs(120),
         now: std::time::SystemTime::now(),
     };
-    let kept = kept_items(&crate::scan::scan_with(&opts, procs.to_vec()));
+    let report = crate::scan::scan_with(&opts, procs.to_vec());
+    let kept = kept_items(&report);
+    judge_liveness(&mut machines, &report);
 
     Preflight {
         schema: PREFLIGHT_SCHEMA.to_string(),
@@ -385,6 +367,21 @@ fn layers_cs_mounts(
         .unwrap_or_default()
 }
 
+/// Whether each record's VM is alive, and the state to show for it, as the scan judged the same
+/// record (same product, name and inventory); a record the scan did not see stays as read.
+fn judge_liveness(machines: &mut [Machine], report: &crate::model::ScanReport) {
+    for m in machines {
+        if let Some(s) = report
+            .machines
+            .iter()
+            .find(|s| s.product == m.product && s.name == m.name && s.db == m.db)
+        {
+            m.alive = s.alive;
+            m.effective_state = s.effective_state.clone();
+        }
+    }
+}
+
 /// The machine records of this user's smolvm inventories, then the sandbox rows of every
 /// Celesto data directory outside the system's; an inventory that cannot be read adds a
 /// problem.
@@ -393,7 +390,7 @@ fn machine_records(
     cel: &CelestoRoots,
     home: &Path,
     problems: &mut Vec<String>,
-) -> Vec<MachineRecord> {
+) -> Vec<Machine> {
     let mut machines = Vec::new();
     for set in user_smolvm_sets(smol, home) {
         if std::fs::symlink_metadata(&set.db_path).is_err() {
@@ -501,7 +498,7 @@ fn credentials_of(
 /// user's files, or names of sandboxes this HOME does not have, are never listed.
 pub fn celesto_runtime_files(
     socket_dir: &Path,
-    machines: &[MachineRecord],
+    machines: &[Machine],
     uid: u32,
 ) -> Vec<RuntimeFile> {
     use std::os::unix::fs::MetadataExt;
@@ -636,7 +633,10 @@ pub fn system_items(platform: Platform, exists: &dyn Fn(&Path) -> bool) -> Vec<S
 ///
 /// Ordered so that a machine comes after every machine branched from it: deleting the branches
 /// first means no delete needs `--cascade`, which would take branches the plan does not show.
-pub fn read_smolvm_machines(db: &Path) -> Result<Vec<MachineRecord>, String> {
+///
+/// As recorded: not judged against the process table (`alive` false, `effective_state` the
+/// recorded state).
+pub fn read_smolvm_machines(db: &Path) -> Result<Vec<Machine>, String> {
     let records = crate::inventory::smolvm::read_smolvm_db(db).map_err(|e| e.to_string())?;
     let golden: std::collections::HashMap<&str, &str> = records
         .iter()
@@ -655,18 +655,17 @@ pub fn read_smolvm_machines(db: &Path) -> Result<Vec<MachineRecord>, String> {
         }
         d
     };
-    let mut out: Vec<(usize, MachineRecord)> = records
+    let mut out: Vec<(usize, Machine)> = records
         .iter()
         .map(|r| {
             (
                 depth(&r.name),
-                MachineRecord {
-                    product: Product::Smolvm,
-                    name: r.name.clone(),
-                    state: r.state.clone(),
-                    pid: r.pid,
+                Machine {
                     pid_start_time: r.pid_start_time,
-                    db: db.to_path_buf(),
+                    ephemeral: r.ephemeral,
+                    created_at: r.created_at,
+                    branched_from: r.golden.clone(),
+                    ..as_recorded(Product::Smolvm, &r.name, &r.state, r.pid, db)
                 },
             )
         })
@@ -675,20 +674,39 @@ pub fn read_smolvm_machines(db: &Path) -> Result<Vec<MachineRecord>, String> {
     Ok(out.into_iter().map(|(_, m)| m).collect())
 }
 
+/// A machine or sandbox as its inventory `db` records it, before any process is looked at.
+fn as_recorded(product: Product, name: &str, state: &str, pid: Option<u32>, db: &Path) -> Machine {
+    Machine {
+        product,
+        name: name.to_string(),
+        state: state.to_string(),
+        pid,
+        alive: false,
+        effective_state: state.to_string(),
+        pid_start_time: None,
+        ephemeral: false,
+        created_at: None,
+        dir: None,
+        allocated_bytes: 0,
+        db: Some(db.to_path_buf()),
+        branched_from: None,
+        kept: None,
+    }
+}
+
 /// Celesto (or PyPI smolvm) sandbox rows from `celesto.db` / `smolvm.db` (read-only, through
 /// [`crate::inventory::celesto`]).
-pub fn read_celesto_rows(db: &Path) -> Result<Vec<MachineRecord>, String> {
-    let mut out: Vec<MachineRecord> = crate::inventory::celesto::read_celesto_db(db)
+///
+/// As recorded: not judged against the process table (`alive` false, `effective_state` the
+/// recorded state).
+pub fn read_celesto_rows(db: &Path) -> Result<Vec<Machine>, String> {
+    let mut out: Vec<Machine> = crate::inventory::celesto::read_celesto_db(db)
         .map_err(|e| e.to_string())?
         .sandboxes
-        .into_iter()
-        .map(|r| MachineRecord {
-            product: Product::Celesto,
-            name: r.id,
-            state: r.status,
-            pid: r.pid.and_then(|p| u32::try_from(p).ok()),
-            pid_start_time: None,
-            db: db.to_path_buf(),
+        .iter()
+        .map(|r| {
+            let pid = r.pid.and_then(|p| u32::try_from(p).ok());
+            as_recorded(Product::Celesto, &r.id, &r.status, pid, db)
         })
         .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -701,7 +719,7 @@ pub fn vm_processes_of_home(
     env: &EnvSnapshot,
     platform: Platform,
     procs: &[RawProcess],
-) -> Vec<VmProc> {
+) -> Vec<VmProcess> {
     let opts = crate::scan::ScanOptions {
         env: env.clone(),
         platform,
@@ -711,15 +729,7 @@ pub fn vm_processes_of_home(
     crate::scan::scan_with(&opts, procs.to_vec())
         .processes
         .into_iter()
-        .filter(|p| p.scope == crate::model::Scope::ThisHome)
-        .map(|p| VmProc {
-            pid: p.pid,
-            start_time: p.start_time,
-            uid: p.uid,
-            product: p.product,
-            shape: p.shape,
-            evidence: p.reason,
-        })
+        .filter(|p| p.scope == Scope::ThisHome)
         .collect()
 }
 
@@ -769,7 +779,7 @@ pub fn render(p: &Preflight) -> String {
     }
     let _ = writeln!(s, "VM processes of this HOME: {}", p.processes.len());
     for v in &p.processes {
-        let _ = writeln!(s, "  pid {} {} ({})", v.pid, v.shape, v.evidence);
+        let _ = writeln!(s, "  pid {} {} ({})", v.pid, v.shape, v.reason);
     }
     if !p.mounts_checked {
         let _ = writeln!(s, "Mounts: the mount table could not be read");
