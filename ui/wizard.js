@@ -91,7 +91,7 @@
     if (dot) dirItems.push(item(dot.path, `shared: ${dot.smolvm_entries.length} smol-machines entries, ${dot.celesto_entries.length} Celesto entries, ${dot.other_entries.length} others`));
     parts.push(section("State directories", dirItems, "No state directory found."));
     parts.push(section("Machines", p.machines.map((m) => item(m.name, `${pname(m.product)} · ${m.state}${m.pid ? " · pid " + m.pid : ""}`)), "No machine."));
-    parts.push(section("VM processes of this home", p.processes.map((v) => item(`pid ${v.pid}`, `${pname(v.product)} · ${v.shape} · ${v.evidence}`)), "No VM process is running."));
+    parts.push(section("VM processes of this home", p.processes.map((v) => item(`pid ${v.pid}`, `${pname(v.product)} · ${v.shape} · ${v.reason}`)), "No VM process is running."));
     parts.push(section("Mounts", p.mounts.map((m) => item(m)), p.mounts_checked ? "No mount." : "The mount table could not be read."));
     parts.push(section("Launchers", p.launchers.map((l) => item(l.path, `→ ${l.target}`)), "No launcher."));
     parts.push(section("PATH blocks", p.path_blocks.map((b) => item(`${b.file}:${b.line}`, b.lines.join(" ⏎ "))), "No PATH block."));

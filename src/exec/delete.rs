@@ -346,56 +346,12 @@ pub fn delete_path(token: &Confirmed, t: &Target) -> DeleteOutcome {
     };
     let name = OsStr::from_bytes(&loc.name);
     if FileType::from_raw_mode(loc.stat.st_mode as _) != FileType::Directory {
-        // A file, symlink, socket...: unlink the name (a symlink is never followed).
-        return match rfs::unlinkat(&loc.parent, name, AtFlags::empty()) {
-            Ok(()) => DeleteOutcome::Deleted { entries: 1 },
-            Err(Errno::NOENT) => DeleteOutcome::AlreadyGone,
-            Err(e) => DeleteOutcome::Failed {
-                error: format!("unlink: {e}"),
-            },
-        };
+        return unlink_name(&loc.parent, name);
     }
-    let fd = match rfs::openat(&loc.parent, name, dir_flags(), Mode::empty()) {
+    let fd = match open_target_dir(t, &loc, name) {
         Ok(fd) => fd,
-        Err(Errno::NOENT) => return DeleteOutcome::AlreadyGone,
-        Err(Errno::LOOP) | Err(Errno::NOTDIR) => {
-            return DeleteOutcome::Changed {
-                why: "changed since the scan: no longer a directory".into(),
-            }
-        }
-        Err(e) => {
-            return DeleteOutcome::Failed {
-                error: format!("open: {e}"),
-            }
-        }
+        Err(o) => return o,
     };
-    // The name may have been swapped between lstat and open: check the opened directory too.
-    match rfs::fstat(&fd) {
-        Ok(st) if st.st_dev as u64 == t.identity.dev && st.st_ino as u64 == t.identity.ino => {}
-        Ok(_) => {
-            return DeleteOutcome::Changed {
-                why: "changed since the scan: replaced by another directory".into(),
-            }
-        }
-        Err(e) => {
-            return DeleteOutcome::Failed {
-                error: format!("fstat: {e}"),
-            }
-        }
-    }
-    match mount_key(&fd) {
-        Ok(k) if k == loc.root_mount => {}
-        Ok(_) => {
-            return DeleteOutcome::Refused {
-                why: "mount point, not deleted through".into(),
-            }
-        }
-        Err(e) => {
-            return DeleteOutcome::Failed {
-                error: format!("statx: {e}"),
-            }
-        }
-    }
     let mut walk = Walk {
         root_mount: loc.root_mount,
         newer_than_ns: match t.check {
@@ -409,6 +365,65 @@ pub fn delete_path(token: &Confirmed, t: &Target) -> DeleteOutcome {
     };
     let mut path = t.path.to_path_buf();
     walk.empty_and_remove(&loc.parent, name, fd, &mut path);
+    walk_outcome(walk)
+}
+
+/// A file, symlink, socket...: unlink the name (a symlink is never followed).
+fn unlink_name(parent: &OwnedFd, name: &OsStr) -> DeleteOutcome {
+    match rfs::unlinkat(parent, name, AtFlags::empty()) {
+        Ok(()) => DeleteOutcome::Deleted { entries: 1 },
+        Err(Errno::NOENT) => DeleteOutcome::AlreadyGone,
+        Err(e) => DeleteOutcome::Failed {
+            error: format!("unlink: {e}"),
+        },
+    }
+}
+
+/// Opens the target directory without following, or the outcome instead when it is gone, no
+/// longer the directory the scan saw, or a mount point.
+fn open_target_dir(t: &Target, loc: &Located, name: &OsStr) -> Result<OwnedFd, DeleteOutcome> {
+    let fd = match rfs::openat(&loc.parent, name, dir_flags(), Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Err(DeleteOutcome::AlreadyGone),
+        Err(Errno::LOOP) | Err(Errno::NOTDIR) => {
+            return Err(DeleteOutcome::Changed {
+                why: "changed since the scan: no longer a directory".into(),
+            })
+        }
+        Err(e) => {
+            return Err(DeleteOutcome::Failed {
+                error: format!("open: {e}"),
+            })
+        }
+    };
+    // The name may have been swapped between lstat and open: check the opened directory too.
+    match rfs::fstat(&fd) {
+        Ok(st) if st.st_dev as u64 == t.identity.dev && st.st_ino as u64 == t.identity.ino => {}
+        Ok(_) => {
+            return Err(DeleteOutcome::Changed {
+                why: "changed since the scan: replaced by another directory".into(),
+            })
+        }
+        Err(e) => {
+            return Err(DeleteOutcome::Failed {
+                error: format!("fstat: {e}"),
+            })
+        }
+    }
+    match mount_key(&fd) {
+        Ok(k) if k == loc.root_mount => Ok(fd),
+        Ok(_) => Err(DeleteOutcome::Refused {
+            why: "mount point, not deleted through".into(),
+        }),
+        Err(e) => Err(DeleteOutcome::Failed {
+            error: format!("statx: {e}"),
+        }),
+    }
+}
+
+/// What a finished walk amounts to: deleted when nothing was left, failed when an entry could
+/// not be removed, else partial (mount points or changed directories left in place).
+fn walk_outcome(walk: Walk) -> DeleteOutcome {
     if walk.kept() == 0 {
         return DeleteOutcome::Deleted {
             entries: walk.entries,

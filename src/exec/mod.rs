@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use crate::journal::Journal;
 use crate::model::Product;
-use crate::plan::{Action, Plan, PlanError};
+use crate::plan::{Action, Plan, PlanError, PlannedAction};
 pub use crate::record::{
     ActionRecord, ExecReport, FsMeasure, Origin, Outcome, ProgressEvent, RESULT_SCHEMA,
 };
@@ -232,7 +232,7 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
     plan.verify()?;
     let ExecContext {
         mode,
-        mut journal,
+        journal,
         progress,
         runner,
         judge,
@@ -240,64 +240,66 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
     } = ctx;
     mode.may_run(plan)?;
     let dry_run = mode.is_dry_run();
-    let total = plan.actions.len();
     let before = if dry_run { Vec::new() } else { measure(plan) };
+    let mut run = Run {
+        plan,
+        mode,
+        journal,
+        progress,
+        runner,
+        judge,
+        reaped: BTreeSet::new(),
+        detached: BTreeSet::new(),
+        journal_broken: None,
+        meter: FreedMeter::default(),
+    };
     if !dry_run {
-        if let Some(j) = journal.as_deref_mut() {
+        if let Some(j) = run.journal.as_deref_mut() {
             j.plan_started(plan, &origin).map_err(ExecError::Journal)?;
         }
     }
-    let mut records = Vec::with_capacity(total);
-    let mut reaped: BTreeSet<u32> = BTreeSet::new();
-    let mut detached: BTreeSet<PathBuf> = BTreeSet::new();
-    let mut journal_broken: Option<String> = None;
-    let mut meter = FreedMeter::default();
+    let mut records = Vec::with_capacity(plan.actions.len());
     for (index, pa) in plan.actions.iter().enumerate() {
-        let mut freed = 0;
-        if let Some(p) = progress {
+        records.push(run.step(index, pa));
+    }
+    Ok(run.finish(before, records))
+}
+
+/// What [`execute`] carries from one action to the next.
+struct Run<'p, 'a> {
+    plan: &'p Plan,
+    mode: RunMode,
+    journal: Option<&'a mut Journal>,
+    progress: Option<&'a dyn Fn(&ProgressEvent)>,
+    runner: &'a dyn ActionRunner,
+    judge: &'a mut dyn Judge,
+    /// Pids of processes ended so far.
+    reaped: BTreeSet<u32>,
+    /// Mount points detached so far.
+    detached: BTreeSet<PathBuf>,
+    /// Why the journal could not be written, once it could not (nothing more is attempted).
+    journal_broken: Option<String>,
+    meter: FreedMeter,
+}
+
+impl Run<'_, '_> {
+    fn dry_run(&self) -> bool {
+        self.mode.is_dry_run()
+    }
+
+    /// Carries out (or dry-runs) action `index` of the plan and journals it, with its progress
+    /// events around it.
+    fn step(&mut self, index: usize, pa: &PlannedAction) -> ActionRecord {
+        let total = self.plan.actions.len();
+        if let Some(p) = self.progress {
             p(&ProgressEvent::Started {
                 index,
                 total,
                 summary: pa.summary.clone(),
             });
         }
-        let outcome = if let Some(e) = &journal_broken {
-            Outcome::skipped(format!(
-                "not attempted: the journal could not be written ({e})"
-            ))
-        } else if let Err(why) = judge.still_confirmed(plan, &pa.action) {
-            Outcome::skipped(why)
-        } else {
-            match &mode {
-                RunMode::DryRun => dry_outcome(plan, &pa.action),
-                RunMode::Execute(token) => {
-                    let before = meter.before(plan, &pa.action);
-                    let o = run_action(plan, &pa.action, token, runner, (&reaped, &detached));
-                    freed = meter.after(before, &o);
-                    o
-                }
-            }
-        };
-        match (&pa.action, &outcome) {
-            (Action::SignalProcess { pid, .. }, Outcome::Done { .. }) => {
-                reaped.insert(*pid);
-            }
-            (Action::Detach { mountpoint }, Outcome::Done { .. }) => {
-                detached.insert(mountpoint.clone());
-            }
-            _ => {}
-        }
-        // Processes, machines or mounts changed: the next action is judged on new facts.
-        let changes_facts = matches!(
-            pa.action,
-            Action::StopMachine { .. }
-                | Action::DeleteMachine { .. }
-                | Action::SignalProcess { .. }
-                | Action::Detach { .. }
-        );
-        if !dry_run && outcome.is_done() && changes_facts {
-            judge.changed();
-        }
+        let (outcome, freed) = self.outcome(&pa.action);
+        self.note_changes(&pa.action, &outcome);
         let record = ActionRecord {
             index,
             summary: pa.summary.clone(),
@@ -305,14 +307,8 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
             outcome,
             freed_bytes: freed,
         };
-        if !dry_run && journal_broken.is_none() {
-            if let Some(j) = journal.as_deref_mut() {
-                if let Err(e) = j.action(&plan.id, &record) {
-                    journal_broken = Some(e.to_string());
-                }
-            }
-        }
-        if let Some(p) = progress {
+        self.journal_action(&record);
+        if let Some(p) = self.progress {
             p(&ProgressEvent::Finished {
                 index,
                 total,
@@ -320,49 +316,124 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
                 outcome: record.outcome.clone(),
             });
         }
-        records.push(record);
+        record
     }
-    let filesystems: Vec<FsMeasure> = if dry_run {
-        Vec::new()
-    } else {
-        let after = measure(plan);
-        before
-            .into_iter()
-            .filter_map(|(dev, path, free_before)| {
-                after
-                    .iter()
-                    .find(|(d, _, _)| *d == dev)
-                    .map(|(_, _, free_after)| FsMeasure {
-                        dev,
-                        path,
-                        free_before,
-                        free_after: *free_after,
-                    })
-            })
-            .collect()
-    };
-    let freed_bytes = records.iter().map(|r| r.freed_bytes).sum();
-    let report = ExecReport {
-        plan_id: plan.id.clone(),
-        dry_run,
-        records,
-        estimated_bytes: plan.estimated_bytes,
-        freed_bytes,
-        filesystems,
-        journal_error: None,
-    };
-    let mut report = report;
-    report.journal_error = journal_broken;
-    if !dry_run && report.journal_error.is_none() {
-        if let Some(j) = journal {
-            // The actions are done and journaled; the record stays readable without the
-            // summary, but the run reports the failure (exit code 1).
-            if let Err(e) = j.plan_finished(&report) {
-                report.journal_error = Some(format!("could not record the end of the run: {e}"));
+
+    /// What became of one action, and the bytes it freed: skipped once the journal broke or when
+    /// it no longer judges as confirmed, otherwise dry-run or carried out.
+    fn outcome(&mut self, action: &Action) -> (Outcome, u64) {
+        if let Some(e) = &self.journal_broken {
+            let o = Outcome::skipped(format!(
+                "not attempted: the journal could not be written ({e})"
+            ));
+            return (o, 0);
+        }
+        if let Err(why) = self.judge.still_confirmed(self.plan, action) {
+            return (Outcome::skipped(why), 0);
+        }
+        match &self.mode {
+            RunMode::DryRun => (dry_outcome(self.plan, action), 0),
+            RunMode::Execute(token) => {
+                let before = self.meter.before(self.plan, action);
+                let o = run_action(
+                    self.plan,
+                    action,
+                    token,
+                    self.runner,
+                    (&self.reaped, &self.detached),
+                );
+                let freed = self.meter.after(before, &o);
+                (o, freed)
             }
         }
     }
-    Ok(report)
+
+    /// Remembers ended processes and detached mounts, and tells the judge when processes,
+    /// machines or mounts changed (the next action is judged on new facts).
+    fn note_changes(&mut self, action: &Action, outcome: &Outcome) {
+        match (action, outcome) {
+            (Action::SignalProcess { pid, .. }, Outcome::Done { .. }) => {
+                self.reaped.insert(*pid);
+            }
+            (Action::Detach { mountpoint }, Outcome::Done { .. }) => {
+                self.detached.insert(mountpoint.clone());
+            }
+            _ => {}
+        }
+        let changes_facts = matches!(
+            action,
+            Action::StopMachine { .. }
+                | Action::DeleteMachine { .. }
+                | Action::SignalProcess { .. }
+                | Action::Detach { .. }
+        );
+        if !self.dry_run() && outcome.is_done() && changes_facts {
+            self.judge.changed();
+        }
+    }
+
+    /// Appends `record` to the journal (not in a dry run, nor once the journal broke); a failure
+    /// is remembered as the journal breaking.
+    fn journal_action(&mut self, record: &ActionRecord) {
+        if self.dry_run() || self.journal_broken.is_some() {
+            return;
+        }
+        if let Some(j) = self.journal.as_deref_mut() {
+            if let Err(e) = j.action(&self.plan.id, record) {
+                self.journal_broken = Some(e.to_string());
+            }
+        }
+    }
+
+    /// The report of the run, with the file systems' free space before and after, and the end
+    /// of the run journaled when the journal still works.
+    fn finish(self, before: Vec<(u64, PathBuf, u64)>, records: Vec<ActionRecord>) -> ExecReport {
+        let dry_run = self.dry_run();
+        let filesystems = if dry_run {
+            Vec::new()
+        } else {
+            fs_measures(before, &measure(self.plan))
+        };
+        let freed_bytes = records.iter().map(|r| r.freed_bytes).sum();
+        let mut report = ExecReport {
+            plan_id: self.plan.id.clone(),
+            dry_run,
+            records,
+            estimated_bytes: self.plan.estimated_bytes,
+            freed_bytes,
+            filesystems,
+            journal_error: self.journal_broken,
+        };
+        if !dry_run && report.journal_error.is_none() {
+            if let Some(j) = self.journal {
+                // The actions are done and journaled; the record stays readable without the
+                // summary, but the run reports the failure (exit code 1).
+                if let Err(e) = j.plan_finished(&report) {
+                    report.journal_error =
+                        Some(format!("could not record the end of the run: {e}"));
+                }
+            }
+        }
+        report
+    }
+}
+
+/// The file systems measured both before and after the run, with their free bytes then and now.
+fn fs_measures(before: Vec<(u64, PathBuf, u64)>, after: &[(u64, PathBuf, u64)]) -> Vec<FsMeasure> {
+    before
+        .into_iter()
+        .filter_map(|(dev, path, free_before)| {
+            after
+                .iter()
+                .find(|(d, _, _)| *d == dev)
+                .map(|(_, _, free_after)| FsMeasure {
+                    dev,
+                    path,
+                    free_before,
+                    free_after: *free_after,
+                })
+        })
+        .collect()
 }
 
 fn target<'a>(plan: &'a Plan, a: &'a Action) -> Option<Target<'a>> {

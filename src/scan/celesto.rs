@@ -8,7 +8,7 @@ use crate::inventory::celesto::{read_celesto_db, valid_sandbox_id, CelestoInvent
 use crate::model::{
     FindingKind, Machine, OptInClass, OwnerRecord, Product, ProductReport, Verdict,
 };
-use crate::roots::celesto_roots;
+use crate::roots::{celesto_roots, CelestoRoots};
 
 use super::version::{cache_version, Version};
 use super::{Ctx, Draft};
@@ -97,48 +97,69 @@ fn claim(d: Draft, data_dir: &Path) -> Draft {
     }
 }
 
+/// One Celesto data directory with the inventories read from it.
+struct InvDir {
+    dir: PathBuf,
+    invs: Vec<CelestoInventory>,
+    /// Whether there is an inventory and every one could be read.
+    ok: bool,
+    /// Why not, when not.
+    problem: String,
+}
+
 pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
     let roots = celesto_roots(ctx.opts.platform, &ctx.opts.env);
-    let mut know = CelestoKnowledge::default();
     let mut problems = Vec::new();
     let mut report_roots: BTreeMap<String, PathBuf> = BTreeMap::new();
-    let mut seen_dirs = HashSet::new();
     let vmm_ids = ctx.procs.celesto_vmm_ids();
 
     // Inventories first: live ids across every data directory are needed for residue.
-    let mut dirs: Vec<(PathBuf, Vec<CelestoInventory>, bool, String)> = Vec::new();
+    let dirs = read_data_dirs(ctx, &roots, &mut problems, &mut report_roots);
+    let know = knowledge_of(&dirs);
+    let all_ok = know.data_dirs.iter().all(|d| d.ok);
+    let live_all: HashSet<String> = know
+        .data_dirs
+        .iter()
+        .flat_map(|d| d.live.iter().cloned())
+        .collect();
+    let depends = image_dependencies(&dirs);
+
+    for d in &dirs {
+        for inv in &d.invs {
+            sandboxes_as_machines(ctx, inv, &vmm_ids);
+        }
+    }
+    for (i, d) in dirs.iter().enumerate() {
+        let live = know.data_dirs[i].live.clone();
+        scan_data_dir(ctx, &d.dir, &d.invs, &live, d.ok, &d.problem, &vmm_ids);
+    }
+    scan_forwards(ctx, &roots, &vmm_ids, &live_all, &know, all_ok);
+    // Sockets and libkrun configs in /tmp.
+    scan_socket_dir(ctx, &roots.socket_dir, &live_all, &vmm_ids, &know, all_ok);
+    scan_image_dirs(ctx, &roots, &depends, &mut report_roots);
+    report_product(ctx, &roots, &know, report_roots, problems, all_ok);
+    know
+}
+
+/// Every Celesto data directory among the roots (each once, markers required) with its
+/// inventories read, named in the report's roots (`data_dir`, `data_dir_2`, ...); a directory
+/// whose inventories cannot be verified adds its problem.
+fn read_data_dirs(
+    ctx: &mut Ctx<'_>,
+    roots: &CelestoRoots,
+    problems: &mut Vec<String>,
+    report_roots: &mut BTreeMap<String, PathBuf>,
+) -> Vec<InvDir> {
+    let mut seen_dirs = HashSet::new();
+    let mut dirs = Vec::new();
     for cand in &roots.data_dirs {
         let dir = &cand.path;
         if !dir.is_dir() || !seen_dirs.insert(canon(dir)) || !is_celesto_data_dir(dir) {
             continue;
         }
-        let mut invs = Vec::new();
-        let mut ok = true;
-        let mut problem = String::new();
-        let dbs: Vec<PathBuf> = crate::upstream::inventory_paths(P, dir)
-            .into_iter()
-            .filter(|p| fsread::lstat(p).is_some())
-            .collect();
-        odd_inventory_files(ctx, dir, &dbs);
-        if dbs.is_empty() {
-            ok = false;
-            problem = format!(
-                "there is no inventory ({}) in {}: sandboxes made with the Celesto SDK alone leave no record, so a live sandbox's disk cannot be told from an orphan. Running any `celesto` CLI command once creates the inventory; then only disks no inventory row and no process claims become reclaimable",
-                inventory_names(),
-                dir.display()
-            );
-        }
-        for db in dbs {
-            match ctx.read_inventory(&db, read_celesto_db, crate::inventory::cache::celesto) {
-                Ok(inv) => invs.push(inv),
-                Err(e) => {
-                    ok = false;
-                    problem = e.to_string();
-                }
-            }
-        }
-        if !ok {
-            problems.push(problem.clone());
+        let d = read_data_dir(ctx, dir);
+        if !d.ok {
+            problems.push(d.problem.clone());
         }
         let key = if report_roots.keys().any(|k| k.starts_with("data_dir")) {
             format!("data_dir_{}", report_roots.len() + 1)
@@ -146,30 +167,72 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
             "data_dir".to_string()
         };
         report_roots.insert(key, dir.clone());
-        dirs.push((dir.clone(), invs, ok, problem));
+        dirs.push(d);
     }
-    for (dir, invs, ok, _) in &dirs {
-        let live = invs
+    dirs
+}
+
+/// The inventories of one data directory (odd inventory files reported as findings), and
+/// whether they verify it: not when there is none, or one cannot be read.
+fn read_data_dir(ctx: &mut Ctx<'_>, dir: &Path) -> InvDir {
+    let mut invs = Vec::new();
+    let mut ok = true;
+    let mut problem = String::new();
+    let dbs: Vec<PathBuf> = crate::upstream::inventory_paths(P, dir)
+        .into_iter()
+        .filter(|p| fsread::lstat(p).is_some())
+        .collect();
+    odd_inventory_files(ctx, dir, &dbs);
+    if dbs.is_empty() {
+        ok = false;
+        problem = format!(
+            "there is no inventory ({}) in {}: sandboxes made with the Celesto SDK alone leave no record, so a live sandbox's disk cannot be told from an orphan. Running any `celesto` CLI command once creates the inventory; then only disks no inventory row and no process claims become reclaimable",
+            inventory_names(),
+            dir.display()
+        );
+    }
+    for db in dbs {
+        match ctx.read_inventory(&db, read_celesto_db, crate::inventory::cache::celesto) {
+            Ok(inv) => invs.push(inv),
+            Err(e) => {
+                ok = false;
+                problem = e.to_string();
+            }
+        }
+    }
+    InvDir {
+        dir: dir.to_path_buf(),
+        invs,
+        ok,
+        problem,
+    }
+}
+
+/// What process attribution needs of the data directories: each one's live ids and whether its
+/// inventories were read.
+fn knowledge_of(dirs: &[InvDir]) -> CelestoKnowledge {
+    let mut know = CelestoKnowledge::default();
+    for d in dirs {
+        let live = d
+            .invs
             .iter()
             .flat_map(|i| i.live_ids().map(str::to_string))
             .collect();
         know.data_dirs.push(CelData {
-            dir: dir.clone(),
+            dir: d.dir.clone(),
             live,
-            ok: *ok,
+            ok: d.ok,
         });
     }
-    let all_ok = know.data_dirs.iter().all(|d| d.ok);
-    let live_all: HashSet<String> = know
-        .data_dirs
-        .iter()
-        .flat_map(|d| d.live.iter().cloned())
-        .collect();
+    know
+}
 
-    // Paths sandboxes depend on inside image caches (upstream B1).
+/// Paths sandboxes depend on inside image caches (upstream B1), with the sandbox id: the
+/// kernel, initrd and rootfs an inventory row names, and the backing chain of every disk.
+fn image_dependencies(dirs: &[InvDir]) -> Vec<(PathBuf, String)> {
     let mut depends: Vec<(PathBuf, String)> = Vec::new();
-    for (dir, invs, _, _) in &dirs {
-        for inv in invs {
+    for d in dirs {
+        for inv in &d.invs {
             for s in &inv.sandboxes {
                 for p in [&s.kernel_path, &s.initrd_path, &s.rootfs_path]
                     .into_iter()
@@ -179,7 +242,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
                 }
             }
         }
-        for e in fsread::read_dir_or_empty(&dir.join("disks")) {
+        for e in fsread::read_dir_or_empty(&d.dir.join("disks")) {
             if e.is_file() {
                 let owner = e
                     .name_str()
@@ -192,19 +255,19 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
             }
         }
     }
+    depends
+}
 
-    for (_, invs, _, _) in &dirs {
-        for inv in invs {
-            sandboxes_as_machines(ctx, inv, &vmm_ids);
-        }
-    }
-
-    for (i, (dir, invs, ok, problem)) in dirs.iter().enumerate() {
-        let live = know.data_dirs[i].live.clone();
-        scan_data_dir(ctx, dir, invs, &live, *ok, problem, &vmm_ids);
-    }
-
-    // ~/.celesto/forwards and the legacy ~/.smolvm/forwards.
+/// `~/.celesto/forwards` and the legacy `~/.smolvm/forwards`: port-forward state of a sandbox
+/// id is judged as that sandbox's residue; anything else is left alone.
+fn scan_forwards(
+    ctx: &mut Ctx<'_>,
+    roots: &CelestoRoots,
+    vmm_ids: &HashMap<String, Vec<u32>>,
+    live_all: &HashSet<String>,
+    know: &CelestoKnowledge,
+    all_ok: bool,
+) {
     for home_dir in [&roots.home_dir, &roots.legacy_home_dir] {
         let fwd = home_dir.join("forwards");
         for e in fsread::read_dir_or_empty(&fwd) {
@@ -219,8 +282,8 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
                     id,
                     "Port-forward state",
                     vmm_ids.contains_key(id),
-                    &live_all,
-                    &know,
+                    live_all,
+                    know,
                     all_ok,
                 ),
                 _ => d.verdict(
@@ -231,13 +294,18 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
             ctx.add(d);
         }
     }
+}
 
-    // Sockets and libkrun configs in /tmp.
-    scan_socket_dir(ctx, &roots.socket_dir, &live_all, &vmm_ids, &know, all_ok);
-
-    // Image caches. Versions in cache names are the version of the distribution that wrote
-    // them (celesto 0.1.x, PyPI smolvm 0.0.x): each directory is judged against the installed
-    // versions of the distributions that use it.
+/// Image caches, each once, named in the report's roots (`image_dir`, `image_dir_2`, ...).
+/// Versions in cache names are the version of the distribution that wrote them (celesto
+/// 0.1.x, PyPI smolvm 0.0.x): each directory is judged against the installed versions of the
+/// distributions that use it.
+fn scan_image_dirs(
+    ctx: &mut Ctx<'_>,
+    roots: &CelestoRoots,
+    depends: &[(PathBuf, String)],
+    report_roots: &mut BTreeMap<String, PathBuf>,
+) {
     let installs = ctx.installs.clone();
     let installed_of = |dists: &[&str]| -> Vec<(String, Version)> {
         installs
@@ -271,9 +339,20 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
             dists.push("smolvm");
         }
         let installed = installed_of(&dists);
-        scan_image_dir(ctx, dir, &installed, &depends, &dists);
+        scan_image_dir(ctx, dir, &installed, depends, &dists);
     }
+}
 
+/// Celesto's product report: detected when a data directory, an image cache, the home
+/// directory or an install was found; `unknown` when an inventory could not be verified.
+fn report_product(
+    ctx: &mut Ctx<'_>,
+    roots: &CelestoRoots,
+    know: &CelestoKnowledge,
+    mut report_roots: BTreeMap<String, PathBuf>,
+    problems: Vec<String>,
+    all_ok: bool,
+) {
     let home_exists = roots.home_dir.is_dir();
     if home_exists {
         report_roots.insert("home_dir".into(), roots.home_dir.clone());
@@ -296,7 +375,6 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
         problems,
         version,
     });
-    know
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -846,63 +924,118 @@ fn scan_residue(
     vmm_ids: &HashMap<String, Vec<u32>>,
     id_hold: &HashMap<String, Hold>,
 ) {
-    let saved = |id: &str| matches!(id_hold.get(id), Some(Hold::Saved));
-    let running = |id: &str| vmm_ids.contains_key(id);
+    let r = Residue {
+        dir,
+        invs,
+        live,
+        ok,
+        problem,
+        vmm_ids,
+        id_hold,
+    };
+    r.firmware(ctx);
+    r.locks(ctx);
+    r.known_hosts(ctx);
+    r.snapshots(ctx);
+    r.sessions_and_macos_vms(ctx);
+}
 
-    // firmware/<id>/
-    let fw = dir.join("firmware");
-    for e in fsread::read_dir_or_empty(&fw) {
-        let id = e.name_str().unwrap_or_default().to_string();
-        let d = Draft::new(P, FindingKind::CelestoFirmwareResidue, &e.path)
-            .owner(id.as_str())
-            .root(&fw);
-        let d = if !valid_sandbox_id(&id) || !e.is_dir() {
-            d.verdict(
-                Verdict::Unknown,
-                "Not a sandbox firmware directory; left alone.",
-            )
-        } else if live.contains(&id) || running(&id) || !ctx.procs.users_below(&e.path).is_empty() {
-            d.verdict(
-                Verdict::Protected,
-                format!("Firmware state of sandbox '{id}', which exists or runs."),
-            )
-        } else if saved(&id) {
-            d.verdict(
-                Verdict::Protected,
-                format!("Firmware state kept with the saved disk of '{id}'."),
-            )
-        } else {
-            d.opt_in(OptInClass::Residue, format!("Firmware state (UEFI variables, TPM) of deleted sandbox '{id}'; upstream never removes it."))
-        };
-        ctx.add(gate(claim(d, dir), ok, problem));
+/// What the residue judges of one data directory share.
+struct Residue<'a> {
+    dir: &'a Path,
+    invs: &'a [CelestoInventory],
+    live: &'a HashSet<String>,
+    ok: bool,
+    problem: &'a str,
+    vmm_ids: &'a HashMap<String, Vec<u32>>,
+    id_hold: &'a HashMap<String, Hold>,
+}
+
+impl Residue<'_> {
+    /// Whether sandbox `id`'s disk is saved (its residue is kept with it).
+    fn saved(&self, id: &str) -> bool {
+        matches!(self.id_hold.get(id), Some(Hold::Saved))
     }
 
-    // locks/
-    let locks_dir = dir.join("locks");
-    let mut lock_entries = fsread::read_dir_or_empty(&locks_dir);
-    lock_entries.extend(fsread::read_dir_or_empty(&locks_dir.join("resources")));
-    let snapshot_ids: HashSet<String> = invs
-        .iter()
-        .flat_map(|i| i.snapshots.iter().map(|(s, _)| s.clone()))
-        .chain(
-            fsread::read_dir_or_empty(&dir.join("snapshots"))
-                .into_iter()
-                .filter_map(|e| e.name_str().map(str::to_string)),
-        )
-        .collect();
-    for e in lock_entries {
-        if e.is_dir() {
-            continue;
+    /// Whether a Celesto VM process names sandbox `id`.
+    fn running(&self, id: &str) -> bool {
+        self.vmm_ids.contains_key(id)
+    }
+
+    /// Adds `d`, re-checked against the directory's inventories and gated on them.
+    fn add(&self, ctx: &mut Ctx<'_>, d: Draft) {
+        ctx.add(gate(claim(d, self.dir), self.ok, self.problem));
+    }
+
+    /// `firmware/<id>/`: kept while the sandbox exists, runs or its disk is saved; else residue.
+    fn firmware(&self, ctx: &mut Ctx<'_>) {
+        let fw = self.dir.join("firmware");
+        for e in fsread::read_dir_or_empty(&fw) {
+            let id = e.name_str().unwrap_or_default().to_string();
+            let d = Draft::new(P, FindingKind::CelestoFirmwareResidue, &e.path)
+                .owner(id.as_str())
+                .root(&fw);
+            let d = if !valid_sandbox_id(&id) || !e.is_dir() {
+                d.verdict(
+                    Verdict::Unknown,
+                    "Not a sandbox firmware directory; left alone.",
+                )
+            } else if self.live.contains(&id)
+                || self.running(&id)
+                || !ctx.procs.users_below(&e.path).is_empty()
+            {
+                d.verdict(
+                    Verdict::Protected,
+                    format!("Firmware state of sandbox '{id}', which exists or runs."),
+                )
+            } else if self.saved(&id) {
+                d.verdict(
+                    Verdict::Protected,
+                    format!("Firmware state kept with the saved disk of '{id}'."),
+                )
+            } else {
+                d.opt_in(OptInClass::Residue, format!("Firmware state (UEFI variables, TPM) of deleted sandbox '{id}'; upstream never removes it."))
+            };
+            self.add(ctx, d);
         }
-        let name = e.name_str().unwrap_or_default().to_string();
-        let d = Draft::new(P, FindingKind::CelestoLockResidue, &e.path).root(&locks_dir);
+    }
+
+    /// `locks/` and `locks/resources/`: every lock file not held by a process right now.
+    fn locks(&self, ctx: &mut Ctx<'_>) {
+        let locks_dir = self.dir.join("locks");
+        let mut lock_entries = fsread::read_dir_or_empty(&locks_dir);
+        lock_entries.extend(fsread::read_dir_or_empty(&locks_dir.join("resources")));
+        let snapshot_ids: HashSet<String> = self
+            .invs
+            .iter()
+            .flat_map(|i| i.snapshots.iter().map(|(s, _)| s.clone()))
+            .chain(
+                fsread::read_dir_or_empty(&self.dir.join("snapshots"))
+                    .into_iter()
+                    .filter_map(|e| e.name_str().map(str::to_string)),
+            )
+            .collect();
+        for e in lock_entries {
+            if e.is_dir() {
+                continue;
+            }
+            let d = Draft::new(P, FindingKind::CelestoLockResidue, &e.path).root(&locks_dir);
+            let d = self.lock(ctx, &e, d, &snapshot_ids);
+            self.add(ctx, d);
+        }
+    }
+
+    /// One lock file: unknown when the lock table is unreadable, kept while held or while the
+    /// snapshot or sandbox it names exists, else reclaimable.
+    fn lock(&self, ctx: &Ctx<'_>, e: &Entry, d: Draft, snapshot_ids: &HashSet<String>) -> Draft {
         use std::os::unix::fs::MetadataExt;
+        let name = e.name_str().unwrap_or_default().to_string();
         let held = ctx.locks.is_held(e.meta.dev(), e.meta.ino());
         let in_resources = e.path.parent().is_some_and(|p| p.ends_with("resources"));
         let id = name
             .strip_suffix(".create.lock")
             .or_else(|| name.strip_suffix(".snapshot.lock"));
-        let d = if !ctx.locks.readable() {
+        if !ctx.locks.readable() {
             d.verdict(Verdict::Unknown, "Lock file; the system lock table is not readable here, so Smolsweep cannot tell whether it is held.")
         } else if held {
             d.verdict(
@@ -928,7 +1061,7 @@ fn scan_residue(
             }
         } else if let Some(id) = id.filter(|i| valid_sandbox_id(i)) {
             let d = d.owner(id);
-            if live.contains(id) || running(id) {
+            if self.live.contains(id) || self.running(id) {
                 d.verdict(
                     Verdict::Protected,
                     format!("Lock file of sandbox '{id}', which exists."),
@@ -941,71 +1074,81 @@ fn scan_residue(
                 Verdict::Unknown,
                 "A lock file Smolsweep does not recognise; left alone.",
             )
-        };
-        ctx.add(gate(claim(d, dir), ok, problem));
+        }
     }
 
-    // ssh-known-hosts/<id>.known_hosts
-    let kh = dir.join("ssh-known-hosts");
-    for e in fsread::read_dir_or_empty(&kh) {
-        let name = e.name_str().unwrap_or_default().to_string();
-        let d = Draft::new(P, FindingKind::CelestoKnownHostsResidue, &e.path).root(&kh);
-        let d = match name.strip_suffix(".known_hosts").filter(|i| valid_sandbox_id(i) && e.is_file()) {
-            Some(id) if live.contains(id) || running(id) => d.owner(id).verdict(Verdict::Protected, format!("Pinned SSH host key of sandbox '{id}', which exists.")),
-            Some(id) if saved(id) => d.owner(id).verdict(Verdict::Protected, format!("Pinned SSH host key kept with the saved disk of '{id}'.")),
-            Some(id) => d.owner(id).verdict(Verdict::Reclaimable, format!("Pinned SSH host key of sandbox '{id}', which no longer exists; upstream never removes it.")),
-            None => d.verdict(Verdict::Unknown, "Not a known-hosts file Celesto writes; left alone."),
-        };
-        ctx.add(gate(claim(d, dir), ok, problem));
-    }
-
-    // snapshots/<sid>/, browser-sessions/<sid>/, macos-vms/<id>/
-    let snap_vm: HashMap<String, String> = invs
-        .iter()
-        .flat_map(|i| i.snapshots.iter().cloned())
-        .collect();
-    let sd = dir.join("snapshots");
-    for e in fsread::read_dir_or_empty(&sd) {
-        let sid = e.name_str().unwrap_or_default().to_string();
-        let vm = snap_vm.get(&sid).cloned();
-        let d = Draft::new(P, FindingKind::CelestoSnapshot, &e.path)
-            .owner_opt(vm.clone())
-            .root(&sd);
-        let d = match vm {
-            Some(vm) if live.contains(&vm) => d.verdict(Verdict::Protected, format!("Snapshot '{sid}' of sandbox '{vm}', which exists.")),
-            Some(vm) => d.opt_in(OptInClass::Residue, format!("Snapshot '{sid}' of deleted sandbox '{vm}'; it can still be restored, so it is kept unless you include residue.")),
-            None => d.opt_in(OptInClass::Residue, format!("Snapshot directory '{sid}' with no inventory row; kept unless you include residue.")),
-        };
-        ctx.add(gate(claim(d, dir), ok, problem));
-    }
-    for (sub, kind, what) in [
-        (
-            "browser-sessions",
-            FindingKind::CelestoBrowserSessionResidue,
-            "Browser-session artifacts",
-        ),
-        (
-            "macos-vms",
-            FindingKind::CelestoMacosVmResidue,
-            "macOS VM bundle",
-        ),
-    ] {
-        let base = dir.join(sub);
-        for e in fsread::read_dir_or_empty(&base) {
-            let id = e.name_str().unwrap_or_default().to_string();
-            let d = Draft::new(P, kind, &e.path).owner(id.as_str()).root(&base);
-            let d = if live.contains(&id)
-                || running(&id)
-                || !ctx.procs.users_below(&e.path).is_empty()
-            {
-                d.verdict(
-                    Verdict::Protected,
-                    format!("{what} of '{id}', which exists."),
-                )
-            } else {
-                d.opt_in(OptInClass::Residue, format!("{what} of '{id}', which no longer exists; kept unless you include residue."))
+    /// `ssh-known-hosts/<id>.known_hosts`: kept while the sandbox exists, runs or its disk is
+    /// saved; else reclaimable.
+    fn known_hosts(&self, ctx: &mut Ctx<'_>) {
+        let kh = self.dir.join("ssh-known-hosts");
+        for e in fsread::read_dir_or_empty(&kh) {
+            let name = e.name_str().unwrap_or_default().to_string();
+            let d = Draft::new(P, FindingKind::CelestoKnownHostsResidue, &e.path).root(&kh);
+            let d = match name.strip_suffix(".known_hosts").filter(|i| valid_sandbox_id(i) && e.is_file()) {
+                Some(id) if self.live.contains(id) || self.running(id) => d.owner(id).verdict(Verdict::Protected, format!("Pinned SSH host key of sandbox '{id}', which exists.")),
+                Some(id) if self.saved(id) => d.owner(id).verdict(Verdict::Protected, format!("Pinned SSH host key kept with the saved disk of '{id}'.")),
+                Some(id) => d.owner(id).verdict(Verdict::Reclaimable, format!("Pinned SSH host key of sandbox '{id}', which no longer exists; upstream never removes it.")),
+                None => d.verdict(Verdict::Unknown, "Not a known-hosts file Celesto writes; left alone."),
             };
-            ctx.add(gate(claim(d, dir), ok, problem));
+            self.add(ctx, d);
+        }
+    }
+
+    /// `snapshots/<sid>/`: kept while its sandbox exists; otherwise residue (still restorable).
+    fn snapshots(&self, ctx: &mut Ctx<'_>) {
+        let snap_vm: HashMap<String, String> = self
+            .invs
+            .iter()
+            .flat_map(|i| i.snapshots.iter().cloned())
+            .collect();
+        let sd = self.dir.join("snapshots");
+        for e in fsread::read_dir_or_empty(&sd) {
+            let sid = e.name_str().unwrap_or_default().to_string();
+            let vm = snap_vm.get(&sid).cloned();
+            let d = Draft::new(P, FindingKind::CelestoSnapshot, &e.path)
+                .owner_opt(vm.clone())
+                .root(&sd);
+            let d = match vm {
+                Some(vm) if self.live.contains(&vm) => d.verdict(Verdict::Protected, format!("Snapshot '{sid}' of sandbox '{vm}', which exists.")),
+                Some(vm) => d.opt_in(OptInClass::Residue, format!("Snapshot '{sid}' of deleted sandbox '{vm}'; it can still be restored, so it is kept unless you include residue.")),
+                None => d.opt_in(OptInClass::Residue, format!("Snapshot directory '{sid}' with no inventory row; kept unless you include residue.")),
+            };
+            self.add(ctx, d);
+        }
+    }
+
+    /// `browser-sessions/<sid>/` and `macos-vms/<id>/`: kept while their sandbox exists, runs or
+    /// a process uses them; otherwise residue.
+    fn sessions_and_macos_vms(&self, ctx: &mut Ctx<'_>) {
+        for (sub, kind, what) in [
+            (
+                "browser-sessions",
+                FindingKind::CelestoBrowserSessionResidue,
+                "Browser-session artifacts",
+            ),
+            (
+                "macos-vms",
+                FindingKind::CelestoMacosVmResidue,
+                "macOS VM bundle",
+            ),
+        ] {
+            let base = self.dir.join(sub);
+            for e in fsread::read_dir_or_empty(&base) {
+                let id = e.name_str().unwrap_or_default().to_string();
+                let d = Draft::new(P, kind, &e.path).owner(id.as_str()).root(&base);
+                let d = if self.live.contains(&id)
+                    || self.running(&id)
+                    || !ctx.procs.users_below(&e.path).is_empty()
+                {
+                    d.verdict(
+                        Verdict::Protected,
+                        format!("{what} of '{id}', which exists."),
+                    )
+                } else {
+                    d.opt_in(OptInClass::Residue, format!("{what} of '{id}', which no longer exists; kept unless you include residue."))
+                };
+                self.add(ctx, d);
+            }
         }
     }
 }

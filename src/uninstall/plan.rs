@@ -13,13 +13,13 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::exec::reap::ProcessRef;
-use crate::model::{human_bytes, Platform, Product};
+use crate::model::{human_bytes, Machine, Platform, Product};
 use crate::plan::{Action, Plan, PlannedAction, PLAN_SCHEMA};
 
 use crate::install::Install;
 use crate::roots::is_system_path;
 
-use super::preflight::{MachineRecord, Preflight, SharedDotSmolvm, StateDir, StateKind};
+use super::preflight::{Preflight, SharedDotSmolvm, StateDir, StateKind};
 
 /// Schema name of an uninstall plan.
 pub const UNINSTALL_PLAN_SCHEMA: &str = "smolsweep.uninstall.plan/1";
@@ -334,7 +334,7 @@ impl Builder<'_> {
     }
 
     /// Stop (a running smolvm machine) and delete one machine record through its CLI.
-    fn machine_record_steps(&mut self, m: &MachineRecord) {
+    fn machine_record_steps(&mut self, m: &Machine) {
         let product = m.product;
         let process = m.pid.and_then(|pid| {
             self.pre
@@ -1197,7 +1197,7 @@ mod tests {
     use crate::model::Platform;
     use crate::pathblock::PathBlock;
     use crate::uninstall::preflight::{
-        Credential, Launcher, MachineRecord, SharedDotSmolvm, StateDir, PREFLIGHT_SCHEMA,
+        Credential, Launcher, SharedDotSmolvm, StateDir, PREFLIGHT_SCHEMA,
     };
 
     fn pre(home: &Path) -> Preflight {
@@ -1219,6 +1219,26 @@ mod tests {
             system: vec![],
             problems: vec![],
             kept: vec![],
+        }
+    }
+
+    /// A smolvm machine record of `db`, as the preflight reads it.
+    fn record(name: &str, state: &str, db: &Path) -> Machine {
+        Machine {
+            product: Product::Smolvm,
+            name: name.into(),
+            state: state.into(),
+            pid: None,
+            alive: false,
+            effective_state: state.into(),
+            pid_start_time: None,
+            ephemeral: false,
+            created_at: None,
+            dir: None,
+            allocated_bytes: 0,
+            db: Some(db.to_path_buf()),
+            branched_from: None,
+            kept: None,
         }
     }
 
@@ -1357,24 +1377,7 @@ mod tests {
         let home = PathBuf::from("/home/u");
         let mut p = pre(&home);
         let db = home.join(".local/share/smolvm/server/smolvm.db");
-        p.machines = vec![
-            MachineRecord {
-                product: Product::Smolvm,
-                name: "a".into(),
-                state: "running".into(),
-                pid: None,
-                pid_start_time: None,
-                db: db.clone(),
-            },
-            MachineRecord {
-                product: Product::Smolvm,
-                name: "b".into(),
-                state: "paused".into(),
-                pid: None,
-                pid_start_time: None,
-                db: db.clone(),
-            },
-        ];
+        p.machines = vec![record("a", "running", &db), record("b", "paused", &db)];
         p.state_dirs = vec![dir(
             Product::Smolvm,
             "cache_root",

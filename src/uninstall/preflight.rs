@@ -12,11 +12,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::env::EnvSnapshot;
 use crate::install::Install;
-use crate::model::{human_bytes, Platform, ProcShape, Product, Scope};
+use crate::model::{human_bytes, Machine, Platform, Product, Scope, VmProcess};
 use crate::pathblock::{self, PathBlock};
 use crate::roots::{
     celesto_roots, dot_smolvm_contents, is_system_path, smolvm_roots, state_dir_candidates,
-    user_smolvm_sets,
+    user_smolvm_sets, CelestoRoots, SmolvmRoots,
 };
 
 pub use super::known::StateKind;
@@ -63,29 +63,6 @@ pub struct SharedDotSmolvm {
     pub celesto_entries: Vec<PathBuf>,
     pub other_entries: Vec<PathBuf>,
     pub smolvm_version: Option<String>,
-}
-
-/// A machine (smolvm) or sandbox (Celesto) record, read from its inventory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MachineRecord {
-    pub product: Product,
-    pub name: String,
-    pub state: String,
-    pub pid: Option<u32>,
-    pub pid_start_time: Option<u64>,
-    pub db: PathBuf,
-}
-
-/// A VM process that belongs to this HOME.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VmProc {
-    pub pid: u32,
-    pub start_time: u64,
-    pub uid: u32,
-    pub product: Product,
-    pub shape: ProcShape,
-    /// The machine directory, disk or socket that ties it to this HOME.
-    pub evidence: String,
 }
 
 /// A launcher symlink (`~/.local/bin/smolvm`, `~/.local/bin/smol`).
@@ -198,8 +175,11 @@ pub struct Preflight {
     pub installs: Vec<Install>,
     pub state_dirs: Vec<StateDir>,
     pub dot_smolvm: Option<SharedDotSmolvm>,
-    pub machines: Vec<MachineRecord>,
-    pub processes: Vec<VmProc>,
+    /// Machine (smolvm) and sandbox (Celesto) records as their inventories hold them, each
+    /// judged alive or not by the scan the preflight makes.
+    pub machines: Vec<Machine>,
+    /// VM processes that belong to this HOME.
+    pub processes: Vec<VmProcess>,
     /// macOS `layers-cs` mounts under the smolvm roots.
     pub mounts: Vec<PathBuf>,
     /// Whether `mounts` was read (false until the mount-table reader is wired in on macOS).
@@ -270,19 +250,66 @@ pub fn gather_with(
     let mut problems = Vec::new();
     let smol = smolvm_roots(platform, env);
     let cel = celesto_roots(platform, env);
+    let state_dirs = state_dirs_of(env, platform, &mut problems);
+    let dot = home.join(".smolvm");
+    let dot_smolvm = shared_dot_smolvm(&dot, &mut problems);
+    let installs = crate::install::detect_installs(platform, env);
+    let mounts = layers_cs_mounts(&smol, &home, mount_table);
+    let mut machines = machine_records(&smol, &cel, &home, &mut problems);
+    let processes = vm_processes_of_home(env, platform, procs);
+    let launchers = launchers_of(&smol, &home);
+    let credentials = credentials_of(&smol, &cel, &home, &dot);
+    let runtime_files = celesto_runtime_files(&cel.socket_dir, &machines, env.euid);
+    let opts = crate::scan::ScanOptions {
+        env: env.clone(),
+        platform,
+        age_guard: std::time::Duration::from_secs(120),
+        now: std::time::SystemTime::now(),
+    };
+    let report = crate::scan::scan_with(&opts, procs.to_vec());
+    let kept = kept_items(&report);
+    judge_liveness(&mut machines, &report);
+
+    Preflight {
+        schema: PREFLIGHT_SCHEMA.to_string(),
+        home: home.clone(),
+        platform,
+        installs,
+        state_dirs,
+        dot_smolvm,
+        machines,
+        processes,
+        mounts,
+        mounts_checked: mount_table.is_some(),
+        launchers,
+        path_blocks: pathblock::find(&home),
+        credentials,
+        runtime_files,
+        system: system_items(platform, &system_exists),
+        problems,
+        kept,
+    }
+}
+
+/// Every state directory of both products by the table of kinds, each path once, measured
+/// when it exists (a walk that fails adds a problem and counts zero).
+fn state_dirs_of(
+    env: &EnvSnapshot,
+    platform: Platform,
+    problems: &mut Vec<String>,
+) -> Vec<StateDir> {
     let mut sizer = crate::size::Sizer::new();
-    let mut state_dirs = Vec::new();
-    let mut add = |product: Product,
-                   kind: StateKind,
-                   path: &Path,
-                   source: &str,
-                   problems: &mut Vec<String>| {
-        if state_dirs.iter().any(|d: &StateDir| d.path == path) {
-            return;
+    let mut state_dirs: Vec<StateDir> = Vec::new();
+    for (product, name, path, source) in state_dir_candidates(env, platform) {
+        let Some(kind) = StateKind::parse(name) else {
+            continue;
+        };
+        if state_dirs.iter().any(|d| d.path == path) {
+            continue;
         }
-        let exists = std::fs::symlink_metadata(path).is_ok();
+        let exists = std::fs::symlink_metadata(&path).is_ok();
         let (allocated, apparent, mounts) = if exists {
-            match sizer.measure(path) {
+            match sizer.measure(&path) {
                 Ok(m) => (m.allocated, m.apparent, m.mounts),
                 Err(e) => {
                     problems.push(format!("{}: {e}", path.display()));
@@ -295,26 +322,24 @@ pub fn gather_with(
         state_dirs.push(StateDir {
             product,
             kind,
-            path: path.to_path_buf(),
+            path,
             exists,
             allocated_bytes: allocated,
             apparent_bytes: apparent,
             mounts,
-            source: source.to_string(),
+            source,
             label: kind.label().to_string(),
             size: human_bytes(allocated),
         });
-    };
-    for (product, name, path, source) in state_dir_candidates(env, platform) {
-        if let Some(kind) = StateKind::parse(name) {
-            add(product, kind, &path, &source, &mut problems);
-        }
     }
+    state_dirs
+}
 
-    let dot = home.join(".smolvm");
-    let dot_smolvm = match dot_smolvm_contents(&dot) {
+/// `~/.smolvm` split by owner; `None` when it does not exist (or cannot be read: a problem).
+fn shared_dot_smolvm(dot: &Path, problems: &mut Vec<String>) -> Option<SharedDotSmolvm> {
+    match dot_smolvm_contents(dot) {
         Ok(d) => Some(SharedDotSmolvm {
-            path: dot.clone(),
+            path: dot.to_path_buf(),
             smolvm_entries: d.smolvm_entries,
             celesto_entries: d.celesto_entries,
             other_entries: d.other_entries,
@@ -325,22 +350,52 @@ pub fn gather_with(
             problems.push(format!("{}: {e}", dot.display()));
             None
         }
-    };
+    }
+}
 
-    let installs = crate::install::detect_installs(platform, env);
-
-    // `layers-cs` image mounts (macOS hdiutil) under this user's smolvm roots, deepest first.
+/// `layers-cs` image mounts (macOS hdiutil) under this user's smolvm roots, deepest first
+/// (none when the mount table could not be read).
+fn layers_cs_mounts(
+    smol: &SmolvmRoots,
+    home: &Path,
+    mount_table: Option<&[MountEntry]>,
+) -> Vec<PathBuf> {
     let mut mount_roots: Vec<PathBuf> = Vec::new();
-    for set in user_smolvm_sets(&smol, &home) {
+    for set in user_smolvm_sets(smol, home) {
         mount_roots.push(set.pack_cache.clone());
         mount_roots.extend(set.vms_dirs.iter().cloned());
     }
-    let mounts = mount_table
+    mount_table
         .map(|t| crate::exec::detach::layers_cs_mounts_under(t, &mount_roots))
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
 
+/// Whether each record's VM is alive, and the state to show for it, as the scan judged the same
+/// record (same product, name and inventory); a record the scan did not see stays as read.
+fn judge_liveness(machines: &mut [Machine], report: &crate::model::ScanReport) {
+    for m in machines {
+        if let Some(s) = report
+            .machines
+            .iter()
+            .find(|s| s.product == m.product && s.name == m.name && s.db == m.db)
+        {
+            m.alive = s.alive;
+            m.effective_state = s.effective_state.clone();
+        }
+    }
+}
+
+/// The machine records of this user's smolvm inventories, then the sandbox rows of every
+/// Celesto data directory outside the system's; an inventory that cannot be read adds a
+/// problem.
+fn machine_records(
+    smol: &SmolvmRoots,
+    cel: &CelestoRoots,
+    home: &Path,
+    problems: &mut Vec<String>,
+) -> Vec<Machine> {
     let mut machines = Vec::new();
-    for set in user_smolvm_sets(&smol, &home) {
+    for set in user_smolvm_sets(smol, home) {
         if std::fs::symlink_metadata(&set.db_path).is_err() {
             continue;
         }
@@ -360,13 +415,14 @@ pub fn gather_with(
             }
         }
     }
+    machines
+}
 
-    let processes = vm_processes_of_home(env, platform, procs);
-
-    let launchers = smol
-        .launchers
+/// smolvm's launcher symlinks inside HOME, with the install prefix each points into.
+fn launchers_of(smol: &SmolvmRoots, home: &Path) -> Vec<Launcher> {
+    smol.launchers
         .iter()
-        .filter(|l| l.starts_with(&home))
+        .filter(|l| l.starts_with(home))
         .filter_map(|l| {
             let meta = std::fs::symlink_metadata(l).ok()?;
             if !meta.file_type().is_symlink() {
@@ -389,8 +445,17 @@ pub fn gather_with(
                 into_prefix,
             })
         })
-        .collect();
+        .collect()
+}
 
+/// What holds secrets of either product and exists: smolvm's config directories, Celesto's
+/// credentials and SSH keys, and the older ones under `~/.smolvm` (`dot`).
+fn credentials_of(
+    smol: &SmolvmRoots,
+    cel: &CelestoRoots,
+    home: &Path,
+    dot: &Path,
+) -> Vec<Credential> {
     let mut credentials = Vec::new();
     let mut cred = |product: Product, path: PathBuf, what: &str| {
         if std::fs::symlink_metadata(&path).is_ok() {
@@ -401,7 +466,7 @@ pub fn gather_with(
             });
         }
     };
-    for set in user_smolvm_sets(&smol, &home) {
+    for set in user_smolvm_sets(smol, home) {
         cred(
             Product::Smolvm,
             set.config_dir.clone(),
@@ -428,35 +493,7 @@ pub fn gather_with(
         dot.join("credentials"),
         "PyPI smolvm / older Celesto account credentials",
     );
-
-    let runtime_files = celesto_runtime_files(&cel.socket_dir, &machines, env.euid);
-    let opts = crate::scan::ScanOptions {
-        env: env.clone(),
-        platform,
-        age_guard: std::time::Duration::from_secs(120),
-        now: std::time::SystemTime::now(),
-    };
-    let kept = kept_items(&crate::scan::scan_with(&opts, procs.to_vec()));
-
-    Preflight {
-        schema: PREFLIGHT_SCHEMA.to_string(),
-        home: home.clone(),
-        platform,
-        installs,
-        state_dirs,
-        dot_smolvm,
-        machines,
-        processes,
-        mounts,
-        mounts_checked: mount_table.is_some(),
-        launchers,
-        path_blocks: pathblock::find(&home),
-        credentials,
-        runtime_files,
-        system: system_items(platform, &system_exists),
-        problems,
-        kept,
-    }
+    credentials
 }
 
 /// Files in `socket_dir` named after one of this HOME's Celesto sandboxes and owned by `uid`:
@@ -464,7 +501,7 @@ pub fn gather_with(
 /// user's files, or names of sandboxes this HOME does not have, are never listed.
 pub fn celesto_runtime_files(
     socket_dir: &Path,
-    machines: &[MachineRecord],
+    machines: &[Machine],
     uid: u32,
 ) -> Vec<RuntimeFile> {
     use std::os::unix::fs::MetadataExt;
@@ -599,7 +636,10 @@ pub fn system_items(platform: Platform, exists: &dyn Fn(&Path) -> bool) -> Vec<S
 ///
 /// Ordered so that a machine comes after every machine branched from it: deleting the branches
 /// first means no delete needs `--cascade`, which would take branches the plan does not show.
-pub fn read_smolvm_machines(db: &Path) -> Result<Vec<MachineRecord>, String> {
+///
+/// As recorded: not judged against the process table (`alive` false, `effective_state` the
+/// recorded state).
+pub fn read_smolvm_machines(db: &Path) -> Result<Vec<Machine>, String> {
     let records = crate::inventory::smolvm::read_smolvm_db(db).map_err(|e| e.to_string())?;
     let golden: std::collections::HashMap<&str, &str> = records
         .iter()
@@ -618,18 +658,17 @@ pub fn read_smolvm_machines(db: &Path) -> Result<Vec<MachineRecord>, String> {
         }
         d
     };
-    let mut out: Vec<(usize, MachineRecord)> = records
+    let mut out: Vec<(usize, Machine)> = records
         .iter()
         .map(|r| {
             (
                 depth(&r.name),
-                MachineRecord {
-                    product: Product::Smolvm,
-                    name: r.name.clone(),
-                    state: r.state.clone(),
-                    pid: r.pid,
+                Machine {
                     pid_start_time: r.pid_start_time,
-                    db: db.to_path_buf(),
+                    ephemeral: r.ephemeral,
+                    created_at: r.created_at,
+                    branched_from: r.golden.clone(),
+                    ..as_recorded(Product::Smolvm, &r.name, &r.state, r.pid, db)
                 },
             )
         })
@@ -638,20 +677,39 @@ pub fn read_smolvm_machines(db: &Path) -> Result<Vec<MachineRecord>, String> {
     Ok(out.into_iter().map(|(_, m)| m).collect())
 }
 
+/// A machine or sandbox as its inventory `db` records it, before any process is looked at.
+fn as_recorded(product: Product, name: &str, state: &str, pid: Option<u32>, db: &Path) -> Machine {
+    Machine {
+        product,
+        name: name.to_string(),
+        state: state.to_string(),
+        pid,
+        alive: false,
+        effective_state: state.to_string(),
+        pid_start_time: None,
+        ephemeral: false,
+        created_at: None,
+        dir: None,
+        allocated_bytes: 0,
+        db: Some(db.to_path_buf()),
+        branched_from: None,
+        kept: None,
+    }
+}
+
 /// Celesto (or PyPI smolvm) sandbox rows from `celesto.db` / `smolvm.db` (read-only, through
 /// [`crate::inventory::celesto`]).
-pub fn read_celesto_rows(db: &Path) -> Result<Vec<MachineRecord>, String> {
-    let mut out: Vec<MachineRecord> = crate::inventory::celesto::read_celesto_db(db)
+///
+/// As recorded: not judged against the process table (`alive` false, `effective_state` the
+/// recorded state).
+pub fn read_celesto_rows(db: &Path) -> Result<Vec<Machine>, String> {
+    let mut out: Vec<Machine> = crate::inventory::celesto::read_celesto_db(db)
         .map_err(|e| e.to_string())?
         .sandboxes
-        .into_iter()
-        .map(|r| MachineRecord {
-            product: Product::Celesto,
-            name: r.id,
-            state: r.status,
-            pid: r.pid.and_then(|p| u32::try_from(p).ok()),
-            pid_start_time: None,
-            db: db.to_path_buf(),
+        .iter()
+        .map(|r| {
+            let pid = r.pid.and_then(|p| u32::try_from(p).ok());
+            as_recorded(Product::Celesto, &r.id, &r.status, pid, db)
         })
         .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -664,7 +722,7 @@ pub fn vm_processes_of_home(
     env: &EnvSnapshot,
     platform: Platform,
     procs: &[RawProcess],
-) -> Vec<VmProc> {
+) -> Vec<VmProcess> {
     let opts = crate::scan::ScanOptions {
         env: env.clone(),
         platform,
@@ -674,15 +732,7 @@ pub fn vm_processes_of_home(
     crate::scan::scan_with(&opts, procs.to_vec())
         .processes
         .into_iter()
-        .filter(|p| p.scope == crate::model::Scope::ThisHome)
-        .map(|p| VmProc {
-            pid: p.pid,
-            start_time: p.start_time,
-            uid: p.uid,
-            product: p.product,
-            shape: p.shape,
-            evidence: p.reason,
-        })
+        .filter(|p| p.scope == Scope::ThisHome)
         .collect()
 }
 
@@ -732,7 +782,7 @@ pub fn render(p: &Preflight) -> String {
     }
     let _ = writeln!(s, "VM processes of this HOME: {}", p.processes.len());
     for v in &p.processes {
-        let _ = writeln!(s, "  pid {} {} ({})", v.pid, v.shape, v.evidence);
+        let _ = writeln!(s, "  pid {} {} ({})", v.pid, v.shape, v.reason);
     }
     if !p.mounts_checked {
         let _ = writeln!(s, "Mounts: the mount table could not be read");

@@ -215,7 +215,7 @@ impl<'a> Audit<'a> {
                             "smolvm machine '{}' ({}) in {}",
                             m.name,
                             m.state,
-                            m.db.display()
+                            set.db_path.display()
                         ),
                         fix: format!("smolsweep delete smolvm:{}", m.name),
                     })),
@@ -231,12 +231,7 @@ impl<'a> Audit<'a> {
                     }
                     match read_celesto_rows(&p) {
                         Ok(ms) => rem.extend(ms.into_iter().map(|m| Remaining {
-                            what: format!(
-                                "sandbox '{}' ({}) in {}",
-                                m.name,
-                                m.state,
-                                m.db.display()
-                            ),
+                            what: format!("sandbox '{}' ({}) in {}", m.name, m.state, p.display()),
                             fix: format!("smolsweep delete celesto:{}", m.name),
                         })),
                         Err(e) => unreadable.push(e),
