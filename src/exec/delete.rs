@@ -36,7 +36,7 @@ use crate::record::Outcome;
 
 /// How strictly the target's identity is re-checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IdentityCheck {
+pub(crate) enum IdentityCheck {
     /// Device, inode and type; for files also size and mtime; for directories also mtime (an
     /// entry added or removed directly inside since the scan).
     Full,
@@ -47,7 +47,7 @@ pub enum IdentityCheck {
 
 /// One thing to delete.
 #[derive(Debug, Clone, Copy)]
-pub struct Target<'a> {
+pub(crate) struct Target<'a> {
     pub root: &'a Path,
     pub path: &'a Path,
     pub identity: &'a FileIdentity,
@@ -64,7 +64,7 @@ pub struct Target<'a> {
 /// What the primitive did. Expected situations are outcomes, not errors.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum DeleteOutcome {
+pub(crate) enum DeleteOutcome {
     /// Removed; `entries` counts every name unlinked (the target included).
     Deleted { entries: u64 },
     /// Nothing at that path any more.
@@ -88,12 +88,12 @@ thread_local! {
 }
 
 /// How many times [`delete_path`] was entered on this thread (tests prove a dry run never does).
-pub fn primitive_calls_on_this_thread() -> u64 {
+pub(crate) fn primitive_calls_on_this_thread() -> u64 {
     PRIMITIVE_CALLS.with(|c| c.get())
 }
 
 /// The identity of `path` itself (not following a symlink), as the scan records it.
-pub fn identity_of(path: &Path) -> std::io::Result<FileIdentity> {
+pub(crate) fn identity_of(path: &Path) -> std::io::Result<FileIdentity> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::symlink_metadata(path)?;
     Ok(FileIdentity {
@@ -116,7 +116,7 @@ fn identity_from_stat(st: &Stat) -> FileIdentity {
 }
 
 /// Why `now` is not `then`, or `None` when it is the same object.
-pub fn identity_mismatch(
+pub(crate) fn identity_mismatch(
     then: &FileIdentity,
     now: &FileIdentity,
     check: IdentityCheck,
@@ -171,7 +171,7 @@ struct Located {
 }
 
 /// Policy checks that need no file system access.
-pub fn refusal(t: &Target) -> Option<String> {
+pub(crate) fn refusal(t: &Target) -> Option<String> {
     if !is_normal_absolute(t.path) {
         return Some("not a normal absolute path".into());
     }
@@ -293,7 +293,7 @@ fn locate(t: &Target) -> Result<Located, DeleteOutcome> {
 
 /// The read-only half: `None` when [`delete_path`] would go ahead, else the outcome it would
 /// report instead. Never unlinks anything.
-pub fn precheck(t: &Target) -> Option<DeleteOutcome> {
+pub(crate) fn precheck(t: &Target) -> Option<DeleteOutcome> {
     match locate(t) {
         Err(o) => Some(o),
         Ok(loc) => {
@@ -337,7 +337,7 @@ pub(crate) fn delete_outcome(o: DeleteOutcome) -> Outcome {
 }
 
 /// Delete `t` if it is still what the scan saw. Requires a [`Confirmed`] token.
-pub fn delete_path(token: &Confirmed, t: &Target) -> DeleteOutcome {
+pub(crate) fn delete_path(token: &Confirmed, t: &Target) -> DeleteOutcome {
     let _ = token;
     PRIMITIVE_CALLS.with(|c| c.set(c.get() + 1));
     let loc = match locate(t) {

@@ -33,10 +33,10 @@ pub(crate) struct CelestoKnowledge {
 }
 
 impl CelestoKnowledge {
-    pub fn data_dir_of(&self, path: &Path) -> Option<&CelData> {
+    pub(crate) fn data_dir_of(&self, path: &Path) -> Option<&CelData> {
         self.data_dirs.iter().find(|d| path.starts_with(&d.dir))
     }
-    pub fn data_dir_with_disk(&self, id: &str) -> Option<&CelData> {
+    pub(crate) fn data_dir_with_disk(&self, id: &str) -> Option<&CelData> {
         self.data_dirs.iter().find(|d| {
             ["qcow2", "ext4"]
                 .iter()
