@@ -28,12 +28,16 @@ pub const UNINSTALL_PLAN_SCHEMA: &str = "smolsweep.uninstall.plan/1";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProductChoice {
+    /// Celesto SmolVM only.
     Celesto,
+    /// smol-machines smolvm only.
     Smolvm,
+    /// Both products.
     All,
 }
 
 impl ProductChoice {
+    /// The products chosen.
     pub fn products(self) -> Vec<Product> {
         match self {
             ProductChoice::Celesto => vec![Product::Celesto],
@@ -46,6 +50,7 @@ impl ProductChoice {
 /// The user's choices.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UninstallOptions {
+    /// Which product(s) to uninstall.
     pub product: ProductChoice,
     /// Also remove `~/.config/smolvm`, Celesto credentials and SSH keys.
     pub remove_credentials: bool,
@@ -74,7 +79,9 @@ pub struct PlanStep {
     /// What the executor does for it.
     #[serde(flatten)]
     pub action: Action,
+    /// What the step does, in words ("Remove ~/.smolvm (smolvm's install, 25.9 MB)").
     pub summary: String,
+    /// Why it is part of the uninstall.
     pub why: String,
     /// Cleared by the user to skip this step.
     pub checked: bool,
@@ -89,7 +96,9 @@ pub struct PlanStep {
 /// Something deliberately left in place.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Kept {
+    /// Where it is.
     pub path: PathBuf,
+    /// What it is, in words.
     pub what: String,
     /// How to have Smolsweep remove it.
     pub how: String,
@@ -98,23 +107,34 @@ pub struct Kept {
 /// A command for the user to run (root, a package manager): never run by Smolsweep.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UserCommand {
+    /// The product it belongs to.
     pub product: Product,
+    /// The exact command to run.
     pub command: String,
+    /// Why Smolsweep does not run it itself.
     pub why: String,
 }
 
 /// The whole procedure.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UninstallPlan {
+    /// `smolsweep.uninstall.plan/1` ([`UNINSTALL_PLAN_SCHEMA`]).
     pub schema: String,
+    /// The HOME being uninstalled from.
     pub home: PathBuf,
+    /// The products being removed.
     pub products: Vec<Product>,
+    /// The choices it was made with.
     pub options: UninstallOptions,
+    /// Every step, in the order they run; the unticked ones are skipped.
     pub steps: Vec<PlanStep>,
+    /// What is deliberately left in place.
     pub kept: Vec<Kept>,
+    /// Commands for the user to run (root, a package manager).
     pub user_commands: Vec<UserCommand>,
     /// Every directory a removal may touch (the roots the proof checks afterwards).
     pub removed_roots: Vec<PathBuf>,
+    /// Notes a person should read before confirming.
     pub notes: Vec<String>,
     /// The CLI of each product's install being removed (its machine steps run it).
     #[serde(default)]
@@ -129,12 +149,15 @@ impl UninstallPlan {
     pub fn checked(&self) -> impl Iterator<Item = &PlanStep> {
         self.steps.iter().filter(|s| s.checked)
     }
+    /// How many steps will run.
     pub fn checked_count(&self) -> usize {
         self.checked().count()
     }
+    /// Allocated bytes the ticked steps remove, as the preflight measured them.
     pub fn checked_bytes(&self) -> u64 {
         self.checked().map(|s| s.bytes).sum()
     }
+    /// Whether no step will run.
     pub fn is_empty(&self) -> bool {
         self.checked_count() == 0
     }

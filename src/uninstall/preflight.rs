@@ -32,13 +32,18 @@ pub const PREFLIGHT_SCHEMA: &str = "smolsweep.uninstall.preflight/1";
 /// A state directory of one product.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateDir {
+    /// The product it belongs to.
     pub product: Product,
     /// What it is, by the table of kinds: `data_root`, `cache_root`, ..., `data_dir`,
     /// `image_dir`, `celesto_home`.
     pub kind: StateKind,
+    /// Where it is.
     pub path: PathBuf,
+    /// Whether it exists.
     pub exists: bool,
+    /// Bytes allocated to it (hard links once).
     pub allocated_bytes: u64,
+    /// Bytes it reads as.
     pub apparent_bytes: u64,
     /// Mount points below it (never walked into).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -58,17 +63,24 @@ pub struct StateDir {
 /// `~/.smolvm`, split by owner.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SharedDotSmolvm {
+    /// `~/.smolvm`.
     pub path: PathBuf,
+    /// Entries smolvm's install put there.
     pub smolvm_entries: Vec<PathBuf>,
+    /// Entries Celesto put there (its keys and state), which a smolvm uninstall leaves.
     pub celesto_entries: Vec<PathBuf>,
+    /// Entries neither product is known to write: listed, never removed.
     pub other_entries: Vec<PathBuf>,
+    /// The smolvm version `~/.smolvm/.version` names.
     pub smolvm_version: Option<String>,
 }
 
 /// A launcher symlink (`~/.local/bin/smolvm`, `~/.local/bin/smol`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Launcher {
+    /// The symlink.
     pub path: PathBuf,
+    /// What it points to.
     pub target: PathBuf,
     /// The install prefix it points into, when it points into one.
     pub into_prefix: Option<PathBuf>,
@@ -77,7 +89,9 @@ pub struct Launcher {
 /// Something that holds secrets: kept unless the user asks.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Credential {
+    /// The product whose secrets it holds.
     pub product: Product,
+    /// Where it is.
     pub path: PathBuf,
     /// What it is, in a sentence.
     pub what: String,
@@ -86,8 +100,11 @@ pub struct Credential {
 /// A system-level file that needs root: shown with the command, never acted on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SystemItem {
+    /// The product it belongs to.
     pub product: Product,
+    /// Where it is.
     pub path: PathBuf,
+    /// What it is, in words.
     pub what: String,
     /// The exact command for the user to run.
     pub command: String,
@@ -97,7 +114,9 @@ pub struct SystemItem {
 /// launcher configs (never removed upstream), vsock, QMP and Firecracker API sockets.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RuntimeFile {
+    /// The product whose sandbox uses it.
     pub product: Product,
+    /// Where it is.
     pub path: PathBuf,
     /// The sandbox it belongs to.
     pub owner: String,
@@ -108,13 +127,17 @@ pub struct RuntimeFile {
 /// leaves every step that would take it unticked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeptItem {
+    /// The product of what is kept.
     pub product: Product,
     /// The rule's id ([`crate::keep::UNREADABLE`] when the keep file cannot be read).
     pub rule: String,
+    /// The kept path (a finding or a machine's directory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
+    /// The kept machine or sandbox.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,
+    /// The kept VM process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     /// The inventory holding a kept machine's record: removing it deletes the machine too.
@@ -169,11 +192,17 @@ pub(crate) fn kept_items(report: &crate::model::ScanReport) -> Vec<KeptItem> {
 /// Everything the uninstall looks at.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Preflight {
+    /// `smolsweep.uninstall.preflight/1` ([`PREFLIGHT_SCHEMA`]).
     pub schema: String,
+    /// The HOME looked at.
     pub home: PathBuf,
+    /// The platform whose layouts were used.
     pub platform: Platform,
+    /// Each install of either product found (launcher, prefix, version).
     pub installs: Vec<Install>,
+    /// Each product's state directories.
     pub state_dirs: Vec<StateDir>,
+    /// `~/.smolvm` split by owner, when it exists.
     pub dot_smolvm: Option<SharedDotSmolvm>,
     /// Machine (smolvm) and sandbox (Celesto) records as their inventories hold them, each
     /// judged alive or not by the scan the preflight makes.
@@ -184,12 +213,16 @@ pub struct Preflight {
     pub mounts: Vec<PathBuf>,
     /// Whether `mounts` was read (false until the mount-table reader is wired in on macOS).
     pub mounts_checked: bool,
+    /// Launcher symlinks of the installs.
     pub launchers: Vec<Launcher>,
+    /// `# smolvm` PATH blocks in shell startup files.
     pub path_blocks: Vec<PathBlock>,
+    /// What holds secrets (kept unless asked).
     pub credentials: Vec<Credential>,
     /// Runtime files of this HOME's sandboxes in the shared socket directory.
     #[serde(default)]
     pub runtime_files: Vec<RuntimeFile>,
+    /// System-level files that need root: shown with their command, never acted on.
     pub system: Vec<SystemItem>,
     /// Things that could not be read.
     pub problems: Vec<String>,
