@@ -34,8 +34,10 @@ fn decides_paths(name: &str) -> bool {
 /// Why the environment cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum EnvError {
+    /// A variable that decides a path (named here) is not valid UTF-8.
     #[error("the environment variable {0} is not valid UTF-8: Smolsweep cannot read it as the products would, and will not guess another directory; fix or unset it")]
     NotUtf8(String),
+    /// `HOME` is unset or empty and the effective user has no password database entry.
     #[error("HOME is not set and the user has no password database entry")]
     NoHome,
 }

@@ -17,13 +17,16 @@ pub struct Filter {
     /// Only items at least this large (allocated bytes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_bytes: Option<u64>,
+    /// Only items of these products.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub products: Vec<Product>,
+    /// Only items of these kinds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kinds: Vec<FindingKind>,
 }
 
 impl Filter {
+    /// Whether it filters nothing out (every field empty).
     pub fn is_empty(&self) -> bool {
         self == &Filter::default()
     }

@@ -22,32 +22,51 @@ pub const JOURNAL_FILE: &str = "journal.jsonl";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum JournalEntry {
+    /// Written and fsynced before a plan's first action (JSON `"event": "plan_started"`).
     PlanStarted {
         /// Milliseconds since the Unix epoch.
         at_ms: u64,
+        /// Id of the plan (its content hash), linking the run's later lines to this one.
         plan_id: String,
+        /// The HOME the plan was made for.
         #[serde(with = "crate::pathser::one")]
         home: PathBuf,
+        /// Allocated bytes the plan expected to free.
         estimated_bytes: u64,
+        /// Every action of the plan, as confirmed.
         actions: Vec<PlannedAction>,
         /// Which surface and command made the run (absent in journals of older versions).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         origin: Option<Origin>,
     },
+    /// One action's outcome, written as soon as it completes.
     Action {
+        /// Milliseconds since the Unix epoch.
         at_ms: u64,
+        /// Id of the plan the action belongs to.
         plan_id: String,
+        /// The action and its outcome (its fields are flattened into the line).
         #[serde(flatten)]
         record: Box<ActionRecord>,
     },
+    /// Written after the last action, with the measured result.
     PlanFinished {
+        /// Milliseconds since the Unix epoch.
         at_ms: u64,
+        /// Id of the plan that ran.
         plan_id: String,
+        /// Actions done.
         done: usize,
+        /// Actions skipped (partial ones included).
         skipped: usize,
+        /// Actions that failed.
         failed: usize,
+        /// Allocated bytes the plan expected to free.
         estimated_bytes: u64,
+        /// Bytes measured freed, summed over the actions (see [`ExecReport::freed_bytes`]).
         freed_bytes: u64,
+        /// Free space of each file system before and after the run (absent in journals of older
+        /// versions).
         #[serde(default)]
         filesystems: Vec<FsMeasure>,
     },
@@ -132,6 +151,7 @@ impl Journal {
         Ok(j)
     }
 
+    /// Where the journal file is.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -160,6 +180,7 @@ impl Journal {
         self.file.sync_data()
     }
 
+    /// Record that `plan` is about to run, made by `origin`.
     pub fn plan_started(&mut self, plan: &Plan, origin: &Origin) -> io::Result<()> {
         self.append(&JournalEntry::PlanStarted {
             at_ms: now_ms(),
@@ -171,6 +192,7 @@ impl Journal {
         })
     }
 
+    /// Record one action's outcome as part of the plan `plan_id`.
     pub fn action(&mut self, plan_id: &str, record: &ActionRecord) -> io::Result<()> {
         self.append(&JournalEntry::Action {
             at_ms: now_ms(),
@@ -179,6 +201,7 @@ impl Journal {
         })
     }
 
+    /// Record that the plan of `report` finished, with its counts and measured bytes.
     pub fn plan_finished(&mut self, report: &ExecReport) -> io::Result<()> {
         self.append(&JournalEntry::PlanFinished {
             at_ms: now_ms(),
@@ -196,6 +219,7 @@ impl Journal {
 /// What [`read`] found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct JournalContents {
+    /// The entries that could be read, in file order.
     pub entries: Vec<JournalEntry>,
     /// 1-based numbers of lines that were not valid entries (a crash's truncated line).
     pub damaged_lines: Vec<usize>,
@@ -229,20 +253,30 @@ pub fn read(path: &Path) -> io::Result<JournalContents> {
 /// One executed plan as the journal tells it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RunSummary {
+    /// Id of the plan that ran.
     pub plan_id: String,
+    /// When its `plan_started` line was written (milliseconds since the Unix epoch).
     pub started_at_ms: u64,
+    /// The HOME the plan was made for.
     #[serde(with = "crate::pathser::one")]
     pub home: PathBuf,
     /// Which surface and command made it (`None` for runs journaled by older versions).
     pub origin: Option<Origin>,
+    /// How many actions the plan had.
     pub planned_actions: usize,
+    /// Allocated bytes the plan expected to free.
     pub estimated_bytes: u64,
+    /// Actions journaled as done.
     pub done: usize,
+    /// Actions journaled as skipped.
     pub skipped: usize,
+    /// Actions journaled as failed.
     pub failed: usize,
     /// `None` when the run never finished (crash or kill): the actions listed are what was done.
     pub freed_bytes: Option<u64>,
+    /// Whether a `plan_finished` line was written for it.
     pub finished: bool,
+    /// The outcome of every action journaled, in order.
     pub outcomes: Vec<ActionRecord>,
 }
 

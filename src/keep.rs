@@ -35,9 +35,12 @@ pub enum Target {
     /// One file or directory, as it was when kept: a different object at the same path is not
     /// kept.
     Item {
+        /// Where it was when kept (compared exactly).
         #[serde(with = "crate::pathser::one")]
         path: PathBuf,
+        /// Device number of the kept object (`st_dev`).
         dev: u64,
+        /// Inode number of the kept object: with `dev`, its identity.
         ino: u64,
         /// Birth time (ns since the epoch) where the file system records one: an inode number
         /// reused by a new file at the same path is not the kept object.
@@ -45,9 +48,17 @@ pub enum Target {
         born_ns: Option<i64>,
     },
     /// Everything that belongs to a sandbox or machine.
-    Owner { product: Product, name: String },
+    Owner {
+        /// The product it belongs to.
+        product: Product,
+        /// The sandbox id (Celesto) or machine name (smolvm), matched against a finding's owner.
+        name: String,
+    },
     /// A class of findings (for example every Celesto image cache).
-    Kind { kind: FindingKind },
+    Kind {
+        /// Every finding of this kind is kept.
+        kind: FindingKind,
+    },
 }
 
 /// One rule, with when and why.
@@ -55,14 +66,18 @@ pub enum Target {
 pub struct Rule {
     /// Short id, for `keep remove`.
     pub id: String,
+    /// What it keeps (JSON: an object tagged `by`: `item`, `owner` or `kind`).
     pub target: Target,
     /// Seconds since the epoch.
     pub since: u64,
+    /// Why the user kept it, in their words (may be empty).
     #[serde(default)]
     pub why: String,
 }
 
 impl Rule {
+    /// A rule keeping `target` since `since` (seconds since the epoch); its id is the first 4 bytes
+    /// of the SHA-256 of the target's JSON, in hex, so one target always gets the same id.
     pub fn new(target: Target, why: &str, since: u64) -> Rule {
         use sha2::{Digest, Sha256};
         let j = serde_json::to_string(&target).unwrap_or_default();
@@ -132,22 +147,33 @@ pub(crate) fn machine_kept(m: &Machine, overrides: &[String]) -> Option<String> 
 /// Every rule.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Keeps {
+    /// Schema name, `smolsweep.keep/1`.
     pub schema: String,
+    /// The rules, in the order they were added.
     pub rules: Vec<Rule>,
 }
 
 /// Why keep rules could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum KeepError {
+    /// The keep file could not be read or written.
     #[error("{path}: {source}")]
     Io {
+        /// The keep file (or its directory).
         path: PathBuf,
+        /// The error the OS gave.
         source: std::io::Error,
     },
+    /// The keep file is not one Smolsweep wrote (not JSON, another schema, or too large).
     #[error(
         "{path} is not a Smolsweep keep file ({why}); nothing is kept until it is fixed or removed"
     )]
-    Damaged { path: PathBuf, why: String },
+    Damaged {
+        /// The keep file.
+        path: PathBuf,
+        /// What is wrong with it (the JSON error, the schema found, the size limit).
+        why: String,
+    },
 }
 
 /// Where the keep file is for this environment: `$SMOLSWEEP_DATA_DIR`, else the platform's data
@@ -206,6 +232,7 @@ impl Keeps {
         Ok(k)
     }
 
+    /// No rules (what a missing keep file reads as).
     pub fn empty() -> Keeps {
         Keeps {
             schema: KEEP_SCHEMA.into(),

@@ -54,13 +54,17 @@ pub enum Removal {
     Never,
 }
 
-/// The table below in its short form: bare product, risk and removal names.
+/// The table below in its short form: bare product, risk and removal names. Each value's doc
+/// comment is made from its row: label, stable string and meaning.
 macro_rules! kinds {
     ($($v:ident => $s:literal, $p:ident, $label:literal, $meaning:literal, $risk:ident, $rm:ident;)*) => {
         crate::table::closed_table! {
             /// What a finding is. Serialised as its `smolsweep.scan/1` string (`celesto.orphan_disk`).
             pub enum FindingKind ("finding kind") -> (Product, &'static str, &'static str, Risk, Removal) {
-                $($v => $s, (Product::$p, $label, $meaning, Risk::$risk, Removal::$rm);)*
+                $(
+                    #[doc = concat!($label, " (`", $s, "`): ", $meaning)]
+                    $v => $s, (Product::$p, $label, $meaning, Risk::$risk, Removal::$rm);
+                )*
             }
         }
     };
@@ -147,9 +151,11 @@ impl FindingKind {
     pub const fn meaning(self) -> &'static str {
         self.row().2
     }
+    /// What removing one costs its owner.
     pub const fn risk(self) -> Risk {
         self.row().3
     }
+    /// How one is removed when a plan includes it (`Removal::Never`: it never is).
     pub const fn removal(self) -> Removal {
         self.row().4
     }
@@ -179,10 +185,16 @@ crate::table::closed_table! {
     /// What a VM process is, by the shape its argv and comm show (`procs::shape::VmmShape`
     /// reads it off a process). Serialised as its stable name (`smolvm.boot_vm`).
     pub enum ProcShape ("process shape") -> (Product, &'static str) {
+        /// smolvm's exec'd boot child, `_boot-vm <vmdir>/boot-config.json`: one machine's VM.
         SmolvmBootVm => "smolvm.boot_vm", (Product::Smolvm, "smolvm machine VM");
+        /// smolvm's forked pack-run child (`machine run` / `pack run`), known by libkrun's comm
+        /// rename on Linux.
         SmolvmForked => "smolvm.forked", (Product::Smolvm, "smolvm pack-run VM");
+        /// Celesto's QEMU VMM (`qemu-system-*`), its sandbox named by the QMP socket.
         CelestoQemu => "celesto.qemu", (Product::Celesto, "Celesto QEMU VM");
+        /// Celesto's Firecracker VMM, its sandbox named by the API socket.
         CelestoFirecracker => "celesto.firecracker", (Product::Celesto, "Celesto Firecracker VM");
+        /// Celesto's libkrun launcher (a Python process), its sandbox named by its config file.
         CelestoLibkrun => "celesto.libkrun", (Product::Celesto, "Celesto libkrun VM");
     }
 }

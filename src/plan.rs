@@ -67,15 +67,23 @@ impl Selection {
 pub enum Action {
     /// Remove a file, symlink or directory tree strictly inside `root`.
     DeletePath {
+        /// Id of the finding it deletes (as in the scan report).
         finding_id: String,
+        /// The product whose state it is.
         product: Product,
+        /// What the finding is.
         kind: FindingKind,
+        /// The path removed.
         #[serde(with = "crate::pathser::one")]
         path: PathBuf,
+        /// The product root it must lie strictly inside (never deleted itself).
         #[serde(with = "crate::pathser::one")]
         root: PathBuf,
+        /// What the scan saw at `path` (device, inode, type, size, mtime): anything else found
+        /// there when it runs is left alone.
         #[serde(with = "identity_repr")]
         identity: FileIdentity,
+        /// Whether the scan saw a directory (then everything in it is deleted with it).
         is_dir: bool,
         /// Allocated bytes the scan measured.
         expected_bytes: u64,
@@ -98,9 +106,14 @@ pub enum Action {
     },
     /// Stop a machine through its product's CLI.
     StopMachine {
+        /// The product whose CLI stops it.
         product: Product,
+        /// The smolvm machine name or Celesto sandbox id.
         name: String,
+        /// The VM process recorded for it, if any (Celesto is handed it only with `pid_start_time`,
+        /// as proof it is still that process).
         pid: Option<u32>,
+        /// Start time of that process (see [`VmProcess::start_time`]): with `pid`, its identity.
         pid_start_time: Option<u64>,
         /// The state the scan saw (shown in the confirmation).
         #[serde(default)]
@@ -108,14 +121,20 @@ pub enum Action {
     },
     /// Delete a machine through its product's CLI.
     DeleteMachine {
+        /// The product whose CLI deletes it.
         product: Product,
+        /// The smolvm machine name or Celesto sandbox id.
         name: String,
+        /// Whether to delete the machines branched from it too (smolvm `--cascade`).
         cascade: bool,
+        /// The machines branched from it, as planned: if the branches found when it runs are not
+        /// exactly these, it is not deleted.
         children: Vec<String>,
         /// The VM process recorded for it (Celesto signals the recorded pid itself: it is
         /// passed to the CLI only while it is still this process).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pid: Option<u32>,
+        /// Start time of that process: with `pid`, its identity.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pid_start_time: Option<u64>,
         /// Allocated bytes of its storage as scanned (shown in the confirmation).
@@ -127,10 +146,16 @@ pub enum Action {
     },
     /// Terminate an orphaned VM process (SIGTERM, wait, SIGKILL), proven by pid + start time.
     SignalProcess {
+        /// Process id: with `start_time`, the process's identity.
         pid: u32,
+        /// When the process started (Linux: clock ticks since boot; macOS: seconds since the
+        /// epoch); a pid reused by another process does not match.
         start_time: u64,
+        /// The product whose VMM it is.
         product: Product,
+        /// The machine name or sandbox id it runs, when known (shown in the outcome).
         owner: Option<String>,
+        /// User id owning the process: one not of the user running Smolsweep is never signalled.
         uid: u32,
         /// The VMM shape the scan recognised (shown in the confirmation).
         #[serde(default)]
@@ -142,6 +167,7 @@ pub enum Action {
     },
     /// Detach a mount (macOS `hdiutil detach`) before the directory holding it is deleted.
     Detach {
+        /// The mount point to detach.
         #[serde(with = "crate::pathser::one")]
         mountpoint: PathBuf,
     },
@@ -150,17 +176,22 @@ pub enum Action {
     /// the plan was made (absent: nothing was, and a machine command of the plan may create
     /// it); something else found at the path is left alone.
     RemoveTree {
+        /// The product whose state it is.
         product: Product,
+        /// The root or entry removed.
         #[serde(with = "crate::pathser::one")]
         path: PathBuf,
+        /// What it must lie inside: the product root, or for a whole root the directory holding it.
         #[serde(with = "crate::pathser::one")]
         root: PathBuf,
+        /// What was at `path` when the plan was made (absent: nothing was).
         #[serde(
             default,
             skip_serializing_if = "Option::is_none",
             with = "opt_identity_repr"
         )]
         identity: Option<FileIdentity>,
+        /// Allocated bytes measured there when the plan was made.
         expected_bytes: u64,
         /// Mounts inside it that the plan detaches first: while one is still mounted (its
         /// detach failed, or was not chosen) nothing is removed.
@@ -173,21 +204,29 @@ pub enum Action {
     },
     /// Uninstall: remove a directory if, and only if, it is empty by then.
     RemoveDirIfEmpty {
+        /// The product whose directory it is.
         product: Product,
+        /// The directory, removed only if it is empty.
         #[serde(with = "crate::pathser::one")]
         path: PathBuf,
     },
     /// Uninstall: remove a launcher symlink that still points into a removed install prefix.
     RemoveLauncher {
+        /// The launcher symlink removed.
         #[serde(with = "crate::pathser::one")]
         link: PathBuf,
+        /// Where it pointed when the plan was made: one that points elsewhere by then is left
+        /// alone.
         #[serde(with = "crate::pathser::one")]
         target: PathBuf,
+        /// The removed install prefix it points into: it must be, or lie inside, a root the
+        /// uninstall removes.
         #[serde(with = "crate::pathser::one")]
         prefix: PathBuf,
     },
     /// Uninstall: take the `# smolvm` PATH block out of a shell startup file (backed up first).
     RemovePathBlock {
+        /// The shell startup file (backed up before it is changed).
         #[serde(with = "crate::pathser::one")]
         file: PathBuf,
     },
@@ -435,8 +474,11 @@ mod opt_identity_repr {
 /// An action with the line a person reads in the confirmation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlannedAction {
+    /// The action (its fields are flattened into the JSON object, with its `action` tag).
     #[serde(flatten)]
     pub action: Action,
+    /// The line a person reads in the confirmation: exactly [`Action::describe`], or the plan is
+    /// refused.
     pub summary: String,
 }
 
@@ -455,12 +497,14 @@ impl PlannedAction {
 pub struct SkippedAtPlan {
     /// Finding id, `pid:<n>` or `machine:<name>`.
     pub id: String,
+    /// Why it was left out, for a person.
     pub why: String,
 }
 
 /// The plan a user confirms and the executor runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
+    /// Schema name, [`PLAN_SCHEMA`].
     pub schema: String,
     /// Hex SHA-256 of the canonical JSON of the plan without its id.
     pub id: String,
@@ -473,15 +517,20 @@ pub struct Plan {
     /// The same instant in nanoseconds (0 in plans written before it was recorded).
     #[serde(default)]
     pub scanned_at_ns: u64,
+    /// The HOME the scan was made for.
     #[serde(with = "crate::pathser::one")]
     pub home: PathBuf,
+    /// The platform the scan ran on.
     pub platform: Platform,
     /// Every root directory the scan resolved. None of them is ever deleted itself.
     #[serde(with = "crate::pathser::many")]
     pub roots: Vec<PathBuf>,
+    /// What the plan does, in the order it runs (a reclaim stops and reaps first, then detaches,
+    /// deletes machines, and deletes paths last).
     pub actions: Vec<PlannedAction>,
     /// Allocated bytes the delete actions are expected to free (each inode counted once).
     pub estimated_bytes: u64,
+    /// Everything selected that is not planned, with why.
     pub skipped_at_plan: Vec<SkippedAtPlan>,
     /// Keep rules the user explicitly chose to override for this plan (an uninstall that
     /// removes kept items: `--remove-kept`, or ticking them). Any other rule that keeps a
@@ -584,22 +633,45 @@ fn names(ms: &[&Machine]) -> String {
 /// Why a serialised plan was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
+    /// The text is not JSON, or not a plan's.
     #[error("not a plan: {0}")]
     Json(#[from] serde_json::Error),
+    /// The plan names a schema other than [`PLAN_SCHEMA`] (the one it names).
     #[error("unsupported plan schema {0:?} (expected {PLAN_SCHEMA})")]
     Schema(String),
+    /// The plan's id is not the hash of its content.
     #[error("plan id {claimed} does not match its content ({actual}): the plan was changed after it was made")]
-    Tampered { claimed: String, actual: String },
+    Tampered {
+        /// The id the plan carries.
+        claimed: String,
+        /// The id its content hashes to.
+        actual: String,
+    },
+    /// An action's summary is not what the action does.
     #[error("the plan says {claimed:?} for an action that would {actual:?}: the plan was edited")]
-    Summary { claimed: String, actual: String },
+    Summary {
+        /// The summary the plan shows.
+        claimed: String,
+        /// What the action really does ([`Action::describe`]).
+        actual: String,
+    },
+    /// The text is a scan report, not a plan.
     #[error("this is a scan report (smolsweep.scan/1), not a plan: make one with `smolsweep plan --out FILE`")]
     ScanReport,
+    /// The plan holds more than [`MAX_ACTIONS`] actions.
     #[error("the plan has {count} actions, more than the {MAX_ACTIONS} one plan may hold: nothing was done (narrow it with --kind, --older-than, --product or --id)")]
-    TooManyActions { count: usize },
+    TooManyActions {
+        /// How many actions it holds.
+        count: usize,
+    },
+    /// The plan names one target twice.
     #[error("the plan does one thing twice (action {first} and action {again}: {summary}); a plan Smolsweep makes does each thing once, so it was edited: nothing was done")]
     Duplicate {
+        /// Position (from 1) of the first action on the target.
         first: usize,
+        /// Position (from 1) of the action naming it again.
         again: usize,
+        /// The repeated action's summary, as the plan shows it.
         summary: String,
     },
 }
@@ -1141,6 +1213,7 @@ impl Plan {
         Ok(())
     }
 
+    /// The plan as indented JSON, as saved with `--out`.
     pub fn to_json_pretty(&self) -> String {
         serde_json::to_string_pretty(self).expect("a plan always serialises")
     }
@@ -1177,6 +1250,7 @@ impl Plan {
             .count()
     }
 
+    /// Whether the plan has no action at all.
     pub fn is_empty(&self) -> bool {
         self.actions.is_empty()
     }

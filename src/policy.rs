@@ -13,6 +13,7 @@ use crate::kind::FindingKind;
 use crate::model::*;
 use crate::plan::{Plan, Selection};
 
+/// Schema name of a policy, in the app's setting and in a policy file.
 pub const POLICY_SCHEMA: &str = "smolsweep.policy/1";
 
 /// The classes an automatic run takes unless told otherwise: orphaned disks, their logs and
@@ -30,6 +31,7 @@ pub const DEFAULT_KINDS: &[FindingKind] = &[
 /// What an automatic run may reclaim.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
+    /// Schema name, [`POLICY_SCHEMA`] (another is refused).
     pub schema: String,
     /// Off by default: nothing runs by itself until the user turns it on.
     #[serde(default)]
@@ -79,7 +81,12 @@ pub enum Decision {
     /// Run this plan unattended.
     Run(Plan),
     /// The plan frees more than the cap: a person must confirm it.
-    Ask { plan: Plan, cap: u64 },
+    Ask {
+        /// The plan a person is asked to confirm.
+        plan: Plan,
+        /// The cap it exceeds (bytes, from `ask_above`).
+        cap: u64,
+    },
 }
 
 impl Policy {
@@ -111,6 +118,7 @@ impl Policy {
         }
     }
 
+    /// The `ask_above` cap in bytes, or why it is not a size.
     pub fn cap(&self) -> Result<u64, String> {
         parse_size(&self.ask_above)
     }

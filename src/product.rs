@@ -14,12 +14,15 @@ pub enum Product {
 }
 
 impl Product {
+    /// Its stable lowercase name, as serialised and prefixed to kind strings: `celesto` or
+    /// `smolvm`.
     pub fn as_str(self) -> &'static str {
         match self {
             Product::Celesto => "celesto",
             Product::Smolvm => "smolvm",
         }
     }
+    /// Its name for a person: `Celesto SmolVM` or `smol-machines smolvm`.
     pub fn display_name(self) -> &'static str {
         match self {
             Product::Celesto => "Celesto SmolVM",

@@ -55,7 +55,9 @@ const HELPER_STACK: usize = 256 * 1024;
 /// is tallied in `already_counted` instead.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Measure {
+    /// Bytes the files say they hold (`st_size`).
     pub apparent: u64,
+    /// Bytes the file system allocates to them (`st_blocks` × 512).
     pub allocated: u64,
     /// Non-directory objects counted (regular files, symlinks, sockets, fifos, devices).
     pub files: u64,
@@ -118,6 +120,7 @@ impl std::fmt::Debug for Sizer {
 }
 
 impl Sizer {
+    /// A sizer with one walker thread per available core (at most `MAX_THREADS`, 8).
     pub fn new() -> Self {
         Self::default()
     }

@@ -40,9 +40,19 @@ impl VmAction {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// A VM process, with the start time the user saw (a reused pid is another process).
-    Process { pid: u32, start_time: u64 },
+    Process {
+        /// Process id: with `start_time`, its identity.
+        pid: u32,
+        /// Its start time as the scan reported it (see [`VmProcess::start_time`]).
+        start_time: u64,
+    },
     /// A machine or sandbox of the scan's machine list.
-    Machine { product: Product, name: String },
+    Machine {
+        /// The product the machine belongs to (never its namesake of the other).
+        product: Product,
+        /// The smolvm machine name or Celesto sandbox id.
+        name: String,
+    },
 }
 
 /// The plan for one action on one target, and the words a confirmation of it shows.
@@ -50,6 +60,7 @@ pub enum Target {
 pub struct TargetPlan {
     /// The process the plan is about (for a machine row: its VM's, 0 when it has none).
     pub pid: u32,
+    /// That process's start time (0 when there is none): with `pid`, its identity.
     pub start_time: u64,
     /// Set when the target was a machine row.
     pub machine: Option<(Product, String)>,

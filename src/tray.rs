@@ -59,6 +59,7 @@ pub enum IconState {
 }
 
 impl IconState {
+    /// Its stable name, as serialised: `clean`, `reclaimable` or `orphans`.
     pub fn as_str(self) -> &'static str {
         match self {
             IconState::Clean => "clean",
@@ -71,8 +72,11 @@ impl IconState {
 /// One clickable (or informational) entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrayItem {
+    /// Stable id of the native menu item, mapped back by [`TrayAction::from_id`].
     pub id: String,
+    /// The text shown.
     pub label: String,
+    /// Whether it can be clicked (informational items, like the status line, cannot).
     pub enabled: bool,
 }
 
@@ -90,12 +94,20 @@ impl TrayItem {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum TrayEntry {
+    /// A plain item (JSON `"type": "item"`, with the item's fields).
     Item(TrayItem),
+    /// A separator line.
     Separator,
+    /// A submenu: one surviving VM and what may be done to it.
     Submenu {
+        /// Stable id (`vm:<pid>:<start_time>`).
         id: String,
+        /// The VM's label: product, owner (or pid), whether it is orphaned, what deleted files it
+        /// holds.
         label: String,
+        /// Whether it can be opened.
         enabled: bool,
+        /// Its entries ("Stop", and for an orphan "End the orphaned VM process").
         items: Vec<TrayItem>,
     },
 }
@@ -103,19 +115,28 @@ pub enum TrayEntry {
 /// A click mapped back from an item id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TrayAction {
+    /// "Reclaim…": confirm and reclaim what [`TrayModel::reclaim_ids`] names.
     Reclaim,
+    /// "Rescan now": scan again.
     Rescan,
+    /// "Open Smolsweep": show the window.
     Open,
+    /// "Uninstall SmolVM…": show the window's uninstall guide.
     Uninstall,
+    /// "Quit": end the app.
     Quit,
     /// Ask a VM process to stop (SIGTERM / the product's own stop).
     Stop {
+        /// Process id: with `start_time`, the process's identity.
         pid: u32,
+        /// Its start time as the scan reported it: a reused pid is another process.
         start_time: u64,
     },
     /// Kill an orphaned VM process (SIGKILL), after re-checking it is the same process.
     Reap {
+        /// Process id: with `start_time`, the process's identity.
         pid: u32,
+        /// Its start time as the scan reported it: a reused pid is another process.
         start_time: u64,
     },
 }
@@ -151,13 +172,19 @@ impl TrayAction {
 /// The whole tray menu and icon for one scan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrayModel {
+    /// The first line of the menu: the reclaimable total, "Nothing to reclaim", "Scanning…", or
+    /// "Can't verify: …" naming what could not be read.
     pub status: String,
+    /// Which icon the tray shows.
     pub icon: IconState,
     /// Tooltip text (status plus orphan count).
     pub tooltip: String,
     /// What "Reclaim" would act on, with the current settings.
     pub reclaim_ids: Vec<String>,
+    /// The planner's estimate for `reclaim_ids` (allocated bytes, hard links once), as the
+    /// confirmation will say.
     pub reclaim_bytes: u64,
+    /// Every entry of the menu, in display order.
     pub entries: Vec<TrayEntry>,
 }
 

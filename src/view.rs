@@ -95,17 +95,24 @@ pub fn short_path(path: &Path, max: usize) -> String {
 /// One finding as every surface shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
+    /// Finding id (what `--id` and a selection name it by).
     pub id: String,
     /// The path, escaped for display (control characters and invalid UTF-8 made visible).
     pub path: String,
     /// The path shortened from the middle (the full one is `path`).
     pub short_path: String,
+    /// Why it has its verdict, one sentence, escaped for display.
     pub reason: String,
+    /// Allocated bytes (`st_blocks` × 512, hard links once).
     pub bytes: u64,
+    /// `bytes` in words (`1.5 GB`).
     pub size: String,
     /// Apparent size when it differs from the allocated one (sparse disks).
     pub apparent: Option<String>,
+    /// What Smolsweep may do with it.
     pub verdict: Verdict,
+    /// The verdict as every surface words it ("Reclaimable", "Cache: only if you include caches",
+    /// "Kept", "Can't verify").
     pub verdict_label: &'static str,
     /// Whether a person may select it for deletion (reclaimable or opt-in).
     pub selectable: bool,
@@ -118,41 +125,68 @@ pub struct Row {
 /// One kind of finding: its label, meaning and rows.
 #[derive(Debug, Clone, Serialize)]
 pub struct Group {
+    /// The kind every row of the group is.
     pub kind: FindingKind,
+    /// The product whose state it is.
     pub product: Product,
+    /// What the group is called ("Orphaned disks").
     pub label: &'static str,
+    /// One sentence saying what these are.
     pub meaning: &'static str,
+    /// What removing one costs its owner.
     pub risk: Risk,
+    /// The risk in words ("nothing is lost").
     pub risk_label: &'static str,
+    /// How many findings it holds.
     pub count: usize,
+    /// Allocated bytes of all its findings.
     pub bytes: u64,
+    /// `bytes` in words.
     pub size: String,
+    /// Allocated bytes of its reclaimable findings.
     pub reclaimable_bytes: u64,
+    /// Allocated bytes of its opt-in findings.
     pub opt_in_bytes: u64,
+    /// Its findings, largest first.
     pub rows: Vec<Row>,
 }
 
 /// One product line (with its banners: drift, an inventory that cannot be trusted).
 #[derive(Debug, Clone, Serialize)]
 pub struct ProductLine {
+    /// The product the line is about.
     pub product: Product,
+    /// Its name for a person ("Celesto SmolVM").
     pub name: &'static str,
+    /// Installed version, when it could be read without running anything.
     pub version: Option<String>,
+    /// "ok", "not found" or "can't verify" ([`product_status`]).
     pub status: &'static str,
+    /// What kept its state from being read, one sentence each.
     pub problems: Vec<String>,
 }
 
 /// One VM process.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProcessRow {
+    /// Process id: with `start_time`, its identity.
     pub pid: u32,
+    /// When it started, as the scan read it (Linux: clock ticks since boot; macOS: seconds since
+    /// the epoch).
     pub start_time: u64,
+    /// The product whose VMM it is.
     pub product: Product,
+    /// What VMM it is, for a person ("Celesto QEMU VM").
     pub what: &'static str,
+    /// The machine name or sandbox id it runs, when known.
     pub owner: Option<String>,
+    /// Whether it runs for the HOME scanned (another HOME's VM is shown, never acted on).
     pub this_home: bool,
+    /// No inventory record owns it.
     pub orphan: bool,
+    /// Allocated bytes of deleted files it still holds open, in words (absent when none).
     pub held_deleted: Option<String>,
+    /// Why the scan attributed it the way it did, escaped for display.
     pub reason: String,
     /// Whether Smolsweep can end it (an orphan of this HOME that no keep rule keeps).
     pub can_end: bool,
@@ -164,15 +198,24 @@ pub struct ProcessRow {
 /// One machine or sandbox, with what may be done to it.
 #[derive(Debug, Clone, Serialize)]
 pub struct MachineRow {
+    /// The product the machine or sandbox belongs to.
     pub product: Product,
+    /// The smolvm machine name or Celesto sandbox id.
     pub name: String,
     /// "machine" (smolvm) or "computer"/"sandbox" (Celesto, as the installed version says).
     pub noun: &'static str,
+    /// The state a person should see (`running`, `stopped`,
+    /// `stale: recorded running, process gone`, ...).
     pub state: String,
+    /// The VM process recorded for it, if any.
     pub pid: Option<u32>,
+    /// Allocated bytes of its storage, in words (absent when nothing was measured).
     pub size: Option<String>,
+    /// Recorded as running while its process is gone.
     pub stale: bool,
+    /// Whether Stop is offered: its VM is alive and no keep rule keeps it.
     pub can_stop: bool,
+    /// Whether Delete is offered: no keep rule keeps it.
     pub can_delete: bool,
     /// Why it is left alone because of a keep rule (the core's sentence).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -182,8 +225,11 @@ pub struct MachineRow {
 /// A slice of the overview's legend.
 #[derive(Debug, Clone, Serialize)]
 pub struct LegendEntry {
+    /// What the slice is: a kind's label, or "Other".
     pub label: String,
+    /// Allocated bytes it stands for.
     pub bytes: u64,
+    /// `bytes` in words.
     pub size: String,
 }
 
@@ -192,25 +238,39 @@ pub struct LegendEntry {
 pub struct TotalsView {
     /// What "Reclaim" frees: the planner's estimate for everything reclaimable.
     pub reclaimable_bytes: u64,
+    /// `reclaimable_bytes` in words.
     pub reclaimable: String,
+    /// How many items "Reclaim" deletes.
     pub reclaimable_count: usize,
+    /// Allocated bytes of the opt-in findings (freed only when their class is included).
     pub opt_in_bytes: u64,
+    /// `opt_in_bytes` in words.
     pub opt_in: String,
+    /// How many opt-in findings there are.
     pub opt_in_count: usize,
+    /// Orphaned VM processes of this HOME (`smolsweep reap` ends them).
     pub orphan_processes: usize,
+    /// Allocated bytes of deleted files VM processes still hold open, in words.
     pub held_deleted: String,
 }
 
 /// The whole scan as every surface shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ScanView {
+    /// The HOME scanned, escaped for display.
     pub home: String,
+    /// The platform scanned on (`linux` or `macos`).
     pub platform: &'static str,
+    /// Each product's line: version, status, problems.
     pub products: Vec<ProductLine>,
     /// Groups ordered by what they free (reclaimable, then opt-in bytes), then by risk.
     pub groups: Vec<Group>,
+    /// What "Reclaim" frees, what the opt-in classes hold, orphaned VMs and deleted bytes held
+    /// open.
     pub totals: TotalsView,
+    /// Every machine and sandbox of the inventories, with what may be done to it.
     pub machines: Vec<MachineRow>,
+    /// Every VM process of either product.
     pub processes: Vec<ProcessRow>,
     /// The overview's legend: kinds holding bytes, the rest folded into "Other".
     pub legend: Vec<LegendEntry>,
@@ -219,6 +279,7 @@ pub struct ScanView {
 }
 
 impl ScanView {
+    /// The view of a scan (its totals from the planner, as "Reclaim" will free).
     pub fn of(r: &ScanReport) -> ScanView {
         let reclaim = Plan::from_scan(r, &Selection::reclaimable());
         let groups = groups(r);
@@ -490,6 +551,7 @@ pub struct Confirmation {
     pub headline: String,
     /// The estimate in bytes and in words.
     pub estimate_bytes: u64,
+    /// `estimate_bytes` in words.
     pub estimate: String,
     /// One line per action, in the order they run.
     pub lines: Vec<String>,
@@ -688,21 +750,35 @@ mod tests {
 /// bytes), in the units of the `width` × `height` asked of [`treemap`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Tile {
+    /// Finding id.
     pub id: String,
+    /// The product whose state it is.
     pub product: Product,
+    /// What the finding is.
     pub kind: FindingKind,
+    /// The kind's label ("Orphaned disks").
     pub kind_label: &'static str,
+    /// The path, escaped for display.
     pub path: String,
+    /// The path shortened from the middle (the full one is `path`).
     pub short_path: String,
+    /// Allocated bytes: the tile's area.
     pub bytes: u64,
+    /// `bytes` in words.
     pub size: String,
     /// The apparent size, in words (shown on hover).
     pub apparent: String,
+    /// What Smolsweep may do with it.
     pub verdict: Verdict,
+    /// The verdict as every surface words it.
     pub verdict_label: &'static str,
+    /// Distance of its left edge from the area's left.
     pub x: f64,
+    /// Distance of its top edge from the area's top.
     pub y: f64,
+    /// Its width.
     pub w: f64,
+    /// Its height.
     pub h: f64,
 }
 

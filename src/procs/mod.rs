@@ -15,8 +15,11 @@ pub(crate) use shape::{held_deleted_bytes, names_path_exactly};
 pub struct OpenFile {
     /// The link target (without the ` (deleted)` suffix).
     pub path: PathBuf,
+    /// The file was unlinked while held open (its blocks are freed only when it is closed).
     pub deleted: bool,
+    /// Device of the open file (`st_dev`).
     pub dev: u64,
+    /// Inode of the open file: with `dev`, its identity, also once deleted.
     pub ino: u64,
     /// `st_blocks`×512 of the open file.
     pub allocated: u64,
@@ -25,12 +28,17 @@ pub struct OpenFile {
 /// One process as read from the OS.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RawProcess {
+    /// Process id: with `start_time`, its identity.
     pub pid: u32,
+    /// Parent process id (1: re-parented to init, its starter gone).
     pub ppid: u32,
+    /// Real user id owning it.
     pub uid: u32,
     /// Linux: `/proc/<pid>/stat` field 22 (clock ticks since boot). macOS: seconds since epoch.
     pub start_time: u64,
+    /// The kernel's command name (Linux `/proc/<pid>/comm`; libkrun renames its VMM's).
     pub comm: String,
+    /// The command line, one argument per element.
     pub argv: Vec<String>,
     /// `/proc/<pid>/exe` when readable.
     pub exe: Option<PathBuf>,
@@ -40,9 +48,11 @@ pub struct RawProcess {
     pub env_smolvm_data_dir: Option<PathBuf>,
     /// Open files (Linux `/proc/<pid>/fd`), when readable.
     pub open_files: Vec<OpenFile>,
+    /// Whether its open files could be read (otherwise `open_files` is a lower bound).
     pub fds_readable: bool,
     /// Working directory and root directory (Linux `/proc/<pid>/{cwd,root}`), when readable.
     pub cwd: Option<PathBuf>,
+    /// Its root directory (see `cwd`), when readable.
     pub root: Option<PathBuf>,
     /// Files mapped into memory (Linux `/proc/<pid>/maps`), each once, when readable.
     pub mapped: Vec<PathBuf>,

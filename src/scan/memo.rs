@@ -29,6 +29,7 @@ pub struct ScanMemo {
 }
 
 impl ScanMemo {
+    /// An empty memo: the first scan through it reads every directory.
     pub fn new() -> Self {
         Self::default()
     }

@@ -34,10 +34,13 @@ pub(crate) fn is_helper_machine(name: &str) -> bool {
 /// What a scan looks at.
 #[derive(Debug, Clone)]
 pub struct ScanOptions {
+    /// The environment the roots are resolved from (HOME, XDG and product variables).
     pub env: EnvSnapshot,
+    /// Which product layouts apply (Linux or macOS paths).
     pub platform: Platform,
     /// A machine directory younger than this is never called dangling (a create may be under way).
     pub age_guard: Duration,
+    /// The instant the scan judges ages against (and records as `scanned_at`).
     pub now: SystemTime,
 }
 
