@@ -25,6 +25,7 @@
 //!
 //! Everything else (walking, sizing, inventories, the process table, product layouts) is
 //! private to the crate.
+#![deny(missing_docs)]
 
 pub mod env;
 pub mod exec;

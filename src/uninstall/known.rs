@@ -126,60 +126,70 @@ closed_table! {
     /// product, what it is called, why an uninstall removes it, and the layout its entries are
     /// checked against one by one (none: the directory is not checked entry by entry).
     pub enum StateKind ("state directory kind") -> (Product, &'static str, &'static str, Option<Layout>) {
+        /// smolvm's data root (`~/.local/share/smolvm`): the machine DB, agent rootfs, usage files.
         DataRoot => "data_root", (
             Product::Smolvm,
             "smolvm data",
             "The machine database, agent rootfs and usage files.",
             Some(SMOLVM_DATA_ROOT),
         );
+        /// smolvm's cache root: every machine's disks (`vms/`), pack stores, restore caches.
         CacheRoot => "cache_root", (
             Product::Smolvm,
             "smolvm machines and caches",
             "Every machine's disks (vms/), pack stores and restore caches (which hold guest RAM).",
             Some(SMOLVM_CACHE_ROOT),
         );
+        /// Extracted `.smolmachine` packs.
         PackCache => "pack_cache", (
             Product::Smolvm,
             "smolvm pack cache",
             "Extracted .smolmachine packs.",
             Some(HEX_CACHE),
         );
+        /// Libraries unpacked by packed binaries.
         LibsCache => "libs_cache", (
             Product::Smolvm,
             "smolvm unpacked libraries",
             "Libraries unpacked by packed binaries.",
             Some(HEX_CACHE),
         );
+        /// smolvm's registry blob cache (upstream's uninstaller leaves it).
         RegistryCache => "registry_cache", (
             Product::Smolvm,
             "smolvm registry blob cache",
             "Left behind by upstream's own uninstaller.",
             Some(SMOLVM_REGISTRY_CACHE),
         );
+        /// smolvm's image archives (upstream's uninstaller leaves them).
         ImageArchives => "image_archives", (
             Product::Smolvm,
             "smolvm image archives",
             "Left behind by upstream's own uninstaller.",
             Some(SMOLVM_IMAGE_ARCHIVES),
         );
+        /// smolvm's settings and registry credentials (`~/.config/smolvm`).
         ConfigDir => "config_dir", (
             Product::Smolvm,
             "smolvm settings and registry credentials",
             "Asked for with --remove-credentials.",
             Some(SMOLVM_CONFIG_DIR),
         );
+        /// Celesto's data directory: the sandbox inventory, disks, logs, snapshots, locks.
         DataDir => "data_dir", (
             Product::Celesto,
             "Celesto data",
             "Sandbox inventory, disks, logs, snapshots and locks.",
             Some(CELESTO_DATA_DIR),
         );
+        /// Celesto's image cache: downloaded images and kernels.
         ImageDir => "image_dir", (
             Product::Celesto,
             "Celesto image cache",
             "Downloaded images and kernels (rebuildable).",
             Some(CELESTO_IMAGE_DIR),
         );
+        /// Celesto's home (`~/.celesto`): settings, SSH keys, host keys.
         CelestoHome => "celesto_home", (
             Product::Celesto,
             "Celesto home: settings, SSH keys and host keys",
