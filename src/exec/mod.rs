@@ -13,6 +13,7 @@
 mod confirm;
 pub(crate) mod delete;
 pub(crate) mod detach;
+mod freed;
 pub(crate) mod judge;
 pub(crate) mod machines;
 pub(crate) mod ownership;
@@ -251,7 +252,6 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
         reaped: BTreeSet::new(),
         detached: BTreeSet::new(),
         journal_broken: None,
-        meter: FreedMeter::default(),
     };
     if !dry_run {
         if let Some(j) = run.journal.as_deref_mut() {
@@ -279,7 +279,6 @@ struct Run<'p, 'a> {
     detached: BTreeSet<PathBuf>,
     /// Why the journal could not be written, once it could not (nothing more is attempted).
     journal_broken: Option<String>,
-    meter: FreedMeter,
 }
 
 impl Run<'_, '_> {
@@ -334,7 +333,7 @@ impl Run<'_, '_> {
         match &self.mode {
             RunMode::DryRun => (dry_outcome(self.plan, action), 0),
             RunMode::Execute(token) => {
-                let before = self.meter.before(self.plan, action);
+                let before = freed::before(self.plan, action);
                 let o = run_action(
                     self.plan,
                     action,
@@ -342,7 +341,7 @@ impl Run<'_, '_> {
                     self.runner,
                     (&self.reaped, &self.detached),
                 );
-                let freed = self.meter.after(before, &o);
+                let freed = freed::after(before, &o);
                 (o, freed)
             }
         }
@@ -551,74 +550,6 @@ fn run_action(
             teardown::remove_launcher(link, target, &plan.home)
         }
         Action::RemovePathBlock { file } => teardown::remove_path_block(file, &plan.home),
-    }
-}
-
-/// What one action frees, measured on its own target so that other programs writing to the same
-/// disk barely move it: a path's allocated bytes just before the action less what is left of it
-/// after, but never more than its file system gained during that action alone (a file some
-/// process still holds open frees nothing yet, smolvm #787); a machine deleted by its product's
-/// CLI, the growth of free space on the HOME's file system during that action alone.
-#[derive(Default)]
-struct FreedMeter {
-    /// One sizer for the run: an inode with several names is counted once.
-    sizer: crate::size::Sizer,
-}
-
-/// What [`FreedMeter::before`] saw: the path and its bytes (if a path is acted on), and a path
-/// on the file system with that file system's free bytes.
-#[derive(Default)]
-struct Before {
-    path: Option<(PathBuf, u64)>,
-    free: Option<(PathBuf, u64)>,
-}
-
-impl FreedMeter {
-    fn before(&mut self, plan: &Plan, a: &Action) -> Before {
-        let free_at = |p: &Path| {
-            crate::size::fs_free_bytes(p)
-                .ok()
-                .map(|f| (p.to_path_buf(), f))
-        };
-        match a {
-            Action::DeletePath { path, .. } | Action::RemoveTree { path, .. } => {
-                let Ok(m) = self.sizer.measure(path) else {
-                    return Before::default();
-                };
-                Before {
-                    path: Some((path.clone(), m.allocated)),
-                    free: path.parent().and_then(free_at),
-                }
-            }
-            Action::DeleteMachine { .. } => Before {
-                path: None,
-                free: free_at(&plan.home),
-            },
-            _ => Before::default(),
-        }
-    }
-
-    fn after(&self, before: Before, outcome: &Outcome) -> u64 {
-        let acted = matches!(
-            outcome,
-            Outcome::Done { .. } | Outcome::Skipped { partial: true, .. }
-        );
-        let Some((fs_path, free)) = before.free.filter(|_| acted) else {
-            return 0;
-        };
-        let gained = crate::size::fs_free_bytes(&fs_path).map_or(0, |now| now.saturating_sub(free));
-        match before.path {
-            None => gained,
-            Some((path, bytes)) => {
-                let left = match crate::fsread::lstat(&path) {
-                    None => 0,
-                    Some(_) => crate::size::Sizer::with_threads(1)
-                        .measure(&path)
-                        .map_or(0, |m| m.allocated),
-                };
-                bytes.saturating_sub(left).min(gained)
-            }
-        }
     }
 }
 
