@@ -6,6 +6,7 @@ pub mod auto;
 pub mod filters;
 pub mod keep;
 pub mod out;
+pub mod prefix;
 pub mod progress;
 pub mod prom;
 pub mod prompt;

@@ -187,6 +187,12 @@ pub struct ApplyArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct HistoryArgs {
+    /// One run's items: its id (from `smolsweep history`) or a prefix only it starts with.
+    #[arg(value_name = "RUN")]
+    pub run: Option<String>,
+    /// Show the newest N runs.
+    #[arg(short = 'n', long = "count", value_name = "N", default_value_t = 10)]
+    pub count: usize,
     /// Print one JSON object (schema smolsweep.history/1).
     #[arg(long)]
     pub json: bool,
@@ -501,44 +507,36 @@ pub fn history(a: HistoryArgs) -> i32 {
         Ok(c) => c,
         Err(e) => return fail(a.json, &format!("cannot read {}: {e}", path.display())),
     };
-    let runs = journal::runs(&contents.entries);
+    // Newest first, like `git log`.
+    let mut runs = journal::runs(&contents.entries);
+    runs.reverse();
+    if let Some(given) = &a.run {
+        return history_of_run(&a, &path, &runs, given);
+    }
+    let shown_runs = &runs[..runs.len().min(a.count)];
+    let older = runs.len() - shown_runs.len();
     if a.json {
-        crate::outln!(
-            "{}",
-            serde_json::json!({
-                "schema": "smolsweep.history/1",
-                "journal": path,
-                "runs": runs,
-                "damaged_lines": contents.damaged_lines,
-            })
-        );
+        crate::cli::out::json(&serde_json::json!({
+            "schema": "smolsweep.history/1",
+            "journal": path,
+            "runs": shown_runs,
+            "older_runs_not_shown": older,
+            "damaged_lines": contents.damaged_lines,
+        }));
         return 0;
     }
     if runs.is_empty() {
         crate::outln!("No reclaims recorded yet ({}).", path.display());
     }
-    for r in &runs {
-        let when = local_time(r.started_at_ms);
-        let by = match &r.origin {
-            Some(o) => format!("{} ({})", escape_text(&o.command), escape_text(&o.surface)),
-            None => "(command not recorded)".into(),
-        };
+    for r in shown_runs {
+        crate::outln!("{}", run_line(r));
+    }
+    if older > 0 {
         crate::outln!(
-            "{when}  {by}  plan {}: {} planned, {} done, {} skipped, {} failed; estimated {}, {}",
-            &r.plan_id[..r.plan_id.len().min(12)],
-            r.planned_actions,
-            r.done,
-            r.skipped,
-            r.failed,
-            human_bytes(r.estimated_bytes),
-            match r.freed_bytes {
-                Some(b) => format!("freed {} (measured)", human_bytes(b)),
-                None => "did not finish (interrupted); the actions below are what was done".into(),
-            }
+            "({older} older run{} not shown; `smolsweep history -n {}` shows every run.)",
+            if older == 1 { "" } else { "s" },
+            runs.len()
         );
-        for o in &r.outcomes {
-            crate::outln!("  {}", outcome_line(&o.summary, &o.outcome));
-        }
     }
     if !contents.damaged_lines.is_empty() {
         crate::outln!(
@@ -546,6 +544,77 @@ pub fn history(a: HistoryArgs) -> i32 {
             contents.damaged_lines.len(),
             contents.damaged_lines
         );
+    }
+    0
+}
+
+/// The run id shown and accepted: the first 12 hex digits of its plan's id, as `prune` shows it.
+fn run_id(r: &journal::RunSummary) -> &str {
+    &r.plan_id[..r.plan_id.len().min(12)]
+}
+
+/// One run on one line: when, id, command (surface), done/skipped/failed, freed.
+fn run_line(r: &journal::RunSummary) -> String {
+    let by = match &r.origin {
+        Some(o) => format!("{} ({})", escape_text(&o.command), escape_text(&o.surface)),
+        None => "(command not recorded)".into(),
+    };
+    format!(
+        "{}  {}  {by}  {} done, {} skipped, {} failed  {}",
+        local_time(r.started_at_ms),
+        run_id(r),
+        r.done,
+        r.skipped,
+        r.failed,
+        match r.freed_bytes {
+            Some(b) => format!("freed {}", human_bytes(b)),
+            None => "interrupted".into(),
+        }
+    )
+}
+
+/// `history RUN`: every run of the plan whose id is `given` or starts with it, item by item.
+fn history_of_run(a: &HistoryArgs, path: &Path, runs: &[journal::RunSummary], given: &str) -> i32 {
+    use super::prefix::{ambiguous, find, Found};
+    let plan_id = match find(runs, given, |r| r.plan_id.as_str()) {
+        Found::One(r) => r.plan_id.clone(),
+        Found::None => {
+            return fail(
+                a.json,
+                &format!(
+                    "no run {given} in {} (see `smolsweep history`)",
+                    path.display()
+                ),
+            )
+        }
+        Found::Ambiguous(ids) => {
+            let short: Vec<String> = ids.iter().map(|i| i[..i.len().min(12)].into()).collect();
+            return fail(a.json, &ambiguous("run", given, &short));
+        }
+    };
+    let of_plan: Vec<&journal::RunSummary> = runs.iter().filter(|r| r.plan_id == plan_id).collect();
+    if a.json {
+        crate::cli::out::json(&serde_json::json!({
+            "schema": "smolsweep.history/1",
+            "journal": path,
+            "runs": of_plan,
+        }));
+        return 0;
+    }
+    for r in of_plan {
+        crate::outln!("{}", run_line(r));
+        crate::outln!(
+            "  plan {}: {} planned, estimated {}",
+            r.plan_id,
+            r.planned_actions,
+            human_bytes(r.estimated_bytes)
+        );
+        if r.freed_bytes.is_none() {
+            crate::outln!("  did not finish (interrupted): the items below are what was done");
+        }
+        for o in &r.outcomes {
+            crate::outln!("  {}", outcome_line(&o.summary, &o.outcome));
+        }
     }
     0
 }
