@@ -70,7 +70,7 @@ impl IncludeArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
     /// Show what would be done; change nothing.
-    #[arg(long)]
+    #[arg(long, short = 'n')]
     pub dry_run: bool,
     /// Do it without asking.
     #[arg(long, short = 'y')]
@@ -170,7 +170,7 @@ pub struct PlanArgs {
     pub delete: Vec<String>,
     #[command(flatten)]
     pub cascade: CascadeArg,
-    /// Write the plan here (JSON, schema smolsweep.plan/1).
+    /// Write the plan here (JSON, schema smolsweep.plan/1); `-` writes it to stdout, alone.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
     #[command(flatten)]
@@ -237,10 +237,7 @@ fn with_report(args: &ReportArgs, json: bool, f: impl FnOnce(Scanned) -> i32) ->
 
 fn fail(json: bool, msg: &str) -> i32 {
     if json {
-        crate::outln!(
-            "{}",
-            serde_json::json!({"schema": exec::RESULT_SCHEMA, "error": msg})
-        );
+        crate::cli::out::json(&serde_json::json!({"schema": exec::RESULT_SCHEMA, "error": msg}));
     } else {
         eprintln!("smolsweep: {msg}");
     }
@@ -303,6 +300,9 @@ struct Mode<'a> {
     refused: Vec<SkippedAtPlan>,
     /// Targets were named: one that is skipped when the plan runs is a refusal too.
     strict: bool,
+    /// A plan whose every action is skipped when it runs (`apply` of a plan the world has
+    /// moved past) did nothing that was asked: a refusal.
+    all_skipped_refused: bool,
 }
 
 fn run_named(
@@ -317,6 +317,7 @@ fn run_named(
         run,
         refused: refused(plan, report, &named),
         strict: !named.is_empty(),
+        all_skipped_refused: false,
     };
     run_plan_with(plan, mode, judge, command)
 }
@@ -418,7 +419,14 @@ fn may_overwrite(path: &Path) -> Result<(), String> {
 }
 
 pub fn plan(a: PlanArgs) -> i32 {
-    if let Err(msg) = may_overwrite(&a.out) {
+    // `-` is stdout (`./-` names a file called `-`).
+    let to_stdout = a.out.as_os_str() == "-";
+    let writable = if to_stdout {
+        Ok(())
+    } else {
+        may_overwrite(&a.out)
+    };
+    if let Err(msg) = writable {
         return fail(false, &msg);
     }
     with_report(&a.report, false, |s| {
@@ -442,13 +450,20 @@ pub fn plan(a: PlanArgs) -> i32 {
         named.ids = a.ids.clone();
         let refused = refused(&plan, &report, &named);
         if !refused.is_empty() {
-            print_plan(&plan);
+            if !to_stdout {
+                print_plan(&plan);
+            }
             print_refused(&refused);
             eprintln!("smolsweep: no plan written: a named target cannot be planned");
             return 1;
         }
         if let Err(e) = plan.verify() {
             return fail(false, &format!("no plan written: {e}"));
+        }
+        if to_stdout {
+            // Only the plan, so `plan --out - > p.json` or `| jq` read it.
+            crate::cli::out::println(&plan.to_json_pretty());
+            return 0;
         }
         if let Err(e) = std::fs::write(&a.out, plan.to_json_pretty() + "\n") {
             return fail(false, &format!("cannot write {}: {e}", a.out.display()));
@@ -495,6 +510,7 @@ pub fn apply(a: ApplyArgs) -> i32 {
         run: &a.run,
         refused: vec![],
         strict: false,
+        all_skipped_refused: true,
     };
     run_plan_with(&plan, mode, exec::Rejudge::new(opts), "apply")
 }
@@ -672,7 +688,7 @@ fn question(plan: &Plan) -> String {
 /// did not go as planned is listed, then one closing line.
 fn print_result(plan: &Plan, report: &ExecReport, run: &RunArgs) {
     if run.json {
-        crate::outln!("{}", report.envelope(plan));
+        crate::cli::out::json(&report.envelope(plan));
         return;
     }
     for r in &report.records {
@@ -706,9 +722,16 @@ fn dry_run(plan: &Plan, judge: &mut exec::Rejudge) -> Result<ExecReport, exec::E
 }
 
 /// The exit code of a run: 1 when a named target was refused (at planning, or skipped when it
-/// ran) or anything failed.
+/// ran), when `apply` skipped every action of its plan, or when anything failed.
 fn exit_code(mode: &Mode<'_>, report: Option<&ExecReport>) -> i32 {
-    let refused_now = report.is_some_and(|r| mode.strict && r.skipped().count() > 0);
+    let all_skipped =
+        |r: &ExecReport| !r.records.is_empty() && r.skipped().count() == r.records.len();
+    let nothing_done = report.is_some_and(|r| mode.all_skipped_refused && all_skipped(r));
+    if nothing_done && !mode.run.json {
+        eprintln!("smolsweep: every item of the plan was skipped, so nothing was done (exit 1)");
+    }
+    let refused_now =
+        nothing_done || report.is_some_and(|r| mode.strict && r.skipped().count() > 0);
     let failed = report.is_some_and(|r| r.any_failed());
     if !mode.refused.is_empty() || refused_now || failed {
         1
@@ -734,7 +757,7 @@ fn run_plan_with(plan: &Plan, mode: Mode<'_>, mut judge: exec::Rejudge, command:
                 filesystems: vec![],
                 journal_error: None,
             };
-            crate::outln!("{}", empty.envelope(plan));
+            crate::cli::out::json(&empty.envelope(plan));
         } else if mode.refused.is_empty() {
             if !run.quiet {
                 print_plan(plan);

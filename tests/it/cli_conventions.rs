@@ -277,9 +277,15 @@ fn exit_codes_done_refused_and_partial_on_a_home_with_orphans() {
     let o = s.run(&["prune", "-y"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     assert!(stdout(&o).contains("Nothing to do."), "{}", text(&o));
-    // A plan applied twice: every item is gone, nothing fails (skipped is not refused).
+    // A plan applied twice: every item is gone, nothing fails, but nothing of it was done
+    // either: every item skipped is a refusal, 1 (issue 19; it was 0).
     let o = s.run(&["apply", p, "--yes"]);
-    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    assert!(
+        stderr(&o).contains("every item of the plan was skipped"),
+        "{}",
+        text(&o)
+    );
     let o = s.run(&["history"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
 }

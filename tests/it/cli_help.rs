@@ -260,3 +260,88 @@ fn history_still_reads_a_journal_of_an_older_version() {
     assert!(t.contains("1 done"), "{t}");
 }
 
+// ------------------------------------------------------------------------------ conventions
+
+#[test]
+fn dry_run_has_short_n_everywhere() {
+    let s = Scratch::new();
+    for cmd in [
+        "prune",
+        "reap",
+        "stop",
+        "delete",
+        "apply",
+        "uninstall",
+        "auto",
+    ] {
+        let t = out(&run(&s, &[cmd, "--help"]));
+        assert!(t.contains("-n, --dry-run"), "{cmd}: {t}");
+    }
+    let (s, dirs) = with_orphans(1);
+    let o = run(&s, &["prune", "-n"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        out(&o).contains("Dry run: nothing changed."),
+        "{}",
+        text(&o)
+    );
+    assert!(dirs[0].exists());
+}
+
+#[test]
+fn plan_out_dash_writes_stdout() {
+    let (s, dirs) = with_orphans(1);
+    let o = run(&s, &["plan", "--out", "-"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let v = json(&o);
+    assert_eq!(v["schema"], "smolsweep.plan/1", "{v}");
+    assert!(!s.dir().join("-").exists(), "a file named - was written");
+    // What it wrote is a plan `apply` runs.
+    std::fs::write(s.dir().join("p.json"), &o.stdout).unwrap();
+    let o = run(&s, &["apply", "p.json", "-y"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(!dirs[0].exists());
+}
+
+#[test]
+fn apply_with_every_item_skipped_exits_nonzero() {
+    let (s, dirs) = with_orphans(2);
+    let o = run(&s, &["plan", "--out", "p.json"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    for d in &dirs {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+    let o = run(&s, &["apply", "p.json", "-y"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    assert!(out(&o).contains("0 done, 2 skipped"), "{}", text(&o));
+    let o = run(&s, &["apply", "p.json", "-y", "--json"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let o = run(&s, &["apply", "p.json", "-n"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+}
+
+#[test]
+fn json_is_one_style_for_every_command() {
+    let (s, _dirs) = with_orphans(1);
+    for args in [
+        &["scan", "--json"][..],
+        &["prune", "-n", "--json"][..],
+        &["history", "--json"][..],
+        &["keep", "list", "--json"][..],
+        &["verify", "--json"][..],
+    ] {
+        let t = out(&run(&s, args));
+        assert!(t.starts_with("{\n  \""), "{args:?} is not pretty JSON: {t}");
+        assert!(t.ends_with("}\n"), "{args:?}: {t}");
+    }
+}
+
+#[test]
+fn scan_quiet_does_not_start_with_a_blank_line() {
+    let (s, _dirs) = with_orphans(1);
+    let o = run(&s, &["scan", "-q"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let t = out(&o);
+    assert_eq!(t.lines().count(), 1, "{t:?}");
+    assert!(t.starts_with("Reclaimable:"), "{t:?}");
+}
