@@ -636,7 +636,7 @@ fn completions_name_every_subcommand_and_man_is_roff_with_a_name_section() {
             "man lacks {v}"
         );
     }
-    assert!(man.contains("Exit status"), "{man}");
+    assert!(man.contains(".SH EXIT STATUS"), "{man}");
     // Every line is roff: a request, or text that does not start with a quote or dot by chance.
     for l in man.lines() {
         assert!(!l.starts_with('\''), "stray control line: {l}");

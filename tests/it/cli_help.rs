@@ -345,3 +345,176 @@ fn scan_quiet_does_not_start_with_a_blank_line() {
     assert_eq!(t.lines().count(), 1, "{t:?}");
     assert!(t.starts_with("Reclaimable:"), "{t:?}");
 }
+
+// ------------------------------------------------------------------------ help, man, flags
+
+/// The commands `smolsweep --help` lists (without `help`).
+fn commands(s: &Scratch) -> Vec<String> {
+    let t = out(&run(s, &["--help"]));
+    t.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .filter(|c| c != "help")
+        .collect()
+}
+
+#[test]
+fn completions_and_man_are_listed_in_the_command_list() {
+    let s = Scratch::new();
+    let cmds = commands(&s);
+    for c in [
+        "scan",
+        "prune",
+        "history",
+        "keep",
+        "kinds",
+        "completions",
+        "man",
+    ] {
+        assert!(cmds.iter().any(|x| x == c), "{c} not listed: {cmds:?}");
+    }
+}
+
+#[test]
+fn every_command_help_has_examples() {
+    let s = Scratch::new();
+    let mut paths: Vec<Vec<String>> = commands(&s).into_iter().map(|c| vec![c]).collect();
+    for sub in ["add", "list", "remove"] {
+        paths.push(vec!["keep".into(), sub.into()]);
+    }
+    for p in paths {
+        let mut args: Vec<&str> = p.iter().map(String::as_str).collect();
+        args.push("--help");
+        let o = run(&s, &args);
+        assert_eq!(code(&o), 0, "{}", text(&o));
+        let t = out(&o);
+        let ex = t.split("Examples:\n").nth(1).unwrap_or("");
+        let cmd = format!("smolsweep {}", p.join(" "));
+        assert!(
+            ex.lines().any(|l| l.trim_start().starts_with(&cmd)),
+            "{cmd}: {t}"
+        );
+    }
+}
+
+#[test]
+fn man_page_has_examples_files_environment_and_exit_status() {
+    let s = Scratch::new();
+    let man = out(&run(&s, &["man"]));
+    let section = |name: &str| -> String {
+        let start = man
+            .find(&format!(".SH {name}\n"))
+            .unwrap_or_else(|| panic!("no {name}: {man}"));
+        let rest = &man[start + 4..];
+        rest[..rest.find("\n.SH ").unwrap_or(rest.len())].to_string()
+    };
+    assert!(
+        section("EXAMPLES").contains("smolsweep prune \\-n"),
+        "{man}"
+    );
+    let files = section("FILES");
+    for f in ["journal.jsonl", "keep.json", "auto\\-policy.json"] {
+        assert!(files.contains(f), "{f}: {files}");
+    }
+    let env = section("ENVIRONMENT");
+    for v in [
+        "HOME",
+        "SMOLSWEEP_DATA_DIR",
+        "SMOLSWEEP_ACCEPT_NEWER",
+        "CELESTO_DATA_DIR",
+        "SMOLVM_DATA_DIR",
+        "XDG_DATA_HOME",
+        "NO_COLOR",
+        "COLUMNS",
+        "TZ",
+    ] {
+        assert!(env.contains(v), "{v}: {env}");
+    }
+    let exit = section("EXIT STATUS");
+    for c in ["\\fB0\\fR", "\\fB1\\fR", "\\fB2\\fR", "skipped"] {
+        assert!(exit.contains(c), "{c}: {exit}");
+    }
+    // Each command's page has its examples and the exit status too.
+    let dir = s.dir().join("man1");
+    let o = run(&s, &["man", "--out-dir", dir.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let page = std::fs::read_to_string(dir.join("smolsweep-history.1")).unwrap();
+    assert!(page.contains(".SH EXAMPLES"), "{page}");
+    assert!(page.contains(".SH EXIT STATUS"), "{page}");
+}
+
+#[test]
+fn accept_newer_is_not_offered_by_man() {
+    let s = Scratch::new();
+    for cmd in ["man", "history", "completions", "kinds", "verify"] {
+        let t = out(&run(&s, &[cmd, "--help"]));
+        assert!(!t.contains("--accept-newer"), "{cmd} offers it: {t}");
+    }
+    let o = run(&s, &["man", "--accept-newer", "all"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    for cmd in ["scan", "prune", "plan", "apply", "uninstall"] {
+        let t = out(&run(&s, &[cmd, "--help"]));
+        assert!(t.contains("--accept-newer"), "{cmd} lacks it: {t}");
+    }
+    let t = out(&run(&s, &["keep", "add", "--help"]));
+    assert!(t.contains("--accept-newer"), "{t}");
+    // Before the command it is still taken.
+    let o = run(&s, &["--accept-newer", "smolvm", "scan", "-q"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let o = run(&s, &["scan", "-q", "--accept-newer", "smolvm"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+}
+
+#[test]
+fn kind_help_lists_groups_and_kinds_prints_the_table() {
+    let s = Scratch::new();
+    let t = out(&run(&s, &["scan", "--help"]));
+    assert!(!t.contains("possible values: celesto.orphan_disk"), "{t}");
+    assert!(t.contains("celesto (nothing is lost): orphan_disk,"), "{t}");
+    let kinds = run(&s, &["kinds"]);
+    assert_eq!(code(&kinds), 0, "{}", text(&kinds));
+    let table = out(&kinds);
+    for k in FindingKind::ALL {
+        assert!(
+            table
+                .lines()
+                .any(|l| l.contains(k.as_str()) && l.contains(k.label())),
+            "{k:?}: {table}"
+        );
+    }
+    let o = run(&s, &["scan", "--kind", "help"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert_eq!(out(&o), table);
+    // A short name filters like the JSON id; one two products share is refused.
+    let (s, _dirs) = with_orphans(1);
+    let by_short = json(&run(&s, &["scan", "--json", "--kind", "dangling_dir"]));
+    let by_id = json(&run(
+        &s,
+        &["scan", "--json", "--kind", "smolvm.dangling_dir"],
+    ));
+    assert_eq!(by_short["findings"], by_id["findings"]);
+    assert_eq!(
+        by_short["findings"].as_array().unwrap().len(),
+        1,
+        "{by_short}"
+    );
+    let o = run(&s, &["scan", "--kind", "mount_point"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+}
+
+#[test]
+fn scan_prometheus_and_json_together_exit_2() {
+    let s = Scratch::new();
+    for args in [
+        &["scan", "--format", "prometheus", "--json"][..],
+        &["scan", "--json", "--format", "human"][..],
+    ] {
+        let o = run(&s, args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", text(&o));
+        assert!(o.stdout.is_empty(), "{}", text(&o));
+    }
+    let o = run(&s, &["scan", "--json", "--format", "json"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+}
