@@ -1341,6 +1341,9 @@ fn foreign_files_in_the_smolvm_cache_are_listed_and_kept() {
         t.contains("Not smol-machines smolvm's, kept:") && t.contains("notes-of-another-tool.txt"),
         "{t}"
     );
+    // The CLI has no flag to tick a foreign entry, so it does not speak of ticking it (issue 19).
+    assert!(!t.contains("tick"), "{t}");
+    assert!(t.contains("remove them yourself"), "{t}");
     let o = smolsweep(&home, &[], &["uninstall", "--product", "smolvm", "--yes"]);
     let t = text(&o);
     assert_eq!(
