@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::kind::{FindingKind, ProcShape};
+pub use crate::kind::{FindingKind, ProcShape, Risk};
 pub use crate::product::Product;
 
 /// Schema name of the scan report.

@@ -19,12 +19,12 @@ pub struct AutoArgs {
     #[arg(long, value_name = "FILE")]
     pub policy: PathBuf,
     /// Show what it would do; change nothing.
-    #[arg(long)]
+    #[arg(long, short = 'n')]
     pub dry_run: bool,
 }
 
 fn print(v: serde_json::Value) {
-    crate::outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    crate::cli::out::json(&v);
 }
 
 fn refuse(status: &str, msg: &str) -> i32 {

@@ -5,6 +5,8 @@ use std::time::SystemTime;
 use smolsweep::keep::{path_for, Keeps, Rule, Target};
 use smolsweep::model::FindingKind;
 
+use crate::cli::prefix::{self, Found};
+
 #[derive(Debug, clap::Args)]
 pub struct KeepArgs {
     #[command(subcommand)]
@@ -22,16 +24,18 @@ pub enum KeepCommand {
         /// Keep every finding of this kind, for example `celesto.image_cache_stale`.
         #[arg(long, value_name = "KIND", value_parser = crate::cli::filters::kind_parser())]
         kind: Option<String>,
-        /// Why, shown beside it.
-        #[arg(long, default_value = "")]
-        why: String,
+        /// Why, shown beside it. On a rule that exists, only what is given changes: without
+        /// --why its reason stays.
+        #[arg(long)]
+        why: Option<String>,
     },
-    /// List the keep rules.
+    /// List the keep rules: rule id, since (date), what it keeps, reason.
     List {
+        /// Print the keep file's JSON (schema smolsweep.keep/1).
         #[arg(long)]
         json: bool,
     },
-    /// Remove a keep rule by its id (from `keep list`).
+    /// Remove a keep rule by its id, or a prefix only that id starts with (from `keep list`).
     Remove { id: String },
 }
 
@@ -117,21 +121,9 @@ pub fn run(a: KeepArgs) -> i32 {
     match a.command {
         KeepCommand::List { json } => {
             if json {
-                crate::outln!(
-                    "{}",
-                    serde_json::to_string_pretty(&keeps).unwrap_or_default()
-                );
-            } else if keeps.rules.is_empty() {
-                crate::outln!("Nothing is kept.");
+                crate::cli::out::json(&keeps);
             } else {
-                for r in &keeps.rules {
-                    let why = if r.why.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {}", r.why)
-                    };
-                    crate::outln!("{}  {}{why}", r.id, r.describe());
-                }
+                crate::cli::out::print(&list(&keeps));
             }
             0
         }
@@ -148,19 +140,81 @@ pub fn run(a: KeepArgs) -> i32 {
                     return 1;
                 }
             };
-            let rule = Rule::new(t, &why, now());
-            let line = format!("Kept {} (rule {}).", rule.describe(), rule.id);
-            keeps.add(rule);
+            let line = add(&mut keeps, t, why.as_deref());
             save(&keeps, &path, &line)
         }
         KeepCommand::Remove { id } => {
-            if !keeps.remove(&id) {
-                eprintln!("smolsweep: no keep rule {id} (see `smolsweep keep list`)");
-                return 1;
-            }
+            let id = match crate::cli::prefix::find(&keeps.rules, &id, |r| &r.id) {
+                Found::One(r) => r.id.clone(),
+                Found::None => {
+                    eprintln!("smolsweep: no keep rule {id} (see `smolsweep keep list`)");
+                    return 1;
+                }
+                Found::Ambiguous(ids) => {
+                    eprintln!("smolsweep: {}", prefix::ambiguous("keep rule", &id, &ids));
+                    return 1;
+                }
+            };
+            keeps.remove(&id);
             save(&keeps, &path, &format!("Removed keep rule {id}."))
         }
     }
+}
+
+/// Add a rule keeping `t`, or update the one that keeps it already: only what is given changes
+/// (its reason stays unless `why` is given; it is kept since it was first kept). The line to say.
+fn add(keeps: &mut Keeps, t: Target, why: Option<&str>) -> String {
+    if let Some(r) = keeps.rules.iter_mut().find(|r| r.target == t) {
+        return match why {
+            Some(w) if w != r.why => {
+                r.why = w.to_string();
+                format!(
+                    "Already kept: {} (rule {}); reason updated.",
+                    r.describe(),
+                    r.id
+                )
+            }
+            _ => format!("Already kept: {} (rule {}).", r.describe(), r.id),
+        };
+    }
+    let rule = Rule::new(t, why.unwrap_or(""), now());
+    let line = format!("Kept {} (rule {}).", rule.describe(), rule.id);
+    keeps.add(rule);
+    line
+}
+
+/// `keep list`: one line per rule under a header, columns aligned: rule, since, what, reason.
+fn list(keeps: &Keeps) -> String {
+    use std::fmt::Write;
+    if keeps.rules.is_empty() {
+        return "Nothing is kept.\n".into();
+    }
+    let what: Vec<String> = keeps.rules.iter().map(Rule::describe).collect();
+    let id_w = keeps
+        .rules
+        .iter()
+        .map(|r| r.id.len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let what_w = what
+        .iter()
+        .map(|w| w.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<id_w$}  {:<10}  {:<what_w$}  REASON",
+        "RULE", "SINCE", "KEEPS"
+    );
+    for (r, w) in keeps.rules.iter().zip(&what) {
+        let why = smolsweep::view::escape_text(&r.why);
+        let line = format!("{:<id_w$}  {}  {:<what_w$}  {why}", r.id, r.since_day(), w);
+        let _ = writeln!(s, "{}", line.trim_end());
+    }
+    s
 }
 
 fn save(k: &Keeps, path: &std::path::Path, line: &str) -> i32 {

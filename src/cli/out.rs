@@ -29,6 +29,18 @@ pub fn write_all(bytes: &[u8]) {
     }
 }
 
+/// Write `v` as JSON to stdout: the one style of every `--json` (pretty, two-space indent,
+/// then a newline).
+pub fn json<T: serde::Serialize + ?Sized>(v: &T) {
+    match serde_json::to_string_pretty(v) {
+        Ok(s) => println(&s),
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "smolsweep: cannot write JSON: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
 /// End the process for a failed stdout write: quietly with 0 when the reader went away.
 fn gone(e: &std::io::Error) -> ! {
     if e.kind() == ErrorKind::BrokenPipe {

@@ -70,7 +70,7 @@ impl IncludeArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
     /// Show what would be done; change nothing.
-    #[arg(long)]
+    #[arg(long, short = 'n')]
     pub dry_run: bool,
     /// Do it without asking.
     #[arg(long, short = 'y')]
@@ -170,7 +170,7 @@ pub struct PlanArgs {
     pub delete: Vec<String>,
     #[command(flatten)]
     pub cascade: CascadeArg,
-    /// Write the plan here (JSON, schema smolsweep.plan/1).
+    /// Write the plan here (JSON, schema smolsweep.plan/1); `-` writes it to stdout, alone.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
     #[command(flatten)]
@@ -187,6 +187,12 @@ pub struct ApplyArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct HistoryArgs {
+    /// One run's items: its id (from `smolsweep history`) or a prefix only it starts with.
+    #[arg(value_name = "RUN")]
+    pub run: Option<String>,
+    /// Show the newest N runs.
+    #[arg(short = 'n', long = "count", value_name = "N", default_value_t = 10)]
+    pub count: usize,
     /// Print one JSON object (schema smolsweep.history/1).
     #[arg(long)]
     pub json: bool,
@@ -231,10 +237,7 @@ fn with_report(args: &ReportArgs, json: bool, f: impl FnOnce(Scanned) -> i32) ->
 
 fn fail(json: bool, msg: &str) -> i32 {
     if json {
-        crate::outln!(
-            "{}",
-            serde_json::json!({"schema": exec::RESULT_SCHEMA, "error": msg})
-        );
+        crate::cli::out::json(&serde_json::json!({"schema": exec::RESULT_SCHEMA, "error": msg}));
     } else {
         eprintln!("smolsweep: {msg}");
     }
@@ -297,6 +300,9 @@ struct Mode<'a> {
     refused: Vec<SkippedAtPlan>,
     /// Targets were named: one that is skipped when the plan runs is a refusal too.
     strict: bool,
+    /// A plan whose every action is skipped when it runs (`apply` of a plan the world has
+    /// moved past) did nothing that was asked: a refusal.
+    all_skipped_refused: bool,
 }
 
 fn run_named(
@@ -311,6 +317,7 @@ fn run_named(
         run,
         refused: refused(plan, report, &named),
         strict: !named.is_empty(),
+        all_skipped_refused: false,
     };
     run_plan_with(plan, mode, judge, command)
 }
@@ -412,7 +419,14 @@ fn may_overwrite(path: &Path) -> Result<(), String> {
 }
 
 pub fn plan(a: PlanArgs) -> i32 {
-    if let Err(msg) = may_overwrite(&a.out) {
+    // `-` is stdout (`./-` names a file called `-`).
+    let to_stdout = a.out.as_os_str() == "-";
+    let writable = if to_stdout {
+        Ok(())
+    } else {
+        may_overwrite(&a.out)
+    };
+    if let Err(msg) = writable {
         return fail(false, &msg);
     }
     with_report(&a.report, false, |s| {
@@ -436,13 +450,20 @@ pub fn plan(a: PlanArgs) -> i32 {
         named.ids = a.ids.clone();
         let refused = refused(&plan, &report, &named);
         if !refused.is_empty() {
-            print_plan(&plan);
+            if !to_stdout {
+                print_plan(&plan);
+            }
             print_refused(&refused);
             eprintln!("smolsweep: no plan written: a named target cannot be planned");
             return 1;
         }
         if let Err(e) = plan.verify() {
             return fail(false, &format!("no plan written: {e}"));
+        }
+        if to_stdout {
+            // Only the plan, so `plan --out - > p.json` or `| jq` read it.
+            crate::cli::out::println(&plan.to_json_pretty());
+            return 0;
         }
         if let Err(e) = std::fs::write(&a.out, plan.to_json_pretty() + "\n") {
             return fail(false, &format!("cannot write {}: {e}", a.out.display()));
@@ -489,6 +510,7 @@ pub fn apply(a: ApplyArgs) -> i32 {
         run: &a.run,
         refused: vec![],
         strict: false,
+        all_skipped_refused: true,
     };
     run_plan_with(&plan, mode, exec::Rejudge::new(opts), "apply")
 }
@@ -501,44 +523,36 @@ pub fn history(a: HistoryArgs) -> i32 {
         Ok(c) => c,
         Err(e) => return fail(a.json, &format!("cannot read {}: {e}", path.display())),
     };
-    let runs = journal::runs(&contents.entries);
+    // Newest first, like `git log`.
+    let mut runs = journal::runs(&contents.entries);
+    runs.reverse();
+    if let Some(given) = &a.run {
+        return history_of_run(&a, &path, &runs, given);
+    }
+    let shown_runs = &runs[..runs.len().min(a.count)];
+    let older = runs.len() - shown_runs.len();
     if a.json {
-        crate::outln!(
-            "{}",
-            serde_json::json!({
-                "schema": "smolsweep.history/1",
-                "journal": path,
-                "runs": runs,
-                "damaged_lines": contents.damaged_lines,
-            })
-        );
+        crate::cli::out::json(&serde_json::json!({
+            "schema": "smolsweep.history/1",
+            "journal": path,
+            "runs": shown_runs,
+            "older_runs_not_shown": older,
+            "damaged_lines": contents.damaged_lines,
+        }));
         return 0;
     }
     if runs.is_empty() {
         crate::outln!("No reclaims recorded yet ({}).", path.display());
     }
-    for r in &runs {
-        let when = local_time(r.started_at_ms);
-        let by = match &r.origin {
-            Some(o) => format!("{} ({})", escape_text(&o.command), escape_text(&o.surface)),
-            None => "(command not recorded)".into(),
-        };
+    for r in shown_runs {
+        crate::outln!("{}", run_line(r));
+    }
+    if older > 0 {
         crate::outln!(
-            "{when}  {by}  plan {}: {} planned, {} done, {} skipped, {} failed; estimated {}, {}",
-            &r.plan_id[..r.plan_id.len().min(12)],
-            r.planned_actions,
-            r.done,
-            r.skipped,
-            r.failed,
-            human_bytes(r.estimated_bytes),
-            match r.freed_bytes {
-                Some(b) => format!("freed {} (measured)", human_bytes(b)),
-                None => "did not finish (interrupted); the actions below are what was done".into(),
-            }
+            "({older} older run{} not shown; `smolsweep history -n {}` shows every run.)",
+            if older == 1 { "" } else { "s" },
+            runs.len()
         );
-        for o in &r.outcomes {
-            crate::outln!("  {}", outcome_line(&o.summary, &o.outcome));
-        }
     }
     if !contents.damaged_lines.is_empty() {
         crate::outln!(
@@ -546,6 +560,77 @@ pub fn history(a: HistoryArgs) -> i32 {
             contents.damaged_lines.len(),
             contents.damaged_lines
         );
+    }
+    0
+}
+
+/// The run id shown and accepted: the first 12 hex digits of its plan's id, as `prune` shows it.
+fn run_id(r: &journal::RunSummary) -> &str {
+    &r.plan_id[..r.plan_id.len().min(12)]
+}
+
+/// One run on one line: when, id, command (surface), done/skipped/failed, freed.
+fn run_line(r: &journal::RunSummary) -> String {
+    let by = match &r.origin {
+        Some(o) => format!("{} ({})", escape_text(&o.command), escape_text(&o.surface)),
+        None => "(command not recorded)".into(),
+    };
+    format!(
+        "{}  {}  {by}  {} done, {} skipped, {} failed  {}",
+        local_time(r.started_at_ms),
+        run_id(r),
+        r.done,
+        r.skipped,
+        r.failed,
+        match r.freed_bytes {
+            Some(b) => format!("freed {}", human_bytes(b)),
+            None => "interrupted".into(),
+        }
+    )
+}
+
+/// `history RUN`: every run of the plan whose id is `given` or starts with it, item by item.
+fn history_of_run(a: &HistoryArgs, path: &Path, runs: &[journal::RunSummary], given: &str) -> i32 {
+    use super::prefix::{ambiguous, find, Found};
+    let plan_id = match find(runs, given, |r| r.plan_id.as_str()) {
+        Found::One(r) => r.plan_id.clone(),
+        Found::None => {
+            return fail(
+                a.json,
+                &format!(
+                    "no run {given} in {} (see `smolsweep history`)",
+                    path.display()
+                ),
+            )
+        }
+        Found::Ambiguous(ids) => {
+            let short: Vec<String> = ids.iter().map(|i| i[..i.len().min(12)].into()).collect();
+            return fail(a.json, &ambiguous("run", given, &short));
+        }
+    };
+    let of_plan: Vec<&journal::RunSummary> = runs.iter().filter(|r| r.plan_id == plan_id).collect();
+    if a.json {
+        crate::cli::out::json(&serde_json::json!({
+            "schema": "smolsweep.history/1",
+            "journal": path,
+            "runs": of_plan,
+        }));
+        return 0;
+    }
+    for r in of_plan {
+        crate::outln!("{}", run_line(r));
+        crate::outln!(
+            "  plan {}: {} planned, estimated {}",
+            r.plan_id,
+            r.planned_actions,
+            human_bytes(r.estimated_bytes)
+        );
+        if r.freed_bytes.is_none() {
+            crate::outln!("  did not finish (interrupted): the items below are what was done");
+        }
+        for o in &r.outcomes {
+            crate::outln!("  {}", outcome_line(&o.summary, &o.outcome));
+        }
     }
     0
 }
@@ -603,7 +688,7 @@ fn question(plan: &Plan) -> String {
 /// did not go as planned is listed, then one closing line.
 fn print_result(plan: &Plan, report: &ExecReport, run: &RunArgs) {
     if run.json {
-        crate::outln!("{}", report.envelope(plan));
+        crate::cli::out::json(&report.envelope(plan));
         return;
     }
     for r in &report.records {
@@ -637,9 +722,16 @@ fn dry_run(plan: &Plan, judge: &mut exec::Rejudge) -> Result<ExecReport, exec::E
 }
 
 /// The exit code of a run: 1 when a named target was refused (at planning, or skipped when it
-/// ran) or anything failed.
+/// ran), when `apply` skipped every action of its plan, or when anything failed.
 fn exit_code(mode: &Mode<'_>, report: Option<&ExecReport>) -> i32 {
-    let refused_now = report.is_some_and(|r| mode.strict && r.skipped().count() > 0);
+    let all_skipped =
+        |r: &ExecReport| !r.records.is_empty() && r.skipped().count() == r.records.len();
+    let nothing_done = report.is_some_and(|r| mode.all_skipped_refused && all_skipped(r));
+    if nothing_done && !mode.run.json {
+        eprintln!("smolsweep: every item of the plan was skipped, so nothing was done (exit 1)");
+    }
+    let refused_now =
+        nothing_done || report.is_some_and(|r| mode.strict && r.skipped().count() > 0);
     let failed = report.is_some_and(|r| r.any_failed());
     if !mode.refused.is_empty() || refused_now || failed {
         1
@@ -665,7 +757,7 @@ fn run_plan_with(plan: &Plan, mode: Mode<'_>, mut judge: exec::Rejudge, command:
                 filesystems: vec![],
                 journal_error: None,
             };
-            crate::outln!("{}", empty.envelope(plan));
+            crate::cli::out::json(&empty.envelope(plan));
         } else if mode.refused.is_empty() {
             if !run.quiet {
                 print_plan(plan);

@@ -72,6 +72,7 @@ pub fn render_with(r: &ScanReport, o: &RenderOptions) -> String {
     let mut s = String::new();
     if o.quiet {
         totals_line(&mut s, &v, &paint);
+        s = s.trim_start_matches('\n').to_string(); // -q: the one line, no blank line first
     } else {
         header(&mut s, &v, &paint);
         summary_table(&mut s, &v, o, &paint);

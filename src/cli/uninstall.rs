@@ -53,7 +53,7 @@ pub struct UninstallArgs {
     #[arg(long)]
     pub remove_kept: bool,
     /// Show the preflight and the plan; change nothing.
-    #[arg(long)]
+    #[arg(long, short = 'n')]
     pub dry_run: bool,
     /// Do it without asking.
     #[arg(long, short = 'y')]
@@ -126,10 +126,7 @@ pub fn run_verify(args: VerifyArgs) -> i32 {
 
 fn print_proof(proof: &Proof, json: bool) {
     if json {
-        crate::outln!(
-            "{}",
-            serde_json::to_string_pretty(proof).unwrap_or_else(|_| "{}".into())
-        );
+        crate::cli::out::json(proof);
     } else {
         crate::cli::out::print(&verify::render_kv(proof));
     }
@@ -223,10 +220,7 @@ impl Session<'_> {
                 run,
                 proof,
             };
-            crate::outln!(
-                "{}",
-                serde_json::to_string_pretty(&env).unwrap_or_else(|_| "{}".into())
-            );
+            crate::cli::out::json(&env);
             return;
         }
         if self.args.quiet {

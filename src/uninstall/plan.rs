@@ -903,7 +903,7 @@ impl Builder<'_> {
             step.checked = false;
             step.kept_by = kept.iter().map(|k| k.rule.clone()).collect();
             step.kept_by.dedup();
-            step.why = format!("{} Left unticked: it takes {what}, {kept_why}.", step.why);
+            step.why = format!("{} Left out: it takes {what}, {kept_why}.", step.why);
             let entry = match &k.machine {
                 Some(_) => format!("{what}, {kept_why}"),
                 None => kept_why.clone(),
@@ -1103,7 +1103,7 @@ fn entry_by_entry(
             false,
             format!("Not {product}'s, kept: {}", p.display()),
             &format!(
-                "Smolsweep does not know this as something {product} writes; tick it to remove it as well."
+                "Smolsweep does not know this as something {product} writes, so it is kept; remove it yourself if it is yours to remove."
             ),
         ));
     }
@@ -1121,7 +1121,7 @@ fn entry_by_entry(
     });
     if !foreign.is_empty() {
         notes.push(format!(
-            "{} also holds {} entr{} that {product} does not write; they are kept unless you tick them.",
+            "{} also holds {} entr{} that {product} does not write; they are kept (remove them yourself if they are yours to remove).",
             d.path.display(),
             foreign.len(),
             if foreign.len() == 1 { "y" } else { "ies" }

@@ -277,9 +277,15 @@ fn exit_codes_done_refused_and_partial_on_a_home_with_orphans() {
     let o = s.run(&["prune", "-y"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     assert!(stdout(&o).contains("Nothing to do."), "{}", text(&o));
-    // A plan applied twice: every item is gone, nothing fails (skipped is not refused).
+    // A plan applied twice: every item is gone, nothing fails, but nothing of it was done
+    // either: every item skipped is a refusal, 1 (issue 19; it was 0).
     let o = s.run(&["apply", p, "--yes"]);
-    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    assert!(
+        stderr(&o).contains("every item of the plan was skipped"),
+        "{}",
+        text(&o)
+    );
     let o = s.run(&["history"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
 }
@@ -630,7 +636,7 @@ fn completions_name_every_subcommand_and_man_is_roff_with_a_name_section() {
             "man lacks {v}"
         );
     }
-    assert!(man.contains("Exit status"), "{man}");
+    assert!(man.contains(".SH EXIT STATUS"), "{man}");
     // Every line is roff: a request, or text that does not start with a quote or dot by chance.
     for l in man.lines() {
         assert!(!l.starts_with('\''), "stray control line: {l}");

@@ -7,6 +7,7 @@
 
 mod cli_conventions;
 mod cli_e2e;
+mod cli_help;
 mod fixtures_selftest;
 mod golden;
 mod hazards;
