@@ -164,6 +164,9 @@ pub enum Action {
         /// only orphans.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         uninstall: bool,
+        /// Allocated bytes of deleted files it held open when scanned: freed when it ends.
+        #[serde(default)]
+        held_bytes: u64,
     },
     /// Detach a mount (macOS `hdiutil detach`) before the directory holding it is deleted.
     Detach {
@@ -528,7 +531,9 @@ pub struct Plan {
     /// What the plan does, in the order it runs (a reclaim stops and reaps first, then detaches,
     /// deletes machines, and deletes paths last).
     pub actions: Vec<PlannedAction>,
-    /// Allocated bytes the delete actions are expected to free (each inode counted once).
+    /// What the plan is expected to free, the one estimate every surface shows
+    /// ([`Plan::estimate_of`]): its path deletes (each inode counted once), the machines it
+    /// deletes with everything they own, and the deleted files the processes it ends hold open.
     pub estimated_bytes: u64,
     /// Everything selected that is not planned, with why.
     pub skipped_at_plan: Vec<SkippedAtPlan>,
@@ -983,16 +988,14 @@ impl<'r> Planner<'r> {
     }
 
     /// Reap actions, then machine actions, detaches and deletes (stable-sorted by order), and
-    /// the bytes they free (hard links once).
+    /// what they free ([`Plan::estimate_of`]).
     fn actions(&mut self, kept: Vec<&Finding>) -> (Vec<PlannedAction>, u64) {
         let mut actions: Vec<PlannedAction> = self.reaps.iter().map(|p| reap_action(p)).collect();
         actions.append(&mut self.machine_actions);
         let mut detach: BTreeSet<PathBuf> = BTreeSet::new();
         let mut deletes: Vec<PlannedAction> = Vec::new();
-        let mut counted: BTreeSet<(u64, u64)> = BTreeSet::new();
-        let mut estimated = 0u64;
         for f in kept {
-            let Some((identity, action)) = delete_action(f, &self.reaps) else {
+            let Some((_, action)) = delete_action(f, &self.reaps) else {
                 continue;
             };
             if self.report.platform == Platform::Macos {
@@ -1002,9 +1005,6 @@ impl<'r> Planner<'r> {
                         .filter(|m| m.file_name().is_some_and(|n| n == "layers-cs"))
                         .cloned(),
                 );
-            }
-            if counted.insert((identity.dev, identity.ino)) {
-                estimated += f.allocated_bytes;
             }
             deletes.push(action);
         }
@@ -1016,6 +1016,7 @@ impl<'r> Planner<'r> {
         actions.extend(deletes);
         // Stable sort keeps the order within each group.
         actions.sort_by_key(|a| a.action.order());
+        let estimated = Plan::estimate_of(&actions);
         (actions, estimated)
     }
 }
@@ -1079,6 +1080,7 @@ fn reap_action(p: &VmProcess) -> PlannedAction {
         uid: p.uid,
         shape: p.shape.as_str().to_string(),
         uninstall: false,
+        held_bytes: p.held_deleted_bytes,
     })
 }
 
@@ -1114,6 +1116,28 @@ fn delete_action(f: &Finding, reaps: &[&VmProcess]) -> Option<(FileIdentity, Pla
 }
 
 impl Plan {
+    /// What `actions` are expected to free, the one estimate: the allocated bytes of the paths
+    /// they delete or remove (an inode deleted under two names counted once), of the machines
+    /// they delete (everything the machine owns), and of the deleted files the processes they
+    /// end hold open. Stopping a machine, detaching a mount or editing a file frees nothing.
+    pub fn estimate_of(actions: &[PlannedAction]) -> u64 {
+        let mut seen: BTreeSet<(u64, u64)> = BTreeSet::new();
+        actions
+            .iter()
+            .map(|a| match &a.action {
+                Action::DeletePath {
+                    identity,
+                    expected_bytes,
+                    ..
+                } if seen.insert((identity.dev, identity.ino)) => *expected_bytes,
+                Action::RemoveTree { expected_bytes, .. } => *expected_bytes,
+                Action::DeleteMachine { bytes, .. } => *bytes,
+                Action::SignalProcess { held_bytes, .. } => *held_bytes,
+                _ => 0,
+            })
+            .sum()
+    }
+
     /// Build the plan for `selection` from a scan. Pure: touches no file system.
     pub fn from_scan(report: &ScanReport, selection: &Selection) -> Plan {
         Self::from_scan_at(report, selection, now_secs())

@@ -522,17 +522,10 @@ fn next_steps(r: &ScanReport, reclaim: &Plan) -> Vec<String> {
     out
 }
 
-/// Bytes a plan is expected to free: its deletes (each inode once) and the machines it deletes.
+/// Bytes a plan is expected to free: the plan's one estimate ([`Plan::estimate_of`]), the
+/// number the confirmation, the journal, the result JSON, the tray and the window all show.
 pub fn estimate_bytes(plan: &Plan) -> u64 {
-    let machines: u64 = plan
-        .actions
-        .iter()
-        .map(|a| match &a.action {
-            Action::DeleteMachine { bytes, .. } => *bytes,
-            _ => 0,
-        })
-        .sum();
-    plan.estimated_bytes + machines
+    plan.estimated_bytes
 }
 
 /// The confirmation for findings chosen one by one (the window's and the tray's selection).
@@ -560,12 +553,72 @@ pub struct Confirmation {
 }
 
 impl Confirmation {
-    /// "Delete 1 item (2.0 MB); about 2.0 MB to free." as one sentence (the plan line).
+    /// "Delete 1 item; about 2.0 MB to free." as one sentence (the plan line); a plan that
+    /// frees nothing (a stop) says only what it does.
     pub fn sentence(&self) -> String {
         if self.estimate_bytes > 0 {
             format!("{}; about {} to free.", self.headline, self.estimate)
         } else {
             format!("{}.", self.headline)
+        }
+    }
+
+    /// The question asked before it runs, without the question mark: "Delete 3 items and end
+    /// 1 VM process, freeing about 2.0 MB".
+    pub fn question(&self) -> String {
+        if self.estimate_bytes > 0 {
+            format!("{}, freeing about {}", self.headline, self.estimate)
+        } else {
+            self.headline.clone()
+        }
+    }
+}
+
+/// The one closing line of a run or dry run, on every surface: "Dry run: nothing changed;
+/// it would free about 2.0 MB.", "3 done, 1 skipped, 0 failed. Freed 1.9 MB (measured; about
+/// 2.0 MB estimated)." A run that frees nothing (a stop) names no bytes.
+pub fn closing_line(r: &crate::exec::ExecReport) -> String {
+    if r.dry_run {
+        return match r.estimated_bytes {
+            0 => "Dry run: nothing changed.".to_string(),
+            b => format!(
+                "Dry run: nothing changed; it would free about {}.",
+                bytes(b)
+            ),
+        };
+    }
+    let counts = format!(
+        "{} done, {} skipped, {} failed",
+        r.done().count(),
+        r.skipped().count(),
+        r.failed().count()
+    );
+    if r.estimated_bytes == 0 && r.freed_bytes == 0 {
+        return format!("{counts}.");
+    }
+    format!(
+        "{counts}. Freed {} (measured; about {} estimated).",
+        bytes(r.freed_bytes),
+        bytes(r.estimated_bytes)
+    )
+}
+
+/// One action's result as a run lists it: `done`, `would`, `skipped` or `FAILED`, then the
+/// action's summary (and why, for a skip or a failure; what it freed, for a measured delete).
+pub fn outcome_line(summary: &str, outcome: &crate::exec::Outcome, freed_bytes: u64) -> String {
+    use crate::exec::Outcome;
+    match outcome {
+        Outcome::Done { .. } if freed_bytes > 0 => format!(
+            "done     {summary}: freed {} (measured)",
+            bytes(freed_bytes)
+        ),
+        Outcome::Done { .. } => format!("done     {summary}"),
+        Outcome::WouldDo { .. } => format!("would    {summary}"),
+        Outcome::Skipped { why, .. } => {
+            format!("skipped  {summary}: {}", crate::pathser::escape_text(why))
+        }
+        Outcome::Failed { error } => {
+            format!("FAILED   {summary}: {}", crate::pathser::escape_text(error))
         }
     }
 }
@@ -594,11 +647,7 @@ pub fn confirmation(plan: &Plan) -> Confirmation {
     let est = estimate_bytes(plan);
     let mut parts = Vec::new();
     if deletes > 0 {
-        parts.push(format!(
-            "delete {} ({})",
-            plural(deletes, "item", "items"),
-            bytes(plan.estimated_bytes)
-        ));
+        parts.push(format!("delete {}", plural(deletes, "item", "items")));
     }
     if machines > 0 {
         parts.push(format!(

@@ -10,7 +10,6 @@ use std::io::{IsTerminal, Write};
 use smolsweep::exec::{Outcome, ProgressEvent};
 use smolsweep::model::human_bytes;
 use smolsweep::plan::{Action, Plan};
-use smolsweep::view::escape_text;
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -237,15 +236,9 @@ impl Progress {
     }
 }
 
-/// One item's result as the run lists it: `done`, `would`, `skipped` or `FAILED`, then the
-/// action's summary (and why, for a skip or a failure).
+/// One item's result as the run lists it (the core's sentence).
 pub(crate) fn outcome_line(summary: &str, o: &Outcome) -> String {
-    match o {
-        Outcome::Done { .. } => format!("done     {summary}"),
-        Outcome::WouldDo { .. } => format!("would    {summary}"),
-        Outcome::Skipped { why, .. } => format!("skipped  {summary}: {}", escape_text(why)),
-        Outcome::Failed { error } => format!("FAILED   {summary}: {}", escape_text(error)),
-    }
+    smolsweep::view::outcome_line(summary, o, 0)
 }
 
 #[cfg(test)]

@@ -649,12 +649,7 @@ fn local_time(ms: u64) -> String {
 
 fn print_plan(plan: &Plan) {
     let c = smolsweep::view::confirmation(plan);
-    crate::outln!(
-        "Plan {}: {}; about {} to free.",
-        &plan.id[..12],
-        c.headline,
-        c.estimate
-    );
+    crate::outln!("Plan {}: {}", &plan.id[..12], c.sentence());
     for a in &plan.actions {
         crate::outln!("  {}", a.summary);
         if let Action::DeletePath { mounts_inside, .. } = &a.action {
@@ -678,10 +673,10 @@ fn print_refused(refused: &[SkippedAtPlan]) {
     }
 }
 
-/// The question is the confirmation every surface shows: "Delete 3 items (1.2 GB) and end 1 VM
-/// process" (the prompt adds `? [y/N] `).
+/// The question is the confirmation every surface shows: "Delete 3 items and end 1 VM
+/// process, freeing about 1.2 GB" (the prompt adds `? [y/N] `).
 fn question(plan: &Plan) -> String {
-    smolsweep::view::confirmation(plan).headline
+    smolsweep::view::confirmation(plan).question()
 }
 
 /// The result of a run or dry run. The plan was listed before (unless `quiet`), so only what
@@ -692,7 +687,7 @@ fn print_result(plan: &Plan, report: &ExecReport, run: &RunArgs) {
         return;
     }
     for r in &report.records {
-        let line = outcome_line(&r.summary, &r.outcome);
+        let line = smolsweep::view::outcome_line(&r.summary, &r.outcome, r.freed_bytes);
         match &r.outcome {
             Outcome::Done { .. } | Outcome::WouldDo { .. } => {}
             Outcome::Failed { .. } if run.quiet => eprintln!("smolsweep: {line}"),
@@ -700,21 +695,7 @@ fn print_result(plan: &Plan, report: &ExecReport, run: &RunArgs) {
             _ => crate::outln!("{line}"),
         }
     }
-    if report.dry_run {
-        crate::outln!(
-            "Dry run: nothing changed. Would free about {}.",
-            human_bytes(report.estimated_bytes)
-        );
-    } else {
-        crate::outln!(
-            "{} done, {} skipped, {} failed. Freed {} (measured; estimated {}).",
-            report.done().count(),
-            report.skipped().count(),
-            report.failed().count(),
-            human_bytes(report.freed_bytes),
-            human_bytes(report.estimated_bytes)
-        );
-    }
+    crate::outln!("{}", smolsweep::view::closing_line(report));
 }
 
 fn dry_run(plan: &Plan, judge: &mut exec::Rejudge) -> Result<ExecReport, exec::ExecError> {
@@ -759,9 +740,6 @@ fn run_plan_with(plan: &Plan, mode: Mode<'_>, mut judge: exec::Rejudge, command:
             };
             crate::cli::out::json(&empty.envelope(plan));
         } else if mode.refused.is_empty() {
-            if !run.quiet {
-                print_plan(plan);
-            }
             crate::outln!("Nothing to do.");
         } else {
             crate::outln!("Nothing done.");

@@ -291,9 +291,10 @@ impl Session<'_> {
 /// Ask on the terminal (the plan has been shown): step count and bytes. `Err` is the exit
 /// code: stdin is not a terminal, or the answer was not yes.
 fn confirm(plan: &UninstallPlan) -> Result<(), i32> {
+    let n = plan.checked_count();
     super::prompt::confirm(&format!(
-        "Carry out {} step(s), removing about {}",
-        plan.checked_count(),
+        "Carry out {n} step{}, freeing about {}",
+        if n == 1 { "" } else { "s" },
         human_bytes(plan.checked_bytes())
     ))
 }

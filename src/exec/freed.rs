@@ -1,8 +1,9 @@
 //! What one action freed, measured on its own target so that another program writing to the
 //! same disk moves nothing: the allocated bytes of the inodes the action removed whose every
 //! name it removed, less those a process still holds open (their blocks are freed only when it
-//! closes them, smolvm #787). A machine deleted by its product's CLI is measured as the growth
-//! of free space on the HOME's file system during that action alone.
+//! closes them, smolvm #787). An ended VM process frees the deleted files it alone held open. A
+//! machine deleted by its product's CLI is measured as the growth of free space on the HOME's
+//! file system during that action alone.
 
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
@@ -29,6 +30,8 @@ struct Inode {
 pub(super) struct Before {
     tree: Option<(PathBuf, HashMap<Ino, Inode>)>,
     free: Option<(PathBuf, u64)>,
+    /// The unlinked files a process to be ended holds open, with their bytes.
+    held: Vec<(Ino, u64)>,
 }
 
 /// Look at what `a` is about to act on.
@@ -37,12 +40,27 @@ pub(super) fn before(plan: &Plan, a: &Action) -> Before {
         Action::DeletePath { path, .. } | Action::RemoveTree { path, .. } => Before {
             tree: Some((path.clone(), inodes(path))),
             free: path.parent().and_then(free_at),
+            ..Before::default()
         },
         Action::DeleteMachine { .. } => Before {
-            tree: None,
             free: free_at(&plan.home),
+            ..Before::default()
+        },
+        Action::SignalProcess { pid, .. } => Before {
+            held: held_by(*pid),
+            ..Before::default()
         },
         _ => Before::default(),
+    }
+}
+
+/// The unlinked files process `pid` holds open (Linux; none elsewhere, where nothing is
+/// measured).
+fn held_by(pid: u32) -> Vec<(Ino, u64)> {
+    if cfg!(target_os = "linux") {
+        crate::procs::linux::deleted_open_files(pid)
+    } else {
+        Vec::new()
     }
 }
 
@@ -54,6 +72,17 @@ pub(super) fn after(before: Before, outcome: &Outcome) -> u64 {
     );
     if !acted {
         return 0;
+    }
+    if !before.held.is_empty() {
+        // Ended: what no other process still holds open is freed now.
+        let inos: HashSet<Ino> = before.held.iter().map(|(i, _)| *i).collect();
+        let still = held_open(&inos).unwrap_or(inos);
+        return before
+            .held
+            .iter()
+            .filter(|(i, _)| !still.contains(i))
+            .map(|(_, b)| b)
+            .sum();
     }
     let gained = before
         .free
@@ -114,7 +143,8 @@ fn inodes(path: &Path) -> HashMap<Ino, Inode> {
     out
 }
 
-/// Which of `inodes` some process holds open, or `None` where there is no `/proc` to ask.
+/// Which of `inodes` (all unlinked by now) some process still holds open, or `None` where there
+/// is no `/proc` to ask.
 fn held_open(inodes: &HashSet<Ino>) -> Option<HashSet<Ino>> {
     if inodes.is_empty() {
         return Some(HashSet::new());
@@ -126,9 +156,11 @@ fn held_open(inodes: &HashSet<Ino>) -> Option<HashSet<Ino>> {
             continue;
         };
         for fd in fds.filter_map(|e| e.ok()) {
-            // `stat` through the magic link reaches the open inode even when it is unlinked.
+            // `stat` through the magic link reaches the open inode even when it is unlinked. An
+            // inode number the file system gave to a new file since (a build writing beside
+            // us) has a name: only an unlinked one can be ours.
             if let Ok(m) = std::fs::metadata(fd.path()) {
-                if inodes.contains(&(m.dev(), m.ino())) {
+                if m.nlink() == 0 && inodes.contains(&(m.dev(), m.ino())) {
                     held.insert((m.dev(), m.ino()));
                 }
             }

@@ -128,6 +128,18 @@ fn read_open_files(fd_dir: &Path) -> Option<Vec<OpenFile>> {
     Some(files)
 }
 
+/// The unlinked files process `pid` holds open, each inode once: `((st_dev, st_ino),
+/// allocated bytes)`. Empty when its descriptors cannot be read.
+pub(crate) fn deleted_open_files(pid: u32) -> Vec<((u64, u64), u64)> {
+    let mut seen = std::collections::BTreeMap::new();
+    for f in read_open_files(Path::new(&format!("/proc/{pid}/fd"))).unwrap_or_default() {
+        if f.deleted {
+            seen.insert((f.dev, f.ino), f.allocated);
+        }
+    }
+    seen.into_iter().collect()
+}
+
 /// Splits a `/proc/<pid>/fd/N` link target into the path and whether it ended in ` (deleted)`.
 pub(crate) fn strip_deleted_suffix(target: &Path) -> (PathBuf, bool) {
     const SUFFIX: &[u8] = b" (deleted)";

@@ -338,11 +338,36 @@ pub(crate) fn scan_sized(
         duration_ms: started.elapsed().as_millis() as u64,
     };
     report.products.sort_by_key(|p| p.product);
+    celesto_machine_bytes(&mut report);
     drift_guard(&mut report, &opts.env, &ctx.installs);
     crate::chains::link(&mut report);
     crate::keep::apply_for(&mut report, &opts.env);
     report.compute_totals();
     report
+}
+
+/// A Celesto sandbox's size is what `celesto sandbox delete` removes with it: its disk, the
+/// disk's companion files and its log (found as its findings in its own data directory).
+fn celesto_machine_bytes(report: &mut ScanReport) {
+    const OWNED: [FindingKind; 3] = [
+        FindingKind::CelestoSandboxDisk,
+        FindingKind::CelestoSandboxDiskCompanion,
+        FindingKind::CelestoSandboxLog,
+    ];
+    let findings = &report.findings;
+    for m in report
+        .machines
+        .iter_mut()
+        .filter(|m| m.product == Product::Celesto)
+    {
+        let data_dir = m.db.as_deref().and_then(Path::parent);
+        m.allocated_bytes = findings
+            .iter()
+            .filter(|f| OWNED.contains(&f.kind) && f.owner.as_deref() == Some(m.name.as_str()))
+            .filter(|f| data_dir.is_none_or(|d| f.path.starts_with(d)))
+            .map(|f| f.allocated_bytes)
+            .sum();
+    }
 }
 
 /// The variable that accepts, per product, the risk of acting on a version newer than the ones

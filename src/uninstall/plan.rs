@@ -161,6 +161,30 @@ impl UninstallPlan {
     pub fn is_empty(&self) -> bool {
         self.checked_count() == 0
     }
+
+    /// "43 steps; 42 will run, freeing about 1.2 GB; 1 is left out": the plan's one sentence
+    /// of counts, shown above its steps and in the question before it runs.
+    pub fn tally(&self) -> String {
+        let (all, run) = (self.steps.len(), self.checked_count());
+        let mut t = format!("{all} step{}; ", if all == 1 { "" } else { "s" });
+        t += &match run {
+            0 => "none will run".to_string(),
+            n if n == all && all == 1 => "it will run".to_string(),
+            n if n == all => "all will run".to_string(),
+            n => format!("{n} will run"),
+        };
+        if run > 0 && self.checked_bytes() > 0 {
+            t += &format!(", freeing about {}", human_bytes(self.checked_bytes()));
+        }
+        if run < all && run > 0 {
+            t += &format!(
+                "; {} {} left out",
+                all - run,
+                if all - run == 1 { "is" } else { "are" }
+            );
+        }
+        t
+    }
     /// The core plan of the checked steps, in step order (content-hashed: made anew whenever a
     /// tick changes), and the step index of each of its actions. Every removal names the
     /// mounts inside it that the plan detaches, so it waits for them.
@@ -285,7 +309,10 @@ impl Builder<'_> {
         self.products.contains(&p)
     }
 
-    fn push(&mut self, action: Action, summary: String, why: &str, bytes: u64) {
+    /// A ticked step doing `action`; its size is what the action is expected to free
+    /// ([`Plan::estimate_of`]), so the steps add up to the plan's estimate.
+    fn push(&mut self, action: Action, summary: String, why: &str) {
+        let bytes = Plan::estimate_of(&[PlannedAction::of(action.clone())]);
         self.steps.push(PlanStep {
             action,
             summary,
@@ -317,7 +344,6 @@ impl Builder<'_> {
             },
             summary,
             why,
-            bytes,
         );
     }
 
@@ -382,7 +408,6 @@ impl Builder<'_> {
                 format!("Stop machine '{}'", m.name),
                 "A running machine is stopped through its own CLI so the guest shuts down \
                  cleanly before its disks are removed.",
-                0,
             );
         }
         self.push(
@@ -402,7 +427,6 @@ impl Builder<'_> {
             },
             "Deleting through the CLI stops the VM and releases what it set up (a paused \
              machine is deleted with --force, which also removes its saved execution).",
-            0,
         );
     }
 
@@ -424,11 +448,11 @@ impl Builder<'_> {
                     uid: v.uid,
                     shape: v.shape.as_str().to_string(),
                     uninstall: true,
+                    held_bytes: v.held_deleted_bytes,
                 },
-                format!("End VM process {} ({})", v.pid, v.shape),
+                format!("End VM process {} ({})", v.pid, v.shape.label()),
                 "A VM process still running after its machine was deleted keeps its disks' space \
                  and files in use; it is ended only while its pid and start time still match.",
-                0,
             );
         }
     }
@@ -446,7 +470,6 @@ impl Builder<'_> {
                 format!("Detach {}", m.display()),
                 "A mounted pack layer makes removing its directory fail with 'Resource busy'; \
                  upstream's uninstaller misses the per-machine ones.",
-                0,
             );
         }
         if !self.pre.mounts_checked {
@@ -601,12 +624,7 @@ impl Builder<'_> {
                 mounts_inside: Vec::new(),
             },
             if d.exists {
-                format!(
-                    "Remove {} {} ({})",
-                    what,
-                    d.path.display(),
-                    human_bytes(d.allocated_bytes)
-                )
+                format!("Remove {} {}", what, d.path.display())
             } else {
                 format!(
                     "Remove {} {} if the machine commands above create it",
@@ -615,7 +633,6 @@ impl Builder<'_> {
                 )
             },
             d.kind.why(),
-            d.allocated_bytes,
         );
         self.removed_roots.push(d.path.clone());
     }
@@ -640,7 +657,6 @@ impl Builder<'_> {
                 format!("Remove {} (sandbox '{}')", f.path.display(), f.owner),
                 "A runtime file of one of this HOME's sandboxes, left in the shared socket \
                  directory.",
-                0,
             );
         }
     }
@@ -677,7 +693,6 @@ impl Builder<'_> {
             },
             format!("Remove {} if nothing else is left in it", dir.display()),
             "The directory goes only when it is empty.",
-            0,
         );
         if all_removed {
             self.removed_roots.push(dir);
@@ -715,7 +730,6 @@ impl Builder<'_> {
                 dot.path.display()
             ),
             "~/.smolvm is used by both products; it goes only when it is empty.",
-            0,
         );
         if remaining == 0 {
             self.removed_roots.push(dot.path.clone());
@@ -791,7 +805,6 @@ impl Builder<'_> {
                 format!("Remove launcher {}", l.path.display()),
                 "The symlink points into the removed install prefix (upstream's uninstaller \
                  leaves ~/.local/bin/smol).",
-                0,
             );
         }
     }
@@ -812,7 +825,6 @@ impl Builder<'_> {
                     format!("Remove the '# smolvm' PATH lines from {}", f.display()),
                     "Only the lines install.sh appended are taken out; the file is backed up \
                      first and every other byte stays as it is.",
-                    0,
                 );
             } else {
                 self.kept.push(Kept {
@@ -1166,16 +1178,19 @@ pub fn render(plan: &UninstallPlan) -> String {
     let names: Vec<&str> = plan.products.iter().map(|p| p.display_name()).collect();
     let _ = writeln!(
         s,
-        "Uninstall plan for {} ({}): {} step(s), {}",
+        "Uninstall plan for {} ({}): {}",
         plan.home.display(),
         names.join(" and "),
-        plan.checked_count(),
-        human_bytes(plan.checked_bytes())
+        plan.tally()
     );
     for (i, st) in plan.steps.iter().enumerate() {
+        let size = match st.bytes {
+            0 => String::new(),
+            b => format!(" — {}", human_bytes(b)),
+        };
         let _ = writeln!(
             s,
-            "  [{}] {:>2}. {}",
+            "  [{}] {:>2}. {}{size}",
             if st.checked { "x" } else { " " },
             i + 1,
             st.summary

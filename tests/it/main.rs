@@ -15,6 +15,7 @@ mod headless;
 mod incremental;
 mod inputs;
 mod keep;
+mod one_number;
 mod pipeline;
 mod real_vm;
 mod reclaim;

@@ -316,6 +316,7 @@ fn edited_plan_naming_a_non_vmm_process_is_refused() {
                 uid: rustix::process::getuid().as_raw(),
                 shape: "celesto.qemu".into(),
                 uninstall: false,
+                held_bytes: 0,
             }),
         );
     });

@@ -1228,7 +1228,7 @@ fn a_terminal_is_asked_and_only_yes_proceeds() {
     let o = ask("n\n");
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
-    assert!(t.contains("Carry out 1 step(s), removing about"), "{t}");
+    assert!(t.contains("Carry out 1 step, freeing about"), "{t}");
     assert!(t.contains("Nothing done."), "{t}");
     assert!(reg.join("b").is_file());
     let o = ask("y\n");
