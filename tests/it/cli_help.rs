@@ -281,7 +281,7 @@ fn dry_run_has_short_n_everywhere() {
     let o = run(&s, &["prune", "-n"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     assert!(
-        out(&o).contains("Dry run: nothing changed."),
+        out(&o).contains("Dry run: nothing changed"),
         "{}",
         text(&o)
     );
