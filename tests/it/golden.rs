@@ -78,7 +78,6 @@ fn normalise(text: &str, root: &Path) -> String {
         at = i;
     }
     // "pid 123" and, in the reasons `-v` prints, "(process 123)".
-    let mut text = text;
     for word in ["pid ", "(process "] {
         let mut out = String::with_capacity(text.len());
         let mut rest = text.as_str();
