@@ -65,6 +65,150 @@ impl Filter {
     }
 }
 
+/// What a filter hid, for the line that says so ("3 of 46 items match --older-than 7d.").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Hidden {
+    /// Findings before the filter.
+    pub items: usize,
+    /// Findings it lets through.
+    pub matching: usize,
+    /// Machines and sandboxes it hid.
+    pub machines: usize,
+    /// VM processes of this HOME it hid (other HOMEs' are not shown unfiltered either).
+    pub processes: usize,
+    /// The filter picks items by kind, age or size: no machine and no VM process is shown.
+    pub items_only: bool,
+    /// The filter as the flags that ask for it (`--older-than 7d --product smolvm`).
+    pub flags: String,
+}
+
+impl Filter {
+    /// Whether it picks findings by something machines and VM processes do not have (kind,
+    /// age, size): then it shows no machine and no process, since none of them matches.
+    pub fn picks_items(&self) -> bool {
+        !self.kinds.is_empty() || self.older_than_secs.is_some() || self.min_bytes.is_some()
+    }
+
+    /// Whether the machines and VM processes of `p` are in view.
+    pub fn shows_machines_of(&self, p: Product) -> bool {
+        !self.picks_items() && (self.products.is_empty() || self.products.contains(&p))
+    }
+
+    /// The filter as the command-line flags that ask for it, each with its unit
+    /// (`--older-than 7d --min-size 1M --product smolvm --kind orphaned-disks`); empty when it
+    /// filters nothing. A kind is named by its short name when that names it alone.
+    pub fn flags(&self) -> String {
+        let mut out = Vec::new();
+        if let Some(a) = self.older_than_secs {
+            out.push(format!("--older-than {}", age_words(a)));
+        }
+        if let Some(b) = self.min_bytes {
+            out.push(format!("--min-size {}", size_words(b)));
+        }
+        for p in &self.products {
+            out.push(format!("--product {}", p.as_str()));
+        }
+        // A short name for every kind it names alone, or for all the kinds it names together.
+        let mut named: Vec<&str> = Vec::new();
+        for k in &self.kinds {
+            let all = FindingKind::named(k.short());
+            let name = match all.iter().all(|a| self.kinds.contains(a)) {
+                true => k.short(),
+                false => k.as_str(),
+            };
+            if !named.contains(&name) {
+                named.push(name);
+                out.push(format!("--kind {name}"));
+            }
+        }
+        out.join(" ")
+    }
+
+    /// Narrow `report` for display at `now`: the findings that pass (totals recounted), and
+    /// the machines and VM processes [`shows_machines_of`](Self::shows_machines_of) keeps.
+    /// Returns what was hidden, or `None` for a filter that filters nothing. A plan is made
+    /// from [`apply`](Self::apply)'s report, which keeps every machine.
+    pub fn narrow(&self, report: &mut ScanReport, now: SystemTime) -> Option<Hidden> {
+        if self.is_empty() {
+            return None;
+        }
+        let (items, machines) = (report.findings.len(), report.machines.len());
+        self.apply(report, now);
+        report
+            .machines
+            .retain(|m| self.shows_machines_of(m.product));
+        let mut processes = 0;
+        report.processes.retain(|p| {
+            let shown = self.shows_machines_of(p.product);
+            processes += usize::from(!shown && p.scope == Scope::ThisHome);
+            shown
+        });
+        report.compute_totals();
+        Some(Hidden {
+            items,
+            matching: report.findings.len(),
+            machines: machines - report.machines.len(),
+            processes,
+            items_only: self.picks_items(),
+            flags: self.flags(),
+        })
+    }
+}
+
+/// An age in the largest unit that says it exactly (`7d`, `36h`, `2w` is `14d`).
+fn age_words(secs: u64) -> String {
+    match secs {
+        0 => "0s".into(),
+        s if s % 86_400 == 0 => format!("{}d", s / 86_400),
+        s if s % 3_600 == 0 => format!("{}h", s / 3_600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+/// A size in the largest unit that says it exactly (`100M`, `1500k`, `1Gi`, `4096B`).
+fn size_words(b: u64) -> String {
+    let units: [(u64, &str); 8] = [
+        (1_000_000_000_000, "T"),
+        (1 << 40, "Ti"),
+        (1_000_000_000, "G"),
+        (1 << 30, "Gi"),
+        (1_000_000, "M"),
+        (1 << 20, "Mi"),
+        (1_000, "k"),
+        (1 << 10, "Ki"),
+    ];
+    units
+        .iter()
+        .find(|(m, _)| b > 0 && b % m == 0)
+        .map_or(format!("{b}B"), |(m, u)| format!("{}{u}", b / m))
+}
+
+/// An age as a flag takes it: like [`parse_age`], but the unit is required, so `7` is refused
+/// rather than read as days.
+pub fn parse_age_flag(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) {
+        return Err(format!(
+            "'{t}' has no unit: write {t}d for days (the unit is one of s, m, h, d, w)"
+        ));
+    }
+    parse_age(t)
+}
+
+/// A size as a flag takes it: like [`parse_size`], but the unit is required (`B` for bytes),
+/// so `100` is refused rather than read as 100 bytes.
+pub fn parse_size_flag(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(format!(
+            "'{t}' has no unit: write {t}M for megabytes (the unit is one of B, k, M, G, T, \
+             or Ki, Mi, Gi, Ti)"
+        ));
+    }
+    parse_size(t)
+}
+
 /// `7d`, `12h`, `30m`, `90s`, `2w` (a bare number is days).
 pub fn parse_age(s: &str) -> Result<u64, String> {
     let s = s.trim();
@@ -122,6 +266,49 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn older_than_without_a_unit_is_refused_and_names_the_units() {
+        let e = parse_age_flag("7").unwrap_err();
+        assert!(e.contains("no unit") && e.contains("s, m, h, d, w"), "{e}");
+        assert_eq!(parse_age_flag("7d"), Ok(7 * 86_400));
+        let e = parse_size_flag("100").unwrap_err();
+        assert!(e.contains("no unit") && e.contains("B, k, M, G, T"), "{e}");
+        assert_eq!(parse_size_flag("100B"), Ok(100));
+        assert_eq!(parse_size_flag("1.5G"), Ok(1_500_000_000));
+    }
+
+    #[test]
+    fn a_filter_reads_back_as_the_flags_that_ask_for_it() {
+        let f = Filter {
+            older_than_secs: Some(14 * 86_400),
+            min_bytes: Some(1 << 30),
+            products: vec![Product::Smolvm],
+            kinds: vec![
+                FindingKind::CelestoOrphanDisk,
+                FindingKind::SmolvmMountPoint,
+            ],
+        };
+        assert_eq!(
+            f.flags(),
+            "--older-than 14d --min-size 1Gi --product smolvm --kind orphaned-disks \
+             --kind smolvm.mount_point"
+        );
+        for (secs, words) in [(36 * 3600, "36h"), (90, "90s"), (120, "2m")] {
+            assert_eq!(age_words(secs), words);
+            assert_eq!(parse_age_flag(words), Ok(secs));
+        }
+        for (b, words) in [(100_000_000, "100M"), (1_500_000, "1500k"), (4097, "4097B")] {
+            assert_eq!(size_words(b), words);
+            assert_eq!(parse_size_flag(words), Ok(b));
+        }
+        assert_eq!(Filter::default().flags(), "");
+        let both = Filter {
+            kinds: FindingKind::named("mount-points"),
+            ..Filter::default()
+        };
+        assert_eq!(both.flags(), "--kind mount-points");
+    }
 
     #[test]
     fn ages_and_sizes_parse_as_people_write_them() {

@@ -172,6 +172,34 @@ impl FindingKind {
                 | FindingKind::SmolvmHelperMachineDir
         )
     }
+    /// The label as one word a person can type (`orphaned-disks` for "Orphaned disks"):
+    /// lower case, every run of other characters one `-`. Derived from the label, so it is the
+    /// name the screen shows; `--kind` takes it beside the stable string. Two products' kinds
+    /// may share one ("mount-points"); scripts should use the stable string.
+    pub fn short(self) -> &'static str {
+        static SHORT: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+        let all = SHORT.get_or_init(|| FindingKind::ALL.iter().map(|k| slug(k.label())).collect());
+        let i = FindingKind::ALL
+            .iter()
+            .position(|k| *k == self)
+            .unwrap_or(0);
+        all[i].as_str()
+    }
+    /// The kinds a name a person typed means: the one its stable string names
+    /// (`celesto.orphan_disk`), or every kind whose [`short`](Self::short) name it is
+    /// (`orphaned-disks`; `mount-points` names both products' mount points). Empty when it
+    /// names none.
+    pub fn named(name: &str) -> Vec<FindingKind> {
+        if let Some(k) = FindingKind::parse(name) {
+            return vec![k];
+        }
+        let name = name.trim().to_ascii_lowercase();
+        FindingKind::ALL
+            .iter()
+            .copied()
+            .filter(|k| k.short() == name)
+            .collect()
+    }
     /// The mount-point kind of a product.
     pub const fn mount_point(p: Product) -> FindingKind {
         match p {
@@ -179,6 +207,19 @@ impl FindingKind {
             Product::Smolvm => FindingKind::SmolvmMountPoint,
         }
     }
+}
+
+/// `s` in lower case with every run of characters that are not letters or digits one `-`.
+fn slug(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_end_matches('-').to_string()
 }
 
 crate::table::closed_table! {
@@ -250,6 +291,30 @@ mod tests {
             }
             assert!(k.meaning().ends_with('.'), "{k}: meaning is a sentence");
         }
+    }
+
+    #[test]
+    fn short_names_are_the_labels_typed_and_name_the_kinds_they_are_of() {
+        assert_eq!(FindingKind::CelestoOrphanDisk.short(), "orphaned-disks");
+        assert_eq!(
+            FindingKind::CelestoRestoreImage.short(),
+            "macos-restore-images"
+        );
+        for k in FindingKind::ALL {
+            let s = k.short();
+            assert!(
+                !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
+                "{k}: {s:?}"
+            );
+            assert!(FindingKind::named(s).contains(k), "{k}: {s}");
+            assert_eq!(FindingKind::named(k.as_str()), vec![*k]);
+            // A short name shared by two kinds is the same thing of two products.
+            for other in FindingKind::named(s) {
+                assert!(other == *k || other.product() != k.product(), "{k} {other}");
+            }
+        }
+        assert_eq!(FindingKind::named("mount-points").len(), 2);
+        assert!(FindingKind::named("nope").is_empty());
     }
 
     #[test]

@@ -4,13 +4,17 @@
 //! label.
 
 pub use crate::pathser::{escape_text, shown};
+pub use screen::{FirstScreen, Fold};
 use std::path::Path;
 
 use serde::Serialize;
 
+use crate::filter::{Filter, Hidden};
 use crate::kind::{FindingKind, Risk};
 use crate::model::*;
 use crate::plan::{Action, Plan, Selection};
+
+mod screen;
 
 /// Bytes for a person (`1.5 GB`, decimal units, as the CLI, the tray and the window show them).
 pub fn bytes(n: u64) -> String {
@@ -147,6 +151,10 @@ pub struct Group {
     pub reclaimable_bytes: u64,
     /// Allocated bytes of its opt-in findings.
     pub opt_in_bytes: u64,
+    /// How many of its findings are reclaimable.
+    pub reclaimable_count: usize,
+    /// How many of its findings are opt-in.
+    pub opt_in_count: usize,
     /// Its findings, largest first.
     pub rows: Vec<Row>,
 }
@@ -274,14 +282,38 @@ pub struct ScanView {
     pub processes: Vec<ProcessRow>,
     /// The overview's legend: kinds holding bytes, the rest folded into "Other".
     pub legend: Vec<LegendEntry>,
-    /// What to do next, as commands (CLI) or buttons (window).
+    /// What to do next, as commands (CLI) or buttons (window); under a filter, the commands
+    /// carry its flags.
     pub next_steps: Vec<String>,
+    /// What a filter hid (absent when nothing is filtered).
+    pub hidden: Option<Hidden>,
+    /// The filter's line: "3 of 46 items match --older-than 7d; not shown: 17 machines."
+    /// (absent when nothing is filtered).
+    pub filter_note: Option<String>,
 }
 
 impl ScanView {
     /// The view of a scan (its totals from the planner, as "Reclaim" will free).
     pub fn of(r: &ScanReport) -> ScanView {
-        let reclaim = Plan::from_scan(r, &Selection::reclaimable());
+        ScanView::build(r, r, None)
+    }
+
+    /// The view of a scan narrowed by `filter` at `now`: only the findings that match, only
+    /// the machines and VM processes it shows ([`Filter::shows_machines_of`]), totals and next
+    /// steps of what is shown (the commands carrying the filter's flags, so they do what they
+    /// say), and a line saying what it hid. The planner's totals are those `prune` with the
+    /// same filter frees.
+    pub fn filtered(r: &ScanReport, filter: &Filter, now: std::time::SystemTime) -> ScanView {
+        let mut items = r.clone();
+        filter.apply(&mut items, now);
+        let mut shown = r.clone();
+        let hidden = filter.narrow(&mut shown, now);
+        ScanView::build(&shown, &items, hidden)
+    }
+
+    /// `r` is what is shown; `planned` the same findings with every machine, for the planner.
+    fn build(r: &ScanReport, planned: &ScanReport, hidden: Option<Hidden>) -> ScanView {
+        let reclaim = Plan::from_scan(planned, &Selection::reclaimable());
         let groups = groups(r);
         ScanView {
             home: crate::pathser::shown(&r.home),
@@ -298,10 +330,12 @@ impl ScanView {
                 orphan_processes: orphans(r),
                 held_deleted: bytes(r.totals.held_deleted_bytes),
             },
-            next_steps: next_steps(r, &reclaim),
+            next_steps: next_steps(r, &reclaim, hidden.as_ref()),
             machines: r.machines.iter().map(|m| machine_row(r, m)).collect(),
             processes: r.processes.iter().map(process_row).collect(),
             groups,
+            filter_note: hidden.as_ref().map(screen::filter_note),
+            hidden,
         }
     }
 }
@@ -369,6 +403,8 @@ fn groups(r: &ScanReport) -> Vec<Group> {
                     size: String::new(),
                     reclaimable_bytes: 0,
                     opt_in_bytes: 0,
+                    reclaimable_count: 0,
+                    opt_in_count: 0,
                     rows: Vec::new(),
                 });
                 out.len() - 1
@@ -378,8 +414,14 @@ fn groups(r: &ScanReport) -> Vec<Group> {
         g.count += 1;
         g.bytes += f.allocated_bytes;
         match f.verdict {
-            Verdict::Reclaimable => g.reclaimable_bytes += f.allocated_bytes,
-            Verdict::OptIn => g.opt_in_bytes += f.allocated_bytes,
+            Verdict::Reclaimable => {
+                g.reclaimable_bytes += f.allocated_bytes;
+                g.reclaimable_count += 1;
+            }
+            Verdict::OptIn => {
+                g.opt_in_bytes += f.allocated_bytes;
+                g.opt_in_count += 1;
+            }
             _ => {}
         }
         g.rows.push(row(f));
@@ -484,11 +526,15 @@ pub(crate) fn celesto_says_computer(r: &ScanReport) -> bool {
         .is_some_and(crate::upstream::celesto_uses_computer_noun)
 }
 
-fn next_steps(r: &ScanReport, reclaim: &Plan) -> Vec<String> {
+fn next_steps(r: &ScanReport, reclaim: &Plan, hidden: Option<&Hidden>) -> Vec<String> {
     let mut out = Vec::new();
+    let flags = match hidden {
+        Some(h) if !h.flags.is_empty() => format!(" {}", h.flags),
+        _ => String::new(),
+    };
     if !reclaim.is_empty() {
         out.push(format!(
-            "`smolsweep prune` frees {} ({} items).",
+            "`smolsweep prune{flags}` frees {} ({} items).",
             bytes(estimate_bytes(reclaim)),
             reclaim.delete_count()
         ));
@@ -507,15 +553,25 @@ fn next_steps(r: &ScanReport, reclaim: &Plan) -> Vec<String> {
         if n > 0 {
             let (name, flag) = class_label(class);
             out.push(format!(
-                "`smolsweep prune {flag}` also frees {} of {name}.",
+                "`smolsweep prune{flags} {flag}` also frees {} of {name}.",
                 bytes(n)
             ));
         }
     }
     let n = orphans(r);
     if n > 0 {
+        // `reap` takes no filter: under one, it is told the pids of the orphans shown.
+        let pids: String = match hidden {
+            Some(_) => r
+                .processes
+                .iter()
+                .filter(|p| p.is_this_homes_orphan())
+                .map(|p| format!(" {}", p.pid))
+                .collect(),
+            None => String::new(),
+        };
         out.push(format!(
-            "`smolsweep reap` ends {n} orphaned VM process{}.",
+            "`smolsweep reap{pids}` ends {n} orphaned VM process{}.",
             if n == 1 { "" } else { "es" }
         ));
     }

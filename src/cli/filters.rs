@@ -1,28 +1,96 @@
 //! `--older-than`, `--min-size`, `--product`, `--kind`: the filters of `scan`, `prune` and `plan`.
 
-use smolsweep::filter::{parse_age, parse_size, Filter};
+use smolsweep::filter::{parse_age_flag, parse_size_flag, Filter};
 use smolsweep::model::FindingKind;
 use smolsweep::model::Product;
 
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct FilterArgs {
-    /// Only items whose newest change is at least this old: 7d, 12h, 30m, 2w.
-    #[arg(long, value_name = "AGE", value_parser = parse_age)]
+    /// Only items whose newest change is at least this old: 7d, 12h, 30m, 2w (the unit is
+    /// required: s, m, h, d or w).
+    #[arg(long, value_name = "AGE", value_parser = parse_age_flag)]
     pub older_than: Option<u64>,
-    /// Only items at least this large: 100M, 1.5G, 512k.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    /// Only items at least this large: 100M, 1.5G, 512k, 4096B (the unit is required).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size_flag)]
     pub min_size: Option<u64>,
-    /// Only this product's items (repeatable).
+    /// Only this product's items, machines and VM processes (repeatable).
     #[arg(long, value_name = "PRODUCT", value_parser = ["celesto", "smolvm"])]
     pub product: Vec<String>,
-    /// Only items of this kind (repeatable), for example `celesto.orphan_disk`.
-    #[arg(long, value_name = "KIND", value_parser = kind_parser())]
+    /// Only items of this kind (repeatable): the name the scan shows (`orphaned-disks`) or
+    /// the JSON one (`celesto.orphan_disk`).
+    #[arg(long, value_name = "KIND", value_parser = KindName { many: true })]
     pub kind: Vec<String>,
 }
 
-/// Every kind's `smolsweep.scan/1` string, for `--kind` (and shell completion).
-pub(crate) fn kind_parser() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(FindingKind::ALL.iter().map(|k| k.as_str()))
+/// `--kind` of `keep add`: one kind, by its short name or its `smolsweep.scan/1` string; the
+/// value is the string.
+pub(crate) fn kind_parser() -> KindName {
+    KindName { many: false }
+}
+
+/// A kind as a person names it: its short name (`orphaned-disks`, what the scan shows) or its
+/// `smolsweep.scan/1` string. Parses to the string when the name means one kind; `many`
+/// also takes a short name two products' kinds share (`mount-points`), kept as typed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KindName {
+    many: bool,
+}
+
+impl clap::builder::TypedValueParser for KindName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        let name = value.to_string_lossy();
+        if name == "help" {
+            // `--kind help`: the command prints the table of kinds.
+            return Ok(name.into_owned());
+        }
+        let kinds = FindingKind::named(&name);
+        let flag = arg.map_or("--kind".to_string(), |a| format!("--{}", a.get_id()));
+        let refuse = |why: String| {
+            clap::Error::raw(
+                clap::error::ErrorKind::InvalidValue,
+                format!("'{name}' for {flag}: {why}\n"),
+            )
+            .with_cmd(cmd)
+        };
+        match kinds.as_slice() {
+            [] => Err(refuse(
+                "no kind is called that; use a name `smolsweep scan -v` shows, like \
+                 orphaned-disks or celesto.orphan_disk"
+                    .into(),
+            )),
+            [k] => Ok(k.as_str().to_string()),
+            ks if self.many => Ok(ks[0].short().to_string()),
+            ks => Err(refuse(format!(
+                "it names {}; name one",
+                ks.iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ))),
+        }
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let mut names: Vec<&'static str> = FindingKind::ALL.iter().map(|k| k.short()).collect();
+        names.sort_unstable();
+        names.dedup();
+        let ids = FindingKind::ALL.iter().map(|k| k.as_str());
+        Some(Box::new(
+            names
+                .into_iter()
+                .chain(ids)
+                .map(clap::builder::PossibleValue::new),
+        ))
+    }
 }
 
 impl FilterArgs {
@@ -41,7 +109,7 @@ impl FilterArgs {
             kinds: self
                 .kind
                 .iter()
-                .filter_map(|k| FindingKind::parse(k))
+                .flat_map(|k| FindingKind::named(k))
                 .collect(),
         }
     }

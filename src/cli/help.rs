@@ -442,56 +442,11 @@ pub fn render_man(cmd: clap::Command, path: &str, w: &mut dyn Write) -> std::io:
     Ok(())
 }
 
-/// The part of a kind's JSON id after the product (`orphan_disk`).
-pub fn short_name(k: FindingKind) -> &'static str {
-    let s = k.as_str();
-    s.split_once('.').map_or(s, |(_, rest)| rest)
-}
-
-/// Whether `short` names one kind only (both products have `mount_point`, for example).
-fn short_is_unique(short: &str) -> bool {
-    FindingKind::ALL
-        .iter()
-        .filter(|k| short_name(**k) == short)
-        .count()
-        == 1
-}
-
-/// What a `--kind` value names: a JSON id, or a short name only one kind has. `Err`: why not.
-pub fn parse_kind(given: &str) -> Result<FindingKind, String> {
-    if let Some(k) = FindingKind::parse(given) {
-        return Ok(k);
-    }
-    let by_short: Vec<FindingKind> = FindingKind::ALL
-        .iter()
-        .copied()
-        .filter(|k| short_name(*k) == given)
-        .collect();
-    match by_short.as_slice() {
-        [k] => Ok(*k),
-        [] => Err(format!(
-            "no kind '{given}' (`smolsweep kinds` lists every kind)"
-        )),
-        several => Err(format!(
-            "'{given}' is the short name of {}; give the JSON id",
-            several
-                .iter()
-                .map(|k| k.as_str())
-                .collect::<Vec<_>>()
-                .join(" and ")
-        )),
-    }
-}
-
 /// `smolsweep kinds`: one row per kind: short name, JSON id, label.
 pub fn kinds_table() -> String {
     let rows: Vec<(String, &str, &str)> = FindingKind::ALL
         .iter()
-        .map(|k| {
-            let short = short_name(*k);
-            let short = if short_is_unique(short) { short } else { "-" };
-            (short.to_string(), k.as_str(), k.label())
-        })
+        .map(|k| (k.short().to_string(), k.as_str(), k.label()))
         .collect();
     let w0 = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(5);
     let w1 = rows.iter().map(|r| r.1.len()).max().unwrap_or(0);
@@ -500,7 +455,8 @@ pub fn kinds_table() -> String {
         s.push_str(&format!("{short:<w0$}  {id:<w1$}  {label}\n"));
     }
     s.push_str(
-        "\n`--kind` takes the JSON id, or the short name where only one product has it (-).\n",
+        "\n`--kind` takes the short name (the label as the scan shows it) or the JSON id; a short \
+name both products have (mount-points) means both in a filter.\n",
     );
     s
 }
@@ -510,16 +466,13 @@ pub fn kinds_table() -> String {
 pub fn kind_long_help(first: &str) -> String {
     use smolsweep::model::Product;
     use smolsweep::model::Risk;
-    let mut s = format!(
-        "{first} A JSON id (celesto.orphan_disk) or its short name (orphan_disk); \
-`smolsweep kinds` or `--kind help` prints the full table.\n"
-    );
+    let mut s = format!("{first}. `smolsweep kinds` or `--kind help` prints the full table.\n");
     for product in [Product::Celesto, Product::Smolvm] {
         for risk in [Risk::Leftover, Risk::Rebuild, Risk::UserData] {
             let names: Vec<&str> = FindingKind::ALL
                 .iter()
                 .filter(|k| k.product() == product && k.risk() == risk)
-                .map(|k| short_name(*k))
+                .map(|k| k.short())
                 .collect();
             if !names.is_empty() {
                 s.push_str(&format!(
@@ -537,70 +490,9 @@ pub fn kind_long_help(first: &str) -> String {
     s
 }
 
-/// The `--kind` value parser: JSON ids and unique short names (the value is the JSON id), and
-/// `help`; every JSON id completes in shells.
-#[derive(Clone)]
-pub struct KindParser;
-
-impl clap::builder::TypedValueParser for KindParser {
-    type Value = String;
-
-    fn parse_ref(
-        &self,
-        cmd: &clap::Command,
-        arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<String, clap::Error> {
-        let given = value.to_string_lossy();
-        if given == "help" {
-            return Ok("help".into());
-        }
-        parse_kind(&given)
-            .map(|k| k.as_str().to_string())
-            .map_err(|why| {
-                let flag = arg.map_or("--kind".to_string(), |a| format!("--{}", a.get_id()));
-                let mut c = cmd.clone();
-                c.error(
-                    clap::error::ErrorKind::InvalidValue,
-                    format!("invalid value '{given}' for '{flag}': {why}"),
-                )
-            })
-    }
-
-    fn possible_values(
-        &self,
-    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
-        Some(Box::new(
-            FindingKind::ALL
-                .iter()
-                .map(|k| clap::builder::PossibleValue::new(k.as_str())),
-        ))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_kind_is_named_by_its_id_or_a_short_name_only_it_has() {
-        assert_eq!(
-            parse_kind("orphan_disk"),
-            Ok(FindingKind::CelestoOrphanDisk)
-        );
-        assert_eq!(
-            parse_kind("smolvm.mount_point"),
-            Ok(FindingKind::SmolvmMountPoint)
-        );
-        let e = parse_kind("mount_point").unwrap_err();
-        assert!(
-            e.contains("celesto.mount_point and smolvm.mount_point"),
-            "{e}"
-        );
-        assert!(parse_kind("nosuch")
-            .unwrap_err()
-            .contains("smolsweep kinds"));
-    }
 
     #[test]
     fn the_kinds_table_has_one_row_per_kind() {

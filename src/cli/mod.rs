@@ -123,8 +123,7 @@ fn finish(mut c: clap::Command, path: &str) -> clap::Command {
     if c.get_arguments().any(|a| a.get_id() == "kind") {
         c = c.mut_arg("kind", |a| {
             let first = a.get_help().map(|h| h.to_string()).unwrap_or_default();
-            a.value_parser(help::KindParser)
-                .hide_possible_values(true)
+            a.hide_possible_values(true)
                 .long_help(help::kind_long_help(&first))
         });
     }

@@ -1,12 +1,20 @@
-//! The scan for a terminal: a `docker system df`-style summary that fits the width, the items
-//! behind `-v` or `--kind`, and a closing "next step". Everything it prints comes from
-//! [`smolsweep::view::ScanView`], so the CLI says what the tray and the window say.
+//! The scan for a terminal. The first screen answers within 24 lines of the terminal's
+//! width: the products, the kinds that free something (largest first, the rest folded into a
+//! line), one line for every kind that frees nothing, one for the machines, one for the VM
+//! processes, and the next steps. `-v` gives the whole `docker system df`-style table, every
+//! machine and process and every item; `--kind` the items of a kind. Everything it prints comes
+//! from [`smolsweep::view::ScanView`], so the CLI says what the tray and the window say.
 
 use std::fmt::Write;
+use std::time::SystemTime;
 
+use smolsweep::filter::Filter;
 use smolsweep::model::FindingKind;
 use smolsweep::model::*;
 use smolsweep::view::{self, Group, ScanView};
+
+/// The lines the first screen fits in.
+pub const SCREEN_LINES: usize = 24;
 
 /// How to render for this terminal.
 #[derive(Debug, Clone)]
@@ -25,6 +33,10 @@ pub struct RenderOptions {
     pub all_homes: bool,
     /// Only the totals line.
     pub quiet: bool,
+    /// What to narrow the view to (findings, machines, processes, totals, next steps).
+    pub filter: Filter,
+    /// When the filter's ages are measured from.
+    pub now: SystemTime,
 }
 
 impl Default for RenderOptions {
@@ -37,6 +49,8 @@ impl Default for RenderOptions {
             kinds: Vec::new(),
             all_homes: true,
             quiet: false,
+            filter: Filter::default(),
+            now: SystemTime::now(),
         }
     }
 }
@@ -65,22 +79,28 @@ impl Paint {
     }
 }
 
-/// Render for a terminal as `o` says.
+/// Render for a terminal as `o` says (`r` is the whole scan; `o.filter` narrows it).
 pub fn render_with(r: &ScanReport, o: &RenderOptions) -> String {
-    let v = ScanView::of(r);
+    let v = ScanView::filtered(r, &o.filter, o.now);
     let paint = Paint(o.color);
     let mut s = String::new();
     if o.quiet {
         totals_line(&mut s, &v, &paint);
         s = s.trim_start_matches('\n').to_string(); // -q: the one line, no blank line first
-    } else {
-        header(&mut s, &v, &paint);
-        summary_table(&mut s, &v, o, &paint);
+    } else if o.verbose {
+        header(&mut s, &v, o, &paint);
+        let all: Vec<&Group> = v.groups.iter().collect();
+        if all.is_empty() && v.hidden.is_none() {
+            let _ = writeln!(s, "Nothing of either SmolVM found.");
+        }
+        summary_table(&mut s, &all, o, &paint);
         totals_line(&mut s, &v, &paint);
         machines(&mut s, &v, &paint);
         processes(&mut s, &v, o, &paint);
         items(&mut s, &v, o, &paint);
         next_steps(&mut s, &v, o, &paint);
+    } else {
+        first_screen(&mut s, &v, o, &paint);
     }
     if o.ascii {
         view::ascii(&s)
@@ -89,7 +109,87 @@ pub fn render_with(r: &ScanReport, o: &RenderOptions) -> String {
     }
 }
 
-fn header(s: &mut String, v: &ScanView, paint: &Paint) {
+/// `text` broken at spaces into lines of at most `width` columns, the first starting with
+/// `first`, the others with `rest`; a `command` in backticks and a word longer than a line stay
+/// whole.
+fn wrap(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    let mut quoted = false;
+    for w in text.split(' ') {
+        match words.last_mut() {
+            Some(last) if quoted => {
+                last.push(' ');
+                last.push_str(w);
+            }
+            _ => words.push(w.to_string()),
+        }
+        quoted ^= w.matches('`').count() % 2 == 1;
+    }
+    let mut lines = Vec::new();
+    let mut cur = first.to_string();
+    let mut empty = true;
+    for word in &words {
+        let n = word.chars().count() + usize::from(!empty);
+        if !empty && cur.chars().count() + n > width {
+            lines.push(std::mem::replace(&mut cur, rest.to_string()));
+            empty = true;
+        }
+        if !empty {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+        empty = false;
+    }
+    lines.push(cur);
+    lines
+}
+
+/// The first screen: at most [`SCREEN_LINES`] lines for a typical HOME. What follows the
+/// table is laid out first, so the table gets the lines that are left.
+fn first_screen(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
+    let mut head = String::new();
+    header(&mut head, v, o, paint);
+    if v.groups.is_empty() && v.hidden.is_none() {
+        let _ = writeln!(head, "Nothing of either SmolVM found.");
+    }
+    let any_rows = v.first_screen(usize::MAX).rows.len();
+    let mut tail = String::new();
+    if let Some(l) = v.first_screen(usize::MAX).nothing_line(any_rows > 0) {
+        for l in wrap(&l, o.width, "", "  ") {
+            let _ = writeln!(tail, "{}", paint.dim(&l));
+        }
+    }
+    let nothing_matched = v.groups.is_empty() && v.hidden.is_some();
+    if !nothing_matched {
+        totals_line(&mut tail, v, paint);
+    }
+    let lines = [
+        v.machines_line(o.width, o.ascii),
+        v.processes_line(o.width, o.ascii, o.all_homes),
+    ];
+    for (l, label) in lines.iter().zip(["Machines:", "VM processes:"]) {
+        if let Some(l) = l {
+            let rest = l.strip_prefix(label).unwrap_or(l);
+            let _ = writeln!(tail, "{}{rest}", paint.bold(label));
+        }
+    }
+    items(&mut tail, v, o, paint);
+    next_steps(&mut tail, v, o, paint);
+    let used = head.lines().count() + tail.lines().count() + usize::from(any_rows > 0);
+    let screen = v.first_screen(SCREEN_LINES.saturating_sub(used).max(2));
+    s.push_str(&head);
+    summary_table(s, &screen.rows, o, paint);
+    if let Some(l) = screen.more_line() {
+        let _ = writeln!(s, "{}", paint.dim(&l));
+    }
+    s.push_str(&tail);
+    // A section that is not there leaves no second blank line.
+    while s.contains("\n\n\n") {
+        *s = s.replace("\n\n\n", "\n\n");
+    }
+}
+
+fn header(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
     let _ = writeln!(
         s,
         "{}",
@@ -108,12 +208,23 @@ fn header(s: &mut String, v: &ScanView, paint: &Paint) {
         };
         let _ = writeln!(s, "  {}{ver}: {status}", p.name);
         for pr in &p.problems {
-            let _ = writeln!(
-                s,
-                "    {} {}",
-                paint.yellow("!"),
-                smolsweep::view::escape_text(pr)
-            );
+            let text = smolsweep::view::escape_text(pr);
+            for (i, l) in wrap(&text, o.width, "    ! ", "      ").iter().enumerate() {
+                match i {
+                    0 => {
+                        let rest = l.strip_prefix("    ! ").unwrap_or(l);
+                        let _ = writeln!(s, "    {} {rest}", paint.yellow("!"));
+                    }
+                    _ => {
+                        let _ = writeln!(s, "{l}");
+                    }
+                }
+            }
+        }
+    }
+    if let Some(note) = &v.filter_note {
+        for l in wrap(note, o.width, "", "  ") {
+            let _ = writeln!(s, "{}", paint.yellow(&l));
         }
     }
     s.push('\n');
@@ -141,15 +252,14 @@ fn dash_or(n: u64) -> String {
     }
 }
 
-fn summary_table(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
-    if v.groups.is_empty() {
-        let _ = writeln!(s, "Nothing of either SmolVM found.");
+fn summary_table(s: &mut String, groups: &[&Group], o: &RenderOptions, paint: &Paint) {
+    if groups.is_empty() {
         return;
     }
     // WHAT takes what the number columns leave: PRODUCT 7, ITEMS 5, SIZE 9, RECLAIMABLE 11,
     // OPT-IN 9, two spaces between columns.
     let fixed = 7 + 5 + 9 + 11 + 9 + 5 * 2;
-    let longest = v.groups.iter().map(|g| g.label.chars().count()).max();
+    let longest = groups.iter().map(|g| g.label.chars().count()).max();
     let what = o
         .width
         .saturating_sub(fixed + 1)
@@ -162,7 +272,7 @@ fn summary_table(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint)
         "{}",
         paint.bold(line("WHAT", "PRODUCT", "ITEMS", "SIZE", "RECLAIMABLE", "OPT-IN").trim_end())
     );
-    for g in &v.groups {
+    for g in groups {
         let row = line(
             &fit(g.label, what, o.ascii),
             g.product.as_str(),
@@ -313,14 +423,58 @@ fn items(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
 
 fn next_steps(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
     let mut steps = v.next_steps.clone();
+    if let Some(h) = v.hidden.as_ref().filter(|h| h.matching == 0 && h.items > 0) {
+        steps.push(format!(
+            "`smolsweep scan` without {} lists all {} items.",
+            h.flags, h.items
+        ));
+    }
     if !o.verbose && !v.groups.is_empty() {
-        steps.push("`smolsweep scan -v` lists every item; `--kind KIND` one kind.".into());
+        let flags = v
+            .hidden
+            .as_ref()
+            .map_or(String::new(), |h| format!(" {}", h.flags));
+        let example = v.first_screen(1).rows.first().map(|g| g.kind.short());
+        steps.push(match example {
+            Some(k) if o.kinds.is_empty() => {
+                format!("`smolsweep scan -v{flags}` lists every item; `--kind {k}` one kind.")
+            }
+            _ => format!("`smolsweep scan -v{flags}` lists every item."),
+        });
     }
     for (i, step) in steps.iter().enumerate() {
-        if i == 0 {
-            let _ = writeln!(s, "\n{} {step}", paint.bold("Next:"));
-        } else {
-            let _ = writeln!(s, "      {step}");
+        let first = if i == 0 { "Next: " } else { "      " };
+        for (j, l) in wrap(step, o.width, first, "        ").iter().enumerate() {
+            match (i, j) {
+                (0, 0) => {
+                    let rest = l.strip_prefix("Next: ").unwrap_or(l);
+                    let _ = writeln!(s, "\n{} {rest}", paint.bold("Next:"));
+                }
+                _ => {
+                    let _ = writeln!(s, "{l}");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn wrapping_keeps_commands_whole_and_lines_within_the_width() {
+        let text =
+            "`smolsweep prune --product smolvm --include-caches` also frees 21.2 MB of caches.";
+        let lines = wrap(text, 60, "Next: ", "        ");
+        assert_eq!(
+            lines[0],
+            "Next: `smolsweep prune --product smolvm --include-caches`"
+        );
+        assert_eq!(lines[1], "        also frees 21.2 MB of caches.");
+        assert_eq!(wrap("a b", 80, "", ""), vec!["a b".to_string()]);
+        for l in wrap(&"word ".repeat(40), 30, "", "  ") {
+            assert!(l.chars().count() <= 30, "{l:?}");
         }
     }
 }

@@ -27,7 +27,7 @@ pub struct ScanArgs {
 }
 
 /// Terminal facts the renderer needs, read from the process's environment.
-fn render_options(args: &ScanArgs) -> RenderOptions {
+fn render_options(args: &ScanArgs, now: std::time::SystemTime) -> RenderOptions {
     let tty = std::io::stdout().is_terminal();
     let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
     // NO_COLOR wins; CLICOLOR_FORCE colours a pipe; otherwise colour only on a terminal.
@@ -48,6 +48,8 @@ fn render_options(args: &ScanArgs) -> RenderOptions {
         kinds: args.filter.filter().kinds,
         all_homes: args.all_homes,
         quiet: args.quiet,
+        filter: args.filter.filter(),
+        now,
     }
 }
 
@@ -73,24 +75,25 @@ pub fn run(args: ScanArgs) -> i32 {
         }
     };
     let mut report = scan(&opts);
+    if !args.json && args.format.as_deref().is_none_or(|f| f == "human") {
+        // The view narrows it, and says what it hid.
+        crate::cli::out::print(&crate::cli::report::render_with(
+            &report,
+            &render_options(&args, opts.now),
+        ));
+        return 0;
+    }
     args.filter.filter().apply(&mut report, opts.now);
     if args.format.as_deref() == Some("prometheus") {
         crate::cli::out::print(&crate::cli::prom::render(&report));
         return 0;
     }
-    if args.json || args.format.as_deref() == Some("json") {
-        match serde_json::to_string_pretty(&report) {
-            Ok(s) => crate::cli::out::println(&s),
-            Err(e) => {
-                eprintln!("smolsweep: {e}");
-                return 1;
-            }
+    match serde_json::to_string_pretty(&report) {
+        Ok(s) => crate::cli::out::println(&s),
+        Err(e) => {
+            eprintln!("smolsweep: {e}");
+            return 1;
         }
-    } else {
-        crate::cli::out::print(&crate::cli::report::render_with(
-            &report,
-            &render_options(&args),
-        ));
     }
     0
 }

@@ -280,11 +280,7 @@ fn dry_run_has_short_n_everywhere() {
     let (s, dirs) = with_orphans(1);
     let o = run(&s, &["prune", "-n"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
-    assert!(
-        out(&o).contains("Dry run: nothing changed"),
-        "{}",
-        text(&o)
-    );
+    assert!(out(&o).contains("Dry run: nothing changed"), "{}", text(&o));
     assert!(dirs[0].exists());
 }
 

@@ -1,6 +1,6 @@
-//! Golden tests of the human scan output (issue 10): the summary a person reads, at 80 and 120
-//! columns, with and without colour, and in a non-UTF-8 locale, on the fixture HOME holding
-//! every edge case of both products. The expected text lives in `tests/golden/` and is
+//! Golden tests of the human scan output (issue 10): the first screen a person reads (issue 19:
+//! it fits 24 lines), at 80 and 120 columns, with and without colour, in a non-UTF-8 locale, and
+//! the whole of it under `-v`, on the fixture HOME holding every edge case of both products. The expected text lives in `tests/golden/` and is
 //! reviewed as text; `SMOLSWEEP_BLESS=1 cargo test --test it golden::` rewrites it after a change
 //! someone has read.
 //!
@@ -9,7 +9,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use smolsweep_fixtures::{celesto_edge_cases, smolvm_edge_cases, Home, Layout};
+use smolsweep_fixtures::{
+    celesto_edge_cases, smolvm_edge_cases, CelestoCase, Home, Layout, SmolvmCase,
+};
 
 fn scan_text(home: &Home, root: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_smolsweep"))
@@ -30,9 +32,19 @@ fn scan_text(home: &Home, root: &Path, args: &[&str], env: &[(&str, &str)]) -> S
 
 /// The scratch root becomes `<T>`, every pid `<pid>`, and the count of other HOMEs' VM
 /// processes goes: it is this machine's, not the fixture's (the suite runs on desktops with
-/// SmolVM VMs of their own).
+/// SmolVM VMs of their own). On the first screen that count is a clause of the VM processes
+/// line ("; 2 of other HOMEs (--all-homes lists them)"); under `-v` a line of its own.
 fn normalise(text: &str, root: &Path) -> String {
-    let text = text.replace(&root.display().to_string(), "<T>");
+    let mut text = text.replace(&root.display().to_string(), "<T>");
+    let clause = " of other HOMEs (--all-homes lists them)";
+    while let Some(end) = text.find(clause) {
+        match text[..end].rfind("; ") {
+            Some(start) if !text[start..end].contains('\n') => {
+                text.replace_range(start..end + clause.len(), "");
+            }
+            _ => break,
+        }
+    }
     let lines: Vec<&str> = text
         .split_inclusive('\n')
         .filter(|l| !l.contains("of other HOMEs (--all-homes lists them)"))
@@ -53,19 +65,35 @@ fn normalise(text: &str, root: &Path) -> String {
         }
         text.push_str(l);
     }
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text.as_str();
-    while let Some(i) = rest.find("pid ") {
-        out.push_str(&rest[..i + 4]);
-        rest = &rest[i + 4..];
-        let digits = rest.chars().take_while(|c| c.is_ascii_digit()).count();
-        if digits > 0 {
-            out.push_str("<pid>");
-            rest = &rest[digits..];
+    // Finding ids hash the scratch path (`-v` prints them).
+    let mut at = 0;
+    while let Some(i) = text[at..].find("  id ").map(|i| at + i + 5) {
+        let hex = text[i..]
+            .chars()
+            .take_while(|c| c.is_ascii_hexdigit())
+            .count();
+        if hex == 16 {
+            text.replace_range(i..i + 16, "<id>");
         }
+        at = i;
     }
-    out.push_str(rest);
-    out
+    // "pid 123" and, in the reasons `-v` prints, "(process 123)".
+    for word in ["pid ", "(process "] {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find(word) {
+            out.push_str(&rest[..i + word.len()]);
+            rest = &rest[i + word.len()..];
+            let digits = rest.chars().take_while(|c| c.is_ascii_digit()).count();
+            if digits > 0 {
+                out.push_str("<pid>");
+                rest = &rest[digits..];
+            }
+        }
+        out.push_str(rest);
+        text = out;
+    }
+    text
 }
 
 fn check(name: &str, got: &str) {
@@ -117,37 +145,123 @@ fn width_of(line: &str) -> usize {
     n
 }
 
-#[test]
-fn human_scan_output_matches_the_reviewed_text() {
+/// The fixture HOME, with the cases that hold its locks and live processes while they live.
+struct EdgeCases {
+    home: Home,
+    _cases: (CelestoCase, SmolvmCase),
+    t: tempfile::TempDir,
+}
+
+fn edge_case_home() -> EdgeCases {
     let t = tempfile::tempdir().unwrap();
     let home = Home::new(t.path(), Layout::Linux).unwrap();
-    let _cel = celesto_edge_cases(&home).unwrap();
-    let _smol = smolvm_edge_cases(&home).unwrap();
+    let cel = celesto_edge_cases(&home).unwrap();
+    let smol = smolvm_edge_cases(&home).unwrap();
+    EdgeCases {
+        home,
+        _cases: (cel, smol),
+        t,
+    }
+}
+
+/// Issue 19: the first screen of a typical HOME answers within one 80×24 terminal: the
+/// total, what frees something, and the next step have not scrolled away.
+#[test]
+fn scan_first_screen_fits_80x24() {
+    let EdgeCases { home, t, _cases } = edge_case_home();
+    for env in [
+        vec![("LANG", "C.UTF-8"), ("COLUMNS", "80")],
+        vec![("LANG", "C"), ("COLUMNS", "80")],
+        vec![("COLUMNS", "80"), ("CLICOLOR_FORCE", "1")],
+    ] {
+        let text = scan_text(&home, t.path(), &["scan"], &env);
+        assert!(
+            text.lines().count() <= 24,
+            "{env:?}: {} lines:\n{text}",
+            text.lines().count()
+        );
+        for l in text.lines() {
+            assert!(width_of(l) <= 80, "{env:?}: {} columns: {l:?}", width_of(l));
+        }
+        let plain = text.replace("\x1b[1m", "").replace("\x1b[0m", "");
+        for needed in [
+            "Reclaimable:",
+            "Machines: 17",
+            "VM processes:",
+            "Next:",
+            "Orphaned disks",
+        ] {
+            assert!(plain.contains(needed), "{env:?}: no {needed:?}:\n{text}");
+        }
+        // Rows that free nothing are folded, not listed.
+        assert!(!plain.contains("Lock files"), "{text}");
+        assert!(plain.contains("Nothing to free in the other"), "{text}");
+        for internal in ["smolvm.boot_vm", "celesto.qemu", "orphan_disk", "_dir"] {
+            assert!(!plain.contains(internal), "internal id {internal}:\n{text}");
+        }
+    }
+}
+
+#[test]
+fn human_scan_output_matches_the_reviewed_text() {
+    let EdgeCases { home, t, _cases } = edge_case_home();
     let utf8 = ("LANG", "C.UTF-8");
-    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, usize);
-    let cases: [Case; 4] = [
-        ("scan-80.txt", vec![utf8, ("COLUMNS", "80")], 80),
-        ("scan-120.txt", vec![utf8, ("COLUMNS", "120")], 120),
+    type Case<'a> = (&'a str, &'a [&'a str], Vec<(&'a str, &'a str)>, usize);
+    let cases: [Case; 7] = [
+        ("scan-80.txt", &["scan"], vec![utf8, ("COLUMNS", "80")], 80),
+        (
+            "scan-120.txt",
+            &["scan"],
+            vec![utf8, ("COLUMNS", "120")],
+            120,
+        ),
         (
             "scan-80-colour.txt",
+            &["scan"],
             vec![utf8, ("COLUMNS", "80"), ("CLICOLOR_FORCE", "1")],
             80,
         ),
         (
             "scan-80-lang-c.txt",
+            &["scan"],
             vec![("LANG", "C"), ("COLUMNS", "80")],
             80,
         ),
+        (
+            "scan-v-80.txt",
+            &["scan", "-v"],
+            vec![utf8, ("COLUMNS", "80")],
+            80,
+        ),
+        (
+            "scan-product-smolvm-80.txt",
+            &["scan", "--product", "smolvm"],
+            vec![utf8, ("COLUMNS", "80")],
+            80,
+        ),
+        (
+            "scan-older-than-80.txt",
+            &["scan", "--older-than", "3650d"],
+            vec![utf8, ("COLUMNS", "80")],
+            80,
+        ),
     ];
-    for (name, env, width) in cases {
-        let text = scan_text(&home, t.path(), &["scan"], &env);
-        // The summary table fits the terminal.
-        let table: Vec<&str> = text
-            .lines()
-            .skip_while(|l| !l.contains("WHAT"))
-            .take_while(|l| !l.is_empty())
-            .collect();
-        assert!(table.len() > 10, "{name}: {text}");
+    for (name, args, env, width) in cases {
+        let text = scan_text(&home, t.path(), args, &env);
+        let verbose = args.contains(&"-v");
+        // The first screen fits the terminal; under -v, the summary table does.
+        let table: Vec<&str> = if verbose {
+            text.lines()
+                .skip_while(|l| !l.contains("WHAT"))
+                .take_while(|l| !l.is_empty())
+                .collect()
+        } else {
+            assert!(text.lines().count() <= 24, "{name}: {text}");
+            text.lines().collect()
+        };
+        if verbose {
+            assert!(table.len() > 40, "-v shows every kind: {text}");
+        }
         for l in &table {
             assert!(
                 width_of(l) <= width,
@@ -166,7 +280,11 @@ fn human_scan_output_matches_the_reviewed_text() {
             "disk_companion",
             "[opt_in",
         ] {
-            assert!(!text.contains(internal), "{name}: internal name {internal}");
+            // -v names each kind's id beside its items, as `--kind` and the JSON take it.
+            assert!(
+                verbose || !text.contains(internal),
+                "{name}: internal name {internal}"
+            );
         }
         check(name, &text);
     }

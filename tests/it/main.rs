@@ -21,6 +21,7 @@ mod real_vm;
 mod reclaim;
 mod rejudge;
 mod scan;
+mod screen;
 mod truthful;
 mod uninstall;
 mod upstream_compare;

@@ -1,0 +1,437 @@
+//! The first screen of a scan (issue 19): what frees something, largest first, one line for
+//! every kind that frees nothing, one line for the machines and one for the VM processes, so
+//! that the answer fits 24 lines of 80 columns. The sentences are here, beside the rest of
+//! the view; the CLI only lays them out.
+
+use serde::Serialize;
+
+use super::{bytes, Group, ScanView};
+use crate::filter::Hidden;
+
+/// Kinds folded into one line: how many, how many items they hold, and their bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Fold {
+    /// Kinds (groups) folded.
+    pub kinds: usize,
+    /// Findings they hold.
+    pub items: usize,
+    /// The bytes the line names: what they free (rows that did not fit), or their size (kinds
+    /// that free nothing).
+    pub bytes: u64,
+}
+
+/// The first screen's part of a scan's groups.
+#[derive(Debug, Clone, Serialize)]
+pub struct FirstScreen<'v> {
+    /// The groups that free something (reclaimable or opt-in bytes), largest first: as many
+    /// as were asked for.
+    pub rows: Vec<&'v Group>,
+    /// The groups that free something but did not fit (`kinds` 0: none).
+    pub more: Fold,
+    /// The groups that free nothing: in use, kept, unverifiable, or empty (`kinds` 0: none).
+    pub nothing: Fold,
+}
+
+/// What a group frees: its reclaimable and opt-in bytes.
+fn frees(g: &Group) -> u64 {
+    g.reclaimable_bytes + g.opt_in_bytes
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+impl ScanView {
+    /// The groups that free something, largest first (by what they free, then by what is
+    /// reclaimable without asking); at most `max_rows` of them as rows, the rest folded.
+    pub fn first_screen(&self, max_rows: usize) -> FirstScreen<'_> {
+        let mut freeing: Vec<&Group> = self.groups.iter().filter(|g| frees(g) > 0).collect();
+        freeing.sort_by_key(|g| std::cmp::Reverse((frees(g), g.reclaimable_bytes)));
+        let fold = |gs: &[&Group], size: fn(&Group) -> u64| Fold {
+            kinds: gs.len(),
+            items: gs.iter().map(|g| g.count).sum(),
+            bytes: gs.iter().map(|g| size(g)).sum(),
+        };
+        let nothing: Vec<&Group> = self.groups.iter().filter(|g| frees(g) == 0).collect();
+        // One row is given up to the line that folds the rest: folding one row saves nothing.
+        let shown = if freeing.len() <= max_rows {
+            freeing.len()
+        } else {
+            max_rows.saturating_sub(1).max(1)
+        };
+        FirstScreen {
+            more: fold(&freeing[shown..], frees),
+            nothing: fold(&nothing, |g| g.bytes),
+            rows: freeing[..shown].to_vec(),
+        }
+    }
+
+    /// "Machines: 17 (1 running) — celesto 8: fire1, vm-abc123, …; smolvm 9: booted, …", fit to
+    /// `width` columns (`ascii`: as [`super::ascii`] will print it); the running ones are named
+    /// first. `None` under a filter that picks items (kind, age, size).
+    pub fn machines_line(&self, width: usize, ascii: bool) -> Option<String> {
+        if self.hidden.as_ref().is_some_and(|h| h.items_only) {
+            return None;
+        }
+        if self.machines.is_empty() {
+            return Some("Machines: none.".into());
+        }
+        let running = self
+            .machines
+            .iter()
+            .filter(|m| m.state == "running")
+            .count();
+        let head = format!("Machines: {} ({running} running)", self.machines.len());
+        let mut lists: Vec<(String, Vec<String>)> = Vec::new();
+        for m in self
+            .machines
+            .iter()
+            .filter(|m| m.state == "running")
+            .chain(self.machines.iter().filter(|m| m.state != "running"))
+        {
+            let name = super::escape_text(&m.name);
+            match lists.iter_mut().find(|(p, _)| p == m.product.as_str()) {
+                Some((_, names)) => names.push(name),
+                None => lists.push((m.product.as_str().to_string(), vec![name])),
+            }
+        }
+        Some(fit_lists(&head, lists, "", width, ascii))
+    }
+
+    /// "VM processes: 2 (1 orphaned) — fire1 (Celesto QEMU VM, pid 12), …", fit to `width`
+    /// columns, orphans first; `all_homes` names other HOMEs' too, else it counts them ("; 2 of
+    /// other HOMEs (--all-homes lists them)"). `None` under a filter that picks items (kind, age, size).
+    pub fn processes_line(&self, width: usize, ascii: bool, all_homes: bool) -> Option<String> {
+        if self.hidden.as_ref().is_some_and(|h| h.items_only) {
+            return None;
+        }
+        let shown: Vec<_> = self
+            .processes
+            .iter()
+            .filter(|p| p.this_home || all_homes)
+            .collect();
+        let others = self.processes.len() - shown.len();
+        let tail = match others {
+            0 => String::new(),
+            n => format!("; {n} of other HOMEs (--all-homes lists them)"),
+        };
+        if shown.is_empty() {
+            return Some(format!("VM processes: none for this HOME{tail}."));
+        }
+        let orphans = shown.iter().filter(|p| p.orphan).count();
+        let head = match orphans {
+            0 => format!("VM processes: {}", shown.len()),
+            n => format!("VM processes: {} ({n} orphaned)", shown.len()),
+        };
+        let names = shown
+            .iter()
+            .filter(|p| p.orphan)
+            .chain(shown.iter().filter(|p| !p.orphan))
+            .map(|p| {
+                let whose = if p.this_home { "" } else { "another HOME's " };
+                let owner = p.owner.as_deref().map(super::escape_text);
+                format!(
+                    "{} ({whose}{}, pid {})",
+                    owner.as_deref().unwrap_or("unnamed"),
+                    p.what,
+                    p.pid
+                )
+            })
+            .collect();
+        Some(fit_lists(
+            &head,
+            vec![(String::new(), names)],
+            &tail,
+            width,
+            ascii,
+        ))
+    }
+}
+
+impl FirstScreen<'_> {
+    /// "… and 14 more kinds free 1.9 MB (30 items)." for the rows that did not fit.
+    pub fn more_line(&self) -> Option<String> {
+        (self.more.kinds > 0).then(|| {
+            format!(
+                "… and {} more {} free {} ({}).",
+                self.more.kinds,
+                if self.more.kinds == 1 {
+                    "kind"
+                } else {
+                    "kinds"
+                },
+                bytes(self.more.bytes),
+                plural(self.more.items, "item", "items")
+            )
+        })
+    }
+
+    /// "Nothing to free in the other 24 kinds (41.2 MB kept, in use or unverifiable)." for
+    /// the kinds that free nothing (`rows_shown`: whether any row came before it).
+    pub fn nothing_line(&self, rows_shown: bool) -> Option<String> {
+        if self.nothing.kinds == 0 {
+            return None;
+        }
+        let kinds = match (rows_shown, self.nothing.kinds) {
+            (true, 1) => "the other kind".to_string(),
+            (true, n) => format!("the other {n} kinds"),
+            (false, n) => format!("the {}", plural(n, "kind", "kinds")),
+        };
+        Some(match self.nothing.bytes {
+            0 => format!("Nothing to free in {kinds} (all empty)."),
+            b => format!(
+                "Nothing to free in {kinds} ({} kept, in use or unverifiable).",
+                bytes(b)
+            ),
+        })
+    }
+}
+
+/// "3 of 46 items match --older-than 7d; not shown: 17 machines." or, when none match, "None
+/// of the 46 items match --older-than 3650d."
+pub(super) fn filter_note(h: &Hidden) -> String {
+    let items = match (h.items, h.matching) {
+        (0, _) => format!("No items to match {}", h.flags),
+        (1, 0) => format!("The 1 item does not match {}", h.flags),
+        (n, 0) => format!("None of the {n} items match {}", h.flags),
+        (n, 1) => format!("1 of {n} items matches {}", h.flags),
+        (n, m) => format!("{m} of {n} items match {}", h.flags),
+    };
+    let mut not_shown = Vec::new();
+    if h.machines > 0 {
+        not_shown.push(plural(h.machines, "machine", "machines"));
+    }
+    if h.processes > 0 {
+        not_shown.push(plural(h.processes, "VM process", "VM processes"));
+    }
+    match not_shown.is_empty() {
+        true => format!("{items}."),
+        false => format!("{items}; not shown: {}.", not_shown.join(", ")),
+    }
+}
+
+/// `head — label: a, b, …; label: c, …` + `tail` in at most `width` columns, names taken in
+/// turn from each list while they fit, a list that lost some ending in "…".
+fn fit_lists(
+    head: &str,
+    lists: Vec<(String, Vec<String>)>,
+    tail: &str,
+    width: usize,
+    ascii: bool,
+) -> String {
+    let (dash, ell) = if ascii {
+        (" - ", "...")
+    } else {
+        (" — ", "…")
+    };
+    let len = |s: &str| s.chars().count();
+    let render = |taken: &[usize]| {
+        let parts: Vec<String> = lists
+            .iter()
+            .zip(taken)
+            .map(|((label, names), &n)| {
+                let mut shown: Vec<&str> = names[..n].iter().map(String::as_str).collect();
+                if n < names.len() {
+                    shown.push(ell);
+                }
+                let label = match label.is_empty() {
+                    true => String::new(),
+                    false => format!("{label} {}: ", names.len()),
+                };
+                format!("{label}{}", shown.join(", "))
+            })
+            .collect();
+        format!("{head}{dash}{}{tail}", parts.join("; "))
+    };
+    let mut taken = vec![0; lists.len()];
+    loop {
+        let mut grew = false;
+        for i in 0..lists.len() {
+            if taken[i] == lists[i].1.len() {
+                continue;
+            }
+            taken[i] += 1;
+            if len(&render(&taken)) <= width {
+                grew = true;
+            } else {
+                taken[i] -= 1;
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
+    render(&taken)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_fit_the_width_taking_names_in_turn() {
+        let lists = vec![
+            ("celesto".to_string(), vec!["aaaa".to_string(); 10]),
+            ("smolvm".to_string(), vec!["bbbb".to_string(); 10]),
+        ];
+        let s = fit_lists("Machines: 20", lists.clone(), ".", 60, false);
+        assert!(s.chars().count() <= 60, "{s}");
+        assert!(
+            s.contains("celesto 10: aaaa") && s.contains("smolvm 10: bbbb"),
+            "{s}"
+        );
+        assert_eq!(s.matches('…').count(), 2, "{s}");
+        let wide = fit_lists("Machines: 20", lists.clone(), ".", 400, false);
+        assert!(!wide.contains('…') && wide.ends_with("bbbb."), "{wide}");
+        let a = fit_lists("Machines: 20", lists, ".", 60, true);
+        assert!(a.is_ascii() && a.len() <= 60, "{a}");
+    }
+
+    #[test]
+    fn a_filter_note_says_how_many_it_hid() {
+        let h = Hidden {
+            items: 46,
+            matching: 0,
+            machines: 17,
+            processes: 1,
+            items_only: true,
+            flags: "--older-than 3650d".into(),
+        };
+        assert_eq!(
+            filter_note(&h),
+            "None of the 46 items match --older-than 3650d; not shown: 17 machines, 1 VM process."
+        );
+        let h = Hidden {
+            matching: 3,
+            machines: 0,
+            processes: 0,
+            ..h.clone()
+        };
+        assert_eq!(filter_note(&h), "3 of 46 items match --older-than 3650d.");
+    }
+}
+
+#[cfg(test)]
+mod filter_tests {
+    use std::time::{Duration, SystemTime};
+
+    use crate::filter::Filter;
+    use crate::kind::FindingKind;
+    use crate::model::*;
+    use crate::view::ScanView;
+
+    /// Both products: a finding, a machine and an orphaned VM process of this HOME each.
+    fn both_products() -> ScanReport {
+        let finding = |id: &str, product: &str, kind: &str, age_days: u64| {
+            let changed = SystemTime::now() - Duration::from_secs(age_days * 86_400);
+            serde_json::json!({
+                "id": id, "product": product, "kind": kind, "path": format!("/h/{id}"),
+                "apparent_bytes": 4096, "allocated_bytes": 4096, "verdict": "reclaimable",
+                "reason": "a leftover", "newest_change_ns":
+                    changed.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_nanos() as u64,
+            })
+        };
+        let process = |pid: u32, product: &str, shape: &str, owner: &str| {
+            serde_json::json!({
+                "pid": pid, "start_time": 1, "product": product, "shape": shape,
+                "owner": owner, "orphan": true, "scope": "this_home", "held_deleted_bytes": 0,
+            })
+        };
+        let mut r: ScanReport = serde_json::from_value(serde_json::json!({
+            "schema": SCAN_SCHEMA, "home": "/h", "platform": "linux", "products": [],
+            "findings": [
+                finding("c1", "celesto", "celesto.orphan_log", 30),
+                finding("s1", "smolvm", "smolvm.empty_dir", 1),
+            ],
+            "machines": [
+                {"product": "celesto", "name": "sandbox-one", "state": "running", "alive": true},
+                {"product": "smolvm", "name": "machine-one", "state": "stopped", "alive": false},
+            ],
+            "processes": [
+                process(101, "celesto", "celesto.qemu", "sandbox-two"),
+                process(202, "smolvm", "smolvm.boot_vm", "machine-two"),
+            ],
+            "totals": Totals::default(), "scanned_at": 0, "duration_ms": 0
+        }))
+        .unwrap();
+        r.compute_totals();
+        r
+    }
+
+    /// Issue 19: `--product smolvm` showed Celesto sandboxes, the Celesto QEMU process and
+    /// "reap ends 2".
+    #[test]
+    fn product_filter_hides_the_other_products_machines_and_processes() {
+        let r = both_products();
+        let f = Filter {
+            products: vec![Product::Smolvm],
+            ..Filter::default()
+        };
+        let v = ScanView::filtered(&r, &f, SystemTime::now());
+        assert!(v.groups.iter().all(|g| g.product == Product::Smolvm));
+        assert!(v.machines.iter().all(|m| m.product == Product::Smolvm));
+        assert!(v.processes.iter().all(|p| p.product == Product::Smolvm));
+        assert_eq!((v.machines.len(), v.processes.len()), (1, 1));
+        assert_eq!(v.totals.orphan_processes, 1);
+        let machines = v.machines_line(80, false).unwrap();
+        let processes = v.processes_line(80, false, false).unwrap();
+        for text in [&machines, &processes] {
+            assert!(
+                !text.contains("sandbox") && !text.contains("Celesto"),
+                "{text}"
+            );
+        }
+        assert!(machines.contains("machine-one"), "{machines}");
+        assert!(processes.contains("machine-two"), "{processes}");
+        let next = v.next_steps.join("\n");
+        // `reap` takes no filter: it is told the pid shown, not "ends 2".
+        assert!(
+            next.contains("`smolsweep reap 202` ends 1 orphaned VM process."),
+            "{next}"
+        );
+        assert!(!next.contains("101"), "{next}");
+        assert_eq!(
+            v.filter_note.as_deref(),
+            Some("1 of 2 items matches --product smolvm; not shown: 1 machine, 1 VM process.")
+        );
+        // Unfiltered, both are there and nothing is said about a filter.
+        let all = ScanView::filtered(&r, &Filter::default(), SystemTime::now());
+        assert_eq!((all.machines.len(), all.processes.len()), (2, 2));
+        assert!(all.filter_note.is_none() && all.hidden.is_none());
+        assert!(all
+            .next_steps
+            .iter()
+            .any(|s| s.contains("`smolsweep reap` ends 2")));
+    }
+
+    /// Issue 19: `--older-than 3650d` said "Nothing of either SmolVM found." beside findings.
+    #[test]
+    fn a_filter_that_matches_nothing_says_how_many_it_hid() {
+        let r = both_products();
+        let f = Filter {
+            older_than_secs: Some(3650 * 86_400),
+            ..Filter::default()
+        };
+        let v = ScanView::filtered(&r, &f, SystemTime::now());
+        assert!(v.groups.is_empty() && v.machines.is_empty() && v.processes.is_empty());
+        assert_eq!(
+            v.filter_note.as_deref(),
+            Some("None of the 2 items match --older-than 3650d; not shown: 2 machines, 2 VM processes.")
+        );
+        assert!(v.next_steps.is_empty(), "{:?}", v.next_steps);
+        assert!(v.machines_line(80, false).is_none());
+        // A week: the month-old Celesto log matches, the day-old smolvm directory does not.
+        let f = Filter {
+            older_than_secs: Some(7 * 86_400),
+            ..Filter::default()
+        };
+        let v = ScanView::filtered(&r, &f, SystemTime::now());
+        assert_eq!(v.groups.len(), 1);
+        assert_eq!(v.groups[0].kind, FindingKind::CelestoOrphanLog);
+        assert!(v
+            .filter_note
+            .unwrap()
+            .starts_with("1 of 2 items matches --older-than 7d"));
+        assert_eq!(v.groups[0].reclaimable_count, 1);
+    }
+}

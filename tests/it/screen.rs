@@ -1,0 +1,150 @@
+//! Issue 19, "one number, one screen": the flags of the first screen. A filter says what it
+//! hid, an age or size without a unit is refused, and `--kind` takes the names the screen shows
+//! as well as the JSON ones. (The screen's layout is pinned by `golden.rs`.)
+
+use std::process::{Command, Output};
+
+use smolsweep_fixtures::{celesto_edge_cases, smolvm_edge_cases, Home, Layout};
+
+fn run(home: &Home, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_smolsweep"))
+        .args(args)
+        .env_clear()
+        .envs(home.env_vars())
+        .env("PATH", "/usr/bin:/bin")
+        .env("LANG", "C.UTF-8")
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn older_than_without_a_unit_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    for (flag, value, units) in [
+        ("--older-than", "7", "s, m, h, d, w"),
+        ("--min-size", "100", "B, k, M, G, T"),
+    ] {
+        for cmd in ["scan", "prune", "plan"] {
+            let o = run(&home, &[cmd, flag, value]);
+            assert_eq!(
+                o.status.code(),
+                Some(2),
+                "{cmd} {flag} {value}: {}",
+                stderr(&o)
+            );
+            let err = stderr(&o);
+            assert!(err.contains("no unit") && err.contains(units), "{err}");
+            assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+        }
+    }
+    let o = run(&home, &["scan", "--older-than", "7d", "--min-size", "100B"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn kind_takes_short_names_and_json_ids() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let _cel = celesto_edge_cases(&home).unwrap();
+    let short = run(&home, &["scan", "--kind", "orphaned-disks", "--json"]);
+    let id = run(&home, &["scan", "--kind", "celesto.orphan_disk", "--json"]);
+    assert!(short.status.success(), "{}", stderr(&short));
+    let kinds = |o: &Output| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["kind"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (a, b) = (kinds(&short), kinds(&id));
+    assert!(
+        !a.is_empty() && a.iter().all(|k| k == "celesto.orphan_disk"),
+        "{a:?}"
+    );
+    assert_eq!(a.len(), b.len());
+    // The screen names the filter by the name it shows.
+    let text = stdout(&run(&home, &["scan", "--kind", "celesto.orphan_disk"]));
+    assert!(text.contains("items match --kind orphaned-disks"), "{text}");
+    // A name shared by both products' kinds means both, in a filter.
+    let o = run(&home, &["scan", "--kind", "mount-points"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("--kind mount-points"), "{}", stdout(&o));
+    let o = run(&home, &["scan", "--kind", "orphaned-disk"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no kind is called that"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_filter_that_matches_nothing_says_how_many_it_hid() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let _cel = celesto_edge_cases(&home).unwrap();
+    let _smol = smolvm_edge_cases(&home).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&run(&home, &["scan", "--json"]).stdout).unwrap();
+    let n = json["findings"].as_array().unwrap().len();
+    assert!(n > 0);
+    let text = stdout(&run(&home, &["scan", "--older-than", "3650d"]));
+    assert!(
+        text.contains(&format!("None of the {n} items match --older-than 3650d")),
+        "{text}"
+    );
+    assert!(!text.contains("Nothing of either SmolVM found"), "{text}");
+    // Nor are machines shown as if they matched.
+    assert!(!text.contains("Machines:"), "{text}");
+    assert!(
+        text.contains("not shown:") && text.contains("machines"),
+        "{text}"
+    );
+    let v = stdout(&run(&home, &["scan", "-v", "--older-than", "3650d"]));
+    assert!(v.contains(&format!("None of the {n} items match")), "{v}");
+    assert!(!v.contains("Nothing of either SmolVM found"), "{v}");
+}
+
+#[test]
+fn product_filter_hides_the_other_products_machines_and_processes() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let _cel = celesto_edge_cases(&home).unwrap();
+    let _smol = smolvm_edge_cases(&home).unwrap();
+    for args in [
+        &["scan", "--product", "smolvm"][..],
+        &["scan", "-v", "--product", "smolvm"],
+    ] {
+        let text = stdout(&run(&home, args));
+        assert!(text.contains("items match --product smolvm"), "{text}");
+        assert!(text.contains("not shown: 8 machines"), "{text}");
+        for celesto in [
+            "celesto  ",
+            "celesto 8",
+            "fire1",
+            "vm-abc123",
+            "Celesto QEMU",
+        ] {
+            assert!(
+                !text.contains(celesto),
+                "{args:?} shows {celesto:?}:\n{text}"
+            );
+        }
+        assert!(
+            text.contains("`smolsweep prune --product smolvm`"),
+            "{text}"
+        );
+    }
+}
