@@ -119,14 +119,6 @@ pub struct FileIdentity {
     pub mtime_ns: i128,
 }
 
-impl FileIdentity {
-    /// The identity of `path` itself (`lstat`: a symlink is not followed), as the scan records
-    /// it: what a keep rule by identity and a re-judge compare.
-    pub fn of(path: &std::path::Path) -> std::io::Result<FileIdentity> {
-        crate::size::identity(path)
-    }
-}
-
 /// One path Smolsweep found, with what it is and what may be done with it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {

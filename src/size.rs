@@ -445,6 +445,14 @@ pub fn identity(path: &Path) -> io::Result<FileIdentity> {
     Ok(identity_of(&st))
 }
 
+impl FileIdentity {
+    /// The identity of `path` itself (`lstat`: a symlink is not followed), as the scan records
+    /// it: what a keep rule by identity and a re-judge compare.
+    pub fn of(path: &std::path::Path) -> std::io::Result<FileIdentity> {
+        identity(path)
+    }
+}
+
 /// Bytes available to an unprivileged user on the file system holding `path`
 /// (`statvfs`: `f_bavail × f_frsize`).
 pub fn fs_free_bytes(path: &Path) -> io::Result<u64> {
