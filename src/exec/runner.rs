@@ -225,7 +225,47 @@ fn machine_outcome(verb: &str, name: &str, o: MachineOutcome) -> Outcome {
         MachineOutcome::FsSyncFailed => Outcome::skipped(format!(
             "the guest of {name} could not sync its file system, so it was not stopped; deleting it ends its VM process first"
         )),
-        other => Outcome::failed(format!("{verb} {name}: {other:?}")),
+        other => Outcome::failed(format!("{verb} {name}: {}", failure_sentence(&other))),
+    }
+}
+
+/// Why a product CLI's run did not do what was asked, as a sentence.
+fn failure_sentence(o: &MachineOutcome) -> String {
+    let first = |s: &str| {
+        s.lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    };
+    match o {
+        MachineOutcome::CliMissing => {
+            "the product's command was not found, so nothing was run".into()
+        }
+        MachineOutcome::TimedOut => "its command did not finish in time and was ended".into(),
+        MachineOutcome::InvalidName { name } => {
+            format!("'{name}' is not a name the product accepts, so nothing was run")
+        }
+        MachineOutcome::PidNotVerified { pid } => format!(
+            "its recorded process {pid} could not be confirmed as its VM, so nothing was run"
+        ),
+        MachineOutcome::InventoryUnreadable { error } => {
+            format!("its record could not be read ({error}), so nothing was run")
+        }
+        MachineOutcome::Unexpected {
+            code,
+            stdout,
+            stderr,
+        } => {
+            let said = match (first(stderr), first(stdout)) {
+                (e, _) if !e.is_empty() => format!(": \"{e}\""),
+                (_, o) if !o.is_empty() => format!(": \"{o}\""),
+                _ => String::new(),
+            };
+            let code = code.map_or("was killed".to_string(), |c| format!("exited {c}"));
+            format!("its command {code} with an answer Smolsweep does not know{said}; nothing is assumed")
+        }
+        other => format!("{other:?}"),
     }
 }
 

@@ -468,7 +468,10 @@ fn kind_help_lists_groups_and_kinds_prints_the_table() {
     let s = Scratch::new();
     let t = out(&run(&s, &["scan", "--help"]));
     assert!(!t.contains("possible values: celesto.orphan_disk"), "{t}");
-    assert!(t.contains("celesto (nothing is lost): orphan_disk,"), "{t}");
+    assert!(
+        t.contains("celesto (nothing is lost): orphaned-disks,"),
+        "{t}"
+    );
     let kinds = run(&s, &["kinds"]);
     assert_eq!(code(&kinds), 0, "{}", text(&kinds));
     let table = out(&kinds);
@@ -483,9 +486,11 @@ fn kind_help_lists_groups_and_kinds_prints_the_table() {
     let o = run(&s, &["scan", "--kind", "help"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     assert_eq!(out(&o), table);
-    // A short name filters like the JSON id; one two products share is refused.
+    // A short name (the label as the scan shows it) filters like the JSON id; one that is no
+    // kind's is refused, and one both products share names both in a filter but not in a rule.
     let (s, _dirs) = with_orphans(1);
-    let by_short = json(&run(&s, &["scan", "--json", "--kind", "dangling_dir"]));
+    let short = FindingKind::SmolvmDanglingDir.short();
+    let by_short = json(&run(&s, &["scan", "--json", "--kind", short]));
     let by_id = json(&run(
         &s,
         &["scan", "--json", "--kind", "smolvm.dangling_dir"],
@@ -497,6 +502,10 @@ fn kind_help_lists_groups_and_kinds_prints_the_table() {
         "{by_short}"
     );
     let o = run(&s, &["scan", "--kind", "mount_point"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let o = run(&s, &["scan", "-q", "--kind", "mount-points"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let o = run(&s, &["keep", "add", "--kind", "mount-points"]);
     assert_eq!(code(&o), 2, "{}", text(&o));
 }
 
