@@ -154,8 +154,8 @@ async fn window_select_confirm_execute_removes_exactly_the_selected_files() {
         .await
         .unwrap();
     assert_eq!(estimated, expect);
-    // "Freed" is measured (free space before and after), so other writers on this file system
-    // move it: the window shows what the run measured, as recorded in the core journal.
+    // "Freed" is measured (the bytes of what each action removed): the window shows what the
+    // run measured, as recorded in the core journal.
     let runs = s.runs();
     let last = runs.last().unwrap();
     assert_eq!(
@@ -1091,13 +1091,16 @@ async fn the_first_automatic_run_is_previewed_and_confirmed_once_in_the_window()
     wait_for(20, "the previewed disk to be gone", || {
         (!old.path.exists()).then_some(())
     });
+    // The disk goes before the run's record is finished (what it freed is measured first).
+    wait_for(20, "the automatic run in the journal", || {
+        s.runs()
+            .iter()
+            .any(|r| r.origin.as_ref().is_some_and(|o| o.surface == "auto") && r.done == 1)
+            .then_some(())
+    });
     let saved: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
     assert_eq!(saved["auto_confirmed"], true);
-    let runs = s.runs();
-    assert!(runs
-        .iter()
-        .any(|r| r.origin.as_ref().is_some_and(|o| o.surface == "auto") && r.done == 1));
     for f in &s.report.findings {
         if f.id != old.id {
             assert!(f.path.exists(), "{} must stay", f.path.display());
