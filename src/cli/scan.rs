@@ -83,7 +83,8 @@ pub fn run(args: ScanArgs) -> i32 {
         ));
         return 0;
     }
-    args.filter.filter().apply(&mut report, opts.now);
+    // Everything shown is narrowed: findings (totals recounted), machines and VM processes.
+    let _hidden = args.filter.filter().narrow(&mut report, opts.now);
     if args.format.as_deref() == Some("prometheus") {
         crate::cli::out::print(&crate::cli::prom::render(&report));
         return 0;

@@ -148,3 +148,43 @@ fn product_filter_hides_the_other_products_machines_and_processes() {
         );
     }
 }
+
+/// A filter narrows the JSON report and the Prometheus text as it narrows the screen: with
+/// `--product smolvm` no Celesto machine, process or finding is in them (the JSON listed every
+/// machine).
+#[test]
+fn product_filter_narrows_the_json_and_prometheus_reports_too() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let _cel = celesto_edge_cases(&home).unwrap();
+    let _smol = smolvm_edge_cases(&home).unwrap();
+    let all: serde_json::Value =
+        serde_json::from_slice(&run(&home, &["scan", "--json"]).stdout).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&run(&home, &["scan", "--json", "--product", "smolvm"]).stdout)
+            .unwrap();
+    let products = |key: &str, v: &serde_json::Value| -> Vec<String> {
+        v[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["product"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(products("machines", &all).contains(&"celesto".to_string()));
+    for key in ["machines", "findings", "processes"] {
+        assert!(
+            products(key, &v).iter().all(|p| p == "smolvm"),
+            "{key}: {:?}",
+            products(key, &v)
+        );
+    }
+    assert!(!products("machines", &v).is_empty());
+    let every = stdout(&run(&home, &["scan", "--format", "prometheus"]));
+    assert!(every.contains("product=\"celesto\",kind"), "{every}");
+    let prom = stdout(&run(
+        &home,
+        &["scan", "--format", "prometheus", "--product", "smolvm"],
+    ));
+    assert!(!prom.contains("product=\"celesto\",kind"), "{prom}");
+}
