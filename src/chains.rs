@@ -109,12 +109,13 @@ pub(crate) fn protect(report: &mut ScanReport) {
 }
 
 /// Why `f` cannot be deleted now because a disk still needs it: one of its `needed_by` disks
-/// still exists (it was not deleted first).
-pub(crate) fn still_needed(f: &Finding) -> Option<String> {
+/// still exists (it was not deleted first). `gone` names disks to count as deleted although
+/// they are there: those a dry run deleted earlier in the same plan.
+pub(crate) fn still_needed(f: &Finding, gone: &dyn Fn(&Path) -> bool) -> Option<String> {
     let disk = f
         .needed_by
         .iter()
-        .find(|d| crate::fsread::lstat(d).is_some())?;
+        .find(|d| crate::fsread::lstat(d).is_some() && !gone(d))?;
     Some(format!(
         "the disk {} still backs onto it; deleting it would break that disk, so it is not deleted",
         crate::pathser::shown(disk)

@@ -37,6 +37,12 @@ pub trait Judge {
     fn still_confirmed(&mut self, plan: &Plan, action: &Action) -> Result<(), String>;
     /// An action changed processes, machines or mounts: gather the facts anew before the next.
     fn changed(&mut self);
+    /// A dry run would have removed `path` (nothing was): judge the later actions of the same
+    /// dry run as if it were gone, as a real run would find it, so the preview says what the
+    /// run will do (a base disk is deleted after the overlay that needed it).
+    fn assume_removed(&mut self, _path: &Path) {}
+    /// Forget every [`assume_removed`](Judge::assume_removed): a run starts from the facts.
+    fn clear_assumed(&mut self) {}
 }
 
 /// The real judge: the scanner over the current environment.
@@ -47,6 +53,8 @@ pub struct Rejudge {
     list: fn() -> Vec<crate::procs::RawProcess>,
     /// The uninstall's removal roots in this environment (derived from it alone).
     removal_roots: Option<Vec<PathBuf>>,
+    /// Paths a dry run removed earlier in the same plan ([`Judge::assume_removed`]).
+    dry_removed: Vec<PathBuf>,
 }
 
 struct Facts {
@@ -86,6 +94,7 @@ impl Rejudge {
             procs: None,
             list: crate::procs::list,
             removal_roots: None,
+            dry_removed: Vec::new(),
         }
     }
 
@@ -179,7 +188,10 @@ impl Judge for Rejudge {
             Action::DeletePath {
                 path, root, kind, ..
             } => {
-                judge_path(self.facts(), &home, path, root, kind)?;
+                let gone = std::mem::take(&mut self.dry_removed);
+                let judged = judge_path(self.facts(), &home, path, (root, kind), &gone);
+                self.dry_removed = gone;
+                judged?;
                 self.not_in_use(path)
             }
             Action::SignalProcess {
@@ -267,6 +279,14 @@ impl Judge for Rejudge {
         }
     }
 
+    fn assume_removed(&mut self, path: &Path) {
+        self.dry_removed.push(path.to_path_buf());
+    }
+
+    fn clear_assumed(&mut self) {
+        self.dry_removed.clear();
+    }
+
     fn changed(&mut self) {
         self.facts = None;
         self.procs = None;
@@ -279,8 +299,8 @@ fn judge_path(
     facts: &Facts,
     home: &Path,
     path: &Path,
-    root: &Path,
-    kind: &crate::kind::FindingKind,
+    (root, kind): (&Path, &crate::kind::FindingKind),
+    dry_removed: &[PathBuf],
 ) -> Result<(), String> {
     if path == home || home.starts_with(path) || root == Path::new("/") {
         return Err("HOME, a directory holding it, or / is never deleted".into());
@@ -314,10 +334,13 @@ fn judge_path(
             kind.label(),
             f.reason
         )),
-        Verdict::Reclaimable | Verdict::OptIn => match crate::chains::still_needed(f) {
-            Some(why) => Err(why),
-            None => Ok(()),
-        },
+        Verdict::Reclaimable | Verdict::OptIn => {
+            match crate::chains::still_needed(f, &|d| dry_removed.iter().any(|g| d.starts_with(g)))
+            {
+                Some(why) => Err(why),
+                None => Ok(()),
+            }
+        }
     }
 }
 

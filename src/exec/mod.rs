@@ -259,9 +259,12 @@ pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecErro
         }
     }
     let mut records = Vec::with_capacity(plan.actions.len());
+    // What a dry run assumes removed holds within that dry run only; a real run judges facts.
+    run.judge.clear_assumed();
     for (index, pa) in plan.actions.iter().enumerate() {
         records.push(run.step(index, pa));
     }
+    run.judge.clear_assumed();
     Ok(run.finish(before, records))
 }
 
@@ -331,7 +334,15 @@ impl Run<'_, '_> {
             return (Outcome::skipped(why), 0);
         }
         match &self.mode {
-            RunMode::DryRun => (dry_outcome(self.plan, action), 0),
+            RunMode::DryRun => {
+                let o = dry_outcome(self.plan, action);
+                if let (Outcome::WouldDo { .. }, Action::DeletePath { path, .. })
+                | (Outcome::WouldDo { .. }, Action::RemoveTree { path, .. }) = (&o, action)
+                {
+                    self.judge.assume_removed(path);
+                }
+                (o, 0)
+            }
             RunMode::Execute(token) => {
                 let before = freed::before(self.plan, action);
                 let o = run_action(

@@ -468,3 +468,48 @@ fn journal_on_a_full_file_system_stops_the_run() {
         .count();
     assert!(not_attempted >= disks.len() - 1, "{r:#?}");
 }
+
+/// A dry run counts what it would delete earlier in the same plan as gone, so it previews the
+/// base of an overlay it deletes as deleted too, as the real run does (it said "still backs onto
+/// it; … not deleted"). That holds within that dry run only: a real run with the same judge
+/// afterwards still refuses a base whose overlay stays.
+#[test]
+fn a_dry_run_previews_a_base_deleted_after_its_overlay_and_does_not_weaken_the_next_run() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let _cases = smolsweep_fixtures::celesto_edge_cases(&home).unwrap();
+    let r = scan_home(&home);
+    let plan = Plan::from_scan(&r, &Selection::reclaimable());
+    let is_base = |p: &Path| {
+        p.to_string_lossy()
+            .ends_with("disks/orph2.qcow2.backing-3f2a.qcow2")
+    };
+    let base_action = |a: &Action| matches!(a, Action::DeletePath { path, .. } if is_base(path));
+    assert!(plan.actions.iter().any(|a| base_action(&a.action)));
+    let mut judge = Rejudge::new(opts(&home));
+    let runner = exec::UnwiredRunner;
+    let dry = exec::execute(&plan, ExecContext::dry_run(&runner, &mut judge)).unwrap();
+    let rec = dry.records.iter().find(|r| base_action(&r.action)).unwrap();
+    assert!(
+        matches!(rec.outcome, Outcome::WouldDo { .. }),
+        "{:?}",
+        rec.outcome
+    );
+    // The same judge, then a real run of the base alone (its overlay stays): refused.
+    let alone = edited(&plan, |p| p.actions.retain(|a| base_action(&a.action)));
+    assert_eq!(alone.actions.len(), 1);
+    let real = exec::execute(
+        &alone,
+        ExecContext::confirmed(Confirmed::of(&alone, How::YesFlag), &runner, &mut judge),
+    )
+    .unwrap();
+    assert!(
+        matches!(&real.records[0].outcome, Outcome::Skipped { why, .. } if why.contains("backs onto it")),
+        "{:?}",
+        real.records[0].outcome
+    );
+    let Action::DeletePath { path, .. } = &alone.actions[0].action else {
+        unreachable!()
+    };
+    assert!(path.exists(), "the base stays while its overlay does");
+}
