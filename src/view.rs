@@ -702,14 +702,15 @@ pub fn confirmation(plan: &Plan) -> Confirmation {
     });
     let est = estimate_bytes(plan);
     let mut parts = Vec::new();
-    if deletes > 0 {
-        parts.push(format!("delete {}", plural(deletes, "item", "items")));
-    }
-    if machines > 0 {
-        parts.push(format!(
-            "delete {}",
-            plural(machines, "machine", "machines")
-        ));
+    match (deletes, machines) {
+        (0, 0) => {}
+        (d, 0) => parts.push(format!("delete {}", plural(d, "item", "items"))),
+        (0, m) => parts.push(format!("delete {}", plural(m, "machine", "machines"))),
+        (d, m) => parts.push(format!(
+            "delete {} and {}",
+            plural(d, "item", "items"),
+            plural(m, "machine", "machines")
+        )),
     }
     if stops > 0 {
         parts.push(format!("stop {}", plural(stops, "machine", "machines")));
