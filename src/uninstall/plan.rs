@@ -1075,7 +1075,7 @@ fn refuse_foreign_dir(
 }
 
 /// A state directory holding entries its product does not write: its own entries are removed
-/// one by one, each foreign one is listed unticked ("not <product>'s, kept"), and the directory
+/// one by one, each foreign one is listed unticked ("not <product>'s, left in place"), and the directory
 /// goes only if it is empty by then.
 fn entry_by_entry(
     pre: &Preflight,
@@ -1113,7 +1113,7 @@ fn entry_by_entry(
         steps.push(entry(
             p,
             false,
-            format!("Not {product}'s, kept: {}", p.display()),
+            format!("Not {product}'s, left in place: {}", p.display()),
             &format!(
                 "Smolsweep does not know this as something {product} writes, so it is kept; remove it yourself if it is yours to remove."
             ),
@@ -1205,7 +1205,7 @@ pub fn render_leftovers(plan: &UninstallPlan) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     if !plan.kept.is_empty() {
-        let _ = writeln!(s, "Kept:");
+        let _ = writeln!(s, "Left in place:");
         for k in &plan.kept {
             let _ = writeln!(
                 s,

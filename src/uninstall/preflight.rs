@@ -815,7 +815,7 @@ pub fn render(p: &Preflight) -> String {
     }
     let _ = writeln!(s, "VM processes of this HOME: {}", p.processes.len());
     for v in &p.processes {
-        let _ = writeln!(s, "  pid {} {} ({})", v.pid, v.shape, v.reason);
+        let _ = writeln!(s, "  pid {} {}: {}", v.pid, v.shape.label(), v.reason);
     }
     if !p.mounts_checked {
         let _ = writeln!(s, "Mounts: the mount table could not be read");
