@@ -111,7 +111,7 @@ kinds! {
     CelestoUnrecognisedLog => "celesto.unrecognised_log", Celesto, "Unrecognised logs", "Named like logs, but not for a sandbox id Celesto would use; left alone.", Unverified, Never;
     SmolvmDanglingDir => "smolvm.dangling_dir", Smolvm, "Machine directories with no record", "Machine directories no machine record and no process claims (an interrupted run leaves them).", Leftover, Delete;
     SmolvmEmptyDir => "smolvm.empty_dir", Smolvm, "Empty machine directories", "Empty machine directories with no record.", Leftover, Delete;
-    SmolvmNameOnlyDir => "smolvm.name_only_dir", Smolvm, "Machine directories with only a name", "Machine directories holding only their name file, with no record.", Leftover, Delete;
+    SmolvmNameOnlyDir => "smolvm.name_only_dir", Smolvm, "Machine directories with only a name", "Machine directories holding only their name, with no record.", Leftover, Delete;
     SmolvmDeadEphemeralDir => "smolvm.dead_ephemeral_dir", Smolvm, "Ended one-off machines", "Ephemeral machines whose VM process is gone; deleted through `smolvm machine delete`.", Leftover, ProductCli;
     SmolvmHelperMachineDir => "smolvm.helper_machine_dir", Smolvm, "Helper machines of interrupted builds", "Helper machines left by an interrupted image build or init bake; deleted through `smolvm machine delete`.", Leftover, ProductCli;
     SmolvmMachineDir => "smolvm.machine_dir", Smolvm, "Machine directories", "Directories of machines that exist; delete the machine to reclaim them.", Live, Never;

@@ -451,7 +451,7 @@ impl Builder<'_> {
                     held_bytes: v.held_deleted_bytes,
                 },
                 format!("End VM process {} ({})", v.pid, v.shape.label()),
-                "A VM process still running after its machine was deleted keeps its disks' space \
+                "A VM process still running after its machine was deleted holds on to its disks' space \
                  and files in use; it is ended only while its pid and start time still match.",
             );
         }
@@ -735,10 +735,10 @@ impl Builder<'_> {
             self.removed_roots.push(dot.path.clone());
         } else {
             self.notes.push(format!(
-                "{} keeps {} entr{} that do not belong to the product(s) being uninstalled.",
+                "{} holds {} {} not belong to the product(s) being uninstalled; they are left in place.",
                 dot.path.display(),
                 remaining,
-                if remaining == 1 { "y" } else { "ies" }
+                if remaining == 1 { "entry that does" } else { "entries that do" }
             ));
         }
     }
@@ -1133,7 +1133,7 @@ fn entry_by_entry(
     });
     if !foreign.is_empty() {
         notes.push(format!(
-            "{} also holds {} entr{} that {product} does not write; they are kept (remove them yourself if they are yours to remove).",
+            "{} also holds {} entr{} that {product} does not write; they are left in place (remove them yourself if they are yours to remove).",
             d.path.display(),
             foreign.len(),
             if foreign.len() == 1 { "y" } else { "ies" }

@@ -841,7 +841,12 @@ pub fn render(p: &Preflight) -> String {
         );
     }
     for c in &p.credentials {
-        let _ = writeln!(s, "Kept unless asked: {} — {}", c.path.display(), c.what);
+        let _ = writeln!(
+            s,
+            "Left in place unless asked: {} — {}",
+            c.path.display(),
+            c.what
+        );
     }
     if !p.system.is_empty() {
         let _ = writeln!(
