@@ -72,12 +72,12 @@ macro_rules! kinds {
 
 kinds! {
     CelestoOrphanDisk => "celesto.orphan_disk", Celesto, "Orphaned disks", "Disks of sandboxes that no longer exist, used by no process.", Leftover, Delete;
-    CelestoDiskCompanion => "celesto.disk_companion", Celesto, "Files kept with orphaned disks", "Snapshot, backup and resize files of orphaned disks; removed with their disk.", Leftover, Delete;
+    CelestoDiskCompanion => "celesto.disk_companion", Celesto, "Files of orphaned disks", "Snapshot, backup and resize files of orphaned disks; removed with their disk.", Leftover, Delete;
     CelestoOrphanCompanion => "celesto.orphan_companion", Celesto, "Files of disks already gone", "Companion files whose disk was already deleted; Celesto's own prune never finds them.", Leftover, Delete;
     CelestoDiskSymlink => "celesto.disk_symlink", Celesto, "Links named like disks", "Links named like the disk of a sandbox that no longer exists; only the link is removed.", Leftover, Unlink;
     CelestoOrphanLog => "celesto.orphan_log", Celesto, "Logs of deleted sandboxes", "Console logs of sandboxes that no longer exist.", Leftover, Delete;
-    CelestoSavedDisk => "celesto.saved_disk", Celesto, "Saved disks", "Disks Celesto kept when their sandbox was deleted (a .retained marker); removed only when you include saved disks.", UserData, Delete;
-    CelestoSavedCompanion => "celesto.saved_companion", Celesto, "Files kept with saved disks", "Companion files of saved disks; they go with the disk.", UserData, Delete;
+    CelestoSavedDisk => "celesto.saved_disk", Celesto, "Saved disks", "Disks Celesto saved when their sandbox was deleted (a .retained marker); removed only when you include saved disks.", UserData, Delete;
+    CelestoSavedCompanion => "celesto.saved_companion", Celesto, "Files of saved disks", "Companion files of saved disks; they go with the disk.", UserData, Delete;
     CelestoSavedLog => "celesto.saved_log", Celesto, "Logs of saved disks", "Console logs of deleted sandboxes whose disk is saved.", UserData, Delete;
     CelestoSandboxDisk => "celesto.sandbox_disk", Celesto, "Sandbox disks", "Disks of sandboxes that exist.", Live, Never;
     CelestoSandboxDiskCompanion => "celesto.sandbox_disk_companion", Celesto, "Files of sandbox disks", "Companion files of the disks of sandboxes that exist.", Live, Never;
@@ -85,7 +85,7 @@ kinds! {
     CelestoYoungDisk => "celesto.young_disk", Celesto, "Disks being created", "Disks written moments ago, before their sandbox's inventory row: a create may be under way.", Live, Never;
     CelestoYoungCompanion => "celesto.young_companion", Celesto, "Files of disks being created", "Companion files of disks that may be being created.", Live, Never;
     CelestoYoungLog => "celesto.young_log", Celesto, "Logs of sandboxes being created", "Console logs of sandboxes that may be being created.", Live, Never;
-    CelestoInUseDisk => "celesto.in_use_disk", Celesto, "Disks in use", "Disks with no inventory row that a running process is using.", Live, Never;
+    CelestoInUseDisk => "celesto.in_use_disk", Celesto, "Disks in use", "Disks of no sandbox Celesto lists that a running process is using.", Live, Never;
     CelestoInUseCompanion => "celesto.in_use_companion", Celesto, "Files of disks in use", "Companion files of disks a running process is using.", Live, Never;
     CelestoInUseLog => "celesto.in_use_log", Celesto, "Logs of disks in use", "Console logs of sandboxes whose disk a running process is using.", Live, Never;
     CelestoImageCache => "celesto.image_cache", Celesto, "Image caches", "Downloaded or built guest images; fetched or built again when needed.", Rebuild, Delete;
@@ -106,12 +106,12 @@ kinds! {
     CelestoSocketResidue => "celesto.socket_residue", Celesto, "Sockets", "Sockets of sandboxes that no longer run.", Leftover, Delete;
     CelestoLibkrunConfig => "celesto.libkrun_config", Celesto, "Launcher configs", "libkrun launcher configs of sandboxes that no longer run.", Leftover, Delete;
     CelestoMountPoint => "celesto.mount_point", Celesto, "Mount points", "A file system is mounted here; never walked into or deleted through.", Live, Never;
-    CelestoOddFile => "celesto.odd_file", Celesto, "Not regular files", "A named pipe, socket or device where Celesto keeps a file; never read or deleted.", Unverified, Never;
+    CelestoOddFile => "celesto.odd_file", Celesto, "Not regular files", "A named pipe, socket or device where Celesto stores a file; never read or deleted.", Unverified, Never;
     CelestoUnrecognised => "celesto.unrecognised", Celesto, "Unrecognised files", "Names Celesto does not write; left alone.", Unverified, Never;
     CelestoUnrecognisedLog => "celesto.unrecognised_log", Celesto, "Unrecognised logs", "Named like logs, but not for a sandbox id Celesto would use; left alone.", Unverified, Never;
     SmolvmDanglingDir => "smolvm.dangling_dir", Smolvm, "Machine directories with no record", "Machine directories no machine record and no process claims (an interrupted run leaves them).", Leftover, Delete;
     SmolvmEmptyDir => "smolvm.empty_dir", Smolvm, "Empty machine directories", "Empty machine directories with no record.", Leftover, Delete;
-    SmolvmNameOnlyDir => "smolvm.name_only_dir", Smolvm, "Machine directories with only a name", "Machine directories holding only their name file, with no record.", Leftover, Delete;
+    SmolvmNameOnlyDir => "smolvm.name_only_dir", Smolvm, "Machine directories with only a name", "Machine directories holding only their name, with no record.", Leftover, Delete;
     SmolvmDeadEphemeralDir => "smolvm.dead_ephemeral_dir", Smolvm, "Ended one-off machines", "Ephemeral machines whose VM process is gone; deleted through `smolvm machine delete`.", Leftover, ProductCli;
     SmolvmHelperMachineDir => "smolvm.helper_machine_dir", Smolvm, "Helper machines of interrupted builds", "Helper machines left by an interrupted image build or init bake; deleted through `smolvm machine delete`.", Leftover, ProductCli;
     SmolvmMachineDir => "smolvm.machine_dir", Smolvm, "Machine directories", "Directories of machines that exist; delete the machine to reclaim them.", Live, Never;
@@ -132,9 +132,9 @@ kinds! {
     SmolvmAgentRootfsTars => "smolvm.agent_rootfs_tars", Smolvm, "Agent root file systems", "Unpacked agent root file system archives; rebuilt when needed.", Rebuild, Delete;
     SmolvmRootfsCache => "smolvm.rootfs_cache", Smolvm, "Root file system cache", "Root file systems extracted for SDK runs; rebuilt when needed.", Rebuild, Delete;
     SmolvmTmpBuildTree => "smolvm.tmp_build_tree", Smolvm, "Temporary build trees", "Temporary trees of image builds no smolvm process uses.", Leftover, Delete;
-    SmolvmRegistryTokens => "smolvm.registry_tokens", Smolvm, "Registry credentials", "Saved registry logins: kept unless you remove credentials when uninstalling.", Credential, Never;
+    SmolvmRegistryTokens => "smolvm.registry_tokens", Smolvm, "Registry credentials", "Saved registry logins: never removed, except by an uninstall that removes credentials.", Credential, Never;
     SmolvmMountPoint => "smolvm.mount_point", Smolvm, "Mount points", "A file system is mounted here; never walked into or deleted through.", Live, Never;
-    SmolvmOddFile => "smolvm.odd_file", Smolvm, "Not regular files", "A named pipe, socket or device where smolvm keeps a file; never read or deleted.", Unverified, Never;
+    SmolvmOddFile => "smolvm.odd_file", Smolvm, "Not regular files", "A named pipe, socket or device where smolvm stores a file; never read or deleted.", Unverified, Never;
     SmolvmUnrecognised => "smolvm.unrecognised", Smolvm, "Unrecognised entries", "Names smolvm does not write; left alone.", Unverified, Never;
 }
 

@@ -21,7 +21,8 @@ pub fn bytes(n: u64) -> String {
     human_bytes(n)
 }
 
-/// How a verdict is called on every surface.
+/// How a verdict is called on every surface: its [`verdict_word`], capitalised, with the opt-in
+/// class and what includes it.
 pub(crate) fn verdict_label(v: Verdict, class: Option<OptInClass>) -> &'static str {
     match (v, class) {
         (Verdict::Reclaimable, _) => "Reclaimable",
@@ -31,18 +32,20 @@ pub(crate) fn verdict_label(v: Verdict, class: Option<OptInClass>) -> &'static s
         (Verdict::OptIn, Some(OptInClass::Caches)) => "Cache: only if you include caches",
         (Verdict::OptIn, Some(OptInClass::Residue)) => "Residue: only if you include residue",
         (Verdict::OptIn, None) => "Only if you include it",
-        (Verdict::Protected, _) => "Kept",
-        (Verdict::Unknown, _) => "Can't verify",
+        (Verdict::Protected, _) => "Protected",
+        (Verdict::Unknown, _) => "Unverifiable",
     }
 }
 
-/// A short verdict word for tables.
+/// The one word for a verdict wherever human text names one (the CLI, the window, the README):
+/// reclaimable, opt-in, protected, unverifiable. "Kept" is said only of keep rules ("kept by
+/// you"). The JSON strings stay `reclaimable`, `opt_in`, `protected`, `unknown`.
 pub fn verdict_word(v: Verdict) -> &'static str {
     match v {
         Verdict::Reclaimable => "reclaimable",
         Verdict::OptIn => "opt-in",
-        Verdict::Protected => "kept",
-        Verdict::Unknown => "can't verify",
+        Verdict::Protected => "protected",
+        Verdict::Unknown => "unverifiable",
     }
 }
 
@@ -116,7 +119,7 @@ pub struct Row {
     /// What Smolsweep may do with it.
     pub verdict: Verdict,
     /// The verdict as every surface words it ("Reclaimable", "Cache: only if you include caches",
-    /// "Kept", "Can't verify").
+    /// "Protected", "Unverifiable").
     pub verdict_label: &'static str,
     /// Whether a person may select it for deletion (reclaimable or opt-in).
     pub selectable: bool,

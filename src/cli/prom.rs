@@ -58,7 +58,7 @@ pub fn render(r: &ScanReport) -> String {
         ),
         (
             "smolsweep_protected_bytes",
-            "Allocated bytes that are alive, in use or kept.",
+            "Allocated bytes that are protected: alive, in use or kept by a keep rule.",
             t.protected_allocated_bytes,
         ),
         (

@@ -391,7 +391,11 @@ fn items(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
             s,
             "\n{} {} {}",
             paint.bold(g.label),
-            paint.dim(&format!("({}, {})", g.product.display_name(), g.kind)),
+            paint.dim(&format!(
+                "({}, --kind {})",
+                g.product.display_name(),
+                g.kind
+            )),
             paint.dim(&format!("- {}", g.meaning))
         );
         let path_w = o.width.saturating_sub(2 + 14 + 2 + 12).max(20);

@@ -227,7 +227,7 @@ fn knowledge_of(dirs: &[InvDir]) -> CelestoKnowledge {
     know
 }
 
-/// Paths sandboxes depend on inside image caches (upstream B1), with the sandbox id: the
+/// Paths sandboxes depend on inside image caches (Celesto B1), with the sandbox id: the
 /// kernel, initrd and rootfs an inventory row names, and the backing chain of every disk.
 fn image_dependencies(dirs: &[InvDir]) -> Vec<(PathBuf, String)> {
     let mut depends: Vec<(PathBuf, String)> = Vec::new();
@@ -601,21 +601,21 @@ fn group_judgement(g: &DiskGroup<'_>) -> GroupJudgement {
         Hold::Creating(why) => protected(
             FindingKind::CelestoYoungDisk,
             FindingKind::CelestoYoungCompanion,
-            format!("Disk of '{id}' with no inventory row yet, but a sandbox may be being created: {why}."),
+            format!("Disk of '{id}', which Celesto does not list yet, but a sandbox may be being created: {why}."),
             format!("Companion of disk '{disk_name}', which may be being created: {why}."),
         ),
         Hold::InUse(pids) => protected(
             FindingKind::CelestoInUseDisk,
             FindingKind::CelestoInUseCompanion,
-            format!("No inventory row, but process {} is using this disk (a running SDK sandbox or a survivor).", pid_list(pids)),
+            format!("Celesto does not list this disk's sandbox, but process {} is using it: a sandbox the Celesto SDK started without a record, or one still running after it was deleted.", pid_list(pids)),
             format!("Companion of disk '{disk_name}', which process {} is using.", pid_list(pids)),
         ),
         Hold::Saved => GroupJudgement {
             kind: FindingKind::CelestoSavedDisk,
             comp_kind: FindingKind::CelestoSavedCompanion,
             verdict: Verdict::OptIn,
-            reason: format!("Saved disk of deleted sandbox '{id}' (it has a .retained marker); kept unless you include saved disks."),
-            comp_reason: format!("Companion of the saved disk '{disk_name}'; kept with it unless you include saved disks."),
+            reason: format!("Saved disk of deleted sandbox '{id}' (it has a .retained marker); removed only if you include saved disks."),
+            comp_reason: format!("Snapshot, backup or resize file of the saved disk '{disk_name}'; it goes with the disk, only if you include saved disks."),
             class: Some(OptInClass::SavedDisks),
         },
         Hold::Orphan => orphan_judgement(id, &disk_name, g.disk.is_symlink()),
@@ -635,9 +635,9 @@ fn orphan_judgement(id: &str, disk_name: &str, symlink: bool) -> GroupJudgement 
         reason: if symlink {
             format!("Symbolic link named like the disk of sandbox '{id}', which no longer exists; removing the link frees no space and never touches its target.")
         } else {
-            format!("Disk of sandbox '{id}', which no longer exists in any inventory, and no process is using it.")
+            format!("Disk of sandbox '{id}', which Celesto no longer lists, and no process is using it.")
         },
-        comp_reason: format!("Snapshot or resize companion of the orphaned disk '{disk_name}'."),
+        comp_reason: format!("Snapshot, backup or resize file of the orphaned disk '{disk_name}'; it goes with the disk."),
         class: None,
     }
 }
@@ -716,7 +716,7 @@ impl DataDir<'_> {
         }
         if age < ctx.opts.age_guard.as_nanos() as i128 {
             return Hold::Creating(format!(
-                "it changed {} s ago, and Celesto writes a disk before its inventory row",
+                "it changed {} s ago, and Celesto writes a disk before it lists the sandbox",
                 (age.max(0) / 1_000_000_000)
             ));
         }
@@ -767,11 +767,11 @@ impl DataDir<'_> {
             ),
             Hold::InUse(pids) => Draft { kind: FindingKind::CelestoInUseLog, ..d }.verdict(
                 Verdict::Protected,
-                format!("Console log of sandbox '{id}', whose disk process {} is using (upstream would delete it: B3).", pid_list(pids)),
+                format!("Console log of sandbox '{id}', whose disk process {} is using (Celesto's own clean-up would delete it: B3).", pid_list(pids)),
             ),
             Hold::Saved => Draft { kind: FindingKind::CelestoSavedLog, ..d }.opt_in(
                 OptInClass::SavedDisks,
-                format!("Console log of deleted sandbox '{id}', whose disk is saved; kept with it unless you include saved disks."),
+                format!("Console log of deleted sandbox '{id}', whose disk is saved; it goes with the disk, only if you include saved disks."),
             ),
             Hold::Orphan => d.verdict(
                 Verdict::Reclaimable,
@@ -860,9 +860,9 @@ impl DataDir<'_> {
                 ),
             )
         } else if tail == "retained" {
-            d.verdict(Verdict::Reclaimable, format!("A .retained marker whose disk '{disk}' is gone; upstream never finds it (B10)."))
+            d.verdict(Verdict::Reclaimable, format!("A .retained marker whose disk '{disk}' is gone; Celesto's own clean-up never finds it (B10)."))
         } else {
-            d.verdict(Verdict::Reclaimable, format!("Companion file of disk '{disk}', which is gone; upstream never finds these (B10)."))
+            d.verdict(Verdict::Reclaimable, format!("Companion file of disk '{disk}', which is gone; Celesto's own clean-up never finds these (B10)."))
         }
     }
 
@@ -881,7 +881,7 @@ impl DataDir<'_> {
         Some(if !e.is_file() || !valid_sandbox_id(stem) {
             Draft::new(P, FindingKind::CelestoUnrecognisedLog, &e.path).verdict(
                 Verdict::Unknown,
-                "Named like a log, but not a sandbox id Celesto would use (upstream deletes these: B18); left alone.",
+                "Named like a log, but not a sandbox id Celesto would use (Celesto's own clean-up deletes these: B18); left alone.",
             )
         } else if let Some(db) = self.db_of(stem) {
             Draft::new(P, FindingKind::CelestoSandboxLog, &e.path)
@@ -986,15 +986,15 @@ impl Residue<'_> {
             {
                 d.verdict(
                     Verdict::Protected,
-                    format!("Firmware state of sandbox '{id}', which exists or runs."),
+                    format!("Firmware state of sandbox '{id}', which exists or is running."),
                 )
             } else if self.saved(&id) {
                 d.verdict(
                     Verdict::Protected,
-                    format!("Firmware state kept with the saved disk of '{id}'."),
+                    format!("Firmware state of deleted sandbox '{id}', whose disk is saved; it stays while the disk does."),
                 )
             } else {
-                d.opt_in(OptInClass::Residue, format!("Firmware state (UEFI variables, TPM) of deleted sandbox '{id}'; upstream never removes it."))
+                d.opt_in(OptInClass::Residue, format!("Firmware state (UEFI variables, TPM) of deleted sandbox '{id}'; Celesto never removes it."))
             };
             self.add(ctx, d);
         }
@@ -1045,7 +1045,7 @@ impl Residue<'_> {
         } else if in_resources {
             d.verdict(
                 Verdict::Reclaimable,
-                "Resource-claim lock left by an SDK process that has exited; nothing holds it.",
+                "Lock claiming an address or port for a sandbox, left by a Celesto process that has exited; nothing holds it.",
             )
         } else if let Some(sid) = name
             .strip_prefix("snapshot-")
@@ -1057,7 +1057,7 @@ impl Residue<'_> {
                     format!("Lock of snapshot '{sid}', which exists."),
                 )
             } else {
-                d.verdict(Verdict::Reclaimable, format!("Lock of snapshot '{sid}', which no longer exists; upstream never removes lock files."))
+                d.verdict(Verdict::Reclaimable, format!("Lock of snapshot '{sid}', which no longer exists; Celesto never removes lock files."))
             }
         } else if let Some(id) = id.filter(|i| valid_sandbox_id(i)) {
             let d = d.owner(id);
@@ -1067,7 +1067,7 @@ impl Residue<'_> {
                     format!("Lock file of sandbox '{id}', which exists."),
                 )
             } else {
-                d.verdict(Verdict::Reclaimable, format!("Lock file of sandbox '{id}', which no longer exists; upstream never removes lock files (B21)."))
+                d.verdict(Verdict::Reclaimable, format!("Lock file of sandbox '{id}', which no longer exists; Celesto never removes lock files (B21)."))
             }
         } else {
             d.verdict(
@@ -1086,8 +1086,8 @@ impl Residue<'_> {
             let d = Draft::new(P, FindingKind::CelestoKnownHostsResidue, &e.path).root(&kh);
             let d = match name.strip_suffix(".known_hosts").filter(|i| valid_sandbox_id(i) && e.is_file()) {
                 Some(id) if self.live.contains(id) || self.running(id) => d.owner(id).verdict(Verdict::Protected, format!("Pinned SSH host key of sandbox '{id}', which exists.")),
-                Some(id) if self.saved(id) => d.owner(id).verdict(Verdict::Protected, format!("Pinned SSH host key kept with the saved disk of '{id}'.")),
-                Some(id) => d.owner(id).verdict(Verdict::Reclaimable, format!("Pinned SSH host key of sandbox '{id}', which no longer exists; upstream never removes it.")),
+                Some(id) if self.saved(id) => d.owner(id).verdict(Verdict::Protected, format!("Pinned SSH host key of deleted sandbox '{id}', whose disk is saved; it stays while the disk does.")),
+                Some(id) => d.owner(id).verdict(Verdict::Reclaimable, format!("Pinned SSH host key of sandbox '{id}', which no longer exists; Celesto never removes it.")),
                 None => d.verdict(Verdict::Unknown, "Not a known-hosts file Celesto writes; left alone."),
             };
             self.add(ctx, d);
@@ -1110,8 +1110,8 @@ impl Residue<'_> {
                 .root(&sd);
             let d = match vm {
                 Some(vm) if self.live.contains(&vm) => d.verdict(Verdict::Protected, format!("Snapshot '{sid}' of sandbox '{vm}', which exists.")),
-                Some(vm) => d.opt_in(OptInClass::Residue, format!("Snapshot '{sid}' of deleted sandbox '{vm}'; it can still be restored, so it is kept unless you include residue.")),
-                None => d.opt_in(OptInClass::Residue, format!("Snapshot directory '{sid}' with no inventory row; kept unless you include residue.")),
+                Some(vm) => d.opt_in(OptInClass::Residue, format!("Snapshot '{sid}' of deleted sandbox '{vm}'; it can still be restored, so it is removed only if you include residue.")),
+                None => d.opt_in(OptInClass::Residue, format!("Snapshot directory '{sid}' of no sandbox Celesto lists; removed only if you include residue.")),
             };
             self.add(ctx, d);
         }
@@ -1145,7 +1145,7 @@ impl Residue<'_> {
                         format!("{what} of '{id}', which exists."),
                     )
                 } else {
-                    d.opt_in(OptInClass::Residue, format!("{what} of '{id}', which no longer exists; kept unless you include residue."))
+                    d.opt_in(OptInClass::Residue, format!("{what} of '{id}', which no longer exists; removed only if you include residue."))
                 };
                 self.add(ctx, d);
             }
@@ -1170,7 +1170,7 @@ fn sandbox_residue(
     if in_use || live_all.contains(id) {
         return d.verdict(
             Verdict::Protected,
-            format!("{what} of sandbox '{id}', which exists or runs."),
+            format!("{what} of sandbox '{id}', which exists or is running."),
         );
     }
     if know.data_dirs.is_empty() {
@@ -1184,7 +1184,9 @@ fn sandbox_residue(
     gate(
         d.verdict(
             Verdict::Reclaimable,
-            format!("{what} of sandbox '{id}', which no longer exists; upstream never removes it (B21)."),
+            format!(
+                "{what} of sandbox '{id}', which no longer exists; Celesto never removes it (B21)."
+            ),
         )
         .recheck(&inventories, OwnerRecord::SandboxId(id.to_string())),
         all_ok,
@@ -1214,14 +1216,14 @@ fn scan_socket_dir(
                     (
                         id.to_string(),
                         FindingKind::CelestoLibkrunConfig,
-                        "libkrun launcher config",
+                        "Launcher config (libkrun)",
                     )
                 })
         } else {
             ["fc-", "qmp-", "vsock-"].iter().find_map(|pre| {
                 name.strip_prefix(pre)
                     .and_then(|r| r.strip_suffix(".sock"))
-                    .map(|id| (id.to_string(), FindingKind::CelestoSocketResidue, "socket"))
+                    .map(|id| (id.to_string(), FindingKind::CelestoSocketResidue, "Socket"))
             })
         };
         let Some((id, kind, what)) = parsed else {
@@ -1260,7 +1262,7 @@ fn odd_inventory_files(ctx: &mut Ctx<'_>, dir: &Path, dbs: &[PathBuf]) {
                     .verdict(
                         Verdict::Unknown,
                         format!(
-                            "{} where Celesto keeps its inventory; never read and never deleted.",
+                            "{} where Celesto stores its list of sandboxes; never read and never deleted.",
                             capitalized(fsread::type_name(ft))
                         ),
                     ),
@@ -1391,7 +1393,7 @@ fn scan_image_dir(
         let d = if !users.is_empty() {
             Draft { kind: FindingKind::CelestoImageCacheInUse, ..d }.verdict(
                 Verdict::Protected,
-                format!("Image cache v{ver} that sandbox {} backs onto or boots from; deleting it would break them (upstream B1).", users.iter().map(|u| format!("'{u}'")).collect::<Vec<_>>().join(", ")),
+                format!("Image cache v{ver} that sandbox {} backs onto or boots from; deleting it would break them (Celesto B1).", users.iter().map(|u| format!("'{u}'")).collect::<Vec<_>>().join(", ")),
             )
         } else if installed
             .iter()
@@ -1409,10 +1411,10 @@ fn scan_image_dir(
             if v > newest {
                 Draft { kind: FindingKind::CelestoImageCacheNewer, ..d }.verdict(
                     Verdict::Protected,
-                    format!("Image cache of v{ver}, newer than the installed version; upstream would delete it, Smolsweep keeps it."),
+                    format!("Image cache of v{ver}, newer than the installed version; Celesto's own clean-up would delete it, Smolsweep leaves it alone."),
                 )
             } else if link {
-                d.verdict(Verdict::Reclaimable, format!("Link to an image cache of old version {ver}; only the link is removed, its target stays (upstream counts the target's bytes: B12)."))
+                d.verdict(Verdict::Reclaimable, format!("Link to an image cache of old version {ver}; only the link is removed, its target stays (Celesto's own clean-up counts the target's bytes: B12)."))
             } else {
                 Draft {
                     kind: FindingKind::CelestoImageCacheStale,

@@ -245,7 +245,7 @@ fn claim_boot_vm(vm_dir: &Path, smol: &SmolvmKnowledge) -> Claim {
             orphan: false,
             this_home: false,
             reason: format!(
-                "boots from {}, outside this HOME's smolvm roots",
+                "It runs a machine from {}, which is outside this HOME's smolvm folders.",
                 vm_dir.display()
             ),
         };
@@ -253,20 +253,20 @@ fn claim_boot_vm(vm_dir: &Path, smol: &SmolvmKnowledge) -> Claim {
     let unclaimed = smol.unclaimed_vm_dirs.contains(vm_dir);
     let recorded = name.as_ref().is_some_and(|n| set.names.contains(n)) && !unclaimed;
     let reason = match (&name, recorded, set.ok) {
-        (_, _, false) => "machine database could not be read; ownership unverified".to_string(),
+        (_, _, false) => "smolvm's list of machines could not be read, so Smolsweep cannot tell which machine this VM belongs to.".to_string(),
         (Some(n), false, _) if unclaimed => format!(
-            "boots machine '{n}' from {}, but its record has no process and no smolvm command is starting it: the machine does not own this VM",
+            "A VM is running from the directory of machine '{n}' ({}), but the machine's record names no running VM and no smolvm command is starting it, so the machine does not own this VM.",
             vm_dir.display()
         ),
         (Some(n), true, _) => {
-            format!("boots machine '{n}' from {}", vm_dir.display())
+            format!("The VM of machine '{n}', running from {}.", vm_dir.display())
         }
         (Some(n), false, _) => format!(
-            "boots '{n}' from {}, but no machine record exists",
+            "A VM is running from the directory of '{n}' ({}), but no machine record owns it.",
             vm_dir.display()
         ),
         (None, _, _) => format!(
-            "boots from {}, which has no name file and no record",
+            "A VM is running from {}, a machine directory with no name and no record, so no machine owns it.",
             vm_dir.display()
         ),
     };
@@ -291,9 +291,9 @@ fn claim_forked(p: &RawProcess, home: &Path, smol: &SmolvmKnowledge) -> Claim {
             .any(|f| under_any(&f.path, &smol.all_roots));
     let recorded = smol.recorded_pids.contains(&p.pid);
     let reason = if recorded {
-        "forked pack-run VM with a machine record".to_string()
+        "A VM started by `smolvm machine run` or `pack run`; a machine record owns it.".to_string()
     } else {
-        "forked pack-run VM (recognised by its process name) with no machine record".to_string()
+        "A VM started by `smolvm machine run` or `pack run` (known by its process name); no machine record owns it.".to_string()
     };
     Claim {
         product: Product::Smolvm,
@@ -367,7 +367,10 @@ fn vm_process(p: &RawProcess, shape: &VmmShape, claim: Claim) -> VmProcess {
         reason: if this_home {
             claim.reason
         } else {
-            format!("{} (not this HOME's: never acted on)", claim.reason)
+            format!(
+                "{} It belongs to another HOME, so Smolsweep never acts on it.",
+                claim.reason
+            )
         },
         fds_readable: p.fds_readable,
         kept: None,
@@ -385,17 +388,20 @@ fn cel_attr(
             owner: sandbox_id.clone(),
             orphan: false,
             this_home: false,
-            reason: format!("{vmm} VM whose disk is not in this HOME's Celesto data directories"),
+            reason: format!("A {vmm} VM whose disk is not in this HOME's Celesto data folders."),
         };
     };
     let live = sandbox_id.as_ref().is_some_and(|id| dd.live.contains(id));
     let name = sandbox_id.clone().unwrap_or_else(|| "?".into());
     let reason = if !dd.ok {
-        format!("{vmm} VM '{name}'; its inventory could not be read, ownership unverified")
+        format!("The {vmm} VM of sandbox '{name}'; Celesto's list of sandboxes could not be read, so Smolsweep cannot tell whether the sandbox still exists.")
     } else if live {
-        format!("{vmm} VM of sandbox '{name}' in {}", dd.dir.display())
+        format!(
+            "The {vmm} VM of sandbox '{name}', which exists in {}.",
+            dd.dir.display()
+        )
     } else {
-        format!("{vmm} VM '{name}' with no inventory row (an SDK sandbox or a survivor)")
+        format!("The {vmm} VM of sandbox '{name}', which is in no list of sandboxes: it was started by the Celesto SDK without a record, or is still running after its sandbox was deleted.")
     };
     Claim {
         product: Product::Celesto,

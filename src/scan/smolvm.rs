@@ -367,7 +367,7 @@ fn effective_state(
         _ if booting && !alive && !dir.is_some_and(|d| vm_lock_held(ctx, d)) => {
             unclaimed.extend(dir.map(Path::to_path_buf));
             format!(
-                "{}; a VM process boots it that the record does not own",
+                "{}; a VM is running from its directory, but this machine's record does not own it",
                 r.state
             )
         }
@@ -541,10 +541,10 @@ impl<'s> SetScan<'s> {
         } else if self.out.names.contains(mname) {
             d.verdict(
                 Verdict::Protected,
-                format!("Fork/pause lock of machine '{mname}', which exists."),
+                format!("Lock of a fork or pause of machine '{mname}', which exists."),
             )
         } else {
-            d.verdict(Verdict::Reclaimable, format!("Free lock file of '{mname}', which has no machine; smolvm leaves these behind, even for names that never existed."))
+            d.verdict(Verdict::Reclaimable, format!("Lock file of '{mname}' that no process holds, and no machine has that name; smolvm leaves these behind, even for names that never existed."))
         };
         ctx.add(self.gate(d));
     }
@@ -665,23 +665,23 @@ impl<'s> SetScan<'s> {
         );
         let (kind, verdict, reason) = if !users.is_empty() {
             (FindingKind::SmolvmReferencedDir, Verdict::Protected,
-             format!("Machine directory of {label} with no record, but process {} still uses it; reap that VM first.", pid_list(&users)))
+             format!("Machine directory of {label} with no record, but process {} still uses it; end that VM first (`smolsweep reap`).", pid_list(&users)))
         } else if vm_lock_held(ctx, &e.path) {
             // Whoever holds it (a CLI, serve) may be another user's process, whose open files
             // this scan cannot see.
             (FindingKind::SmolvmReferencedDir, Verdict::Protected,
-             format!("Machine directory of {label} with no record, but its vm.lock is held right now (a smolvm command or serve is working on it)."))
+             format!("Machine directory of {label} with no record, but its lock file vm.lock is held right now: a smolvm command (or `smolvm serve`) is working on it."))
         } else if age < ctx.opts.age_guard {
             (FindingKind::SmolvmYoungDir, Verdict::Protected,
              format!("Machine directory of {label} with no record, changed {} s ago; a machine may be being created right now.", age.as_secs()))
         } else if entries.is_empty() {
             (FindingKind::SmolvmEmptyDir, Verdict::Reclaimable,
-             "Empty machine directory with no record (left by stop or status on a name that does not exist).".to_string())
+             "Empty machine directory with no record, so no machine uses it (smolvm leaves one when you stop or ask the status of a name that does not exist).".to_string())
         } else if only_name {
             (
                 FindingKind::SmolvmNameOnlyDir,
                 Verdict::Reclaimable,
-                format!("Machine directory of {label} holding only its name file, with no record."),
+                format!("This machine directory of {label} holds only its name and has no record, so no machine uses it."),
             )
         } else {
             (FindingKind::SmolvmDanglingDir, Verdict::Reclaimable,

@@ -451,7 +451,7 @@ impl Builder<'_> {
                     held_bytes: v.held_deleted_bytes,
                 },
                 format!("End VM process {} ({})", v.pid, v.shape.label()),
-                "A VM process still running after its machine was deleted keeps its disks' space \
+                "A VM process still running after its machine was deleted holds on to its disks' space \
                  and files in use; it is ended only while its pid and start time still match.",
             );
         }
@@ -735,10 +735,10 @@ impl Builder<'_> {
             self.removed_roots.push(dot.path.clone());
         } else {
             self.notes.push(format!(
-                "{} keeps {} entr{} that do not belong to the product(s) being uninstalled.",
+                "{} holds {} {} not belong to the product(s) being uninstalled; they are left in place.",
                 dot.path.display(),
                 remaining,
-                if remaining == 1 { "y" } else { "ies" }
+                if remaining == 1 { "entry that does" } else { "entries that do" }
             ));
         }
     }
@@ -1075,7 +1075,7 @@ fn refuse_foreign_dir(
 }
 
 /// A state directory holding entries its product does not write: its own entries are removed
-/// one by one, each foreign one is listed unticked ("not <product>'s, kept"), and the directory
+/// one by one, each foreign one is listed unticked ("not <product>'s, left in place"), and the directory
 /// goes only if it is empty by then.
 fn entry_by_entry(
     pre: &Preflight,
@@ -1113,7 +1113,7 @@ fn entry_by_entry(
         steps.push(entry(
             p,
             false,
-            format!("Not {product}'s, kept: {}", p.display()),
+            format!("Not {product}'s, left in place: {}", p.display()),
             &format!(
                 "Smolsweep does not know this as something {product} writes, so it is kept; remove it yourself if it is yours to remove."
             ),
@@ -1133,7 +1133,7 @@ fn entry_by_entry(
     });
     if !foreign.is_empty() {
         notes.push(format!(
-            "{} also holds {} entr{} that {product} does not write; they are kept (remove them yourself if they are yours to remove).",
+            "{} also holds {} entr{} that {product} does not write; they are left in place (remove them yourself if they are yours to remove).",
             d.path.display(),
             foreign.len(),
             if foreign.len() == 1 { "y" } else { "ies" }
@@ -1205,7 +1205,7 @@ pub fn render_leftovers(plan: &UninstallPlan) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     if !plan.kept.is_empty() {
-        let _ = writeln!(s, "Kept:");
+        let _ = writeln!(s, "Left in place:");
         for k in &plan.kept {
             let _ = writeln!(
                 s,

@@ -815,7 +815,7 @@ pub fn render(p: &Preflight) -> String {
     }
     let _ = writeln!(s, "VM processes of this HOME: {}", p.processes.len());
     for v in &p.processes {
-        let _ = writeln!(s, "  pid {} {} ({})", v.pid, v.shape, v.reason);
+        let _ = writeln!(s, "  pid {} {}: {}", v.pid, v.shape.label(), v.reason);
     }
     if !p.mounts_checked {
         let _ = writeln!(s, "Mounts: the mount table could not be read");
@@ -841,7 +841,12 @@ pub fn render(p: &Preflight) -> String {
         );
     }
     for c in &p.credentials {
-        let _ = writeln!(s, "Kept unless asked: {} — {}", c.path.display(), c.what);
+        let _ = writeln!(
+            s,
+            "Left in place unless asked: {} — {}",
+            c.path.display(),
+            c.what
+        );
     }
     if !p.system.is_empty() {
         let _ = writeln!(

@@ -28,7 +28,7 @@ pub struct FirstScreen<'v> {
     pub rows: Vec<&'v Group>,
     /// The groups that free something but did not fit (`kinds` 0: none).
     pub more: Fold,
-    /// The groups that free nothing: in use, kept, unverifiable, or empty (`kinds` 0: none).
+    /// The groups that free nothing: protected, unverifiable, or empty (`kinds` 0: none).
     pub nothing: Fold,
 }
 
@@ -166,7 +166,7 @@ impl FirstScreen<'_> {
         })
     }
 
-    /// "Nothing to free in the other 24 kinds (41.2 MB kept, in use or unverifiable)." for
+    /// "Nothing to free in the other 24 kinds (41.2 MB protected or unverifiable)." for
     /// the kinds that free nothing (`rows_shown`: whether any row came before it).
     pub fn nothing_line(&self, rows_shown: bool) -> Option<String> {
         if self.nothing.kinds == 0 {
@@ -180,7 +180,7 @@ impl FirstScreen<'_> {
         Some(match self.nothing.bytes {
             0 => format!("Nothing to free in {kinds} (all empty)."),
             b => format!(
-                "Nothing to free in {kinds} ({} kept, in use or unverifiable).",
+                "Nothing to free in {kinds} ({} protected or unverifiable).",
                 bytes(b)
             ),
         })

@@ -138,7 +138,7 @@ fn fifo_at_the_celesto_inventory_does_not_hang_and_nothing_of_it_is_reclaimable(
         pipe["reason"]
             .as_str()
             .unwrap()
-            .starts_with("A named pipe where Celesto keeps its inventory"),
+            .starts_with("A named pipe where Celesto stores its list of sandboxes"),
         "{pipe:#}"
     );
     let (code, _, _) = run(&home, &data, &["prune", "--yes"]);

@@ -1338,7 +1338,8 @@ fn foreign_files_in_the_smolvm_cache_are_listed_and_kept() {
     );
     let t = text(&o);
     assert!(
-        t.contains("Not smol-machines smolvm's, kept:") && t.contains("notes-of-another-tool.txt"),
+        t.contains("Not smol-machines smolvm's, left in place:")
+            && t.contains("notes-of-another-tool.txt"),
         "{t}"
     );
     // The CLI has no flag to tick a foreign entry, so it does not speak of ticking it (issue 19).

@@ -253,3 +253,218 @@ fn a_directory_written_in_the_same_second_as_the_scan_is_not_changed_since() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(!pack.exists(), "written before the scan, so deleted: {out}");
 }
+
+// Issue 19, points 2 and 4: one word per verdict, "kept" only of keep rules, and no internal
+// id where a person reads.
+
+/// The fixture HOME with every edge case of both products, one keep rule (an orphaned disk),
+/// and one orphaned smolvm VM booting from a directory with no record, so the human surfaces
+/// show a kept item and a VM process.
+fn words_home() -> (Scratch, FakeVmm) {
+    let s = scratch();
+    smolsweep_fixtures::celesto_edge_cases(&s.home).unwrap();
+    smolsweep_fixtures::smolvm_edge_cases(&s.home).unwrap();
+    let ghost = s.home.smolvm().unwrap().dangling_dir("vm-words").unwrap();
+    age_tree(&s.home.root, OLD).unwrap();
+    let v = s.json(&["scan", "--json"]);
+    let disk = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "celesto.orphan_disk")
+        .and_then(|f| f["path"].as_str())
+        .unwrap()
+        .to_string();
+    let (code, out, err) = s.run(&["keep", "add", &disk, "--why", "my disk"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let vm = boot_vm(&ghost, &s.home);
+    (s, vm)
+}
+
+/// The text every human surface prints on the words HOME: `scan`, `scan -v` and
+/// `uninstall --dry-run`, each with what it was.
+fn human_surfaces(s: &Scratch) -> Vec<(&'static str, String)> {
+    let mut all = Vec::new();
+    for (name, args) in [
+        ("scan", &["scan"][..]),
+        ("scan -v", &["scan", "-v"][..]),
+        ("uninstall --dry-run", &["uninstall", "--dry-run"][..]),
+    ] {
+        let (code, out, err) = s.run(args);
+        assert!(code == 0 || code == 1, "{name}: exit {code}\n{out}{err}");
+        all.push((name, format!("{out}{err}")));
+    }
+    all
+}
+
+/// Whether `line` says "kept" or "keep" in any sense but a keep rule's.
+fn kept_outside_a_keep_rule(line: &str) -> bool {
+    let l = line.to_lowercase();
+    let says = l
+        .split(|c: char| !c.is_alphanumeric() && c != '-')
+        .any(|w| matches!(w, "kept" | "keep" | "keeps"));
+    let of_a_rule = [
+        "kept by you",
+        "keep rule",
+        "--remove-kept",
+        "smolsweep keep",
+        "keep file",
+    ]
+    .iter()
+    .any(|r| l.contains(r));
+    says && !of_a_rule
+}
+
+#[test]
+fn kept_is_said_only_of_keep_rules() {
+    let (s, mut vm) = words_home();
+    let surfaces = human_surfaces(&s);
+    let _ = vm.kill();
+    let mut bad = Vec::new();
+    for (name, text) in &surfaces {
+        bad.extend(
+            text.lines()
+                .filter(|l| kept_outside_a_keep_rule(l))
+                .map(|l| format!("{name}: {l}")),
+        );
+    }
+    for k in smolsweep::model::FindingKind::ALL {
+        for t in [k.label(), k.meaning()] {
+            if kept_outside_a_keep_rule(t) {
+                bad.push(format!("{k}: {t}"));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "\"kept\" not of a keep rule:\n{}",
+        bad.join("\n")
+    );
+    // The rule itself is still said, where it protects the disk.
+    let v = &surfaces[1].1;
+    assert!(v.contains("Kept by you since "), "{v}");
+    assert!(
+        v.lines().any(|l| l.trim_start().starts_with("protected ")),
+        "{v}"
+    );
+}
+
+#[test]
+fn no_internal_id_on_a_human_surface() {
+    use smolsweep::model::{FindingKind, ProcShape};
+    let (s, mut vm) = words_home();
+    let surfaces = human_surfaces(&s);
+    let _ = vm.kill();
+    let ids: Vec<&str> = ProcShape::ALL
+        .iter()
+        .map(|p| p.as_str())
+        .chain(FindingKind::ALL.iter().map(|k| k.as_str()))
+        .collect();
+    let mut bad = Vec::new();
+    for (name, text) in &surfaces {
+        for l in text.lines() {
+            // A `--kind` hint names a kind by its stable string on purpose.
+            let without_hints: String = l
+                .split("--kind ")
+                .enumerate()
+                .map(|(i, part)| match i {
+                    0 => part,
+                    _ => part
+                        .split_once(|c: char| c == ')' || c.is_whitespace())
+                        .map_or("", |x| x.1),
+                })
+                .collect();
+            let words: Vec<&str> = without_hints
+                .split(|c: char| !(c.is_alphanumeric() || c == '.' || c == '_'))
+                .map(|w| w.trim_end_matches('.'))
+                .collect();
+            if let Some(id) = ids.iter().find(|id| words.contains(id)) {
+                bad.push(format!("{name}: {id} in {l}"));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "internal ids:\n{}", bad.join("\n"));
+    // The VM process is there, named by its shape's label, on both surfaces that list it.
+    let label = ProcShape::SmolvmBootVm.label();
+    for (name, text) in &surfaces[1..] {
+        assert!(
+            text.contains(label),
+            "{name} names the VM by {label:?}:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn the_readme_names_the_verdicts_the_cli_prints() {
+    use smolsweep::model::Verdict;
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let head = "| verdict (as printed) | in JSON | meaning |";
+    let table: Vec<(String, String)> = readme
+        .lines()
+        .skip_while(|l| *l != head)
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            (cells[1].to_string(), cells[2].trim_matches('`').to_string())
+        })
+        .collect();
+    let all = [
+        Verdict::Reclaimable,
+        Verdict::OptIn,
+        Verdict::Protected,
+        Verdict::Unknown,
+    ];
+    let expected: Vec<(String, String)> = all
+        .iter()
+        .map(|v| {
+            let json = serde_json::to_value(v).unwrap();
+            (
+                smolsweep::view::verdict_word(*v).to_string(),
+                json.as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(table, expected, "the README's verdict table");
+    // And those words are what `scan -v` prints beside each item.
+    let s = scratch();
+    smolsweep_fixtures::celesto_edge_cases(&s.home).unwrap();
+    smolsweep_fixtures::smolvm_edge_cases(&s.home).unwrap();
+    age_tree(&s.home.root, OLD).unwrap();
+    let (_, out, err) = s.run(&["scan", "-v"]);
+    let printed: std::collections::BTreeSet<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("  ") && l.contains("  id "))
+        .filter_map(|l| {
+            let w = l.trim_start();
+            expected
+                .iter()
+                .map(|(w0, _)| w0.as_str())
+                .find(|w0| w.starts_with(&format!("{w0} ")))
+        })
+        .collect();
+    for (word, _) in &expected {
+        assert!(
+            printed.contains(word.as_str()),
+            "scan -v prints {word:?}:\n{out}{err}"
+        );
+    }
+    let rows = out
+        .lines()
+        .filter(|l| l.starts_with("  ") && l.contains("  id "))
+        .count();
+    let worded = out
+        .lines()
+        .filter(|l| l.starts_with("  ") && l.contains("  id "))
+        .filter(|l| {
+            expected
+                .iter()
+                .any(|(w, _)| l.trim_start().starts_with(&format!("{w} ")))
+        })
+        .count();
+    assert_eq!(
+        rows, worded,
+        "every item's verdict is one of the README's words:\n{out}"
+    );
+}
