@@ -1072,6 +1072,7 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, deps: Deps) -> Builder<R> {
             confirm_auto,
             uninstall::uninstall_preflight,
             uninstall::uninstall_plan,
+            uninstall::uninstall_ticks,
             uninstall::uninstall_run,
             uninstall::uninstall_verify
         ])
