@@ -36,7 +36,6 @@ function ago(secs) {
   return `${Math.floor(d / 86400)} days ago`;
 }
 
-const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
 
 // `pending` is what the open confirmation would run: a reclaim ({ kind: "reclaim", digest }) or a
 // VM / machine action ({ kind: "vm", plan }), each with the fingerprint of the core plan it shows.
@@ -86,13 +85,12 @@ function render(status) {
   }
   const t = v.totals;
   $("#t-reclaimable").textContent = t.reclaimable;
-  $("#t-reclaimable-n").textContent = plural(t.reclaimable_count, "item", "items");
+  $("#t-reclaimable-n").textContent = t.reclaimable_items;
   $("#t-optin").textContent = t.opt_in;
-  $("#t-optin-n").textContent = plural(t.opt_in_count, "item", "items");
+  $("#t-optin-n").textContent = t.opt_in_items;
   $("#t-orphans").textContent = String(t.orphan_processes);
-  $("#t-held").textContent = t.held_deleted && t.held_deleted !== "0 B" ? `holding ${t.held_deleted} of deleted files` : "";
-  const nFindings = v.groups.reduce((a, g) => a + g.count, 0);
-  $("#nav-count").textContent = nFindings ? String(nFindings) : "";
+  $("#t-held").textContent = t.held_line;
+  $("#nav-count").textContent = t.findings ? String(t.findings) : "";
   const nVms = v.machines.length + v.processes.length;
   $("#nav-vms").textContent = nVms ? String(nVms) : "";
   renderChart(v);
@@ -118,7 +116,7 @@ function renderBanners(status) {
     const a = status.auto;
     out.unshift(el("div", { class: "banner", role: "status", id: "auto-banner" },
       el("b", { text: "Automatic clean-up waits for you: " }),
-      a.reason === "cap" ? `${a.estimate} is above your cap of ${a.cap}.` : `its first run would ${a.headline.charAt(0).toLowerCase()}${a.headline.slice(1)}.`,
+      a.banner,
       el("button", { class: "secondary small", type: "button", onclick: () => show("settings", true) }, "Review")));
   }
   $("#banners").replaceChildren(...out);
@@ -133,12 +131,12 @@ function renderAuto(status) {
   const a = status.auto;
   if (!a) { box.replaceChildren(); return; }
   box.replaceChildren(el("div", { class: "result", dataset: { reason: a.reason } },
-    el("p", { class: "status", text: a.reason === "cap" ? `This run would free ${a.estimate}, above your cap of ${a.cap}.` : "The first automatic run, to confirm once:" }),
+    el("p", { class: "status", text: a.status }),
     el("p", { text: a.headline }),
     el("ul", { class: "small" }, a.lines.slice(0, 20).map((l) => el("li", { text: l }))),
     el("button", { type: "button", id: "auto-run", class: "danger", onclick: async () => {
       try { const out = await invoke("confirm_auto", { digest: a.digest }); toast(`Freed ${out.measured}`); refresh(); } catch (e) { toast(String(e)); refresh(); }
-    } }, `Run it: reclaim ${a.estimate}`)));
+    } }, a.run_label)));
 }
 
 function renderKeeps(status) {
@@ -179,21 +177,19 @@ $("#filter-form").addEventListener("change", applyFilter);
 $("#filter-form").addEventListener("submit", (e) => { e.preventDefault(); applyFilter(); });
 $("#f-clear").addEventListener("click", () => { $("#f-age").value = ""; $("#f-size").value = ""; $("#f-product").value = ""; $("#f-kind").value = ""; applyFilter(); });
 
-// The legend is the core's: the largest kinds, every small or empty kind folded into "Other".
+// The legend is the core's: the largest kinds, every small or empty kind folded into "Other",
+// each with its share of the bar and the verdict of most of its bytes, whose colour it takes
+// (the verdict colours of style.css, as the treemap and the badges use them).
 function renderChart(v) {
   const chart = $("#space-chart");
   if (!v.legend.length) { chart.replaceChildren(el("div", { class: "empty", text: "Nothing from either SmolVM holds any space." })); return; }
-  const total = v.legend.reduce((a, e) => a + e.bytes, 0) || 1;
   const bar = el("div", { class: "bar", "aria-hidden": "true" });
   const legend = el("ul", { class: "legend", "aria-label": "Space by kind" });
-  v.legend.forEach((e, i) => {
-    const color = `var(--c${(i % 8) + 1})`;
-    const seg = el("div", { class: "seg", title: `${e.label}: ${e.size}` });
-    seg.style.width = `${(e.bytes / total) * 100}%`;
-    seg.style.background = color;
+  v.legend.forEach((e) => {
+    const seg = el("div", { class: "seg", title: `${e.label}: ${e.size}, ${e.verdict_word}`, dataset: { verdict: e.verdict } });
+    seg.style.width = `${e.percent}%`;
     bar.append(seg);
-    const sw = el("i", { "aria-hidden": "true" }); sw.style.background = color;
-    legend.append(el("li", { dataset: { label: e.label } }, sw, `${e.label} ${e.size}`));
+    legend.append(el("li", { dataset: { label: e.label, verdict: e.verdict }, title: e.verdict_word }, el("i", { "aria-hidden": "true", dataset: { verdict: e.verdict } }), `${e.label} ${e.size}`));
   });
   chart.replaceChildren(bar, legend);
 }
@@ -343,7 +339,7 @@ async function updateSelection() {
   let c;
   try { c = await invoke("selection_estimate", { ids }); } catch (e) { toast(String(e)); return; }
   if (seq !== state.estimateSeq) return;
-  $("#selection-summary").textContent = `${plural(ids.length, "selected", "selected")} · ${c.headline}`;
+  $("#selection-summary").textContent = `${ids.length} selected · ${c.headline}`;
   btn.disabled = state.busy || !c.lines.length;
   btn.textContent = `Reclaim ${c.estimate}…`;
   btn.dataset.estimate = c.estimate;
@@ -550,15 +546,14 @@ async function runVm(plan) {
 }
 
 function showResult(out) {
-  const removed = out.steps.filter((s) => s.status === "removed");
   const other = out.steps.filter((s) => s.status !== "removed");
   const box = $("#result");
   box.className = `result${other.length ? " partial" : ""}`;
   box.replaceChildren(
     el("h2", {}, "Freed ", el("span", { id: "result-measured", text: out.measured })),
-    el("p", { class: "small" }, `Removed ${plural(removed.length, "item", "items")}; estimated `, el("span", { id: "result-estimated", text: out.estimated }), ", measured ", out.measured, "."),
+    el("p", { class: "small", id: "result-summary", text: out.summary }),
     ...(other.length ? [el("ul", { class: "small" }, other.map((s) => el("li", { text: `${s.status}: ${s.path} — ${s.message}` })))] : []),
-    ...(out.refused.length ? [el("p", { class: "small muted", text: `${out.refused.length} selected item${out.refused.length === 1 ? " was" : "s were"} not included (kept or not verified).` })] : []),
+    ...(out.refused_line ? [el("p", { class: "small muted", text: out.refused_line })] : []),
     ...(out.journal_error ? [el("p", { class: "small", text: out.journal_error })] : []));
 }
 

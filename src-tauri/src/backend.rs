@@ -174,6 +174,12 @@ pub struct ReclaimOutcome {
     pub estimated: String,
     #[serde(default)]
     pub measured: String,
+    /// "Removed 2 items; estimated 1.2 MB, measured 1.1 MB.": the result's sentence.
+    #[serde(default)]
+    pub summary: String,
+    /// "1 selected item was not included (kept or not verified).", or "".
+    #[serde(default)]
+    pub refused_line: String,
     pub steps: Vec<StepResult>,
     pub refused: Vec<Refusal>,
     /// The journal could not be written: the run stopped before the next action.
@@ -235,6 +241,22 @@ impl ReclaimOutcome {
         out.finished_at = now_secs();
         out.estimated = smolsweep::view::bytes(out.estimated_bytes);
         out.measured = smolsweep::view::bytes(out.measured_bytes);
+        let removed = out
+            .steps
+            .iter()
+            .filter(|s| s.status == StepStatus::Removed)
+            .count();
+        out.summary = format!(
+            "Removed {removed} item{}; estimated {}, measured {}.",
+            if removed == 1 { "" } else { "s" },
+            out.estimated,
+            out.measured
+        );
+        out.refused_line = match out.refused.len() {
+            0 => String::new(),
+            1 => "1 selected item was not included (kept or not verified).".into(),
+            n => format!("{n} selected items were not included (kept or not verified)."),
+        };
         out
     }
 
