@@ -80,7 +80,7 @@
     const dirs = p.state_dirs.filter((d) => d.exists);
     const dot = p.dot_smolvm;
     const dirItems = dirs.map((d) => item(d.path, `${pname(d.product)} · ${d.label}${d.mounts && d.mounts.length ? " · " + d.mounts.length + " mount(s) inside" : ""}`, d.size));
-    if (dot) dirItems.push(item(dot.path, `shared: ${dot.smolvm_entries.length} smol-machines entries, ${dot.celesto_entries.length} Celesto entries, ${dot.other_entries.length} others`));
+    if (dot) dirItems.push(item(dot.path, p.dot_smolvm_line));
     parts.push(section("State directories", dirItems, "No state directory found."));
     parts.push(section("Machines", p.machines.map((m) => item(m.name, `${pname(m.product)} · ${m.state}${m.pid ? " · pid " + m.pid : ""}`)), "No machine."));
     parts.push(section("VM processes of this home", p.processes.map((v) => item(`pid ${v.pid}`, `${pname(v.product)} · ${v.shape} · ${v.reason}`)), "No VM process is running."));
@@ -253,13 +253,12 @@
       el("div", {}, el("code", { id: "wz-result-line", text: `result=${proof.result}` }), " ", el("span", { class: "muted small", text: `audited_home=${proof.audited_home}` })),
       freed ? el("div", { class: "small", text: freed }) : null,
       ...(runReport ? runReport.backups.map((b) => el("div", { class: "small" }, "Backup: ", el("code", { text: b }))) : []));
-    const remaining = proof.checks.filter((c) => !c.ok);
     $("#wz-checks").replaceChildren(section("Checks", proof.checks.map((c) =>
       el("li", { class: c.ok ? "wz-o-done" : "wz-o-failed", dataset: { key: c.key } },
         el("div", { class: "wz-item" }, el("span", { text: c.key }), el("span", { class: "wz-tag", text: c.ok ? c.value : "FAIL" })),
         ...(c.ok ? [] : [el("div", { class: "reason", text: `found: ${c.value}` })]),
         ...(c.remaining || []).map((r) => el("div", { class: "reason wz-remains" }, `remains: ${r.what} — `, el("b", { text: "fix: " }), r.fix))))));
-    if (remaining.length) $("#wz-checks").prepend(el("p", { class: "status warn", text: `${remaining.length} check${remaining.length === 1 ? "" : "s"} failed: each names what remains and what removes it.` }));
+    if (pr.failed_line) $("#wz-checks").prepend(el("p", { class: "status warn", text: pr.failed_line }));
     $("#wz-outcomes").replaceChildren(...(runReport ? [section("Steps", runReport.records.map((r) =>
       el("li", { class: `wz-o-${r.result.outcome}`, dataset: { index: String(r.index) } },
         el("div", { class: "wz-item" }, el("span", { text: `${r.index + 1}. ${r.summary}` }), el("span", { class: "wz-tag", text: OUTCOME[r.result.outcome] })),

@@ -71,7 +71,10 @@ fn preview(plan: &CorePlan, reason: AskReason, cap: Option<u64>) -> AutoPreview 
     let (banner, status) = match (reason, &cap) {
         (AskReason::Cap, Some(cap)) => (
             format!("{} is above your cap of {cap}.", c.estimate),
-            format!("This run would free {}, above your cap of {cap}.", c.estimate),
+            format!(
+                "This run would free {}, above your cap of {cap}.",
+                c.estimate
+            ),
         ),
         _ => {
             let mut h = c.headline.chars();

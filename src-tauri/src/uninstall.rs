@@ -115,13 +115,27 @@ pub struct PreflightShown {
     #[serde(flatten)]
     pub preflight: Preflight,
     pub product_names: std::collections::BTreeMap<&'static str, &'static str>,
+    /// What the shared `~/.smolvm` holds, in words, when there is one: "shared: 3 entries of
+    /// smol-machines smolvm, 1 of Celesto SmolVM, 0 others".
+    pub dot_smolvm_line: Option<String>,
 }
 
 impl From<Preflight> for PreflightShown {
     fn from(preflight: Preflight) -> Self {
+        let dot_smolvm_line = preflight.dot_smolvm.as_ref().map(|d| {
+            format!(
+                "shared: {} entries of {}, {} of {}, {} others",
+                d.smolvm_entries.len(),
+                Product::Smolvm.display_name(),
+                d.celesto_entries.len(),
+                Product::Celesto.display_name(),
+                d.other_entries.len()
+            )
+        });
         PreflightShown {
             preflight,
             product_names: product_names(),
+            dot_smolvm_line,
         }
     }
 }
@@ -197,6 +211,9 @@ pub struct ProofReport {
     /// The plan's choices, each step and what happened, what was kept, the commands left for
     /// the user, and the proof: for the clipboard.
     pub report: String,
+    /// "2 checks failed: each names what remains and what removes it.", or "" when none did.
+    #[serde(default)]
+    pub failed_line: String,
 }
 
 fn uninstaller<R: Runtime>(app: &AppHandle<R>) -> Arc<dyn Uninstaller> {
@@ -334,7 +351,13 @@ pub fn render_report(plan: &UninstallPlan, run: Option<&RunReport>, proof: &Proo
 }
 
 fn proof_report(plan: &UninstallPlan, run: Option<&RunReport>, proof: Proof) -> ProofReport {
+    let failed = proof.checks.iter().filter(|c| !c.ok).count();
     ProofReport {
+        failed_line: match failed {
+            0 => String::new(),
+            1 => "1 check failed: it names what remains and what removes it.".into(),
+            n => format!("{n} checks failed: each names what remains and what removes it."),
+        },
         clean: proof.is_clean(),
         kv: verify::render_kv(&proof),
         report: render_report(plan, run, &proof),
