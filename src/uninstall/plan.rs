@@ -1369,6 +1369,35 @@ mod tests {
     }
 
     #[test]
+    fn step_sizes_names_and_the_question_are_the_core_s_words() {
+        let home = PathBuf::from("/home/u");
+        let mut p = pre(&home);
+        p.state_dirs = vec![dir(
+            Product::Smolvm,
+            "cache_root",
+            home.join(".cache/smolvm"),
+        )];
+        let mut plan = build(&p, &opts(ProductChoice::Smolvm));
+        let i = plan.steps.iter().position(|s| s.bytes > 0).unwrap();
+        assert_eq!(plan.steps[i].size(), human_bytes(plan.steps[i].bytes));
+        assert!(plan
+            .steps
+            .iter()
+            .filter(|s| s.bytes == 0)
+            .all(|s| s.size().is_empty()));
+        assert_eq!(plan.product_names(), "smol-machines smolvm");
+        assert_eq!(
+            plan.question(),
+            format!(
+                "Uninstall smol-machines smolvm from /home/u: {}.",
+                plan.tally()
+            )
+        );
+        plan.set_checked(i, false);
+        assert!(plan.question().contains("left out") || plan.steps.len() == 1);
+    }
+
+    #[test]
     fn shared_dot_smolvm_keeps_the_other_products_entries() {
         let home = PathBuf::from("/home/u");
         let dot = home.join(".smolvm");
