@@ -36,7 +36,6 @@ function ago(secs) {
   return `${Math.floor(d / 86400)} days ago`;
 }
 
-
 // `pending` is what the open confirmation would run: a reclaim ({ kind: "reclaim", digest }) or a
 // VM / machine action ({ kind: "vm", plan }), each with the fingerprint of the core plan it shows.
 let state = { status: null, selected: new Set(), touched: false, busy: false, pending: null, estimateSeq: 0 };
