@@ -573,19 +573,18 @@ async function loadHistory() {
   if (h.error) notes.push(el("p", { class: "problem small", text: h.error }));
   if (h.journal) notes.push(el("p", { class: "muted small" }, "Journal: ", el("code", { text: h.journal }), " (also read by ", el("code", { text: "smolsweep history" }), ")."));
   if (h.legacy) notes.push(el("p", { class: "muted small" }, "Reclaims recorded by older versions of this window are in ", el("code", { text: h.legacy }), "; they were not imported."));
-  if (h.damaged_lines.length) notes.push(el("p", { class: "muted small", text: `${h.damaged_lines.length} damaged journal line(s) skipped.` }));
+  if (h.damaged_line) notes.push(el("p", { class: "muted small", text: h.damaged_line }));
   $("#history-note").replaceChildren(...notes);
   if (!h.runs.length) { list.replaceChildren(el("div", { class: "empty", text: "Nothing has run yet." })); return; }
   list.replaceChildren(el("div", { class: "group" }, el("table", { "aria-label": "Runs, newest first" }, el("tbody", {}, h.runs.map((r) => {
-    const counts = [`${r.done} done`, r.skipped ? `${r.skipped} skipped` : "", r.failed ? `${r.failed} failed` : ""].filter(Boolean).join(", ");
     const outcomes = r.outcomes.map((o) => el("div", { class: "reason", dataset: { outcome: o.outcome } },
       `${o.outcome}: ${o.summary}${o.why ? ` — ${o.why}` : ""}${o.error ? ` — ${o.error}` : ""}`));
     return el("tr", { dataset: { plan: r.plan_id } },
       el("td", { text: new Date(r.started_at_ms).toLocaleString() }),
       el("td", { class: "origin", text: r.origin ? `${r.origin.surface} · ${r.origin.command}` : "—" }),
-      el("td", {}, el("div", { text: `${r.planned_actions} planned: ${counts}` }), outcomes),
+      el("td", {}, el("div", { text: r.counts }), outcomes),
       el("td", { class: "size", text: !r.finished ? "did not finish" : r.freed || "—" }),
-      el("td", { class: "size muted", text: r.estimated ? `est. ${r.estimated}` : "" }));
+      el("td", { class: "size muted", text: r.estimated_line }));
   })))));
 }
 

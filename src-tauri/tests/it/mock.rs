@@ -1572,4 +1572,13 @@ fn status_and_reclaim_carry_the_words_and_verdicts_the_window_shows() {
             && line.ends_with("not included (kept or not verified)."),
         "{line}"
     );
+    // The History tab's words for the run.
+    let h = call(&w, "get_history", json!({})).unwrap();
+    assert_eq!(h["damaged_line"], "");
+    let run = &h["runs"][0];
+    assert_eq!(run["counts"], "1 planned: 1 done", "{run:#}");
+    assert_eq!(
+        run["estimated_line"],
+        format!("est. {}", out["estimated"].as_str().unwrap())
+    );
 }
