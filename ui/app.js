@@ -592,7 +592,7 @@ async function loadSettings() {
   const s = await invoke("get_settings");
   const sel = $("#s-interval");
   if (![...sel.options].some((o) => Number(o.value) === s.scan_interval_secs)) {
-    sel.append(el("option", { value: s.scan_interval_secs, text: `${Math.round(s.scan_interval_secs / 60)} minutes` }));
+    sel.append(el("option", { value: s.scan_interval_secs, text: s.scan_interval_label }));
   }
   sel.value = String(s.scan_interval_secs);
   $("#s-notify").checked = s.notifications;

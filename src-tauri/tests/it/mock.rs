@@ -770,6 +770,10 @@ fn settings_persist_and_change_the_reclaim_total() {
     )
     .unwrap();
     assert_eq!(s["scan_interval_secs"], 60, "clamped to the minimum");
+    assert_eq!(
+        s["scan_interval_label"], "1 minute",
+        "in words for the window"
+    );
     let after = call(&w, "get_tray_model", json!({})).unwrap();
     assert_eq!(before["reclaim_ids"].as_array().unwrap().len(), 2);
     assert_eq!(after["reclaim_ids"].as_array().unwrap().len(), 3);
