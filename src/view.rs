@@ -242,6 +242,13 @@ pub struct LegendEntry {
     pub bytes: u64,
     /// `bytes` in words.
     pub size: String,
+    /// The verdict holding most of its bytes: the slice is drawn in that verdict's colour, as
+    /// the treemap's tiles and the findings' badges are.
+    pub verdict: Verdict,
+    /// `verdict` as tables word it ([`verdict_word`]).
+    pub verdict_word: &'static str,
+    /// Its share of the legend's bytes, in percent (the bar's layout).
+    pub percent: f64,
 }
 
 /// Totals a person sees.
@@ -263,6 +270,14 @@ pub struct TotalsView {
     pub orphan_processes: usize,
     /// Allocated bytes of deleted files VM processes still hold open, in words.
     pub held_deleted: String,
+    /// How many findings are shown, in every group.
+    pub findings: usize,
+    /// `reclaimable_count` in words: "3 items".
+    pub reclaimable_items: String,
+    /// `opt_in_count` in words: "1 item".
+    pub opt_in_items: String,
+    /// "holding 1.2 GB of deleted files", or "" when VM processes hold none.
+    pub held_line: String,
 }
 
 /// The whole scan as every surface shows it.
@@ -332,6 +347,13 @@ impl ScanView {
                 opt_in_count: r.totals.opt_in_count as usize,
                 orphan_processes: orphans(r),
                 held_deleted: bytes(r.totals.held_deleted_bytes),
+                findings: groups.iter().map(|g| g.count).sum(),
+                reclaimable_items: plural(reclaim.delete_count(), "item", "items"),
+                opt_in_items: plural(r.totals.opt_in_count as usize, "item", "items"),
+                held_line: match r.totals.held_deleted_bytes {
+                    0 => String::new(),
+                    b => format!("holding {} of deleted files", bytes(b)),
+                },
             },
             next_steps: next_steps(r, &reclaim, hidden.as_ref()),
             machines: r.machines.iter().map(|m| machine_row(r, m)).collect(),
@@ -448,24 +470,43 @@ fn groups(r: &ScanReport) -> Vec<Group> {
 fn legend(groups: &[Group]) -> Vec<LegendEntry> {
     let mut by_bytes: Vec<&Group> = groups.iter().filter(|g| g.bytes > 0).collect();
     by_bytes.sort_by_key(|g| std::cmp::Reverse(g.bytes));
+    let slice = |label: String, gs: &[&Group]| {
+        let b: u64 = gs.iter().map(|g| g.bytes).sum();
+        let verdict = main_verdict(gs.iter().flat_map(|g| g.rows.iter()));
+        LegendEntry {
+            label,
+            bytes: b,
+            size: bytes(b),
+            verdict,
+            verdict_word: verdict_word(verdict),
+            percent: 0.0,
+        }
+    };
     let mut out: Vec<LegendEntry> = by_bytes
         .iter()
         .take(5)
-        .map(|g| LegendEntry {
-            label: g.label.to_string(),
-            bytes: g.bytes,
-            size: bytes(g.bytes),
-        })
+        .map(|g| slice(g.label.to_string(), std::slice::from_ref(g)))
         .collect();
-    let rest: u64 = by_bytes.iter().skip(5).map(|g| g.bytes).sum();
-    if rest > 0 {
-        out.push(LegendEntry {
-            label: "Other".into(),
-            bytes: rest,
-            size: bytes(rest),
-        });
+    if by_bytes.len() > 5 {
+        out.push(slice("Other".into(), &by_bytes[5..]));
+    }
+    let total: u64 = out.iter().map(|e| e.bytes).sum();
+    for e in &mut out {
+        e.percent = e.bytes as f64 * 100.0 / total.max(1) as f64;
     }
     out
+}
+
+/// The verdict of the most bytes among `rows` (the safer one on a tie).
+fn main_verdict<'a>(rows: impl Iterator<Item = &'a Row>) -> Verdict {
+    let mut by = std::collections::BTreeMap::<Verdict, u64>::new();
+    for r in rows {
+        *by.entry(r.verdict).or_default() += r.bytes;
+    }
+    by.into_iter()
+        .max_by_key(|(_, b)| *b)
+        .map(|(v, _)| v)
+        .unwrap_or(Verdict::Unknown)
 }
 
 /// "Kept by you …": what a machine or process row says while a keep rule keeps it.

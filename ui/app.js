@@ -36,8 +36,6 @@ function ago(secs) {
   return `${Math.floor(d / 86400)} days ago`;
 }
 
-const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
-
 // `pending` is what the open confirmation would run: a reclaim ({ kind: "reclaim", digest }) or a
 // VM / machine action ({ kind: "vm", plan }), each with the fingerprint of the core plan it shows.
 let state = { status: null, selected: new Set(), touched: false, busy: false, pending: null, estimateSeq: 0 };
@@ -86,13 +84,12 @@ function render(status) {
   }
   const t = v.totals;
   $("#t-reclaimable").textContent = t.reclaimable;
-  $("#t-reclaimable-n").textContent = plural(t.reclaimable_count, "item", "items");
+  $("#t-reclaimable-n").textContent = t.reclaimable_items;
   $("#t-optin").textContent = t.opt_in;
-  $("#t-optin-n").textContent = plural(t.opt_in_count, "item", "items");
+  $("#t-optin-n").textContent = t.opt_in_items;
   $("#t-orphans").textContent = String(t.orphan_processes);
-  $("#t-held").textContent = t.held_deleted && t.held_deleted !== "0 B" ? `holding ${t.held_deleted} of deleted files` : "";
-  const nFindings = v.groups.reduce((a, g) => a + g.count, 0);
-  $("#nav-count").textContent = nFindings ? String(nFindings) : "";
+  $("#t-held").textContent = t.held_line;
+  $("#nav-count").textContent = t.findings ? String(t.findings) : "";
   const nVms = v.machines.length + v.processes.length;
   $("#nav-vms").textContent = nVms ? String(nVms) : "";
   renderChart(v);
@@ -118,7 +115,7 @@ function renderBanners(status) {
     const a = status.auto;
     out.unshift(el("div", { class: "banner", role: "status", id: "auto-banner" },
       el("b", { text: "Automatic clean-up waits for you: " }),
-      a.reason === "cap" ? `${a.estimate} is above your cap of ${a.cap}.` : `its first run would ${a.headline.charAt(0).toLowerCase()}${a.headline.slice(1)}.`,
+      a.banner,
       el("button", { class: "secondary small", type: "button", onclick: () => show("settings", true) }, "Review")));
   }
   $("#banners").replaceChildren(...out);
@@ -133,12 +130,12 @@ function renderAuto(status) {
   const a = status.auto;
   if (!a) { box.replaceChildren(); return; }
   box.replaceChildren(el("div", { class: "result", dataset: { reason: a.reason } },
-    el("p", { class: "status", text: a.reason === "cap" ? `This run would free ${a.estimate}, above your cap of ${a.cap}.` : "The first automatic run, to confirm once:" }),
+    el("p", { class: "status", text: a.status }),
     el("p", { text: a.headline }),
     el("ul", { class: "small" }, a.lines.slice(0, 20).map((l) => el("li", { text: l }))),
     el("button", { type: "button", id: "auto-run", class: "danger", onclick: async () => {
       try { const out = await invoke("confirm_auto", { digest: a.digest }); toast(`Freed ${out.measured}`); refresh(); } catch (e) { toast(String(e)); refresh(); }
-    } }, `Run it: reclaim ${a.estimate}`)));
+    } }, a.run_label)));
 }
 
 function renderKeeps(status) {
@@ -179,21 +176,19 @@ $("#filter-form").addEventListener("change", applyFilter);
 $("#filter-form").addEventListener("submit", (e) => { e.preventDefault(); applyFilter(); });
 $("#f-clear").addEventListener("click", () => { $("#f-age").value = ""; $("#f-size").value = ""; $("#f-product").value = ""; $("#f-kind").value = ""; applyFilter(); });
 
-// The legend is the core's: the largest kinds, every small or empty kind folded into "Other".
+// The legend is the core's: the largest kinds, every small or empty kind folded into "Other",
+// each with its share of the bar and the verdict of most of its bytes, whose colour it takes
+// (the verdict colours of style.css, as the treemap and the badges use them).
 function renderChart(v) {
   const chart = $("#space-chart");
   if (!v.legend.length) { chart.replaceChildren(el("div", { class: "empty", text: "Nothing from either SmolVM holds any space." })); return; }
-  const total = v.legend.reduce((a, e) => a + e.bytes, 0) || 1;
   const bar = el("div", { class: "bar", "aria-hidden": "true" });
   const legend = el("ul", { class: "legend", "aria-label": "Space by kind" });
-  v.legend.forEach((e, i) => {
-    const color = `var(--c${(i % 8) + 1})`;
-    const seg = el("div", { class: "seg", title: `${e.label}: ${e.size}` });
-    seg.style.width = `${(e.bytes / total) * 100}%`;
-    seg.style.background = color;
+  v.legend.forEach((e) => {
+    const seg = el("div", { class: "seg", title: `${e.label}: ${e.size}, ${e.verdict_word}`, dataset: { verdict: e.verdict } });
+    seg.style.width = `${e.percent}%`;
     bar.append(seg);
-    const sw = el("i", { "aria-hidden": "true" }); sw.style.background = color;
-    legend.append(el("li", { dataset: { label: e.label } }, sw, `${e.label} ${e.size}`));
+    legend.append(el("li", { dataset: { label: e.label, verdict: e.verdict }, title: e.verdict_word }, el("i", { "aria-hidden": "true", dataset: { verdict: e.verdict } }), `${e.label} ${e.size}`));
   });
   chart.replaceChildren(bar, legend);
 }
@@ -343,7 +338,7 @@ async function updateSelection() {
   let c;
   try { c = await invoke("selection_estimate", { ids }); } catch (e) { toast(String(e)); return; }
   if (seq !== state.estimateSeq) return;
-  $("#selection-summary").textContent = `${plural(ids.length, "selected", "selected")} · ${c.headline}`;
+  $("#selection-summary").textContent = `${ids.length} selected · ${c.headline}`;
   btn.disabled = state.busy || !c.lines.length;
   btn.textContent = `Reclaim ${c.estimate}…`;
   btn.dataset.estimate = c.estimate;
@@ -550,15 +545,14 @@ async function runVm(plan) {
 }
 
 function showResult(out) {
-  const removed = out.steps.filter((s) => s.status === "removed");
   const other = out.steps.filter((s) => s.status !== "removed");
   const box = $("#result");
   box.className = `result${other.length ? " partial" : ""}`;
   box.replaceChildren(
     el("h2", {}, "Freed ", el("span", { id: "result-measured", text: out.measured })),
-    el("p", { class: "small" }, `Removed ${plural(removed.length, "item", "items")}; estimated `, el("span", { id: "result-estimated", text: out.estimated }), ", measured ", out.measured, "."),
+    el("p", { class: "small", id: "result-summary", text: out.summary }),
     ...(other.length ? [el("ul", { class: "small" }, other.map((s) => el("li", { text: `${s.status}: ${s.path} — ${s.message}` })))] : []),
-    ...(out.refused.length ? [el("p", { class: "small muted", text: `${out.refused.length} selected item${out.refused.length === 1 ? " was" : "s were"} not included (kept or not verified).` })] : []),
+    ...(out.refused_line ? [el("p", { class: "small muted", text: out.refused_line })] : []),
     ...(out.journal_error ? [el("p", { class: "small", text: out.journal_error })] : []));
 }
 
@@ -579,19 +573,18 @@ async function loadHistory() {
   if (h.error) notes.push(el("p", { class: "problem small", text: h.error }));
   if (h.journal) notes.push(el("p", { class: "muted small" }, "Journal: ", el("code", { text: h.journal }), " (also read by ", el("code", { text: "smolsweep history" }), ")."));
   if (h.legacy) notes.push(el("p", { class: "muted small" }, "Reclaims recorded by older versions of this window are in ", el("code", { text: h.legacy }), "; they were not imported."));
-  if (h.damaged_lines.length) notes.push(el("p", { class: "muted small", text: `${h.damaged_lines.length} damaged journal line(s) skipped.` }));
+  if (h.damaged_line) notes.push(el("p", { class: "muted small", text: h.damaged_line }));
   $("#history-note").replaceChildren(...notes);
   if (!h.runs.length) { list.replaceChildren(el("div", { class: "empty", text: "Nothing has run yet." })); return; }
   list.replaceChildren(el("div", { class: "group" }, el("table", { "aria-label": "Runs, newest first" }, el("tbody", {}, h.runs.map((r) => {
-    const counts = [`${r.done} done`, r.skipped ? `${r.skipped} skipped` : "", r.failed ? `${r.failed} failed` : ""].filter(Boolean).join(", ");
     const outcomes = r.outcomes.map((o) => el("div", { class: "reason", dataset: { outcome: o.outcome } },
       `${o.outcome}: ${o.summary}${o.why ? ` — ${o.why}` : ""}${o.error ? ` — ${o.error}` : ""}`));
     return el("tr", { dataset: { plan: r.plan_id } },
       el("td", { text: new Date(r.started_at_ms).toLocaleString() }),
       el("td", { class: "origin", text: r.origin ? `${r.origin.surface} · ${r.origin.command}` : "—" }),
-      el("td", {}, el("div", { text: `${r.planned_actions} planned: ${counts}` }), outcomes),
+      el("td", {}, el("div", { text: r.counts }), outcomes),
       el("td", { class: "size", text: !r.finished ? "did not finish" : r.freed || "—" }),
-      el("td", { class: "size muted", text: r.estimated ? `est. ${r.estimated}` : "" }));
+      el("td", { class: "size muted", text: r.estimated_line }));
   })))));
 }
 
@@ -599,7 +592,7 @@ async function loadSettings() {
   const s = await invoke("get_settings");
   const sel = $("#s-interval");
   if (![...sel.options].some((o) => Number(o.value) === s.scan_interval_secs)) {
-    sel.append(el("option", { value: s.scan_interval_secs, text: `${Math.round(s.scan_interval_secs / 60)} minutes` }));
+    sel.append(el("option", { value: s.scan_interval_secs, text: s.scan_interval_label }));
   }
   sel.value = String(s.scan_interval_secs);
   $("#s-notify").checked = s.notifications;

@@ -4,20 +4,12 @@
 "use strict";
 
 (() => {
-  const wz = { page: "preflight", pre: null, plan: null, running: false, loaded: false, progress: 0 };
+  const wz = { page: "preflight", pre: null, plan: null, running: false, loaded: false, progress: 0, ticks: null, ticksSeq: 0 };
   const PAGES = ["preflight", "choices", "plan", "confirm", "progress", "proof"];
-  // The uninstall commands return the core's plan and preflight, which carry numbers, not
-  // words yet: these two mirror the core's `human_bytes` and `Product::display_name` until the
-  // uninstall structs carry their own display strings (the scan's view already does).
-  const PRODUCT = { celesto: "Celesto SmolVM", smolvm: "smol-machines smolvm" };
-  const pname = (p) => PRODUCT[p] || p;
-  const bytes = (n) => {
-    const u = ["B", "kB", "MB", "GB", "TB", "PB"];
-    if (n < 1000) return `${n} B`;
-    let v = n, i = 0;
-    while (v >= 1000 && i < u.length - 1) { v /= 1000; i++; }
-    return v >= 100 ? `${v.toFixed(0)} ${u[i]}` : `${v.toFixed(1)} ${u[i]}`;
-  };
+  // The uninstall commands return the core's preflight and plan with their words: each
+  // product's name (`Product::display_name`), each step's size, the plan's tally and question,
+  // the run's freed sentence. Nothing here counts, sums or formats bytes.
+  const pname = (p) => ((wz.pre && wz.pre.product_names) || {})[p] || p;
 
   function page(name) {
     wz.page = name;
@@ -88,7 +80,7 @@
     const dirs = p.state_dirs.filter((d) => d.exists);
     const dot = p.dot_smolvm;
     const dirItems = dirs.map((d) => item(d.path, `${pname(d.product)} · ${d.label}${d.mounts && d.mounts.length ? " · " + d.mounts.length + " mount(s) inside" : ""}`, d.size));
-    if (dot) dirItems.push(item(dot.path, `shared: ${dot.smolvm_entries.length} smol-machines entries, ${dot.celesto_entries.length} Celesto entries, ${dot.other_entries.length} others`));
+    if (dot) dirItems.push(item(dot.path, p.dot_smolvm_line));
     parts.push(section("State directories", dirItems, "No state directory found."));
     parts.push(section("Machines", p.machines.map((m) => item(m.name, `${pname(m.product)} · ${m.state}${m.pid ? " · pid " + m.pid : ""}`)), "No machine."));
     parts.push(section("VM processes of this home", p.processes.map((v) => item(`pid ${v.pid}`, `${pname(v.product)} · ${v.shape} · ${v.reason}`)), "No VM process is running."));
@@ -146,13 +138,19 @@
     into.replaceChildren(...parts);
   }
 
-  function planTotals() {
-    const checked = wz.plan.steps.filter((s) => s.checked);
-    const n = checked.length;
-    const b = checked.reduce((a, s) => a + s.bytes, 0);
-    $("#wz-plan-total").textContent = `${n} of ${wz.plan.steps.length} step${wz.plan.steps.length === 1 ? "" : "s"} ticked, removing about ${bytes(b)}.`;
-    $("#wz-plan-next").disabled = n === 0;
-    return { n, b };
+  // The core's tally of the plan with the ticks shown (asked of the shell on every change).
+  function showTicks(t) {
+    wz.ticks = t;
+    $("#wz-plan-total").textContent = `${t.tally}.`;
+    $("#wz-plan-next").disabled = !t.will_run;
+  }
+  async function planTotals() {
+    const seq = ++wz.ticksSeq;
+    let t;
+    try { t = await invoke("uninstall_ticks", { checked: wz.plan.steps.map((s) => s.checked) }); } catch (e) { toast(String(e)); return null; }
+    if (seq !== wz.ticksSeq) return null;
+    showTicks(t);
+    return t;
   }
 
   function renderPlan(plan) {
@@ -163,12 +161,12 @@
       return el("tr", { class: "wz-plan-row", dataset: { index: String(i), step: s.action } },
         el("td", { class: "sel" }, cb),
         el("td", {}, el("div", { text: s.summary }), s.why ? el("div", { class: "reason", text: s.why }) : null),
-        el("td", { class: "size", text: s.bytes ? bytes(s.bytes) : "" }));
+        el("td", { class: "size", text: plan.sizes[i] }));
     });
     if (!rows.length) rows.push(el("tr", {}, el("td", { class: "empty", text: "Nothing to do: nothing of the chosen product was found." })));
     $("#wz-plan-steps").replaceChildren(...rows);
     leftovers(plan, $("#wz-plan-left"));
-    planTotals();
+    showTicks(plan);
   }
 
   async function makePlan() {
@@ -192,14 +190,13 @@
 
   // ---- 4. confirmation ------------------------------------------------------------------------
 
-  function enterConfirm() {
-    const { n, b } = planTotals();
-    if (!n) return;
-    const names = wz.plan.products.map(pname).join(" and ");
-    $("#wz-confirm-summary").textContent = `Uninstall ${names} from ${wz.plan.home}: these ${n} step${n === 1 ? "" : "s"} will run, in this order, removing about ${bytes(b)}.`;
+  async function enterConfirm() {
+    const t = await planTotals();
+    if (!t || !t.will_run) return;
+    $("#wz-confirm-summary").textContent = t.question;
     $("#wz-confirm-list").replaceChildren(...wz.plan.steps
       .map((s, i) => [s, i]).filter(([s]) => s.checked)
-      .map(([s, i]) => el("li", { dataset: { index: String(i) } }, el("span", { text: s.summary }), s.bytes ? el("span", { class: "wz-size", text: bytes(s.bytes) }) : null)));
+      .map(([s, i]) => el("li", { dataset: { index: String(i) } }, el("span", { text: s.summary }), wz.plan.sizes[i] ? el("span", { class: "wz-size", text: wz.plan.sizes[i] }) : null)));
     const skipped = wz.plan.steps.filter((s) => !s.checked);
     $("#wz-confirm-skipped").replaceChildren(...(skipped.length
       ? [section("Skipped (unticked)", skipped.map((s) => item(s.summary)))] : []));
@@ -233,7 +230,7 @@
     try {
       const res = await invoke("uninstall_run", { plan: wz.plan });
       $("#wz-progress-fill").style.width = "100%";
-      renderProof(res.proof, res.run);
+      renderProof(res.proof, res.run, res.freed);
     } catch (e) {
       // Refused before anything ran (the plan changed, nothing ticked, no journal).
       toast(String(e));
@@ -246,7 +243,7 @@
 
   // ---- 6. proof -------------------------------------------------------------------------------
 
-  function renderProof(pr, runReport) {
+  function renderProof(pr, runReport, freed) {
     const proof = pr.proof;
     const box = $("#wz-result");
     box.classList.toggle("partial", !pr.clean);
@@ -254,15 +251,14 @@
     box.replaceChildren(
       el("h2", {}, pr.clean ? "Uninstalled: nothing is left" : "Something is left"),
       el("div", {}, el("code", { id: "wz-result-line", text: `result=${proof.result}` }), " ", el("span", { class: "muted small", text: `audited_home=${proof.audited_home}` })),
-      runReport ? el("div", { class: "small", text: `Freed about ${bytes(runReport.freed_bytes)}.` }) : null,
+      freed ? el("div", { class: "small", text: freed }) : null,
       ...(runReport ? runReport.backups.map((b) => el("div", { class: "small" }, "Backup: ", el("code", { text: b }))) : []));
-    const remaining = proof.checks.filter((c) => !c.ok);
     $("#wz-checks").replaceChildren(section("Checks", proof.checks.map((c) =>
       el("li", { class: c.ok ? "wz-o-done" : "wz-o-failed", dataset: { key: c.key } },
         el("div", { class: "wz-item" }, el("span", { text: c.key }), el("span", { class: "wz-tag", text: c.ok ? c.value : "FAIL" })),
         ...(c.ok ? [] : [el("div", { class: "reason", text: `found: ${c.value}` })]),
         ...(c.remaining || []).map((r) => el("div", { class: "reason wz-remains" }, `remains: ${r.what} — `, el("b", { text: "fix: " }), r.fix))))));
-    if (remaining.length) $("#wz-checks").prepend(el("p", { class: "status warn", text: `${remaining.length} check${remaining.length === 1 ? "" : "s"} failed: each names what remains and what removes it.` }));
+    if (pr.failed_line) $("#wz-checks").prepend(el("p", { class: "status warn", text: pr.failed_line }));
     $("#wz-outcomes").replaceChildren(...(runReport ? [section("Steps", runReport.records.map((r) =>
       el("li", { class: `wz-o-${r.result.outcome}`, dataset: { index: String(r.index) } },
         el("div", { class: "wz-item" }, el("span", { text: `${r.index + 1}. ${r.summary}` }), el("span", { class: "wz-tag", text: OUTCOME[r.result.outcome] })),

@@ -36,6 +36,13 @@ pub struct AutoPreview {
     pub cap: Option<String>,
     /// Fingerprint of the plan shown: confirming runs only this plan.
     pub digest: String,
+    /// The banner's sentence: "2.0 GB is above your cap of 1.0 GB." or "its first run would
+    /// reclaim …".
+    pub banner: String,
+    /// The line above the plan in Settings.
+    pub status: String,
+    /// The button that runs it: "Run it: reclaim 2.0 GB".
+    pub run_label: String,
 }
 
 pub(crate) struct Pending {
@@ -60,13 +67,37 @@ pub enum AutoStep {
 
 fn preview(plan: &CorePlan, reason: AskReason, cap: Option<u64>) -> AutoPreview {
     let c = smolsweep::view::confirmation(plan);
+    let cap = cap.map(smolsweep::view::bytes);
+    let (banner, status) = match (reason, &cap) {
+        (AskReason::Cap, Some(cap)) => (
+            format!("{} is above your cap of {cap}.", c.estimate),
+            format!(
+                "This run would free {}, above your cap of {cap}.",
+                c.estimate
+            ),
+        ),
+        _ => {
+            let mut h = c.headline.chars();
+            let lower: String = h
+                .next()
+                .map(|f| f.to_lowercase().chain(h).collect())
+                .unwrap_or_default();
+            (
+                format!("its first run would {lower}."),
+                "The first automatic run, to confirm once:".to_string(),
+            )
+        }
+    };
     AutoPreview {
         reason,
+        run_label: format!("Run it: reclaim {}", c.estimate),
         headline: c.headline,
         estimate: c.estimate,
         lines: c.lines,
-        cap: cap.map(smolsweep::view::bytes),
+        cap,
         digest: plan.action_digest(),
+        banner,
+        status,
     }
 }
 

@@ -174,6 +174,12 @@ pub struct ReclaimOutcome {
     pub estimated: String,
     #[serde(default)]
     pub measured: String,
+    /// "Removed 2 items; estimated 1.2 MB, measured 1.1 MB.": the result's sentence.
+    #[serde(default)]
+    pub summary: String,
+    /// "1 selected item was not included (kept or not verified).", or "".
+    #[serde(default)]
+    pub refused_line: String,
     pub steps: Vec<StepResult>,
     pub refused: Vec<Refusal>,
     /// The journal could not be written: the run stopped before the next action.
@@ -235,6 +241,22 @@ impl ReclaimOutcome {
         out.finished_at = now_secs();
         out.estimated = smolsweep::view::bytes(out.estimated_bytes);
         out.measured = smolsweep::view::bytes(out.measured_bytes);
+        let removed = out
+            .steps
+            .iter()
+            .filter(|s| s.status == StepStatus::Removed)
+            .count();
+        out.summary = format!(
+            "Removed {removed} item{}; estimated {}, measured {}.",
+            if removed == 1 { "" } else { "s" },
+            out.estimated,
+            out.measured
+        );
+        out.refused_line = match out.refused.len() {
+            0 => String::new(),
+            1 => "1 selected item was not included (kept or not verified).".into(),
+            n => format!("{n} selected items were not included (kept or not verified)."),
+        };
         out
     }
 
@@ -524,6 +546,8 @@ pub struct History {
     pub journal: Option<PathBuf>,
     pub runs: Vec<HistoryRun>,
     pub damaged_lines: Vec<usize>,
+    /// "2 damaged journal lines skipped.", or "" when none was.
+    pub damaged_line: String,
     /// The journal could not be read.
     pub error: Option<String>,
     /// The window's old `history.jsonl`, when it is still there.
@@ -539,6 +563,10 @@ pub struct HistoryRun {
     /// nothing).
     pub freed: Option<String>,
     pub estimated: Option<String>,
+    /// "3 planned: 2 done, 1 skipped" (skipped and failed named only when there are some).
+    pub counts: String,
+    /// "est. 1.2 GB", or "" when nothing was estimated.
+    pub estimated_line: String,
 }
 
 impl HistoryRun {
@@ -549,7 +577,19 @@ impl HistoryRun {
             .map(smolsweep::view::bytes);
         let estimated =
             (run.estimated_bytes > 0).then(|| smolsweep::view::bytes(run.estimated_bytes));
+        let mut counts = format!("{} planned: {} done", run.planned_actions, run.done);
+        if run.skipped > 0 {
+            counts += &format!(", {} skipped", run.skipped);
+        }
+        if run.failed > 0 {
+            counts += &format!(", {} failed", run.failed);
+        }
         HistoryRun {
+            estimated_line: estimated
+                .as_ref()
+                .map(|e| format!("est. {e}"))
+                .unwrap_or_default(),
+            counts,
             run,
             freed,
             estimated,
@@ -576,6 +616,11 @@ pub fn history(journal: Option<&Path>, legacy: Option<&Path>) -> History {
                 .map(HistoryRun::of)
                 .collect();
             h.damaged_lines = c.damaged_lines;
+            h.damaged_line = match h.damaged_lines.len() {
+                0 => String::new(),
+                1 => "1 damaged journal line skipped.".into(),
+                n => format!("{n} damaged journal lines skipped."),
+            };
         }
         Err(e) => h.error = Some(format!("cannot read {}: {e}", path.display())),
     }

@@ -269,14 +269,37 @@ fn get_tray_model(state: tauri::State<'_, AppState>) -> TrayModel {
     lock(&state.tray_model).clone()
 }
 
-#[tauri::command]
-fn get_settings(state: tauri::State<'_, AppState>) -> Settings {
-    lock(&state.settings).clone()
+/// The settings as the window gets them: the settings (sent back as they are) and the scan
+/// interval in words, for an interval the window's list does not offer.
+#[derive(Debug, Clone, Serialize)]
+pub struct SettingsShown {
+    #[serde(flatten)]
+    pub settings: Settings,
+    /// "90 minutes".
+    pub scan_interval_label: String,
+}
+
+impl From<Settings> for SettingsShown {
+    fn from(settings: Settings) -> Self {
+        let m = settings.scan_interval_secs.div_ceil(60);
+        SettingsShown {
+            scan_interval_label: format!("{m} minute{}", if m == 1 { "" } else { "s" }),
+            settings,
+        }
+    }
 }
 
 #[tauri::command]
-fn set_settings<R: Runtime>(app: AppHandle<R>, settings: Settings) -> Result<Settings, String> {
-    apply_settings(&app, settings)
+fn get_settings(state: tauri::State<'_, AppState>) -> SettingsShown {
+    lock(&state.settings).clone().into()
+}
+
+#[tauri::command]
+fn set_settings<R: Runtime>(
+    app: AppHandle<R>,
+    settings: Settings,
+) -> Result<SettingsShown, String> {
+    apply_settings(&app, settings).map(SettingsShown::from)
 }
 
 #[tauri::command]
@@ -1072,6 +1095,7 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, deps: Deps) -> Builder<R> {
             confirm_auto,
             uninstall::uninstall_preflight,
             uninstall::uninstall_plan,
+            uninstall::uninstall_ticks,
             uninstall::uninstall_run,
             uninstall::uninstall_verify
         ])

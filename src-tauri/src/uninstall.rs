@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use smolsweep::env::EnvSnapshot;
 use smolsweep::exec::{ActionRunner, Outcome, ProgressEvent};
 use smolsweep::journal::Journal;
-use smolsweep::model::Platform;
+use smolsweep::model::{Platform, Product};
 use smolsweep::uninstall::plan::{self as uplan, ProductChoice, UninstallOptions};
 use smolsweep::uninstall::preflight::{self, Preflight};
 use smolsweep::uninstall::run::{self as urun, RunReport};
@@ -96,6 +96,109 @@ pub struct UninstallProgress {
 pub struct RunResult {
     pub run: RunReport,
     pub proof: ProofReport,
+    /// `RunReport::freed_line`: "Freed about 1.2 GB.".
+    #[serde(default)]
+    pub freed: String,
+}
+
+/// `Product::display_name` of each product by its serialised name, for the window's lines.
+pub fn product_names() -> std::collections::BTreeMap<&'static str, &'static str> {
+    [Product::Celesto, Product::Smolvm]
+        .into_iter()
+        .map(|p| (p.as_str(), p.display_name()))
+        .collect()
+}
+
+/// The preflight as the window gets it: the core's preflight and the products' names.
+#[derive(Debug, Clone, Serialize)]
+pub struct PreflightShown {
+    #[serde(flatten)]
+    pub preflight: Preflight,
+    pub product_names: std::collections::BTreeMap<&'static str, &'static str>,
+    /// What the shared `~/.smolvm` holds, in words, when there is one: "shared: 3 entries of
+    /// smol-machines smolvm, 1 of Celesto SmolVM, 0 others".
+    pub dot_smolvm_line: Option<String>,
+}
+
+impl From<Preflight> for PreflightShown {
+    fn from(preflight: Preflight) -> Self {
+        let dot_smolvm_line = preflight.dot_smolvm.as_ref().map(|d| {
+            format!(
+                "shared: {} entries of {}, {} of {}, {} others",
+                d.smolvm_entries.len(),
+                Product::Smolvm.display_name(),
+                d.celesto_entries.len(),
+                Product::Celesto.display_name(),
+                d.other_entries.len()
+            )
+        });
+        PreflightShown {
+            preflight,
+            product_names: product_names(),
+            dot_smolvm_line,
+        }
+    }
+}
+
+/// The plan as the window gets it: the core's plan (sent back as it is, with its ticks, to
+/// run) and what a person reads of it, all the core's words.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanShown {
+    #[serde(flatten)]
+    pub plan: UninstallPlan,
+    /// `PlanStep::size` of each step, in step order ("" for a step that removes no bytes).
+    pub sizes: Vec<String>,
+    /// The products' names, joined (`UninstallPlan::product_names`).
+    pub product_names: String,
+    #[serde(flatten)]
+    pub ticks: Ticks,
+}
+
+/// The plan's counts for the ticks shown: `UninstallPlan::tally` and `question`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ticks {
+    /// "5 steps; 4 will run, freeing about 1.2 GB; 1 is left out".
+    pub tally: String,
+    /// "Uninstall smol-machines smolvm from /home/me: 5 steps; …".
+    pub question: String,
+    /// How many steps will run (0: nothing to confirm).
+    pub will_run: usize,
+}
+
+impl Ticks {
+    pub fn of(plan: &UninstallPlan) -> Self {
+        Ticks {
+            tally: plan.tally(),
+            question: plan.question(),
+            will_run: plan.checked_count(),
+        }
+    }
+}
+
+impl From<UninstallPlan> for PlanShown {
+    fn from(plan: UninstallPlan) -> Self {
+        PlanShown {
+            sizes: plan.steps.iter().map(|s| s.size()).collect(),
+            product_names: plan.product_names(),
+            ticks: Ticks::of(&plan),
+            plan,
+        }
+    }
+}
+
+/// The tally and question of the shell's plan with `checked` as the window's ticks (the plan
+/// itself is not changed: the ticks are applied again when it runs).
+pub fn ticks_now<R: Runtime>(app: &AppHandle<R>, checked: &[bool]) -> Result<Ticks, String> {
+    let mut plan = lock(&app.state::<WizardState>().plan)
+        .clone()
+        .ok_or("no plan has been made yet")?;
+    if checked.len() != plan.steps.len() {
+        return Err("the plan is not the one shown; review it again".into());
+    }
+    for (i, c) in checked.iter().enumerate() {
+        plan.set_checked(i, *c);
+    }
+    Ok(Ticks::of(&plan))
 }
 
 /// The proof, its `key=value` text and the whole copyable report.
@@ -108,6 +211,9 @@ pub struct ProofReport {
     /// The plan's choices, each step and what happened, what was kept, the commands left for
     /// the user, and the proof: for the clipboard.
     pub report: String,
+    /// "2 checks failed: each names what remains and what removes it.", or "" when none did.
+    #[serde(default)]
+    pub failed_line: String,
 }
 
 fn uninstaller<R: Runtime>(app: &AppHandle<R>) -> Arc<dyn Uninstaller> {
@@ -245,7 +351,13 @@ pub fn render_report(plan: &UninstallPlan, run: Option<&RunReport>, proof: &Proo
 }
 
 fn proof_report(plan: &UninstallPlan, run: Option<&RunReport>, proof: Proof) -> ProofReport {
+    let failed = proof.checks.iter().filter(|c| !c.ok).count();
     ProofReport {
+        failed_line: match failed {
+            0 => String::new(),
+            1 => "1 check failed: it names what remains and what removes it.".into(),
+            n => format!("{n} checks failed: each names what remains and what removes it."),
+        },
         clean: proof.is_clean(),
         kv: verify::render_kv(&proof),
         report: render_report(plan, run, &proof),
@@ -388,7 +500,11 @@ fn run_blocking<R: Runtime>(
     );
     let proof = proof_after(u, &env, plan);
     let proof = proof_report(plan, Some(&run), proof);
-    Ok(RunResult { run, proof })
+    Ok(RunResult {
+        freed: run.freed_line(),
+        run,
+        proof,
+    })
 }
 
 /// The proof for the products and roots of `plan` ([`VerifyOptions::after`], as the CLI).
@@ -402,8 +518,8 @@ fn proof_after(u: &dyn Uninstaller, env: &EnvSnapshot, plan: &UninstallPlan) -> 
 #[tauri::command]
 pub(crate) async fn uninstall_preflight<R: Runtime>(
     app: AppHandle<R>,
-) -> Result<Preflight, String> {
-    preflight_now(&app).await
+) -> Result<PreflightShown, String> {
+    preflight_now(&app).await.map(PreflightShown::from)
 }
 
 #[tauri::command]
@@ -412,7 +528,7 @@ pub(crate) async fn uninstall_plan<R: Runtime>(
     product: ProductChoice,
     remove_credentials: bool,
     remove_path_block: bool,
-) -> Result<UninstallPlan, String> {
+) -> Result<PlanShown, String> {
     plan_now(
         &app,
         UninstallOptions {
@@ -423,6 +539,16 @@ pub(crate) async fn uninstall_plan<R: Runtime>(
         },
     )
     .await
+    .map(PlanShown::from)
+}
+
+/// The tally and the question for the window's ticks of the plan shown.
+#[tauri::command]
+pub(crate) async fn uninstall_ticks<R: Runtime>(
+    app: AppHandle<R>,
+    checked: Vec<bool>,
+) -> Result<Ticks, String> {
+    ticks_now(&app, &checked)
 }
 
 #[tauri::command]

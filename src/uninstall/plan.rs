@@ -93,6 +93,17 @@ pub struct PlanStep {
     pub kept_by: Vec<String>,
 }
 
+impl PlanStep {
+    /// What the step removes in words (`25.9 MB`), or nothing when it removes no bytes: beside
+    /// the step in the printed plan and in the window.
+    pub fn size(&self) -> String {
+        match self.bytes {
+            0 => String::new(),
+            b => human_bytes(b),
+        }
+    }
+}
+
 /// Something deliberately left in place.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Kept {
@@ -185,6 +196,24 @@ impl UninstallPlan {
         }
         t
     }
+    /// The products' names for a person, joined: `smol-machines smolvm` or `Celesto SmolVM and
+    /// smol-machines smolvm`.
+    pub fn product_names(&self) -> String {
+        let names: Vec<&str> = self.products.iter().map(|p| p.display_name()).collect();
+        names.join(" and ")
+    }
+
+    /// The question before the plan runs: "Uninstall smol-machines smolvm from /home/me: 5
+    /// steps; all will run, freeing about 1.2 GB." (the ticked steps, in the plan's order).
+    pub fn question(&self) -> String {
+        format!(
+            "Uninstall {} from {}: {}.",
+            self.product_names(),
+            self.home.display(),
+            self.tally()
+        )
+    }
+
     /// The core plan of the checked steps, in step order (content-hashed: made anew whenever a
     /// tick changes), and the step index of each of its actions. Every removal names the
     /// mounts inside it that the plan detaches, so it waits for them.
@@ -1175,18 +1204,17 @@ fn size_of(pre: &Preflight, path: &Path) -> u64 {
 pub fn render(plan: &UninstallPlan) -> String {
     use std::fmt::Write;
     let mut s = String::new();
-    let names: Vec<&str> = plan.products.iter().map(|p| p.display_name()).collect();
     let _ = writeln!(
         s,
         "Uninstall plan for {} ({}): {}",
         plan.home.display(),
-        names.join(" and "),
+        plan.product_names(),
         plan.tally()
     );
     for (i, st) in plan.steps.iter().enumerate() {
-        let size = match st.bytes {
-            0 => String::new(),
-            b => format!(" — {}", human_bytes(b)),
+        let size = match st.size() {
+            z if z.is_empty() => z,
+            z => format!(" — {z}"),
         };
         let _ = writeln!(
             s,
@@ -1338,6 +1366,35 @@ mod tests {
                 assert!(crate::exec::remove::refusal(path, root, &home).is_none());
             }
         }
+    }
+
+    #[test]
+    fn step_sizes_names_and_the_question_are_the_core_s_words() {
+        let home = PathBuf::from("/home/u");
+        let mut p = pre(&home);
+        p.state_dirs = vec![dir(
+            Product::Smolvm,
+            "cache_root",
+            home.join(".cache/smolvm"),
+        )];
+        let mut plan = build(&p, &opts(ProductChoice::Smolvm));
+        let i = plan.steps.iter().position(|s| s.bytes > 0).unwrap();
+        assert_eq!(plan.steps[i].size(), human_bytes(plan.steps[i].bytes));
+        assert!(plan
+            .steps
+            .iter()
+            .filter(|s| s.bytes == 0)
+            .all(|s| s.size().is_empty()));
+        assert_eq!(plan.product_names(), "smol-machines smolvm");
+        assert_eq!(
+            plan.question(),
+            format!(
+                "Uninstall smol-machines smolvm from /home/u: {}.",
+                plan.tally()
+            )
+        );
+        plan.set_checked(i, false);
+        assert!(plan.question().contains("left out") || plan.steps.len() == 1);
     }
 
     #[test]

@@ -50,6 +50,10 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    /// "Freed about 1.2 GB.": what the run freed, as the CLI and the window's proof say it.
+    pub fn freed_line(&self) -> String {
+        format!("Freed about {}.", human_bytes(self.freed_bytes))
+    }
     /// Whether a step failed or the journal could not be written.
     pub fn any_failed(&self) -> bool {
         self.journal_error.is_some()
@@ -74,7 +78,7 @@ pub fn render(report: &RunReport) -> String {
         };
         let _ = writeln!(s, "{:>2}. {tag}: {} — {detail}", rec.index + 1, rec.summary);
     }
-    let _ = writeln!(s, "Freed about {}.", human_bytes(report.freed_bytes));
+    let _ = writeln!(s, "{}", report.freed_line());
     for b in &report.backups {
         let _ = writeln!(s, "Backup: {}", b.display());
     }
@@ -93,11 +97,11 @@ pub fn render_tally(report: &RunReport) -> String {
         }
     }
     format!(
-        "{} done, {} skipped, {} failed. Freed about {}.",
+        "{} done, {} skipped, {} failed. {}",
         counts[0],
         counts[1],
         counts[2],
-        human_bytes(report.freed_bytes)
+        report.freed_line()
     )
 }
 

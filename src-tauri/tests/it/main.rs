@@ -11,6 +11,7 @@ mod common;
 mod display;
 mod mock;
 mod real_scan;
+mod ui;
 mod webdriver;
 mod wizard;
 mod wizard_window;

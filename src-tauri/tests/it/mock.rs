@@ -770,6 +770,10 @@ fn settings_persist_and_change_the_reclaim_total() {
     )
     .unwrap();
     assert_eq!(s["scan_interval_secs"], 60, "clamped to the minimum");
+    assert_eq!(
+        s["scan_interval_label"], "1 minute",
+        "in words for the window"
+    );
     let after = call(&w, "get_tray_model", json!({})).unwrap();
     assert_eq!(before["reclaim_ids"].as_array().unwrap().len(), 2);
     assert_eq!(after["reclaim_ids"].as_array().unwrap().len(), 3);
@@ -1513,4 +1517,72 @@ fn low_space_on_the_state_file_system_is_announced_once_per_episode() {
     wait_for(|| low_notes(&w) == 2);
     scan();
     assert_eq!(low_notes(&w), 2);
+}
+
+/// The overview's words are the core's, in the status JSON: counts in words, the held line,
+/// the legend's share and verdict (the bar takes the treemap's verdict colours), and the
+/// reclaim result's sentences.
+#[test]
+fn status_and_reclaim_carry_the_words_and_verdicts_the_window_shows() {
+    let w = world(0, false);
+    call(&w, "rescan", json!({})).unwrap();
+    let st = call(&w, "get_status", json!({})).unwrap();
+    let v = &st["view"];
+    let t = &v["totals"];
+    assert_eq!(t["findings"], 5, "{t:#}");
+    assert_eq!(t["reclaimable_items"], "2 items");
+    assert_eq!(t["opt_in_items"], "1 item");
+    assert_eq!(t["held_line"], "", "nothing is held open");
+    let legend = v["legend"].as_array().unwrap();
+    assert!(!legend.is_empty());
+    let total: f64 = legend.iter().map(|e| e["percent"].as_f64().unwrap()).sum();
+    assert!((total - 100.0).abs() < 1e-6, "{legend:#?}");
+    // One verdict per slice, the verdict of its kind's tiles in the treemap: one colour for
+    // one verdict across the bar and the treemap.
+    let tiles = st["treemap"].as_array().unwrap();
+    for e in legend {
+        let verdict = e["verdict"].as_str().unwrap();
+        assert!(
+            ["reclaimable", "opt_in", "protected", "unknown"].contains(&verdict),
+            "{e}"
+        );
+        for tile in tiles.iter().filter(|t| t["kind_label"] == e["label"]) {
+            assert_eq!(tile["verdict"], e["verdict"], "{tile} / {e}");
+        }
+    }
+    assert!(legend
+        .iter()
+        .any(|e| e["verdict"] == "reclaimable" && e["verdict_word"] == "reclaimable"));
+    assert!(legend
+        .iter()
+        .any(|e| e["verdict"] == "protected" && e["verdict_word"] == "kept"));
+
+    let mut chosen = vec![ids_by_verdict(&w, "reclaimable")[0].clone()];
+    chosen.extend(ids_by_verdict(&w, "protected"));
+    let out = call(&w, "execute_reclaim", json!({ "ids": chosen })).unwrap();
+    assert_eq!(
+        out["summary"],
+        format!(
+            "Removed 1 item; estimated {}, measured {}.",
+            out["estimated"].as_str().unwrap(),
+            out["measured"].as_str().unwrap()
+        )
+    );
+    let refused = out["refused"].as_array().unwrap().len();
+    assert!(refused >= 1, "{out:#}");
+    let line = out["refused_line"].as_str().unwrap();
+    assert!(
+        line.starts_with(&format!("{refused} selected item"))
+            && line.ends_with("not included (kept or not verified)."),
+        "{line}"
+    );
+    // The History tab's words for the run.
+    let h = call(&w, "get_history", json!({})).unwrap();
+    assert_eq!(h["damaged_line"], "");
+    let run = &h["runs"][0];
+    assert_eq!(run["counts"], "1 planned: 1 done", "{run:#}");
+    assert_eq!(
+        run["estimated_line"],
+        format!("est. {}", out["estimated"].as_str().unwrap())
+    );
 }

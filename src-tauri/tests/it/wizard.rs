@@ -386,3 +386,84 @@ fn wizard_run_refuses_a_plan_it_did_not_make() {
     assert!(w.home.join(".smolvm/smolvm-bin").is_file());
     assert!(w.smol.config_dir.join("config.toml").is_file());
 }
+
+/// Every word the wizard shows travels in the commands' JSON: the products' names, each step's
+/// size, the tally and the question for the ticks shown, the freed line, the failed checks.
+#[test]
+fn wizard_commands_carry_sizes_names_tally_question_and_freed_line() {
+    use smolsweep::model::human_bytes;
+    let w = world();
+    let pre = call(&w, "uninstall_preflight", json!({})).unwrap();
+    for p in [Product::Celesto, Product::Smolvm] {
+        assert_eq!(
+            pre["product_names"][p.as_str()],
+            p.display_name(),
+            "{pre:#}"
+        );
+    }
+    if !pre["dot_smolvm"].is_null() {
+        let line = pre["dot_smolvm_line"].as_str().unwrap();
+        assert!(line.contains(Product::Smolvm.display_name()), "{line}");
+    }
+    let p = plan(&w, "smolvm", false, false);
+    let steps = p["steps"].as_array().unwrap();
+    let sizes = p["sizes"].as_array().unwrap();
+    assert_eq!(sizes.len(), steps.len());
+    for (s, z) in steps.iter().zip(sizes) {
+        let want = match s["bytes"].as_u64().unwrap() {
+            0 => String::new(),
+            b => human_bytes(b),
+        };
+        assert_eq!(z, &json!(want), "{s:#}");
+    }
+    assert!(sizes.iter().any(|z| z != ""), "some step removes bytes");
+    let core: UninstallPlan = {
+        // The plan's own words for its ticks, as the core says them.
+        let mut v = p.clone();
+        for s in v["steps"].as_array_mut().unwrap() {
+            s.as_object_mut().unwrap().remove("identity");
+        }
+        serde_json::from_value(v).unwrap_or_else(|_| {
+            panic!("the plan reads back without identities");
+        })
+    };
+    assert_eq!(p["tally"], core.tally());
+    assert_eq!(p["question"], core.question());
+    assert_eq!(p["product_names"], Product::Smolvm.display_name());
+    let q = p["question"].as_str().unwrap();
+    assert!(
+        q.starts_with(&format!(
+            "Uninstall {} from {}: ",
+            Product::Smolvm.display_name(),
+            w.home.display()
+        )) && q.contains("freeing about"),
+        "{q}"
+    );
+    // The ticks shown: the shell's tally for them, the plan unchanged.
+    let n = steps.len();
+    let mut ticks = vec![true; n];
+    ticks[0] = false;
+    let t = call(&w, "uninstall_ticks", json!({ "checked": ticks })).unwrap();
+    assert_eq!(t["will_run"], n - 1);
+    assert!(
+        t["tally"].as_str().unwrap().ends_with("1 is left out"),
+        "{t}"
+    );
+    assert!(
+        t["question"].as_str().unwrap().contains("1 is left out"),
+        "{t}"
+    );
+    let none = call(&w, "uninstall_ticks", json!({ "checked": vec![false; n] })).unwrap();
+    assert_eq!(none["will_run"], 0);
+    assert!(
+        none["tally"].as_str().unwrap().contains("none will run"),
+        "{none}"
+    );
+    assert!(call(&w, "uninstall_ticks", json!({ "checked": [true] })).is_err() || n == 1);
+    // The run: the freed line, and no failed check.
+    let res = call(&w, "uninstall_run", json!({ "plan": p })).unwrap();
+    let freed = res["run"]["freed_bytes"].as_u64().unwrap();
+    assert_eq!(res["freed"], format!("Freed about {}.", human_bytes(freed)));
+    assert_eq!(res["proof"]["clean"], true, "{}", res["proof"]["kv"]);
+    assert_eq!(res["proof"]["failed_line"], "");
+}
