@@ -86,6 +86,21 @@ impl Facts {
 }
 
 impl Rejudge {
+    /// A path delete still judges as confirmed: the scan made now agrees (counting what this dry
+    /// run removed earlier as gone) and no process uses the path.
+    fn judge_delete(
+        &mut self,
+        home: &Path,
+        path: &Path,
+        (root, kind): (&Path, &crate::kind::FindingKind),
+    ) -> Result<(), String> {
+        let gone = std::mem::take(&mut self.dry_removed);
+        let judged = judge_path(self.facts(), home, path, (root, kind), &gone);
+        self.dry_removed = gone;
+        judged?;
+        self.not_in_use(path)
+    }
+
     /// Judge on facts gathered from `opts` (the environment of the moment of execution).
     pub fn new(opts: ScanOptions) -> Self {
         Rejudge {
@@ -187,13 +202,7 @@ impl Judge for Rejudge {
         match action {
             Action::DeletePath {
                 path, root, kind, ..
-            } => {
-                let gone = std::mem::take(&mut self.dry_removed);
-                let judged = judge_path(self.facts(), &home, path, (root, kind), &gone);
-                self.dry_removed = gone;
-                judged?;
-                self.not_in_use(path)
-            }
+            } => self.judge_delete(&home, path, (root, kind)),
             Action::SignalProcess {
                 pid,
                 start_time,
