@@ -1555,7 +1555,7 @@ fn status_and_reclaim_carry_the_words_and_verdicts_the_window_shows() {
         .any(|e| e["verdict"] == "reclaimable" && e["verdict_word"] == "reclaimable"));
     assert!(legend
         .iter()
-        .any(|e| e["verdict"] == "protected" && e["verdict_word"] == "kept"));
+        .any(|e| e["verdict"] == "protected" && e["verdict_word"] == "protected"));
 
     let mut chosen = vec![ids_by_verdict(&w, "reclaimable")[0].clone()];
     chosen.extend(ids_by_verdict(&w, "protected"));
