@@ -87,7 +87,7 @@
     parts.push(section("Mounts", p.mounts.map((m) => item(m)), p.mounts_checked ? "No mount." : "The mount table could not be read."));
     parts.push(section("Launchers", p.launchers.map((l) => item(l.path, `→ ${l.target}`)), "No launcher."));
     parts.push(section("PATH blocks", p.path_blocks.map((b) => item(`${b.file}:${b.line}`, b.lines.join(" ⏎ "))), "No PATH block."));
-    parts.push(section("Credentials and keys (kept unless you ask)", p.credentials.map((c) => item(c.path, `${pname(c.product)} · ${c.what}`)), "None."));
+    parts.push(section("Credentials and keys (left in place unless you ask)", p.credentials.map((c) => item(c.path, `${pname(c.product)} · ${c.what}`)), "None."));
     const sys = section("System files that need root", p.system.map((s) => cmdLine(s.command, `${pname(s.product)} · ${s.what}`)), "None.");
     if (p.system.length) sys.append(el("div", { class: "wz-none muted small", text: "Smolsweep never runs these: copy them and run them yourself if you want them gone." }));
     parts.push(sys);
@@ -132,7 +132,7 @@
 
   function leftovers(plan, into) {
     const parts = [];
-    if (plan.kept.length) parts.push(section("Kept", plan.kept.map((k) => item(k.path, `${k.what} — remove with ${how(k.how)}`))));
+    if (plan.kept.length) parts.push(section("Left in place", plan.kept.map((k) => item(k.path, `${k.what} — remove with ${how(k.how)}`))));
     if (plan.user_commands.length) parts.push(section("Run these yourself (Smolsweep does not)", plan.user_commands.map((c) => cmdLine(c.command, c.why))));
     for (const n of plan.notes) parts.push(el("p", { class: "muted small", text: n }));
     into.replaceChildren(...parts);
