@@ -1290,22 +1290,7 @@ mod tests {
 
     /// A smolvm machine record of `db`, as the preflight reads it.
     fn record(name: &str, state: &str, db: &Path) -> Machine {
-        Machine {
-            product: Product::Smolvm,
-            name: name.into(),
-            state: state.into(),
-            pid: None,
-            alive: false,
-            effective_state: state.into(),
-            pid_start_time: None,
-            ephemeral: false,
-            created_at: None,
-            dir: None,
-            allocated_bytes: 0,
-            db: Some(db.to_path_buf()),
-            branched_from: None,
-            kept: None,
-        }
+        crate::uninstall::preflight::as_recorded(Product::Smolvm, name, state, None, db)
     }
 
     fn dir(product: Product, kind: &str, path: PathBuf) -> StateDir {

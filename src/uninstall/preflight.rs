@@ -711,7 +711,13 @@ pub fn read_smolvm_machines(db: &Path) -> Result<Vec<Machine>, String> {
 }
 
 /// A machine or sandbox as its inventory `db` records it, before any process is looked at.
-fn as_recorded(product: Product, name: &str, state: &str, pid: Option<u32>, db: &Path) -> Machine {
+pub(crate) fn as_recorded(
+    product: Product,
+    name: &str,
+    state: &str,
+    pid: Option<u32>,
+    db: &Path,
+) -> Machine {
     Machine {
         product,
         name: name.to_string(),
