@@ -80,6 +80,8 @@ pub struct Hidden {
     pub items_only: bool,
     /// The filter as the flags that ask for it (`--older-than 7d --product smolvm`).
     pub flags: String,
+    /// The filter in words, for the window ("older than 7 days, smol-machines smolvm").
+    pub words: String,
 }
 
 impl Filter {
@@ -124,6 +126,21 @@ impl Filter {
         out.join(" ")
     }
 
+    /// The filter in words, as the window's controls say it ("older than 7 days, at least
+    /// 2.5 MB, smol-machines smolvm, Orphaned disks"); empty when it filters nothing.
+    pub fn words(&self) -> String {
+        let mut out = Vec::new();
+        if let Some(a) = self.older_than_secs {
+            out.push(format!("older than {}", age_in_words(a)));
+        }
+        if let Some(b) = self.min_bytes {
+            out.push(format!("at least {}", human_bytes(b)));
+        }
+        out.extend(self.products.iter().map(|p| p.display_name().to_string()));
+        out.extend(self.kinds.iter().map(|k| k.label().to_string()));
+        out.join(", ")
+    }
+
     /// Narrow `report` for display at `now`: the findings that pass (totals recounted), and
     /// the machines and VM processes [`shows_machines_of`](Self::shows_machines_of) keeps.
     /// Returns what was hidden, or `None` for a filter that filters nothing. A plan is made
@@ -151,6 +168,7 @@ impl Filter {
             processes,
             items_only: self.picks_items(),
             flags: self.flags(),
+            words: self.words(),
         })
     }
 }
@@ -164,6 +182,17 @@ fn age_words(secs: u64) -> String {
         s if s % 60 == 0 => format!("{}m", s / 60),
         s => format!("{s}s"),
     }
+}
+
+/// An age in words in the largest unit that says it exactly ("7 days", "36 hours").
+fn age_in_words(secs: u64) -> String {
+    let (n, unit) = match secs {
+        s if s > 0 && s % 86_400 == 0 => (s / 86_400, "day"),
+        s if s > 0 && s % 3_600 == 0 => (s / 3_600, "hour"),
+        s if s > 0 && s % 60 == 0 => (s / 60, "minute"),
+        s => (s, "second"),
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
 }
 
 /// A size in the largest unit that says it exactly (`100M`, `1500k`, `1Gi`, `4096B`).

@@ -21,6 +21,32 @@ pub fn bytes(n: u64) -> String {
     human_bytes(n)
 }
 
+/// How long ago `then` was at `now` (seconds since the epoch), for a person: "just now",
+/// "4 min ago", "3 h ago", "2 days ago"; "" when `then` is unknown (0).
+pub fn ago(then: u64, now: u64) -> String {
+    if then == 0 {
+        return String::new();
+    }
+    match now.saturating_sub(then) {
+        d if d < 60 => "just now".into(),
+        d if d < 3_600 => format!("{} min ago", d / 60),
+        d if d < 86_400 => format!("{} h ago", d / 3_600),
+        d => plural((d / 86_400) as usize, "day ago", "days ago"),
+    }
+}
+
+/// What the window's scan line says: "Scanning…", "Scanned 4 min ago", or "" after a failed
+/// first scan (the error is shown instead).
+pub fn scan_state(scanning: bool, scanned_at: Option<u64>, failed: bool, now: u64) -> String {
+    match (scanning, scanned_at) {
+        (true, _) => "Scanning…".into(),
+        (false, Some(0)) => "Scan complete".into(),
+        (false, Some(t)) => format!("Scanned {}", ago(t, now)),
+        (false, None) if failed => String::new(),
+        (false, None) => "Scanning…".into(),
+    }
+}
+
 /// How a verdict is called on every surface: its [`verdict_word`], capitalised, with the opt-in
 /// class and what includes it.
 pub(crate) fn verdict_label(v: Verdict, class: Option<OptInClass>) -> &'static str {
@@ -224,6 +250,12 @@ pub struct MachineRow {
     pub size: Option<String>,
     /// Recorded as running while its process is gone.
     pub stale: bool,
+    /// The state as its badge says it: `state`, or "running (stale: its VM process is gone)".
+    pub state_label: String,
+    /// What it is for, when it is not a machine of the user's own: "helper machine of an image
+    /// build" (smolvm's `image-seed-…`, `init-bake-…`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<&'static str>,
     /// Whether Stop is offered: its VM is alive and no keep rule keeps it.
     pub can_stop: bool,
     /// Whether Delete is offered: no keep rule keeps it.
@@ -308,6 +340,9 @@ pub struct ScanView {
     /// The filter's line: "3 of 46 items match --older-than 7d; not shown: 17 machines."
     /// (absent when nothing is filtered).
     pub filter_note: Option<String>,
+    /// The same for the window, the filter in words: "3 of 46 items match the filter (older
+    /// than 7 days)." (absent when nothing is filtered).
+    pub filter_line: Option<String>,
 }
 
 impl ScanView {
@@ -360,6 +395,7 @@ impl ScanView {
             processes: r.processes.iter().map(process_row).collect(),
             groups,
             filter_note: hidden.as_ref().map(screen::filter_note),
+            filter_line: hidden.as_ref().map(screen::filter_line),
             hidden,
         }
     }
@@ -547,11 +583,18 @@ fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
         Product::Celesto if celesto_says_computer(r) => "computer",
         Product::Celesto => "sandbox",
     };
+    let stale = m.state == "running" && !m.alive;
     MachineRow {
         product: m.product,
         name: m.name.clone(),
         noun,
-        stale: m.state == "running" && !m.alive,
+        stale,
+        state_label: match stale {
+            true => format!("{state} (stale: its VM process is gone)"),
+            false => state.clone(),
+        },
+        role: (m.product == Product::Smolvm && crate::scan::is_helper_machine(&m.name))
+            .then_some(HELPER_ROLE),
         can_stop: m.alive && m.kept.is_none(),
         can_delete: m.kept.is_none(),
         kept: m.kept.as_deref().map(kept_sentence),
@@ -560,6 +603,9 @@ fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
         size: (m.allocated_bytes > 0).then(|| bytes(m.allocated_bytes)),
     }
 }
+
+/// What a smolvm helper machine is, on every surface that lists machines.
+const HELPER_ROLE: &str = "helper machine of an image build";
 
 /// Whether the installed Celesto calls its sandboxes "computers" (0.1.10 and later).
 pub(crate) fn celesto_says_computer(r: &ScanReport) -> bool {
@@ -886,6 +932,29 @@ mod tests {
         assert!(s.ends_with("abcdef.qcow2"), "{s}");
         assert!(s.contains('…'));
         assert_eq!(short_path(Path::new("/a/b"), 30), "/a/b");
+    }
+
+    #[test]
+    fn the_scan_line_says_how_long_ago_from_the_core() {
+        assert_eq!(ago(0, 1_000), "");
+        assert_eq!(ago(1_000, 1_030), "just now");
+        assert_eq!(ago(1_000, 1_000 + 4 * 60 + 5), "4 min ago");
+        assert_eq!(ago(1_000, 1_000 + 3 * 3_600), "3 h ago");
+        assert_eq!(ago(1_000, 1_000 + 86_400), "1 day ago");
+        assert_eq!(ago(1_000, 1_000 + 2 * 86_400), "2 days ago");
+        assert_eq!(
+            ago(2_000, 1_000),
+            "just now",
+            "a clock set back is not the future"
+        );
+        assert_eq!(scan_state(true, Some(5), false, 9), "Scanning…");
+        assert_eq!(scan_state(false, Some(0), false, 9), "Scan complete");
+        assert_eq!(
+            scan_state(false, Some(1_000), false, 1_120),
+            "Scanned 2 min ago"
+        );
+        assert_eq!(scan_state(false, None, true, 9), "");
+        assert_eq!(scan_state(false, None, false, 9), "Scanning…");
     }
 
     #[test]

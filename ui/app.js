@@ -27,15 +27,6 @@ function el(tag, attrs = {}, ...children) {
   return e;
 }
 
-function ago(secs) {
-  if (!secs) return "";
-  const d = Math.max(0, Date.now() / 1000 - secs);
-  if (d < 60) return "just now";
-  if (d < 3600) return `${Math.floor(d / 60)} min ago`;
-  if (d < 86400) return `${Math.floor(d / 3600)} h ago`;
-  return `${Math.floor(d / 86400)} days ago`;
-}
-
 // `pending` is what the open confirmation would run: a reclaim ({ kind: "reclaim", digest }) or a
 // VM / machine action ({ kind: "vm", plan }), each with the fingerprint of the core plan it shows.
 let state = { status: null, selected: new Set(), touched: false, busy: false, pending: null, estimateSeq: 0 };
@@ -69,11 +60,17 @@ $("#overview-review").addEventListener("click", () => show("findings", true));
 
 // ---- status -----------------------------------------------------------------------------------
 
+// The products' names are the core's (`Product::display_name`), filled into every place the
+// page names one.
+function renderProductNames(names) {
+  for (const e of $$("[data-product-name]")) e.textContent = (names || {})[e.dataset.productName] || "";
+}
+
 function render(status) {
   state.status = status;
+  renderProductNames(status.product_names);
   const v = status.view;
-  const r = status.report;
-  $("#scan-state").textContent = status.scanning ? "Scanning…" : r ? (r.scanned_at ? `Scanned ${ago(r.scanned_at)}` : "Scan complete") : status.error ? "" : "Scanning…";
+  $("#scan-state").textContent = status.scan_state;
   const line = $("#status-line");
   line.textContent = status.tray.status;
   line.classList.toggle("warn", status.tray.status.startsWith("Can't verify"));
@@ -159,7 +156,7 @@ function renderFilter(status) {
   if (document.activeElement !== $("#f-age")) $("#f-age").value = status.filter.older_than || "";
   if (document.activeElement !== $("#f-size")) $("#f-size").value = status.filter.min_size || "";
   $("#f-product").value = (status.filter.products || [])[0] || "";
-  $("#f-count").textContent = status.shown === status.total ? "" : `Showing ${status.shown} of ${status.total}`;
+  $("#f-count").textContent = (status.view && status.view.filter_line) || "";
 }
 
 // The filter is the core's (`smolsweep::filter::Filter`): the window only sends the controls.
@@ -356,7 +353,8 @@ function renderVms(v) {
       return el("div", { class: "vm machine", role: "listitem", dataset: { product: m.product, name: m.name, stale: m.stale ? "1" : "" } },
         el("div", {},
           el("div", {}, el("b", { text: `${m.noun} ${m.name}` }), " ",
-            el("span", { class: `badge ${m.stale ? "orphan" : "state"}`, text: m.stale ? `${m.state} (stale: its VM process is gone)` : m.state })),
+            el("span", { class: `badge ${m.stale ? "orphan" : "state"}`, text: m.state_label }),
+            m.role ? el("span", { class: "badge role", text: m.role }) : null),
           meta ? el("div", { class: "meta", text: meta }) : null,
           m.kept ? el("div", { class: "meta kept", text: m.kept }) : null),
         el("div", { class: "buttons" },
@@ -533,12 +531,12 @@ async function runVm(plan) {
     const ok = out.steps.length && out.steps.every((s) => s.status === "done") && !out.journal_error;
     box.className = `result${ok ? "" : " partial"}`;
     box.replaceChildren(
-      el("h2", { text: `${ok ? "Done" : "Not done"}: ${out.command} ${out.target}` }),
-      el("ul", { class: "small" }, out.steps.map((s) => el("li", { dataset: { status: s.status } }, `${s.status}: ${s.summary} — ${s.message}`))),
+      el("h2", { text: out.heading }),
+      el("ul", { class: "small" }, out.steps.map((s, i) => el("li", { dataset: { status: s.status } }, out.lines[i]))),
       ...(out.journal_error ? [el("p", { class: "small", text: out.journal_error })] : []));
   } catch (e) {
     box.className = "result partial";
-    box.replaceChildren(el("h2", { text: `Not done: ${plan.command} ${plan.target}` }), el("p", { text: String(e) }));
+    box.replaceChildren(el("h2", { text: plan.not_done }), el("p", { text: String(e) }));
   } finally {
     refresh();
   }

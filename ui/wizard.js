@@ -77,13 +77,12 @@
     parts.push(el("p", { class: "small" }, "Audited home: ", el("code", { text: p.home })));
     parts.push(section("Installations", p.installs.map((i) =>
       item(i.path, `${pname(i.product)} · ${i.method}${i.distribution ? " (" + i.distribution + ")" : ""} · ${i.version || "version unknown"}`)), "No installation found."));
-    const dirs = p.state_dirs.filter((d) => d.exists);
     const dot = p.dot_smolvm;
-    const dirItems = dirs.map((d) => item(d.path, `${pname(d.product)} · ${d.label}${d.mounts && d.mounts.length ? " · " + d.mounts.length + " mount(s) inside" : ""}`, d.size));
+    const dirItems = p.state_dirs.map((d, i) => d.exists ? item(d.path, p.state_dir_lines[i], d.size) : null).filter(Boolean);
     if (dot) dirItems.push(item(dot.path, p.dot_smolvm_line));
     parts.push(section("State directories", dirItems, "No state directory found."));
     parts.push(section("Machines", p.machines.map((m) => item(m.name, `${pname(m.product)} · ${m.state}${m.pid ? " · pid " + m.pid : ""}`)), "No machine."));
-    parts.push(section("VM processes of this home", p.processes.map((v) => item(`pid ${v.pid}`, `${pname(v.product)} · ${v.shape} · ${v.reason}`)), "No VM process is running."));
+    parts.push(section("VM processes of this home", p.processes.map((v, i) => item(`pid ${v.pid}`, p.process_lines[i])), "No VM process is running."));
     parts.push(section("Mounts", p.mounts.map((m) => item(m)), p.mounts_checked ? "No mount." : "The mount table could not be read."));
     parts.push(section("Launchers", p.launchers.map((l) => item(l.path, `→ ${l.target}`)), "No launcher."));
     parts.push(section("PATH blocks", p.path_blocks.map((b) => item(`${b.file}:${b.line}`, b.lines.join(" ⏎ "))), "No PATH block."));

@@ -356,8 +356,16 @@ pub struct VmPlan {
     pub title: String,
     pub question: String,
     pub ok: String,
+    /// The result's heading if the run cannot start: "Not done: stop smolvm:m1".
+    pub not_done: String,
     #[serde(skip)]
     pub core: Option<CorePlan>,
+}
+
+/// The heading of a VM or machine action's result: "Done: stop smolvm:m1" or "Not done: …".
+pub fn outcome_heading(done: bool, command: &str, target: &str) -> String {
+    let word = if done { "Done" } else { "Not done" };
+    format!("{word}: {command} {target}")
 }
 
 impl VmPlan {
@@ -400,6 +408,7 @@ impl VmPlan {
             title: t.title(),
             question: t.question(),
             ok: t.ok().into(),
+            not_done: outcome_heading(false, t.command, &t.target),
             core,
         }
     }
@@ -463,6 +472,18 @@ pub struct ActionResult {
     pub message: String,
 }
 
+impl ActionResult {
+    /// The line the window shows for it: "done: Stop machine m1 — stopped".
+    pub fn line(&self) -> String {
+        let status = match self.status {
+            ActionStatus::Done => "done",
+            ActionStatus::Skipped => "skipped",
+            ActionStatus::Failed => "failed",
+        };
+        format!("{status}: {} — {}", self.summary, self.message)
+    }
+}
+
 /// The result of Stop / End process / Delete (the run itself is in the core journal).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VmOutcome {
@@ -474,6 +495,12 @@ pub struct VmOutcome {
     pub steps: Vec<ActionResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_error: Option<String>,
+    /// "Done: stop smolvm:m1", or "Not done: …" when a step was not done or the journal failed.
+    #[serde(default)]
+    pub heading: String,
+    /// Each step's line ([`ActionResult::line`]), in `steps` order.
+    #[serde(default)]
+    pub lines: Vec<String>,
 }
 
 impl VmOutcome {
@@ -486,6 +513,8 @@ impl VmOutcome {
             plan_id: String::new(),
             steps: vec![],
             journal_error: None,
+            heading: String::new(),
+            lines: vec![],
         };
         match result {
             Ok(r) => {
@@ -522,6 +551,8 @@ impl VmOutcome {
                     .collect();
             }
         }
+        out.heading = outcome_heading(out.all_done(), &out.command, &out.target);
+        out.lines = out.steps.iter().map(ActionResult::line).collect();
         out
     }
 

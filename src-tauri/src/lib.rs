@@ -193,6 +193,10 @@ pub struct Status {
     pub report: Option<ScanReport>,
     pub error: Option<String>,
     pub scanning: bool,
+    /// The scan line: "Scanning…", "Scanned 4 min ago" (`smolsweep::view::scan_state`).
+    pub scan_state: String,
+    /// Each product's name for a person, by its JSON name (the page fills them in).
+    pub product_names: std::collections::BTreeMap<&'static str, &'static str>,
     pub scans: u64,
     pub tray: TrayModel,
     /// Every keep rule, and the rule that keeps each kept finding (by finding id).
@@ -219,6 +223,9 @@ fn status(st: &AppState) -> Status {
     let report = lock(&st.report).clone();
     let shown = report.as_ref().map(|r| keeps::filtered(st, r));
     let (keep_lines, kept) = keeps::lines(st);
+    let error = lock(&st.scan_error).clone();
+    let filter = lock(&st.filter).clone();
+    let now = keeps::time_of(lock(&st.clock).now());
     Status {
         keeps: keep_lines,
         kept,
@@ -231,13 +238,20 @@ fn status(st: &AppState) -> Status {
             .as_ref()
             .map(|r| smolsweep::view::treemap(r, TREEMAP_W, TREEMAP_H))
             .unwrap_or_default(),
-        view: shown.as_ref().map(ScanView::of),
+        view: report.as_ref().map(|r| ScanView::filtered(r, &filter, now)),
         newer: report
             .as_ref()
             .map(smolsweep::view::newer_products)
             .unwrap_or_default(),
+        scan_state: smolsweep::view::scan_state(
+            st.scanning.load(Ordering::SeqCst),
+            report.as_ref().map(|r| r.scanned_at),
+            error.is_some(),
+            now_secs(),
+        ),
+        product_names: uninstall::product_names(),
         report,
-        error: lock(&st.scan_error).clone(),
+        error,
         scanning: st.scanning.load(Ordering::SeqCst),
         scans: st.scans.load(Ordering::SeqCst),
         tray: lock(&st.tray_model).clone(),

@@ -118,6 +118,11 @@ pub struct PreflightShown {
     /// What the shared `~/.smolvm` holds, in words, when there is one: "shared: 3 entries of
     /// smol-machines smolvm, 1 of Celesto SmolVM, 0 others".
     pub dot_smolvm_line: Option<String>,
+    /// What each state directory is, in `state_dirs` order: "Celesto SmolVM · data · 2 mounts
+    /// inside".
+    pub state_dir_lines: Vec<String>,
+    /// What each VM process is, in `processes` order: "Celesto SmolVM · Celesto QEMU VM · …".
+    pub process_lines: Vec<String>,
 }
 
 impl From<Preflight> for PreflightShown {
@@ -132,10 +137,32 @@ impl From<Preflight> for PreflightShown {
                 d.other_entries.len()
             )
         });
+        let state_dir_lines = preflight
+            .state_dirs
+            .iter()
+            .map(|d| {
+                let mounts = match d.mounts.len() {
+                    0 => String::new(),
+                    1 => " · 1 mount inside".into(),
+                    n => format!(" · {n} mounts inside"),
+                };
+                format!("{} · {}{mounts}", d.product.display_name(), d.label)
+            })
+            .collect();
+        let process_lines = preflight
+            .processes
+            .iter()
+            .map(|v| {
+                let name = v.product.display_name();
+                format!("{name} · {} · {}", v.shape.label(), v.reason)
+            })
+            .collect();
         PreflightShown {
             preflight,
             product_names: product_names(),
             dot_smolvm_line,
+            state_dir_lines,
+            process_lines,
         }
     }
 }

@@ -324,9 +324,10 @@ fn machines(s: &mut String, v: &ScanView, paint: &Paint) {
         } else {
             m.state.clone()
         };
+        let role = m.role.map(|r| format!(" — {r}")).unwrap_or_default();
         let _ = writeln!(
             s,
-            "  {:<8} {:<9} {:<24} {state}{pid}{size}",
+            "  {:<8} {:<9} {:<24} {state}{pid}{size}{role}",
             m.product.as_str(),
             m.noun,
             smolsweep::view::escape_text(&m.name)

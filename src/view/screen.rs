@@ -190,12 +190,22 @@ impl FirstScreen<'_> {
 /// "3 of 46 items match --older-than 7d; not shown: 17 machines." or, when none match, "None
 /// of the 46 items match --older-than 3650d."
 pub(super) fn filter_note(h: &Hidden) -> String {
+    note_of(h, &h.flags)
+}
+
+/// The window's line of the same: "3 of 46 items match the filter (older than 7 days); not
+/// shown: 17 machines."
+pub(super) fn filter_line(h: &Hidden) -> String {
+    note_of(h, &format!("the filter ({})", h.words))
+}
+
+fn note_of(h: &Hidden, what: &str) -> String {
     let items = match (h.items, h.matching) {
-        (0, _) => format!("No items to match {}", h.flags),
-        (1, 0) => format!("The 1 item does not match {}", h.flags),
-        (n, 0) => format!("None of the {n} items match {}", h.flags),
-        (n, 1) => format!("1 of {n} items matches {}", h.flags),
-        (n, m) => format!("{m} of {n} items match {}", h.flags),
+        (0, _) => format!("No items to match {what}"),
+        (1, 0) => format!("The 1 item does not match {what}"),
+        (n, 0) => format!("None of the {n} items match {what}"),
+        (n, 1) => format!("1 of {n} items matches {what}"),
+        (n, m) => format!("{m} of {n} items match {what}"),
     };
     let mut not_shown = Vec::new();
     if h.machines > 0 {
@@ -296,6 +306,7 @@ mod tests {
             processes: 1,
             items_only: true,
             flags: "--older-than 3650d".into(),
+            words: "older than 3650 days".into(),
         };
         assert_eq!(
             filter_note(&h),
@@ -308,6 +319,10 @@ mod tests {
             ..h.clone()
         };
         assert_eq!(filter_note(&h), "3 of 46 items match --older-than 3650d.");
+        assert_eq!(
+            filter_line(&h),
+            "3 of 46 items match the filter (older than 3650 days)."
+        );
     }
 }
 

@@ -1250,6 +1250,11 @@ fn filters_narrow_the_view_and_what_reclaim_selects() {
         .map(|r| r["id"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(rows, vec![old.clone()]);
+    // The window says what the filter hid, in the core's words (`ScanView::filter_line`).
+    assert_eq!(
+        st["view"]["filter_line"],
+        "1 of 5 items matches the filter (older than 7 days)."
+    );
     let one = call(&w, "selection_estimate", json!({"ids": [old]})).unwrap();
     let both = call(&w, "selection_estimate", json!({"ids": [old, young]})).unwrap();
     assert_eq!(one["estimate_bytes"], both["estimate_bytes"]);
@@ -1282,6 +1287,10 @@ fn filters_narrow_the_view_and_what_reclaim_selects() {
     );
     let st = call(&w, "set_filter", json!({"filter": {}})).unwrap();
     assert_eq!(st["shown"], st["total"]);
+    assert!(
+        st["view"]["filter_line"].is_null(),
+        "nothing hidden, nothing said"
+    );
     // The treemap draws what the filter shows: one tile per item, inside the area.
     let tiles = st["treemap"].as_array().unwrap();
     assert_eq!(
