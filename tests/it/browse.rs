@@ -167,10 +167,13 @@ fn browse_in_a_terminal_marks_reviews_and_reclaims_one_orphan() {
     let s = scratch();
     let tmux = Tmux::new(s.t.path());
     let exit = s.t.path().join("exit-code");
+    let stty = s.t.path().join("stty-after");
+    // After it ends, the terminal's modes as the shell finds them.
     let line = format!(
-        "{}; echo $? > {}",
+        "{}; echo $? > {}; stty -a > {}",
         s.command_line("browse", "C"),
-        quote(&exit)
+        quote(&exit),
+        quote(&stty)
     );
     tmux.ok(&[
         "new-session",
@@ -238,6 +241,14 @@ fn browse_in_a_terminal_marks_reviews_and_reclaims_one_orphan() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(fs::read_to_string(&exit).unwrap().trim(), "0");
+    // The terminal is given back as it was: line editing and echo on again.
+    while !fs::read_to_string(&stty).is_ok_and(|t| t.contains("echo")) {
+        assert!(start.elapsed() < Duration::from_secs(90), "no stty -a");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let modes = fs::read_to_string(&stty).unwrap();
+    let on = |m: &str| modes.split_whitespace().any(|w| w == m);
+    assert!(on("icanon") && on("echo"), "raw mode left on:\n{modes}");
 }
 
 /// Without a terminal there is nothing to browse with: exit 2, pointing at `smolsweep scan`,

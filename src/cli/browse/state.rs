@@ -121,6 +121,7 @@ impl App {
 
     /// Show a (new) scan: open groups stay open, marks of items that are gone are dropped.
     pub fn load(&mut self, report: ScanReport, view: ScanView) {
+        let was = self.current().and_then(|e| self.identity(e));
         // The scan's first screen orders what frees something; the rest follows in the view's
         // order.
         let mut order: Vec<usize> = view
@@ -144,8 +145,31 @@ impl App {
         self.view = Some(view);
         self.screen = Screen::List;
         self.remark();
-        let n = self.entries().len();
-        self.cursor = self.cursor.min(n.saturating_sub(1));
+        // The cursor stays on the same item, else on its group, else where it was.
+        let entries = self.entries();
+        let same = |e: &Entry| self.identity(*e) == was;
+        let group = |e: &Entry| {
+            matches!(e, Entry::Group(_))
+                && self.identity(*e).map(|i| i.0) == was.as_ref().map(|i| i.0)
+        };
+        self.cursor = match (
+            entries.iter().position(same),
+            entries.iter().position(group),
+        ) {
+            (Some(i), _) | (None, Some(i)) => i,
+            _ => self.cursor.min(entries.len().saturating_sub(1)),
+        };
+    }
+
+    /// What an entry stands for across scans: its kind, and its finding id for a row.
+    fn identity(&self, e: Entry) -> Option<(FindingKind, Option<String>)> {
+        match e {
+            Entry::Group(g) => self.group(g).map(|grp| (grp.kind, None)),
+            Entry::Row(g, r) => {
+                let kind = self.group(g)?.kind;
+                self.row(g, r).map(|row| (kind, Some(row.id.clone())))
+            }
+        }
     }
 
     /// The lines of the list, in order: each group, and the rows of an open one.
@@ -242,6 +266,8 @@ impl App {
     }
 
     fn list_key(&mut self, k: KeyEvent) -> Effect {
+        // A refusal's reason or the last closing line stays until the next key.
+        self.status = None;
         let n = self.entries().len();
         let page = 10;
         match k.code {
@@ -295,7 +321,6 @@ impl App {
     /// reclaimable or opt-in; any other says why, in the core's words); on a group, mark every
     /// such row of it, or unmark them when all are marked.
     fn mark(&mut self) {
-        self.status = None;
         let ids: Vec<String> = match self.current() {
             Some(Entry::Row(g, r)) => {
                 let Some(row) = self.row(g, r) else { return };

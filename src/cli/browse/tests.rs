@@ -237,6 +237,8 @@ fn protected_and_unverifiable_rows_cannot_be_marked() {
             Some(format!("{}: {}", row.verdict_label, row.reason).as_str())
         );
     }
+    key(&mut a, KeyCode::Char('k'));
+    assert_eq!(a.status, None, "the reason goes with the next key");
     key(&mut a, KeyCode::Char('d'));
     assert!(matches!(a.screen, Screen::List), "nothing to review");
     assert_eq!(a.status.as_deref(), Some("Nothing to do."));
@@ -268,4 +270,29 @@ fn review_plans_exactly_the_marked_items_and_y_runs_that_plan() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// A rescan keeps the cursor on the same item (or its group, when the item is gone), and
+/// drops the marks of items that are gone.
+#[test]
+fn a_rescan_keeps_the_cursor_on_the_same_item_and_drops_gone_marks() {
+    let s = scanned();
+    let mut a = app(&s, false);
+    go_to(&mut a, |a, e| is_group(a, e, "Orphaned disks"));
+    key(&mut a, KeyCode::Enter);
+    key(&mut a, KeyCode::Char('j'));
+    key(&mut a, KeyCode::Char(' '));
+    key(&mut a, KeyCode::Char('j'));
+    let Some(Entry::Row(g, r)) = a.current() else {
+        panic!("a row")
+    };
+    let (gone, here) = (a.marked[0].clone(), a.row(g, r).unwrap().id.clone());
+    let mut after = s.report.clone();
+    after.findings.retain(|f| f.id != gone);
+    a.load(after.clone(), ScanView::of(&after));
+    assert!(a.marked.is_empty(), "the mark of an item that is gone");
+    let Some(Entry::Row(g, r)) = a.current() else {
+        panic!("a row")
+    };
+    assert_eq!(a.row(g, r).unwrap().id, here);
 }
