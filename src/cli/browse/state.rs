@@ -87,6 +87,8 @@ pub(crate) struct App {
     pub cursor: usize,
     /// First entry drawn (set by the renderer so the cursor stays in sight).
     pub offset: usize,
+    /// Lines the list had when last drawn (what PgUp and PgDn move).
+    pub page: usize,
     /// Marked finding ids, in the order marked.
     pub marked: Vec<String>,
     /// The core's sentence for the marked items' plan ("Delete 2 items; about 1.2 MB to free.").
@@ -110,6 +112,7 @@ impl App {
             open: BTreeSet::new(),
             cursor: 0,
             offset: 0,
+            page: 10,
             marked: Vec::new(),
             marked_sentence: None,
             status: None,
@@ -269,7 +272,7 @@ impl App {
         // A refusal's reason or the last closing line stays until the next key.
         self.status = None;
         let n = self.entries().len();
-        let page = 10;
+        let page = self.page.max(1);
         match k.code {
             KeyCode::Char('q') | KeyCode::Esc => return Effect::Quit,
             KeyCode::Char('?') => self.screen = Screen::Help,

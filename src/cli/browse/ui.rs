@@ -295,6 +295,7 @@ fn list_screen(f: &mut Frame, app: &mut App, area: Rect) {
     f.render_widget(Paragraph::new(head), top);
     let entries = app.entries();
     let h = list.height as usize;
+    app.page = h;
     if app.cursor < app.offset {
         app.offset = app.cursor;
     } else if app.cursor >= app.offset + h {
