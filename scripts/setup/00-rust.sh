@@ -11,7 +11,8 @@ _smolsweep_apt() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
   fi
 }
-_smolsweep_apt build-essential pkg-config ca-certificates curl
+# tmux: the terminal browser's test drives `smolsweep browse` in a real terminal.
+_smolsweep_apt build-essential pkg-config ca-certificates curl tmux
 if ! command -v cargo >/dev/null 2>&1; then
   if [ -x "$HOME/.cargo/bin/cargo" ]; then
     export PATH="$HOME/.cargo/bin:$PATH"

@@ -54,6 +54,17 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     (
+        "browse",
+        &[
+            (
+                "smolsweep browse",
+                "open groups, mark items with Space, review with d, run with y",
+            ),
+            ("smolsweep browse --product celesto", "only Celesto's items"),
+            ("LANG=C smolsweep browse", "the same, drawn in ASCII"),
+        ],
+    ),
+    (
         "prune",
         &[
             ("smolsweep prune", "show the plan and ask"),

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 pub mod auto;
+pub mod browse;
 pub mod filters;
 pub mod help;
 pub mod keep;
@@ -37,6 +38,8 @@ pub struct Cli {
 pub enum Command {
     /// Scan both SmolVMs' state (read-only) and report findings.
     Scan(scan::ScanArgs),
+    /// Browse the scan in the terminal: open groups, mark items, review and reclaim them.
+    Browse(browse::BrowseArgs),
     /// Delete what the scan found reclaimable (plan, confirm, execute).
     Prune(reclaim::PruneArgs),
     /// End orphaned VM processes of this HOME (pid + start time proven).
@@ -86,6 +89,7 @@ pub enum Shell {
 /// as `help::examples` names them.
 const SCANNING: &[&str] = &[
     "scan",
+    "browse",
     "prune",
     "reap",
     "stop",
@@ -299,6 +303,7 @@ pub fn main() -> i32 {
     smolsweep::scan::accept_newer(&accepted);
     match cli.command {
         Command::Scan(a) => scan::run(a),
+        Command::Browse(a) => browse::run(a),
         Command::Prune(a) => reclaim::prune(a),
         Command::Reap(a) => reclaim::reap(a),
         Command::Stop(a) => reclaim::stop(a),

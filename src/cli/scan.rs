@@ -34,12 +34,7 @@ fn render_options(args: &ScanArgs, now: std::time::SystemTime) -> RenderOptions 
     let color = var("NO_COLOR").is_none()
         && (var("CLICOLOR_FORCE").is_some_and(|v| v != "0")
             || tty && var("TERM").is_none_or(|t| t != "dumb"));
-    let locale = ["LC_ALL", "LC_CTYPE", "LANG"]
-        .iter()
-        .find_map(|k| var(k))
-        .map(|v| v.to_string_lossy().to_ascii_lowercase())
-        .unwrap_or_default();
-    let utf8 = locale.contains("utf-8") || locale.contains("utf8");
+    let utf8 = utf8_locale();
     RenderOptions {
         width: terminal_width(tty),
         color,
@@ -51,6 +46,17 @@ fn render_options(args: &ScanArgs, now: std::time::SystemTime) -> RenderOptions 
         filter: args.filter.filter(),
         now,
     }
+}
+
+/// Whether the locale (the first of `LC_ALL`, `LC_CTYPE`, `LANG` that is set) is UTF-8;
+/// otherwise what is printed is folded to ASCII (`view::ascii`).
+pub(crate) fn utf8_locale() -> bool {
+    let locale = ["LC_ALL", "LC_CTYPE", "LANG"]
+        .iter()
+        .find_map(|k| std::env::var_os(k).filter(|v| !v.is_empty()))
+        .map(|v| v.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    locale.contains("utf-8") || locale.contains("utf8")
 }
 
 /// `COLUMNS` when set, else the terminal's width, else 80.

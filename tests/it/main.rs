@@ -5,6 +5,7 @@
 //! process-wide (environment, working directory, umask, rlimits, signal dispositions) that
 //! another could observe, and signals and waits only for processes it started itself.
 
+mod browse;
 mod cli_conventions;
 mod cli_e2e;
 mod cli_help;

@@ -1,0 +1,445 @@
+//! What the browser shows and what a key does to it: pure state, no terminal, so the render
+//! tests and the key tests drive it directly. Every word, number and sentence in it comes from
+//! the core's view (`smolsweep::view`); this only chooses which of them to show.
+
+use std::collections::BTreeSet;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use smolsweep::exec::{ExecReport, ProgressEvent};
+use smolsweep::model::{FindingKind, ScanReport};
+use smolsweep::plan::{Plan, Selection};
+use smolsweep::view::{self, Confirmation, Group, Row, ScanView};
+
+/// One line of the list: a group (a kind of finding) or one of its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// `groups[i]` of the view.
+    Group(usize),
+    /// `groups[g].rows[r]` of the view.
+    Row(usize, usize),
+}
+
+/// The plan the marked items make, and its confirmation, while it is being reviewed.
+#[derive(Debug, Clone)]
+pub(crate) struct Review {
+    pub plan: Plan,
+    pub confirmation: Confirmation,
+    /// First plan line shown (the lines scroll).
+    pub scroll: usize,
+}
+
+/// A run under way: how many actions are done of how many, and the last one's line.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Running {
+    pub sentence: String,
+    pub done: usize,
+    pub total: usize,
+    pub last: String,
+}
+
+/// A finished run: what did not go as planned, and the core's closing line.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Finished {
+    pub lines: Vec<String>,
+    pub closing: String,
+}
+
+/// Which screen is up.
+#[derive(Debug, Clone)]
+pub(crate) enum Screen {
+    /// Before the first scan has finished.
+    Scanning,
+    /// The groups and their rows.
+    List,
+    /// The keys.
+    Help,
+    /// The marked items' plan and its question.
+    Review(Box<Review>),
+    /// The executor is running the plan.
+    Running(Running),
+    /// The run is over.
+    Finished(Finished),
+}
+
+/// What the terminal loop must do after a key.
+#[derive(Debug)]
+pub(crate) enum Effect {
+    /// Redraw.
+    None,
+    /// Leave the browser.
+    Quit,
+    /// Scan again (after a run, or `r`).
+    Rescan,
+    /// Run this confirmed plan through the executor.
+    Run(Box<Plan>),
+}
+
+/// The browser's state.
+pub(crate) struct App {
+    pub report: Option<ScanReport>,
+    pub view: Option<ScanView>,
+    /// Group indices in the order shown: what frees something, largest first (as the scan's
+    /// first screen orders them), then the groups that free nothing.
+    pub order: Vec<usize>,
+    /// Kinds whose group is open (kept across a rescan).
+    pub open: BTreeSet<FindingKind>,
+    /// Index into [`App::entries`].
+    pub cursor: usize,
+    /// First entry drawn (set by the renderer so the cursor stays in sight).
+    pub offset: usize,
+    /// Lines the list had when last drawn (what PgUp and PgDn move).
+    pub page: usize,
+    /// Marked finding ids, in the order marked.
+    pub marked: Vec<String>,
+    /// The core's sentence for the marked items' plan ("Delete 2 items; about 1.2 MB to free.").
+    pub marked_sentence: Option<String>,
+    /// A line for the status bar (a refusal's reason, the last run's closing line).
+    pub status: Option<String>,
+    pub screen: Screen,
+    /// The locale is not UTF-8: draw ASCII only.
+    pub ascii: bool,
+    /// Colour allowed (`NO_COLOR` unset).
+    pub color: bool,
+}
+
+impl App {
+    /// A browser waiting for its first scan.
+    pub fn new(ascii: bool, color: bool) -> App {
+        App {
+            report: None,
+            view: None,
+            order: Vec::new(),
+            open: BTreeSet::new(),
+            cursor: 0,
+            offset: 0,
+            page: 10,
+            marked: Vec::new(),
+            marked_sentence: None,
+            status: None,
+            screen: Screen::Scanning,
+            ascii,
+            color,
+        }
+    }
+
+    /// Show a (new) scan: open groups stay open, marks of items that are gone are dropped.
+    pub fn load(&mut self, report: ScanReport, view: ScanView) {
+        let was = self.current().and_then(|e| self.identity(e));
+        // The scan's first screen orders what frees something; the rest follows in the view's
+        // order.
+        let mut order: Vec<usize> = view
+            .first_screen(usize::MAX)
+            .rows
+            .iter()
+            .filter_map(|f| view.groups.iter().position(|g| std::ptr::eq(g, *f)))
+            .collect();
+        let rest: Vec<usize> = (0..view.groups.len())
+            .filter(|i| !order.contains(i))
+            .collect();
+        order.extend(rest);
+        self.order = order;
+        let shown: BTreeSet<&str> = view
+            .groups
+            .iter()
+            .flat_map(|g| g.rows.iter().map(|r| r.id.as_str()))
+            .collect();
+        self.marked.retain(|id| shown.contains(id.as_str()));
+        self.report = Some(report);
+        self.view = Some(view);
+        self.screen = Screen::List;
+        self.remark();
+        // The cursor stays on the same item, else on its group, else where it was.
+        let entries = self.entries();
+        let same = |e: &Entry| self.identity(*e) == was;
+        let group = |e: &Entry| {
+            matches!(e, Entry::Group(_))
+                && self.identity(*e).map(|i| i.0) == was.as_ref().map(|i| i.0)
+        };
+        self.cursor = match (
+            entries.iter().position(same),
+            entries.iter().position(group),
+        ) {
+            (Some(i), _) | (None, Some(i)) => i,
+            _ => self.cursor.min(entries.len().saturating_sub(1)),
+        };
+    }
+
+    /// What an entry stands for across scans: its kind, and its finding id for a row.
+    fn identity(&self, e: Entry) -> Option<(FindingKind, Option<String>)> {
+        match e {
+            Entry::Group(g) => self.group(g).map(|grp| (grp.kind, None)),
+            Entry::Row(g, r) => {
+                let kind = self.group(g)?.kind;
+                self.row(g, r).map(|row| (kind, Some(row.id.clone())))
+            }
+        }
+    }
+
+    /// The lines of the list, in order: each group, and the rows of an open one.
+    pub fn entries(&self) -> Vec<Entry> {
+        let Some(v) = &self.view else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for &g in &self.order {
+            out.push(Entry::Group(g));
+            if self.open.contains(&v.groups[g].kind) {
+                out.extend((0..v.groups[g].rows.len()).map(|r| Entry::Row(g, r)));
+            }
+        }
+        out
+    }
+
+    /// The entry under the cursor.
+    pub fn current(&self) -> Option<Entry> {
+        self.entries().get(self.cursor).copied()
+    }
+
+    pub fn group(&self, g: usize) -> Option<&Group> {
+        self.view.as_ref().and_then(|v| v.groups.get(g))
+    }
+
+    pub fn row(&self, g: usize, r: usize) -> Option<&Row> {
+        self.group(g).and_then(|g| g.rows.get(r))
+    }
+
+    /// The core plan for exactly the marked finding ids: what the window's "reclaim
+    /// selection" plans (`view::selection_estimate`, the desktop's `core_plan`).
+    pub fn plan(&self) -> Option<Plan> {
+        let report = self.report.as_ref()?;
+        let sel = Selection {
+            ids: self.marked.clone(),
+            ..Default::default()
+        };
+        Some(Plan::from_scan(report, &sel))
+    }
+
+    /// Recompute the marked items' sentence.
+    fn remark(&mut self) {
+        self.marked_sentence = match (&self.report, self.marked.is_empty()) {
+            (Some(r), false) => Some(view::selection_estimate(r, &self.marked).sentence()),
+            _ => None,
+        };
+    }
+
+    /// What a key does.
+    pub fn key(&mut self, k: KeyEvent) -> Effect {
+        if k.kind == KeyEventKind::Release {
+            return Effect::None;
+        }
+        if k.modifiers.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c') {
+            return Effect::Quit;
+        }
+        match &mut self.screen {
+            Screen::Scanning | Screen::Running(_) => Effect::None,
+            Screen::Help => {
+                if k.code == KeyCode::Char('q') {
+                    return Effect::Quit;
+                }
+                self.screen = Screen::List;
+                Effect::None
+            }
+            Screen::Review(r) => match k.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => {
+                    Effect::Run(Box::new(r.plan.clone()))
+                }
+                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Char('q') => {
+                    self.screen = Screen::List;
+                    Effect::None
+                }
+                KeyCode::Down | KeyCode::Char('j') => {
+                    r.scroll = (r.scroll + 1).min(r.confirmation.lines.len().saturating_sub(1));
+                    Effect::None
+                }
+                KeyCode::Up | KeyCode::Char('k') => {
+                    r.scroll = r.scroll.saturating_sub(1);
+                    Effect::None
+                }
+                _ => Effect::None,
+            },
+            Screen::Finished(f) => {
+                self.status = Some(f.closing.clone());
+                self.screen = Screen::List;
+                self.marked.clear();
+                self.remark();
+                Effect::Rescan
+            }
+            Screen::List => self.list_key(k),
+        }
+    }
+
+    fn list_key(&mut self, k: KeyEvent) -> Effect {
+        // A refusal's reason or the last closing line stays until the next key.
+        self.status = None;
+        let n = self.entries().len();
+        let page = self.page.max(1);
+        match k.code {
+            KeyCode::Char('q') | KeyCode::Esc => return Effect::Quit,
+            KeyCode::Char('?') => self.screen = Screen::Help,
+            KeyCode::Char('r') => return Effect::Rescan,
+            KeyCode::Down | KeyCode::Char('j') => self.cursor = (self.cursor + 1).min(n.max(1) - 1),
+            KeyCode::Up | KeyCode::Char('k') => self.cursor = self.cursor.saturating_sub(1),
+            KeyCode::PageDown => self.cursor = (self.cursor + page).min(n.max(1) - 1),
+            KeyCode::PageUp => self.cursor = self.cursor.saturating_sub(page),
+            KeyCode::Home | KeyCode::Char('g') => self.cursor = 0,
+            KeyCode::End | KeyCode::Char('G') => self.cursor = n.max(1) - 1,
+            KeyCode::Enter | KeyCode::Right | KeyCode::Char('l') => self.toggle_open(k.code),
+            KeyCode::Left | KeyCode::Char('h') => self.close(),
+            KeyCode::Char(' ') => self.mark(),
+            KeyCode::Char('d') => self.review(),
+            _ => {}
+        }
+        Effect::None
+    }
+
+    /// Enter opens or closes the group under the cursor; Right and `l` only open it.
+    fn toggle_open(&mut self, code: KeyCode) {
+        let Some(Entry::Group(g)) = self.current() else {
+            return;
+        };
+        let Some(kind) = self.group(g).map(|g| g.kind) else {
+            return;
+        };
+        if !self.open.insert(kind) && code == KeyCode::Enter {
+            self.open.remove(&kind);
+        }
+    }
+
+    /// Close the group under the cursor, or the one of the row under it (the cursor goes to
+    /// the group).
+    fn close(&mut self) {
+        let g = match self.current() {
+            Some(Entry::Group(g)) | Some(Entry::Row(g, _)) => g,
+            None => return,
+        };
+        if let Some(kind) = self.group(g).map(|g| g.kind) {
+            self.open.remove(&kind);
+        }
+        if let Some(i) = self.entries().iter().position(|e| *e == Entry::Group(g)) {
+            self.cursor = i;
+        }
+    }
+
+    /// Space: mark or unmark the row under the cursor (only a row whose verdict allows acting:
+    /// reclaimable or opt-in; any other says why, in the core's words); on a group, mark every
+    /// such row of it, or unmark them when all are marked.
+    fn mark(&mut self) {
+        let ids: Vec<String> = match self.current() {
+            Some(Entry::Row(g, r)) => {
+                let Some(row) = self.row(g, r) else { return };
+                if !row.selectable {
+                    self.status = Some(format!("{}: {}", row.verdict_label, row.reason));
+                    return;
+                }
+                vec![row.id.clone()]
+            }
+            Some(Entry::Group(g)) => match self.group(g) {
+                Some(grp) => grp
+                    .rows
+                    .iter()
+                    .filter(|r| r.selectable)
+                    .map(|r| r.id.clone())
+                    .collect(),
+                None => return,
+            },
+            None => return,
+        };
+        if ids.is_empty() {
+            return;
+        }
+        if ids.iter().all(|id| self.marked.contains(id)) {
+            self.marked.retain(|m| !ids.contains(m));
+        } else {
+            for id in ids {
+                if !self.marked.contains(&id) {
+                    self.marked.push(id);
+                }
+            }
+        }
+        self.remark();
+    }
+
+    /// `d`: the plan for the marked items, with the core's confirmation; a plan that does
+    /// nothing is only said ("Nothing to do.").
+    fn review(&mut self) {
+        let Some(plan) = self.plan() else { return };
+        let confirmation = view::confirmation(&plan);
+        if plan.is_empty() {
+            self.status = Some(confirmation.sentence());
+            return;
+        }
+        self.screen = Screen::Review(Box::new(Review {
+            plan,
+            confirmation,
+            scroll: 0,
+        }));
+    }
+
+    /// The run of `plan` has started.
+    pub fn start_run(&mut self, plan: &Plan) {
+        self.screen = Screen::Running(Running {
+            sentence: view::confirmation(plan).sentence(),
+            total: plan.actions.len(),
+            ..Default::default()
+        });
+    }
+
+    /// What the executor says as the run goes.
+    pub fn progress(&mut self, ev: &ProgressEvent) {
+        let Screen::Running(r) = &mut self.screen else {
+            return;
+        };
+        match ev {
+            ProgressEvent::Started { total, summary, .. } => {
+                r.total = *total;
+                r.last = summary.clone();
+            }
+            ProgressEvent::Finished {
+                total,
+                summary,
+                outcome,
+                ..
+            } => {
+                r.total = *total;
+                r.done += 1;
+                r.last = view::outcome_line(summary, outcome, 0);
+            }
+        }
+    }
+
+    /// The run is over: what did not go as planned, and the closing line (or why it did not
+    /// run at all).
+    pub fn finish(&mut self, result: Result<ExecReport, String>) {
+        let done = match result {
+            Ok(report) => {
+                let mut lines: Vec<String> = report
+                    .records
+                    .iter()
+                    .filter(|r| !r.outcome.is_done())
+                    .map(|r| view::outcome_line(&r.summary, &r.outcome, r.freed_bytes))
+                    .collect();
+                if let Some(e) = &report.journal_error {
+                    lines.push(format!(
+                        "the journal could not be written, so the run stopped: {e}"
+                    ));
+                }
+                Finished {
+                    lines,
+                    closing: view::closing_line(&report),
+                }
+            }
+            Err(msg) => Finished {
+                lines: Vec::new(),
+                closing: msg,
+            },
+        };
+        self.screen = Screen::Finished(done);
+    }
+
+    /// A rescan is under way (the list stays until it is done).
+    pub fn scanning(&mut self) {
+        if self.view.is_none() {
+            self.screen = Screen::Scanning;
+        }
+    }
+}

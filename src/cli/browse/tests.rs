@@ -1,0 +1,298 @@
+//! The browser drawn on ratatui's test backend at 80×24 and 120×40, on the fixture HOME of the
+//! scan's golden tests (every edge case of both products), driven by keys. The expected text
+//! lives in `tests/golden/browse-*.txt`; `SMOLSWEEP_BLESS=1` rewrites it after a change someone
+//! has read. Only what varies between runs is normalised: the scratch directory (the report is
+//! moved to `/scratch` before it is drawn, so paths shorten the same way every run) and pids.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use smolsweep::env::EnvSnapshot;
+use smolsweep::model::{Platform, ScanReport, Verdict};
+use smolsweep::scan::{scan, ScanOptions};
+use smolsweep::view::ScanView;
+use smolsweep_fixtures::{
+    celesto_edge_cases, smolvm_edge_cases, CelestoCase, Home, Layout, SmolvmCase,
+};
+
+use super::state::{App, Effect, Entry, Screen};
+use super::ui;
+
+/// The fixture HOME, scanned, with what holds its locks and processes while it lives.
+struct Scanned {
+    report: ScanReport,
+    _cases: (CelestoCase, SmolvmCase),
+    _t: tempfile::TempDir,
+}
+
+fn scanned() -> Scanned {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let cel = celesto_edge_cases(&home).unwrap();
+    let smol = smolvm_edge_cases(&home).unwrap();
+    let mut vars = home.env_vars();
+    vars.push(("PATH".into(), "/usr/bin:/bin".into()));
+    let mut env = EnvSnapshot::from_pairs(home.root.clone(), vars);
+    env.euid = rustix::process::geteuid().as_raw();
+    let opts = ScanOptions {
+        env,
+        platform: Platform::Linux,
+        age_guard: Duration::from_secs(120),
+        now: SystemTime::now(),
+    };
+    let mut report = scan(&opts);
+    relocate(&mut report, t.path(), Path::new("/scratch"));
+    Scanned {
+        report,
+        _cases: (cel, smol),
+        _t: t,
+    }
+}
+
+/// Every path and sentence of `r` under `from` moved to `to` (through its JSON, which
+/// `--from-report` reads back).
+fn relocate(r: &mut ScanReport, from: &Path, to: &Path) {
+    let json = serde_json::to_string(&*r).unwrap();
+    let json = json.replace(&from.display().to_string(), &to.display().to_string());
+    *r = serde_json::from_str(&json).unwrap();
+}
+
+fn app(s: &Scanned, ascii: bool) -> App {
+    let mut a = App::new(ascii, false);
+    a.load(s.report.clone(), ScanView::of(&s.report));
+    a
+}
+
+/// The buffer as text, trailing spaces cut, pids normalised.
+fn render(a: &mut App, w: u16, h: u16) -> String {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| ui::draw(f, a)).unwrap();
+    let buf = t.backend().buffer();
+    let mut out = String::new();
+    for y in 0..h {
+        let line: String = (0..w).map(|x| buf[(x, y)].symbol().to_string()).collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    normalise_pids(&out)
+}
+
+fn normalise_pids(text: &str) -> String {
+    let mut text = text.to_string();
+    for word in ["pid ", "(process ", "process "] {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find(word) {
+            out.push_str(&rest[..i + word.len()]);
+            rest = &rest[i + word.len()..];
+            let digits = rest.chars().take_while(|c| c.is_ascii_digit()).count();
+            if digits > 0 {
+                out.push_str("<pid>");
+                rest = &rest[digits..];
+            }
+        }
+        out.push_str(rest);
+        text = out;
+    }
+    text
+}
+
+fn key(a: &mut App, code: KeyCode) -> Effect {
+    a.key(KeyEvent::from(code))
+}
+
+/// Move the cursor to the first entry `pick` accepts.
+fn go_to(a: &mut App, pick: impl Fn(&App, Entry) -> bool) {
+    let i = a
+        .entries()
+        .iter()
+        .position(|e| pick(a, *e))
+        .expect("an entry to go to");
+    key(a, KeyCode::Home);
+    for _ in 0..i {
+        key(a, KeyCode::Char('j'));
+    }
+    assert_eq!(a.cursor, i);
+}
+
+fn is_group(a: &App, e: Entry, label: &str) -> bool {
+    matches!(e, Entry::Group(g) if a.group(g).is_some_and(|g| g.label == label))
+}
+
+fn check(name: &str, got: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("SMOLSWEEP_BLESS").is_some() {
+        std::fs::write(&path, got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (SMOLSWEEP_BLESS=1 writes it)", path.display()));
+    if want != got {
+        let first = want
+            .lines()
+            .zip(got.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        panic!("{name} differs from line {}:\n--- got\n{got}", first + 1);
+    }
+}
+
+/// The screens a person goes through: the list, a group opened with an item marked, the
+/// review of the marked item (the core's sentence, plan lines and question), and the help.
+fn walk(s: &Scanned, ascii: bool, w: u16, h: u16) -> String {
+    let mut a = app(s, ascii);
+    let mut out = format!("=== list {w}x{h}\n");
+    out += &render(&mut a, w, h);
+    go_to(&mut a, |a, e| is_group(a, e, "Orphaned disks"));
+    key(&mut a, KeyCode::Enter);
+    key(&mut a, KeyCode::Char('j'));
+    key(&mut a, KeyCode::Char(' '));
+    assert_eq!(a.marked.len(), 1, "the first orphaned disk is marked");
+    out += &format!("=== opened, one marked {w}x{h}\n");
+    out += &render(&mut a, w, h);
+    key(&mut a, KeyCode::Char('d'));
+    assert!(matches!(a.screen, Screen::Review(_)));
+    out += &format!("=== review {w}x{h}\n");
+    out += &render(&mut a, w, h);
+    key(&mut a, KeyCode::Esc);
+    key(&mut a, KeyCode::Char('?'));
+    out += &format!("=== help {w}x{h}\n");
+    out += &render(&mut a, w, h);
+    out
+}
+
+#[test]
+fn browse_screens_match_the_reviewed_text_at_80x24_and_120x40() {
+    let s = scanned();
+    let small = walk(&s, false, 80, 24);
+    check("browse-80x24.txt", &small);
+    check("browse-120x40.txt", &walk(&s, false, 120, 40));
+    let ascii = walk(&s, true, 80, 24);
+    assert!(ascii.is_ascii(), "LANG=C gets ASCII only:\n{ascii}");
+    check("browse-80x24-lang-c.txt", &ascii);
+    for internal in ["orphan_disk", "smolvm.boot_vm", "celesto.qemu", "[opt_in"] {
+        assert!(
+            !small.contains(internal),
+            "internal id {internal}:\n{small}"
+        );
+    }
+}
+
+/// The rows shown are the core's: the same sizes, verdict words and reasons as its view.
+#[test]
+fn rows_show_the_core_s_size_verdict_and_reason() {
+    let s = scanned();
+    let mut a = app(&s, false);
+    go_to(&mut a, |a, e| is_group(a, e, "Orphaned disks"));
+    key(&mut a, KeyCode::Enter);
+    key(&mut a, KeyCode::Down);
+    let Some(Entry::Row(g, r)) = a.current() else {
+        panic!("a row under the cursor");
+    };
+    let row = a.row(g, r).unwrap().clone();
+    let text = render(&mut a, 120, 40);
+    let line = text.lines().find(|l| l.starts_with('>')).unwrap();
+    assert!(line.contains(&row.size), "{line}");
+    assert!(
+        line.contains(smolsweep::view::verdict_word(row.verdict)),
+        "{line}"
+    );
+    assert!(ui::detail(&a).iter().any(|l| l.contains(&row.reason)));
+}
+
+/// Hazard: marking something the core does not allow acting on. A protected or unverifiable
+/// row cannot be marked; Space says why, in the core's words, and `d` plans nothing for it.
+#[test]
+fn protected_and_unverifiable_rows_cannot_be_marked() {
+    let s = scanned();
+    let mut a = app(&s, false);
+    for v in [Verdict::Protected, Verdict::Unknown] {
+        let kind = a
+            .view
+            .as_ref()
+            .unwrap()
+            .groups
+            .iter()
+            .find(|g| g.rows.iter().any(|r| r.verdict == v))
+            .map(|g| g.kind)
+            .expect("the fixture has such a row");
+        a.open.insert(kind);
+        go_to(
+            &mut a,
+            |a, e| matches!(e, Entry::Row(g, r) if a.row(g, r).is_some_and(|r| r.verdict == v)),
+        );
+        let Some(Entry::Row(g, r)) = a.current() else {
+            unreachable!()
+        };
+        let row = a.row(g, r).unwrap().clone();
+        key(&mut a, KeyCode::Char(' '));
+        assert!(a.marked.is_empty(), "{v:?} row was marked");
+        assert_eq!(
+            a.status.as_deref(),
+            Some(format!("{}: {}", row.verdict_label, row.reason).as_str())
+        );
+    }
+    key(&mut a, KeyCode::Char('k'));
+    assert_eq!(a.status, None, "the reason goes with the next key");
+    key(&mut a, KeyCode::Char('d'));
+    assert!(matches!(a.screen, Screen::List), "nothing to review");
+    assert_eq!(a.status.as_deref(), Some("Nothing to do."));
+}
+
+/// `d` reviews exactly the marked ids: the plan is the core's for that selection, and its
+/// confirmation is `view::confirmation` of it; `n` backs out and `y` hands that plan over.
+#[test]
+fn review_plans_exactly_the_marked_items_and_y_runs_that_plan() {
+    let s = scanned();
+    let mut a = app(&s, false);
+    go_to(&mut a, |a, e| is_group(a, e, "Orphaned disks"));
+    key(&mut a, KeyCode::Char(' '));
+    let marked = a.marked.clone();
+    assert!(marked.len() > 1, "Space on a group marks its rows");
+    let want = smolsweep::view::selection_estimate(&s.report, &marked);
+    assert_eq!(a.marked_sentence.as_deref(), Some(want.sentence().as_str()));
+    key(&mut a, KeyCode::Char('d'));
+    let Screen::Review(r) = &a.screen else {
+        panic!("review")
+    };
+    assert_eq!(r.confirmation, want);
+    key(&mut a, KeyCode::Char('n'));
+    assert!(matches!(a.screen, Screen::List));
+    key(&mut a, KeyCode::Char('d'));
+    match key(&mut a, KeyCode::Char('y')) {
+        Effect::Run(plan) => {
+            assert_eq!(smolsweep::view::confirmation(&plan), want);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A rescan keeps the cursor on the same item (or its group, when the item is gone), and
+/// drops the marks of items that are gone.
+#[test]
+fn a_rescan_keeps_the_cursor_on_the_same_item_and_drops_gone_marks() {
+    let s = scanned();
+    let mut a = app(&s, false);
+    go_to(&mut a, |a, e| is_group(a, e, "Orphaned disks"));
+    key(&mut a, KeyCode::Enter);
+    key(&mut a, KeyCode::Char('j'));
+    key(&mut a, KeyCode::Char(' '));
+    key(&mut a, KeyCode::Char('j'));
+    let Some(Entry::Row(g, r)) = a.current() else {
+        panic!("a row")
+    };
+    let (gone, here) = (a.marked[0].clone(), a.row(g, r).unwrap().id.clone());
+    let mut after = s.report.clone();
+    after.findings.retain(|f| f.id != gone);
+    a.load(after.clone(), ScanView::of(&after));
+    assert!(a.marked.is_empty(), "the mark of an item that is gone");
+    let Some(Entry::Row(g, r)) = a.current() else {
+        panic!("a row")
+    };
+    assert_eq!(a.row(g, r).unwrap().id, here);
+}
