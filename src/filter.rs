@@ -209,7 +209,7 @@ fn size_words(b: u64) -> String {
     ];
     units
         .iter()
-        .find(|(m, _)| b > 0 && b % m == 0)
+        .find(|(m, _)| b > 0 && b.is_multiple_of(*m))
         .map_or(format!("{b}B"), |(m, u)| format!("{}{u}", b / m))
 }
 

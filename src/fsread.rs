@@ -216,7 +216,7 @@ impl InputError {
 }
 
 fn cap_text(cap: u64) -> String {
-    if cap >= 1 << 20 && cap % (1 << 20) == 0 {
+    if cap >= 1 << 20 && cap.is_multiple_of(1 << 20) {
         format!("{} MiB", cap >> 20)
     } else {
         format!("{cap} bytes")
