@@ -115,6 +115,9 @@ pub struct TrendRow {
     pub totals: ProductTotals,
     /// The row as the table shows it, one text per [`TREND_COLUMNS`] entry.
     pub cells: [String; 6],
+    /// What hovering its point shows: "2026-12-02 14:00 · Celesto SmolVM: 46.0 GB on disk,
+    /// 1.2 GB reclaimable".
+    pub label: String,
     /// The chart's layout: the point's place across (0 oldest, 1 newest)...
     pub x: f64,
     /// ...and the bottom and top of this product's band (0 to 1 of the chart's height; the
@@ -171,6 +174,8 @@ pub struct TrendView {
     pub scale: String,
     /// The first and last point's times (the chart's axis labels).
     pub span: Option<(String, String)>,
+    /// The chart's caption: "2026-11-23 12:00 to 2026-12-02 14:00; the top line is 48.0 GB".
+    pub axis: Option<String>,
 }
 
 fn cells(at: u64, t: &ProductTotals) -> [String; 6] {
@@ -218,9 +223,14 @@ pub fn trend_view(t: &Trend, damaged: Option<&Damaged>) -> TrendView {
             let totals = pt.products.get(&s.product).copied().unwrap_or_default();
             let y0 = base as f64 / top;
             base += totals.on_disk;
+            let cells = cells(pt.at, &totals);
             s.rows.push(TrendRow {
                 at: pt.at,
-                cells: cells(pt.at, &totals),
+                label: format!(
+                    "{} · {}: {} on disk, {} reclaimable",
+                    cells[0], s.name, cells[1], cells[2]
+                ),
+                cells,
                 totals,
                 x: x(pt.at),
                 y0,
@@ -259,6 +269,14 @@ one per timer run."
         freed,
         scale: bytes(top as u64),
         span: (!t.points.is_empty()).then(|| (time_text(first), time_text(last))),
+        axis: (!t.points.is_empty()).then(|| {
+            format!(
+                "{} to {}; the top line is {}",
+                time_text(first),
+                time_text(last),
+                bytes(top as u64)
+            )
+        }),
     }
 }
 
@@ -345,6 +363,13 @@ mod tests {
         assert_eq!((c[0].x, c[1].x), (0.0, 1.0));
         assert_eq!((c[1].y0, c[1].y1, s[1].y0, s[1].y1), (0.0, 0.25, 0.25, 1.0));
         assert_eq!(c[1].cells[1], "1 B");
+        assert!(
+            c[1].label
+                .ends_with(" · Celesto SmolVM: 1 B on disk, 0 B reclaimable"),
+            "{}",
+            c[1].label
+        );
+        assert!(v.axis.unwrap().ends_with("; the top line is 4 B"));
         assert_eq!(v.freed[0].x, 0.5);
         assert!(
             v.freed[0].label.ends_with(": freed 1.5 GB (2 runs)"),
