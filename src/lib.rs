@@ -15,6 +15,7 @@
 //! | [`target`] | what Stop / End / Delete of a machine or VM process plans |
 //! | [`exec`] | the one executor: confirm, re-judge, act, journal |
 //! | [`journal`] | the record of every run, read by `history` and the window |
+//! | [`trend`] | space over time: the scans' totals per product, bounded, beside the journal |
 //! | [`keep`] | the user's keep rules |
 //! | [`policy`] | what the app's automatic runs may do |
 //! | [`uninstall`] | the guided uninstall: preflight, plan, run, proof |
@@ -39,6 +40,7 @@ pub mod policy;
 pub mod scan;
 pub mod target;
 pub mod tray;
+pub mod trend;
 pub mod uninstall;
 pub mod view;
 

@@ -354,6 +354,15 @@ impl TrayModel {
         }
     }
 
+    /// The tooltip with the space history's sentence on its own line ("SmolVM uses 48 GB, 6 GB
+    /// more than a week ago"), when there is a history.
+    pub fn with_trend(mut self, trend: Option<&crate::trend::Trend>) -> TrayModel {
+        if let Some(s) = trend.and_then(crate::view::trend_sentence) {
+            self.tooltip = format!("{}\n{s}", self.tooltip);
+        }
+        self
+    }
+
     /// The menu before the first scan has finished.
     pub fn scanning() -> TrayModel {
         let status = "Scanning…".to_string();

@@ -6,6 +6,10 @@
 pub use crate::pathser::{escape_text, shown};
 pub use screen::{FirstScreen, Fold};
 use std::path::Path;
+pub use trend::{
+    trend_growth, trend_notice, trend_sentence, trend_view, FreedRow, TrendRow, TrendSeries,
+    TrendView, TREND_COLUMNS,
+};
 
 use serde::Serialize;
 
@@ -15,6 +19,7 @@ use crate::model::*;
 use crate::plan::{Action, Plan, Selection};
 
 mod screen;
+mod trend;
 
 /// Bytes for a person (`1.5 GB`, decimal units, as the CLI, the tray and the window show them).
 pub fn bytes(n: u64) -> String {

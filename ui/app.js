@@ -91,6 +91,7 @@ function render(status) {
   $("#nav-vms").textContent = nVms ? String(nVms) : "";
   renderChart(v);
   renderTreemap(status);
+  loadTrend();
   renderNextSteps(v);
   renderFindings(v);
   renderVms(v);
@@ -208,6 +209,63 @@ function renderTreemap(status) {
     tile.addEventListener("click", () => pickFinding(t.id));
     return tile;
   }));
+}
+
+// The core's space history (`smolsweep::view::TrendView`): each product's band (its place
+// across and its bottom and top, as shares of the chart) and every label are the core's; this
+// only scales them to the box. The table under it is the same series for screen readers.
+const TR_W = 1000, TR_H = 200;
+const SVG_NS = "http://www.w3.org/2000/svg";
+function svgEl(tag, attrs = {}, title) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (title) { const t = document.createElementNS(SVG_NS, "title"); t.textContent = title; e.append(t); }
+  return e;
+}
+const trX = (x) => x * TR_W;
+const trY = (y) => (1 - y) * TR_H;
+
+async function loadTrend() {
+  let tv;
+  try { tv = await invoke("get_trend"); } catch (e) { return; }
+  renderTrend(tv);
+}
+
+function renderTrend(tv) {
+  $("#trend-sentence").textContent = tv.sentence || tv.empty || "";
+  $("#trend-notice").textContent = tv.notice || "";
+  $("#trend-span").textContent = tv.axis || "";
+  const chart = svgEl("svg", { viewBox: `0 0 ${TR_W} ${TR_H}`, preserveAspectRatio: "none", class: "trend-svg" });
+  for (const s of tv.products) {
+    if (!s.rows.length) continue;
+    const top = s.rows.map((r) => `${trX(r.x)},${trY(r.y1)}`);
+    const bottom = s.rows.slice().reverse().map((r) => `${trX(r.x)},${trY(r.y0)}`);
+    chart.append(svgEl("polygon", { points: top.concat(bottom).join(" "), class: `band ${s.product}` }, s.name));
+    for (const r of s.rows) {
+      chart.append(svgEl("circle", { cx: trX(r.x), cy: trY(r.y1), r: 4, class: `dot ${s.product}`, "data-at": r.at, "data-product": s.product }, r.label));
+    }
+  }
+  for (const f of tv.freed) {
+    if (f.x < 0 || f.x > 1) continue;
+    chart.append(svgEl("line", { x1: trX(f.x), x2: trX(f.x), y1: 0, y2: TR_H, class: "freed", "data-at": f.at }, f.label));
+  }
+  const legend = el("ul", { class: "legend trend-legend", "aria-hidden": "true" },
+    tv.products.filter((s) => s.rows.length).map((s) => el("li", {}, el("i", { class: `swatch ${s.product}` }), s.name)));
+  $("#trend-chart").replaceChildren(chart, legend);
+  renderTrendTable(tv);
+}
+
+function renderTrendTable(tv) {
+  const parts = [];
+  for (const s of tv.products) {
+    if (!s.rows.length) continue;
+    parts.push(el("table", { class: "trend-table", dataset: { product: s.product } },
+      el("caption", { text: s.name }),
+      el("thead", {}, el("tr", {}, tv.columns.map((c) => el("th", { scope: "col", text: c })))),
+      el("tbody", {}, s.rows.map((r) => el("tr", {}, r.cells.map((c, i) => el(i ? "td" : "th", i ? { text: c } : { scope: "row", text: c })))))));
+  }
+  if (tv.freed.length) parts.push(el("ul", { class: "trend-freed", "aria-label": "Reclaimed" }, tv.freed.map((f) => el("li", { text: f.label }))));
+  $("#trend-table").replaceChildren(...parts);
 }
 
 // Select a finding (when it can be selected) and show it in the list.

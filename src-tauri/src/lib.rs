@@ -119,6 +119,10 @@ pub struct AppState {
     auto_pending: Mutex<Option<auto::Pending>>,
     /// Whether the current low-space episode was announced.
     low_space: Mutex<lowspace::LowSpaceWatch>,
+    /// The space history (`smolsweep::trend`), once a scan recorded into it, and what its
+    /// file's damage said.
+    trend: Mutex<Option<smolsweep::trend::Trend>>,
+    trend_damaged: Mutex<Option<smolsweep::trend::Damaged>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -148,6 +152,8 @@ impl AppState {
             filter_input: Mutex::new(Default::default()),
             auto_pending: Mutex::new(None),
             low_space: Mutex::new(Default::default()),
+            trend: Mutex::new(None),
+            trend_damaged: Mutex::new(None),
         }
     }
     /// Set the directories and load what is saved there (once).
@@ -413,6 +419,60 @@ fn get_history(state: tauri::State<'_, AppState>) -> History {
     backend::history(journal.as_deref(), state.legacy_history_path().as_deref())
 }
 
+/// The space history as the core's view: the series per product, the freed runs, the
+/// sentence, and a notice when its file was damaged.
+#[tauri::command]
+fn get_trend(state: tauri::State<'_, AppState>) -> smolsweep::view::TrendView {
+    let cached = lock(&state.trend).clone();
+    let (t, damaged) = match cached {
+        Some(t) => (t, lock(&state.trend_damaged).clone()),
+        None => match trend_path(&state) {
+            Some(p) => {
+                let l = smolsweep::trend::load(&p);
+                (l.trend, l.damaged)
+            }
+            None => Default::default(),
+        },
+    };
+    smolsweep::view::trend_view(&t, damaged.as_ref())
+}
+
+/// The space history beside the core journal.
+fn trend_path(st: &AppState) -> Option<PathBuf> {
+    let j = st.backend.journal_path()?;
+    Some(j.with_file_name(smolsweep::trend::TREND_FILE))
+}
+
+/// Record `r`'s point in the space history. Scans within one hour that change nothing are
+/// kept in memory only, so the file is written at most once per hour while nothing changes.
+async fn record_trend<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
+    let r = r.clone();
+    let app2 = app.clone();
+    let _ = tauri::async_runtime::spawn_blocking(move || {
+        let st = app2.state::<AppState>();
+        let Some(path) = trend_path(&st) else { return };
+        let point = smolsweep::trend::Point::of(&r);
+        let now = now_secs();
+        if let Some(t) = lock(&st.trend).as_mut() {
+            if !t.would_change(&point) {
+                t.record(point, now);
+                return;
+            }
+        }
+        let journal = st.backend.journal_path();
+        let rec = smolsweep::trend::record(&path, journal.as_deref(), point, now);
+        if let Some(e) = &rec.error {
+            tracing::warn!("{e}");
+        }
+        if let Some(d) = rec.damaged {
+            tracing::warn!("{}", smolsweep::view::trend_notice(&d));
+            *lock(&st.trend_damaged) = Some(d);
+        }
+        *lock(&st.trend) = Some(rec.trend);
+    })
+    .await;
+}
+
 #[tauri::command]
 async fn plan_vm_action<R: Runtime>(
     app: AppHandle<R>,
@@ -566,6 +626,9 @@ pub async fn scan_now<R: Runtime>(app: &AppHandle<R>) -> Result<ScanReport, Stri
         st.scans.fetch_add(1, Ordering::SeqCst);
         res
     };
+    if let Ok(r) = &res {
+        record_trend(app, r).await;
+    }
     refresh(app);
     if let Ok(r) = &res {
         notify_orphans(app, r);
@@ -583,7 +646,8 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
         let err = lock(&st.scan_error);
         match (&*report, &*err) {
             (_, Some(e)) => TrayModel::scan_failed(e),
-            (Some(r), None) => TrayModel::from_report(r, &lock(&st.settings).tray()),
+            (Some(r), None) => TrayModel::from_report(r, &lock(&st.settings).tray())
+                .with_trend(lock(&st.trend).as_ref()),
             (None, None) => TrayModel::scanning(),
         }
     };
@@ -985,7 +1049,10 @@ fn notify_low_space<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
     let st = app.state::<AppState>();
     let now = lock(&st.clock).now();
     let reclaim = lock(&st.tray_model).reclaim_bytes;
-    let alert = lock(&st.low_space).check(r, reclaim, now);
+    let growth = lock(&st.trend)
+        .as_ref()
+        .and_then(smolsweep::view::trend_growth);
+    let alert = lock(&st.low_space).check(r, reclaim, growth, now);
     let on = lock(&st.settings).notifications;
     if let (Some(a), true) = (alert, on) {
         let note = a.note();
@@ -1098,6 +1165,7 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, deps: Deps) -> Builder<R> {
             plan_reclaim,
             execute_reclaim,
             get_history,
+            get_trend,
             selection_estimate,
             plan_vm_action,
             execute_vm_action,

@@ -45,6 +45,8 @@ pub struct Alert {
     pub reclaimable: u64,
     /// Deleted-but-open bytes held by orphaned VMs of this HOME (freed by ending them).
     pub held_deleted: u64,
+    /// How SmolVM's space grew, in the core's words (`smolsweep::view::trend_growth`).
+    pub growth: Option<String>,
 }
 
 impl Alert {
@@ -61,6 +63,9 @@ impl Alert {
                 " Orphaned VMs hold {} of deleted files (ending them frees it).",
                 b(self.held_deleted)
             ));
+        }
+        if let Some(g) = &self.growth {
+            body.push_str(&format!(" {g}."));
         }
         crate::Note {
             summary: format!("Low disk space: {} free", b(self.space.avail)),
@@ -109,8 +114,14 @@ impl LowSpaceWatch {
     }
 
     /// Look at the file system holding `report`'s SmolVM state and decide; `reclaimable` is
-    /// what the tray's "Reclaim" would free.
-    pub fn check(&mut self, report: &ScanReport, reclaimable: u64, now: u64) -> Option<Alert> {
+    /// what the tray's "Reclaim" would free, `growth` how the space history says SmolVM grew.
+    pub fn check(
+        &mut self,
+        report: &ScanReport,
+        reclaimable: u64,
+        growth: Option<String>,
+        now: u64,
+    ) -> Option<Alert> {
         let (path, space) = space_of(report)?;
         let held: u64 = report
             .processes
@@ -124,6 +135,7 @@ impl LowSpaceWatch {
             path,
             reclaimable,
             held_deleted,
+            growth,
         })
     }
 }
@@ -172,6 +184,29 @@ mod tests {
         assert!(s(9 * GB, 1000 * GB).is_low());
         assert!(s(1_000_000, 20_000_000).is_low());
         assert!(!s(3_000_000, 20_000_000).is_low());
+    }
+
+    #[test]
+    fn the_alert_names_the_growth_the_space_history_saw() {
+        let mut a = Alert {
+            space: Space {
+                avail: GB,
+                total: 100 * GB,
+            },
+            path: "/var".into(),
+            reclaimable: 5,
+            held_deleted: 0,
+            growth: Some("SmolVM grew by 6.0 GB in the last week".into()),
+        };
+        assert!(
+            a.note()
+                .body
+                .ends_with(" SmolVM grew by 6.0 GB in the last week."),
+            "{}",
+            a.note().body
+        );
+        a.growth = None;
+        assert!(!a.note().body.contains("grew"));
     }
 
     #[test]

@@ -55,6 +55,10 @@ pub fn run(a: AutoArgs) -> i32 {
     };
     let taken = std::time::Instant::now();
     let report = smolsweep::scan::scan(&opts);
+    if !a.dry_run {
+        // The timer's scans draw the space history too.
+        crate::cli::trend::record_scan(&report);
+    }
     let mut judge = exec::Rejudge::new(opts.clone()).seeded(&report, taken);
     let plan = match policy.decide(&report, opts.now) {
         Err(e) => return refuse("error", &e),

@@ -240,6 +240,16 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     (
+        "trend",
+        &[
+            (
+                "smolsweep trend",
+                "how much SmolVM uses, against a week ago, and the series",
+            ),
+            ("smolsweep trend --json", "the series for a script"),
+        ],
+    ),
+    (
         "kinds",
         &[
             ("smolsweep kinds", "every kind: short name, JSON id, label"),
@@ -308,6 +318,12 @@ $XDG_DATA_HOME/smolsweep (else ~/.local/share/smolsweep) on Linux and \
         "$SMOLSWEEP_DATA_DIR/keep.json",
         "The keep rules (schema smolsweep.keep/1), shared by the CLI and the app; `smolsweep keep` \
 edits it. In the same data directory as the journal.",
+    ),
+    (
+        "$SMOLSWEEP_DATA_DIR/trend.json",
+        "The space history (schema smolsweep.trend/1): the scans' totals per product, one point \
+per hour for a week and one per day for a year, written by the app after each scan and by \
+`smolsweep auto`; `smolsweep trend` reads it. A damaged one starts afresh.",
     ),
     (
         "~/.config/smolsweep/auto-policy.json",

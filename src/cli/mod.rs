@@ -15,6 +15,7 @@ pub mod prompt;
 pub mod reclaim;
 pub mod report;
 pub mod scan;
+pub mod trend;
 pub mod uninstall;
 
 #[derive(Debug, Parser)]
@@ -62,6 +63,8 @@ pub enum Command {
     Keep(keep::KeepArgs),
     /// Apply an automatic clean-up policy without asking (prints the run as JSON).
     Auto(auto::AutoArgs),
+    /// Show how the space SmolVM uses changed over time, and what each reclaim freed.
+    Trend(trend::TrendArgs),
     /// List every kind of finding: short name, JSON id, label (what `--kind` takes).
     Kinds,
     /// Print a shell completion script (bash, zsh or fish).
@@ -315,6 +318,7 @@ pub fn main() -> i32 {
         Command::Verify(a) => uninstall::run_verify(a),
         Command::Keep(a) => keep::run(a),
         Command::Auto(a) => auto::run(a),
+        Command::Trend(a) => trend::run(a),
         Command::Kinds => {
             out::print(&help::kinds_table());
             0

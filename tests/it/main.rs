@@ -23,6 +23,7 @@ mod reclaim;
 mod rejudge;
 mod scan;
 mod screen;
+mod trend;
 mod truthful;
 mod uninstall;
 mod upstream_compare;

@@ -1595,3 +1595,63 @@ fn status_and_reclaim_carry_the_words_and_verdicts_the_window_shows() {
         format!("est. {}", out["estimated"].as_str().unwrap())
     );
 }
+
+/// Space over time: each scan records a point in the history beside the core journal (the file
+/// rewritten only when a new hour starts or the totals change), the tray's tooltip carries the
+/// core's sentence, and `get_trend` returns the core's view of the series; a damaged history
+/// starts afresh and the view says so.
+#[test]
+fn scans_record_the_space_history_and_the_tooltip_says_the_cores_sentence() {
+    let w = world(0, false);
+    let file = w.fake.journal.with_file_name(smolsweep::trend::TREND_FILE);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, b"{\"schema\": 1").unwrap();
+    call(&w, "rescan", json!({})).unwrap();
+    let v = call(&w, "get_trend", json!({})).unwrap();
+    assert!(
+        v["notice"].as_str().unwrap().contains("starts afresh"),
+        "{v:#}"
+    );
+    let rows = v["products"][0]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{v:#}");
+    let r = call(&w, "get_report", json!({})).unwrap();
+    let on_disk: u64 = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["allocated_bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(rows[0]["totals"]["on_disk"].as_u64(), Some(on_disk));
+    let sentence = v["sentence"].as_str().unwrap();
+    assert!(sentence.starts_with("SmolVM uses "), "{sentence}");
+    let model = call(&w, "get_tray_model", json!({})).unwrap();
+    assert!(
+        model["tooltip"].as_str().unwrap().ends_with(sentence),
+        "{model:#}"
+    );
+    let loaded = smolsweep::trend::load(&file);
+    assert_eq!(loaded.damaged, None);
+    assert_eq!(loaded.trend.points.len(), 1);
+
+    // The same totals again: merged in memory, the file not rewritten (an atomic write gives
+    // it a new inode) unless a new hour began in between.
+    let hour = || std::time::UNIX_EPOCH.elapsed().unwrap().as_secs() / 3600;
+    let (h0, ino) = (hour(), std::fs::metadata(&file).unwrap().ino());
+    call(&w, "rescan", json!({})).unwrap();
+    if hour() == h0 {
+        assert_eq!(std::fs::metadata(&file).unwrap().ino(), ino);
+    }
+    // Other totals: written at once, still one point for the hour.
+    w.fake
+        .report
+        .lock()
+        .unwrap()
+        .findings
+        .retain(|f| !f.path.ends_with("odd.img"));
+    call(&w, "rescan", json!({})).unwrap();
+    assert_ne!(std::fs::metadata(&file).unwrap().ino(), ino);
+    let v = call(&w, "get_trend", json!({})).unwrap();
+    let rows = v["products"][0]["rows"].as_array().unwrap();
+    assert!(rows.len() <= 2, "{v:#}");
+    assert!(rows.last().unwrap()["totals"]["on_disk"].as_u64() < Some(on_disk));
+}

@@ -1118,3 +1118,96 @@ async fn the_first_automatic_run_is_previewed_and_confirmed_once_in_the_window()
     }
     c.close().await.ok();
 }
+
+/// Space over time in the overview: the chart's points and reclaim marker and its table view
+/// carry the core's view (`get_trend`) word for word, the sentence is the core's, and axe-core
+/// finds no serious violation on the overview with the table open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a display server, tauri-driver and WebKitWebDriver: run scripts/desktop-tests.sh"]
+async fn the_overview_draws_the_space_history_and_its_table_from_the_cores_view() {
+    use smolsweep::model::Product;
+    use smolsweep::trend::{Freed, Point, ProductTotals, Trend, TREND_FILE};
+    let s = Scratch::with_leftovers();
+    // A history older than a week with a reclaim in it, saved as the store saves it; the app's
+    // first scan adds the fourth point.
+    let now = std::time::UNIX_EPOCH.elapsed().unwrap().as_secs();
+    let mut t = Trend::default();
+    for (days, on_disk) in [(9, 4_000_000u64), (7, 6_000_000), (3, 8_000_000)] {
+        let mut p = Point {
+            at: now - days * 86_400,
+            ..Default::default()
+        };
+        let totals = ProductTotals {
+            on_disk,
+            ..Default::default()
+        };
+        p.products.insert(Product::Celesto, totals);
+        t.record(p, now);
+    }
+    t.freed.push(Freed {
+        at: now - 5 * 86_400,
+        freed_bytes: 2_000_000,
+        runs: 1,
+    });
+    smolsweep::trend::save(&s.data_dir().join(TREND_FILE), &t).unwrap();
+    let (_driver, port) = start_driver(&s);
+    let c = connect(port).await;
+    c.set_window_size(1280, 800).await.ok();
+    wait_css(&c, "tr.finding").await;
+    let dots = "return Array.from(document.querySelectorAll('#trend-chart circle.dot.celesto')).map((e) => e.querySelector('title').textContent)";
+    let mut titles: Vec<String> = vec![];
+    for _ in 0..100 {
+        titles = serde_json::from_value(c.execute(dots, vec![]).await.unwrap()).unwrap();
+        if titles.len() == 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let tv = invoke(&c, "get_trend").await;
+    let rows = tv["products"][0]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{tv:#}");
+    let labels: Vec<&str> = rows.iter().map(|r| r["label"].as_str().unwrap()).collect();
+    assert_eq!(titles, labels);
+    let sentence = tv["sentence"].as_str().unwrap();
+    assert!(sentence.ends_with("than a week ago"), "{sentence}");
+    assert_eq!(text_of(&c, "#trend-sentence").await, sentence);
+    assert_eq!(
+        text_of(&c, "#trend-span").await,
+        tv["axis"].as_str().unwrap()
+    );
+    let marker: Vec<String> = serde_json::from_value(
+        c.execute(
+            "return Array.from(document.querySelectorAll('#trend-chart line.freed')).map((e) => e.querySelector('title').textContent)",
+            vec![],
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(marker, [tv["freed"][0]["label"].as_str().unwrap()]);
+
+    // The table view: the same cells, row by row.
+    wait_css(&c, "#trend-table-box summary")
+        .await
+        .click()
+        .await
+        .unwrap();
+    let cells: Vec<Vec<String>> = serde_json::from_value(
+        c.execute(
+            "return Array.from(document.querySelectorAll('#trend-table table[data-product=\"celesto\"] tbody tr')).map((r) => Array.from(r.children).map((c) => c.textContent))",
+            vec![],
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    let want: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| serde_json::from_value(r["cells"].clone()).unwrap())
+        .collect();
+    assert_eq!(cells, want);
+    shot(&c, "window-trend").await;
+    let violations = axe(&c).await;
+    assert!(violations.is_empty(), "{violations:#?}");
+    c.close().await.ok();
+}
