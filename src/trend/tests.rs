@@ -42,7 +42,7 @@ fn a_year_of_hourly_points_stays_under_the_byte_cap_and_the_point_count() {
     while at <= NOW {
         // Twelve-digit sizes: the longest numbers a real history holds.
         t.record(point(at, 987_654_321_098 + at, 123_456_789_012 + at), at);
-        if at % DAY == 0 {
+        if at.is_multiple_of(DAY) {
             t.note_runs(&[run(at, Some(555_555_555_555))], at);
         }
         at += HOUR;
