@@ -253,6 +253,9 @@ pub fn read(path: &Path) -> io::Result<JournalContents> {
 /// One executed plan as the journal tells it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RunSummary {
+    /// Id of this run: unique among the runs of a journal, also when one plan ran twice
+    /// ([`run_id`] of the plan id and the start).
+    pub run_id: String,
     /// Id of the plan that ran.
     pub plan_id: String,
     /// When its `plan_started` line was written (milliseconds since the Unix epoch).
@@ -280,6 +283,14 @@ pub struct RunSummary {
     pub outcomes: Vec<ActionRecord>,
 }
 
+/// The id of the run of `plan_id` started at `at_ms`: 16 hex digits of a hash of both, so two
+/// runs of one plan have two ids, and the same journal gives the same ids on every read.
+pub fn run_id(plan_id: &str, at_ms: u64) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{plan_id}@{at_ms}").as_bytes());
+    hex::encode(digest)[..16].to_string()
+}
+
 /// Group journal entries into runs, oldest first.
 pub fn runs(entries: &[JournalEntry]) -> Vec<RunSummary> {
     let mut runs: Vec<RunSummary> = Vec::new();
@@ -293,6 +304,7 @@ pub fn runs(entries: &[JournalEntry]) -> Vec<RunSummary> {
                 actions,
                 origin,
             } => runs.push(RunSummary {
+                run_id: run_id(plan_id, *at_ms),
                 plan_id: plan_id.clone(),
                 started_at_ms: *at_ms,
                 home: home.clone(),

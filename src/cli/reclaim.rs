@@ -566,7 +566,7 @@ pub fn history(a: HistoryArgs) -> i32 {
 
 /// The run id shown and accepted: the first 12 hex digits of its plan's id, as `prune` shows it.
 fn run_id(r: &journal::RunSummary) -> &str {
-    &r.plan_id[..r.plan_id.len().min(12)]
+    &r.run_id[..r.run_id.len().min(12)]
 }
 
 /// One run on one line: when, id, command (surface), done/skipped/failed, freed.
@@ -592,23 +592,30 @@ fn run_line(r: &journal::RunSummary) -> String {
 /// `history RUN`: every run of the plan whose id is `given` or starts with it, item by item.
 fn history_of_run(a: &HistoryArgs, path: &Path, runs: &[journal::RunSummary], given: &str) -> i32 {
     use super::prefix::{ambiguous, find, Found};
-    let plan_id = match find(runs, given, |r| r.plan_id.as_str()) {
-        Found::One(r) => r.plan_id.clone(),
-        Found::None => {
-            return fail(
-                a.json,
-                &format!(
-                    "no run {given} in {} (see `smolsweep history`)",
-                    path.display()
-                ),
-            )
-        }
+    // A run id (what `history` prints) names one run; a plan id every run of that plan.
+    let of_plan: Vec<&journal::RunSummary> = match find(runs, given, |r| r.run_id.as_str()) {
+        Found::One(r) => vec![r],
         Found::Ambiguous(ids) => {
             let short: Vec<String> = ids.iter().map(|i| i[..i.len().min(12)].into()).collect();
             return fail(a.json, &ambiguous("run", given, &short));
         }
+        Found::None => match find(runs, given, |r| r.plan_id.as_str()) {
+            Found::One(r) => runs.iter().filter(|x| x.plan_id == r.plan_id).collect(),
+            Found::None => {
+                return fail(
+                    a.json,
+                    &format!(
+                        "no run {given} in {} (see `smolsweep history`)",
+                        path.display()
+                    ),
+                )
+            }
+            Found::Ambiguous(ids) => {
+                let short: Vec<String> = ids.iter().map(|i| i[..i.len().min(12)].into()).collect();
+                return fail(a.json, &ambiguous("run", given, &short));
+            }
+        },
     };
-    let of_plan: Vec<&journal::RunSummary> = runs.iter().filter(|r| r.plan_id == plan_id).collect();
     if a.json {
         crate::cli::out::json(&serde_json::json!({
             "schema": "smolsweep.history/1",

@@ -233,6 +233,35 @@ fn history_of_one_run_by_a_unique_prefix_lists_its_items() {
     assert_eq!(code(&o), 1, "{}", text(&o));
 }
 
+/// A plan applied twice is two runs: each has its own id, and `history RUN` shows that run
+/// alone (before, the id was the plan's and both runs were listed).
+#[test]
+fn a_plan_applied_twice_is_two_runs_with_two_ids() {
+    let (s, ..) = two_runs();
+    let o = run(&s, &["apply", "p.json", "-y"]);
+    assert_eq!(code(&o), 1, "every item skipped: {}", text(&o));
+    let v = json(&run(&s, &["history", "--json"]));
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3, "{v}");
+    assert_eq!(runs[0]["plan_id"], runs[1]["plan_id"], "one plan: {v}");
+    let (again, first) = (
+        runs[0]["run_id"].as_str().unwrap(),
+        runs[1]["run_id"].as_str().unwrap(),
+    );
+    assert_ne!(again, first, "two runs, two ids: {v}");
+    let o = run(&s, &["history", &again[..12]]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let t = out(&o);
+    let heads: Vec<&str> = t.lines().filter(|l| !l.starts_with(' ')).collect();
+    assert_eq!(heads.len(), 1, "that run alone: {t}");
+    assert!(heads[0].contains("0 done, 1 skipped"), "{t}");
+    let listed = out(&run(&s, &["history"]));
+    assert!(
+        listed.contains(&again[..12]) && listed.contains(&first[..12]),
+        "{listed}"
+    );
+}
+
 #[test]
 fn history_still_reads_a_journal_of_an_older_version() {
     let (s, _dirs) = with_orphans(1);
