@@ -15,6 +15,7 @@ pub mod reclaim;
 pub mod report;
 pub mod scan;
 pub mod uninstall;
+pub mod why;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -59,6 +60,9 @@ pub enum Command {
     Keep(keep::KeepArgs),
     /// Apply an automatic clean-up policy without asking (prints the run as JSON).
     Auto(auto::AutoArgs),
+    /// Say how Smolsweep judges a path, finding, machine, sandbox or process, and on what
+    /// evidence (read-only).
+    Why(why::WhyArgs),
     /// List every kind of finding: short name, JSON id, label (what `--kind` takes).
     Kinds,
     /// Print a shell completion script (bash, zsh or fish).
@@ -95,6 +99,7 @@ const SCANNING: &[&str] = &[
     "uninstall",
     "auto",
     "keep add",
+    "why",
 ];
 
 /// `--accept-newer` on a command that scans.
@@ -310,6 +315,7 @@ pub fn main() -> i32 {
         Command::Verify(a) => uninstall::run_verify(a),
         Command::Keep(a) => keep::run(a),
         Command::Auto(a) => auto::run(a),
+        Command::Why(a) => why::run(a),
         Command::Kinds => {
             out::print(&help::kinds_table());
             0
