@@ -56,7 +56,9 @@ pub struct WhyFacts {
 impl WhyFacts {
     /// Scan now (read-only), keeping the process table the scan judged on.
     pub fn gather(opts: &ScanOptions) -> WhyFacts {
-        let processes = crate::scan::list_processes();
+        // The process asking names the target on its command line: it is not a user of it.
+        let mut processes = crate::scan::list_processes();
+        processes.retain(|p| p.pid != std::process::id());
         let report = crate::scan::scan_with(opts, processes.clone());
         let keeps = Keeps::load(&crate::keep::path_for(&opts.env, opts.platform))
             .map_err(|e| e.to_string());
@@ -757,6 +759,13 @@ fn blocked(facts: &WhyFacts, f: &Finding) -> Vec<String> {
             m.name
         ));
     }
+    let newer = version_facts(r, f.product).is_some_and(|v| !v.verified);
+    if f.verdict == Verdict::Unknown && out.is_empty() && newer {
+        out.push(format!(
+            "It is judged again once Smolsweep knows the installed version; `--accept-newer {}` accepts the risk now.",
+            f.product.as_str()
+        ));
+    }
     if f.verdict == Verdict::Unknown && out.is_empty() {
         out.push("Smolsweep never acts on what it cannot verify: check it by hand.".into());
     }
@@ -1025,14 +1034,15 @@ fn process_words(p: &ProcessFacts) -> String {
     if !parts.is_empty() {
         s.push_str(&format!(" ({})", parts.join(", ")));
     }
-    if let Some(vm) = &p.vm {
-        s.push_str(&format!(", a {}", vm.what));
-        if let Some(o) = &vm.owner {
-            s.push_str(&format!(" of {o}"));
-        }
-        s.push(',');
-    }
     s
+}
+
+/// "a smolvm machine VM of web", for a VM process.
+fn vm_words(vm: &VmFacts) -> String {
+    match &vm.owner {
+        Some(o) => format!("a {} of {o}", vm.what),
+        None => format!("a {}", vm.what),
+    }
 }
 
 fn render_processes(why: &Why, out: &mut Vec<Line>) {
@@ -1044,9 +1054,13 @@ fn render_processes(why: &Why, out: &mut Vec<Line>) {
     }
     for p in &why.processes {
         let how: Vec<&str> = p.uses.iter().map(|u| use_words(*u)).collect();
+        let vm =
+            p.vm.as_ref()
+                .map(|v| format!(", {},", vm_words(v)))
+                .unwrap_or_default();
         out.push(line(
             "Processes",
-            format!("{} {}.", process_words(p), join_and(&how)),
+            format!("{}{vm} {}.", process_words(p), join_and(&how)),
         ));
     }
 }
@@ -1262,7 +1276,11 @@ fn render_machine(why: &Why, product: Product, name: &str, out: &mut Vec<Line>) 
         out.push(line("Processes", "No VM process runs it."));
     }
     for p in &why.processes {
-        out.push(line("Processes", format!("{} runs it.", process_words(p))));
+        let vm = p.vm.as_ref().map(vm_words).unwrap_or_default();
+        out.push(line(
+            "Processes",
+            format!("{}, {vm}, runs it.", process_words(p)),
+        ));
     }
     render_items("Owns", why, out);
     if !why.branches.is_empty() {
@@ -1306,10 +1324,7 @@ fn render_process(why: &Why, pid: u32, out: &mut Vec<Line>) {
     let Some(vm) = &p.vm else {
         out.push(line(
             "Process",
-            format!(
-                "{} is not a VM process of either SmolVM.",
-                process_words(p).trim_end_matches(',')
-            ),
+            format!("{} is not a VM process of either SmolVM.", process_words(p)),
         ));
         render_items("Uses", why, out);
         out.push(line(
@@ -1321,8 +1336,9 @@ fn render_process(why: &Why, pid: u32, out: &mut Vec<Line>) {
     out.push(line(
         "Process",
         format!(
-            "{} a {} VM process.",
-            process_words(p).trim_end_matches(','),
+            "{} is {}, a VM process of {}.",
+            process_words(p),
+            vm_words(vm),
             vm.product.display_name()
         ),
     ));

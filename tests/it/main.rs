@@ -26,3 +26,4 @@ mod truthful;
 mod uninstall;
 mod upstream_compare;
 mod vocabulary;
+mod why;
