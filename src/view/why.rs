@@ -12,6 +12,7 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
+use crate::env::EnvSnapshot;
 use crate::filter::Filter;
 use crate::keep::Keeps;
 use crate::model::*;
@@ -56,19 +57,34 @@ pub struct WhyFacts {
 impl WhyFacts {
     /// Scan now (read-only), keeping the process table the scan judged on.
     pub fn gather(opts: &ScanOptions) -> WhyFacts {
-        // The process asking names the target on its command line: it is not a user of it.
-        let mut processes = crate::scan::list_processes();
-        processes.retain(|p| p.pid != std::process::id());
+        let processes = own_table();
         let report = crate::scan::scan_with(opts, processes.clone());
         let keeps = Keeps::load(&crate::keep::path_for(&opts.env, opts.platform))
             .map_err(|e| e.to_string());
-        let roots = roots_of(&report, opts);
+        let roots = roots_of(&report, &opts.env, opts.platform);
         WhyFacts {
             report,
             processes,
             keeps,
             roots,
             now: opts.now,
+        }
+    }
+
+    /// The facts of a scan a surface already holds (the window's rows): the process table read
+    /// now for the command lines of what uses them, the keep rules at `keep_file` (the
+    /// environment's keep file when `None`) and the roots of `env`.
+    pub fn of_report(report: ScanReport, env: &EnvSnapshot, keep_file: Option<&Path>) -> WhyFacts {
+        let platform = report.platform;
+        let keep_file = keep_file
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| crate::keep::path_for(env, platform));
+        WhyFacts {
+            roots: roots_of(&report, env, platform),
+            processes: own_table(),
+            keeps: Keeps::load(&keep_file).map_err(|e| e.to_string()),
+            report,
+            now: SystemTime::now(),
         }
     }
 
@@ -386,9 +402,17 @@ pub fn explain(facts: &WhyFacts, asked: &Asked) -> Why {
 
 // ---- Facts ------------------------------------------------------------------------------------
 
+/// The process table, without the process asking: it names the target on its command line,
+/// and is not a user of it.
+fn own_table() -> Vec<RawProcess> {
+    let mut processes = crate::scan::list_processes();
+    processes.retain(|p| p.pid != std::process::id());
+    processes
+}
+
 /// The roots of this environment: those the scan resolved and read, every state directory the
 /// products may use here, and the roots of the findings.
-fn roots_of(report: &ScanReport, opts: &ScanOptions) -> Vec<Root> {
+fn roots_of(report: &ScanReport, env: &EnvSnapshot, platform: Platform) -> Vec<Root> {
     let mut out: Vec<Root> = Vec::new();
     let mut push = |product: Option<Product>, what: &'static str, path: PathBuf| {
         if !out.iter().any(|r| r.path == path) {
@@ -406,10 +430,10 @@ fn roots_of(report: &ScanReport, opts: &ScanOptions) -> Vec<Root> {
             push(Some(p.product), root_what(key), path.clone());
         }
     }
-    for (product, key, path, _) in crate::roots::state_dir_candidates(&opts.env, opts.platform) {
+    for (product, key, path, _) in crate::roots::state_dir_candidates(env, platform) {
         push(Some(product), root_what(key), path);
     }
-    push(None, "shared directory", opts.env.home.join(".smolvm"));
+    push(None, "shared directory", env.home.join(".smolvm"));
     for f in &report.findings {
         if let Some(r) = &f.root {
             push(Some(f.product), "state directory", r.clone());

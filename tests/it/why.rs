@@ -56,6 +56,11 @@ fn id_of(v: &Value, p: &Path) -> String {
 
 /// Replace every run of digits that follows one of `words` with `with`.
 fn digits_after(text: &str, words: &[&str], with: &str) -> String {
+    run_after(text, words, with, |c| c.is_ascii_digit())
+}
+
+/// Replace every run of characters `in_run` accepts that follows one of `words` with `with`.
+fn run_after(text: &str, words: &[&str], with: &str, in_run: fn(char) -> bool) -> String {
     let mut text = text.to_string();
     for word in words {
         let mut out = String::with_capacity(text.len());
@@ -63,7 +68,7 @@ fn digits_after(text: &str, words: &[&str], with: &str) -> String {
         while let Some(i) = rest.find(word) {
             out.push_str(&rest[..i + word.len()]);
             rest = &rest[i + word.len()..];
-            let n = rest.chars().take_while(|c| c.is_ascii_digit()).count();
+            let n = rest.chars().take_while(|c| in_run(*c)).count();
             if n > 0 {
                 out.push_str(with);
                 rest = &rest[n..];
@@ -116,6 +121,10 @@ fn times_and_ids(text: &str) -> String {
 fn normalise(text: &str, root: &Path) -> String {
     let text = text.replace(&root.display().to_string(), "<T>");
     let text = digits_after(&text, &["user "], "<uid>");
+    // Keep rule ids hash the kept file's identity.
+    let text = run_after(&text, &["rule ", "keep remove "], "<rule>", |c| {
+        c.is_ascii_hexdigit()
+    });
     let text = digits_after(
         &text,
         &["Process ", "process ", "reap ", "kill ", "processes "],

@@ -1586,3 +1586,37 @@ fn status_and_reclaim_carry_the_words_and_verdicts_the_window_shows() {
         format!("est. {}", out["estimated"].as_str().unwrap())
     );
 }
+
+/// Issue 21: "Why?" on a row answers with the core's text for the scan the window shows (the
+/// text `smolsweep why` prints); a finding that is not in it is an error naming it.
+#[test]
+fn why_on_a_row_is_the_cores_text() {
+    let w = world(0, false);
+    call(&w, "rescan", json!({})).unwrap();
+    let id = ids_by_verdict(&w, "reclaimable")[0].clone();
+    let v = call(
+        &w,
+        "why_of",
+        json!({ "target": { "by": "finding", "id": id } }),
+    )
+    .unwrap();
+    let text = v["text"].as_str().unwrap();
+    assert!(text.contains(&format!("(id {id})")), "{text}");
+    assert!(text.contains("Verdict    reclaimable"), "{text}");
+    assert!(text.contains("To free    `smolsweep prune"), "{text}");
+    assert_eq!(v["why"]["finding"]["id"], id);
+    let lines: Vec<&str> = v["why"]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["text"].as_str().unwrap())
+        .collect();
+    assert!(lines.iter().all(|l| text.contains(l)), "{text}");
+    let e = call(
+        &w,
+        "why_of",
+        json!({ "target": { "by": "finding", "id": "0000000000000000" } }),
+    )
+    .unwrap_err();
+    assert!(e.as_str().unwrap().contains("No finding has the id"), "{e}");
+}
