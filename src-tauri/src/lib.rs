@@ -691,6 +691,7 @@ pub fn handle_menu_id<R: Runtime>(app: &AppHandle<R>, id: &str) {
         TrayAction::Reap { pid, start_time } => {
             confirm_tray_vm(app, pid, start_time, VmAction::Reap)
         }
+        TrayAction::Why { pid, .. } => why::tell_why(app, pid),
     }
 }
 

@@ -56,6 +56,29 @@ pub fn why_of_report(
     })
 }
 
+/// The tray's "Why?" on a VM: the core's text for that process, in a native dialog.
+pub(crate) fn tell_why<R: tauri::Runtime>(app: &tauri::AppHandle<R>, pid: u32) {
+    use tauri::Manager;
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        let st = app.state::<crate::AppState>();
+        let Some(report) = crate::lock(&st.report).clone() else {
+            return;
+        };
+        let keep_file = st.backend.keep_path();
+        let target = WhyTarget::Process { pid };
+        let shown = tauri::async_runtime::spawn_blocking(move || {
+            why_of_report(report, keep_file.as_deref(), target)
+        })
+        .await;
+        match shown {
+            Ok(Ok(w)) => crate::tell(&app, "Why?", &w.text),
+            Ok(Err(e)) => crate::tell(&app, "Why?", &e),
+            Err(e) => tracing::warn!("{e}"),
+        }
+    });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Commands (registered in lib.rs)
 

@@ -1620,3 +1620,28 @@ fn why_on_a_row_is_the_cores_text() {
     .unwrap_err();
     assert!(e.as_str().unwrap().contains("No finding has the id"), "{e}");
 }
+
+/// Issue 21: the tray's VM entries have "Why?" too, with the core's text for that process.
+#[test]
+fn the_tray_vm_entry_has_why_with_the_cores_text() {
+    let w = world(0, true);
+    w.fake.report.lock().unwrap().processes.push(orphan(4321));
+    call(&w, "rescan", json!({})).unwrap();
+    let items = menu_items(&w);
+    let why = items.iter().find(|i| i.0 == "vm.why:4321:99").unwrap();
+    assert_eq!((why.1.as_str(), why.2), ("Why?", true));
+    handle_menu_id(w.app.handle(), "vm.why:4321:99");
+    let v = call(
+        &w,
+        "why_of",
+        json!({ "target": { "by": "process", "pid": 4321 } }),
+    )
+    .unwrap();
+    let text = v["text"].as_str().unwrap();
+    assert!(text.starts_with("process 4321\n"), "{text}");
+    assert!(text.contains("it is an orphan of this HOME"), "{text}");
+    assert!(text.contains("`smolsweep reap 4321`"), "{text}");
+    // Nothing ran: "Why?" only tells.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(w.fake.calls.lock().unwrap().is_empty());
+}
