@@ -402,7 +402,7 @@ function renderVms(v) {
           p.reason ? el("div", { class: "meta", text: p.reason }) : null,
           p.kept ? el("div", { class: "meta kept", text: p.kept }) : null),
         el("div", { class: "buttons" },
-          whyButton({ by: "process", pid: p.pid }, `process ${p.pid}`),
+          p.this_home ? whyButton({ by: "process", pid: p.pid }, `process ${p.pid}`) : null,
           p.can_end ? el("button", { type: "button", class: "danger", dataset: { action: "reap" }, "aria-label": `End process ${p.pid} (${who})`, onclick: () => planVm(p, "reap", false) }, "End process") : null));
     });
     parts.push(el("h2", { id: "h-processes", text: "VM processes" }), el("div", { class: "group", role: "list", "aria-labelledby": "h-processes" }, rows));
