@@ -53,7 +53,10 @@ fn resolve(facts: &WhyFacts, target: &str) -> Result<Asked, String> {
             });
         }
     }
-    if target.contains('/') || target.starts_with('.') || target.starts_with('~') {
+    if let (Some(rest), Some(home)) = (target.strip_prefix("~/"), std::env::var_os("HOME")) {
+        return Ok(Asked::Path(absolute(&Path::new(&home).join(rest))));
+    }
+    if target.contains('/') || target.starts_with('.') {
         return Ok(Asked::Path(absolute(Path::new(target))));
     }
     let pid = target.parse::<u32>().ok().filter(|p| *p > 0);

@@ -344,6 +344,17 @@ fn why_json_gives_the_same_facts_as_data() {
         );
     }
 
+    // A locale that is not UTF-8 gets ASCII.
+    let o = s
+        .command(
+            env!("CARGO_BIN_EXE_smolsweep"),
+            &["why", orphan.to_str().unwrap()],
+        )
+        .env("LANG", "C")
+        .output()
+        .unwrap();
+    assert!(o.stdout.is_ascii() && !o.stdout.is_empty(), "{o:?}");
+
     let o = run(&s, &["why", "--json", "celesto:live1"]);
     assert_eq!(code(&o), 0, "{o:?}");
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
