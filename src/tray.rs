@@ -23,6 +23,8 @@ pub mod ids {
     pub(crate) const STOP_PREFIX: &str = "vm.stop:";
     /// Prefix of a "Reap" entry: `vm.reap:<pid>:<start_time>`.
     pub(crate) const REAP_PREFIX: &str = "vm.reap:";
+    /// Prefix of a "Why?" entry: `vm.why:<pid>:<start_time>`.
+    pub(crate) const WHY_PREFIX: &str = "vm.why:";
 }
 
 /// What the user chose that changes the menu.
@@ -107,7 +109,7 @@ pub enum TrayEntry {
         label: String,
         /// Whether it can be opened.
         enabled: bool,
-        /// Its entries ("Stop", and for an orphan "End the orphaned VM process").
+        /// Its entries ("Stop", for an orphan "End the orphaned VM process", and "Why?").
         items: Vec<TrayItem>,
     },
 }
@@ -139,6 +141,13 @@ pub enum TrayAction {
         /// Its start time as the scan reported it: a reused pid is another process.
         start_time: u64,
     },
+    /// "Why?": show how Smolsweep judges a VM process ([`crate::view::why`]).
+    Why {
+        /// Process id.
+        pid: u32,
+        /// Its start time as the scan reported it.
+        start_time: u64,
+    },
 }
 
 impl TrayAction {
@@ -161,6 +170,9 @@ impl TrayAction {
                 } else if let Some(rest) = id.strip_prefix(ids::REAP_PREFIX) {
                     let (pid, start_time) = pid_start(rest)?;
                     TrayAction::Reap { pid, start_time }
+                } else if let Some(rest) = id.strip_prefix(ids::WHY_PREFIX) {
+                    let (pid, start_time) = pid_start(rest)?;
+                    TrayAction::Why { pid, start_time }
                 } else {
                     return None;
                 }
@@ -272,6 +284,11 @@ fn vm_entry(p: &VmProcess) -> TrayEntry {
             true,
         ));
     }
+    items.push(TrayItem::new(
+        format!("{}{key}", ids::WHY_PREFIX),
+        "Why?",
+        true,
+    ));
     TrayEntry::Submenu {
         id: format!("{}{key}", ids::VM_PREFIX),
         label: vm_label(p),
@@ -616,7 +633,9 @@ mod tests {
             sub.0,
             "smol-machines smolvm · m100 · orphaned · holds 3.0 GB deleted"
         );
-        assert_eq!(sub.1.len(), 2);
+        // Stop, End, and "Why?" (issue 21).
+        assert_eq!(sub.1.len(), 3);
+        assert_eq!(sub.1[2].label, "Why?");
         assert!(sub.1.iter().all(|i| i.enabled));
         assert_eq!(
             TrayAction::from_id(&sub.1[1].id),
@@ -659,6 +678,13 @@ mod tests {
         assert_eq!(
             TrayAction::from_id("vm.stop:12:34"),
             Some(TrayAction::Stop {
+                pid: 12,
+                start_time: 34
+            })
+        );
+        assert_eq!(
+            TrayAction::from_id("vm.why:12:34"),
+            Some(TrayAction::Why {
                 pid: 12,
                 start_time: 34
             })

@@ -20,6 +20,8 @@ use crate::plan::{Action, Plan, Selection};
 
 mod screen;
 mod trend;
+/// `why`: how Smolsweep judges one finding, path, machine or process, and on what evidence.
+pub mod why;
 
 /// Bytes for a person (`1.5 GB`, decimal units, as the CLI, the tray and the window show them).
 pub fn bytes(n: u64) -> String {

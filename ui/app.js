@@ -324,6 +324,28 @@ function keepControl(request, what) {
   return wrap;
 }
 
+// "Why?": the core's answer for a row (the same text `smolsweep why` prints), shown as it is.
+async function showWhy(target, what, from) {
+  let w;
+  try { w = await invoke("why_of", { target }); } catch (e) { toast(String(e)); return; }
+  $("#why-title").textContent = `Why? ${what}`;
+  $("#why-text").textContent = w.text;
+  const d = $("#why-dialog");
+  d.returnTo = from;
+  d.showModal();
+}
+
+function whyButton(target, what) {
+  const b = el("button", { type: "button", class: "secondary small why", "aria-label": `Why? ${what}`, title: "How Smolsweep judges it, and on what evidence" }, "Why?");
+  b.addEventListener("click", () => showWhy(target, what, b));
+  return b;
+}
+
+$("#why-dialog").addEventListener("close", () => {
+  const d = $("#why-dialog");
+  if (d.returnTo && d.returnTo.isConnected) d.returnTo.focus();
+});
+
 function pathCell(row, extra, more) {
   return el("td", {},
     el("div", { class: "pathline" },
@@ -363,7 +385,8 @@ function renderFindings(v) {
         pathCell(f, el("div", { class: "effect small muted", text: f.effect }), keptLine),
         el("td", { class: "verdict" },
           kept ? el("span", { class: "badge kept", text: "kept by you" }) : el("span", { class: `badge ${f.verdict}`, text: f.verdict_label }),
-          kept ? null : keepControl({ by: "finding", id: f.id }, f.path)),
+          kept ? null : keepControl({ by: "finding", id: f.id }, f.path),
+          whyButton({ by: "finding", id: f.id }, f.path)),
         size);
     });
     out.push(el("section", { class: "group", "aria-labelledby": hid, dataset: { kind: g.kind } },
@@ -416,6 +439,7 @@ function renderVms(v) {
           meta ? el("div", { class: "meta", text: meta }) : null,
           m.kept ? el("div", { class: "meta kept", text: m.kept }) : null),
         el("div", { class: "buttons" },
+          whyButton({ by: "machine", product: m.product, name: m.name }, label),
           keepControl({ by: "machine", product: m.product, name: m.name }, label),
           m.can_stop ? button("stop", "Stop", "secondary") : null,
           m.can_delete ? button("delete", "Delete", "danger") : null));
@@ -434,6 +458,7 @@ function renderVms(v) {
           p.reason ? el("div", { class: "meta", text: p.reason }) : null,
           p.kept ? el("div", { class: "meta kept", text: p.kept }) : null),
         el("div", { class: "buttons" },
+          p.this_home ? whyButton({ by: "process", pid: p.pid }, `process ${p.pid}`) : null,
           p.can_end ? el("button", { type: "button", class: "danger", dataset: { action: "reap" }, "aria-label": `End process ${p.pid} (${who})`, onclick: () => planVm(p, "reap", false) }, "End process") : null));
     });
     parts.push(el("h2", { id: "h-processes", text: "VM processes" }), el("div", { class: "group", role: "list", "aria-labelledby": "h-processes" }, rows));

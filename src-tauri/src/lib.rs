@@ -25,6 +25,7 @@ pub mod notes;
 pub mod settings;
 pub mod uninstall;
 mod watch;
+pub mod why;
 
 pub use backend::{
     Backend, History, MachineRef, Plan, RealBackend, ReclaimOutcome, VmAction, VmOutcome, VmPlan,
@@ -768,6 +769,7 @@ pub fn handle_menu_id<R: Runtime>(app: &AppHandle<R>, id: &str) {
         TrayAction::Reap { pid, start_time } => {
             confirm_tray_vm(app, pid, start_time, VmAction::Reap)
         }
+        TrayAction::Why { pid, .. } => why::tell_why(app, pid),
     }
 }
 
@@ -1179,7 +1181,8 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, deps: Deps) -> Builder<R> {
             uninstall::uninstall_plan,
             uninstall::uninstall_ticks,
             uninstall::uninstall_run,
-            uninstall::uninstall_verify
+            uninstall::uninstall_verify,
+            why::why_of
         ])
         .on_window_event(|w, e| {
             // Closing the window hides it; the app lives in the tray until "Quit". A window left

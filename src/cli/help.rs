@@ -250,6 +250,31 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     (
+        "why",
+        &[
+            (
+                "smolsweep why ~/.local/state/celesto/disks/0123abcd.qcow2",
+                "how this file is judged, and what would free it",
+            ),
+            (
+                "smolsweep why 3f2a",
+                "the finding whose id starts with 3f2a",
+            ),
+            (
+                "smolsweep why smolvm:web",
+                "machine web: its record, VM process, what it owns",
+            ),
+            (
+                "smolsweep why 4242",
+                "whether process 4242 is a VM, and whose",
+            ),
+            (
+                "smolsweep why celesto:abc123 --json",
+                "the same facts as data",
+            ),
+        ],
+    ),
+    (
         "kinds",
         &[
             ("smolsweep kinds", "every kind: short name, JSON id, label"),

@@ -17,6 +17,7 @@ pub mod report;
 pub mod scan;
 pub mod trend;
 pub mod uninstall;
+pub mod why;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -65,6 +66,9 @@ pub enum Command {
     Auto(auto::AutoArgs),
     /// Show how the space SmolVM uses changed over time, and what each reclaim freed.
     Trend(trend::TrendArgs),
+    /// Say how Smolsweep judges a path, finding, machine, sandbox or process, and on what
+    /// evidence (read-only).
+    Why(why::WhyArgs),
     /// List every kind of finding: short name, JSON id, label (what `--kind` takes).
     Kinds,
     /// Print a shell completion script (bash, zsh or fish).
@@ -102,6 +106,7 @@ const SCANNING: &[&str] = &[
     "uninstall",
     "auto",
     "keep add",
+    "why",
 ];
 
 /// `--accept-newer` on a command that scans.
@@ -319,6 +324,7 @@ pub fn main() -> i32 {
         Command::Keep(a) => keep::run(a),
         Command::Auto(a) => auto::run(a),
         Command::Trend(a) => trend::run(a),
+        Command::Why(a) => why::run(a),
         Command::Kinds => {
             out::print(&help::kinds_table());
             0

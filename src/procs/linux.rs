@@ -261,19 +261,16 @@ pub fn is_same_process(pid: u32, start_time: u64) -> bool {
 }
 
 /// Clock ticks per second (`USER_HZ`, from the auxiliary vector), the unit of start times.
-#[cfg(test)]
 pub fn clock_ticks_per_second() -> u64 {
     rustix::param::clock_ticks_per_second()
 }
 
 /// Boot time in seconds since the epoch (`btime` in `/proc/stat`).
-#[cfg(test)]
 pub fn boot_time_secs() -> Option<u64> {
     parse_btime(&fs::read_to_string(Path::new(PROC).join("stat")).ok()?)
 }
 
 /// `btime` from the text of `/proc/stat`.
-#[cfg(test)]
 pub fn parse_btime(text: &str) -> Option<u64> {
     text.lines()
         .find_map(|l| l.strip_prefix("btime "))
@@ -281,7 +278,6 @@ pub fn parse_btime(text: &str) -> Option<u64> {
 }
 
 /// A start time (clock ticks since boot) as seconds since the epoch.
-#[cfg(test)]
 pub fn start_time_epoch_secs(start_time: u64) -> Option<u64> {
     Some(boot_time_secs()? + start_time / clock_ticks_per_second().max(1))
 }

@@ -28,3 +28,4 @@ mod truthful;
 mod uninstall;
 mod upstream_compare;
 mod vocabulary;
+mod why;

@@ -1654,4 +1654,61 @@ fn scans_record_the_space_history_and_the_tooltip_says_the_cores_sentence() {
     let rows = v["products"][0]["rows"].as_array().unwrap();
     assert!(rows.len() <= 2, "{v:#}");
     assert!(rows.last().unwrap()["totals"]["on_disk"].as_u64() < Some(on_disk));
+/// Issue 21: "Why?" on a row answers with the core's text for the scan the window shows (the
+/// text `smolsweep why` prints); a finding that is not in it is an error naming it.
+#[test]
+fn why_on_a_row_is_the_cores_text() {
+    let w = world(0, false);
+    call(&w, "rescan", json!({})).unwrap();
+    let id = ids_by_verdict(&w, "reclaimable")[0].clone();
+    let v = call(
+        &w,
+        "why_of",
+        json!({ "target": { "by": "finding", "id": id } }),
+    )
+    .unwrap();
+    let text = v["text"].as_str().unwrap();
+    assert!(text.contains(&format!("(id {id})")), "{text}");
+    assert!(text.contains("Verdict    reclaimable"), "{text}");
+    assert!(text.contains("To free    `smolsweep prune"), "{text}");
+    assert_eq!(v["why"]["finding"]["id"], id);
+    let lines: Vec<&str> = v["why"]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["text"].as_str().unwrap())
+        .collect();
+    assert!(lines.iter().all(|l| text.contains(l)), "{text}");
+    let e = call(
+        &w,
+        "why_of",
+        json!({ "target": { "by": "finding", "id": "0000000000000000" } }),
+    )
+    .unwrap_err();
+    assert!(e.as_str().unwrap().contains("No finding has the id"), "{e}");
+}
+
+/// Issue 21: the tray's VM entries have "Why?" too, with the core's text for that process.
+#[test]
+fn the_tray_vm_entry_has_why_with_the_cores_text() {
+    let w = world(0, true);
+    w.fake.report.lock().unwrap().processes.push(orphan(4321));
+    call(&w, "rescan", json!({})).unwrap();
+    let items = menu_items(&w);
+    let why = items.iter().find(|i| i.0 == "vm.why:4321:99").unwrap();
+    assert_eq!((why.1.as_str(), why.2), ("Why?", true));
+    handle_menu_id(w.app.handle(), "vm.why:4321:99");
+    let v = call(
+        &w,
+        "why_of",
+        json!({ "target": { "by": "process", "pid": 4321 } }),
+    )
+    .unwrap();
+    let text = v["text"].as_str().unwrap();
+    assert!(text.starts_with("process 4321\n"), "{text}");
+    assert!(text.contains("it is an orphan of this HOME"), "{text}");
+    assert!(text.contains("`smolsweep reap 4321`"), "{text}");
+    // Nothing ran: "Why?" only tells.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(w.fake.calls.lock().unwrap().is_empty());
 }

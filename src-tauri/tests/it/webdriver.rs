@@ -1211,3 +1211,50 @@ async fn the_overview_draws_the_space_history_and_its_table_from_the_cores_view(
     assert!(violations.is_empty(), "{violations:#?}");
     c.close().await.ok();
 }
+
+/// Issue 21: "Why?" on a finding row shows the core's text for it (the text `smolsweep why`
+/// prints) in a dialog; axe finds no serious violation there, and Escape closes it and gives
+/// the focus back to the button.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a display server, tauri-driver and WebKitWebDriver: run scripts/desktop-tests.sh"]
+async fn why_on_a_finding_row_shows_the_cores_text() {
+    use fantoccini::key::Key;
+    let s = Scratch::with_leftovers();
+    let f = s
+        .report
+        .findings
+        .iter()
+        .find(|f| f.verdict == Verdict::Reclaimable)
+        .unwrap()
+        .clone();
+    let (_driver, port) = start_driver(&s);
+    let c = connect(port).await;
+    c.set_window_size(1280, 800).await.ok();
+    wait_css(&c, "tr.finding").await;
+    nav(&c, "findings").await;
+    wait_css(&c, &format!("tr.finding[data-id='{}'] button.why", f.id))
+        .await
+        .click()
+        .await
+        .unwrap();
+    wait_css(&c, "#why-dialog[open]").await;
+    let text = text_of(&c, "#why-text").await;
+    assert!(text.contains(&format!("(id {})", f.id)), "{text}");
+    assert!(text.contains("reclaimable"), "{text}");
+    assert!(text.contains("To free"), "{text}");
+    let violations = axe(&c).await;
+    assert!(violations.is_empty(), "{violations:?}");
+    shot(&c, "window-why").await;
+    press(&c, &key(Key::Escape)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(c.find(Locator::Css("#why-dialog[open]")).await.is_err());
+    let back = c
+        .execute(
+            "return document.activeElement.classList.contains('why')",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(back, json!(true), "the focus is back on the button");
+    c.close().await.ok();
+}

@@ -1,0 +1,134 @@
+//! `smolsweep why TARGET`: how Smolsweep judges one thing, and on what evidence. The target is
+//! resolved here, the way `delete`, `stop` and `keep` resolve theirs; the answer is the core's
+//! (`smolsweep::view::why`), printed as text or as JSON.
+
+use std::path::{Component, Path, PathBuf};
+
+use smolsweep::model::Product;
+use smolsweep::view::why::{explain, Asked, WhyFacts};
+
+use crate::cli::prefix::{self, Found};
+
+#[derive(Debug, clap::Args)]
+pub struct WhyArgs {
+    /// A path, a finding id (or a prefix only it starts with), smolvm:NAME, celesto:ID, a bare
+    /// machine name or sandbox id, or a process id.
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+    /// Print the facts as one JSON object (schema smolsweep.why/1).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `path` made absolute against the working directory, `.` and `..` taken lexically.
+fn absolute(path: &Path) -> PathBuf {
+    let joined = match std::env::current_dir() {
+        Ok(cwd) if path.is_relative() => cwd.join(path),
+        _ => path.to_path_buf(),
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// What `target` names in `report`: `smolvm:NAME` / `celesto:ID`, a path, a VM process, a
+/// finding id or a unique prefix of one, a machine by its bare name, another process, or a
+/// relative path that exists. Err: why it names nothing.
+fn resolve(facts: &WhyFacts, target: &str) -> Result<Asked, String> {
+    let report = facts.report();
+    for (p, product) in [("smolvm:", Product::Smolvm), ("celesto:", Product::Celesto)] {
+        if let Some(name) = target.strip_prefix(p) {
+            // A recorded machine, or the leftovers of one that is gone: the core says which.
+            return Ok(Asked::Machine {
+                product,
+                name: name.to_string(),
+            });
+        }
+    }
+    if let (Some(rest), Some(home)) = (target.strip_prefix("~/"), std::env::var_os("HOME")) {
+        return Ok(Asked::Path(absolute(&Path::new(&home).join(rest))));
+    }
+    if target.contains('/') || target.starts_with('.') {
+        return Ok(Asked::Path(absolute(Path::new(target))));
+    }
+    let pid = target.parse::<u32>().ok().filter(|p| *p > 0);
+    // Digits name a running process before a finding id that starts with them.
+    if let Some(pid) = pid.filter(|p| facts.has_process(*p)) {
+        return Ok(Asked::Process(pid));
+    }
+    match prefix::find(&report.findings, target, |f| &f.id) {
+        Found::One(f) => return Ok(Asked::Finding(f.id.clone())),
+        Found::Ambiguous(ids) => return Err(prefix::ambiguous("finding id", target, &ids)),
+        Found::None => {}
+    }
+    if let Ok(m) = smolsweep::plan::find_machine(report, target) {
+        return Ok(Asked::Machine {
+            product: m.product,
+            name: m.name.clone(),
+        });
+    }
+    if let Some(pid) = pid {
+        return Ok(Asked::Process(pid));
+    }
+    if Path::new(target).symlink_metadata().is_ok() {
+        return Ok(Asked::Path(absolute(Path::new(target))));
+    }
+    Err(format!(
+        "'{target}' is not a path, a finding id, a machine or sandbox, or a process \
+(`smolsweep scan -v` lists ids and machines)"
+    ))
+}
+
+/// Whether stdout's locale is UTF-8 (otherwise the text is folded to ASCII).
+fn utf8_locale() -> bool {
+    let locale = ["LC_ALL", "LC_CTYPE", "LANG"]
+        .iter()
+        .find_map(|k| std::env::var_os(k).filter(|v| !v.is_empty()))
+        .map(|v| v.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    locale.contains("utf-8") || locale.contains("utf8")
+}
+
+pub fn run(a: WhyArgs) -> i32 {
+    let opts = match smolsweep::scan::ScanOptions::from_env() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("smolsweep: {e:#}");
+            return 1;
+        }
+    };
+    let facts = WhyFacts::gather(&opts);
+    let asked = match resolve(&facts, &a.target) {
+        Ok(asked) => asked,
+        Err(e) => {
+            eprintln!("smolsweep: {e}");
+            return 1;
+        }
+    };
+    let why = explain(&facts, &asked);
+    if a.json {
+        crate::cli::out::json(&why);
+    } else if why.found {
+        let text = why.text();
+        crate::cli::out::print(&if utf8_locale() {
+            text
+        } else {
+            smolsweep::view::ascii(&text)
+        });
+    } else {
+        eprint!("smolsweep: {}", why.text());
+    }
+    if why.found {
+        0
+    } else {
+        1
+    }
+}
