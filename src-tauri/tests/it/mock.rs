@@ -1654,6 +1654,8 @@ fn scans_record_the_space_history_and_the_tooltip_says_the_cores_sentence() {
     let rows = v["products"][0]["rows"].as_array().unwrap();
     assert!(rows.len() <= 2, "{v:#}");
     assert!(rows.last().unwrap()["totals"]["on_disk"].as_u64() < Some(on_disk));
+}
+
 /// Issue 21: "Why?" on a row answers with the core's text for the scan the window shows (the
 /// text `smolsweep why` prints); a finding that is not in it is an error naming it.
 #[test]
