@@ -19,6 +19,7 @@ fn point(at: u64, celesto: u64, smolvm: u64) -> Point {
 
 fn run(started_s: u64, freed: Option<u64>) -> RunSummary {
     RunSummary {
+        run_id: format!("run{started_s}"),
         plan_id: format!("plan{started_s}"),
         started_at_ms: started_s * 1000,
         home: "/home/u".into(),
