@@ -109,6 +109,7 @@ impl TargetPlan {
                 headline: "Nothing to do".into(),
                 estimate_bytes: 0,
                 estimate: crate::view::bytes(0),
+                reclaim_label: crate::view::reclaim_label(Some(0)),
                 lines: vec![],
                 not_planned: vec![s.why.clone()],
             },

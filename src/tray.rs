@@ -300,10 +300,7 @@ fn vm_entry(p: &VmProcess) -> TrayEntry {
 /// The menu's fixed tail: Reclaim (enabled, with its size, when something is reclaimable),
 /// Rescan, Open, Uninstall and Quit.
 fn action_entries(reclaimable: Option<u64>) -> Vec<TrayEntry> {
-    let reclaim_label = match reclaimable {
-        None => "Reclaim…".to_string(),
-        Some(bytes) => format!("Reclaim {}…", human_bytes(bytes)),
-    };
+    let reclaim_label = crate::view::reclaim_label(reclaimable);
     vec![
         TrayEntry::Separator,
         TrayEntry::Item(TrayItem::new(

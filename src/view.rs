@@ -703,6 +703,17 @@ pub struct Confirmation {
     pub lines: Vec<String>,
     /// What was selected but will not be done, and why.
     pub not_planned: Vec<String>,
+    /// The Reclaim button's label for it ([`reclaim_label`]): "Reclaim 2.0 MB…".
+    pub reclaim_label: String,
+}
+
+/// The label of a Reclaim button or menu item that frees about `bytes`: "Reclaim 2.0 MB…";
+/// "Reclaim…" when nothing is reclaimable.
+pub fn reclaim_label(bytes: Option<u64>) -> String {
+    match bytes {
+        None => "Reclaim…".to_string(),
+        Some(b) => format!("Reclaim {}…", human_bytes(b)),
+    }
 }
 
 impl Confirmation {
@@ -849,6 +860,7 @@ pub fn confirmation(plan: &Plan) -> Confirmation {
         headline,
         estimate_bytes: est,
         estimate: bytes(est),
+        reclaim_label: reclaim_label(Some(est)),
         lines: plan.actions.iter().map(|a| a.summary.clone()).collect(),
         not_planned: plan
             .skipped_at_plan

@@ -132,7 +132,7 @@ function renderAuto(status) {
     el("p", { text: a.headline }),
     el("ul", { class: "small" }, a.lines.slice(0, 20).map((l) => el("li", { text: l }))),
     el("button", { type: "button", id: "auto-run", class: "danger", onclick: async () => {
-      try { const out = await invoke("confirm_auto", { digest: a.digest }); toast(`Freed ${out.measured}`); refresh(); } catch (e) { toast(String(e)); refresh(); }
+      try { const out = await invoke("confirm_auto", { digest: a.digest }); toast(out.summary); refresh(); } catch (e) { toast(String(e)); refresh(); }
     } }, a.run_label)));
 }
 
@@ -141,7 +141,7 @@ function renderKeeps(status) {
   const rules = status.keeps || [];
   if (!rules.length) { list.replaceChildren(el("p", { class: "muted small", text: "Nothing is kept. Use Keep on a finding or a machine." })); return; }
   list.replaceChildren(el("ul", { class: "keep-list" }, rules.map((r) => el("li", { dataset: { rule: r.id } },
-    el("span", { text: `${r.what} — since ${r.since}${r.why ? `: ${r.why}` : ""} ` }),
+    el("span", { text: `${r.line} ` }),
     el("button", { type: "button", class: "secondary small", "aria-label": `Stop keeping ${r.what}`, onclick: async () => {
       try { render(await invoke("remove_keep", { id: r.id })); } catch (e) { toast(String(e)); }
     } }, "Remove")))));
@@ -379,7 +379,7 @@ function renderFindings(v) {
         ? el("td", { class: "size" }, f.size, el("div", { class: "reason", text: `${f.apparent} apparent` }))
         : el("td", { class: "size", text: f.size });
       const kept = (state.status.kept || {})[f.id];
-      const keptLine = kept ? el("div", { class: "kept-line small", text: `Kept by you since ${kept.since}${kept.why ? `: ${kept.why}` : ""}` }) : null;
+      const keptLine = kept ? el("div", { class: "kept-line small", text: kept.kept_line }) : null;
       return el("tr", { class: `finding ${f.verdict}`, dataset: { id: f.id, verdict: f.verdict, kept: kept ? kept.id : "" } },
         el("td", { class: "sel" }, box),
         pathCell(f, el("div", { class: "effect small muted", text: f.effect }), keptLine),
@@ -418,7 +418,7 @@ async function updateSelection() {
   if (seq !== state.estimateSeq) return;
   $("#selection-summary").textContent = `${ids.length} selected · ${c.headline}`;
   btn.disabled = state.busy || !c.lines.length;
-  btn.textContent = `Reclaim ${c.estimate}…`;
+  btn.textContent = c.reclaim_label;
   btn.dataset.estimate = c.estimate;
 }
 
@@ -520,7 +520,7 @@ $("#reclaim-btn").addEventListener("click", async () => {
   const c = plan.confirmation;
   state.pending = { kind: "reclaim", digest: plan.digest };
   openConfirm({
-    title: `Reclaim ${c.estimate}`,
+    title: c.reclaim_label.replace(/…$/, ""),
     confirmation: c,
     items: plan.steps.map((s) =>
       el("li", { dataset: { id: s.id }, title: s.path || null }, el("span", { class: "line", text: s.summary }))),

@@ -24,14 +24,25 @@ pub struct KeepLine {
     /// `YYYY-MM-DD`.
     pub since: String,
     pub why: String,
+    /// The settings list's line: "finding 3f2a… — since 2026-11-30: debugging".
+    pub line: String,
+    /// A kept row's line: "Kept by you since 2026-11-30: debugging".
+    pub kept_line: String,
 }
 
 impl KeepLine {
     fn of(r: &Rule) -> KeepLine {
+        let (what, since) = (r.describe(), r.since_day());
+        let why = match r.why.is_empty() {
+            true => String::new(),
+            false => format!(": {}", r.why),
+        };
         KeepLine {
             id: r.id.clone(),
-            what: r.describe(),
-            since: r.since_day(),
+            line: format!("{what} — since {since}{why}"),
+            kept_line: format!("Kept by you since {since}{why}"),
+            what,
+            since,
             why: r.why.clone(),
         }
     }

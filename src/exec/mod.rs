@@ -405,11 +405,15 @@ impl Run<'_, '_> {
             fs_measures(before, &measure(self.plan))
         };
         let freed_bytes = records.iter().map(|r| r.freed_bytes).sum();
+        let estimated_bytes = match dry_run {
+            true => would_free(self.plan, &records),
+            false => self.plan.estimated_bytes,
+        };
         let mut report = ExecReport {
             plan_id: self.plan.id.clone(),
             dry_run,
             records,
-            estimated_bytes: self.plan.estimated_bytes,
+            estimated_bytes,
             freed_bytes,
             filesystems,
             journal_error: self.journal_broken,
@@ -426,6 +430,17 @@ impl Run<'_, '_> {
         }
         report
     }
+}
+
+/// What a dry run would free: the plan's estimate ([`Plan::estimate_of`]) of the actions the
+/// re-judge let through, so an item the dry run skips is not counted.
+fn would_free(plan: &Plan, records: &[ActionRecord]) -> u64 {
+    let would: Vec<PlannedAction> = records
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::WouldDo { .. }))
+        .filter_map(|r| plan.actions.get(r.index).cloned())
+        .collect();
+    Plan::estimate_of(&would)
 }
 
 /// The file systems measured both before and after the run, with their free bytes then and now.

@@ -186,7 +186,7 @@ fn read_data_dir(ctx: &mut Ctx<'_>, dir: &Path) -> InvDir {
     if dbs.is_empty() {
         ok = false;
         problem = format!(
-            "there is no inventory ({}) in {}: sandboxes made with the Celesto SDK alone leave no record, so a live sandbox's disk cannot be told from an orphan. Running any `celesto` CLI command once creates the inventory; then only disks no inventory row and no process claims become reclaimable",
+            "there is no list of sandboxes ({}) in {}: sandboxes made with the Celesto SDK alone are listed nowhere, so a live sandbox's disk cannot be told from an orphan. Running any `celesto` command once creates the list; then only disks of no listed sandbox that no process uses become reclaimable",
             inventory_names(),
             dir.display()
         );

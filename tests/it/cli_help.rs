@@ -12,7 +12,7 @@ use std::process::Output;
 
 use serde_json::Value;
 use smolsweep::keep::{Keeps, Rule, Target};
-use smolsweep::model::FindingKind;
+use smolsweep::model::{human_bytes, FindingKind};
 use smolsweep_fixtures::{age_tree, Scratch, OLD};
 
 fn run(s: &Scratch, args: &[&str]) -> Output {
@@ -343,6 +343,31 @@ fn apply_with_every_item_skipped_exits_nonzero() {
     assert_eq!(code(&o), 1, "{}", text(&o));
     let o = run(&s, &["apply", "p.json", "-n"]);
     assert_eq!(code(&o), 1, "{}", text(&o));
+}
+
+/// Issue 19: a dry run's "it would free about X" counts only what the dry run would do; an
+/// item it skips (here: gone since the plan was written) is not in X.
+#[test]
+fn a_dry_run_does_not_count_what_it_skips() {
+    let (s, dirs) = with_orphans(2);
+    let o = run(&s, &["plan", "--out", "p.json"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let both = json(&run(&s, &["apply", "p.json", "-n", "--json"]))["estimated_bytes"].clone();
+    std::fs::remove_dir_all(&dirs[0]).unwrap();
+    let o = run(&s, &["plan", "--out", "q.json"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let plan: Value =
+        serde_json::from_slice(&std::fs::read(s.dir().join("q.json")).unwrap()).unwrap();
+    let one = plan["estimated_bytes"].as_u64().unwrap();
+    assert!(one > 0 && Some(one) < both.as_u64(), "{one} of {both}");
+    let v = json(&run(&s, &["apply", "p.json", "-n", "--json"]));
+    assert_eq!(v["estimated_bytes"].as_u64(), Some(one), "{v}");
+    let o = run(&s, &["apply", "p.json", "-n"]);
+    let t = out(&o);
+    assert!(
+        t.contains(&format!("it would free about {}.", human_bytes(one))),
+        "{t}"
+    );
 }
 
 #[test]

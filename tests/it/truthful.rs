@@ -486,8 +486,11 @@ fn sdk_only_data_dir_explains_what_would_make_it_reclaimable() {
     let (_, v) = json_of(&["scan"], run(&home, &data, &["scan", "--json"]));
     assert_eq!(verdict_of(&v, &disk), "unknown");
     let why = product(&v, "celesto")["problems"].to_string();
-    assert!(why.contains("Celesto SDK alone leave no record"), "{why}");
-    assert!(why.contains("creates the inventory"), "{why}");
+    assert!(
+        why.contains("Celesto SDK alone are listed nowhere"),
+        "{why}"
+    );
+    assert!(why.contains("creates the list"), "{why}");
 }
 
 // ---------------------------------------------------------------------------------------------
