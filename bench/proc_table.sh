@@ -4,26 +4,28 @@
 # process on the machine, both timed as whole processes, alternating, with PROCS extra
 # processes each holding FDS open files (bench/proc_farm.py, removed afterwards).
 #
-# usage: bench/proc_table.sh [--runs N] [--table PROCSxFDS]... [--bin PATH]
+# usage: bench/proc_table.sh [--runs N] [--table PROCSxFDS]... [--bin PATH]...
 #   default tables: 300x64 and 1000x100; default binary: target/release/smolsweep (built).
+#   Several --bin (e.g. a build of the commit before a change, and after) are each measured
+#   against the same Python walk on the same table, one after the other.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
 runs=9
 tables=()
-bin=""
+bins=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs="$2"; shift 2 ;;
     --table) tables+=("$2"); shift 2 ;;
-    --bin) bin="$2"; shift 2 ;;
+    --bin) bins+=("$2"); shift 2 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
 [ ${#tables[@]} -gt 0 ] || tables=(300x64 1000x100)
-if [ -z "$bin" ]; then
+if [ ${#bins[@]} -eq 0 ]; then
   (cd "$repo" && cargo build --release --bin smolsweep >&2)
-  bin="$repo/target/release/smolsweep"
+  bins=("$repo/target/release/smolsweep")
 fi
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/smolsweep-proctable.XXXXXX")"
 farm_pid=""
@@ -89,9 +91,12 @@ for t in "${tables[@]}"; do
   done
   echo "table ${procs}x${fds}: $(ls /proc | grep -c '^[0-9]') processes," \
     "$(python3 "$scratch/walk.py") fds readable"
-  A="env"$'\x1f'"-i"$'\x1f'"HOME=$scratch/home"$'\x1f'"PATH=/usr/bin:/bin"$'\x1f'"$bin"$'\x1f'"scan"$'\x1f'"--json"
   B="python3"$'\x1f'"$scratch/walk.py"
-  python3 "$scratch/alternate.py" "$runs" "$A" "$B"
+  for bin in "${bins[@]}"; do
+    echo " $bin"
+    A="env"$'\x1f'"-i"$'\x1f'"HOME=$scratch/home"$'\x1f'"PATH=/usr/bin:/bin"$'\x1f'"$bin"$'\x1f'"scan"$'\x1f'"--json"
+    python3 "$scratch/alternate.py" "$runs" "$A" "$B"
+  done
   kill "$farm_pid"; wait "$farm_pid" 2>/dev/null || true; farm_pid=""
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
