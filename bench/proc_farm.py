@@ -4,8 +4,9 @@
 usage: proc_farm.py PROCS FDS DIR
 
 Forks PROCS children of this Python (so each maps what a Python process maps), each holding
-FDS regular files of its own open under DIR/pNNNN/, then prints `ready <pid> ...` (the children)
-on one line and waits. On SIGTERM or SIGINT it kills exactly the
+FDS regular files of its own open under DIR/pNNNN/, then prints `ready <own pid> <child pid>...`
+on one line and waits (its own pid: a launcher such as a version-manager shim may stand between
+the caller and this process). On SIGTERM or SIGINT it kills exactly the
 children it forked (by their pids), waits for them and removes DIR. The children die with it
 too (PR_SET_PDEATHSIG), so a killed farm leaves no process behind.
 """
@@ -68,7 +69,7 @@ def main():
             pids.append(pid)
             os.read(r, 1)  # the child holds its files
             os.close(r)
-        print("ready " + " ".join(map(str, pids)), flush=True)
+        print(f"ready {me} " + " ".join(map(str, pids)), flush=True)
         while True:
             signal.pause()
     finally:

@@ -30,7 +30,10 @@ fi
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/smolsweep-proctable.XXXXXX")"
 farm_pid=""
 cleanup() {
-  if [ -n "$farm_pid" ]; then kill "$farm_pid" 2>/dev/null || true; wait "$farm_pid" 2>/dev/null || true; fi
+  if [ -n "$farm_pid" ]; then
+    kill "$farm_pid" 2>/dev/null || true
+    while kill -0 "$farm_pid" 2>/dev/null; do sleep 0.2; done
+  fi
   rm -rf "$scratch"
 }
 trap cleanup EXIT
@@ -89,6 +92,8 @@ for t in "${tables[@]}"; do
     kill -0 "$farm_pid" 2>/dev/null || { echo "the process farm did not start" >&2; exit 1; }
     sleep 0.5
   done
+  launcher_pid=$farm_pid
+  farm_pid="$(awk '/^ready/ {print $2}' "$scratch/farm-$t.out")"   # the farm itself
   echo "table ${procs}x${fds}: $(ls /proc | grep -c '^[0-9]') processes," \
     "$(python3 "$scratch/walk.py") fds readable"
   B="python3"$'\x1f'"$scratch/walk.py"
@@ -97,6 +102,8 @@ for t in "${tables[@]}"; do
     A="env"$'\x1f'"-i"$'\x1f'"HOME=$scratch/home"$'\x1f'"PATH=/usr/bin:/bin"$'\x1f'"$bin"$'\x1f'"scan"$'\x1f'"--json"
     python3 "$scratch/alternate.py" "$runs" "$A" "$B"
   done
-  kill "$farm_pid"; wait "$farm_pid" 2>/dev/null || true; farm_pid=""
+  kill "$farm_pid"
+  while kill -0 "$farm_pid" 2>/dev/null; do sleep 0.2; done   # its files are removed
+  wait "$launcher_pid" 2>/dev/null || true; farm_pid=""
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
