@@ -5,16 +5,26 @@
 //! What cannot be read for lack of permission is left empty (`exe: None`, no environment,
 //! `fds_readable: false`); a process that disappears while it is read is left out.
 
-use std::ffi::OsStr;
+use std::ffi::{CStr, OsStr};
 use std::fs;
-use std::io;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rustix::fs::{openat, readlinkat_raw, statat, AtFlags, FileType, Mode, OFlags, RawDir};
+use rustix::io::Errno;
 
 use super::{OpenFile, RawProcess};
 
 const PROC: &str = "/proc";
+
+/// Below this many processes the table is read on the calling thread alone (a thread costs
+/// more to start than a few dozen processes cost to read).
+const PARALLEL_FROM: usize = 48;
+/// Processes a reading thread takes at a time from the shared list.
+const CHUNK: usize = 8;
 
 /// Every process visible in `/proc`, threads excluded.
 pub(crate) fn list_processes() -> Vec<RawProcess> {
@@ -22,35 +32,157 @@ pub(crate) fn list_processes() -> Vec<RawProcess> {
 }
 
 /// [`list_processes`] over another proc mount (tests, containers).
+///
+/// Processes are read in parallel (at most one thread per core, four at most) through
+/// descriptors: each `/proc/<pid>` directory is opened once and everything of that process is
+/// read relative to it, so no path is built or looked up twice, and a process that exits while
+/// it is read stays gone even if its pid is reused meanwhile.
 pub(crate) fn list_processes_in(proc_root: &Path) -> Vec<RawProcess> {
-    let Ok(entries) = fs::read_dir(proc_root) else {
+    let Ok(root) = open_dir(rustix::fs::CWD, proc_root) else {
         return Vec::new();
     };
-    let mut pids: Vec<u32> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .collect();
+    let mut scratch = Scratch::new();
+    let mut pids: Vec<u32> = Vec::new();
+    {
+        let mut dir = RawDir::new(&root, &mut scratch.dents);
+        while let Some(Ok(e)) = dir.next() {
+            if let Some(pid) = e.file_name().to_str().ok().and_then(|n| n.parse().ok()) {
+                pids.push(pid);
+            }
+        }
+    }
     pids.sort_unstable();
-    pids.into_iter()
-        .filter_map(|pid| read_process(proc_root, pid))
-        .collect()
+    let threads = if pids.len() < PARALLEL_FROM {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+    };
+    let next = AtomicUsize::new(0);
+    let work = |scratch: &mut Scratch| {
+        let mut mine = Vec::new();
+        loop {
+            let at = next.fetch_add(CHUNK, Ordering::Relaxed);
+            let Some(chunk) = pids.get(at..(at + CHUNK).min(pids.len())) else {
+                break;
+            };
+            if chunk.is_empty() {
+                break;
+            }
+            mine.extend(
+                chunk
+                    .iter()
+                    .filter_map(|&pid| read_at(root.as_fd(), pid, scratch)),
+            );
+        }
+        mine
+    };
+    let mut all = std::thread::scope(|s| {
+        // The calling thread reads too, so a thread that cannot be started costs nothing but
+        // time: every pid is taken by whichever thread runs.
+        let helpers: Vec<_> = (1..threads)
+            .filter_map(|_| {
+                std::thread::Builder::new()
+                    .name("smolsweep-procs".into())
+                    .spawn_scoped(s, || work(&mut Scratch::new()))
+                    .ok()
+            })
+            .collect();
+        let mut all = work(&mut scratch);
+        for h in helpers {
+            match h.join() {
+                Ok(v) => all.extend(v),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        all
+    });
+    all.sort_unstable_by_key(|p| p.pid);
+    all
+}
+
+/// Reusable buffers of one reading thread.
+struct Scratch {
+    /// File contents (`stat`, `status`, `cmdline`, `maps`, `environ`).
+    file: Vec<u8>,
+    /// One link target.
+    link: Vec<u8>,
+    /// `getdents64` records.
+    dents: Vec<MaybeUninit<u8>>,
+}
+
+impl Scratch {
+    fn new() -> Self {
+        Scratch {
+            file: Vec::with_capacity(16 * 1024),
+            link: vec![0; 4096],
+            dents: vec![MaybeUninit::uninit(); 16 * 1024],
+        }
+    }
+}
+
+fn open_dir(at: impl AsFd, path: impl rustix::path::Arg) -> Result<OwnedFd, Errno> {
+    openat(
+        at,
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+/// The whole of the file `name` in `dir`, into `buf`.
+fn read_file(dir: BorrowedFd<'_>, name: &CStr, buf: &mut Vec<u8>) -> Result<(), Errno> {
+    buf.clear();
+    let fd = openat(dir, name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
+    loop {
+        if buf.capacity() - buf.len() < 4096 {
+            buf.reserve(buf.capacity().max(4096));
+        }
+        match rustix::io::read(&fd, rustix::buffer::spare_capacity(buf)) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The target of the link `name` in `dir`, into `buf` (grown when the target is longer).
+fn read_link<'b>(dir: BorrowedFd<'_>, name: &CStr, buf: &'b mut Vec<u8>) -> Option<&'b [u8]> {
+    loop {
+        let n = readlinkat_raw(dir, name, buf.as_mut_slice()).ok()?;
+        if n < buf.len() {
+            return Some(&buf[..n]);
+        }
+        let longer = buf.len() * 2;
+        buf.resize(longer, 0);
+    }
+}
+
+fn path_of(bytes: &[u8]) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(bytes))
 }
 
 /// One process, or `None` when it does not exist (or vanished while being read).
+#[cfg(test)]
 pub(crate) fn read_process(proc_root: &Path, pid: u32) -> Option<RawProcess> {
-    let dir = proc_root.join(pid.to_string());
-    let stat = parse_stat(&fs::read(dir.join("stat")).ok()?)?;
-    let uid = match fs::read(dir.join("status")) {
-        Ok(s) => parse_status_uid(&s)?,
-        Err(_) => return None,
-    };
-    let cmdline = match fs::read(dir.join("cmdline")) {
-        Ok(c) => c,
-        Err(e) if gone(&e) => return None,
+    let root = open_dir(rustix::fs::CWD, proc_root).ok()?;
+    read_at(root.as_fd(), pid, &mut Scratch::new())
+}
+
+/// [`read_process`] relative to an open proc mount.
+fn read_at(root: BorrowedFd<'_>, pid: u32, s: &mut Scratch) -> Option<RawProcess> {
+    let dir = open_dir(root, pid.to_string()).ok()?;
+    let dir = dir.as_fd();
+    read_file(dir, c"stat", &mut s.file).ok()?;
+    let stat = parse_stat(&s.file)?;
+    read_file(dir, c"status", &mut s.file).ok()?;
+    let uid = parse_status_uid(&s.file)?;
+    let argv = match read_file(dir, c"cmdline", &mut s.file) {
+        Ok(()) => split_nul(&s.file),
+        Err(e) if gone(e) => return None,
         // Permission problems on cmdline are unusual; keep the process with an empty argv.
         Err(_) => Vec::new(),
     };
-    let argv = split_nul(&cmdline);
     // Kernel threads (children of kthreadd, or kthreadd itself) have no user memory: no argv,
     // no environment, no files worth reading.
     let kernel_thread = argv.is_empty() && (stat.ppid == 2 || pid == 2);
@@ -65,64 +197,82 @@ pub(crate) fn read_process(proc_root: &Path, pid: u32) -> Option<RawProcess> {
         ..Default::default()
     };
     if !kernel_thread {
-        p.exe = fs::read_link(dir.join("exe")).ok();
-        if let Ok(env) = fs::read(dir.join("environ")) {
-            let (home, data_dir) = parse_environ(&env);
-            p.env_home = home;
-            p.env_smolvm_data_dir = data_dir;
-        }
-        match read_open_files(&dir.join("fd")) {
-            Some(files) => {
-                p.open_files = files;
-                p.fds_readable = true;
+        read_uses(dir, &mut p, s);
+        // Only a VMM's executable and environment decide anything (whose HOME started it).
+        if super::shape::may_be_vmm(&p) {
+            p.exe = read_link(dir, c"exe", &mut s.link).map(path_of);
+            if read_file(dir, c"environ", &mut s.file).is_ok() {
+                let (home, data_dir) = parse_environ(&s.file);
+                p.env_home = home;
+                p.env_smolvm_data_dir = data_dir;
             }
-            None => p.fds_readable = false,
-        }
-        p.cwd = fs::read_link(dir.join("cwd")).ok();
-        p.root = fs::read_link(dir.join("root")).ok();
-        if let Ok(maps) = fs::read(dir.join("maps")) {
-            p.mapped = parse_maps(&maps);
         }
     }
     // The pid may have exited (or even been reused) while we read it: keep only a process
     // whose stat still shows the same start time.
-    let again = parse_stat(&fs::read(dir.join("stat")).ok()?)?;
+    read_file(dir, c"stat", &mut s.file).ok()?;
+    let again = parse_stat(&s.file)?;
     (again.start_time == p.start_time).then_some(p)
 }
 
-fn gone(e: &io::Error) -> bool {
-    e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH)
+/// What the "in use" rule asks of a process: its open files, working and root directories and
+/// mapped files.
+fn read_uses(dir: BorrowedFd<'_>, p: &mut RawProcess, s: &mut Scratch) {
+    match read_open_files_at(dir, s) {
+        Some(files) => {
+            p.open_files = files;
+            p.fds_readable = true;
+        }
+        None => p.fds_readable = false,
+    }
+    p.cwd = read_link(dir, c"cwd", &mut s.link).map(path_of);
+    p.root = read_link(dir, c"root", &mut s.link).map(path_of);
+    if read_file(dir, c"maps", &mut s.file).is_ok() {
+        p.mapped = parse_maps(&s.file);
+    }
 }
 
-/// Regular files open in `/proc/<pid>/fd`, or `None` when the directory cannot be read.
-fn read_open_files(fd_dir: &Path) -> Option<Vec<OpenFile>> {
-    let entries = fs::read_dir(fd_dir).ok()?;
+fn gone(e: Errno) -> bool {
+    e == Errno::NOENT || e == Errno::SRCH
+}
+
+/// Regular files open in `<pid dir>/fd`, or `None` when the directory cannot be read.
+fn read_open_files_at(pid_dir: BorrowedFd<'_>, s: &mut Scratch) -> Option<Vec<OpenFile>> {
+    let fd_dir = open_dir(pid_dir, c"fd").ok()?;
     let mut files = Vec::new();
-    for entry in entries.filter_map(|e| e.ok()) {
-        let fd_path = entry.path();
-        let Ok(target) = fs::read_link(&fd_path) else {
-            continue;
-        };
-        // Sockets, pipes and anonymous inodes are not paths.
-        if !target.as_os_str().as_bytes().starts_with(b"/") {
+    let mut entries = RawDir::new(&fd_dir, &mut s.dents);
+    while let Some(entry) = entries.next() {
+        // An unreadable entry ends the listing (the process is gone or the table changed).
+        let Ok(entry) = entry else { break };
+        let name = entry.file_name();
+        if name.to_bytes().first() == Some(&b'.') {
             continue;
         }
         // `stat` through the magic link reaches the open inode even when it is unlinked.
-        let Ok(meta) = fs::metadata(&fd_path) else {
+        // Asked first: only a regular file's name is read (sockets, pipes, devices and
+        // directories are never in the index), one system call fewer for each of those.
+        let Ok(st) = statat(&fd_dir, name, AtFlags::empty()) else {
             continue;
         };
-        if !meta.is_file() {
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
             continue;
         }
-        let (path, suffixed) = strip_deleted_suffix(&target);
+        let Some(target) = read_link(fd_dir.as_fd(), name, &mut s.link) else {
+            continue;
+        };
+        // Anonymous inodes (memfd names aside) are not paths.
+        if !target.starts_with(b"/") {
+            continue;
+        }
+        let (path, suffixed) = strip_deleted_bytes(target);
         files.push(OpenFile {
-            path,
+            path: path_of(path),
             // The kernel appends ` (deleted)` once the name is unlinked; the inode is only
             // really gone (its blocks held by this process alone) when no link remains.
-            deleted: suffixed && meta.nlink() == 0,
-            dev: meta.dev(),
-            ino: meta.ino(),
-            allocated: meta.blocks() * 512,
+            deleted: suffixed && st.st_nlink == 0,
+            dev: st.st_dev,
+            ino: st.st_ino,
+            allocated: (st.st_blocks as u64).saturating_mul(512),
         });
     }
     Some(files)
@@ -132,7 +282,11 @@ fn read_open_files(fd_dir: &Path) -> Option<Vec<OpenFile>> {
 /// allocated bytes)`. Empty when its descriptors cannot be read.
 pub(crate) fn deleted_open_files(pid: u32) -> Vec<((u64, u64), u64)> {
     let mut seen = std::collections::BTreeMap::new();
-    for f in read_open_files(Path::new(&format!("/proc/{pid}/fd"))).unwrap_or_default() {
+    let Ok(dir) = open_dir(rustix::fs::CWD, format!("{PROC}/{pid}")) else {
+        return Vec::new();
+    };
+    let files = read_open_files_at(dir.as_fd(), &mut Scratch::new());
+    for f in files.unwrap_or_default() {
         if f.deleted {
             seen.insert((f.dev, f.ino), f.allocated);
         }
@@ -140,43 +294,79 @@ pub(crate) fn deleted_open_files(pid: u32) -> Vec<((u64, u64), u64)> {
     seen.into_iter().collect()
 }
 
-/// Splits a `/proc/<pid>/fd/N` link target into the path and whether it ended in ` (deleted)`.
-pub(crate) fn strip_deleted_suffix(target: &Path) -> (PathBuf, bool) {
-    const SUFFIX: &[u8] = b" (deleted)";
-    let bytes = target.as_os_str().as_bytes();
-    match bytes.strip_suffix(SUFFIX) {
-        Some(rest) => (PathBuf::from(OsStr::from_bytes(rest)), true),
-        None => (target.to_path_buf(), false),
+/// A link target's bytes without a ` (deleted)` suffix, and whether it had one.
+fn strip_deleted_bytes(target: &[u8]) -> (&[u8], bool) {
+    match target.strip_suffix(b" (deleted)") {
+        Some(rest) => (rest, true),
+        None => (target, false),
     }
+}
+
+/// Splits a `/proc/<pid>/fd/N` link target into the path and whether it ended in ` (deleted)`.
+#[cfg(test)]
+pub(crate) fn strip_deleted_suffix(target: &Path) -> (PathBuf, bool) {
+    let (path, suffixed) = strip_deleted_bytes(target.as_os_str().as_bytes());
+    (path_of(path), suffixed)
 }
 
 /// The distinct files named in `/proc/<pid>/maps` (the sixth field, an absolute path; a
 /// ` (deleted)` suffix removed). Pseudo entries (`[heap]`, `[stack]`) are not files.
+///
+/// The kernel writes a newline in a mapped file's name as `\012` (and nothing else escaped, so
+/// a name may also hold those four characters literally): such a name is listed both as
+/// written and with `\012` read as a newline.
 pub(crate) fn parse_maps(bytes: &[u8]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
-    let mut seen: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    let mut seen: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
+    let mut last: &[u8] = &[];
     for line in bytes.split(|b| *b == b'\n') {
-        // address perms offset dev inode pathname; the pathname may contain spaces.
-        let mut rest = line;
-        for _ in 0..5 {
-            let Some(sp) = rest.iter().position(|b| *b == b' ') else {
-                rest = &[];
-                break;
-            };
-            rest = &rest[sp + 1..];
-            while rest.first() == Some(&b' ') {
-                rest = &rest[1..];
-            }
-        }
-        if rest.first() != Some(&b'/') {
+        let Some(name) = maps_path(line) else {
+            continue;
+        };
+        let (name, _) = strip_deleted_bytes(name);
+        if name == last || !seen.insert(name) {
             continue;
         }
-        let (path, _) = strip_deleted_suffix(Path::new(OsStr::from_bytes(rest)));
-        if out.last() != Some(&path) && seen.insert(path.clone()) {
-            out.push(path);
+        last = name;
+        out.push(path_of(name));
+        if let Some(unescaped) = unescape_newlines(name) {
+            out.push(PathBuf::from(std::ffi::OsString::from_vec(unescaped)));
         }
     }
     out
+}
+
+/// The path field of one `maps` line: address perms offset dev inode pathname, where the
+/// pathname may contain spaces. `None` for anonymous and pseudo mappings.
+fn maps_path(line: &[u8]) -> Option<&[u8]> {
+    let mut rest = line;
+    for _ in 0..5 {
+        let sp = rest.iter().position(|b| *b == b' ')?;
+        rest = &rest[sp + 1..];
+        while rest.first() == Some(&b' ') {
+            rest = &rest[1..];
+        }
+    }
+    (rest.first() == Some(&b'/')).then_some(rest)
+}
+
+/// `name` with every `\012` read as a newline, when it has one.
+fn unescape_newlines(name: &[u8]) -> Option<Vec<u8>> {
+    const ESCAPED: &[u8] = b"\\012";
+    name.windows(ESCAPED.len()).any(|w| w == ESCAPED).then(|| {
+        let mut out = Vec::with_capacity(name.len());
+        let mut rest = name;
+        while !rest.is_empty() {
+            if rest.starts_with(ESCAPED) {
+                out.push(b'\n');
+                rest = &rest[ESCAPED.len()..];
+            } else {
+                out.push(rest[0]);
+                rest = &rest[1..];
+            }
+        }
+        out
+    })
 }
 
 /// The fields of `/proc/<pid>/stat` this module uses.

@@ -40,11 +40,13 @@ pub struct RawProcess {
     pub comm: String,
     /// The command line, one argument per element.
     pub argv: Vec<String>,
-    /// `/proc/<pid>/exe` when readable.
+    /// `/proc/<pid>/exe` when readable. On Linux read only for a process shaped like a VMM
+    /// (nothing else is decided by it).
     pub exe: Option<PathBuf>,
-    /// `HOME` from `/proc/<pid>/environ` when readable.
+    /// `HOME` from `/proc/<pid>/environ` when readable. On Linux read only for a process
+    /// shaped like a VMM: it decides whose VMM it is, and nothing else.
     pub env_home: Option<PathBuf>,
-    /// `SMOLVM_DATA_DIR` from the environment when readable.
+    /// `SMOLVM_DATA_DIR` from the environment when readable (like `env_home`).
     pub env_smolvm_data_dir: Option<PathBuf>,
     /// Open files (Linux `/proc/<pid>/fd`), when readable.
     pub open_files: Vec<OpenFile>,

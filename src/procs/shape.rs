@@ -127,6 +127,12 @@ pub fn detect_shape(p: &RawProcess) -> Option<VmmShape> {
     detect_with_parent(p, |_| false)
 }
 
+/// Whether `p`, read from `/proc` (not from `ps`: no parent is asked), has the shape of a VMM
+/// of either product: only then are its executable and environment read.
+pub(crate) fn may_be_vmm(p: &RawProcess) -> bool {
+    detect_with_parent(p, |_| false).is_some()
+}
+
 /// Every VMM among `procs`, with its shape (in the order of `procs`).
 pub(crate) fn detect_all(procs: &[RawProcess]) -> Vec<(&RawProcess, VmmShape)> {
     let by_pid: HashMap<u32, &RawProcess> = procs.iter().map(|p| (p.pid, p)).collect();

@@ -2,8 +2,9 @@
 //! VMMs run, and to whom each VMM belongs.
 
 use std::collections::{HashMap, HashSet};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use crate::model::{Product, Scope, VmProcess};
 use crate::procs::shape::{detect_all, VmmShape};
@@ -19,27 +20,47 @@ pub(crate) struct ProcIndex {
     pub raw: Vec<RawProcess>,
     /// Index into `raw` and the VMM shape of that process.
     pub vmms: Vec<(usize, VmmShape)>,
-    open: HashMap<(u64, u64), Vec<usize>>,
-    args: HashMap<PathBuf, Vec<usize>>,
+    /// Device and inode of every open file, with the index of the process, sorted.
+    open: Vec<((u64, u64), u32)>,
     /// Every path a process uses (open file, absolute argument, working directory, root
-    /// directory, mapped file, a smolvm VMM's machine directory), sorted, with the index of the
-    /// process: everything below a directory is one contiguous range (paths order by component).
-    used: Vec<(PathBuf, usize)>,
+    /// directory, mapped file, a smolvm VMM's machine directory), as a [`path_key`], sorted,
+    /// with the index of the process: everything below a directory is one contiguous range.
+    used: Vec<(Box<[u8]>, u32)>,
+}
+
+/// A path as bytes that order the way its components do: each component written after a 0
+/// byte (no name holds one), so `/a/b` is `\0/\0a\0b`. Whatever lies below `/a` (`/a` itself,
+/// `/a/…`) starts with `\0/\0a` followed by nothing or a 0, and sorts before `/ab`, so it is
+/// one contiguous run; the same components (`/a//b/./`) give the same key, as they compare
+/// equal as paths.
+fn path_key(path: &Path, out: &mut Vec<u8>) {
+    out.clear();
+    let bytes = path.as_os_str().as_bytes();
+    // The kernel's paths are already plain (`/a/b`): one byte each, no parsing.
+    let plain = bytes.first() == Some(&b'/')
+        && (bytes.len() == 1 || bytes.last() != Some(&b'/'))
+        && !bytes.windows(2).any(|w| w == b"//")
+        && !bytes.windows(3).any(|w| w == b"/./")
+        && !bytes.ends_with(b"/.");
+    if plain {
+        out.extend_from_slice(b"\0/");
+        if bytes.len() > 1 {
+            out.extend(bytes.iter().map(|&b| if b == b'/' { 0 } else { b }));
+        }
+        return;
+    }
+    for c in path.components() {
+        out.push(0);
+        match c {
+            Component::RootDir => out.push(b'/'),
+            c => out.extend_from_slice(c.as_os_str().as_bytes()),
+        }
+    }
 }
 
 impl ProcIndex {
     pub(crate) fn build(raw: Vec<RawProcess>, _euid: u32) -> Self {
         let mut idx = ProcIndex::default();
-        for (i, p) in raw.iter().enumerate() {
-            for f in &p.open_files {
-                idx.open.entry((f.dev, f.ino)).or_default().push(i);
-            }
-            for a in p.argv.iter().skip(1) {
-                if a.starts_with('/') {
-                    idx.args.entry(PathBuf::from(a)).or_default().push(i);
-                }
-            }
-        }
         // Shapes are detected over the whole table: a macOS forked child is recognised by its
         // parent.
         let shapes: Vec<(u32, VmmShape)> = detect_all(&raw)
@@ -47,39 +68,41 @@ impl ProcIndex {
             .map(|(p, s)| (p.pid, s))
             .collect();
         for (pid, shape) in shapes {
-            let Some(i) = raw.iter().position(|p| p.pid == pid) else {
-                continue;
-            };
-            if let VmmShape::CelestoQemu { drives, .. } = &shape {
-                for d in drives {
-                    idx.args.entry(d.clone()).or_default().push(i);
-                }
+            if let Some(i) = raw.iter().position(|p| p.pid == pid) {
+                idx.vmms.push((i, shape));
             }
-            idx.vmms.push((i, shape));
         }
+        let mut key = Vec::new();
+        let mut add = |used: &mut Vec<(Box<[u8]>, u32)>, q: &Path, i: usize| {
+            path_key(q, &mut key);
+            used.push((key.as_slice().into(), i as u32));
+        };
         for (i, p) in raw.iter().enumerate() {
-            let argv = p.argv.iter().skip(1).filter(|a| a.starts_with('/'));
-            let paths = p
-                .open_files
-                .iter()
-                .map(|f| f.path.clone())
-                .chain(argv.map(PathBuf::from))
-                .chain(p.cwd.iter().cloned())
-                // A root of `/` is every process's; only a chroot names a directory.
-                .chain(p.root.iter().filter(|r| r.as_os_str() != "/").cloned())
-                .chain(p.mapped.iter().cloned());
-            idx.used.extend(paths.map(|q| (q, i)));
+            for f in &p.open_files {
+                idx.open.push(((f.dev, f.ino), i as u32));
+                add(&mut idx.used, &f.path, i);
+            }
+            for a in p.argv.iter().skip(1).filter(|a| a.starts_with('/')) {
+                add(&mut idx.used, Path::new(a), i);
+            }
+            // A root of `/` is every process's; only a chroot names a directory.
+            let root = p.root.iter().filter(|r| r.as_os_str() != "/");
+            for q in p.cwd.iter().chain(root).chain(&p.mapped) {
+                add(&mut idx.used, q, i);
+            }
         }
         for (i, s) in &idx.vmms {
             match s {
-                VmmShape::SmolvmBootVm { vm_dir, .. } => idx.used.push((vm_dir.clone(), *i)),
+                VmmShape::SmolvmBootVm { vm_dir, .. } => add(&mut idx.used, vm_dir, *i),
                 VmmShape::CelestoQemu { drives, .. } => {
-                    idx.used.extend(drives.iter().map(|d| (d.clone(), *i)))
+                    drives.iter().for_each(|d| add(&mut idx.used, d, *i))
                 }
                 _ => {}
             }
         }
-        idx.used.sort();
+        idx.open.sort_unstable();
+        idx.open.dedup();
+        idx.used.sort_unstable();
         idx.used.dedup();
         idx.raw = raw;
         idx
@@ -92,18 +115,26 @@ impl ProcIndex {
     /// directory there, map it, or boot a smolvm machine from it. The scan and the executor's
     /// re-judge both ask this.
     pub(crate) fn in_use(&self, path: &Path, devino: Option<(u64, u64)>) -> Vec<u32> {
-        let mut out: Vec<usize> = Vec::new();
-        if let Some(v) = devino.and_then(|k| self.open.get(&k)) {
-            out.extend(v);
+        let mut out: Vec<u32> = Vec::new();
+        if let Some(k) = devino {
+            let start = self.open.partition_point(|(d, _)| *d < k);
+            out.extend(
+                self.open[start..]
+                    .iter()
+                    .take_while(|(d, _)| *d == k)
+                    .map(|(_, i)| *i),
+            );
         }
-        let start = self.used.partition_point(|(q, _)| q.as_path() < path);
+        let mut pk = Vec::new();
+        path_key(path, &mut pk);
+        let start = self.used.partition_point(|(q, _)| **q < *pk);
         out.extend(
             self.used[start..]
                 .iter()
-                .take_while(|(q, _)| q.starts_with(path))
+                .take_while(|(q, _)| q.starts_with(&pk) && q.get(pk.len()).is_none_or(|&b| b == 0))
                 .map(|(_, i)| *i),
         );
-        let mut pids: Vec<u32> = out.into_iter().map(|i| self.raw[i].pid).collect();
+        let mut pids: Vec<u32> = out.into_iter().map(|i| self.raw[i as usize].pid).collect();
         pids.sort_unstable();
         pids.dedup();
         pids
