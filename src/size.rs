@@ -902,7 +902,17 @@ fn replay(node: &Arc<Node>, item: &Pending, cx: &JobCtx, acc: &mut Acc) -> Optio
     let memo = cx.memo.as_ref()?;
     // Per child of each open frame: `Some(fresh)` to visit, `None` met before in this walk.
     let mut kids: Vec<Option<bool>> = Vec::new();
-    if !replay_one(node, &item.path, item.fresh, cx, acc, &mut kids) {
+    let mut restated = 0u64;
+    if !replay_one(
+        node,
+        &item.path,
+        item.fresh,
+        cx,
+        acc,
+        &mut kids,
+        &mut restated,
+    ) {
+        memo.counted_many(0, restated);
         return None;
     }
     let mut path = item.path.as_os_str().as_bytes().to_vec();
@@ -931,7 +941,7 @@ fn replay(node: &Arc<Node>, item: &Pending, cx: &JobCtx, acc: &mut Acc) -> Optio
         if !cx.file_root_dirs.contains(&want) {
             if let Some(n) = memo.get(want) {
                 let base = kids.len();
-                if replay_one(&n, here, fresh, cx, acc, &mut kids) {
+                if replay_one(&n, here, fresh, cx, acc, &mut kids, &mut restated) {
                     reused += 1;
                     let len = path.len();
                     frames.push(Frame {
@@ -953,7 +963,7 @@ fn replay(node: &Arc<Node>, item: &Pending, cx: &JobCtx, acc: &mut Acc) -> Optio
             lstat: None,
         });
     }
-    memo.counted_many(reused);
+    memo.counted_many(reused, restated);
     Some(to_read)
 }
 
@@ -977,7 +987,9 @@ fn replay_one(
     cx: &JobCtx,
     acc: &mut Acc,
     kids: &mut Vec<Option<bool>>,
+    restated: &mut u64,
 ) -> bool {
+    *restated += node.restat.len() as u64;
     let mut again = Vec::with_capacity(node.restat.len());
     for (name, id) in &node.restat {
         let p = path.join(OsStr::from_bytes(name.to_bytes()));
@@ -1186,6 +1198,8 @@ pub struct MemoStats {
     pub invalidated: u64,
     /// Directories remembered after the scan.
     pub remembered: u64,
+    /// Files stat'ed again in remembered directories (large, sparse or multiply linked).
+    pub restated: u64,
 }
 
 /// A remembered directory, the scan that last used it, and the recorded tree it belongs to.
@@ -1372,8 +1386,9 @@ impl DirMemo {
         }
         rec.generation = generation;
         let out = rec.measure.clone();
-        let dirs = out.dirs;
+        let (dirs, restated) = (out.dirs, rec.restat.len() as u64);
         m.stats.reused += dirs;
+        m.stats.restated += restated;
         Some(out)
     }
 
@@ -1426,8 +1441,10 @@ impl DirMemo {
         m.new_link && m.stats.reused > 0
     }
 
-    fn counted_many(&self, reused: u64) {
-        lock(&self.inner).stats.reused += reused;
+    fn counted_many(&self, reused: u64, restated: u64) {
+        let mut m = lock(&self.inner);
+        m.stats.reused += reused;
+        m.stats.restated += restated;
     }
 
     fn counted(&self, reused: bool) {
