@@ -448,4 +448,15 @@ fn a_store_of_hard_links_rescans_without_rewalking() {
             links.len()
         );
     }
+    // A directory full of them is stat'ed relative to itself: a file grown through its other
+    // name there is still seen, and so is one unlinked there.
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(&links[7].1)
+        .unwrap();
+    f.write_all(&[b'g'; 9000]).unwrap();
+    drop(f);
+    rescan_equals_full(&fx, &memo);
+    fs::remove_file(&links[8].1).unwrap();
+    rescan_equals_full(&fx, &memo);
 }
