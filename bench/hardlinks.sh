@@ -41,5 +41,10 @@ if [ ! -e "$dir/home" ]; then
 fi
 echo "second names outside the HOME: $(find "$dir/outside" -type f | wc -l)"
 echo "cores: $(nproc), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+# First with an empty process table given to both scans (the walk's figure), then with this
+# machine's table read by both (what the app pays here; issue 20's first bullet is that part).
+echo "walk (no process table):"
+"$repo/target/release/examples/measure_rescan" "$dir/home" "$runs" --no-procs 2>/dev/null
+echo "with this machine's process table ($(ls /proc | grep -c '^[0-9]') processes):"
 "$repo/target/release/examples/measure_rescan" "$dir/home" "$runs" 2>/dev/null
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
