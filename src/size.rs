@@ -1240,7 +1240,10 @@ const RESTAT_OPEN_DIR: usize = 4;
 /// The files a tree's walk stat'ed to be stat'ed again (full paths below `root`), grouped by
 /// directory relative to `root`; `None` if one is not below it.
 fn restat_groups(root: &Path, mut files: Vec<(PathBuf, StatKey)>) -> Option<Vec<Restat>> {
-    files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    // By directory, then name: a directory's files are one group.
+    files.sort_unstable_by(|a, b| {
+        (a.0.parent(), a.0.file_name()).cmp(&(b.0.parent(), b.0.file_name()))
+    });
     let mut out: Vec<Restat> = Vec::new();
     for (p, key) in files {
         let rel = p.strip_prefix(root).ok()?;
