@@ -902,7 +902,17 @@ fn replay(node: &Arc<Node>, item: &Pending, cx: &JobCtx, acc: &mut Acc) -> Optio
     let memo = cx.memo.as_ref()?;
     // Per child of each open frame: `Some(fresh)` to visit, `None` met before in this walk.
     let mut kids: Vec<Option<bool>> = Vec::new();
-    if !replay_one(node, &item.path, item.fresh, cx, acc, &mut kids) {
+    let mut restated = 0u64;
+    if !replay_one(
+        node,
+        &item.path,
+        item.fresh,
+        cx,
+        acc,
+        &mut kids,
+        &mut restated,
+    ) {
+        memo.counted_many(0, restated);
         return None;
     }
     let mut path = item.path.as_os_str().as_bytes().to_vec();
@@ -931,7 +941,7 @@ fn replay(node: &Arc<Node>, item: &Pending, cx: &JobCtx, acc: &mut Acc) -> Optio
         if !cx.file_root_dirs.contains(&want) {
             if let Some(n) = memo.get(want) {
                 let base = kids.len();
-                if replay_one(&n, here, fresh, cx, acc, &mut kids) {
+                if replay_one(&n, here, fresh, cx, acc, &mut kids, &mut restated) {
                     reused += 1;
                     let len = path.len();
                     frames.push(Frame {
@@ -953,7 +963,7 @@ fn replay(node: &Arc<Node>, item: &Pending, cx: &JobCtx, acc: &mut Acc) -> Optio
             lstat: None,
         });
     }
-    memo.counted_many(reused);
+    memo.counted_many(reused, restated);
     Some(to_read)
 }
 
@@ -977,7 +987,9 @@ fn replay_one(
     cx: &JobCtx,
     acc: &mut Acc,
     kids: &mut Vec<Option<bool>>,
+    restated: &mut u64,
 ) -> bool {
+    *restated += node.restat.len() as u64;
     let mut again = Vec::with_capacity(node.restat.len());
     for (name, id) in &node.restat {
         let p = path.join(OsStr::from_bytes(name.to_bytes()));
@@ -1186,6 +1198,8 @@ pub struct MemoStats {
     pub invalidated: u64,
     /// Directories remembered after the scan.
     pub remembered: u64,
+    /// Files stat'ed again in remembered directories (large, sparse or multiply linked).
+    pub restated: u64,
 }
 
 /// A remembered directory, the scan that last used it, and the recorded tree it belongs to.
@@ -1204,9 +1218,82 @@ struct TreeRecord {
     measure: Measure,
     /// Its directories (the root excluded) and multiply linked files, as claimed.
     claims: Vec<(u64, u64)>,
-    /// Files re-stat'ed on every reuse, with what their `lstat` said.
-    restat: Vec<(PathBuf, StatKey)>,
+    /// Files re-stat'ed on every reuse, by directory, with what their `lstat` said.
+    restat: Vec<Restat>,
     generation: u64,
+}
+
+/// Files of a recorded tree stat'ed again on every reuse, in one directory (its path relative
+/// to the tree's root, empty for the root itself).
+struct Restat {
+    dir: PathBuf,
+    files: Vec<(CString, StatKey)>,
+}
+
+/// A directory with at least this many files to stat again is opened once and they are
+/// stat'ed relative to it; fewer are stat'ed by their path relative to the tree's root. Either
+/// way the path above the root is looked up once per tree, not once per file: a store whose
+/// every tenth file is linked from elsewhere costs thousands of `lstat`s on every rescan, and
+/// their path lookups were most of it.
+const RESTAT_OPEN_DIR: usize = 4;
+
+/// The files a tree's walk stat'ed to be stat'ed again (full paths below `root`), grouped by
+/// directory relative to `root`; `None` if one is not below it.
+fn restat_groups(root: &Path, mut files: Vec<(PathBuf, StatKey)>) -> Option<Vec<Restat>> {
+    // By directory, then name: a directory's files are one group.
+    files.sort_unstable_by(|a, b| {
+        (a.0.parent(), a.0.file_name()).cmp(&(b.0.parent(), b.0.file_name()))
+    });
+    let mut out: Vec<Restat> = Vec::new();
+    for (p, key) in files {
+        let rel = p.strip_prefix(root).ok()?;
+        let name = CString::new(rel.file_name()?.as_bytes()).ok()?;
+        let dir = rel.parent().unwrap_or(Path::new(""));
+        match out.last_mut() {
+            Some(g) if g.dir == dir => g.files.push((name, key)),
+            _ => out.push(Restat {
+                dir: dir.to_path_buf(),
+                files: vec![(name, key)],
+            }),
+        }
+    }
+    Some(out)
+}
+
+/// Whether every file of `groups` still `lstat`s as remembered, below the tree root open as
+/// `root` (the directories on the way are watched: a change to one drops the record first).
+fn restat_same(root: BorrowedFd<'_>, groups: &[Restat]) -> bool {
+    let same = |at: BorrowedFd<'_>, p: &Path, key: &StatKey| {
+        rustix::fs::statat(at, p, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| stat_key(&st) == *key)
+    };
+    let mut buf: Vec<u8> = Vec::new();
+    for g in groups {
+        let at_root = g.dir.as_os_str().is_empty();
+        if !at_root && g.files.len() >= RESTAT_OPEN_DIR {
+            let Ok(dir) = open_dir(root, &g.dir) else {
+                return false;
+            };
+            for (name, key) in &g.files {
+                let p = Path::new(OsStr::from_bytes(name.to_bytes()));
+                if !same(dir.as_fd(), p, key) {
+                    return false;
+                }
+            }
+            continue;
+        }
+        for (name, key) in &g.files {
+            buf.clear();
+            if !at_root {
+                buf.extend_from_slice(g.dir.as_os_str().as_bytes());
+                buf.push(b'/');
+            }
+            buf.extend_from_slice(name.to_bytes());
+            if !same(root, Path::new(OsStr::from_bytes(&buf)), key) {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// What a re-stat'ed file must still be: identity, links, size, allocation, mtime.
@@ -1360,12 +1447,14 @@ impl DirMemo {
         {
             return None;
         }
-        let same = |(p, key): &(PathBuf, StatKey)| {
-            rustix::fs::statat(CWD, p, AtFlags::SYMLINK_NOFOLLOW)
-                .is_ok_and(|st| stat_key(&st) == *key)
-        };
-        if !rec.restat.iter().all(same) || rec.claims.iter().any(|&(d, i)| claims.contains(d, i)) {
+        if rec.claims.iter().any(|&(d, i)| claims.contains(d, i)) {
             return None;
+        }
+        if !rec.restat.is_empty() {
+            let (root, _) = open_dir(CWD, path).and_then(|fd| verified(fd, want)).ok()?;
+            if !restat_same(root.as_fd(), &rec.restat) {
+                return None;
+            }
         }
         for &(d, i) in &rec.claims {
             claims.claim(d, i);
@@ -1373,13 +1462,18 @@ impl DirMemo {
         rec.generation = generation;
         let out = rec.measure.clone();
         let dirs = out.dirs;
+        let restated = rec.restat.iter().map(|g| g.files.len() as u64).sum::<u64>();
         m.stats.reused += dirs;
+        m.stats.restated += restated;
         Some(out)
     }
 
     /// Keep `measure` of the tree at `path` for the next scans, if every directory it claimed
     /// is remembered (and so watched).
     fn record_tree(&self, want: (u64, u64), path: &Path, measure: &Measure, acc: TreeAcc) {
+        let Some(restat) = restat_groups(path, acc.restat) else {
+            return;
+        };
         let mut m = lock(&self.inner);
         let generation = m.generation;
         let dirs = std::iter::once(&want).chain(acc.dirs.iter());
@@ -1404,7 +1498,7 @@ impl DirMemo {
                 path: path.to_path_buf(),
                 measure: measure.clone(),
                 claims,
-                restat: acc.restat,
+                restat,
                 generation,
             },
         );
@@ -1426,8 +1520,10 @@ impl DirMemo {
         m.new_link && m.stats.reused > 0
     }
 
-    fn counted_many(&self, reused: u64) {
-        lock(&self.inner).stats.reused += reused;
+    fn counted_many(&self, reused: u64, restated: u64) {
+        let mut m = lock(&self.inner);
+        m.stats.reused += reused;
+        m.stats.restated += restated;
     }
 
     fn counted(&self, reused: bool) {

@@ -342,3 +342,121 @@ fn unchanged_trees_are_reused_whole_and_a_change_deep_inside_one_is_seen() {
     let st = rescan_equals_full(&fx, &memo);
     assert_eq!(st.read, 0, "{st:?}");
 }
+
+/// Fixture stores whose every tenth file (and, with `all`, every file) has a second name in
+/// `outside`, a directory beside the HOME that no scan walks (as extracted image layers are
+/// linked from another layer or a snapshot). Returns (store file, outside name) pairs.
+fn link_outside(fx: &Fixture, outside: &Path, all: bool) -> Vec<(PathBuf, PathBuf)> {
+    fs::create_dir_all(outside).unwrap();
+    let files: Vec<PathBuf> = below(&fx.areas[0])
+        .into_iter()
+        .filter(|p| p.is_file())
+        .collect();
+    let mut out = Vec::new();
+    for (i, p) in files.iter().enumerate() {
+        if all || i % 10 == 0 {
+            let to = outside.join(format!("l{i}"));
+            fs::hard_link(p, &to).unwrap();
+            out.push((p.clone(), to));
+        }
+    }
+    assert!(out.len() >= 12, "{} links", out.len());
+    out
+}
+
+#[test]
+fn a_hard_linked_file_grown_through_its_other_name_is_seen_on_rescan() {
+    // A write through a name outside every walked tree raises no event in the directory of the
+    // name the scan sees: the memo must still see the file's new size and allocation.
+    let fx = fixture();
+    let links = link_outside(&fx, &fx.home.root.with_file_name("outside"), false);
+    let memo = ScanMemo::new();
+    rescan_equals_full(&fx, &memo);
+    let st = rescan_equals_full(&fx, &memo);
+    assert_eq!(st.read, 0, "{st:?}");
+    for (i, (_, other)) in links.iter().enumerate().take(4) {
+        let mut f = fs::OpenOptions::new().append(true).open(other).unwrap();
+        f.write_all(&vec![b'g'; 5000 + 70_000 * i]).unwrap();
+        drop(f);
+        rescan_equals_full(&fx, &memo);
+    }
+    // Truncated through the other name, then rewritten to the same length (only its
+    // allocation and times change).
+    let (_, other) = &links[5];
+    let len = fs::metadata(other).unwrap().len();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(other)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    rescan_equals_full(&fx, &memo);
+    fs::OpenOptions::new()
+        .write(true)
+        .open(other)
+        .unwrap()
+        .set_len(len)
+        .unwrap();
+    rescan_equals_full(&fx, &memo);
+}
+
+#[test]
+fn a_hard_link_removed_elsewhere_changes_the_count_on_rescan() {
+    // Removing the other name (outside, or in another finding) raises no event in the
+    // remembered directory, yet changes which measurement counts the file.
+    let fx = fixture();
+    let links = link_outside(&fx, &fx.home.root.with_file_name("outside"), false);
+    // Two names inside two findings: the first measurement counts the file, the other not.
+    let (file, _) = &links[1];
+    let twin = fx.areas[2].join("twin.qcow2");
+    fs::hard_link(file, &twin).unwrap();
+    let memo = ScanMemo::new();
+    rescan_equals_full(&fx, &memo);
+    rescan_equals_full(&fx, &memo);
+    for (_, other) in links.iter().take(3) {
+        fs::remove_file(other).unwrap();
+        rescan_equals_full(&fx, &memo);
+    }
+    // The store's name goes: the Celesto-side name is now the one counted.
+    fs::remove_file(file).unwrap();
+    rescan_equals_full(&fx, &memo);
+    // And a name made again elsewhere, then removed with the twin.
+    fs::hard_link(&twin, fx.home.root.with_file_name("outside").join("again")).unwrap();
+    rescan_equals_full(&fx, &memo);
+    fs::remove_file(&twin).unwrap();
+    rescan_equals_full(&fx, &memo);
+}
+
+#[test]
+fn a_store_of_hard_links_rescans_without_rewalking() {
+    // Every file of every store has a second name outside the HOME: a rescan with nothing
+    // changed reads no directory again and stats only those files, once each.
+    let fx = fixture();
+    let links = link_outside(&fx, &fx.home.root.with_file_name("outside"), true);
+    let memo = ScanMemo::new();
+    rescan_equals_full(&fx, &memo);
+    for _ in 0..3 {
+        let st = rescan_equals_full(&fx, &memo);
+        assert_eq!(st.read, 0, "a directory was read again: {st:?}");
+        assert!(st.reused > 40, "{st:?}");
+        // Only those files (and, on a file system that keeps small files inline, the
+        // pack-cache blobs it then takes for sparse).
+        let others = below(&fx.areas[1]).iter().filter(|p| p.is_file()).count() as u64;
+        assert!(
+            (links.len() as u64..=links.len() as u64 + others).contains(&st.restated),
+            "each linked file is stat'ed once ({} linked): {st:?}",
+            links.len()
+        );
+    }
+    // A directory full of them is stat'ed relative to itself: a file grown through its other
+    // name there is still seen, and so is one unlinked there.
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(&links[7].1)
+        .unwrap();
+    f.write_all(&[b'g'; 9000]).unwrap();
+    drop(f);
+    rescan_equals_full(&fx, &memo);
+    fs::remove_file(&links[8].1).unwrap();
+    rescan_equals_full(&fx, &memo);
+}
