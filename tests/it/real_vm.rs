@@ -295,6 +295,38 @@ fn wait_dead(pid: u32, start_time: u64, limit: Duration) -> bool {
 struct Guard {
     helper: Option<Child>,
     qemu: Option<(u32, u64)>,
+    /// When set: a QEMU the helper started before the test learnt its pid (the test failed in
+    /// between) is found as this process's child (the helper's orphan, reparented to us, the
+    /// subreaper) whose command line names this scratch directory, and killed too.
+    scratch: Option<PathBuf>,
+}
+
+/// This process's children (orphans of a helper it spawned, reparented to it) whose command
+/// line names `scratch`, with their start times.
+fn adopted_children_naming(scratch: &Path) -> Vec<(u32, u64)> {
+    let me = std::process::id();
+    let needle = scratch.as_os_str().as_encoded_bytes();
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Field 4 (ppid) is the second after the command's closing parenthesis.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if ppid == Some(me) && cmdline.windows(needle.len()).any(|w| w == needle) {
+            if let Some((_, st)) = proc_stat(pid) {
+                out.push((pid, st));
+            }
+        }
+    }
+    out
 }
 
 impl Drop for Guard {
@@ -312,6 +344,18 @@ impl Drop for Guard {
             }
             if !wait_dead(pid, st, Duration::from_secs(10)) {
                 eprintln!("real_vm: QEMU {pid} did not die after SIGKILL");
+            }
+        }
+        if let Some(scratch) = self.scratch.take() {
+            for (pid, st) in adopted_children_naming(&scratch) {
+                if alive(pid, st) {
+                    // SAFETY: kill(2) of a descendant of this test's helper (our child now, and
+                    // its command line names this test's scratch directory).
+                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                }
+                if !wait_dead(pid, st, Duration::from_secs(10)) {
+                    eprintln!("real_vm: process {pid} did not die after SIGKILL");
+                }
             }
         }
     }
@@ -808,6 +852,7 @@ fn boot_cli_sandbox(w: &World, guard: &mut Guard, id: &str, idle: &[&str], t0: I
         .args(idle)
         .stdout(Stdio::piped())
         .stderr(fs::File::create(&helper_err).unwrap());
+    guard.scratch = Some(s.root.clone());
     guard.helper = Some(cmd.spawn().expect("spawn the Celesto CLI-sandbox helper"));
     let rx = events(guard.helper.as_mut().unwrap());
     let started = next_event(&rx, "started", Duration::from_secs(120), &helper_err);
