@@ -2,7 +2,10 @@
 //! kernel and a busybox initramfs (celesto-smolvm.md §12.6), orphaned the way the reference
 //! documents (the SDK process dies without `delete()`; its QEMU, in its own session, runs on,
 //! and no inventory row ever names it), then found, skipped, reaped and pruned by the
-//! `smolsweep` binary.
+//! `smolsweep` binary. And Celesto's CLI-persisted recipe (§12.6), started: a sandbox with a
+//! row in `celesto.db` whose real QEMU runs, stopped and deleted by `smolsweep stop|delete
+//! celesto:ID` through Celesto's own CLI — the VM really ends, its record (and for delete its
+//! disk and log) goes, and nothing else in the HOME changes — or, kept by a rule, not deleted.
 //!
 //! Needs `scripts/setup/20-real-tools.sh` (`SMOLSWEEP_CELESTO_BIN`) and
 //! `scripts/setup/30-qemu-vm.sh` (`SMOLSWEEP_QEMU_KERNEL`, `SMOLSWEEP_QEMU_INITRD`,
@@ -13,8 +16,9 @@
 //! measured free space is disturbed by nothing else on the machine): HOME, the XDG directories,
 //! `CELESTO_DATA_DIR`, `CELESTO_IMAGE_DIR`, `TMPDIR`, the QMP socket directory and Smolsweep's
 //! journal. Every child process gets a clean environment pointing there. The only processes
-//! signalled are the SDK helper this test spawns and the QEMU that helper starts, by pid and
-//! start time; a guard kills both if the test fails.
+//! signalled are the Celesto helper a test spawns and the QEMU that helper starts, by pid and
+//! start time; a guard kills both if the test fails. One test boots one VM, and the tests boot
+//! theirs one at a time.
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
@@ -204,9 +208,28 @@ impl Scratch {
 
     /// `smolsweep ARGS` (the binary under test), with its JSON output parsed.
     fn smolsweep(&self, what: &str, args: &[&str]) -> (i32, Value, String) {
+        self.smolsweep_on(what, args, "/usr/bin:/bin", Duration::from_secs(60))
+    }
+
+    /// `smolsweep ARGS` with Celesto's CLI on its `PATH`: stop and delete of a sandbox go through
+    /// it, as they do on a person's machine.
+    /// Its bound is above the 120 s smolsweep gives a product CLI, so a hung Celesto is
+    /// reported by smolsweep itself.
+    fn smolsweep_with_celesto(&self, what: &str, args: &[&str]) -> (i32, Value, String) {
+        let path = format!("{}:/usr/bin:/bin", self.venv_bin.display());
+        self.smolsweep_on(what, args, &path, Duration::from_secs(180))
+    }
+
+    fn smolsweep_on(
+        &self,
+        what: &str,
+        args: &[&str],
+        path: &str,
+        limit: Duration,
+    ) -> (i32, Value, String) {
         let mut c = self.command(env!("CARGO_BIN_EXE_smolsweep"));
-        c.args(args).env("PATH", "/usr/bin:/bin");
-        let (code, text) = self.run(what, &mut c, Duration::from_secs(60));
+        c.args(args).env("PATH", path);
+        let (code, text) = self.run(what, &mut c, limit);
         let json = text.split("\n--- stderr ---\n").next().unwrap_or("");
         let v = if args.contains(&"--json") {
             serde_json::from_str(json)
@@ -272,6 +295,38 @@ fn wait_dead(pid: u32, start_time: u64, limit: Duration) -> bool {
 struct Guard {
     helper: Option<Child>,
     qemu: Option<(u32, u64)>,
+    /// When set: a QEMU the helper started before the test learnt its pid (the test failed in
+    /// between) is found as this process's child (the helper's orphan, reparented to us, the
+    /// subreaper) whose command line names this scratch directory, and killed too.
+    scratch: Option<PathBuf>,
+}
+
+/// This process's children (orphans of a helper it spawned, reparented to it) whose command
+/// line names `scratch`, with their start times.
+fn adopted_children_naming(scratch: &Path) -> Vec<(u32, u64)> {
+    let me = std::process::id();
+    let needle = scratch.as_os_str().as_encoded_bytes();
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Field 4 (ppid) is the second after the command's closing parenthesis.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if ppid == Some(me) && cmdline.windows(needle.len()).any(|w| w == needle) {
+            if let Some((_, st)) = proc_stat(pid) {
+                out.push((pid, st));
+            }
+        }
+    }
+    out
 }
 
 impl Drop for Guard {
@@ -289,6 +344,18 @@ impl Drop for Guard {
             }
             if !wait_dead(pid, st, Duration::from_secs(10)) {
                 eprintln!("real_vm: QEMU {pid} did not die after SIGKILL");
+            }
+        }
+        if let Some(scratch) = self.scratch.take() {
+            for (pid, st) in adopted_children_naming(&scratch) {
+                if alive(pid, st) {
+                    // SAFETY: kill(2) of a descendant of this test's helper (our child now, and
+                    // its command line names this test's scratch directory).
+                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                }
+                if !wait_dead(pid, st, Duration::from_secs(10)) {
+                    eprintln!("real_vm: process {pid} did not die after SIGKILL");
+                }
             }
         }
     }
@@ -394,69 +461,125 @@ fn step(t0: Instant, what: &str) {
     eprintln!("real_vm: [{:>5.1} s] {what}", t0.elapsed().as_secs_f64());
 }
 
+/// One real VM at a time in this process: each test boots its own QEMU (under TCG on a small
+/// machine a boot takes tens of seconds; two at once would slow both), and the subreaper flag
+/// each one sets while it runs is process-wide.
+fn one_vm_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The real tools, from the environment the setup scripts export.
+struct Tools {
+    celesto: PathBuf,
+    python: PathBuf,
+    kernel: PathBuf,
+    initrd: PathBuf,
+    accel: String,
+}
+
+/// A scratch world (on a private tmpfs when it can be mounted) with an empty 64 MiB ext4 base
+/// image in a cache directory that image prune treats as stale. Fields drop in order: the
+/// tmpfs is unmounted before the temp directory goes.
+struct World {
+    s: Scratch,
+    tools: Tools,
+    base: PathBuf,
+    _private: Option<PrivateTmpfs>,
+    _tmp: tempfile::TempDir,
+}
+
+impl World {
+    fn new(t0: Instant) -> World {
+        let celesto = smolsweep_fixtures::real_tools::require_celesto_bin();
+        let venv_bin = celesto.parent().unwrap().to_path_buf();
+        let python = venv_bin.join("python");
+        let kernel = required("SMOLSWEEP_QEMU_KERNEL");
+        let initrd = required("SMOLSWEEP_QEMU_INITRD");
+        let qemu_bin_dir = required("SMOLSWEEP_QEMU_BIN_DIR");
+        let accel = std::env::var("SMOLSWEEP_QEMU_ACCEL").unwrap_or_default();
+        assert!(
+            accel == "kvm" || accel == "tcg",
+            "SMOLSWEEP_QEMU_ACCEL={accel:?}: expected kvm or tcg (set by scripts/setup/30-qemu-vm.sh)"
+        );
+        assert!(
+            qemu_bin_dir.join("qemu-system-x86_64").is_file(),
+            "no QEMU shim in {}",
+            qemu_bin_dir.display()
+        );
+        // A tmpfs of its own (this runs as root here), so nothing else on the machine moves the
+        // free space a prune measures; /dev/shm (shared with every browser engine) otherwise.
+        let tmp = tempfile::Builder::new()
+            .prefix("smolsweep-real-vm.")
+            .tempdir()
+            .unwrap();
+        let private = PrivateTmpfs::mount(tmp.path());
+        if private.is_none() {
+            eprintln!(
+                "real_vm: no private tmpfs (not root?); measuring on the temp dir's file system"
+            );
+        }
+        let s = Scratch::new(tmp.path(), qemu_bin_dir, venv_bin);
+        step(
+            t0,
+            &format!("scratch {} (QEMU accelerator {accel})", s.root.display()),
+        );
+        let base_dir = s.image_dir.join("ubuntu-v0.1.9-amd64-qemu");
+        fs::create_dir_all(&base_dir).unwrap();
+        let base = base_dir.join("rootfs.ext4");
+        fs::File::create(&base).unwrap().set_len(64 << 20).unwrap();
+        let (code, out) = s.run(
+            "mkfs.ext4",
+            s.command("mkfs.ext4").args(["-q", "-F"]).arg(&base),
+            Duration::from_secs(60),
+        );
+        assert_eq!(code, 0, "mkfs.ext4: {out}");
+        World {
+            s,
+            tools: Tools {
+                celesto,
+                python,
+                kernel,
+                initrd,
+                accel,
+            },
+            base,
+            _private: private,
+            _tmp: tmp,
+        }
+    }
+}
+
 #[test]
 fn real_qemu_sandbox_orphan_is_found_skipped_reaped_then_pruned() {
     let t0 = Instant::now();
-    let celesto = smolsweep_fixtures::real_tools::require_celesto_bin();
-    let venv_bin = celesto.parent().unwrap().to_path_buf();
-    let python = venv_bin.join("python");
-    let kernel = required("SMOLSWEEP_QEMU_KERNEL");
-    let initrd = required("SMOLSWEEP_QEMU_INITRD");
-    let qemu_bin_dir = required("SMOLSWEEP_QEMU_BIN_DIR");
-    let accel = std::env::var("SMOLSWEEP_QEMU_ACCEL").unwrap_or_default();
-    assert!(
-        accel == "kvm" || accel == "tcg",
-        "SMOLSWEEP_QEMU_ACCEL={accel:?}: expected kvm or tcg (set by scripts/setup/30-qemu-vm.sh)"
-    );
-    assert!(
-        qemu_bin_dir.join("qemu-system-x86_64").is_file(),
-        "no QEMU shim in {}",
-        qemu_bin_dir.display()
-    );
+    let _one = one_vm_at_a_time();
     let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/helpers/celesto_sdk_vm.py");
     // QEMU, once the SDK process is gone, is reparented to us: its death can then be confirmed
     // by reaping it, and no zombie is left to whatever init this machine has. Only for this
     // test's life (declared before the guard, so cleared after it has reaped QEMU).
     let _subreaper = Subreaper::set();
-
-    // A tmpfs of its own (this runs as root here), so nothing else on the machine moves the
-    // free space the prune measures; /dev/shm (shared with every browser engine) otherwise.
-    let tmp = tempfile::Builder::new()
-        .prefix("smolsweep-real-vm.")
-        .tempdir()
-        .unwrap();
-    let _private = PrivateTmpfs::mount(tmp.path());
-    if _private.is_none() {
-        eprintln!("real_vm: no private tmpfs (not root?); measuring on the temp dir's file system");
-    }
-    let s = Scratch::new(tmp.path(), qemu_bin_dir, venv_bin);
-    // Declared after the tempdir, so it is dropped (processes killed) before the tree goes.
+    let w = World::new(t0);
+    let s = &w.s;
+    let (celesto, python, kernel, initrd, accel) = (
+        &w.tools.celesto,
+        &w.tools.python,
+        &w.tools.kernel,
+        &w.tools.initrd,
+        &w.tools.accel,
+    );
+    let base = &w.base;
+    // Declared after the world, so it is dropped (processes killed) before the tree goes.
     let mut guard = Guard::default();
-    step(
-        t0,
-        &format!("scratch {} (QEMU accelerator {accel})", s.root.display()),
-    );
-
-    // An empty 64 MiB ext4 base image in a cache directory that image prune treats as stale.
-    let base_dir = s.image_dir.join("ubuntu-v0.1.9-amd64-qemu");
-    fs::create_dir_all(&base_dir).unwrap();
-    let base = base_dir.join("rootfs.ext4");
-    fs::File::create(&base).unwrap().set_len(64 << 20).unwrap();
-    let (code, out) = s.run(
-        "mkfs.ext4",
-        s.command("mkfs.ext4").args(["-q", "-F"]).arg(&base),
-        Duration::from_secs(60),
-    );
-    assert_eq!(code, 0, "mkfs.ext4: {out}");
 
     // --- a. the real SDK creates the sandbox (no row) and a CLI sandbox (a row) --------------
     let helper_err = s.logs.join("helper.err");
-    let mut cmd = s.command(&python);
+    let mut cmd = s.command(python);
     cmd.arg(&helper)
         .args([SDK_ID, CLI_ID])
-        .arg(&kernel)
-        .arg(&initrd)
-        .arg(&base)
+        .arg(kernel)
+        .arg(initrd)
+        .arg(base)
         .arg(&s.socket_dir)
         .arg(MEMORY_MIB.to_string())
         .stdin(Stdio::piped())
@@ -476,7 +599,7 @@ fn real_qemu_sandbox_orphan_is_found_skipped_reaped_then_pruned() {
     assert!(s.data_dir.join("celesto.db").is_file());
 
     // Upstream's own view: the CLI lists only the row; the SDK sandbox is invisible to it.
-    let mut c = s.command(&celesto);
+    let mut c = s.command(celesto);
     c.args(["sandbox", "list", "--all", "--json"]);
     let (code, out) = s.run("celesto-sandbox-list", &mut c, Duration::from_secs(60));
     assert_eq!(code, 0, "celesto sandbox list: {out}");
@@ -671,4 +794,541 @@ fn real_qemu_sandbox_orphan_is_found_skipped_reaped_then_pruned() {
         t0,
         &format!("prune freed {freed} bytes for a disk of {allocated} allocated"),
     );
+}
+
+// --- Stop and Delete of a real CLI sandbox ----------------------------------------------------
+
+/// Celesto's "CLI-persisted sandbox" recipe (celesto-smolvm.md §12.6), started: every id gets a
+/// row in `celesto.db` and a qcow2 overlay over BASE; the first is started (QEMU in its own
+/// session, which outlives this process, the row `running` with its pid), the others stay
+/// `created`. Prints one JSON line, then exits the way a CLI command does.
+///
+/// Usage: python -c CLI_SANDBOXES SOCKET_DIR KERNEL INITRD BASE MEMORY_MIB RUN_ID [IDLE_ID...]
+const CLI_SANDBOXES: &str = r#"
+import json, sys
+from pathlib import Path
+from celesto.cli.service import CLIService
+from celesto.types import VMConfig
+
+socket_dir, kernel, initrd, base, memory, run_id, *idle = sys.argv[1:]
+mgr = CLIService().manager(socket_dir=Path(socket_dir), backend="qemu")
+disks = {}
+for vm_id in [run_id, *idle]:
+    info = mgr.create(VMConfig(
+        vm_id=vm_id, backend="qemu", kernel_path=Path(kernel), initrd_path=Path(initrd),
+        rootfs_path=Path(base), rootfs_format="raw-ext4",
+        boot_args="console=ttyS0 reboot=k panic=1 rdinit=/init",
+        memory=int(memory), vcpu_count=1,
+    ))
+    disks[vm_id] = str(info.config.rootfs_path)
+info = mgr.start(run_id)
+print(json.dumps({"event": "started", "pid": info.pid, "disks": disks}), flush=True)
+"#;
+
+/// A CLI sandbox whose real QEMU runs, with its guest up.
+struct Running {
+    pid: u32,
+    start_time: u64,
+    disk: PathBuf,
+    log: PathBuf,
+}
+
+/// Boots `id` as a CLI sandbox (see [`CLI_SANDBOXES`]) beside the never-started `idle`
+/// sandboxes, and waits (bounded) for its guest's /init to report on the console. The QEMU is
+/// in `guard` as soon as its pid is known. Needs the subreaper flag: the helper exits, and its
+/// QEMU becomes this process's to reap.
+fn boot_cli_sandbox(w: &World, guard: &mut Guard, id: &str, idle: &[&str], t0: Instant) -> Running {
+    let s = &w.s;
+    let helper_err = s.logs.join(format!("cli-{id}.err"));
+    let mut cmd = s.command(&w.tools.python);
+    cmd.arg("-c")
+        .arg(CLI_SANDBOXES)
+        .arg(&s.socket_dir)
+        .arg(&w.tools.kernel)
+        .arg(&w.tools.initrd)
+        .arg(&w.base)
+        .arg(MEMORY_MIB.to_string())
+        .arg(id)
+        .args(idle)
+        .stdout(Stdio::piped())
+        .stderr(fs::File::create(&helper_err).unwrap());
+    guard.scratch = Some(s.root.clone());
+    guard.helper = Some(cmd.spawn().expect("spawn the Celesto CLI-sandbox helper"));
+    let rx = events(guard.helper.as_mut().unwrap());
+    let started = next_event(&rx, "started", Duration::from_secs(120), &helper_err);
+    let pid = started["pid"].as_u64().expect("a QEMU pid") as u32;
+    let (_, start_time) = proc_stat(pid).expect("QEMU is running");
+    guard.qemu = Some((pid, start_time));
+    // The helper ends on its own, as `celesto sandbox start` would; its QEMU runs on.
+    let mut helper = guard.helper.take().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(st) = helper.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = helper.kill();
+            let _ = helper.wait();
+            panic!(
+                "the CLI-sandbox helper did not exit within 60 s:\n{}",
+                read_lossy(&helper_err)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        status.success(),
+        "helper: {status}\n{}",
+        read_lossy(&helper_err)
+    );
+    let disk = s.data_dir.join(format!("disks/{id}.qcow2"));
+    assert_eq!(Path::new(started["disks"][id].as_str().unwrap()), disk);
+    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains(&format!("file={},", disk.display())),
+        "pid {pid} is not QEMU on {}: {:?}",
+        disk.display(),
+        String::from_utf8_lossy(&cmdline)
+    );
+    let log = s.data_dir.join(format!("{id}.log"));
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !read_lossy(&log).contains("smolsweep-guest-up") {
+        assert!(
+            alive(pid, start_time),
+            "QEMU exited before the guest came up:\n{}",
+            read_lossy(&log)
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the guest did not reach /init within 90 s ({}):\n{}",
+            w.tools.accel,
+            read_lossy(&log)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    step(t0, &format!("CLI sandbox {id}: QEMU {pid} up"));
+    Running {
+        pid,
+        start_time,
+        disk,
+        log,
+    }
+}
+
+/// One entry of a tree, as "byte-identical" compares it.
+#[derive(PartialEq, Eq)]
+enum Entry {
+    Dir(u32),
+    File(u32, Vec<u8>),
+    Link(PathBuf),
+}
+
+/// Every entry under `root` (relative path → type, mode and content).
+fn tree(root: &Path) -> std::collections::BTreeMap<PathBuf, Entry> {
+    let mut out = std::collections::BTreeMap::new();
+    for e in walkdir::WalkDir::new(root).min_depth(1) {
+        let e = e.unwrap_or_else(|e| panic!("walking {}: {e}", root.display()));
+        let m = e.metadata().unwrap();
+        let rel = e.path().strip_prefix(root).unwrap().to_path_buf();
+        let mode = m.mode() & 0o7777;
+        let entry = if m.file_type().is_symlink() {
+            Entry::Link(fs::read_link(e.path()).unwrap())
+        } else if m.is_dir() {
+            Entry::Dir(mode)
+        } else {
+            Entry::File(mode, fs::read(e.path()).unwrap_or_default())
+        };
+        out.insert(rel, entry);
+    }
+    out
+}
+
+/// The relative paths that were added, removed or changed between two [`tree`]s.
+fn changed(
+    before: &std::collections::BTreeMap<PathBuf, Entry>,
+    after: &std::collections::BTreeMap<PathBuf, Entry>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (p, e) in before {
+        match after.get(p) {
+            None => out.push(format!("removed {}", p.display())),
+            Some(a) if a != e => out.push(format!("changed {}", p.display())),
+            Some(_) => {}
+        }
+    }
+    for p in after.keys().filter(|p| !before.contains_key(*p)) {
+        out.push(format!("added {}", p.display()));
+    }
+    out
+}
+
+/// Every row of every table of a Celesto inventory, read-only, as `table: (col=value, ...)`
+/// lines, sorted.
+fn inventory(db: &Path) -> Vec<String> {
+    use rusqlite::{types::ValueRef, Connection, OpenFlags};
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap_or_else(|e| panic!("{}: {e}", db.display()));
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut out = Vec::new();
+    for t in tables {
+        let mut st = conn.prepare(&format!("SELECT * FROM \"{t}\"")).unwrap();
+        let cols: Vec<String> = st.column_names().iter().map(|c| c.to_string()).collect();
+        let mut rows = st.query([]).unwrap();
+        while let Some(r) = rows.next().unwrap() {
+            let fields: Vec<String> = (0..cols.len())
+                .map(|i| {
+                    let v = match r.get_ref(i).unwrap() {
+                        ValueRef::Null => "NULL".to_string(),
+                        ValueRef::Integer(n) => n.to_string(),
+                        ValueRef::Real(x) => x.to_string(),
+                        ValueRef::Text(b) => format!("{:?}", String::from_utf8_lossy(b)),
+                        ValueRef::Blob(b) => format!("blob:{}", hex_of(b)),
+                    };
+                    format!("{}={v}", cols[i])
+                })
+                .collect();
+            out.push(format!("{t}: ({})", fields.join(", ")));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn hex_of(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The inventory's rows that name none of `ids` (whole quoted values only, so `a1` does not
+/// match `a10`): what a stop or delete of those ids must leave exactly as it was.
+fn rows_not_of(rows: &[String], ids: &[&str]) -> Vec<String> {
+    rows.iter()
+        .filter(|r| !ids.iter().any(|id| r.contains(&format!("{id:?}"))))
+        .cloned()
+        .collect()
+}
+
+/// Celesto's own view through its CLI (`sandbox list --all --json`): sandbox name → status.
+/// Run only after the checks of what changed: `list` may write the inventory (§6.2).
+fn celesto_list(w: &World) -> std::collections::BTreeMap<String, String> {
+    let s = &w.s;
+    let mut c = s.command(&w.tools.celesto);
+    c.args(["sandbox", "list", "--all", "--json"]);
+    let (code, out) = s.run("celesto-sandbox-list", &mut c, Duration::from_secs(60));
+    assert_eq!(code, 0, "celesto sandbox list: {out}");
+    let listed: Value = serde_json::from_str(out.split("\n--- stderr ---\n").next().unwrap())
+        .unwrap_or_else(|e| panic!("celesto sandbox list --json: {e}\n{out}"));
+    listed["data"]["vms"]
+        .as_array()
+        .unwrap_or_else(|| panic!("celesto sandbox list: {listed}"))
+        .iter()
+        .map(|v| {
+            (
+                v["name"].as_str().unwrap_or("").to_string(),
+                v["status"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Waits for the recorded QEMU to be gone (reaping it: it is this process's), then checks
+/// `/proc` by pid and start time.
+fn assert_vm_gone(guard: &mut Guard, vm: &Running, after: &str) {
+    assert!(
+        wait_dead(vm.pid, vm.start_time, Duration::from_secs(30)),
+        "QEMU {} still runs after {after}",
+        vm.pid
+    );
+    guard.qemu = None;
+    assert!(
+        proc_stat(vm.pid).is_none_or(|(_, st)| st != vm.start_time),
+        "QEMU {} (start time {}) is still in /proc after {after}",
+        vm.pid,
+        vm.start_time
+    );
+}
+
+#[test]
+fn real_qemu_sandbox_is_stopped_through_celestos_cli_and_nothing_else_changes() {
+    const ID: &str = "rvmstop1";
+    const OTHER: &str = "rvmstop2";
+    let t0 = Instant::now();
+    let _one = one_vm_at_a_time();
+    let _subreaper = Subreaper::set();
+    let w = World::new(t0);
+    let s = &w.s;
+    let mut guard = Guard::default();
+    let vm = boot_cli_sandbox(&w, &mut guard, ID, &[OTHER], t0);
+    let other_disk = s.data_dir.join(format!("disks/{OTHER}.qcow2"));
+    let db = s.data_dir.join("celesto.db");
+
+    let (code, scan, out) = s.smolsweep_with_celesto("scan", &["scan", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let m = scan["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["product"] == "celesto" && m["name"] == ID)
+        .unwrap_or_else(|| panic!("no sandbox {ID} in the scan: {scan:#}"));
+    assert_eq!(m["alive"], true, "{m:#}");
+    assert_eq!(m["pid"], vm.pid, "{m:#}");
+
+    let home_before = tree(&s.home);
+    let rows_before = inventory(&db);
+    let other_disk_before = fs::read(&other_disk).unwrap();
+    let (code, result, out) =
+        s.smolsweep_with_celesto("stop", &["stop", &format!("celesto:{ID}"), "-y", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        result["done"].as_array().is_some_and(|d| d
+            .iter()
+            .any(|r| r["action"] == "stop_machine" && r["name"] == ID)),
+        "{result:#}"
+    );
+    assert_vm_gone(&mut guard, &vm, "smolsweep stop");
+    step(t0, "stop ended the VM");
+
+    // Nothing else changed: the inventory's other rows, every other file of the HOME.
+    let home_after = tree(&s.home);
+    let rows_after = inventory(&db);
+    let log_rel = vm.log.strip_prefix(&s.home).unwrap();
+    let db_rel = db.strip_prefix(&s.home).unwrap();
+    let all = changed(&home_before, &home_after);
+    eprintln!("real_vm: changed in HOME by stop: {all:?}");
+    let unexpected: Vec<String> = all
+        .into_iter()
+        .filter(|c| !c.ends_with(&format!(" {}", db_rel.display())))
+        .filter(|c| !c.ends_with(&format!(" {}", log_rel.display())))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "stop changed more than {ID}'s record: {unexpected:#?}"
+    );
+    assert_eq!(
+        rows_not_of(&rows_after, &[ID]),
+        rows_not_of(&rows_before, &[ID]),
+        "stop changed another row of the inventory"
+    );
+    assert!(
+        fs::read(&other_disk).unwrap() == other_disk_before,
+        "{OTHER}'s disk changed"
+    );
+    assert!(vm.disk.is_file(), "stop removed {ID}'s disk");
+    let row = rows_after
+        .iter()
+        .find(|r| r.starts_with("vms: (") && r.contains(&format!("id={ID:?}")))
+        .unwrap_or_else(|| panic!("{ID}'s row is gone: {rows_after:#?}"));
+    assert!(
+        row.contains("status=\"stopped\"") && row.contains("pid=NULL"),
+        "{ID}'s row after stop: {row}"
+    );
+
+    // Celesto's own view: the sandbox is stopped, the other one as it was.
+    let listed = celesto_list(&w);
+    assert_eq!(
+        listed.get(ID).map(String::as_str),
+        Some("stopped"),
+        "{listed:?}"
+    );
+    assert_eq!(
+        listed.get(OTHER).map(String::as_str),
+        Some("created"),
+        "{listed:?}"
+    );
+    step(t0, "Celesto lists it stopped; nothing else changed");
+}
+
+/// The scan's sandbox `id` of Celesto.
+fn machine<'a>(scan: &'a Value, id: &str) -> &'a Value {
+    scan["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["product"] == "celesto" && m["name"] == id)
+        .unwrap_or_else(|| panic!("no sandbox {id} in the scan: {scan:#}"))
+}
+
+/// The journal holds exactly one run: `delete` from the CLI of sandbox `id`, done, with the
+/// core's `estimate`.
+fn assert_journaled_delete(s: &Scratch, id: &str, estimate: u64) {
+    let (code, history, out) = s.smolsweep("history", &["history", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let runs = history["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 1, "{history:#}");
+    let run = &runs[0];
+    assert_eq!(run["origin"]["command"], "delete", "{run:#}");
+    assert_eq!(run["origin"]["surface"], "cli", "{run:#}");
+    assert_eq!(run["estimated_bytes"], estimate, "{run:#}");
+    assert_eq!(
+        (run["done"].as_u64(), run["failed"].as_u64()),
+        (Some(1), Some(0)),
+        "{run:#}"
+    );
+    assert_eq!(run["finished"], true, "{run:#}");
+    let o = &run["outcomes"][0];
+    assert!(
+        o["action"] == "delete_machine" && o["name"] == id,
+        "{run:#}"
+    );
+}
+
+#[test]
+fn real_qemu_sandbox_is_deleted_through_celestos_cli_with_its_disk_and_journaled_with_the_estimate()
+{
+    const ID: &str = "rvmdel1";
+    const OTHER: &str = "rvmdel2";
+    let t0 = Instant::now();
+    let _one = one_vm_at_a_time();
+    let _subreaper = Subreaper::set();
+    let w = World::new(t0);
+    let s = &w.s;
+    let mut guard = Guard::default();
+    let vm = boot_cli_sandbox(&w, &mut guard, ID, &[OTHER], t0);
+    let other_disk = s.data_dir.join(format!("disks/{OTHER}.qcow2"));
+    let db = s.data_dir.join("celesto.db");
+
+    let (code, scan, out) = s.smolsweep_with_celesto("scan", &["scan", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let m = machine(&scan, ID);
+    assert_eq!(m["alive"], true, "{m:#}");
+    assert_eq!(m["pid"], vm.pid, "{m:#}");
+    let estimate = m["allocated_bytes"].as_u64().expect("allocated_bytes");
+    let disk_allocated = fs::metadata(&vm.disk).unwrap().blocks() * 512;
+    assert!(
+        estimate >= disk_allocated,
+        "the sandbox's size {estimate} leaves out its disk's {disk_allocated}: {m:#}"
+    );
+
+    let home_before = tree(&s.home);
+    let rows_before = inventory(&db);
+    assert!(rows_before.iter().any(|r| r.contains(&format!("{ID:?}"))));
+    let (code, result, out) = s.smolsweep_with_celesto(
+        "delete",
+        &["delete", &format!("celesto:{ID}"), "-y", "--json"],
+    );
+    assert_eq!(code, 0, "{out}");
+    let done = result["done"].as_array().expect("done");
+    assert!(
+        done.len() == 1 && done[0]["action"] == "delete_machine" && done[0]["name"] == ID,
+        "{result:#}"
+    );
+    assert_eq!(result["estimated_bytes"], estimate, "{result:#}");
+    // Celesto's delete stops a running sandbox first: the VM is gone.
+    assert_vm_gone(&mut guard, &vm, "smolsweep delete");
+    step(t0, "delete ended the VM");
+
+    // The record and the disk are gone, and nothing else: the inventory's other rows and every
+    // other file of the HOME are as they were.
+    let home_after = tree(&s.home);
+    let rows_after = inventory(&db);
+    assert!(!vm.disk.exists(), "{ID}'s disk is still there");
+    assert!(!vm.log.exists(), "{ID}'s log is still there");
+    let rel = |p: &Path| p.strip_prefix(&s.home).unwrap().display().to_string();
+    let all = changed(&home_before, &home_after);
+    eprintln!("real_vm: changed in HOME by delete: {all:?}");
+    let expected = [
+        format!("removed {}", rel(&vm.disk)),
+        format!("removed {}", rel(&vm.log)),
+    ];
+    let unexpected: Vec<&String> = all
+        .iter()
+        .filter(|c| !expected.contains(c) && **c != format!("changed {}", rel(&db)))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "delete changed more than {ID}'s record and files: {unexpected:#?}"
+    );
+    assert!(
+        !rows_after.iter().any(|r| r.contains(&format!("{ID:?}"))),
+        "a row still names {ID}: {rows_after:#?}"
+    );
+    assert_eq!(
+        rows_after,
+        rows_not_of(&rows_before, &[ID]),
+        "delete changed another row of the inventory"
+    );
+    assert!(other_disk.is_file(), "{OTHER}'s disk is gone");
+
+    // Celesto's own view: the sandbox is gone, the other one is as it was.
+    let listed = celesto_list(&w);
+    assert_eq!(listed.get(ID), None, "{listed:?}");
+    assert_eq!(
+        listed.get(OTHER).map(String::as_str),
+        Some("created"),
+        "{listed:?}"
+    );
+
+    // The journal has the run, with the core's estimate.
+    assert_journaled_delete(s, ID, estimate);
+    step(t0, "Celesto no longer lists it; the journal has the run");
+}
+
+#[test]
+fn real_qemu_sandbox_kept_by_a_rule_is_not_deleted_and_its_vm_runs_on() {
+    const ID: &str = "rvmkeep1";
+    let t0 = Instant::now();
+    let _one = one_vm_at_a_time();
+    let _subreaper = Subreaper::set();
+    let w = World::new(t0);
+    let s = &w.s;
+    let mut guard = Guard::default();
+    let vm = boot_cli_sandbox(&w, &mut guard, ID, &[], t0);
+    let db = s.data_dir.join("celesto.db");
+
+    let (code, _, out) = s.smolsweep("keep-add", &["keep", "add", &format!("celesto:{ID}")]);
+    assert_eq!(code, 0, "{out}");
+    let (code, rules, out) = s.smolsweep("keep-list", &["keep", "list", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let rule = rules["rules"][0]["id"]
+        .as_str()
+        .expect("a rule id")
+        .to_string();
+
+    let home_before = tree(&s.home);
+    let rows_before = inventory(&db);
+    let (code, _, out) =
+        s.smolsweep_with_celesto("delete-kept", &["delete", &format!("celesto:{ID}"), "-y"]);
+    assert_eq!(code, 1, "{out}");
+    let sentence = format!(
+        "{ID} is kept by you (keep rule {rule}; `smolsweep keep remove {rule}` releases it)"
+    );
+    assert!(
+        out.contains(&sentence),
+        "the refusal does not say {sentence:?}:\n{out}"
+    );
+    assert!(
+        alive(vm.pid, vm.start_time),
+        "the kept sandbox's VM was ended: {out}"
+    );
+
+    // Nothing was touched: every file of the HOME but the running guest's console log, and
+    // every row of the inventory.
+    let log_rel = vm.log.strip_prefix(&s.home).unwrap().display().to_string();
+    let unexpected: Vec<String> = changed(&home_before, &tree(&s.home))
+        .into_iter()
+        .filter(|c| *c != format!("changed {log_rel}"))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "a refused delete changed files: {unexpected:#?}"
+    );
+    assert_eq!(
+        inventory(&db),
+        rows_before,
+        "a refused delete changed the inventory"
+    );
+    assert!(vm.disk.is_file());
+    let listed = celesto_list(&w);
+    assert_eq!(
+        listed.get(ID).map(String::as_str),
+        Some("running"),
+        "{listed:?}"
+    );
+    assert!(alive(vm.pid, vm.start_time), "the VM ended");
+    step(t0, "the kept sandbox was refused; its VM runs on");
 }
