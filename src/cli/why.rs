@@ -87,16 +87,6 @@ fn resolve(facts: &WhyFacts, target: &str) -> Result<Asked, String> {
     ))
 }
 
-/// Whether stdout's locale is UTF-8 (otherwise the text is folded to ASCII).
-fn utf8_locale() -> bool {
-    let locale = ["LC_ALL", "LC_CTYPE", "LANG"]
-        .iter()
-        .find_map(|k| std::env::var_os(k).filter(|v| !v.is_empty()))
-        .map(|v| v.to_string_lossy().to_ascii_lowercase())
-        .unwrap_or_default();
-    locale.contains("utf-8") || locale.contains("utf8")
-}
-
 pub fn run(a: WhyArgs) -> i32 {
     let opts = match smolsweep::scan::ScanOptions::from_env() {
         Ok(o) => o,
@@ -118,7 +108,7 @@ pub fn run(a: WhyArgs) -> i32 {
         crate::cli::out::json(&why);
     } else if why.found {
         let text = why.text();
-        crate::cli::out::print(&if utf8_locale() {
+        crate::cli::out::print(&if crate::cli::scan::utf8_locale() {
             text
         } else {
             smolsweep::view::ascii(&text)
