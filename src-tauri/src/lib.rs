@@ -639,6 +639,12 @@ pub async fn scan_now<R: Runtime>(app: &AppHandle<R>) -> Result<ScanReport, Stri
     res
 }
 
+/// What the file watcher has read since the app started: (inotify events, reads that asked for
+/// a rescan). `None` without background work. For tests and the idle bench's reasoning.
+pub fn watch_counts<R: Runtime>(app: &AppHandle<R>) -> Option<(u64, u64)> {
+    watch::counts(app)
+}
+
 /// Recompute the menu model and redraw the tray; tell the window.
 pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
     let st = app.state::<AppState>();

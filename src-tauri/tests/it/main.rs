@@ -8,6 +8,7 @@
 
 mod common;
 
+mod busy;
 mod display;
 mod mock;
 mod real_scan;
