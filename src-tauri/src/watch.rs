@@ -212,7 +212,9 @@ impl DirWatcher {
     /// Bring the watches to `want` (non-recursive), adding, changing and removing only the
     /// difference.
     pub fn rewatch(&mut self, want: &WatchSet) {
-        let gone: Vec<PathBuf> = (self.have.keys())
+        let gone: Vec<PathBuf> = self
+            .have
+            .keys()
             .filter(|p| !want.contains_key(*p))
             .cloned()
             .collect();
