@@ -38,9 +38,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cargo build -q -p smolsweep-fixtures --bin smolsweep-fixture
+# SMOLSWEEP_FIXTURE_BIN: a fixture binary already built (skips the build, e.g. while another
+# build holds the target directory).
+fixture=${SMOLSWEEP_FIXTURE_BIN:-}
+if [ -z "$fixture" ]; then
+  cargo build -q -p smolsweep-fixtures --bin smolsweep-fixture
+  fixture=target/debug/smolsweep-fixture
+fi
 mkdir -p "$scratch/fx"
-mapfile -t fenv < <(target/debug/smolsweep-fixture both "$scratch/fx")
+mapfile -t fenv < <("$fixture" both "$scratch/fx")
 home=""
 for kv in "${fenv[@]}"; do [ "${kv%%=*}" = HOME ] && home=${kv#HOME=}; done
 [ -n "$home" ] || { echo "bench: the fixture gave no HOME" >&2; exit 1; }

@@ -24,6 +24,10 @@ pub mod lowspace;
 pub mod notes;
 pub mod settings;
 pub mod uninstall;
+#[cfg(target_os = "linux")]
+mod watch;
+#[cfg(not(target_os = "linux"))]
+#[path = "watch_notify.rs"]
 mod watch;
 pub mod why;
 
@@ -637,6 +641,12 @@ pub async fn scan_now<R: Runtime>(app: &AppHandle<R>) -> Result<ScanReport, Stri
         watch::update(app, r);
     }
     res
+}
+
+/// What the file watcher has read since the app started: (inotify events, reads that asked for
+/// a rescan). `None` without background work. For tests and the idle bench's reasoning.
+pub fn watch_counts<R: Runtime>(app: &AppHandle<R>) -> Option<(u64, u64)> {
+    watch::counts(app)
 }
 
 /// Recompute the menu model and redraw the tray; tell the window.

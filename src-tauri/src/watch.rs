@@ -6,12 +6,15 @@
 //! inside it (inotify watches are a per-user limit). The watch set is updated in place after a
 //! scan (directories added and removed), never rebuilt.
 //!
-//! **Which events count** ([`schedules_scan`]): entries created, removed or renamed, and
-//! attribute changes, anywhere watched; content writes only to inventories (`*.db`, their
-//! `-wal`/`-journal`) and lock files. Content written to a disk, a log or anything inside a
-//! machine's directory, which is what a running VM does all day, cannot change a verdict and
-//! never wakes the scanner; sizes of growing files are refreshed by the next scan that runs
-//! for another reason (the interval, a change, "Rescan now").
+//! **Which events the kernel sends** ([`dirs_to_watch`]): every watched directory reports its
+//! entries created, removed or renamed and their attributes changed; only the products' roots
+//! and the directories of inventories also report content written (`IN_MODIFY`,
+//! `IN_CLOSE_WRITE`). A directory of disks, logs or a machine's files, where a running VM writes
+//! all day, asks the kernel for no content events at all, so a VM's writes never wake the app:
+//! they cannot change a verdict, and sizes of growing files are refreshed by the next scan that
+//! runs for another reason (the interval, a change, "Rescan now"). Opens and reads are never
+//! asked for. Of what arrives, [`schedules_scan`] keeps entry changes anywhere and content
+//! written to an inventory (`*.db`, its `-wal`/`-journal`) or a lock file.
 //!
 //! **VM processes.** Each VM process of the latest report is waited for through a pidfd
 //! ([`smolsweep::procs::exits`]): its exit (a disk no longer in use, a machine no longer
@@ -21,12 +24,14 @@
 //! changes (at most [`MAX_WAIT`]), wakes the scan loop once, then ignores changes for
 //! [`MIN_SPACING`].
 
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use notify::{EventKind, RecursiveMode, Watcher};
+use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
 use smolsweep::model::ScanReport;
 use smolsweep::scan::ExitWatch;
 use tauri::{AppHandle, Manager, Runtime};
@@ -40,41 +45,68 @@ pub const MIN_SPACING: Duration = Duration::from_secs(20);
 
 pub(crate) struct WatchState {
     tx: mpsc::UnboundedSender<()>,
-    current: Mutex<Option<(BTreeSet<PathBuf>, notify::RecommendedWatcher)>>,
+    current: Mutex<Option<DirWatcher>>,
     /// The VM processes of the latest report, waited for through pidfds.
     exits: Mutex<Option<(VmSet, ExitWatch)>>,
+    counts: Arc<Counts>,
+}
+
+/// What the watcher has read, for tests and the bench's reasoning.
+#[derive(Default)]
+pub(crate) struct Counts {
+    /// inotify events read from the kernel.
+    read: AtomicU64,
+    /// Reads that held an event asking for a rescan.
+    scheduled: AtomicU64,
 }
 
 /// VM processes as (pid, start time).
 type VmSet = BTreeSet<(u32, u64)>;
 
+/// Watched directories, each with whether content writes in it are reported too (it holds an
+/// inventory).
+pub type WatchSet = BTreeMap<PathBuf, bool>;
+
+/// Entries created, removed, renamed or their attributes changed, and the directory itself
+/// removed or renamed: what every watched directory reports.
+const STRUCTURE: WatchMask = WatchMask::CREATE
+    .union(WatchMask::DELETE)
+    .union(WatchMask::MOVED_FROM)
+    .union(WatchMask::MOVED_TO)
+    .union(WatchMask::ATTRIB)
+    .union(WatchMask::DELETE_SELF)
+    .union(WatchMask::MOVE_SELF)
+    .union(WatchMask::ONLYDIR);
+/// Content written: reported only by the directories of inventories.
+const CONTENT: WatchMask = WatchMask::MODIFY.union(WatchMask::CLOSE_WRITE);
+
 /// The directories worth watching, each without recursion: every existing root, and the
-/// directory of every finding and of every inventory a finding is re-checked against.
-pub fn dirs_to_watch(r: &ScanReport) -> BTreeSet<PathBuf> {
-    let mut out: BTreeSet<PathBuf> = r
+/// directory of every finding and of every inventory a finding is re-checked against. Roots and
+/// inventory directories report content writes too; the others (disks, logs, machine
+/// directories: what a running VM writes into all day) only their entries' changes.
+pub fn dirs_to_watch(r: &ScanReport) -> WatchSet {
+    let mut out: WatchSet = r
         .products
         .iter()
-        .flat_map(|p| p.roots.values().cloned())
+        .flat_map(|p| p.roots.values().map(|d| (d.clone(), true)))
         .collect();
     for f in &r.findings {
         if let Some(parent) = f.path.parent() {
-            out.insert(parent.to_path_buf());
+            out.entry(parent.to_path_buf()).or_insert(false);
         }
         if let Some(rc) = &f.owner_recheck {
-            out.extend(
-                rc.inventories
-                    .iter()
-                    .filter_map(|i| i.parent().map(Path::to_path_buf)),
-            );
+            for i in rc.inventories.iter().filter_map(|i| i.parent()) {
+                out.insert(i.to_path_buf(), true);
+            }
         }
     }
-    out.retain(|p| p.is_dir());
+    out.retain(|p, _| p.is_dir());
     out
 }
 
 /// An inventory or a lock: its content is what the scan judges by.
-fn is_inventory_or_lock(p: &Path) -> bool {
-    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+fn is_inventory_or_lock(name: &OsStr) -> bool {
+    let name = name.to_str().unwrap_or_default();
     name.ends_with(".db")
         || name.ends_with(".db-wal")
         || name.ends_with(".db-journal")
@@ -82,23 +114,23 @@ fn is_inventory_or_lock(p: &Path) -> bool {
         || name.ends_with(".lock")
 }
 
-/// Whether a file system event can change what a scan finds.
-pub fn schedules_scan(ev: &notify::Event) -> bool {
-    use notify::event::{AccessKind, AccessMode, MetadataKind, ModifyKind};
-    match &ev.kind {
-        EventKind::Create(_) | EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_)) => {
-            true
-        }
-        EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)) => false,
-        EventKind::Modify(ModifyKind::Metadata(_)) => true,
-        // Content written (IN_MODIFY) or a file written and closed (IN_CLOSE_WRITE).
-        EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Any | ModifyKind::Other)
-        | EventKind::Access(AccessKind::Close(AccessMode::Write)) => {
-            ev.paths.iter().any(|p| is_inventory_or_lock(p))
-        }
-        EventKind::Access(_) => false,
-        EventKind::Any | EventKind::Other => true,
+/// Whether an inotify event (its mask and the name of the entry, if any) can change what a scan
+/// finds: any change of entries; content written only to an inventory or a lock (the kernel
+/// sends content events only from inventory directories, see [`dirs_to_watch`]); a lost queue.
+pub fn schedules_scan(mask: EventMask, name: Option<&OsStr>) -> bool {
+    let entries = EventMask::CREATE
+        | EventMask::DELETE
+        | EventMask::MOVED_FROM
+        | EventMask::MOVED_TO
+        | EventMask::ATTRIB
+        | EventMask::DELETE_SELF
+        | EventMask::MOVE_SELF
+        | EventMask::Q_OVERFLOW;
+    if mask.intersects(entries) {
+        return true;
     }
+    mask.intersects(EventMask::MODIFY | EventMask::CLOSE_WRITE)
+        && name.is_some_and(is_inventory_or_lock)
 }
 
 /// Start the debounce task. The watches are set by [`update`] after each scan.
@@ -108,6 +140,7 @@ pub(crate) fn start<R: Runtime>(app: &AppHandle<R>) {
         tx,
         current: Mutex::new(None),
         exits: Mutex::new(None),
+        counts: Arc::default(),
     });
     let app = app.clone();
     tauri::async_runtime::spawn(async move {
@@ -132,38 +165,122 @@ pub(crate) fn start<R: Runtime>(app: &AppHandle<R>) {
     });
 }
 
-/// A watcher that sends on `tx` for every event [`schedules_scan`] accepts.
-pub fn make_watcher(tx: mpsc::UnboundedSender<()>) -> notify::Result<notify::RecommendedWatcher> {
-    notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
-        if let Ok(ev) = ev {
-            if schedules_scan(&ev) {
-                let _ = tx.send(());
-            }
-        }
-    })
+/// (inotify events read, reads that asked for a rescan) since the app started; `None` without
+/// background work.
+pub(crate) fn counts<R: Runtime>(app: &AppHandle<R>) -> Option<(u64, u64)> {
+    let ws = app.try_state::<WatchState>()?;
+    Some((
+        ws.counts.read.load(Ordering::SeqCst),
+        ws.counts.scheduled.load(Ordering::SeqCst),
+    ))
 }
 
-/// Bring the watches of `w` from `old` to `new` (non-recursive), adding and removing only the
-/// difference. Returns the set actually watched.
-pub fn rewatch(
-    w: &mut impl Watcher,
-    old: &BTreeSet<PathBuf>,
-    new: &BTreeSet<PathBuf>,
-) -> BTreeSet<PathBuf> {
-    let mut now = old.clone();
-    for gone in old.difference(new) {
-        let _ = w.unwatch(gone);
-        now.remove(gone);
+/// One inotify instance, its watches (with whether each reports content) and the thread that
+/// reads it: the thread sleeps in `read` until the kernel has an event the masks asked for.
+pub struct DirWatcher {
+    watches: Watches,
+    have: BTreeMap<PathBuf, (bool, WatchDescriptor)>,
+    stop: Arc<AtomicBool>,
+}
+
+impl DirWatcher {
+    /// A watcher that sends on `tx` once per read holding an event [`schedules_scan`] accepts.
+    pub(crate) fn new(tx: mpsc::UnboundedSender<()>, counts: Arc<Counts>) -> std::io::Result<Self> {
+        let ino = Inotify::init()?;
+        let watches = ino.watches();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        std::thread::Builder::new()
+            .name("smolsweep-watch".into())
+            .spawn(move || read_loop(ino, &tx, &counts, &stopped))?;
+        Ok(DirWatcher {
+            watches,
+            have: BTreeMap::new(),
+            stop,
+        })
     }
-    for added in new.difference(old) {
-        match w.watch(added, RecursiveMode::NonRecursive) {
-            Ok(()) => {
-                now.insert(added.clone());
+
+    /// The directories watched now.
+    #[cfg(test)]
+    fn watched(&self) -> WatchSet {
+        self.have
+            .iter()
+            .map(|(p, (c, _))| (p.clone(), *c))
+            .collect()
+    }
+
+    /// Bring the watches to `want` (non-recursive), adding, changing and removing only the
+    /// difference.
+    pub fn rewatch(&mut self, want: &WatchSet) {
+        let gone: Vec<PathBuf> = self
+            .have
+            .keys()
+            .filter(|p| !want.contains_key(*p))
+            .cloned()
+            .collect();
+        for p in gone {
+            if let Some((_, wd)) = self.have.remove(&p) {
+                let _ = self.watches.remove(wd);
             }
-            Err(e) => tracing::warn!("watching {}: {e}", added.display()),
+        }
+        for (p, &content) in want {
+            if self.have.get(p).is_some_and(|(c, _)| *c == content) {
+                continue;
+            }
+            let mask = if content {
+                STRUCTURE | CONTENT
+            } else {
+                STRUCTURE
+            };
+            // Adding a watched directory again replaces its mask (same descriptor).
+            match self.watches.add(p, mask) {
+                Ok(wd) => {
+                    self.have.insert(p.clone(), (content, wd));
+                }
+                Err(e) => tracing::warn!("watching {}: {e}", p.display()),
+            }
         }
     }
-    now
+}
+
+impl Drop for DirWatcher {
+    /// Ends the reading thread: removing a watch makes the kernel send `IN_IGNORED`, which wakes
+    /// it to see `stop`.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for (_, (_, wd)) in std::mem::take(&mut self.have) {
+            let _ = self.watches.remove(wd);
+        }
+        if let Ok(wd) = self.watches.add("/", WatchMask::DELETE_SELF) {
+            let _ = self.watches.remove(wd);
+        }
+    }
+}
+
+fn read_loop(mut ino: Inotify, tx: &mpsc::UnboundedSender<()>, counts: &Counts, stop: &AtomicBool) {
+    let mut buf = [0u8; 4096];
+    loop {
+        let events = match ino.read_events_blocking(&mut buf) {
+            Ok(ev) => ev,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                tracing::warn!("file watching stopped: {e}");
+                return;
+            }
+        };
+        let mut wake = false;
+        for ev in events {
+            counts.read.fetch_add(1, Ordering::SeqCst);
+            wake |= schedules_scan(ev.mask, ev.name);
+        }
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        if wake {
+            counts.scheduled.fetch_add(1, Ordering::SeqCst);
+            let _ = tx.send(());
+        }
+    }
 }
 
 /// Watch the directories of the latest report: the watcher is made once, its watches updated.
@@ -175,18 +292,16 @@ pub(crate) fn update<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
     let want = dirs_to_watch(r);
     let mut cur = ws.current.lock().unwrap_or_else(|e| e.into_inner());
     if cur.is_none() {
-        match make_watcher(ws.tx.clone()) {
-            Ok(w) => *cur = Some((BTreeSet::new(), w)),
+        match DirWatcher::new(ws.tx.clone(), ws.counts.clone()) {
+            Ok(w) => *cur = Some(w),
             Err(e) => {
                 tracing::warn!("file watching unavailable: {e}");
                 return;
             }
         }
     }
-    if let Some((have, w)) = cur.as_mut() {
-        if *have != want {
-            *have = rewatch(w, have, &want);
-        }
+    if let Some(w) = cur.as_mut() {
+        w.rewatch(&want);
     }
 }
 
@@ -218,50 +333,45 @@ fn watch_exit_set(ws: &WatchState, want: VmSet) {
 mod tests {
     use super::*;
 
-    fn ev(kind: EventKind, p: &Path) -> notify::Event {
-        notify::Event::new(kind).add_path(p.to_path_buf())
-    }
-
     #[test]
     fn content_writes_do_not_schedule_a_scan_unless_inventory_or_lock() {
-        use notify::event::{AccessKind, AccessMode, CreateKind, DataChange, MetadataKind};
-        use notify::event::{ModifyKind, RemoveKind, RenameMode};
-        let disk = Path::new("/h/.local/state/celesto/disks/vm1.qcow2");
-        let data = EventKind::Modify(ModifyKind::Data(DataChange::Any));
-        let closed = EventKind::Access(AccessKind::Close(AccessMode::Write));
-        assert!(!schedules_scan(&ev(data, disk)));
-        assert!(!schedules_scan(&ev(closed, disk)));
-        assert!(!schedules_scan(&ev(
-            EventKind::Access(AccessKind::Any),
-            disk
-        )));
-        assert!(!schedules_scan(&ev(
-            EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)),
-            disk
-        )));
-        let db = Path::new("/h/.local/state/celesto/celesto.db");
-        assert!(schedules_scan(&ev(data, db)));
-        assert!(schedules_scan(&ev(data, &db.with_extension("db-wal"))));
-        assert!(schedules_scan(&ev(
+        let disk = Some(OsStr::new("vm1.qcow2"));
+        let data = EventMask::MODIFY;
+        let closed = EventMask::CLOSE_WRITE;
+        assert!(!schedules_scan(data, disk));
+        assert!(!schedules_scan(closed, disk));
+        assert!(!schedules_scan(EventMask::ACCESS, disk));
+        assert!(!schedules_scan(EventMask::OPEN, disk));
+        assert!(!schedules_scan(EventMask::IGNORED, None));
+        let db = Some(OsStr::new("celesto.db"));
+        assert!(schedules_scan(data, db));
+        assert!(schedules_scan(data, Some(OsStr::new("celesto.db-wal"))));
+        assert!(schedules_scan(
             closed,
-            Path::new("/h/vms/.m.fork-operation.lock")
-        )));
-        assert!(schedules_scan(&ev(
-            EventKind::Create(CreateKind::File),
-            disk
-        )));
-        assert!(schedules_scan(&ev(
-            EventKind::Remove(RemoveKind::Any),
-            disk
-        )));
-        assert!(schedules_scan(&ev(
-            EventKind::Modify(ModifyKind::Name(RenameMode::Both)),
-            disk
-        )));
+            Some(OsStr::new(".m.fork-operation.lock"))
+        ));
+        assert!(schedules_scan(EventMask::CREATE, disk));
+        assert!(schedules_scan(EventMask::DELETE, disk));
+        assert!(schedules_scan(EventMask::MOVED_TO, disk));
+        assert!(schedules_scan(EventMask::ATTRIB, disk));
+        assert!(schedules_scan(EventMask::DELETE_SELF, None));
+        assert!(schedules_scan(EventMask::Q_OVERFLOW, None));
     }
 
-    /// The real watcher on a disks directory: 40 writes into an in-use disk schedule nothing, a
-    /// new orphan disk schedules a scan.
+    fn wait_for_wake(rx: &mut mpsc::UnboundedReceiver<()>, what: &str) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while rx.try_recv().is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what} scheduled no scan"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The real watcher on a disks directory: 40 writes into an in-use disk reach the app as no
+    /// event at all (the kernel is not asked for them), a new orphan disk schedules a scan; in
+    /// an inventory's directory a write to the inventory schedules one.
     #[test]
     fn real_watcher_ignores_disk_writes_and_sees_a_new_orphan() {
         use std::io::Write;
@@ -270,10 +380,14 @@ mod tests {
         std::fs::create_dir(&disks).unwrap();
         let live = disks.join("live.qcow2");
         std::fs::write(&live, b"").unwrap();
+        let db = d.path().join("celesto.db");
+        std::fs::write(&db, b"").unwrap();
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut w = make_watcher(tx).unwrap();
-        let want: BTreeSet<PathBuf> = [disks.clone()].into_iter().collect();
-        assert_eq!(rewatch(&mut w, &BTreeSet::new(), &want), want);
+        let counts = Arc::new(Counts::default());
+        let mut w = DirWatcher::new(tx, counts.clone()).unwrap();
+        let want: WatchSet = [(disks.clone(), false)].into_iter().collect();
+        w.rewatch(&want);
+        assert_eq!(w.watched(), want);
         let mut f = std::fs::OpenOptions::new()
             .append(true)
             .open(&live)
@@ -283,24 +397,33 @@ mod tests {
             f.flush().unwrap();
         }
         drop(f);
-        std::thread::sleep(Duration::from_millis(300));
-        assert!(
-            rx.try_recv().is_err(),
-            "writes into an in-use disk scheduled a scan"
-        );
+        // The orphan's creation is queued after every write: once it is read, all are.
         std::fs::write(disks.join("orphan.qcow2"), b"x").unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while rx.try_recv().is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "a new orphan disk scheduled no scan"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_for_wake(&mut rx, "a new orphan disk");
+        assert_eq!(
+            counts.read.load(Ordering::SeqCst),
+            1,
+            "the disk's writes reached the app"
+        );
+        // The inventory's directory reports content: a write to the inventory counts.
+        let want: WatchSet = [(disks.clone(), false), (d.path().to_path_buf(), true)]
+            .into_iter()
+            .collect();
+        w.rewatch(&want);
+        assert_eq!(w.watched(), want);
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&db)
+            .unwrap()
+            .write_all(b"row")
+            .unwrap();
+        wait_for_wake(&mut rx, "an inventory write");
         // Unwatched again: nothing more arrives.
-        assert!(rewatch(&mut w, &want, &BTreeSet::new()).is_empty());
+        w.rewatch(&WatchSet::new());
+        assert!(w.watched().is_empty());
         while rx.try_recv().is_ok() {}
         std::fs::write(disks.join("another.qcow2"), b"x").unwrap();
+        drop(w);
         std::thread::sleep(Duration::from_millis(300));
         assert!(rx.try_recv().is_err());
     }
@@ -312,6 +435,7 @@ mod tests {
             tx,
             current: Mutex::new(None),
             exits: Mutex::new(None),
+            counts: Arc::default(),
         };
         let mut vm = std::process::Command::new("sleep")
             .arg("30")

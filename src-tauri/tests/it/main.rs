@@ -8,6 +8,8 @@
 
 mod common;
 
+#[cfg(target_os = "linux")]
+mod busy;
 mod display;
 mod mock;
 mod real_scan;

@@ -1,0 +1,352 @@
+//! The watcher where inotify is not there (macOS: FSEvents through the `notify` crate). Linux
+//! has its own (`watch.rs`), which asks the kernel for content events only where they can
+//! change a verdict, so a VM writing its disk wakes nothing.
+//!
+//! Rescan soon after something that can change a finding happens under the SmolVM roots.
+//!
+//! **What is watched.** Only the directories findings live in (the parent of every finding,
+//! the products' roots, and the directories holding their inventories), each without
+//! recursion: a 100k-file `_shared` store costs one watch for `_shared`, not one per directory
+//! inside it (inotify watches are a per-user limit). The watch set is updated in place after a
+//! scan (directories added and removed), never rebuilt.
+//!
+//! **Which events count** ([`schedules_scan`]): entries created, removed or renamed, and
+//! attribute changes, anywhere watched; content writes only to inventories (`*.db`, their
+//! `-wal`/`-journal`) and lock files. Content written to a disk, a log or anything inside a
+//! machine's directory, which is what a running VM does all day, cannot change a verdict and
+//! never wakes the scanner; sizes of growing files are refreshed by the next scan that runs
+//! for another reason (the interval, a change, "Rescan now").
+//!
+//! **VM processes.** Each VM process of the latest report is waited for through a pidfd
+//! ([`smolsweep::procs::exits`]): its exit (a disk no longer in use, a machine no longer
+//! running) wakes the scan loop like a file event, with no polling of the process table.
+//!
+//! Events are coalesced: after the first change the watcher waits for [`QUIET`] without further
+//! changes (at most [`MAX_WAIT`]), wakes the scan loop once, then ignores changes for
+//! [`MIN_SPACING`].
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use notify::{EventKind, RecursiveMode, Watcher};
+use smolsweep::model::ScanReport;
+use smolsweep::scan::ExitWatch;
+use tauri::{AppHandle, Manager, Runtime};
+use tokio::sync::mpsc;
+
+use crate::AppState;
+
+pub const QUIET: Duration = Duration::from_secs(2);
+pub const MAX_WAIT: Duration = Duration::from_secs(10);
+pub const MIN_SPACING: Duration = Duration::from_secs(20);
+
+pub(crate) struct WatchState {
+    tx: mpsc::UnboundedSender<()>,
+    current: Mutex<Option<(BTreeSet<PathBuf>, notify::RecommendedWatcher)>>,
+    /// The VM processes of the latest report, waited for through pidfds.
+    exits: Mutex<Option<(VmSet, ExitWatch)>>,
+}
+
+/// VM processes as (pid, start time).
+type VmSet = BTreeSet<(u32, u64)>;
+
+/// The directories worth watching, each without recursion: every existing root, and the
+/// directory of every finding and of every inventory a finding is re-checked against.
+pub fn dirs_to_watch(r: &ScanReport) -> BTreeSet<PathBuf> {
+    let mut out: BTreeSet<PathBuf> = r
+        .products
+        .iter()
+        .flat_map(|p| p.roots.values().cloned())
+        .collect();
+    for f in &r.findings {
+        if let Some(parent) = f.path.parent() {
+            out.insert(parent.to_path_buf());
+        }
+        if let Some(rc) = &f.owner_recheck {
+            out.extend(
+                rc.inventories
+                    .iter()
+                    .filter_map(|i| i.parent().map(Path::to_path_buf)),
+            );
+        }
+    }
+    out.retain(|p| p.is_dir());
+    out
+}
+
+/// An inventory or a lock: its content is what the scan judges by.
+fn is_inventory_or_lock(p: &Path) -> bool {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    name.ends_with(".db")
+        || name.ends_with(".db-wal")
+        || name.ends_with(".db-journal")
+        || name.ends_with(".sqlite")
+        || name.ends_with(".lock")
+}
+
+/// Whether a file system event can change what a scan finds.
+pub fn schedules_scan(ev: &notify::Event) -> bool {
+    use notify::event::{AccessKind, AccessMode, MetadataKind, ModifyKind};
+    match &ev.kind {
+        EventKind::Create(_) | EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_)) => {
+            true
+        }
+        EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)) => false,
+        EventKind::Modify(ModifyKind::Metadata(_)) => true,
+        // Content written (IN_MODIFY) or a file written and closed (IN_CLOSE_WRITE).
+        EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Any | ModifyKind::Other)
+        | EventKind::Access(AccessKind::Close(AccessMode::Write)) => {
+            ev.paths.iter().any(|p| is_inventory_or_lock(p))
+        }
+        EventKind::Access(_) => false,
+        EventKind::Any | EventKind::Other => true,
+    }
+}
+
+/// Start the debounce task. The watches are set by [`update`] after each scan.
+pub(crate) fn start<R: Runtime>(app: &AppHandle<R>) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<()>();
+    app.manage(WatchState {
+        tx,
+        current: Mutex::new(None),
+        exits: Mutex::new(None),
+    });
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        while rx.recv().await.is_some() {
+            let started = tokio::time::Instant::now();
+            loop {
+                let left = MAX_WAIT.saturating_sub(started.elapsed());
+                if left.is_zero() {
+                    break;
+                }
+                match tokio::time::timeout(QUIET.min(left), rx.recv()).await {
+                    Ok(Some(())) => continue,
+                    Ok(None) => return,
+                    Err(_) => break,
+                }
+            }
+            tracing::debug!("a finding may have changed: rescanning");
+            app.state::<AppState>().wake.notify_one();
+            tokio::time::sleep(MIN_SPACING).await;
+            while rx.try_recv().is_ok() {}
+        }
+    });
+}
+
+/// A watcher that sends on `tx` for every event [`schedules_scan`] accepts.
+pub fn make_watcher(tx: mpsc::UnboundedSender<()>) -> notify::Result<notify::RecommendedWatcher> {
+    notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+        if let Ok(ev) = ev {
+            if schedules_scan(&ev) {
+                let _ = tx.send(());
+            }
+        }
+    })
+}
+
+/// Bring the watches of `w` from `old` to `new` (non-recursive), adding and removing only the
+/// difference. Returns the set actually watched.
+pub fn rewatch(
+    w: &mut impl Watcher,
+    old: &BTreeSet<PathBuf>,
+    new: &BTreeSet<PathBuf>,
+) -> BTreeSet<PathBuf> {
+    let mut now = old.clone();
+    for gone in old.difference(new) {
+        let _ = w.unwatch(gone);
+        now.remove(gone);
+    }
+    for added in new.difference(old) {
+        match w.watch(added, RecursiveMode::NonRecursive) {
+            Ok(()) => {
+                now.insert(added.clone());
+            }
+            Err(e) => tracing::warn!("watching {}: {e}", added.display()),
+        }
+    }
+    now
+}
+
+/// Watch the directories of the latest report: the watcher is made once, its watches updated.
+/// The Linux watcher's counts of events read; this watcher keeps none.
+pub(crate) fn counts<R: Runtime>(_app: &AppHandle<R>) -> Option<(u64, u64)> {
+    None
+}
+
+pub(crate) fn update<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
+    let Some(ws) = app.try_state::<WatchState>() else {
+        return;
+    };
+    watch_exits(&ws, r);
+    let want = dirs_to_watch(r);
+    let mut cur = ws.current.lock().unwrap_or_else(|e| e.into_inner());
+    if cur.is_none() {
+        match make_watcher(ws.tx.clone()) {
+            Ok(w) => *cur = Some((BTreeSet::new(), w)),
+            Err(e) => {
+                tracing::warn!("file watching unavailable: {e}");
+                return;
+            }
+        }
+    }
+    if let Some((have, w)) = cur.as_mut() {
+        if *have != want {
+            *have = rewatch(w, have, &want);
+        }
+    }
+}
+
+/// Wait for the report's VM processes to exit: an exit wakes the scan loop (through the same
+/// coalescing as file events), whose rescan re-reads the process table and, with the directory
+/// memo, walks nothing again. The watch is replaced only when the set of processes changes.
+fn watch_exits(ws: &WatchState, r: &ScanReport) {
+    watch_exit_set(
+        ws,
+        r.processes.iter().map(|p| (p.pid, p.start_time)).collect(),
+    );
+}
+
+fn watch_exit_set(ws: &WatchState, want: VmSet) {
+    let mut cur = ws.exits.lock().unwrap_or_else(|e| e.into_inner());
+    if cur.as_ref().is_some_and(|(have, _)| *have == want) {
+        return;
+    }
+    let tx = ws.tx.clone();
+    let pids: Vec<(u32, u64)> = want.iter().copied().collect();
+    let watch = ExitWatch::start(&pids, move |pid| {
+        tracing::debug!("VM process {pid} exited");
+        let _ = tx.send(());
+    });
+    *cur = Some((want, watch));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(kind: EventKind, p: &Path) -> notify::Event {
+        notify::Event::new(kind).add_path(p.to_path_buf())
+    }
+
+    #[test]
+    fn content_writes_do_not_schedule_a_scan_unless_inventory_or_lock() {
+        use notify::event::{AccessKind, AccessMode, CreateKind, DataChange, MetadataKind};
+        use notify::event::{ModifyKind, RemoveKind, RenameMode};
+        let disk = Path::new("/h/.local/state/celesto/disks/vm1.qcow2");
+        let data = EventKind::Modify(ModifyKind::Data(DataChange::Any));
+        let closed = EventKind::Access(AccessKind::Close(AccessMode::Write));
+        assert!(!schedules_scan(&ev(data, disk)));
+        assert!(!schedules_scan(&ev(closed, disk)));
+        assert!(!schedules_scan(&ev(
+            EventKind::Access(AccessKind::Any),
+            disk
+        )));
+        assert!(!schedules_scan(&ev(
+            EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)),
+            disk
+        )));
+        let db = Path::new("/h/.local/state/celesto/celesto.db");
+        assert!(schedules_scan(&ev(data, db)));
+        assert!(schedules_scan(&ev(data, &db.with_extension("db-wal"))));
+        assert!(schedules_scan(&ev(
+            closed,
+            Path::new("/h/vms/.m.fork-operation.lock")
+        )));
+        assert!(schedules_scan(&ev(
+            EventKind::Create(CreateKind::File),
+            disk
+        )));
+        assert!(schedules_scan(&ev(
+            EventKind::Remove(RemoveKind::Any),
+            disk
+        )));
+        assert!(schedules_scan(&ev(
+            EventKind::Modify(ModifyKind::Name(RenameMode::Both)),
+            disk
+        )));
+    }
+
+    /// The real watcher on a disks directory: 40 writes into an in-use disk schedule nothing, a
+    /// new orphan disk schedules a scan.
+    #[test]
+    fn real_watcher_ignores_disk_writes_and_sees_a_new_orphan() {
+        use std::io::Write;
+        let d = tempfile::tempdir().unwrap();
+        let disks = d.path().join("disks");
+        std::fs::create_dir(&disks).unwrap();
+        let live = disks.join("live.qcow2");
+        std::fs::write(&live, b"").unwrap();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut w = make_watcher(tx).unwrap();
+        let want: BTreeSet<PathBuf> = [disks.clone()].into_iter().collect();
+        assert_eq!(rewatch(&mut w, &BTreeSet::new(), &want), want);
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&live)
+            .unwrap();
+        for _ in 0..40 {
+            f.write_all(&[7u8; 4096]).unwrap();
+            f.flush().unwrap();
+        }
+        drop(f);
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            rx.try_recv().is_err(),
+            "writes into an in-use disk scheduled a scan"
+        );
+        std::fs::write(disks.join("orphan.qcow2"), b"x").unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while rx.try_recv().is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a new orphan disk scheduled no scan"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Unwatched again: nothing more arrives.
+        assert!(rewatch(&mut w, &want, &BTreeSet::new()).is_empty());
+        while rx.try_recv().is_ok() {}
+        std::fs::write(disks.join("another.qcow2"), b"x").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(rx.try_recv().is_err());
+    }
+
+    #[test]
+    fn a_vm_process_exit_wakes_the_scan_loop_without_a_file_event() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let ws = WatchState {
+            tx,
+            current: Mutex::new(None),
+            exits: Mutex::new(None),
+        };
+        let mut vm = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = vm.id();
+        let start = smolsweep::exec::ProcessRef::current(pid)
+            .unwrap()
+            .start_time;
+        let set: BTreeSet<(u32, u64)> = [(pid, start)].into_iter().collect();
+        watch_exit_set(&ws, set.clone());
+        // The same set again keeps the same watch (no second thread, no second wake-up).
+        watch_exit_set(&ws, set);
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(rx.try_recv().is_err(), "nothing exited yet");
+        vm.kill().unwrap();
+        vm.wait().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while rx.try_recv().is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the VM process's exit woke nothing"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(rx.try_recv().is_err(), "one exit, one wake-up");
+    }
+}
