@@ -122,8 +122,7 @@ const SMOLVM_EXES: &[&str] = &["smolvm-bin", "smol-vmm"];
 ///
 /// The macOS forked shape needs the parent: a `smolvm-bin machine|pack run` whose parent is
 /// another `smolvm-bin` is found only by [`detect_all`]; here only parent 1 counts.
-#[cfg(test)]
-pub fn detect_shape(p: &RawProcess) -> Option<VmmShape> {
+pub(crate) fn detect_shape(p: &RawProcess) -> Option<VmmShape> {
     detect_with_parent(p, |_| false)
 }
 

@@ -80,24 +80,14 @@ impl ProcIndex {
         for (i, p) in raw.iter().enumerate() {
             for f in &p.open_files {
                 idx.open.push(((f.dev, f.ino), i as u32));
-                add(&mut idx.used, &f.path, i);
             }
-            for a in p.argv.iter().skip(1).filter(|a| a.starts_with('/')) {
-                add(&mut idx.used, Path::new(a), i);
-            }
-            // A root of `/` is every process's; only a chroot names a directory.
-            let root = p.root.iter().filter(|r| r.as_os_str() != "/");
-            for q in p.cwd.iter().chain(root).chain(&p.mapped) {
+            for (_, q) in facets(p, &[]) {
                 add(&mut idx.used, q, i);
             }
         }
         for (i, s) in &idx.vmms {
-            match s {
-                VmmShape::SmolvmBootVm { vm_dir, .. } => add(&mut idx.used, vm_dir, *i),
-                VmmShape::CelestoQemu { drives, .. } => {
-                    drives.iter().for_each(|d| add(&mut idx.used, d, *i))
-                }
-                _ => {}
+            for q in boot_paths(s) {
+                add(&mut idx.used, q, *i);
             }
         }
         idx.open.sort_unstable();
@@ -193,6 +183,66 @@ impl ProcIndex {
             _ => None,
         })
     }
+}
+
+/// How a process uses a path: the facets of the one "in use" rule ([`ProcIndex::in_use`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Usage {
+    HoldsOpen,
+    Names,
+    WorksIn,
+    Maps,
+    Boots,
+}
+
+/// Every path process `p` uses by name, and how: what it holds open, the absolute paths it
+/// names as arguments, its working and (chroot) root directory, what it maps, and `boots` (a
+/// VMM's [`boot_paths`]). [`ProcIndex::build`] indexes exactly these.
+fn facets<'a>(
+    p: &'a RawProcess,
+    boots: &'a [PathBuf],
+) -> impl Iterator<Item = (Usage, &'a Path)> + 'a {
+    // A root of `/` is every process's; only a chroot names a directory.
+    let root = p.root.iter().filter(|r| r.as_os_str() != "/");
+    let named = p.argv.iter().skip(1).filter(|a| a.starts_with('/'));
+    (p.open_files
+        .iter()
+        .map(|f| (Usage::HoldsOpen, f.path.as_path())))
+    .chain(named.map(|a| (Usage::Names, Path::new(a.as_str()))))
+    .chain(
+        p.cwd
+            .iter()
+            .chain(root)
+            .map(|q| (Usage::WorksIn, q.as_path())),
+    )
+    .chain(p.mapped.iter().map(|q| (Usage::Maps, q.as_path())))
+    .chain(boots.iter().map(|q| (Usage::Boots, q.as_path())))
+}
+
+/// What a VMM of `shape` boots from, in use by it: a smolvm machine directory, QEMU's drives.
+pub(crate) fn boot_paths(shape: &VmmShape) -> &[PathBuf] {
+    match shape {
+        VmmShape::SmolvmBootVm { vm_dir, .. } => std::slice::from_ref(vm_dir),
+        VmmShape::CelestoQemu { drives, .. } => drives,
+        _ => &[],
+    }
+}
+
+/// How `p` uses `path` (or, for a directory, anything below it), by the facets the index holds
+/// ([`facets`]; `devino` also finds a file it holds open under another name), in facet order.
+pub(crate) fn how_used(p: &RawProcess, path: &Path, devino: Option<(u64, u64)>) -> Vec<Usage> {
+    let shape = crate::procs::shape::detect_shape(p);
+    let boots = shape.as_ref().map_or(&[][..], boot_paths);
+    let mut out = Vec::new();
+    if devino.is_some() && p.open_files.iter().any(|f| Some((f.dev, f.ino)) == devino) {
+        out.push(Usage::HoldsOpen);
+    }
+    for (u, q) in facets(p, boots) {
+        if q.starts_with(path) && !out.contains(&u) {
+            out.push(u);
+        }
+    }
+    out
 }
 
 fn held_deleted(p: &RawProcess) -> u64 {

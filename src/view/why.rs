@@ -581,36 +581,26 @@ fn process_facts(facts: &WhyFacts, pid: u32, path: Option<&Finding>) -> ProcessF
     }
 }
 
-/// How a process uses finding `f`, by the facts of the one "in use" rule.
+/// How a process uses finding `f`: the facets of the one "in use" rule, asked of the index's
+/// own enumeration (`scan::procindex::how_used`); a VM process whose table entry is gone boots
+/// from it when its recorded paths say so.
 fn uses(raw: Option<&RawProcess>, vm: Option<&VmProcess>, f: &Finding) -> Vec<Use> {
+    use crate::scan::procindex::{how_used, Usage};
     let p = f.path.as_path();
-    let under = |q: &Path| q.starts_with(p);
     let devino = f.identity.map(|i| (i.dev, i.ino));
-    let mut out = Vec::new();
-    if let Some(r) = raw {
-        if r.open_files
-            .iter()
-            .any(|o| under(&o.path) || Some((o.dev, o.ino)) == devino)
-        {
-            out.push(Use::HoldsOpen);
-        }
-        let named = r.argv.iter().skip(1).any(|a| {
-            let a = a.rsplit_once("file=").map_or(a.as_str(), |(_, v)| v);
-            let a = a.split(',').next().unwrap_or(a);
-            a.starts_with('/') && under(Path::new(a))
-        });
-        if named {
-            out.push(Use::Names);
-        }
-        let root = r.root.as_deref().filter(|q| *q != Path::new("/"));
-        if r.cwd.as_deref().is_some_and(under) || root.is_some_and(under) {
-            out.push(Use::WorksIn);
-        }
-        if r.mapped.iter().any(|q| under(q)) {
-            out.push(Use::Maps);
-        }
-    }
-    if out.is_empty() && vm.is_some_and(|v| v.paths.iter().any(|q| under(q))) {
+    let mut out: Vec<Use> = raw
+        .map(|r| how_used(r, p, devino))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|u| match u {
+            Usage::HoldsOpen => Use::HoldsOpen,
+            Usage::Names => Use::Names,
+            Usage::WorksIn => Use::WorksIn,
+            Usage::Maps => Use::Maps,
+            Usage::Boots => Use::Boots,
+        })
+        .collect();
+    if out.is_empty() && vm.is_some_and(|v| v.paths.iter().any(|q| q.starts_with(p))) {
         out.push(Use::Boots);
     }
     if out.is_empty() {
