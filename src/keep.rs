@@ -6,7 +6,6 @@
 //! Rules live in `keep.json` (schema `smolsweep.keep/1`) in Smolsweep's data directory, shared
 //! by the CLI and the app, written atomically (a temporary file renamed over it).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -246,15 +245,8 @@ impl Keeps {
             path: path.to_path_buf(),
             source,
         };
-        let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(io)?;
-        let tmp = dir.join(format!(".{KEEP_FILE}.{}", std::process::id()));
-        let mut f = std::fs::File::create(&tmp).map_err(io)?;
         let text = serde_json::to_string_pretty(self).unwrap_or_default();
-        f.write_all(text.as_bytes())
-            .and_then(|()| f.sync_all())
-            .map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(io)
+        crate::atomic::write(path, text.as_bytes(), false).map_err(io)
     }
 
     /// Add a rule (a rule with the same target replaces the old one).

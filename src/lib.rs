@@ -44,6 +44,7 @@ pub mod trend;
 pub mod uninstall;
 pub mod view;
 
+mod atomic;
 mod chains;
 mod fsread;
 mod install;

@@ -157,12 +157,8 @@ pub fn path_for(home: &std::path::Path) -> std::path::PathBuf {
 impl Policy {
     /// Write the policy atomically (a sibling file renamed over it).
     pub fn save(&self, path: &std::path::Path) -> std::io::Result<()> {
-        let dir = path.parent().unwrap_or(std::path::Path::new("."));
-        std::fs::create_dir_all(dir)?;
-        let tmp = dir.join(format!(".auto-policy.json.{}", std::process::id()));
         let text = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
-        std::fs::write(&tmp, text)?;
-        std::fs::rename(&tmp, path)
+        crate::atomic::write(path, &text, false)
     }
 }
 

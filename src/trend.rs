@@ -12,7 +12,7 @@
 //! ([`Loaded::damaged`]); the journal is only ever read here.
 
 use std::collections::BTreeMap;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -307,39 +307,8 @@ pub fn load(path: &Path) -> Loaded {
 /// and fsynced, renamed over `path`, then the directory fsynced. The directory is created
 /// private (0700) when needed.
 pub fn save(path: &Path, trend: &Trend) -> io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
     let bytes = serde_json::to_vec(trend).map_err(io::Error::other)?;
-    let name = path
-        .file_name()
-        .map_or("trend".into(), |n| n.to_string_lossy());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let tmp = dir.join(format!(".{name}.{}.{nanos}.tmp", std::process::id()));
-    let written = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&tmp)?;
-        f.write_all(&bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    std::fs::File::open(dir)?.sync_all()
+    crate::atomic::write(path, &bytes, true)
 }
 
 /// What [`record`] did.
