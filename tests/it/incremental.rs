@@ -460,3 +460,50 @@ fn a_store_of_hard_links_rescans_without_rewalking() {
     fs::remove_file(&links[8].1).unwrap();
     rescan_equals_full(&fx, &memo);
 }
+
+#[test]
+fn busy_vms_writing_between_rescans_cannot_overflow_the_memo_queue() {
+    // Two VMs write their files all the time between two rescans, in turn, so the kernel cannot
+    // merge their events: more writes than the inotify queue holds. The rescan still reuses
+    // every directory it can, and reads again only the two that changed.
+    use std::os::unix::fs::FileExt;
+    let fx = fixture();
+    let memo = ScanMemo::new();
+    rescan_equals_full(&fx, &memo);
+    let st = rescan_equals_full(&fx, &memo);
+    assert_eq!(st.read, 0, "{st:?}");
+    let queue: usize = fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(16_384);
+    let disks = [
+        fx.areas[1]
+            .join(format!("{:016x}", 0xabc))
+            .join("layers/l0/blob"),
+        fx.areas[1]
+            .join(format!("{:016x}", 0xabd))
+            .join("layers/l0/blob"),
+    ];
+    let files: Vec<fs::File> = disks
+        .iter()
+        .map(|p| fs::OpenOptions::new().write(true).open(p).unwrap())
+        .collect();
+    for i in 0..(queue + 1000).min(1 << 21) {
+        files[i % 2].write_all_at(b"x", (i % 4096) as u64).unwrap();
+    }
+    drop(files);
+    let st = rescan_equals_full(&fx, &memo);
+    assert!(
+        st.reused + 2 >= st.remembered && st.reused > 0,
+        "the memo was dropped (a lost event?): {st:?}"
+    );
+    assert_eq!(
+        st.read, 2,
+        "only the two written directories are read again: {st:?}"
+    );
+    // And the watches are back: the next change is seen.
+    fs::write(&disks[0], vec![b'y'; 7000]).unwrap();
+    rescan_equals_full(&fx, &memo);
+    let st = rescan_equals_full(&fx, &memo);
+    assert_eq!(st.read, 0, "{st:?}");
+}
