@@ -276,38 +276,6 @@ async fn window_follows_a_dark_desktop_theme() {
     c.close().await.ok();
 }
 
-async fn nav(c: &Client, view: &str) {
-    c.find(Locator::Css(&format!("nav button[data-view='{view}']")))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-}
-
-/// The text of the first element matching `css`. The window redraws its rows after every scan
-/// (a keep rule written makes one), so an element found may be replaced before its text is
-/// read: then it is looked up again.
-async fn text_of(c: &Client, css: &str) -> String {
-    for _ in 0..50 {
-        match wait_css(c, css).await.text().await {
-            Ok(t) => return t,
-            Err(e) if format!("{e:?}").contains("StaleElementReference") => {
-                tokio::time::sleep(Duration::from_millis(100)).await
-            }
-            Err(e) => panic!("{css}: {e}"),
-        }
-    }
-    panic!("{css}: replaced 50 times in a row")
-}
-
-/// The History tab's row for the run of `plan_id` (the tab reloads when shown).
-async fn history_row(c: &Client, plan_id: &str) -> String {
-    nav(c, "overview").await;
-    nav(c, "history").await;
-    text_of(c, &format!("#history-list tr[data-plan='{plan_id}']")).await
-}
-
 /// Stop (End process) from the window, for real: a stand-in VMM that the core's real scan sees
 /// as an orphan of this scratch HOME (smolvm's `_boot-vm` shape, `libkrun VM`, this HOME, booted
 /// from a dangling machine directory). The window shows the core plan, runs it after "yes"
@@ -581,15 +549,6 @@ fn cli_out(env: &[(String, String)], args: &[&str]) -> String {
         .unwrap();
     assert!(out.status.success(), "{args:?}: {out:?}");
     String::from_utf8(out.stdout).unwrap()
-}
-
-async fn invoke(c: &Client, cmd: &str) -> serde_json::Value {
-    c.execute_async(
-        "const done = arguments[arguments.length - 1]; window.__TAURI__.core.invoke(arguments[0]).then(done, (e) => done({error: String(e)}));",
-        vec![json!(cmd)],
-    )
-    .await
-    .unwrap()
 }
 
 /// One plan, one set of words: `smolsweep prune --dry-run` (text and JSON), the tray's model

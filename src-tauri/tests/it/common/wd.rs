@@ -42,6 +42,17 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// `name` on this process's `PATH` (or `name` itself): a `PATH` in the app's environment would
+/// otherwise be the one searched for tauri-driver.
+fn on_path(name: &str) -> std::path::PathBuf {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| name.into())
+}
+
 /// Start tauri-driver with the app's environment; `log` names its stderr file in the log dir.
 pub fn spawn_driver(
     env: Vec<(String, String)>,
@@ -52,7 +63,7 @@ pub fn spawn_driver(
     let native = free_port();
     let log = std::fs::File::create(log_dir().join(log)).unwrap();
     use std::os::unix::process::CommandExt;
-    let child = Command::new("tauri-driver")
+    let child = Command::new(on_path("tauri-driver"))
         .process_group(0)
         .args([
             "--port",
@@ -126,4 +137,68 @@ pub async fn wait_css_for(c: &Client, css: &str, secs: u64) -> fantoccini::eleme
 
 pub async fn wait_css(c: &Client, css: &str) -> fantoccini::elements::Element {
     wait_css_for(c, css, 20).await
+}
+
+/// Show the view `view` by its nav button.
+pub async fn nav(c: &Client, view: &str) {
+    c.find(Locator::Css(&format!("nav button[data-view='{view}']")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+}
+
+/// The text of the first element matching `css`. The window redraws its rows after every scan
+/// (a keep rule written makes one), so an element found may be replaced before its text is
+/// read: then it is looked up again.
+pub async fn text_of(c: &Client, css: &str) -> String {
+    for _ in 0..50 {
+        match wait_css(c, css).await.text().await {
+            Ok(t) => return t,
+            Err(e) if format!("{e:?}").contains("StaleElementReference") => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
+            Err(e) => panic!("{css}: {e}"),
+        }
+    }
+    panic!("{css}: replaced 50 times in a row")
+}
+
+/// The History tab's row for the run of `plan_id` (the tab reloads when shown).
+pub async fn history_row(c: &Client, plan_id: &str) -> String {
+    nav(c, "overview").await;
+    nav(c, "history").await;
+    text_of(c, &format!("#history-list tr[data-plan='{plan_id}']")).await
+}
+
+/// The app's command `cmd` through the page's IPC, as the window calls it; an error comes back
+/// as `{"error": "..."}`.
+pub async fn invoke(c: &Client, cmd: &str) -> serde_json::Value {
+    invoke_with(c, cmd, json!({})).await
+}
+
+/// [`invoke`] with arguments.
+pub async fn invoke_with(c: &Client, cmd: &str, args: serde_json::Value) -> serde_json::Value {
+    c.execute_async(
+        "const done = arguments[arguments.length - 1]; window.__TAURI__.core.invoke(arguments[0], arguments[1]).then(done, (e) => done({error: String(e)}));",
+        vec![json!(cmd), args],
+    )
+    .await
+    .unwrap()
+}
+
+/// Click the first element matching `css`, looked up again when a redraw replaced it between
+/// the lookup and the click.
+pub async fn click_css(c: &Client, css: &str, secs: u64) {
+    for _ in 0..50 {
+        match wait_css_for(c, css, secs).await.click().await {
+            Ok(()) => return,
+            Err(e) if format!("{e:?}").contains("StaleElementReference") => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
+            Err(e) => panic!("clicking {css}: {e}"),
+        }
+    }
+    panic!("{css}: replaced 50 times in a row")
 }
