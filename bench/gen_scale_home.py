@@ -33,6 +33,8 @@ import subprocess
 import sys
 
 home, files = sys.argv[1], int(sys.argv[2])
+if not os.path.isabs(home):
+    sys.exit("gen_scale_home.py: HOME must be an absolute path")
 machines, sandboxes, agent_rootfs = 50, 100, None
 args = sys.argv[3:]
 while args:
@@ -153,9 +155,11 @@ for i in range(machines):
     write(os.path.join(d, "vm.lock"), 0)
     made += 1  # the name file
 
-# The agent rootfs in the data root.
+# The agent rootfs in the data root (unless the HOME has one already).
 ar = os.path.join(home, ".local", "share", "smolvm", "agent-rootfs")
-if agent_rootfs:
+if os.path.exists(ar):
+    pass
+elif agent_rootfs:
     shutil.copytree(agent_rootfs, ar, symlinks=True, ignore=shutil.ignore_patterns(".complete"))
     made += sum(len(fs) for _, _, fs in os.walk(ar))
 else:
