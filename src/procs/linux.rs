@@ -31,6 +31,22 @@ pub(crate) fn list_processes() -> Vec<RawProcess> {
     list_processes_in(Path::new(PROC))
 }
 
+/// How much of each process a read takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Depth {
+    /// Everything the "in use" rule asks: open files, working and root directories, maps.
+    Whole,
+    /// Identity, owner and command line of every process; everything only of a process
+    /// shaped like a VMM (whose files decide whose VM it is and what it holds).
+    Identities,
+}
+
+/// Every process's identity and command line, and everything of the VMM-shaped ones
+/// ([`Depth::Identities`]): what a scan needs when it has no path to judge.
+pub(crate) fn list_identities() -> Vec<RawProcess> {
+    list_processes_at(Path::new(PROC), Depth::Identities)
+}
+
 /// [`list_processes`] over another proc mount (tests, containers).
 ///
 /// Processes are read in parallel (at most one thread per core, four at most) through
@@ -38,6 +54,11 @@ pub(crate) fn list_processes() -> Vec<RawProcess> {
 /// read relative to it, so no path is built or looked up twice, and a process that exits while
 /// it is read stays gone even if its pid is reused meanwhile.
 pub(crate) fn list_processes_in(proc_root: &Path) -> Vec<RawProcess> {
+    list_processes_at(proc_root, Depth::Whole)
+}
+
+/// [`list_processes_in`], each process read to `depth`.
+pub(crate) fn list_processes_at(proc_root: &Path, depth: Depth) -> Vec<RawProcess> {
     let Ok(root) = open_dir(rustix::fs::CWD, proc_root) else {
         return Vec::new();
     };
@@ -71,7 +92,7 @@ pub(crate) fn list_processes_in(proc_root: &Path) -> Vec<RawProcess> {
             mine.extend(
                 chunk
                     .iter()
-                    .filter_map(|&pid| read_at(root.as_fd(), pid, scratch)),
+                    .filter_map(|&pid| read_at(root.as_fd(), pid, depth, scratch)),
             );
         }
         mine
@@ -166,11 +187,11 @@ fn path_of(bytes: &[u8]) -> PathBuf {
 #[cfg(test)]
 pub(crate) fn read_process(proc_root: &Path, pid: u32) -> Option<RawProcess> {
     let root = open_dir(rustix::fs::CWD, proc_root).ok()?;
-    read_at(root.as_fd(), pid, &mut Scratch::new())
+    read_at(root.as_fd(), pid, Depth::Whole, &mut Scratch::new())
 }
 
 /// [`read_process`] relative to an open proc mount.
-fn read_at(root: BorrowedFd<'_>, pid: u32, s: &mut Scratch) -> Option<RawProcess> {
+fn read_at(root: BorrowedFd<'_>, pid: u32, depth: Depth, s: &mut Scratch) -> Option<RawProcess> {
     let dir = open_dir(root, pid.to_string()).ok()?;
     let dir = dir.as_fd();
     read_file(dir, c"stat", &mut s.file).ok()?;
@@ -197,9 +218,12 @@ fn read_at(root: BorrowedFd<'_>, pid: u32, s: &mut Scratch) -> Option<RawProcess
         ..Default::default()
     };
     if !kernel_thread {
-        read_uses(dir, &mut p, s);
+        let vmm = super::shape::may_be_vmm(&p);
+        if depth == Depth::Whole || vmm {
+            read_uses(dir, &mut p, s);
+        }
         // Only a VMM's executable and environment decide anything (whose HOME started it).
-        if super::shape::may_be_vmm(&p) {
+        if vmm {
             p.exe = read_link(dir, c"exe", &mut s.link).map(path_of);
             if read_file(dir, c"environ", &mut s.file).is_ok() {
                 let (home, data_dir) = parse_environ(&s.file);

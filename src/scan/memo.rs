@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use super::procindex::ProcIndex;
 use super::{list_processes, scan_sized, ScanOptions};
 use crate::model::ScanReport;
 pub use crate::size::MemoStats;
@@ -73,9 +74,10 @@ fn scan_memo(
         }
     }
     memo.dirs.begin_scan();
+    let euid = opts.env.euid;
     let r = scan_sized(
         opts,
-        &mut processes,
+        || ProcIndex::build(processes(), euid),
         Sizer::with_memo(Arc::clone(&memo.dirs)),
     );
     memo.dirs.end_scan();
@@ -85,7 +87,11 @@ fn scan_memo(
     // A file gained a link since its directory was remembered: read everything again.
     memo.dirs.clear();
     memo.dirs.begin_scan();
-    let r = scan_sized(opts, processes, Sizer::with_memo(Arc::clone(&memo.dirs)));
+    let r = scan_sized(
+        opts,
+        || ProcIndex::build(processes(), euid),
+        Sizer::with_memo(Arc::clone(&memo.dirs)),
+    );
     memo.dirs.end_scan();
     r
 }

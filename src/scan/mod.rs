@@ -263,29 +263,39 @@ pub(crate) fn list_processes() -> Vec<crate::procs::RawProcess> {
 }
 
 /// Scan everything both products leave behind. Read-only: writes nothing, changes no timestamp.
+///
+/// The process table is read in two steps: every process's identity and command line first
+/// (and everything of the VMM-shaped ones), the rest of it (open files, maps, working
+/// directories of every process) the first time the scan asks whether a path is in use. A HOME
+/// with nothing of SmolVM asks no such question and never pays for the rest.
 pub fn scan(opts: &ScanOptions) -> ScanReport {
-    scan_sized(opts, list_processes, Sizer::new())
+    scan_sized(
+        opts,
+        || ProcIndex::deferred(crate::procs::list_identities(), crate::procs::list),
+        Sizer::new(),
+    )
 }
 
 /// [`scan`] with a given process list (tests, and macOS `ps` fixtures).
 pub fn scan_with(opts: &ScanOptions, processes: Vec<crate::procs::RawProcess>) -> ScanReport {
-    scan_sized(opts, || processes, Sizer::new())
+    let euid = opts.env.euid;
+    scan_sized(opts, || ProcIndex::build(processes, euid), Sizer::new())
 }
 
 /// [`scan_with`] measuring with `sizer` (a fresh one, or one reusing a [`memo::ScanMemo`]).
 pub(crate) fn scan_sized(
     opts: &ScanOptions,
-    processes: impl FnOnce() -> Vec<crate::procs::RawProcess>,
+    processes: impl FnOnce() -> ProcIndex,
     sizer: Sizer,
 ) -> ScanReport {
     let started = Instant::now();
     // First, so the lock table's wait overlaps reading the process table.
     let locks = HeldLocks::start();
-    let processes = processes();
+    let procs = processes();
     let mut ctx = Ctx {
         opts,
         sizer,
-        procs: ProcIndex::build(processes, opts.env.euid),
+        procs,
         locks,
         installs: crate::install::detect_installs(opts.platform, &opts.env),
         findings: Vec::new(),

@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 
 use crate::model::{Product, Scope, VmProcess};
 use crate::procs::shape::{detect_all, VmmShape};
@@ -15,17 +16,77 @@ use super::smolvm::SmolvmKnowledge;
 use super::Ctx;
 
 /// The process table, indexed for in-use checks.
+///
+/// Built either from the whole table ([`ProcIndex::build`]) or from every process's identity
+/// with the whole table read later ([`ProcIndex::deferred`]): then the first question about a
+/// path reads it, and a scan that never asks one (a HOME with nothing of SmolVM) never reads
+/// the open files, maps and directories of every process on the machine.
 #[derive(Debug, Default)]
 pub(crate) struct ProcIndex {
     pub raw: Vec<RawProcess>,
     /// Index into `raw` and the VMM shape of that process.
     pub vmms: Vec<(usize, VmmShape)>,
-    /// Device and inode of every open file, with the index of the process, sorted.
+    /// What every process uses, built from `raw` or from the whole table read by `whole`.
+    uses: OnceLock<Uses>,
+    /// Reads the whole table, when `raw` holds identities only (taken on first use).
+    whole: Mutex<Option<ReadTable>>,
+}
+
+/// Reads the whole process table ([`crate::procs::list`], or a stand-in in tests).
+pub(crate) type ReadTable = fn() -> Vec<RawProcess>;
+
+/// The paths and files processes use, for [`ProcIndex::in_use`].
+#[derive(Debug, Default)]
+struct Uses {
+    /// Device and inode of every open file, with the pid of the process, sorted.
     open: Vec<((u64, u64), u32)>,
     /// Every path a process uses (open file, absolute argument, working directory, root
     /// directory, mapped file, a smolvm VMM's machine directory), as a [`path_key`], sorted,
-    /// with the index of the process: everything below a directory is one contiguous range.
+    /// with the pid of the process: everything below a directory is one contiguous range.
     used: Vec<(Box<[u8]>, u32)>,
+}
+
+/// Each VMM-shaped process of `raw` (by index) with its shape.
+fn vmms_of(raw: &[RawProcess]) -> Vec<(usize, VmmShape)> {
+    // Shapes are detected over the whole table: a macOS forked child is recognised by its
+    // parent.
+    let shapes: Vec<(u32, VmmShape)> = detect_all(raw)
+        .into_iter()
+        .map(|(p, s)| (p.pid, s))
+        .collect();
+    shapes
+        .into_iter()
+        .filter_map(|(pid, shape)| Some((raw.iter().position(|p| p.pid == pid)?, shape)))
+        .collect()
+}
+
+impl Uses {
+    fn build(raw: &[RawProcess], vmms: &[(usize, VmmShape)]) -> Self {
+        let mut u = Uses::default();
+        let mut key = Vec::new();
+        let mut add = |used: &mut Vec<(Box<[u8]>, u32)>, q: &Path, pid: u32| {
+            path_key(q, &mut key);
+            used.push((key.as_slice().into(), pid));
+        };
+        for p in raw {
+            for f in &p.open_files {
+                u.open.push(((f.dev, f.ino), p.pid));
+            }
+            for (_, q) in facets(p, &[]) {
+                add(&mut u.used, q, p.pid);
+            }
+        }
+        for (i, s) in vmms {
+            for q in boot_paths(s) {
+                add(&mut u.used, q, raw[*i].pid);
+            }
+        }
+        u.open.sort_unstable();
+        u.open.dedup();
+        u.used.sort_unstable();
+        u.used.dedup();
+        u
+    }
 }
 
 /// A path as bytes that order the way its components do: each component written after a 0
@@ -60,42 +121,39 @@ fn path_key(path: &Path, out: &mut Vec<u8>) {
 
 impl ProcIndex {
     pub(crate) fn build(raw: Vec<RawProcess>, _euid: u32) -> Self {
-        let mut idx = ProcIndex::default();
-        // Shapes are detected over the whole table: a macOS forked child is recognised by its
-        // parent.
-        let shapes: Vec<(u32, VmmShape)> = detect_all(&raw)
-            .into_iter()
-            .map(|(p, s)| (p.pid, s))
-            .collect();
-        for (pid, shape) in shapes {
-            if let Some(i) = raw.iter().position(|p| p.pid == pid) {
-                idx.vmms.push((i, shape));
-            }
+        let vmms = vmms_of(&raw);
+        let uses = OnceLock::from(Uses::build(&raw, &vmms));
+        ProcIndex {
+            raw,
+            vmms,
+            uses,
+            whole: Mutex::new(None),
         }
-        let mut key = Vec::new();
-        let mut add = |used: &mut Vec<(Box<[u8]>, u32)>, q: &Path, i: usize| {
-            path_key(q, &mut key);
-            used.push((key.as_slice().into(), i as u32));
-        };
-        for (i, p) in raw.iter().enumerate() {
-            for f in &p.open_files {
-                idx.open.push(((f.dev, f.ino), i as u32));
-            }
-            for (_, q) in facets(p, &[]) {
-                add(&mut idx.used, q, i);
-            }
+    }
+
+    /// An index of `identities` (every process's identity and command line, and everything of
+    /// the VMM-shaped ones: [`crate::procs::list_identities`]) whose first in-use question
+    /// reads the whole table with `whole` and asks it.
+    pub(crate) fn deferred(identities: Vec<RawProcess>, whole: ReadTable) -> Self {
+        ProcIndex {
+            vmms: vmms_of(&identities),
+            raw: identities,
+            uses: OnceLock::new(),
+            whole: Mutex::new(Some(whole)),
         }
-        for (i, s) in &idx.vmms {
-            for q in boot_paths(s) {
-                add(&mut idx.used, q, *i);
+    }
+
+    fn uses(&self) -> &Uses {
+        self.uses.get_or_init(|| {
+            let whole = self.whole.lock().unwrap_or_else(|e| e.into_inner()).take();
+            match whole {
+                Some(read) => {
+                    let raw = read();
+                    Uses::build(&raw, &vmms_of(&raw))
+                }
+                None => Uses::build(&self.raw, &self.vmms),
             }
-        }
-        idx.open.sort_unstable();
-        idx.open.dedup();
-        idx.used.sort_unstable();
-        idx.used.dedup();
-        idx.raw = raw;
-        idx
+        })
     }
 
     /// **The one "in use" rule.** Pids of processes (of any user whose table could be read) that
@@ -105,11 +163,12 @@ impl ProcIndex {
     /// directory there, map it, or boot a smolvm machine from it. The scan and the executor's
     /// re-judge both ask this.
     pub(crate) fn in_use(&self, path: &Path, devino: Option<(u64, u64)>) -> Vec<u32> {
-        let mut out: Vec<u32> = Vec::new();
+        let uses = self.uses();
+        let mut pids: Vec<u32> = Vec::new();
         if let Some(k) = devino {
-            let start = self.open.partition_point(|(d, _)| *d < k);
-            out.extend(
-                self.open[start..]
+            let start = uses.open.partition_point(|(d, _)| *d < k);
+            pids.extend(
+                uses.open[start..]
                     .iter()
                     .take_while(|(d, _)| *d == k)
                     .map(|(_, i)| *i),
@@ -117,14 +176,13 @@ impl ProcIndex {
         }
         let mut pk = Vec::new();
         path_key(path, &mut pk);
-        let start = self.used.partition_point(|(q, _)| **q < *pk);
-        out.extend(
-            self.used[start..]
+        let start = uses.used.partition_point(|(q, _)| **q < *pk);
+        pids.extend(
+            uses.used[start..]
                 .iter()
                 .take_while(|(q, _)| q.starts_with(&pk) && q.get(pk.len()).is_none_or(|&b| b == 0))
-                .map(|(_, i)| *i),
+                .map(|(_, pid)| *pid),
         );
-        let mut pids: Vec<u32> = out.into_iter().map(|i| self.raw[i as usize].pid).collect();
         pids.sort_unstable();
         pids.dedup();
         pids

@@ -745,3 +745,105 @@ fn macos_unparseable_lines_are_skipped() {
     assert_eq!(procs[0].argv, vec!["/bin/sleep", "5"]);
     assert_eq!(procs[0].comm, "sleep");
 }
+
+#[test]
+fn the_identity_read_takes_no_files_of_a_plain_process_but_everything_of_a_vmm() {
+    let tmp = scratch();
+    let held = tmp.path().join("held.img");
+    std::fs::write(&held, b"disk").unwrap();
+    let plain = python_with("f = open(os.environb[b'P'], 'rb')", &held, Some(tmp.path()));
+    let drive = format!("file={},if=none,format=raw", s(&held));
+    let vm = fake(
+        &["qemu-system-x86_64", "-M", "microvm", "-drive", &drive],
+        None,
+        Some(&held),
+    );
+    let ids = linux::list_processes_at(Path::new("/proc"), linux::Depth::Identities);
+    let p = ids.iter().find(|p| p.pid == plain.pid()).expect("listed");
+    assert!(p.argv.iter().any(|a| a == "-c"), "{:?}", p.argv);
+    assert!(p.start_time > 0);
+    assert!(
+        p.open_files.is_empty() && p.cwd.is_none() && p.mapped.is_empty(),
+        "{p:?}"
+    );
+    let v = ids.iter().find(|p| p.pid == vm.pid()).expect("listed");
+    assert!(v.open_files.iter().any(|f| f.path == held), "{v:?}");
+    assert!(v.fds_readable && v.cwd.is_some() && !v.mapped.is_empty());
+    // The whole read has the plain process's files.
+    assert!(read(plain.pid()).open_files.iter().any(|f| f.path == held));
+}
+
+#[test]
+fn a_file_held_by_a_process_missing_from_the_identities_is_in_use() {
+    // The identities were read before the process started (or without its files): the first
+    // in-use question reads the whole table, and that finds it.
+    static HOLDER: std::sync::Mutex<Option<(PathBuf, u32)>> = std::sync::Mutex::new(None);
+    fn whole() -> Vec<RawProcess> {
+        let (path, pid) = HOLDER.lock().unwrap().clone().expect("set");
+        vec![RawProcess {
+            pid,
+            start_time: 7,
+            argv: vec!["cp".into()],
+            fds_readable: true,
+            open_files: vec![crate::procs::OpenFile {
+                path,
+                deleted: false,
+                dev: 1,
+                ino: 2,
+                allocated: 0,
+            }],
+            ..Default::default()
+        }]
+    }
+    let tmp = scratch();
+    let disk = tmp.path().join("disks/a.qcow2");
+    *HOLDER.lock().unwrap() = Some((disk.clone(), 4242));
+    let idx = crate::scan::ProcIndex::deferred(Vec::new(), whole);
+    assert!(idx.by_pid(4242).is_none());
+    assert_eq!(idx.in_use(&disk, None), vec![4242]);
+    assert_eq!(idx.in_use(disk.parent().unwrap(), None), vec![4242]);
+    assert_eq!(
+        idx.in_use(&tmp.path().join("other"), Some((1, 2))),
+        vec![4242]
+    );
+}
+
+/// How many times [`counted_whole`] read the whole table.
+static WHOLE_READS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn counted_whole() -> Vec<RawProcess> {
+    WHOLE_READS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    linux::list_processes()
+}
+
+#[test]
+fn a_scan_with_nothing_to_judge_never_reads_the_whole_table() {
+    use std::sync::atomic::Ordering;
+    let tmp = scratch();
+    let home =
+        smolsweep_fixtures::Home::new(tmp.path(), smolsweep_fixtures::Layout::Linux).expect("home");
+    let scan = || {
+        let mut env = crate::env::EnvSnapshot::from_pairs(home.root.clone(), home.env_vars());
+        env.euid = rustix::process::geteuid().as_raw();
+        let opts = crate::scan::ScanOptions {
+            env,
+            platform: crate::model::Platform::Linux,
+            age_guard: Duration::from_secs(120),
+            now: std::time::SystemTime::now(),
+        };
+        crate::scan::scan_sized(
+            &opts,
+            || crate::scan::ProcIndex::deferred(crate::procs::list_identities(), counted_whole),
+            crate::size::Sizer::new(),
+        )
+    };
+    let r = scan();
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    assert_eq!(WHOLE_READS.load(Ordering::SeqCst), 0, "nothing to judge");
+    // A disk with no inventory row is judged: "in use?" reads the whole table, once.
+    let data = home.celesto_data_dir().expect("celesto data dir");
+    std::fs::write(data.disks().join("lost.qcow2"), vec![1u8; 4096]).unwrap();
+    let r = scan();
+    assert!(!r.findings.is_empty());
+    assert_eq!(WHOLE_READS.load(Ordering::SeqCst), 1, "read once per scan");
+}
