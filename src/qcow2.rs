@@ -435,6 +435,7 @@ pub(crate) fn resolve(image: &Path, name: &str) -> PathBuf {
 mod tests {
     use super::*;
     use std::fs;
+    use std::io::Write;
     use std::process::Command;
 
     /// Run the real `qemu-img` (Debian `qemu-utils`).
@@ -493,6 +494,67 @@ mod tests {
         assert!(backing_chain(&overlay, 8)
             .iter()
             .any(|p| p.starts_with(&cache)));
+    }
+
+    #[test]
+    fn a_scan_reads_each_header_once_and_again_after_a_swap_or_rewrite() {
+        let d = tempfile::tempdir().unwrap();
+        let (base, other) = (d.path().join("base.raw"), d.path().join("other.raw"));
+        raw(&base, 1 << 20);
+        raw(&other, 1 << 20);
+        let overlay = d.path().join("disk.qcow2");
+        let create = |backing: &Path, disk: &Path| {
+            qemu_img(&[
+                "create",
+                "-q",
+                "-f",
+                "qcow2",
+                "-b",
+                s(backing),
+                "-F",
+                "raw",
+                s(disk),
+            ])
+        };
+        create(&base, &overlay);
+        let reads = || HEADER_READS.with(|n| n.get());
+        let fresh = chain(&overlay, 8);
+        let mut memo = ChainMemo::default();
+        let start = reads();
+        let (c1, ids) = chain_in(&mut memo, &overlay, 8);
+        let (c2, _) = chain_in(&mut memo, &overlay, 8);
+        assert_eq!(reads() - start, 1, "the second question reuses the header");
+        assert_eq!(c1, fresh, "the memo changes no answer");
+        assert_eq!(c2, c1);
+        let m = fs::metadata(&base).unwrap();
+        assert_eq!(ids, vec![(m.dev(), m.ino())]);
+
+        // Swapped for another file (a new inode) between two questions: read again.
+        let swap = d.path().join("swap.qcow2");
+        create(&other, &swap);
+        fs::rename(&swap, &overlay).unwrap();
+        let (c3, _) = chain_in(&mut memo, &overlay, 8);
+        assert_eq!(reads() - start, 2);
+        assert_eq!(c3.links, vec![other.clone()]);
+
+        // Rewritten in place (same inode, another size and mtime): read again, and garbage
+        // is reported as it is without the memo.
+        fs::OpenOptions::new()
+            .write(true)
+            .open(&overlay)
+            .unwrap()
+            .write_all_at(b"QFI\xfb\0\0\0\x09", 0)
+            .unwrap();
+        fs::OpenOptions::new()
+            .append(true)
+            .open(&overlay)
+            .unwrap()
+            .write_all(b"x")
+            .unwrap();
+        let (c4, _) = chain_in(&mut memo, &overlay, 8);
+        assert_eq!(reads() - start, 3);
+        assert!(matches!(c4.end, ChainEnd::Unreadable { .. }), "{c4:?}");
+        assert_eq!(c4, chain(&overlay, 8));
     }
 
     #[test]
