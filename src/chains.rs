@@ -16,8 +16,9 @@ use crate::model::{Finding, ScanReport, Verdict};
 /// The longest chain followed (QEMU's own limit is far larger; real chains are short).
 const MAX_DEPTH: usize = 16;
 
-/// Fill `needed_by` on every finding a disk's backing chain runs through.
-pub(crate) fn link(report: &mut ScanReport) {
+/// Fill `needed_by` on every finding a disk's backing chain runs through. `memo` is the scan's
+/// own: a header the scan has already read is not read again while its file is unchanged.
+pub(crate) fn link(report: &mut ScanReport, memo: &mut crate::qcow2::ChainMemo) {
     let is_file = |f: &Finding| f.identity.is_some_and(|i| i.file_type == libc::S_IFREG);
     let by_inode: HashMap<(u64, u64), usize> = report
         .findings
@@ -39,8 +40,9 @@ pub(crate) fn link(report: &mut ScanReport) {
         .enumerate()
         .filter(|(_, f)| is_file(f))
     {
-        for link in crate::qcow2::backing_chain(&disk.path, MAX_DEPTH) {
-            for j in holders(&link, &by_inode, &by_path) {
+        let (chain, ids) = crate::qcow2::chain_in(memo, &disk.path, MAX_DEPTH);
+        for (link, id) in chain.links.iter().zip(ids) {
+            for j in holders(link, id, &by_inode, &by_path) {
                 let holder = &report.findings[j].path;
                 if j != d && !disk.path.starts_with(holder) && !needed[j].contains(&d) {
                     needed[j].push(d);
@@ -55,17 +57,16 @@ pub(crate) fn link(report: &mut ScanReport) {
     }
 }
 
-/// The findings that are `link` (the same inode) or a directory holding it (by path).
+/// The findings that are `link` (the same inode: `id`, as the chain `stat`ed it) or a
+/// directory holding it (by path).
 fn holders(
     link: &Path,
+    id: (u64, u64),
     by_inode: &HashMap<(u64, u64), usize>,
     by_path: &HashMap<&Path, usize>,
 ) -> Vec<usize> {
-    use std::os::unix::fs::MetadataExt;
     let mut out: Vec<usize> = Vec::new();
-    if let Ok(m) = std::fs::metadata(link) {
-        out.extend(by_inode.get(&(m.dev(), m.ino())));
-    }
+    out.extend(by_inode.get(&id));
     for a in link.ancestors() {
         if let Some(i) = by_path.get(a) {
             if !out.contains(i) {

@@ -20,6 +20,7 @@
 //!   the first cluster, name longer than 1023 bytes or past the end of the file, name not UTF-8).
 //!   QEMU refuses to open such an image too.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
@@ -62,15 +63,97 @@ pub fn backing_file(path: &Path) -> io::Result<Option<String>> {
 }
 
 /// Read the qcow2 header of `path` (following a symlink, as QEMU does). See the module
-/// documentation for what counts as "not qcow2" and what is an error.
+/// documentation for what counts as "not qcow2" and what is an error. A scan reads headers
+/// through [`ChainMemo`] instead, once per file per scan.
+#[cfg(test)]
 pub(crate) fn read_header(path: &Path) -> io::Result<Option<Header>> {
+    read_header_keyed(path).map(|(h, _)| h)
+}
+
+/// [`read_header`] with the identity of the file it opened (from its descriptor), when it is
+/// a regular file: what [`ChainMemo`] keeps the header under.
+fn read_header_keyed(path: &Path) -> io::Result<(Option<Header>, Option<FileKey>)> {
     let file = open_noatime(path)?;
     let meta = file.metadata()?;
     let ft = meta.file_type();
     if !(ft.is_file() || ft.is_block_device()) {
-        return Ok(None);
+        return Ok((None, None));
     }
-    parse(&file)
+    #[cfg(test)]
+    HEADER_READS.with(|n| n.set(n.get() + 1));
+    let key = ft.is_file().then(|| FileKey::of(&meta));
+    Ok((parse(&file)?, key))
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Headers parsed on this thread (tests count the reads of one scan).
+    pub(crate) static HEADER_READS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Device, inode, mtime and size of a regular file: a header read is reused only while the
+/// file still has all four (a file swapped or rewritten between two questions is read again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct FileKey {
+    dev: u64,
+    ino: u64,
+    mtime_ns: i128,
+    size: u64,
+}
+
+impl FileKey {
+    fn of(m: &std::fs::Metadata) -> Self {
+        FileKey {
+            dev: m.dev(),
+            ino: m.ino(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            size: m.size(),
+        }
+    }
+}
+
+/// What one scan has learnt about backing chains, so that every disk's chain is read once per
+/// scan however many parts of the scan ask about it: each header read, under the identity of
+/// the file it was read from, and each backing file's `stat` (one per path: a base shared by
+/// hundreds of overlays is `stat`ed once). Lives as long as one scan, never longer.
+#[derive(Default)]
+pub(crate) struct ChainMemo {
+    headers: HashMap<FileKey, Result<Option<Header>, (io::ErrorKind, String)>>,
+    backing: HashMap<PathBuf, Option<FileKey>>,
+}
+
+impl ChainMemo {
+    /// The header of `path`, whose `stat` (following a symlink, as the read does) gave `key`:
+    /// kept from an earlier read of the same file, or read now.
+    fn header(&mut self, path: &Path, key: Option<FileKey>) -> io::Result<Option<Header>> {
+        if let Some(kept) = key.and_then(|k| self.headers.get(&k)) {
+            return kept
+                .clone()
+                .map_err(|(kind, msg)| io::Error::new(kind, msg));
+        }
+        let (result, read_key) = match read_header_keyed(path) {
+            Ok((h, k)) => (Ok(h), k),
+            Err(e) => (Err(e), key),
+        };
+        if let Some(k) = read_key {
+            let kept = match &result {
+                Ok(h) => Ok(h.clone()),
+                Err(e) => Err((e.kind(), e.to_string())),
+            };
+            self.headers.insert(k, kept);
+        }
+        result
+    }
+
+    /// The `stat` of a backing file (following symlinks), once per path per scan.
+    fn backing_stat(&mut self, path: &Path) -> Option<FileKey> {
+        if let Some(k) = self.backing.get(path) {
+            return *k;
+        }
+        let k = std::fs::metadata(path).ok().map(|m| FileKey::of(&m));
+        self.backing.insert(path.to_path_buf(), k);
+        k
+    }
 }
 
 fn open_noatime(path: &Path) -> io::Result<File> {
@@ -274,14 +357,27 @@ pub(crate) fn backing_chain(path: &Path, max_depth: usize) -> Vec<PathBuf> {
 
 /// [`backing_chain`] with the reason it stopped.
 pub(crate) fn chain(path: &Path, max_depth: usize) -> Chain {
+    chain_in(&mut ChainMemo::default(), path, max_depth).0
+}
+
+/// [`chain`], asking `memo` (one scan's) for headers and backing files it has already read,
+/// with the (device, inode) of every link as it was `stat`ed.
+pub(crate) fn chain_in(
+    memo: &mut ChainMemo,
+    path: &Path,
+    max_depth: usize,
+) -> (Chain, Vec<(u64, u64)>) {
     let mut links: Vec<PathBuf> = Vec::new();
     let mut visited: Vec<(u64, u64)> = Vec::new();
-    if let Ok(m) = std::fs::metadata(path) {
-        visited.push((m.dev(), m.ino()));
+    // The starting image is `stat`ed at every call: its header is reused only while this
+    // identity is the one it was read under.
+    let mut key = std::fs::metadata(path).ok().map(|m| FileKey::of(&m));
+    if let Some(k) = key {
+        visited.push((k.dev, k.ino));
     }
     let mut current = path.to_path_buf();
     let end = loop {
-        let header = match read_header(&current) {
+        let header = match memo.header(&current, key) {
             Ok(Some(h)) => h,
             Ok(None) if links.is_empty() => break ChainEnd::NoBacking,
             Ok(None) => break ChainEnd::NotQcow2,
@@ -302,14 +398,13 @@ pub(crate) fn chain(path: &Path, max_depth: usize) -> Chain {
             break ChainEnd::TooDeep;
         }
         let next = resolve(&current, &name);
-        let meta = match std::fs::metadata(&next) {
-            Ok(m) => m,
-            Err(_) => break ChainEnd::Missing(next),
+        let Some(next_key) = memo.backing_stat(&next) else {
+            break ChainEnd::Missing(next);
         };
-        if visited.contains(&(meta.dev(), meta.ino())) {
+        if visited.contains(&(next_key.dev, next_key.ino)) {
             break ChainEnd::Loop(next);
         }
-        visited.push((meta.dev(), meta.ino()));
+        visited.push((next_key.dev, next_key.ino));
         links.push(next.clone());
         if header
             .backing_format
@@ -319,8 +414,10 @@ pub(crate) fn chain(path: &Path, max_depth: usize) -> Chain {
             break ChainEnd::NotQcow2;
         }
         current = next;
+        key = Some(next_key);
     };
-    Chain { links, end }
+    let ids = visited.split_off(visited.len() - links.len());
+    (Chain { links, end }, ids)
 }
 
 /// Resolve a recorded backing name: absolute as-is, relative against the naming image's
@@ -338,6 +435,7 @@ pub(crate) fn resolve(image: &Path, name: &str) -> PathBuf {
 mod tests {
     use super::*;
     use std::fs;
+    use std::io::Write;
     use std::process::Command;
 
     /// Run the real `qemu-img` (Debian `qemu-utils`).
@@ -396,6 +494,67 @@ mod tests {
         assert!(backing_chain(&overlay, 8)
             .iter()
             .any(|p| p.starts_with(&cache)));
+    }
+
+    #[test]
+    fn a_scan_reads_each_header_once_and_again_after_a_swap_or_rewrite() {
+        let d = tempfile::tempdir().unwrap();
+        let (base, other) = (d.path().join("base.raw"), d.path().join("other.raw"));
+        raw(&base, 1 << 20);
+        raw(&other, 1 << 20);
+        let overlay = d.path().join("disk.qcow2");
+        let create = |backing: &Path, disk: &Path| {
+            qemu_img(&[
+                "create",
+                "-q",
+                "-f",
+                "qcow2",
+                "-b",
+                s(backing),
+                "-F",
+                "raw",
+                s(disk),
+            ])
+        };
+        create(&base, &overlay);
+        let reads = || HEADER_READS.with(|n| n.get());
+        let fresh = chain(&overlay, 8);
+        let mut memo = ChainMemo::default();
+        let start = reads();
+        let (c1, ids) = chain_in(&mut memo, &overlay, 8);
+        let (c2, _) = chain_in(&mut memo, &overlay, 8);
+        assert_eq!(reads() - start, 1, "the second question reuses the header");
+        assert_eq!(c1, fresh, "the memo changes no answer");
+        assert_eq!(c2, c1);
+        let m = fs::metadata(&base).unwrap();
+        assert_eq!(ids, vec![(m.dev(), m.ino())]);
+
+        // Swapped for another file (a new inode) between two questions: read again.
+        let swap = d.path().join("swap.qcow2");
+        create(&other, &swap);
+        fs::rename(&swap, &overlay).unwrap();
+        let (c3, _) = chain_in(&mut memo, &overlay, 8);
+        assert_eq!(reads() - start, 2);
+        assert_eq!(c3.links, vec![other.clone()]);
+
+        // Rewritten in place (same inode, another size and mtime): read again, and garbage
+        // is reported as it is without the memo.
+        fs::OpenOptions::new()
+            .write(true)
+            .open(&overlay)
+            .unwrap()
+            .write_all_at(b"QFI\xfb\0\0\0\x09", 0)
+            .unwrap();
+        fs::OpenOptions::new()
+            .append(true)
+            .open(&overlay)
+            .unwrap()
+            .write_all(b"x")
+            .unwrap();
+        let (c4, _) = chain_in(&mut memo, &overlay, 8);
+        assert_eq!(reads() - start, 3);
+        assert!(matches!(c4.end, ChainEnd::Unreadable { .. }), "{c4:?}");
+        assert_eq!(c4, chain(&overlay, 8));
     }
 
     #[test]

@@ -122,7 +122,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
         .iter()
         .flat_map(|d| d.live.iter().cloned())
         .collect();
-    let depends = image_dependencies(&dirs);
+    let depends = image_dependencies(&dirs, &mut ctx.chains);
 
     for d in &dirs {
         for inv in &d.invs {
@@ -229,7 +229,10 @@ fn knowledge_of(dirs: &[InvDir]) -> CelestoKnowledge {
 
 /// Paths sandboxes depend on inside image caches (Celesto B1), with the sandbox id: the
 /// kernel, initrd and rootfs an inventory row names, and the backing chain of every disk.
-fn image_dependencies(dirs: &[InvDir]) -> Vec<(PathBuf, String)> {
+fn image_dependencies(
+    dirs: &[InvDir],
+    memo: &mut crate::qcow2::ChainMemo,
+) -> Vec<(PathBuf, String)> {
     let mut depends: Vec<(PathBuf, String)> = Vec::new();
     for d in dirs {
         for inv in &d.invs {
@@ -249,7 +252,7 @@ fn image_dependencies(dirs: &[InvDir]) -> Vec<(PathBuf, String)> {
                     .and_then(|n| n.split('.').next())
                     .unwrap_or("?")
                     .to_string();
-                for b in crate::qcow2::backing_chain(&e.path, 16) {
+                for b in crate::qcow2::chain_in(memo, &e.path, 16).0.links {
                     depends.push((b, owner.clone()));
                 }
             }

@@ -68,6 +68,8 @@ pub(crate) struct Ctx<'a> {
     pub finding_paths: HashSet<PathBuf>,
     pub machines: Vec<Machine>,
     pub products: Vec<ProductReport>,
+    /// The qcow2 headers and backing files this scan has read (each read once per scan).
+    pub chains: crate::qcow2::ChainMemo,
 }
 
 impl Ctx<'_> {
@@ -302,6 +304,7 @@ pub(crate) fn scan_sized(
         finding_paths: HashSet::new(),
         machines: Vec::new(),
         products: Vec::new(),
+        chains: crate::qcow2::ChainMemo::default(),
     };
     let cel = celesto::scan(&mut ctx);
     let smol = smolvm::scan(&mut ctx);
@@ -350,7 +353,7 @@ pub(crate) fn scan_sized(
     report.products.sort_by_key(|p| p.product);
     celesto_machine_bytes(&mut report);
     drift_guard(&mut report, &opts.env, &ctx.installs);
-    crate::chains::link(&mut report);
+    crate::chains::link(&mut report, &mut ctx.chains);
     crate::keep::apply_for(&mut report, &opts.env);
     report.compute_totals();
     report
