@@ -104,6 +104,7 @@ impl TableMemo {
         if !whole {
             wake_parents_of_gone(&old, &mut now, proc_root);
         }
+        take_kept(old, &mut now);
         let out = now.iter().map(|r| r.process.clone()).collect();
         self.procs = now;
         out
@@ -137,8 +138,9 @@ fn find(procs: &[Remembered], pid: u32) -> Option<&Remembered> {
     Some(&procs[i])
 }
 
-/// One process: as remembered when `remembered` holds it with the same fingerprint as now
-/// (and it is not shaped like a VMM), else read in full. `None` when it is gone.
+/// One process: read in full, or, when `remembered` holds it with the same fingerprint as now
+/// (and it is not shaped like a VMM), marked `kept` with only what its `stat` says now (the rest
+/// is taken from the memo by [`take_kept`]). `None` when it is gone.
 fn read_or_keep(
     root: BorrowedFd<'_>,
     pid: u32,
@@ -154,10 +156,14 @@ fn read_or_keep(
         .and_then(|r| find(r, pid))
         .filter(|r| fingerprint.is_some() && r.fingerprint == fingerprint)
         .filter(|r| !crate::procs::shape::may_be_vmm(&r.process));
-    if let Some(r) = same {
-        let mut process = r.process.clone();
-        process.ppid = stat.ppid;
-        process.comm = stat.comm;
+    if same.is_some() {
+        let process = RawProcess {
+            pid,
+            ppid: stat.ppid,
+            start_time: stat.start_time,
+            comm: stat.comm,
+            ..RawProcess::default()
+        };
         return Some(Remembered {
             fingerprint,
             process,
@@ -169,6 +175,24 @@ fn read_or_keep(
         fingerprint,
         kept: false,
     })
+}
+
+/// Each process of `now` marked kept gets what `old` remembers of it, with its parent and name
+/// as read now.
+fn take_kept(mut old: Vec<Remembered>, now: &mut [Remembered]) {
+    // Both by pid: one pass (a taken entry is left behind, never compared again).
+    let mut j = 0;
+    for r in now.iter_mut().filter(|r| r.kept) {
+        while old.get(j).is_some_and(|o| o.process.pid < r.process.pid) {
+            j += 1;
+        }
+        if let Some(o) = old.get_mut(j).filter(|o| o.process.pid == r.process.pid) {
+            let stat = std::mem::replace(&mut r.process, std::mem::take(&mut o.process));
+            r.process.ppid = stat.ppid;
+            r.process.comm = stat.comm;
+            j += 1;
+        }
+    }
 }
 
 /// A process that exited (or whose pid now names another) may have shared its parent's
