@@ -195,6 +195,11 @@ fn scan_pass(
     );
     memo.dirs.end_scan();
     let nothing_new = table.settle(&r, memo.dirs.stats());
+    if let Source::Given(_) = source {
+        // This scan took in the changes the watches reported without checking the remembered
+        // table against them: the next live scan reads it whole.
+        table.trusted = false;
+    }
     (r, nothing_new || table.stats.kept == 0)
 }
 

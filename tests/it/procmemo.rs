@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::json;
 use smolsweep::env::EnvSnapshot;
 use smolsweep::model::{Platform, ScanReport};
-use smolsweep::scan::memo::{scan_with_memo, ScanMemo};
+use smolsweep::scan::memo::{scan_with_memo, scan_with_memo_and, ScanMemo};
 use smolsweep::scan::{scan, ScanOptions};
 use smolsweep_fixtures::smolvm::Smolvm;
 use smolsweep_fixtures::vmm::{self, Shape};
@@ -287,4 +287,11 @@ fn the_whole_table_is_read_first_after_clear_and_after_a_name_moved_in_a_walked_
     write(&ghost.join("new"), b"x");
     scan_with_memo(&opts(&home), &memo);
     assert!(memo.table_stats().whole, "after a name was created");
+    rescan_from_memo(&home, &memo);
+
+    // A scan given its processes takes in what the watches saw without the table's memo.
+    write(&ghost.join("newer"), b"x");
+    scan_with_memo_and(&opts(&home), vec![], &memo);
+    scan_with_memo(&opts(&home), &memo);
+    assert!(memo.table_stats().whole, "after a scan given its processes");
 }
