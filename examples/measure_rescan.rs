@@ -12,7 +12,11 @@
 //! roots and the inventories; only the walk differs. Prints medians (wall time, and CPU time of
 //! the process, every thread, for the full scan and the first rescan) and ratios to the full scan,
 //! and checks every rescan's findings equal a full scan's. Also prints how many files a rescan
-//! with nothing changed stat'ed again (large, sparse or multiply linked: issue 20).
+//! with nothing changed stat'ed again (large, sparse or multiply linked: issue 20), and how
+//! many processes it took from the process table's memo and read in full (issue 20).
+//!
+//! Before the rounds, two memo scans stand for the app having run a while: the first reads
+//! everything, the second still the whole process table (the first met every directory new).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
@@ -88,10 +92,12 @@ fn main() {
         assert_eq!(j(a), j(b), "an incremental rescan differs from a full scan");
     };
     same(&first, &scan(&opts));
+    scan_with_memo(&opts, &memo);
     let (mut full, mut nothing, mut warm, mut one) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut full_cpu, mut nothing_cpu) = (Vec::new(), Vec::new());
     let (mut restated, mut disturbed) = (0, 0);
+    let (mut kept, mut read, mut again) = (Vec::new(), Vec::new(), 0);
     for _ in 0..runs {
         let (f, wall, c) = timed(|| scan(&opts));
         full.push(wall);
@@ -114,6 +120,9 @@ fn main() {
         nothing.push(wall);
         nothing_cpu.push(c);
         restated = st.restated;
+        let table = memo.table_stats();
+        kept.push(table.kept);
+        read.push(table.read);
         // Again: the first rescan after a full scan finds the CPU caches filled by that scan.
         let t = Instant::now();
         scan_with_memo(&opts, &memo);
@@ -127,6 +136,7 @@ fn main() {
         let r = scan_with_memo(&opts, &memo);
         one.push(t.elapsed());
         let reads = memo.stats().read;
+        again += usize::from(memo.table_stats().again);
         same(&r, &scan(&opts));
         assert!(r.findings.iter().any(|f| f.path == orphan));
         std::fs::remove_dir_all(&orphan).unwrap();
@@ -134,11 +144,13 @@ fn main() {
         eprintln!("new orphan: {reads} directories read");
     }
     let (fc, nc) = (median(full_cpu), median(nothing_cpu));
+    kept.sort_unstable();
+    read.sort_unstable();
     let (f, n, w, o) = (median(full), median(nothing), median(warm), median(one));
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let ratio = |d: Duration| d.as_secs_f64() / f.as_secs_f64();
     println!(
-        "findings={} runs={runs} no_procs={no_procs} full_cpu_ms={:.1} rescan_nothing_after_full_cpu_ms={:.1} cpu_ratio_nothing_after_full={:.3} full_ms={:.1} rescan_nothing_after_full_ms={:.1} rescan_nothing_again_ms={:.1} rescan_one_orphan_ms={:.1} ratio_nothing_after_full={:.3} ratio_nothing_again={:.3} ratio_one_orphan={:.3} remembered_dirs={} files_restated_per_rescan={restated} rounds_left_out={disturbed}",
+        "findings={} runs={runs} no_procs={no_procs} full_cpu_ms={:.1} rescan_nothing_after_full_cpu_ms={:.1} cpu_ratio_nothing_after_full={:.3} full_ms={:.1} rescan_nothing_after_full_ms={:.1} rescan_nothing_again_ms={:.1} rescan_one_orphan_ms={:.1} ratio_nothing_after_full={:.3} ratio_nothing_again={:.3} ratio_one_orphan={:.3} remembered_dirs={} files_restated_per_rescan={restated} processes_kept_per_rescan={} processes_read_per_rescan={} orphan_rescans_made_twice={again} rounds_left_out={disturbed}",
         first.findings.len(),
         ms(fc),
         ms(nc),
@@ -151,5 +163,7 @@ fn main() {
         ratio(w),
         ratio(o),
         memo.stats().remembered,
+        kept.get(kept.len() / 2).copied().unwrap_or(0),
+        read.get(read.len() / 2).copied().unwrap_or(0),
     );
 }

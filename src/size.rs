@@ -1187,6 +1187,9 @@ struct MemoInner {
     /// a scan that meets a link not seen before, and reused anything, is not trusted.
     links: HashSet<(u64, u64), BuildHasherDefault<InodeHasher>>,
     new_link: bool,
+    /// A name was created, removed or moved in a watched directory (or the memo was emptied)
+    /// since the last [`DirMemo::begin_scan`]: reported by the next one.
+    names_moved: bool,
 }
 
 /// Counts of the last scan that used a [`DirMemo`].
@@ -1202,6 +1205,13 @@ pub struct MemoStats {
     pub remembered: u64,
     /// Files stat'ed again in remembered directories (large, sparse or multiply linked).
     pub restated: u64,
+    /// Since the scan before: a name was created, removed or moved in a watched directory,
+    /// or the memo was emptied (then every directory is new to it). A file renamed into a
+    /// walked tree raises this (the process table's memo, `scan::memo`, relies on it).
+    pub names_moved: bool,
+    /// Directories the walk read that were not watched before this scan (new to the memo, or
+    /// beyond what it can watch): what was moved into one before its watch went unseen.
+    pub new_dirs: u64,
 }
 
 /// A remembered directory, the scan that last used it, and the recorded tree it belongs to.
@@ -1395,6 +1405,7 @@ impl DirMemo {
             m.mountinfo = mi;
         }
         m.drain();
+        m.stats.names_moved = std::mem::take(&mut m.names_moved);
     }
 
     /// After a scan: forget the directories it did not meet (no longer part of any finding).
@@ -1549,6 +1560,10 @@ impl DirMemo {
     fn watch(&self, fd: BorrowedFd<'_>, id: (u64, u64)) -> bool {
         use std::os::fd::AsRawFd;
         let mut m = lock(&self.inner);
+        // Until the watch below stands, a name moved into it is seen by no event.
+        if !m.by_dir.contains_key(&id) {
+            m.stats.new_dirs += 1;
+        }
         if m.nodes.len() >= MEMO_MAX_DIRS {
             return false;
         }
@@ -1615,6 +1630,7 @@ impl MemoInner {
     }
 
     fn clear(&mut self) {
+        self.names_moved = true;
         self.links.clear();
         self.roots.clear();
         self.nodes.clear();
@@ -1645,7 +1661,16 @@ impl MemoInner {
             return;
         };
         let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); 64 * 1024];
-        let mut touched: Vec<(i32, bool)> = Vec::new();
+        // Events that change which names a watched tree holds (content and attributes aside).
+        let names = ReadFlags::CREATE
+            | ReadFlags::DELETE
+            | ReadFlags::DELETE_SELF
+            | ReadFlags::MOVE_SELF
+            | ReadFlags::MOVED_FROM
+            | ReadFlags::MOVED_TO
+            | ReadFlags::IGNORED
+            | ReadFlags::UNMOUNT;
+        let mut touched: Vec<(i32, bool, bool)> = Vec::new();
         let mut overflow = false;
         let mut failed = false;
         {
@@ -1657,7 +1682,11 @@ impl MemoInner {
                         if f.contains(ReadFlags::QUEUE_OVERFLOW) {
                             overflow = true;
                         }
-                        touched.push((ev.wd(), f.contains(ReadFlags::IGNORED)));
+                        touched.push((
+                            ev.wd(),
+                            f.contains(ReadFlags::IGNORED),
+                            f.intersects(names),
+                        ));
                     }
                     Err(rustix::io::Errno::AGAIN) => break,
                     Err(rustix::io::Errno::INTR) => continue,
@@ -1674,10 +1703,11 @@ impl MemoInner {
             self.stats.invalidated += 1;
             return;
         }
-        for (wd, ignored) in touched {
+        for (wd, ignored, names) in touched {
             let Some(&id) = self.wds.get(&wd) else {
                 continue;
             };
+            self.names_moved |= names;
             if self.drop_node(id) {
                 self.stats.invalidated += 1;
             }

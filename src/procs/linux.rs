@@ -18,6 +18,9 @@ use rustix::io::Errno;
 
 use super::{OpenFile, RawProcess};
 
+mod table_memo;
+pub(crate) use table_memo::TableMemo;
+
 const PROC: &str = "/proc";
 
 /// Below this many processes the table is read on the calling thread alone (a thread costs
@@ -59,6 +62,18 @@ pub(crate) fn list_processes_in(proc_root: &Path) -> Vec<RawProcess> {
 
 /// [`list_processes_in`], each process read to `depth`.
 pub(crate) fn list_processes_at(proc_root: &Path, depth: Depth) -> Vec<RawProcess> {
+    read_table(proc_root, |root, pid, s| read_at(root, pid, depth, s))
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect()
+}
+
+/// `each` of every pid of `proc_root` (given the open mount, the pid and the thread's buffers),
+/// in parallel as [`list_processes_in`] describes, by pid; `None` from `each` leaves it out.
+fn read_table<T: Send>(
+    proc_root: &Path,
+    each: impl Fn(BorrowedFd<'_>, u32, &mut Scratch) -> Option<T> + Sync,
+) -> Vec<(u32, T)> {
     let Ok(root) = open_dir(rustix::fs::CWD, proc_root) else {
         return Vec::new();
     };
@@ -92,7 +107,7 @@ pub(crate) fn list_processes_at(proc_root: &Path, depth: Depth) -> Vec<RawProces
             mine.extend(
                 chunk
                     .iter()
-                    .filter_map(|&pid| read_at(root.as_fd(), pid, depth, scratch)),
+                    .filter_map(|&pid| Some((pid, each(root.as_fd(), pid, scratch)?))),
             );
         }
         mine
@@ -117,7 +132,7 @@ pub(crate) fn list_processes_at(proc_root: &Path, depth: Depth) -> Vec<RawProces
         }
         all
     });
-    all.sort_unstable_by_key(|p| p.pid);
+    all.sort_unstable_by_key(|(pid, _)| *pid);
     all
 }
 
@@ -129,6 +144,8 @@ struct Scratch {
     link: Vec<u8>,
     /// `getdents64` records.
     dents: Vec<MaybeUninit<u8>>,
+    /// A relative path being built (`<tid>/schedstat`).
+    name: Vec<u8>,
 }
 
 impl Scratch {
@@ -137,6 +154,7 @@ impl Scratch {
             file: Vec::with_capacity(16 * 1024),
             link: vec![0; 4096],
             dents: vec![MaybeUninit::uninit(); 16 * 1024],
+            name: Vec::with_capacity(32),
         }
     }
 }
@@ -196,6 +214,19 @@ fn read_at(root: BorrowedFd<'_>, pid: u32, depth: Depth, s: &mut Scratch) -> Opt
     let dir = dir.as_fd();
     read_file(dir, c"stat", &mut s.file).ok()?;
     let stat = parse_stat(&s.file)?;
+    read_rest(dir, pid, stat, depth, s)
+}
+
+/// The process whose `/proc/<pid>` is open as `dir` and whose `stat` was just read as `stat`:
+/// everything else the scan asks of it (to `depth`), `None` when it vanished (or its pid was
+/// reused) while it was read.
+fn read_rest(
+    dir: BorrowedFd<'_>,
+    pid: u32,
+    stat: Stat,
+    depth: Depth,
+    s: &mut Scratch,
+) -> Option<RawProcess> {
     read_file(dir, c"status", &mut s.file).ok()?;
     let uid = parse_status_uid(&s.file)?;
     let argv = match read_file(dir, c"cmdline", &mut s.file) {

@@ -5,6 +5,7 @@
 mod detach;
 mod inventory;
 mod machines;
+mod procmemo;
 mod procs;
 mod reap;
 mod roots;

@@ -343,6 +343,45 @@ fn unchanged_trees_are_reused_whole_and_a_change_deep_inside_one_is_seen() {
     assert_eq!(st.read, 0, "{st:?}");
 }
 
+#[test]
+fn a_name_moved_in_a_walked_tree_is_reported_and_a_write_in_place_is_not() {
+    // The process table's memo (`scan::memo`) trusts remembered processes only while no name
+    // moved in a walked tree: a renamed file changes what a sleeping holder's link text says.
+    let fx = fixture();
+    let memo = ScanMemo::new();
+    let st = rescan_equals_full(&fx, &memo);
+    assert!(st.names_moved && st.new_dirs > 0, "a first scan: {st:?}");
+    let st = rescan_equals_full(&fx, &memo);
+    assert!(!st.names_moved && st.new_dirs == 0, "{st:?}");
+    let dir = fx.areas[0]
+        .join(format!("{:064x}", 2))
+        .join("rootfs/usr/lib/p4");
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join("f1.so"))
+        .unwrap();
+    f.write_all(&[b'g'; 5000]).unwrap();
+    let st = rescan_equals_full(&fx, &memo);
+    assert!(
+        !st.names_moved && st.new_dirs == 0,
+        "grown in place: {st:?}"
+    );
+    fs::rename(dir.join("f1.so"), dir.join("moved.so")).unwrap();
+    let st = rescan_equals_full(&fx, &memo);
+    assert!(st.names_moved, "renamed: {st:?}");
+    let st = rescan_equals_full(&fx, &memo);
+    assert!(!st.names_moved, "{st:?}");
+    fs::create_dir(dir.join("sub")).unwrap();
+    let st = rescan_equals_full(&fx, &memo);
+    assert!(
+        st.names_moved && st.new_dirs == 1,
+        "a new directory: {st:?}"
+    );
+    memo.clear();
+    let st = rescan_equals_full(&fx, &memo);
+    assert!(st.names_moved && st.new_dirs > 0, "after clear: {st:?}");
+}
+
 /// Fixture stores whose every tenth file (and, with `all`, every file) has a second name in
 /// `outside`, a directory beside the HOME that no scan walks (as extracted image layers are
 /// linked from another layer or a snapshot). Returns (store file, outside name) pairs.

@@ -18,6 +18,7 @@ mod inputs;
 mod keep;
 mod one_number;
 mod pipeline;
+mod procmemo;
 mod real_vm;
 mod reclaim;
 mod rejudge;
