@@ -1140,9 +1140,7 @@ pub const MEMO_MAX_DIRS: usize = 65_536;
 /// descriptor *before* its entries are read, so no change can fall between the read and the
 /// watch) for entries created, deleted, renamed, written, truncated or re-attributed, and for
 /// the directory itself being changed, moved or deleted. Any such event drops that directory's
-/// memo (a watch reports once, `IN_ONESHOT`, and is added again when the directory is read
-/// again, so a file written all the time queues one event, not one per write); a lost event
-/// (queue overflow) or a change of the mount table drops all of it. Content
+/// memo; a lost event (queue overflow) or a change of the mount table drops all of it. Content
 /// written through `mmap` raises no inotify event, so files of at least 1 MiB, sparse files and
 /// files with several links (whose writes may come through another directory's name) are
 /// `lstat`ed again on every reuse, and a different inode there drops the memo. Directories
@@ -1366,12 +1364,6 @@ fn watch_flags() -> rustix::fs::inotify::WatchFlags {
         | W::ATTRIB
         | W::ONLYDIR
         | W::EXCL_UNLINK
-        // One event per watch: the first drops the directory's memo, and until the directory is
-        // read (and watched) again no later event could change anything. A VM writing its disk
-        // 20 times a second then queues two events (the change and the watch's removal) between
-        // two scans instead of thousands, and cannot overflow the queue, which would drop the
-        // whole memo.
-        | W::ONESHOT
 }
 
 impl DirMemo {
