@@ -127,12 +127,21 @@ pub async fn shot(c: &Client, name: &str) {
     }
 }
 
+/// The first element matching `css`, waited for up to `secs`. The window redraws its lists after
+/// every scan and run: an element the driver has just found can be replaced before it makes a
+/// handle for it ("stale element"), and then it is looked up again.
 pub async fn wait_css_for(c: &Client, css: &str, secs: u64) -> fantoccini::elements::Element {
-    c.wait()
-        .at_most(Duration::from_secs(secs))
-        .for_element(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("waiting for {css}: {e}"))
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match c.wait().at_most(left).for_element(Locator::Css(css)).await {
+            Ok(e) => return e,
+            Err(e) if format!("{e} {e:?}").to_lowercase().contains("stale") && !left.is_zero() => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("waiting for {css}: {e}"),
+        }
+    }
 }
 
 pub async fn wait_css(c: &Client, css: &str) -> fantoccini::elements::Element {
