@@ -9,7 +9,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use crate::procs::linux::{self, TableMemo};
 use crate::procs::RawProcess;
@@ -57,7 +57,7 @@ impl Poked {
         let mut line = String::new();
         self.stdout.read_line(&mut line).unwrap();
         assert_eq!(line.trim(), want);
-        wait_asleep(self.pid());
+        smolsweep_fixtures::vmm::wait_asleep(self.pid());
     }
 
     /// Make it run: it opens `path`.
@@ -72,26 +72,6 @@ impl Drop for Poked {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// Wait until every thread of `pid` is blocked (state `S`).
-fn wait_asleep(pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let states: Vec<char> = std::fs::read_dir(format!("/proc/{pid}/task"))
-            .unwrap()
-            .flatten()
-            .filter_map(|t| {
-                let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
-                stat[stat.rfind(')')? + 2..].chars().next()
-            })
-            .collect();
-        if !states.is_empty() && states.iter().all(|&c| c == 'S') {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{pid} never slept: {states:?}");
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

@@ -9,7 +9,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 use smolsweep::env::EnvSnapshot;
@@ -58,7 +58,7 @@ impl Sleeper {
             .read_line(&mut line)
             .unwrap();
         assert_eq!(line.trim(), "ready");
-        wait_asleep(child.id());
+        smolsweep_fixtures::vmm::wait_asleep(child.id());
         Sleeper(child)
     }
 
@@ -71,26 +71,6 @@ impl Drop for Sleeper {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-/// Wait until every thread of `pid` is blocked (state `S`).
-fn wait_asleep(pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let states: Vec<char> = std::fs::read_dir(format!("/proc/{pid}/task"))
-            .unwrap()
-            .flatten()
-            .filter_map(|t| {
-                let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
-                stat[stat.rfind(')')? + 2..].chars().next()
-            })
-            .collect();
-        if !states.is_empty() && states.iter().all(|&c| c == 'S') {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{pid} never slept: {states:?}");
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -237,7 +217,7 @@ fn a_file_unlinked_under_a_sleeping_holder_is_still_counted() {
             home: Some(&home.root),
         },
     );
-    wait_asleep(vm.pid());
+    smolsweep_fixtures::vmm::wait_asleep(vm.pid());
     let p = Sleeper::new("h = open(os.environ['P1'], 'rb')", &[("P1", &log)], None);
     let memo = ScanMemo::new();
     rescan_from_memo(&home, &memo);
