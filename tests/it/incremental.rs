@@ -3,6 +3,7 @@
 //! created, deleted, renamed, grown in place, touched, directories replaced by files, whole
 //! subtrees added, inventory rows added and removed.
 
+use crate::scan_options as options;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,24 +11,10 @@ use std::time::{Duration, SystemTime};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use smolsweep::env::EnvSnapshot;
-use smolsweep::model::{Platform, ScanReport};
+use smolsweep::model::ScanReport;
 use smolsweep::scan::memo::{scan_with_memo_and, ScanMemo};
-use smolsweep::scan::{scan_with, ScanOptions};
+use smolsweep::scan::scan_with;
 use smolsweep_fixtures::{Home, Layout};
-
-fn options(home: &Home) -> ScanOptions {
-    let mut vars = home.env_vars();
-    vars.push(("PATH".into(), "/usr/bin:/bin".into()));
-    let mut env = EnvSnapshot::from_pairs(home.root.clone(), vars);
-    env.euid = rustix::process::geteuid().as_raw();
-    ScanOptions {
-        env,
-        platform: Platform::Linux,
-        age_guard: Duration::from_secs(120),
-        now: SystemTime::now(),
-    }
-}
 
 /// Findings as JSON, everything compared (sizes, identities, verdicts, reasons, mounts).
 fn findings(r: &ScanReport) -> Vec<serde_json::Value> {

@@ -30,3 +30,18 @@ mod uninstall;
 mod upstream_compare;
 mod vocabulary;
 mod why;
+
+/// Scan options for a fixture HOME on Linux: its environment with a plain `PATH`, this
+/// process's euid, the usual 120 s age guard, now.
+pub(crate) fn scan_options(home: &smolsweep_fixtures::Home) -> smolsweep::scan::ScanOptions {
+    let mut vars = home.env_vars();
+    vars.push(("PATH".into(), "/usr/bin:/bin".into()));
+    let mut env = smolsweep::env::EnvSnapshot::from_pairs(home.root.clone(), vars);
+    env.euid = rustix::process::geteuid().as_raw();
+    smolsweep::scan::ScanOptions {
+        env,
+        platform: smolsweep::model::Platform::Linux,
+        age_guard: std::time::Duration::from_secs(120),
+        now: std::time::SystemTime::now(),
+    }
+}

@@ -6,32 +6,18 @@
 //! Every test lays out its own scratch HOME and starts its own sleeping processes (killed by
 //! their own pid when their guard drops); nothing is assumed of the machine's other processes.
 
+use crate::scan_options as opts;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, SystemTime};
 
 use serde_json::json;
-use smolsweep::env::EnvSnapshot;
-use smolsweep::model::{Platform, ScanReport};
+use smolsweep::model::ScanReport;
 use smolsweep::scan::memo::{scan_with_memo, scan_with_memo_and, ScanMemo};
-use smolsweep::scan::{scan, ScanOptions};
+use smolsweep::scan::scan;
 use smolsweep_fixtures::smolvm::Smolvm;
 use smolsweep_fixtures::vmm::{self, Shape};
 use smolsweep_fixtures::{age_tree, Home, Layout, OLD};
-
-fn opts(home: &Home) -> ScanOptions {
-    let mut vars = home.env_vars();
-    vars.push(("PATH".into(), "/usr/bin:/bin".into()));
-    let mut env = EnvSnapshot::from_pairs(home.root.clone(), vars);
-    env.euid = rustix::process::geteuid().as_raw();
-    ScanOptions {
-        env,
-        platform: Platform::Linux,
-        age_guard: Duration::from_secs(120),
-        now: SystemTime::now(),
-    }
-}
 
 /// A Python process that runs `code` (with `P1`, `P2` in its environment), prints `ready` and
 /// then blocks reading its stdin: it does not run again until it is killed.

@@ -3,32 +3,18 @@
 //!
 //! Every test lays out its own scratch HOME and signals only processes it spawned itself.
 
+use crate::scan_options as opts;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime};
 
 use serde_json::json;
-use smolsweep::env::EnvSnapshot;
 use smolsweep::exec::{self, ActionRunner, Confirmed, ExecContext, How, Outcome, Rejudge};
 use smolsweep::journal::{Journal, JournalEntry};
-use smolsweep::model::{Platform, Product, ScanReport};
+use smolsweep::model::{Product, ScanReport};
 use smolsweep::plan::{Action, Plan, PlanError, PlannedAction, Selection};
-use smolsweep::scan::{scan, ScanOptions};
+use smolsweep::scan::scan;
 use smolsweep_fixtures::vmm::{self, FakeVmm, Shape};
 use smolsweep_fixtures::{age_tree, Home, Layout, OLD};
-
-fn opts(home: &Home) -> ScanOptions {
-    let mut vars = home.env_vars();
-    vars.push(("PATH".into(), "/usr/bin:/bin".into()));
-    let mut env = EnvSnapshot::from_pairs(home.root.clone(), vars);
-    env.euid = rustix::process::geteuid().as_raw();
-    ScanOptions {
-        env,
-        platform: Platform::Linux,
-        age_guard: Duration::from_secs(120),
-        now: SystemTime::now(),
-    }
-}
 
 fn scan_home(home: &Home) -> ScanReport {
     scan(&opts(home))
