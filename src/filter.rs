@@ -31,15 +31,34 @@ impl Filter {
         self == &Filter::default()
     }
 
-    /// Whether `f` passes, at `now`. An item whose age is unknown is never "old enough".
+    /// Whether `f` passes, at `now`, judged alone. An item whose age is unknown is never "old
+    /// enough".
     pub fn matches(&self, f: &Finding, now: SystemTime) -> bool {
-        if !self.products.is_empty() && !self.products.contains(&f.product) {
+        self.passes(
+            f.product,
+            f.kind,
+            f.allocated_bytes,
+            f.newest_change_ns,
+            now,
+        )
+    }
+
+    /// Whether something of `product` and `kind`, this large and last changed then, passes.
+    fn passes(
+        &self,
+        product: Product,
+        kind: FindingKind,
+        bytes: u64,
+        newest_ns: i64,
+        now: SystemTime,
+    ) -> bool {
+        if !self.products.is_empty() && !self.products.contains(&product) {
             return false;
         }
-        if !self.kinds.is_empty() && !self.kinds.contains(&f.kind) {
+        if !self.kinds.is_empty() && !self.kinds.contains(&kind) {
             return false;
         }
-        if self.min_bytes.is_some_and(|m| f.allocated_bytes < m) {
+        if self.min_bytes.is_some_and(|m| bytes < m) {
             return false;
         }
         if let Some(age) = self.older_than_secs {
@@ -47,7 +66,7 @@ impl Filter {
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map(|d| d.as_nanos() as i128)
                 .unwrap_or(0);
-            let newest = f.newest_change_ns as i128;
+            let newest = newest_ns as i128;
             if newest <= 0 || now_ns - newest < age as i128 * 1_000_000_000 {
                 return false;
             }
@@ -55,12 +74,51 @@ impl Filter {
         true
     }
 
-    /// Drop the findings that do not pass, and recount.
+    /// Which findings pass, item by item: an item (a disk with its marker, companions and log;
+    /// see `crate::items`) passes whole when its principal's kind and product pass, with its
+    /// age the newest change of any member and its size all its members' bytes; a member that
+    /// others are not judged by (a companion, a log, a lock) also passes alone when it matches
+    /// by itself, and goes without the rest. Anything in no item is judged alone.
+    pub(crate) fn selects(&self, findings: &[Finding], now: SystemTime) -> Vec<bool> {
+        use crate::items::Role;
+        let items = crate::items::Items::of(findings);
+        let mut out: Vec<bool> = (0..findings.len())
+            .map(|i| {
+                let alone = items.role(i).is_none_or(|r| !r.others_depend_on_it());
+                alone && self.matches(&findings[i], now)
+            })
+            .collect();
+        for g in items.groups() {
+            let newest = g
+                .iter()
+                .map(|&i| findings[i].newest_change_ns)
+                .max()
+                .unwrap_or(0);
+            let bytes = g.iter().map(|&i| findings[i].allocated_bytes).sum();
+            let whole = g.iter().any(|&i| {
+                let p = &findings[i];
+                items.role(i) == Some(Role::Principal)
+                    && self.passes(p.product, p.kind, bytes, newest, now)
+            });
+            if whole {
+                g.iter().for_each(|&i| out[i] = true);
+            }
+        }
+        out
+    }
+
+    /// Drop the findings that do not pass ([`selects`](Self::selects): whole items), and
+    /// recount.
     pub fn apply(&self, report: &mut ScanReport, now: SystemTime) {
         if self.is_empty() {
             return;
         }
-        report.findings.retain(|f| self.matches(f, now));
+        let keep = self.selects(&report.findings, now);
+        let mut i = 0;
+        report.findings.retain(|_| {
+            i += 1;
+            keep[i - 1]
+        });
         report.compute_totals();
     }
 }

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::env::EnvSnapshot;
+use crate::items::Role;
 use crate::kind::FindingKind;
 use crate::model::*;
 
@@ -266,8 +267,7 @@ impl Keeps {
     pub fn apply(&self, report: &mut ScanReport) {
         self.apply_findings(report);
         self.apply_owners(report);
-        // A kept disk keeps its backing files.
-        crate::chains::protect(report);
+        hold_together(report);
     }
 
     /// The rule that keeps machine or sandbox `name` of `product`: an owner rule naming it.
@@ -340,11 +340,37 @@ impl Keeps {
         }
     }
 
-    /// Protect every finding a rule keeps.
+    /// Protect every finding a rule keeps, item by item: a rule on an item's principal (the disk,
+    /// the machine directory; by path, owner or kind) keeps every member of the item; a rule on
+    /// a member judged by the item (a companion, the marker, the log) keeps that member, the
+    /// principal and what the principal needs (its marker); a rule on a lock keeps the lock.
     fn apply_findings(&self, report: &mut ScanReport) {
-        for f in &mut report.findings {
-            let Some(rule) = self.rules.iter().find(|r| r.matches(f)) else {
-                continue;
+        let direct: Vec<Option<&Rule>> = report
+            .findings
+            .iter()
+            .map(|f| self.rules.iter().find(|r| r.matches(f)))
+            .collect();
+        let items = crate::items::Items::of(&report.findings);
+        let mut with: Vec<Option<&Rule>> = vec![None; direct.len()];
+        for g in items.groups() {
+            let by = |pick: &dyn Fn(Role) -> bool| {
+                g.iter()
+                    .find_map(|&i| items.role(i).filter(|r| pick(*r)).and(direct[i]))
+            };
+            let whole = by(&|r| r == Role::Principal);
+            let core = by(&|r| matches!(r, Role::Dependent | Role::Needs));
+            for &i in g {
+                with[i] = match items.role(i) {
+                    Some(Role::Principal | Role::Needs) => whole.or(core),
+                    _ => whole,
+                };
+            }
+        }
+        for (i, f) in report.findings.iter_mut().enumerate() {
+            let (rule, along) = match (direct[i], with[i]) {
+                (Some(r), _) => (r, ""),
+                (None, Some(r)) => (r, " with the rest of its item"),
+                (None, None) => continue,
             };
             f.kept = Some(rule.id.clone());
             if matches!(f.verdict, Verdict::Reclaimable | Verdict::OptIn) {
@@ -355,10 +381,22 @@ impl Keeps {
                 } else {
                     format!(" ({})", rule.why)
                 };
-                f.reason = format!("Kept by you since {}{why}. {}", day(rule.since), f.reason);
+                f.reason = format!(
+                    "Kept by you since {}{why}{along}. {}",
+                    day(rule.since),
+                    f.reason
+                );
             }
         }
     }
+}
+
+/// What stays keeps what it needs: a surviving disk its backing files, a surviving member of an
+/// item the disk it is judged by (and that disk, in turn, its backing files).
+fn hold_together(report: &mut ScanReport) {
+    crate::chains::protect(report);
+    crate::items::hold_together(report);
+    crate::chains::protect(report);
 }
 
 /// `YYYY-MM-DD` (UTC) of a time in seconds since the epoch.
@@ -402,7 +440,7 @@ pub fn apply_at(report: &mut ScanReport, path: &Path) {
                     f.reason = format!("{} Your keep rules could not be read: {e}", f.reason);
                 }
             }
-            crate::chains::protect(report);
+            hold_together(report);
         }
     }
 }

@@ -54,6 +54,25 @@ pub enum Removal {
     Never,
 }
 
+/// What part a finding plays in its item (a sandbox's or machine's storage: see `crate::items`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Part {
+    /// What the item is: a disk, a machine directory.
+    Principal,
+    /// A file beside a disk (snapshot, backup, resize, backing); a `.retained` marker among them
+    /// is what makes its disk a saved one.
+    Companion,
+    /// The console log of the item's sandbox.
+    Log,
+    /// Kept while the item's disk is saved (firmware variables, pinned host keys): a member only
+    /// of an item whose disk is saved.
+    WhileSaved,
+    /// A lock file of the item's sandbox: kept and selected with it, judged on its own.
+    Lock,
+    /// An item of its own.
+    Alone,
+}
+
 /// The table below in its short form: bare product, risk and removal names. Each value's doc
 /// comment is made from its row: label, stable string and meaning.
 macro_rules! kinds {
@@ -171,6 +190,77 @@ impl FindingKind {
                 | FindingKind::SmolvmDeadEphemeralDir
                 | FindingKind::SmolvmHelperMachineDir
         )
+    }
+    /// What part a finding of this kind plays in the item it belongs to (see [`Part`]): one
+    /// exhaustive table, so a new kind must say where it stands.
+    pub(crate) const fn part(self) -> Part {
+        use FindingKind as K;
+        match self {
+            K::CelestoOrphanDisk
+            | K::CelestoSavedDisk
+            | K::CelestoSandboxDisk
+            | K::CelestoYoungDisk
+            | K::CelestoInUseDisk
+            | K::CelestoDiskSymlink
+            | K::SmolvmDanglingDir
+            | K::SmolvmEmptyDir
+            | K::SmolvmNameOnlyDir
+            | K::SmolvmDeadEphemeralDir
+            | K::SmolvmHelperMachineDir
+            | K::SmolvmMachineDir
+            | K::SmolvmReferencedDir
+            | K::SmolvmYoungDir
+            | K::SmolvmReservedDir => Part::Principal,
+            K::CelestoDiskCompanion
+            | K::CelestoSavedCompanion
+            | K::CelestoSandboxDiskCompanion
+            | K::CelestoYoungCompanion
+            | K::CelestoInUseCompanion => Part::Companion,
+            K::CelestoOrphanLog
+            | K::CelestoSavedLog
+            | K::CelestoSandboxLog
+            | K::CelestoYoungLog
+            | K::CelestoInUseLog => Part::Log,
+            K::CelestoFirmwareResidue | K::CelestoKnownHostsResidue => Part::WhileSaved,
+            K::CelestoLockResidue => Part::Lock,
+            K::CelestoOrphanCompanion
+            | K::CelestoUnrecognisedLog
+            | K::CelestoImageCache
+            | K::CelestoImageCacheStale
+            | K::CelestoImageCacheCurrent
+            | K::CelestoImageCacheNewer
+            | K::CelestoImageCacheInUse
+            | K::CelestoImageCacheLink
+            | K::CelestoRestoreImage
+            | K::CelestoBuildStaging
+            | K::CelestoSnapshot
+            | K::CelestoMacosVmResidue
+            | K::CelestoBrowserSessionResidue
+            | K::CelestoForwardResidue
+            | K::CelestoSocketResidue
+            | K::CelestoLibkrunConfig
+            | K::CelestoMountPoint
+            | K::CelestoOddFile
+            | K::CelestoUnrecognised
+            | K::SmolvmForkLock
+            | K::SmolvmSharedPack
+            | K::SmolvmCowBases
+            | K::SmolvmRestoreCache
+            | K::SmolvmCheckpointUnpack
+            | K::SmolvmPackCache
+            | K::SmolvmLibsCache
+            | K::SmolvmRegistryCache
+            | K::SmolvmImageArchives
+            | K::SmolvmInitLayers
+            | K::SmolvmImageSeeds
+            | K::SmolvmAgentRootfsTars
+            | K::SmolvmRootfsCache
+            | K::SmolvmTmpBuildTree
+            | K::SmolvmRegistryTokens
+            | K::SmolvmMountPoint
+            | K::SmolvmOddFile
+            | K::SmolvmUnrecognised => Part::Alone,
+        }
     }
     /// The label as one word a person can type (`orphaned-disks` for "Orphaned disks"):
     /// lower case, every run of other characters one `-`. Derived from the label, so it is the

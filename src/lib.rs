@@ -49,6 +49,7 @@ mod chains;
 mod fsread;
 mod install;
 mod inventory;
+mod items;
 mod kind;
 mod locks;
 mod pathblock;

@@ -5,7 +5,7 @@
 //! it acts. The plan id is the SHA-256 of the plan's canonical JSON (everything but the id), so a
 //! saved plan that was edited is refused by [`Plan::from_json`].
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Component, Path, PathBuf};
 
 use crate::kind::{FindingKind, ProcShape, Removal};
@@ -103,6 +103,14 @@ pub enum Action {
         /// appeared since the scan keeps it).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         owner_recheck: Option<Box<OwnerRecheck>>,
+        /// The principal of its item (its disk) when that stays: this member goes alone,
+        /// since removing it changes nothing that stays (said in the line a person reads).
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            with = "crate::pathser::opt"
+        )]
+        beside: Option<PathBuf>,
     },
     /// Stop a machine through its product's CLI.
     StopMachine {
@@ -311,9 +319,10 @@ impl Action {
                 is_dir,
                 expected_bytes,
                 after_reap,
+                beside,
                 ..
             } => format!(
-                "delete {} {} ({}){}",
+                "delete {} {} ({}){}{}",
                 if *is_dir { "directory" } else { "file" },
                 crate::pathser::shown(path),
                 human_bytes(*expected_bytes),
@@ -321,6 +330,13 @@ impl Action {
                     ""
                 } else {
                     ", after its process is ended"
+                },
+                match beside {
+                    Some(p) => format!(
+                        "; {} stays, and removing this alone changes nothing about it",
+                        crate::pathser::shown(p)
+                    ),
+                    None => String::new(),
                 }
             ),
             Action::StopMachine {
@@ -849,9 +865,10 @@ impl<'r> Planner<'r> {
                 self.skip(id, "no finding with this id in the scan".into());
             }
         }
+        let with_item = self.chosen_with_their_items();
         let mut chosen: Vec<&Finding> = Vec::new();
         for f in &report.findings {
-            if !self.selected(f) {
+            if !self.selected(f) && !with_item.contains(f.id.as_str()) {
                 continue;
             }
             if let Some(why) = refusal(report, roots, f) {
@@ -861,6 +878,22 @@ impl<'r> Planner<'r> {
             }
         }
         chosen
+    }
+
+    /// The members of the items whose principal (a disk, a machine directory) was chosen by id:
+    /// a selection in the window or in `browse` takes an item whole.
+    fn chosen_with_their_items(&self) -> BTreeSet<&'r str> {
+        let findings = &self.report.findings;
+        let items = crate::items::Items::of(findings);
+        let mut out = BTreeSet::new();
+        for (i, f) in findings.iter().enumerate() {
+            if items.role(i) == Some(crate::items::Role::Principal)
+                && self.selection.ids.iter().any(|id| id == &f.id)
+            {
+                out.extend(items.members(i).iter().map(|&j| findings[j].id.as_str()));
+            }
+        }
+        out
     }
 
     /// Asked for by id, or by its verdict and opt-in class.
@@ -987,15 +1020,67 @@ impl<'r> Planner<'r> {
         out
     }
 
+    /// Items go whole, or only the members whose removal changes nothing that stays: a disk
+    /// (or its marker) is not deleted while a member judged by it stays (kept, in use, not
+    /// selected); a companion, log or lock deleted while its disk stays says so (`beside`).
+    /// Members that others are judged by go last: companions and logs, then the disk, then its
+    /// marker (and backing files after every disk above them, as before).
+    fn whole_items(&mut self, kept: Vec<&'r Finding>) -> Vec<(&'r Finding, Option<&'r Finding>)> {
+        let report = self.report;
+        let findings = &report.findings;
+        let items = crate::items::Items::of(findings);
+        let index: HashMap<&str, usize> = findings
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.id.as_str(), i))
+            .collect();
+        let at = |f: &Finding| index.get(f.id.as_str()).copied();
+        let mut going: BTreeSet<&str> = kept.iter().map(|f| f.id.as_str()).collect();
+        // Leaving one out can leave out another (a marker whose disk stays): until nothing changes.
+        loop {
+            let before = going.len();
+            for f in &kept {
+                let Some(i) = at(f).filter(|_| going.contains(f.id.as_str())) else {
+                    continue;
+                };
+                let goes = |m: &Finding| going.contains(m.id.as_str());
+                if let Some(s) = items.survivor_of(findings, i, &goes) {
+                    let why = crate::items::survivor_why(f, s);
+                    going.remove(f.id.as_str());
+                    self.skip(&f.id, why);
+                }
+            }
+            if going.len() == before {
+                break;
+            }
+        }
+        let rank = |f: &Finding| match at(f).and_then(|i| items.role(i)) {
+            Some(crate::items::Role::Principal) => 1,
+            Some(crate::items::Role::Needs) => 2,
+            _ => 0,
+        };
+        let mut out: Vec<&Finding> = kept
+            .into_iter()
+            .filter(|f| going.contains(f.id.as_str()))
+            .collect();
+        out.sort_by_key(|f| (f.needed_by.len(), rank(f)));
+        out.into_iter()
+            .map(|f| {
+                let principal = at(f).and_then(|i| items.principal_of(findings, i));
+                (f, principal.filter(|p| !going.contains(p.id.as_str())))
+            })
+            .collect()
+    }
+
     /// Reap actions, then machine actions, detaches and deletes (stable-sorted by order), and
     /// what they free ([`Plan::estimate_of`]).
-    fn actions(&mut self, kept: Vec<&Finding>) -> (Vec<PlannedAction>, u64) {
+    fn actions(&mut self, kept: Vec<(&Finding, Option<&Finding>)>) -> (Vec<PlannedAction>, u64) {
         let mut actions: Vec<PlannedAction> = self.reaps.iter().map(|p| reap_action(p)).collect();
         actions.append(&mut self.machine_actions);
         let mut detach: BTreeSet<PathBuf> = BTreeSet::new();
         let mut deletes: Vec<PlannedAction> = Vec::new();
-        for f in kept {
-            let Some((_, action)) = delete_action(f, &self.reaps) else {
+        for (f, beside) in kept {
+            let Some((_, action)) = delete_action(f, &self.reaps, beside) else {
                 continue;
             };
             if self.report.platform == Platform::Macos {
@@ -1086,7 +1171,11 @@ fn reap_action(p: &VmProcess) -> PlannedAction {
 
 /// The delete of a kept finding (with its identity), after the reaps of the processes whose
 /// paths overlap it. `None` without an identity or a root (`refusal` has ruled that out).
-fn delete_action(f: &Finding, reaps: &[&VmProcess]) -> Option<(FileIdentity, PlannedAction)> {
+fn delete_action(
+    f: &Finding,
+    reaps: &[&VmProcess],
+    beside: Option<&Finding>,
+) -> Option<(FileIdentity, PlannedAction)> {
     let (Some(identity), Some(root)) = (f.identity, f.root.clone()) else {
         return None;
     };
@@ -1111,6 +1200,7 @@ fn delete_action(f: &Finding, reaps: &[&VmProcess]) -> Option<(FileIdentity, Pla
         after_reap,
         mounts_inside: f.mounts_inside.clone(),
         owner_recheck: f.owner_recheck.clone().map(Box::new),
+        beside: beside.map(|b| b.path.clone()),
     });
     Some((identity, action))
 }
@@ -1164,6 +1254,7 @@ impl Plan {
         let chosen = p.choose_findings(&roots);
         let kept = p.once_each(chosen);
         let kept = p.with_their_disks(kept);
+        let kept = p.whole_items(kept);
         let (actions, estimated) = p.actions(kept);
         let mut plan = Plan {
             schema: PLAN_SCHEMA.into(),

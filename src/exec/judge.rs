@@ -59,6 +59,8 @@ pub struct Rejudge {
 
 struct Facts {
     report: ScanReport,
+    /// The report's findings grouped into items.
+    items: crate::items::Items,
     roots: BTreeSet<PathBuf>,
     /// Index into `report.findings` by path.
     by_path: std::collections::HashMap<PathBuf, usize>,
@@ -78,6 +80,7 @@ impl Facts {
             .map(|(i, f)| (f.path.clone(), i))
             .collect();
         Facts {
+            items: crate::items::Items::of(&report.findings),
             report,
             roots,
             by_path,
@@ -93,9 +96,11 @@ impl Rejudge {
         home: &Path,
         path: &Path,
         (root, kind): (&Path, &crate::kind::FindingKind),
+        later: &[&Path],
     ) -> Result<(), String> {
         let gone = std::mem::take(&mut self.dry_removed);
-        let judged = judge_path(self.facts(), home, path, (root, kind), &gone);
+        let judged = judge_path(self.facts(), home, path, (root, kind), &gone)
+            .and_then(|()| no_survivor_demoted(self.facts(), path, later, &gone));
         self.dry_removed = gone;
         judged?;
         self.not_in_use(path)
@@ -202,7 +207,10 @@ impl Judge for Rejudge {
         match action {
             Action::DeletePath {
                 path, root, kind, ..
-            } => self.judge_delete(&home, path, (root, kind)),
+            } => {
+                let later = later_deletes(plan, action);
+                self.judge_delete(&home, path, (root, kind), &later)
+            }
             Action::SignalProcess {
                 pid,
                 start_time,
@@ -350,6 +358,48 @@ fn judge_path(
                 None => Ok(()),
             }
         }
+    }
+}
+
+/// The paths `plan` deletes after `action` (what still goes with it, as the run stands now).
+fn later_deletes<'p>(plan: &'p Plan, action: &Action) -> Vec<&'p Path> {
+    let at = plan
+        .actions
+        .iter()
+        .position(|a| std::ptr::eq(&a.action, action) || a.action == *action);
+    plan.actions[at.map_or(plan.actions.len(), |i| i + 1)..]
+        .iter()
+        .filter_map(|a| match &a.action {
+            Action::DeletePath { path, .. } => Some(path.as_path()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// No run makes a survivor more deletable: a disk (or its marker) is deleted only while every
+/// member of its item judged by it is gone, or deleted later in the same run (`later`; for a
+/// dry run, `dry_removed` counts as gone). A companion, log or lock may always go alone.
+fn no_survivor_demoted(
+    facts: &Facts,
+    path: &Path,
+    later: &[&Path],
+    dry_removed: &[PathBuf],
+) -> Result<(), String> {
+    let Some(&i) = facts.by_path.get(path) else {
+        return Ok(());
+    };
+    if crate::fsread::lstat(path).is_none() {
+        return Ok(()); // the delete reports it as already gone
+    }
+    let findings = &facts.report.findings;
+    let goes = |m: &crate::model::Finding| {
+        later.contains(&m.path.as_path())
+            || dry_removed.iter().any(|g| m.path.starts_with(g))
+            || crate::fsread::lstat(&m.path).is_none()
+    };
+    match facts.items.survivor_of(findings, i, &goes) {
+        Some(s) => Err(crate::items::survivor_why(&findings[i], s)),
+        None => Ok(()),
     }
 }
 

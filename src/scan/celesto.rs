@@ -992,9 +992,9 @@ impl Residue<'_> {
                     format!("Firmware state of sandbox '{id}', which exists or is running."),
                 )
             } else if self.saved(&id) {
-                d.verdict(
-                    Verdict::Protected,
-                    format!("Firmware state of deleted sandbox '{id}', whose disk is saved; it stays while the disk does."),
+                d.opt_in(
+                    OptInClass::SavedDisks,
+                    format!("Firmware state of deleted sandbox '{id}', whose disk is saved; it goes with the disk, only if you include saved disks."),
                 )
             } else {
                 d.opt_in(OptInClass::Residue, format!("Firmware state (UEFI variables, TPM) of deleted sandbox '{id}'; Celesto never removes it."))
@@ -1089,7 +1089,7 @@ impl Residue<'_> {
             let d = Draft::new(P, FindingKind::CelestoKnownHostsResidue, &e.path).root(&kh);
             let d = match name.strip_suffix(".known_hosts").filter(|i| valid_sandbox_id(i) && e.is_file()) {
                 Some(id) if self.live.contains(id) || self.running(id) => d.owner(id).verdict(Verdict::Protected, format!("Pinned SSH host key of sandbox '{id}', which exists.")),
-                Some(id) if self.saved(id) => d.owner(id).verdict(Verdict::Protected, format!("Pinned SSH host key of deleted sandbox '{id}', whose disk is saved; it stays while the disk does.")),
+                Some(id) if self.saved(id) => d.owner(id).opt_in(OptInClass::SavedDisks, format!("Pinned SSH host key of deleted sandbox '{id}', whose disk is saved; it goes with the disk, only if you include saved disks.")),
                 Some(id) => d.owner(id).verdict(Verdict::Reclaimable, format!("Pinned SSH host key of sandbox '{id}', which no longer exists; Celesto never removes it.")),
                 None => d.verdict(Verdict::Unknown, "Not a known-hosts file Celesto writes; left alone."),
             };

@@ -15,6 +15,7 @@ mod hazards;
 mod headless;
 mod incremental;
 mod inputs;
+mod items;
 mod keep;
 mod one_number;
 mod pipeline;

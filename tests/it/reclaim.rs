@@ -670,6 +670,7 @@ fn refuses_root_home_and_root_dirs() {
                 after_reap: vec![],
                 mounts_inside: vec![],
                 owner_recheck: None,
+                beside: None,
             },
         });
     }

@@ -69,11 +69,19 @@ fn kind_takes_short_names_and_json_ids() {
             .collect()
     };
     let (a, b) = (kinds(&short), kinds(&id));
+    // A kind selects whole items: the orphaned disks with their companions, logs and locks.
+    let of_the_item = [
+        "celesto.orphan_disk",
+        "celesto.disk_companion",
+        "celesto.orphan_log",
+        "celesto.lock_residue",
+    ];
     assert!(
-        !a.is_empty() && a.iter().all(|k| k == "celesto.orphan_disk"),
+        a.iter().any(|k| k == "celesto.orphan_disk")
+            && a.iter().all(|k| of_the_item.contains(&k.as_str())),
         "{a:?}"
     );
-    assert_eq!(a.len(), b.len());
+    assert_eq!(a, b);
     // The screen names the filter by the name it shows.
     let text = stdout(&run(&home, &["scan", "--kind", "celesto.orphan_disk"]));
     assert!(text.contains("items match --kind orphaned-disks"), "{text}");
