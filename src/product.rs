@@ -14,6 +14,9 @@ pub enum Product {
 }
 
 impl Product {
+    /// Both products, in the order every surface lists them.
+    pub const ALL: [Product; 2] = [Product::Celesto, Product::Smolvm];
+
     /// Its stable lowercase name, as serialised and prefixed to kind strings: `celesto` or
     /// `smolvm`.
     pub fn as_str(self) -> &'static str {

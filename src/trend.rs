@@ -78,7 +78,7 @@ impl Point {
             crate::plan::now_secs()
         };
         let mut products = BTreeMap::new();
-        for p in [Product::Celesto, Product::Smolvm] {
+        for p in Product::ALL {
             products.insert(p, product_totals(report, p));
         }
         Point { at, products }

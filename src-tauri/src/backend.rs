@@ -1,7 +1,7 @@
 //! What the shell asks of the core: scan, plan, and execute a plan through the one executor.
 //!
 //! The shell only talks to a [`Backend`], so the headless tests drive it with a fake one. The real
-//! backend scans with `smolsweep::scan::scan` and executes with `smolsweep::exec::execute`: every
+//! backend scans with `smolsweep::scan::scan` and executes with `smolsweep::exec::run`: every
 //! action (a reclaim, stopping a machine, ending a process, deleting a machine) is a core plan,
 //! re-judged on fresh facts at the moment it runs and journaled in the core journal with the
 //! surface and command that made it.
@@ -14,9 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use smolsweep::exec::{
-    ActionRunner, Confirmed, ExecContext, ExecReport, Judge, Origin, Outcome, ProgressEvent,
-};
+use smolsweep::exec::{ActionRunner, Confirmed, ExecReport, Judge, Origin, Outcome, ProgressEvent};
 use smolsweep::model::{Product, ScanReport};
 use smolsweep::plan::{Action, Plan as CorePlan, Selection};
 use smolsweep::view::Confirmation;
@@ -663,7 +661,7 @@ pub fn history(journal: Option<&Path>, legacy: Option<&Path>) -> History {
 /// The core, as the shell sees it.
 pub trait Backend: Send + Sync + 'static {
     fn scan(&self) -> anyhow::Result<ScanReport>;
-    /// Execute a confirmed core plan through `smolsweep::exec::execute`: every action re-judged
+    /// Execute a confirmed core plan through `smolsweep::exec::run`: every action re-judged
     /// at the moment it runs, every outcome journaled in the core journal with `origin`. `Err`
     /// when nothing ran (the journal or the environment could not be opened, or `confirmed` was
     /// made for another plan).
@@ -745,14 +743,18 @@ impl Backend for RealBackend {
         let journal = self
             .journal_path()
             .ok_or("no data directory for the journal, so nothing was done")?;
-        let mut judge = smolsweep::exec::Rejudge::from_env()
+        let road = smolsweep::exec::Road::from_env()
             .map_err(|e| format!("cannot read the environment, so nothing was done: {e:#}"))?;
-        let env = smolsweep::env::EnvSnapshot::capture()
-            .map_err(|e| format!("cannot read the environment, so nothing was done: {e:#}"))?;
-        let runner = smolsweep::exec::RealRunner::new(env, smolsweep::model::Platform::current());
-        run_plan(
-            plan, confirmed, &journal, &mut judge, &runner, origin, progress,
+        smolsweep::exec::run(
+            plan,
+            Some(confirmed),
+            origin,
+            road.journal_at(journal).sink(progress),
         )
+        .map_err(|e| match e {
+            smolsweep::exec::RunError::Exec(e) => format!("not run: {e}"),
+            e => e.to_string(),
+        })
     }
 }
 
@@ -763,9 +765,10 @@ fn now_secs() -> u64 {
         .unwrap_or(0)
 }
 
-/// The one road every action of the app takes: open the core journal at `journal` (nothing runs
-/// without it), then run `plan`, which `confirmed` was made for, with `smolsweep::exec::execute`,
-/// `judge` asked before every action and `runner` carrying out what is not a path deletion.
+/// The one road every action of the app takes ([`smolsweep::exec::run`]): the core journal at
+/// `journal` opened (nothing runs without it), then `plan`, which `confirmed` was made for,
+/// executed with `judge` asked before every action and `runner` carrying out what is not a path
+/// deletion.
 pub fn run_plan(
     plan: &CorePlan,
     confirmed: Confirmed,
@@ -775,16 +778,13 @@ pub fn run_plan(
     origin: Origin,
     progress: &dyn Fn(&ProgressEvent),
 ) -> Result<ExecReport, String> {
-    let mut journal = smolsweep::journal::Journal::open(journal)
-        .map_err(|e| format!("cannot open the journal, so nothing was done: {e}"))?;
-    smolsweep::exec::execute(
-        plan,
-        ExecContext::confirmed(confirmed, runner, judge)
-            .journal(&mut journal)
-            .progress(progress)
-            .origin(origin),
-    )
-    .map_err(|e| format!("not run: {e}"))
+    let road = smolsweep::exec::Road::given(judge, runner)
+        .journal_at(journal.to_path_buf())
+        .sink(progress);
+    smolsweep::exec::run(plan, Some(confirmed), origin, road).map_err(|e| match e {
+        smolsweep::exec::RunError::Exec(e) => format!("not run: {e}"),
+        e => e.to_string(),
+    })
 }
 
 #[cfg(test)]

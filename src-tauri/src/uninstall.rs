@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use smolsweep::env::EnvSnapshot;
 use smolsweep::exec::{ActionRunner, Outcome, ProgressEvent};
-use smolsweep::journal::Journal;
 use smolsweep::model::{Platform, Product};
 use smolsweep::uninstall::plan::{self as uplan, ProductChoice, UninstallOptions};
 use smolsweep::uninstall::preflight::{self, Preflight};
@@ -43,9 +42,10 @@ pub trait Uninstaller: Send + Sync + 'static {
     fn runner(&self, plan: &UninstallPlan, env: &EnvSnapshot) -> Box<dyn ActionRunner> {
         Box::new(urun::runner_for(plan, env, self.platform()))
     }
-    /// The journal every action is recorded in (the same one as `prune` and `uninstall`).
-    fn journal(&self) -> std::io::Result<Journal> {
-        Journal::open_default()
+    /// The journal every action is recorded in (`None`: the same one as `prune` and
+    /// `uninstall`).
+    fn journal_path(&self) -> Option<std::path::PathBuf> {
+        None
     }
     /// What re-judges each step at the moment it runs: the scanner, in `env`.
     fn judge(&self, env: &EnvSnapshot) -> Box<dyn smolsweep::exec::Judge> {
@@ -103,7 +103,7 @@ pub struct RunResult {
 
 /// `Product::display_name` of each product by its serialised name, for the window's lines.
 pub fn product_names() -> std::collections::BTreeMap<&'static str, &'static str> {
-    [Product::Celesto, Product::Smolvm]
+    Product::ALL
         .into_iter()
         .map(|p| (p.as_str(), p.display_name()))
         .collect()
@@ -491,10 +491,6 @@ fn run_blocking<R: Runtime>(
     plan: &UninstallPlan,
 ) -> Result<RunResult, String> {
     let env = u.env().map_err(|e| format!("{e:#}"))?;
-    // Nothing runs without the journal, as in the CLI.
-    let mut journal = u
-        .journal()
-        .map_err(|e| format!("cannot open the journal, so nothing was done: {e}"))?;
     let runner = u.runner(plan, &env);
     let (_, index_of) = plan.core_plan();
     let progress = |ev: &ProgressEvent| {
@@ -516,15 +512,13 @@ fn run_blocking<R: Runtime>(
         }
     };
     let mut judge = u.judge(&env);
-    let run = urun::run_with(
-        plan,
-        smolsweep::exec::How::Click,
-        runner.as_ref(),
-        judge.as_mut(),
-        Some(&mut journal),
-        Some(&progress),
-        "window",
-    );
+    // The one road, as in the CLI: nothing runs without the journal.
+    let mut road = smolsweep::exec::Road::given(judge.as_mut(), runner.as_ref()).sink(&progress);
+    if let Some(j) = u.journal_path() {
+        road = road.journal_at(j);
+    }
+    let run = urun::run_with(plan, smolsweep::exec::How::Click, "window", road)
+        .map_err(|e| e.to_string())?;
     let proof = proof_after(u, &env, plan);
     let proof = proof_report(plan, Some(&run), proof);
     Ok(RunResult {

@@ -9,8 +9,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use smolsweep::exec::{self, Confirmed, ExecContext, How};
-use smolsweep::journal::Journal;
+use smolsweep::exec::{self, Confirmed, How};
 use smolsweep::policy::{Decision, Policy};
 
 #[derive(Debug, clap::Args)]
@@ -59,7 +58,6 @@ pub fn run(a: AutoArgs) -> i32 {
         // The timer's scans draw the space history too.
         crate::cli::trend::record_scan(&report);
     }
-    let mut judge = exec::Rejudge::new(opts.clone()).seeded(&report, taken);
     let plan = match policy.decide(&report, opts.now) {
         Err(e) => return refuse("error", &e),
         Ok(Decision::Nothing) => {
@@ -80,9 +78,9 @@ pub fn run(a: AutoArgs) -> i32 {
         }
         Ok(Decision::Run(plan)) => plan,
     };
-    let runner = crate::cli::reclaim::runner();
+    let road = || exec::Road::new(opts.clone()).seeded(&report, taken);
     if a.dry_run {
-        return match exec::execute(&plan, ExecContext::dry_run(runner, &mut judge)) {
+        return match exec::run(&plan, None, exec::Origin::new("auto", "dry run"), road()) {
             Ok(r) => {
                 print(r.envelope(&plan));
                 0
@@ -90,17 +88,9 @@ pub fn run(a: AutoArgs) -> i32 {
             Err(e) => refuse("error", &e.to_string()),
         };
     }
-    let mut journal = match Journal::open_default() {
-        Ok(j) => j,
-        Err(e) => return refuse("error", &format!("cannot open the journal: {e}")),
-    };
     let confirmed = Confirmed::of(&plan, How::Policy);
-    let result = exec::execute(
-        &plan,
-        ExecContext::confirmed(confirmed, runner, &mut judge)
-            .journal(&mut journal)
-            .origin(exec::Origin::new("auto", "auto --policy")),
-    );
+    let origin = exec::Origin::new("auto", "auto --policy");
+    let result = exec::run(&plan, Some(confirmed), origin, road());
     match result {
         Ok(r) => {
             let failed = r.failed().count() > 0 || r.journal_error.is_some();

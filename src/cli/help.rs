@@ -519,7 +519,7 @@ pub fn kind_long_help(first: &str) -> String {
     use smolsweep::model::Product;
     use smolsweep::model::Risk;
     let mut s = format!("{first}. `smolsweep kinds` or `--kind help` prints the full table.\n");
-    for product in [Product::Celesto, Product::Smolvm] {
+    for product in Product::ALL {
         for risk in [Risk::Leftover, Risk::Rebuild, Risk::UserData] {
             let names: Vec<&str> = FindingKind::ALL
                 .iter()

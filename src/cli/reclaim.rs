@@ -14,29 +14,13 @@ use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use smolsweep::exec::{self, ActionRunner, Confirmed, ExecContext, ExecReport, How, Outcome};
-use smolsweep::journal::{self, Journal};
+use smolsweep::exec::{self, Confirmed, ExecReport, How, Outcome};
+use smolsweep::journal;
 use smolsweep::model::{human_bytes, OptInClass, ScanReport};
 use smolsweep::plan::{Action, Plan, Selection, SkippedAtPlan};
 use smolsweep::view::{escape_text, shown};
 
 use super::progress::{self, outcome_line, Progress, Style};
-
-/// The runner for machine, process and mount actions: the product CLIs, pidfd reaping and
-/// `hdiutil`, for this process's own environment.
-pub(crate) fn runner() -> &'static dyn ActionRunner {
-    static RUNNER: std::sync::OnceLock<Box<dyn ActionRunner + Send + Sync>> =
-        std::sync::OnceLock::new();
-    RUNNER
-        .get_or_init(|| match smolsweep::env::EnvSnapshot::capture() {
-            Ok(env) => Box::new(exec::RealRunner::new(
-                env,
-                smolsweep::model::Platform::current(),
-            )),
-            Err(_) => Box::new(exec::UnwiredRunner),
-        })
-        .as_ref()
-}
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct IncludeArgs {
@@ -198,11 +182,28 @@ pub struct HistoryArgs {
     pub json: bool,
 }
 
-/// A scan to plan from, and the judge that will re-judge each action when it runs (seeded
-/// with the scan when it was made just now, from this environment).
+/// A scan to plan from, and where its plan runs (the re-judge seeded with the scan when it was
+/// made just now, from this environment).
 struct Scanned {
     report: ScanReport,
-    judge: exec::Rejudge,
+    at: Where,
+}
+
+/// The environment a plan runs in, and the whole scan it was made from when that was just now
+/// (the re-judge starts from it while it is fresh).
+struct Where {
+    opts: smolsweep::scan::ScanOptions,
+    seed: Option<(ScanReport, std::time::Instant)>,
+}
+
+impl Where {
+    fn road(&self) -> exec::Road<'_> {
+        let road = exec::Road::new(self.opts.clone());
+        match &self.seed {
+            Some((report, taken)) => road.seeded(report, *taken),
+            None => road,
+        }
+    }
 }
 
 fn load_report(args: &ReportArgs) -> anyhow::Result<Scanned> {
@@ -217,13 +218,16 @@ fn load_report(args: &ReportArgs) -> anyhow::Result<Scanned> {
             .map_err(|e| anyhow::anyhow!("{} is not a scan report: {e}", shown(f)))?;
         return Ok(Scanned {
             report,
-            judge: exec::Rejudge::new(opts),
+            at: Where { opts, seed: None },
         });
     }
     let taken = std::time::Instant::now();
     let report = smolsweep::scan::scan(&opts);
-    let judge = exec::Rejudge::new(opts).seeded(&report, taken);
-    Ok(Scanned { report, judge })
+    let seed = Some((report.clone(), taken));
+    Ok(Scanned {
+        report,
+        at: Where { opts, seed },
+    })
 }
 
 fn with_report(args: &ReportArgs, json: bool, f: impl FnOnce(Scanned) -> i32) -> i32 {
@@ -308,7 +312,7 @@ struct Mode<'a> {
 fn run_named(
     plan: &Plan,
     run: &RunArgs,
-    judge: exec::Rejudge,
+    at: &Where,
     command: &str,
     report: &ScanReport,
     named: Named,
@@ -319,7 +323,7 @@ fn run_named(
         strict: !named.is_empty(),
         all_skipped_refused: false,
     };
-    run_plan_with(plan, mode, judge, command)
+    run_plan_with(plan, mode, at, command)
 }
 
 pub fn prune(a: PruneArgs) -> i32 {
@@ -333,7 +337,7 @@ pub fn prune(a: PruneArgs) -> i32 {
             ..Default::default()
         };
         let plan = Plan::from_scan(&s.report, &sel);
-        run_named(&plan, &a.run, s.judge, "prune", &s.report, Named::default())
+        run_named(&plan, &a.run, &s.at, "prune", &s.report, Named::default())
     })
 }
 
@@ -349,7 +353,7 @@ pub fn reap(a: ReapArgs) -> i32 {
             keys: a.pids.iter().map(|p| format!("pid:{p}")).collect(),
             ids: vec![],
         };
-        run_named(&plan, &a.run, s.judge, "reap", &s.report, named)
+        run_named(&plan, &a.run, &s.at, "reap", &s.report, named)
     })
 }
 
@@ -361,7 +365,7 @@ pub fn stop(a: StopArgs) -> i32 {
         };
         let plan = Plan::from_scan(&s.report, &sel);
         let named = Named::machines(&a.machines);
-        run_named(&plan, &a.run, s.judge, "stop", &s.report, named)
+        run_named(&plan, &a.run, &s.at, "stop", &s.report, named)
     })
 }
 
@@ -374,7 +378,7 @@ pub fn delete(a: DeleteArgs) -> i32 {
         };
         let plan = Plan::from_scan(&s.report, &sel);
         let named = Named::machines(&a.machines);
-        run_named(&plan, &a.run, s.judge, "delete", &s.report, named)
+        run_named(&plan, &a.run, &s.at, "delete", &s.report, named)
     })
 }
 
@@ -512,7 +516,7 @@ pub fn apply(a: ApplyArgs) -> i32 {
         strict: false,
         all_skipped_refused: true,
     };
-    run_plan_with(&plan, mode, exec::Rejudge::new(opts), "apply")
+    run_plan_with(&plan, mode, &Where { opts, seed: None }, "apply")
 }
 
 pub fn history(a: HistoryArgs) -> i32 {
@@ -705,8 +709,8 @@ fn print_result(plan: &Plan, report: &ExecReport, run: &RunArgs) {
     crate::outln!("{}", smolsweep::view::closing_line(report));
 }
 
-fn dry_run(plan: &Plan, judge: &mut exec::Rejudge) -> Result<ExecReport, exec::ExecError> {
-    exec::execute(plan, ExecContext::dry_run(runner(), judge))
+fn dry_run(plan: &Plan, at: &Where) -> Result<ExecReport, exec::RunError> {
+    exec::run(plan, None, exec::Origin::new("cli", "dry run"), at.road())
 }
 
 /// The exit code of a run: 1 when a named target was refused (at planning, or skipped when it
@@ -728,7 +732,7 @@ fn exit_code(mode: &Mode<'_>, report: Option<&ExecReport>) -> i32 {
     }
 }
 
-fn run_plan_with(plan: &Plan, mode: Mode<'_>, mut judge: exec::Rejudge, command: &str) -> i32 {
+fn run_plan_with(plan: &Plan, mode: Mode<'_>, at: &Where, command: &str) -> i32 {
     let run = mode.run;
     let human = !run.json;
     if human && !mode.refused.is_empty() {
@@ -757,7 +761,7 @@ fn run_plan_with(plan: &Plan, mode: Mode<'_>, mut judge: exec::Rejudge, command:
         print_plan(plan);
     }
     if run.dry_run {
-        return match dry_run(plan, &mut judge) {
+        return match dry_run(plan, at) {
             Ok(r) => {
                 print_result(plan, &r, run);
                 exit_code(&mode, Some(&r))
@@ -768,7 +772,7 @@ fn run_plan_with(plan: &Plan, mode: Mode<'_>, mut judge: exec::Rejudge, command:
     if !run.yes {
         if !std::io::stdin().is_terminal() {
             // Nobody to ask: the plan as a dry run, then the prompt's refusal.
-            match dry_run(plan, &mut judge) {
+            match dry_run(plan, at) {
                 Ok(r) => print_result(plan, &r, run),
                 Err(e) => return fail(run.json, &format!("the plan is not valid: {e}")),
             }
@@ -778,15 +782,6 @@ fn run_plan_with(plan: &Plan, mode: Mode<'_>, mut judge: exec::Rejudge, command:
         }
     }
     let confirmed = Confirmed::of(plan, if run.yes { How::YesFlag } else { How::Answered });
-    let mut journal = match Journal::open_default() {
-        Ok(j) => j,
-        Err(e) => {
-            return fail(
-                run.json,
-                &format!("cannot open the journal, so nothing was done: {e}"),
-            )
-        }
-    };
     let progress = Progress::new(
         Style::for_stderr(run.json || run.quiet),
         run.verbose && !run.json,
@@ -794,12 +789,11 @@ fn run_plan_with(plan: &Plan, mode: Mode<'_>, mut judge: exec::Rejudge, command:
         Some(plan.estimated_bytes),
     );
     let listen = |ev: &exec::ProgressEvent| progress.event(ev);
-    let result = exec::execute(
+    let result = exec::run(
         plan,
-        ExecContext::confirmed(confirmed, runner(), &mut judge)
-            .journal(&mut journal)
-            .progress(&listen)
-            .origin(exec::Origin::new("cli", command)),
+        Some(confirmed),
+        exec::Origin::new("cli", command),
+        at.road().sink(&listen),
     );
     progress.finish();
     match result {

@@ -248,17 +248,6 @@ impl Session<'_> {
     /// the exit code when nothing could be done.
     fn carry_out(&self) -> Result<RunReport, i32> {
         let (args, plan) = (self.args, self.plan);
-        // The same journal as prune: every machine, process, mount and delete action is recorded.
-        let mut journal = smolsweep::journal::Journal::open_default().map_err(|e| {
-            eprintln!("smolsweep: cannot open the journal, so nothing was done: {e}");
-            1
-        })?;
-        let mut judge = smolsweep::exec::Rejudge::new(smolsweep::scan::ScanOptions {
-            env: self.env.clone(),
-            platform: self.platform,
-            age_guard: std::time::Duration::from_secs(120),
-            now: std::time::SystemTime::now(),
-        });
         let (_, index_of) = plan.core_plan();
         let progress = Progress::new(
             Style::for_stderr(args.json || args.quiet),
@@ -270,19 +259,27 @@ impl Session<'_> {
             None,
         );
         let listen = |ev: &smolsweep::exec::ProgressEvent| progress.event(ev);
-        let report = run::run_with(
-            plan,
-            if args.yes {
-                How::YesFlag
-            } else {
-                How::Answered
-            },
-            &run::runner_for(plan, self.env, self.platform),
-            &mut judge,
-            Some(&mut journal),
-            Some(&listen),
-            "cli",
-        );
+        let opts = smolsweep::scan::ScanOptions {
+            env: self.env.clone(),
+            platform: self.platform,
+            age_guard: std::time::Duration::from_secs(120),
+            now: std::time::SystemTime::now(),
+        };
+        let runner = run::runner_for(plan, self.env, self.platform);
+        // The same road and journal as prune: every machine, process, mount and delete action
+        // is re-judged and recorded.
+        let road = smolsweep::exec::Road::new(opts)
+            .runner(&runner)
+            .sink(&listen);
+        let how = if args.yes {
+            How::YesFlag
+        } else {
+            How::Answered
+        };
+        let report = run::run_with(plan, how, "cli", road).map_err(|e| {
+            eprintln!("smolsweep: {e}");
+            1
+        })?;
         progress.finish();
         Ok(report)
     }

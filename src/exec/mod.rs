@@ -4,9 +4,11 @@
 //! Paths are deleted here (through [`delete`]); stopping and deleting machines, reaping processes
 //! and detaching mounts go through an [`ActionRunner`].
 //!
-//! A run is made one way: [`ExecContext::confirmed`] with the [`Confirmed`] token of the plan
-//! the user saw (or [`ExecContext::dry_run`]), then the journal, progress and origin added to it,
-//! then [`execute`]. A dry run cannot reach the delete primitive: [`delete::delete_path`] needs a
+//! Every surface runs a plan through [`run`] (the journal opened, the re-judge and the runner
+//! built for the environment of the run). Underneath, a run is made one way:
+//! [`ExecContext::confirmed`] with the [`Confirmed`] token of the plan the user saw (or
+//! [`ExecContext::dry_run`]), then the journal, progress and origin added to it, then
+//! [`execute`]. A dry run cannot reach the delete primitive: [`delete::delete_path`] needs a
 //! [`Confirmed`] token, and only a confirmed context carries one; a token made for another plan
 //! runs nothing.
 
@@ -20,6 +22,7 @@ pub(crate) mod ownership;
 pub(crate) mod rcfile;
 pub(crate) mod reap;
 pub(crate) mod remove;
+mod road;
 pub(crate) mod runner;
 pub(crate) mod teardown;
 
@@ -36,6 +39,7 @@ pub use confirm::{Confirmed, How};
 use delete::{delete_outcome, IdentityCheck, Target};
 pub use judge::{Judge, Rejudge};
 pub use reap::{ProcessRef, ReapOptions};
+pub use road::{run, Road, RunError};
 pub use runner::RealRunner;
 
 /// How many times this thread has entered the delete primitive: lets a caller (and the tests)

@@ -42,7 +42,7 @@ impl ProductChoice {
         match self {
             ProductChoice::Celesto => vec![Product::Celesto],
             ProductChoice::Smolvm => vec![Product::Smolvm],
-            ProductChoice::All => vec![Product::Celesto, Product::Smolvm],
+            ProductChoice::All => Product::ALL.to_vec(),
         }
     }
 }
@@ -164,9 +164,15 @@ impl UninstallPlan {
     pub fn checked_count(&self) -> usize {
         self.checked().count()
     }
-    /// Allocated bytes the ticked steps remove, as the preflight measured them.
+    /// Allocated bytes the ticked steps remove, as the preflight measured them: the one
+    /// estimate of every plan ([`Plan::estimate_of`]) over the ticked steps together (a file
+    /// two steps delete under two names counts once).
     pub fn checked_bytes(&self) -> u64 {
-        self.checked().map(|s| s.bytes).sum()
+        let actions: Vec<PlannedAction> = self
+            .checked()
+            .map(|s| PlannedAction::of(s.action.clone()))
+            .collect();
+        Plan::estimate_of(&actions)
     }
     /// Whether no step will run.
     pub fn is_empty(&self) -> bool {
@@ -256,7 +262,7 @@ impl UninstallPlan {
             });
             index_of.push(i);
         }
-        let estimated_bytes = self.checked_bytes();
+        let estimated_bytes = Plan::estimate_of(&actions);
         let mut plan = Plan {
             schema: PLAN_SCHEMA.to_string(),
             id: String::new(),

@@ -1,5 +1,5 @@
 //! Carrying out an [`UninstallPlan`]: its checked steps are one core [`Plan`], run by the one
-//! executor ([`crate::exec::execute`]) like every other plan: each action re-judged at the
+//! executor, through the one road ([`crate::exec::run`]) like every other plan: each action re-judged at the
 //! moment it runs, carried out (machine CLIs, pidfd reaping and `hdiutil` through
 //! [`RealRunner`], removals through the descriptor-based delete primitive, launchers, empty
 //! directories and PATH-block edits in [`crate::exec::teardown`]), and journaled. What a run
@@ -12,10 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::env::EnvSnapshot;
 use crate::exec::runner::RealRunner;
-use crate::exec::{
-    ActionRunner, Confirmed, ExecContext, How, Judge, Origin, Outcome, ProgressEvent,
-};
-use crate::journal::Journal;
+use crate::exec::{Confirmed, How, Origin, Outcome, Road, RunError};
 use crate::model::{human_bytes, Platform};
 use crate::plan::Action;
 
@@ -116,18 +113,16 @@ pub fn runner_for(plan: &UninstallPlan, env: &EnvSnapshot, platform: Platform) -
 }
 
 /// Run every checked step of `plan`, confirmed `how` (the caller says how the person
-/// confirmed it; nothing here confirms on its own), through the one executor, journaled when
-/// `journal` is given; `progress` hears every action start and finish; `surface` names who
-/// asked.
+/// confirmed it; nothing here confirms on its own), through the one road every plan takes
+/// ([`crate::exec::run`]: re-judged, journaled, the progress told to the road's sink);
+/// `surface` names who asked. `Err` when the run could not start (the journal could not be
+/// opened): nothing was done.
 pub fn run_with(
     plan: &UninstallPlan,
     how: How,
-    runner: &dyn ActionRunner,
-    judge: &mut dyn Judge,
-    journal: Option<&mut Journal>,
-    progress: Option<&dyn Fn(&ProgressEvent)>,
     surface: &str,
-) -> RunReport {
+    road: Road<'_>,
+) -> Result<RunReport, RunError> {
     let (core, index_of) = plan.core_plan();
     let mut report = RunReport::default();
     for (i, ps) in plan.steps.iter().enumerate().filter(|(_, s)| !s.checked) {
@@ -140,15 +135,13 @@ pub fn run_with(
     }
     if !core.is_empty() {
         // The checked steps, as they were shown, are the core plan confirmed.
-        let mut ctx = ExecContext::confirmed(Confirmed::of(&core, how), runner, judge)
-            .origin(Origin::new(surface, "uninstall"));
-        if let Some(j) = journal {
-            ctx = ctx.journal(j);
-        }
-        if let Some(p) = progress {
-            ctx = ctx.progress(p);
-        }
-        match crate::exec::execute(&core, ctx) {
+        let confirmed = Confirmed::of(&core, how);
+        match crate::exec::run(
+            &core,
+            Some(confirmed),
+            Origin::new(surface, "uninstall"),
+            road,
+        ) {
             Ok(r) => {
                 report.freed_bytes = r.freed_bytes;
                 report.journal_error = r.journal_error.clone();
@@ -168,6 +161,7 @@ pub fn run_with(
                     });
                 }
             }
+            Err(e @ (RunError::Journal(_) | RunError::NoJournal)) => return Err(e),
             Err(e) => {
                 for (ci, i) in index_of.iter().enumerate() {
                     report.records.push(StepRecord {
@@ -181,7 +175,7 @@ pub fn run_with(
         }
     }
     report.records.sort_by_key(|r| r.index);
-    report
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -121,7 +121,7 @@ pub(crate) fn verify_with(
     opts: &VerifyOptions,
 ) -> Proof {
     let products = if opts.products.is_empty() {
-        vec![Product::Celesto, Product::Smolvm]
+        Product::ALL.to_vec()
     } else {
         opts.products.clone()
     };

@@ -209,7 +209,7 @@ pub fn trend_view(t: &Trend, damaged: Option<&Damaged>) -> TrendView {
         .max()
         .unwrap_or(0)
         .max(1) as f64;
-    let mut products: Vec<TrendSeries> = [Product::Celesto, Product::Smolvm]
+    let mut products: Vec<TrendSeries> = Product::ALL
         .into_iter()
         .map(|p| TrendSeries {
             product: p,

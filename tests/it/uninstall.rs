@@ -784,22 +784,17 @@ mod library {
     use smolsweep::uninstall::preflight;
     use smolsweep::uninstall::run;
 
-    /// Run every checked step of `plan` as `uninstall --yes` confirms it (no journal, no
-    /// progress).
+    /// Run every checked step of `plan` as `uninstall --yes` confirms it (a journal of its
+    /// own, no progress).
     fn run_yes(
         plan: &plan::UninstallPlan,
         runner: &dyn smolsweep::exec::ActionRunner,
         judge: &mut dyn smolsweep::exec::Judge,
     ) -> run::RunReport {
-        run::run_with(
-            plan,
-            smolsweep::exec::How::YesFlag,
-            runner,
-            judge,
-            None,
-            None,
-            "cli",
-        )
+        let journal = tempfile::tempdir().unwrap();
+        let road = smolsweep::exec::Road::given(judge, runner)
+            .journal_at(journal.path().join("journal.jsonl"));
+        run::run_with(plan, smolsweep::exec::How::YesFlag, "cli", road).unwrap()
     }
 
     /// The real judge, in the scratch HOME's environment.

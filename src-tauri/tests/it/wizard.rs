@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use smolsweep::env::EnvSnapshot;
 use smolsweep::exec::{ActionRunner, Outcome};
-use smolsweep::journal::Journal;
 use smolsweep::model::{Platform, Product, ScanReport};
 use smolsweep::uninstall::UninstallPlan;
 use smolsweep_desktop::uninstall::{Uninstaller, EV_UNINSTALL_PROGRESS};
@@ -78,8 +77,8 @@ impl Uninstaller for Scratch {
     fn runner(&self, _: &UninstallPlan, _: &EnvSnapshot) -> Box<dyn ActionRunner> {
         Box::new(Runner(self.calls.clone()))
     }
-    fn journal(&self) -> std::io::Result<Journal> {
-        Journal::open(&self.journal)
+    fn journal_path(&self) -> Option<PathBuf> {
+        Some(self.journal.clone())
     }
 }
 

@@ -11,8 +11,7 @@ use std::cell::RefCell;
 use std::io::IsTerminal;
 
 use crossterm::event::{self, Event};
-use smolsweep::exec::{self, Confirmed, ExecContext, How, ProgressEvent};
-use smolsweep::journal::Journal;
+use smolsweep::exec::{self, Confirmed, How, ProgressEvent};
 use smolsweep::plan::Plan;
 use smolsweep::scan::{scan, ScanOptions};
 use smolsweep::view::ScanView;
@@ -119,17 +118,7 @@ fn execute(
     app: &mut App,
     plan: &Plan,
 ) -> anyhow::Result<()> {
-    let opts = ScanOptions::from_env()?;
-    let mut journal = match Journal::open_default() {
-        Ok(j) => j,
-        Err(e) => {
-            app.finish(Err(format!(
-                "cannot open the journal, so nothing was done: {e}"
-            )));
-            return Ok(());
-        }
-    };
-    let mut judge = exec::Rejudge::new(opts);
+    let road = exec::Road::new(ScanOptions::from_env()?);
     let confirmed = Confirmed::of(plan, How::Answered);
     app.start_run(plan);
     terminal.draw(|f| ui::draw(f, app))?;
@@ -142,13 +131,8 @@ fn execute(
             let _ = t.draw(|f| ui::draw(f, a));
         }
     };
-    let result = exec::execute(
-        plan,
-        ExecContext::confirmed(confirmed, crate::cli::reclaim::runner(), &mut judge)
-            .journal(&mut journal)
-            .progress(&listen)
-            .origin(exec::Origin::new("cli", "browse")),
-    );
+    let origin = exec::Origin::new("cli", "browse");
+    let result = exec::run(plan, Some(confirmed), origin, road.sink(&listen));
     let (_, app) = shared.into_inner();
     app.finish(result.map_err(|e| e.to_string()));
     Ok(())
