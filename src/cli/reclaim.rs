@@ -589,32 +589,23 @@ fn run_line(r: &journal::RunSummary) -> String {
     )
 }
 
-/// `history RUN`: every run of the plan whose id is `given` or starts with it, item by item.
+/// `history RUN`: the run whose id is `given` or starts with it, or every run of the plan whose
+/// id does, item by item.
 fn history_of_run(a: &HistoryArgs, path: &Path, runs: &[journal::RunSummary], given: &str) -> i32 {
-    use super::prefix::{ambiguous, find, Found};
-    // A run id (what `history` prints) names one run; a plan id every run of that plan.
-    let of_plan: Vec<&journal::RunSummary> = match find(runs, given, |r| r.run_id.as_str()) {
-        Found::One(r) => vec![r],
-        Found::Ambiguous(ids) => {
-            let short: Vec<String> = ids.iter().map(|i| i[..i.len().min(12)].into()).collect();
-            return fail(a.json, &ambiguous("run", given, &short));
+    let of_plan = match runs_named(runs, given) {
+        Ok(r) if r.is_empty() => {
+            return fail(
+                a.json,
+                &format!(
+                    "no run {given} in {} (see `smolsweep history`)",
+                    path.display()
+                ),
+            )
         }
-        Found::None => match find(runs, given, |r| r.plan_id.as_str()) {
-            Found::One(r) => runs.iter().filter(|x| x.plan_id == r.plan_id).collect(),
-            Found::None => {
-                return fail(
-                    a.json,
-                    &format!(
-                        "no run {given} in {} (see `smolsweep history`)",
-                        path.display()
-                    ),
-                )
-            }
-            Found::Ambiguous(ids) => {
-                let short: Vec<String> = ids.iter().map(|i| i[..i.len().min(12)].into()).collect();
-                return fail(a.json, &ambiguous("run", given, &short));
-            }
-        },
+        Ok(r) => r,
+        Err(candidates) => {
+            return fail(a.json, &super::prefix::ambiguous("run", given, &candidates))
+        }
     };
     if a.json {
         crate::cli::out::json(&serde_json::json!({
@@ -640,6 +631,50 @@ fn history_of_run(a: &HistoryArgs, path: &Path, runs: &[journal::RunSummary], gi
         }
     }
     0
+}
+
+/// The runs `given` names, like git names objects: a run id (what `history` prints) names one
+/// run, a plan id every run of that plan; an id given in full wins, otherwise every run id and
+/// plan id starting with `given` is a candidate. Candidates naming different runs make it
+/// ambiguous (`Err` lists them, shortened, run ids first); none is `Ok` of nothing.
+fn runs_named<'r>(
+    runs: &'r [journal::RunSummary],
+    given: &str,
+) -> Result<Vec<&'r journal::RunSummary>, Vec<String>> {
+    if given.is_empty() {
+        return Ok(Vec::new());
+    }
+    let of_plan = |id: &str| -> Vec<&journal::RunSummary> {
+        runs.iter().filter(|r| r.plan_id == id).collect()
+    };
+    if let Some(r) = runs.iter().find(|r| r.run_id == given) {
+        return Ok(vec![r]);
+    }
+    if runs.iter().any(|r| r.plan_id == given) {
+        return Ok(of_plan(given));
+    }
+    // (shown, the runs it names), each id once.
+    let mut candidates: Vec<(String, Vec<&journal::RunSummary>)> = Vec::new();
+    for r in runs.iter().filter(|r| r.run_id.starts_with(given)) {
+        candidates.push((run_id(r).to_string(), vec![r]));
+    }
+    for r in runs.iter().filter(|r| r.plan_id.starts_with(given)) {
+        let shown = format!("plan {}", &r.plan_id[..r.plan_id.len().min(12)]);
+        if !candidates.iter().any(|(s, _)| *s == shown) {
+            candidates.push((shown, of_plan(&r.plan_id)));
+        }
+    }
+    let first = candidates.first().map(|(_, rs)| rs.clone());
+    let same = |rs: &Vec<&journal::RunSummary>| {
+        first.as_ref().is_some_and(|f| {
+            f.len() == rs.len() && f.iter().zip(rs).all(|(a, b)| std::ptr::eq(*a, *b))
+        })
+    };
+    if candidates.iter().all(|(_, rs)| same(rs)) {
+        Ok(first.unwrap_or_default())
+    } else {
+        Err(candidates.into_iter().map(|(s, _)| s).collect())
+    }
 }
 
 /// `YYYY-MM-DD HH:MM:SS +HH:MM` in the local time zone (`TZ`, else /etc/localtime) from

@@ -13,7 +13,7 @@ use std::process::Output;
 use serde_json::Value;
 use smolsweep::keep::{Keeps, Rule, Target};
 use smolsweep::model::{human_bytes, FindingKind};
-use smolsweep_fixtures::{age_tree, Scratch, OLD};
+use smolsweep_fixtures::{age_tree, unique_prefix, Scratch, OLD};
 
 fn run(s: &Scratch, args: &[&str]) -> Output {
     s.command(env!("CARGO_BIN_EXE_smolsweep"), args)
@@ -184,6 +184,78 @@ fn two_runs() -> (Scratch, PathBuf, PathBuf) {
     (s, dirs[0].clone(), late)
 }
 
+/// Every run id and plan id of `history --json`.
+fn history_ids(v: &Value) -> Vec<String> {
+    let runs = v["runs"].as_array().unwrap();
+    ["run_id", "plan_id"]
+        .iter()
+        .flat_map(|k| runs.iter().map(|r| r[*k].as_str().unwrap().to_string()))
+        .collect()
+}
+
+/// Journal a finished run of `plan_id` started at `at_ms` (no actions) in `s`'s journal.
+fn journal_run(s: &Scratch, plan_id: &str, at_ms: u64) {
+    use smolsweep::journal::{Journal, JournalEntry};
+    let mut j = Journal::open(&s.data.join("journal.jsonl")).unwrap();
+    j.append(&JournalEntry::PlanStarted {
+        at_ms,
+        plan_id: plan_id.into(),
+        home: s.home.root.clone(),
+        estimated_bytes: 0,
+        actions: vec![],
+        origin: None,
+    })
+    .unwrap();
+    j.append(&JournalEntry::PlanFinished {
+        at_ms: at_ms + 1,
+        plan_id: plan_id.into(),
+        done: 0,
+        skipped: 0,
+        failed: 0,
+        estimated_bytes: 0,
+        freed_bytes: 0,
+        filesystems: vec![],
+    })
+    .unwrap();
+}
+
+/// `history RUN` searched run ids first, so a prefix of one run's run id and another run's plan
+/// id silently picked the run (the fresh-clone failure of
+/// `history_of_one_run_by_a_unique_prefix_lists_its_items`). Made here on purpose: the second
+/// plan's id starts with the first run's run id.
+#[test]
+fn a_prefix_of_a_run_id_and_a_plan_id_is_ambiguous() {
+    let s = Scratch::new();
+    let first_plan = "1".repeat(64);
+    let first_run = smolsweep::journal::run_id(&first_plan, 1_000);
+    let fill = if first_run[6..].starts_with('0') {
+        "f"
+    } else {
+        "0"
+    };
+    let second_plan = format!("{}{}", &first_run[..6], fill.repeat(58));
+    journal_run(&s, &first_plan, 1_000);
+    journal_run(&s, &second_plan, 2_000);
+    let o = run(&s, &["history", &first_run[..6]]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(err.contains("ambiguous"), "{err}");
+    assert!(
+        err.contains(&first_run[..12]),
+        "the run is a candidate: {err}"
+    );
+    assert!(
+        err.contains(&second_plan[..12]),
+        "the plan is a candidate: {err}"
+    );
+    // One character more than the shared part names one of them, as it names it alone.
+    let o = run(&s, &["history", &first_run]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let o = run(&s, &["history", &second_plan[..7]]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(out(&o).contains(&second_plan), "{}", text(&o));
+}
+
 #[test]
 fn history_is_newest_first_one_line_per_run() {
     let (s, ..) = two_runs();
@@ -216,11 +288,10 @@ fn history_of_one_run_by_a_unique_prefix_lists_its_items() {
     let (s, first, late) = two_runs();
     let v = json(&run(&s, &["history", "--json"]));
     let prune = v["runs"][1]["plan_id"].as_str().unwrap().to_string();
-    let other = v["runs"][0]["plan_id"].as_str().unwrap().to_string();
-    let n = (1..prune.len())
-        .find(|n| !other.starts_with(&prune[..*n]))
-        .unwrap();
-    let o = run(&s, &["history", &prune[..n]]);
+    // Unique among every id `history RUN` searches: run ids and plan ids alike.
+    let ids = history_ids(&v);
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let o = run(&s, &["history", unique_prefix(&prune, &ids)]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     let t = out(&o);
     assert!(t.lines().next().unwrap().contains("prune (cli)"), "{t}");
@@ -249,7 +320,9 @@ fn a_plan_applied_twice_is_two_runs_with_two_ids() {
         runs[1]["run_id"].as_str().unwrap(),
     );
     assert_ne!(again, first, "two runs, two ids: {v}");
-    let o = run(&s, &["history", &again[..12]]);
+    let ids = history_ids(&v);
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let o = run(&s, &["history", unique_prefix(again, &ids)]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     let t = out(&o);
     let heads: Vec<&str> = t.lines().filter(|l| !l.starts_with(' ')).collect();
