@@ -519,18 +519,27 @@ pub fn history(a: HistoryArgs) -> i32 {
     let Some(path) = journal::default_path() else {
         return fail(a.json, "no data directory for the journal");
     };
-    let contents = match journal::read(&path) {
-        Ok(c) => c,
-        Err(e) => return fail(a.json, &format!("cannot read {}: {e}", path.display())),
-    };
-    // Newest first, like `git log`.
-    let mut runs = journal::runs(&contents.entries);
-    runs.reverse();
+    let cannot = |e: std::io::Error| fail(a.json, &format!("cannot read {}: {e}", path.display()));
     if let Some(given) = &a.run {
+        let contents = match journal::read(&path) {
+            Ok(c) => c,
+            Err(e) => return cannot(e),
+        };
+        // Newest first, like `git log`.
+        let mut runs = journal::runs(&contents.entries);
+        runs.reverse();
         return history_of_run(&a, &path, &runs, given);
     }
+    // The newest runs only, read from the end: the older ones are counted, not read.
+    let contents = match journal::read_newest(&path, a.count) {
+        Ok(c) => c,
+        Err(e) => return cannot(e),
+    };
+    let mut runs = journal::runs(&contents.entries);
+    runs.reverse();
     let shown_runs = &runs[..runs.len().min(a.count)];
-    let older = runs.len() - shown_runs.len();
+    let older = contents.runs_before + runs.len() - shown_runs.len();
+    let total = contents.runs_before + runs.len();
     if a.json {
         crate::cli::out::json(&serde_json::json!({
             "schema": "smolsweep.history/1",
@@ -541,7 +550,7 @@ pub fn history(a: HistoryArgs) -> i32 {
         }));
         return 0;
     }
-    if runs.is_empty() {
+    if total == 0 {
         crate::outln!("No reclaims recorded yet ({}).", path.display());
     }
     for r in shown_runs {
@@ -551,7 +560,7 @@ pub fn history(a: HistoryArgs) -> i32 {
         crate::outln!(
             "({older} older run{} not shown; `smolsweep history -n {}` shows every run.)",
             if older == 1 { "" } else { "s" },
-            runs.len()
+            total
         );
     }
     if !contents.damaged_lines.is_empty() {

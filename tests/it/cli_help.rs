@@ -304,6 +304,106 @@ fn history_of_one_run_by_a_unique_prefix_lists_its_items() {
     assert_eq!(code(&o), 1, "{}", text(&o));
 }
 
+/// A journal of `runs` finished runs of `actions` actions each, written as the journal writes
+/// its lines, run `n` started at `n` seconds and freeing `n` bytes; a crash's truncated line
+/// follows the first run (line `actions + 3`).
+fn big_journal(s: &Scratch, runs: u64, actions: usize) {
+    use smolsweep::exec::{ActionRecord, Origin, Outcome};
+    use smolsweep::journal::JournalEntry;
+    use smolsweep::plan::{Action, PlannedAction};
+    use std::io::Write;
+    let action = |i: usize| Action::RemovePathBlock {
+        file: s.home.root.join(format!(".profile-{i}")),
+    };
+    std::fs::create_dir_all(&s.data).unwrap();
+    let f = std::fs::File::create(s.data.join("journal.jsonl")).unwrap();
+    let mut w = std::io::BufWriter::new(f);
+    let line = |w: &mut std::io::BufWriter<std::fs::File>, e: &JournalEntry| {
+        serde_json::to_writer(&mut *w, e).unwrap();
+        w.write_all(b"\n").unwrap();
+    };
+    for n in 1..=runs {
+        let plan_id = format!("{n:064x}");
+        line(
+            &mut w,
+            &JournalEntry::PlanStarted {
+                at_ms: n * 1000,
+                plan_id: plan_id.clone(),
+                home: s.home.root.clone(),
+                estimated_bytes: n,
+                actions: (0..actions).map(|i| PlannedAction::of(action(i))).collect(),
+                origin: Some(Origin::new("auto", &format!("run {n}"))),
+            },
+        );
+        for i in 0..actions {
+            let record = ActionRecord {
+                index: i,
+                summary: format!("edit {i}"),
+                action: action(i),
+                outcome: Outcome::done("edited"),
+                freed_bytes: 0,
+            };
+            line(
+                &mut w,
+                &JournalEntry::Action {
+                    at_ms: n * 1000 + 1,
+                    plan_id: plan_id.clone(),
+                    record: Box::new(record),
+                },
+            );
+        }
+        line(
+            &mut w,
+            &JournalEntry::PlanFinished {
+                at_ms: n * 1000 + 2,
+                plan_id,
+                done: actions,
+                skipped: 0,
+                failed: 0,
+                estimated_bytes: n,
+                freed_bytes: n,
+                filesystems: vec![],
+            },
+        );
+        if n == 1 {
+            w.write_all(b"{\"event\":\"action\",\"at\n").unwrap();
+        }
+    }
+    w.flush().unwrap();
+}
+
+/// `history -n 1` parsed the whole journal (4–5 s and 706 MB for 300 MB); it now reads the
+/// newest run from the end and counts the older ones. Here: the newest of 400 runs (many chunks
+/// of the backward read) with its own counts, the 399 older ones counted, the damaged line
+/// numbered.
+#[test]
+fn history_n_1_of_a_big_journal_is_the_newest_run_read_from_the_end() {
+    let s = Scratch::new();
+    big_journal(&s, 400, 40);
+    let v = json(&run(&s, &["history", "-n", "1", "--json"]));
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{v}");
+    let newest = &runs[0];
+    assert_eq!(newest["origin"]["command"], "run 400", "{newest}");
+    let want_id = smolsweep::journal::run_id(&format!("{:064x}", 400), 400_000);
+    assert_eq!(newest["run_id"], want_id.as_str(), "{newest}");
+    assert_eq!(newest["done"], 40, "{newest}");
+    assert_eq!(newest["freed_bytes"], 400, "{newest}");
+    assert_eq!(newest["outcomes"].as_array().unwrap().len(), 40, "{newest}");
+    assert_eq!(v["older_runs_not_shown"], 399, "{v}");
+    assert_eq!(v["damaged_lines"], serde_json::json!([43]), "{v}");
+    let t = out(&run(&s, &["history", "-n", "1"]));
+    assert!(t.lines().next().unwrap().contains("run 400 (auto)"), "{t}");
+    assert!(
+        t.contains("40 done, 0 skipped, 0 failed  freed 400 B"),
+        "{t}"
+    );
+    assert!(
+        t.contains("399 older runs not shown; `smolsweep history -n 400` shows every run"),
+        "{t}"
+    );
+}
+
 /// A plan applied twice is two runs: each has its own id, and `history RUN` shows that run
 /// alone (before, the id was the plan's and both runs were listed).
 #[test]
