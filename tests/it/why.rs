@@ -12,7 +12,9 @@ use std::process::Output;
 
 use serde_json::Value;
 use smolsweep_fixtures::vmm::{boot_vm, fake_vmm_bin, spawn, FakeVmm, Shape};
-use smolsweep_fixtures::{age_tree, celesto_edge_cases, smolvm_edge_cases, Scratch, OLD};
+use smolsweep_fixtures::{
+    age_tree, celesto_edge_cases, smolvm_edge_cases, unique_prefix, Scratch, OLD,
+};
 
 fn run(s: &Scratch, args: &[&str]) -> Output {
     s.command(env!("CARGO_BIN_EXE_smolsweep"), args)
@@ -243,12 +245,25 @@ fn why_texts_match_the_reviewed_text() {
     let held = holder(&in_use);
     let vm = boot_vm(&fake_vmm(), &s.home.root, &dangling);
     let cache_id = id_of(&v, &cache);
+    // A prefix of 8 or more that no other finding id starts with and that is not all digits
+    // (digits name a running process first), whatever the ids of this scratch HOME's paths.
+    let ids: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    let shortest = unique_prefix(&cache_id, &ids).len().max(8);
+    let cache_prefix = (shortest..cache_id.len())
+        .map(|n| &cache_id[..n])
+        .find(|p| !p.bytes().all(|b| b.is_ascii_digit()))
+        .unwrap_or(&cache_id);
 
     let mut text = String::new();
     let p = |p: &Path| p.to_str().unwrap().to_string();
     for (case, target) in [
         ("ORPHAN-DISK", p(&orphan)),
-        ("CACHE-ID-PREFIX", cache_id[..8].to_string()),
+        ("CACHE-ID-PREFIX", cache_prefix.to_string()),
         ("KEPT-DISK", p(&kept)),
         ("BACKING-FILE-OF-KEPT-DISK", p(&backing)),
         ("DISK-IN-USE", p(&in_use)),
