@@ -594,6 +594,24 @@ mod tests {
     }
 
     #[test]
+    fn a_watch_sees_every_save_and_nothing_else() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join(KEEP_FILE);
+        let mut w = KeepWatch::new(p.clone());
+        assert!(w.changed(), "the first look reads the rules");
+        assert!(!w.changed());
+        Keeps::empty().save(&p).unwrap();
+        assert!(w.changed(), "a keep file appeared");
+        assert!(!w.changed());
+        // The same bytes saved again are a new file (renamed over it): read again.
+        Keeps::empty().save(&p).unwrap();
+        assert!(w.changed());
+        std::fs::remove_file(&p).unwrap();
+        assert!(w.changed(), "the keep file went away");
+        assert!(!w.changed());
+    }
+
+    #[test]
     fn an_update_that_fails_writes_nothing() {
         let t = tempfile::tempdir().unwrap();
         let p = t.path().join(KEEP_FILE);
