@@ -16,7 +16,7 @@ use crate::plan::{Plan, PlannedAction};
 
 mod tail;
 use crate::record::{ActionRecord, ExecReport, FsMeasure, Origin, Outcome};
-pub use tail::{read_newest, runs_started_after, Newest};
+pub use tail::{read_newest, run_ids, runs_of, runs_started_after, Newest, RunIds};
 
 /// File name of the journal inside the data directory.
 pub const JOURNAL_FILE: &str = "journal.jsonl";

@@ -521,14 +521,10 @@ pub fn history(a: HistoryArgs) -> i32 {
     };
     let cannot = |e: std::io::Error| fail(a.json, &format!("cannot read {}: {e}", path.display()));
     if let Some(given) = &a.run {
-        let contents = match journal::read(&path) {
-            Ok(c) => c,
-            Err(e) => return cannot(e),
+        return match history_of_run(&a, &path, given) {
+            Ok(code) => code,
+            Err(e) => cannot(e),
         };
-        // Newest first, like `git log`.
-        let mut runs = journal::runs(&contents.entries);
-        runs.reverse();
-        return history_of_run(&a, &path, &runs, given);
     }
     // The newest runs only, read from the end: the older ones are counted, not read.
     let contents = match journal::read_newest(&path, a.count) {
@@ -599,32 +595,43 @@ fn run_line(r: &journal::RunSummary) -> String {
 }
 
 /// `history RUN`: the run whose id is `given` or starts with it, or every run of the plan whose
-/// id does, item by item.
-fn history_of_run(a: &HistoryArgs, path: &Path, runs: &[journal::RunSummary], given: &str) -> i32 {
-    let of_plan = match runs_named(runs, given) {
+/// id does, item by item. The journal is searched by ids, then only those runs are read.
+fn history_of_run(a: &HistoryArgs, path: &Path, given: &str) -> std::io::Result<i32> {
+    // Newest first, like `git log`.
+    let mut ids = journal::run_ids(path)?;
+    ids.reverse();
+    let named = match runs_named(&ids, given, |r| (&r.run_id, &r.plan_id)) {
         Ok(r) if r.is_empty() => {
-            return fail(
+            return Ok(fail(
                 a.json,
                 &format!(
                     "no run {given} in {} (see `smolsweep history`)",
                     path.display()
                 ),
-            )
+            ))
         }
         Ok(r) => r,
         Err(candidates) => {
-            return fail(a.json, &super::prefix::ambiguous("run", given, &candidates))
+            return Ok(fail(
+                a.json,
+                &super::prefix::ambiguous("run", given, &candidates),
+            ))
         }
     };
+    let from = named.iter().map(|r| r.offset).min().unwrap_or(0);
+    let plans: Vec<&str> = named.iter().map(|r| r.plan_id.as_str()).collect();
+    let mut of_plan = journal::runs_of(path, from, &plans)?;
+    of_plan.retain(|r| named.iter().any(|n| n.run_id == r.run_id));
+    of_plan.reverse();
     if a.json {
         crate::cli::out::json(&serde_json::json!({
             "schema": "smolsweep.history/1",
             "journal": path,
             "runs": of_plan,
         }));
-        return 0;
+        return Ok(0);
     }
-    for r in of_plan {
+    for r in &of_plan {
         crate::outln!("{}", run_line(r));
         crate::outln!(
             "  plan {}: {} planned, estimated {}",
@@ -639,42 +646,44 @@ fn history_of_run(a: &HistoryArgs, path: &Path, runs: &[journal::RunSummary], gi
             crate::outln!("  {}", outcome_line(&o.summary, &o.outcome));
         }
     }
-    0
+    Ok(0)
 }
 
 /// The runs `given` names, like git names objects: a run id (what `history` prints) names one
 /// run, a plan id every run of that plan; an id given in full wins, otherwise every run id and
 /// plan id starting with `given` is a candidate. Candidates naming different runs make it
 /// ambiguous (`Err` lists them, shortened, run ids first); none is `Ok` of nothing.
-fn runs_named<'r>(
-    runs: &'r [journal::RunSummary],
+fn runs_named<'r, T>(
+    runs: &'r [T],
     given: &str,
-) -> Result<Vec<&'r journal::RunSummary>, Vec<String>> {
+    ids: impl Fn(&T) -> (&str, &str),
+) -> Result<Vec<&'r T>, Vec<String>> {
+    let run_of = |r: &T| ids(r).0.to_string();
+    let plan_of = |r: &T| ids(r).1.to_string();
     if given.is_empty() {
         return Ok(Vec::new());
     }
-    let of_plan = |id: &str| -> Vec<&journal::RunSummary> {
-        runs.iter().filter(|r| r.plan_id == id).collect()
-    };
-    if let Some(r) = runs.iter().find(|r| r.run_id == given) {
+    let of_plan = |id: &str| -> Vec<&T> { runs.iter().filter(|r| plan_of(r) == id).collect() };
+    if let Some(r) = runs.iter().find(|r| run_of(r) == given) {
         return Ok(vec![r]);
     }
-    if runs.iter().any(|r| r.plan_id == given) {
+    if runs.iter().any(|r| plan_of(r) == given) {
         return Ok(of_plan(given));
     }
+    let short = |id: &str| id[..id.len().min(12)].to_string();
     // (shown, the runs it names), each id once.
-    let mut candidates: Vec<(String, Vec<&journal::RunSummary>)> = Vec::new();
-    for r in runs.iter().filter(|r| r.run_id.starts_with(given)) {
-        candidates.push((run_id(r).to_string(), vec![r]));
+    let mut candidates: Vec<(String, Vec<&T>)> = Vec::new();
+    for r in runs.iter().filter(|r| run_of(r).starts_with(given)) {
+        candidates.push((short(&run_of(r)), vec![r]));
     }
-    for r in runs.iter().filter(|r| r.plan_id.starts_with(given)) {
-        let shown = format!("plan {}", &r.plan_id[..r.plan_id.len().min(12)]);
+    for r in runs.iter().filter(|r| plan_of(r).starts_with(given)) {
+        let shown = format!("plan {}", short(&plan_of(r)));
         if !candidates.iter().any(|(s, _)| *s == shown) {
-            candidates.push((shown, of_plan(&r.plan_id)));
+            candidates.push((shown, of_plan(&plan_of(r))));
         }
     }
     let first = candidates.first().map(|(_, rs)| rs.clone());
-    let same = |rs: &Vec<&journal::RunSummary>| {
+    let same = |rs: &Vec<&T>| {
         first.as_ref().is_some_and(|f| {
             f.len() == rs.len() && f.iter().zip(rs).all(|(a, b)| std::ptr::eq(*a, *b))
         })

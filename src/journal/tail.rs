@@ -201,5 +201,80 @@ pub fn runs_started_after(path: &Path, after_ms: u64) -> io::Result<Vec<RunSumma
         .collect())
 }
 
+/// One run's ids and where its `plan_started` line starts in the journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunIds {
+    /// [`super::run_id`] of the run.
+    pub run_id: String,
+    /// Id of the plan that ran.
+    pub plan_id: String,
+    /// Byte offset of its `plan_started` line.
+    pub offset: u64,
+}
+
+/// The fields of a line that say which run it belongs to (the rest passed over unread).
+#[derive(serde::Deserialize)]
+struct Ids {
+    plan_id: String,
+    #[serde(default)]
+    at_ms: u64,
+}
+
+/// Calls `each` with the offset and bytes (without the newline) of every line of the journal at
+/// `path` from byte `from` on, one line held at a time. A missing file has no lines.
+fn each_line(path: &Path, from: u64, mut each: impl FnMut(u64, &[u8])) -> io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = match crate::fsread::open_regular(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    file.seek(SeekFrom::Start(from))?;
+    let mut r = io::BufReader::with_capacity(CHUNK, file);
+    let (mut at, mut line) = (from, Vec::new());
+    loop {
+        line.clear();
+        let n = r.read_until(b'\n', &mut line)?;
+        if n == 0 {
+            return Ok(());
+        }
+        each(at, line.strip_suffix(b"\n").unwrap_or(&line));
+        at += n as u64;
+    }
+}
+
+/// Every run of the journal at `path`, oldest first, by its ids: what a run id or plan id given
+/// by a person is looked up in. Only the ids of `plan_started` lines are read.
+pub fn run_ids(path: &Path) -> io::Result<Vec<RunIds>> {
+    let mut out = Vec::new();
+    each_line(path, 0, |offset, line| {
+        if !line.starts_with(PLAN_STARTED) {
+            return;
+        }
+        if let Ok(ids) = serde_json::from_slice::<Ids>(line) {
+            out.push(RunIds {
+                run_id: super::run_id(&ids.plan_id, ids.at_ms),
+                plan_id: ids.plan_id,
+                offset,
+            });
+        }
+    })?;
+    Ok(out)
+}
+
+/// The runs of the plans `plan_ids` in the journal at `path`, from the `plan_started` line at
+/// byte `from` on, oldest first, with every item: only their lines are read as entries.
+pub fn runs_of(path: &Path, from: u64, plan_ids: &[&str]) -> io::Result<Vec<RunSummary>> {
+    let mut entries = Vec::new();
+    each_line(path, from, |_, line| {
+        let ours = serde_json::from_slice::<Ids>(line)
+            .is_ok_and(|ids| plan_ids.contains(&ids.plan_id.as_str()));
+        if let Some(e) = ours.then(|| serde_json::from_slice(line).ok()).flatten() {
+            entries.push(e);
+        }
+    })?;
+    Ok(runs(&entries))
+}
+
 #[cfg(test)]
 mod tests;

@@ -133,3 +133,25 @@ fn a_missing_or_empty_journal_has_no_runs() {
     std::fs::write(&p, b"").unwrap();
     assert_eq!(read_newest(&p, 3).unwrap(), Newest::default());
 }
+
+#[test]
+fn a_runs_ids_find_it_as_the_whole_read_does() {
+    let t = tempfile::tempdir().unwrap();
+    let p = journal(t.path(), 12);
+    let all = runs(&read(&p).unwrap().entries);
+    let ids = run_ids(&p).unwrap();
+    let as_read: Vec<(&str, &str)> = all
+        .iter()
+        .map(|r| (r.run_id.as_str(), r.plan_id.as_str()))
+        .collect();
+    let by_ids: Vec<(&str, &str)> = ids
+        .iter()
+        .map(|r| (r.run_id.as_str(), r.plan_id.as_str()))
+        .collect();
+    assert_eq!(by_ids, as_read);
+    for (r, want) in ids.iter().zip(&all) {
+        let got = runs_of(&p, r.offset, &[r.plan_id.as_str()]).unwrap();
+        assert_eq!(got, vec![want.clone()], "{}", r.run_id);
+    }
+    assert!(run_ids(&t.path().join("none")).unwrap().is_empty());
+}
