@@ -11,8 +11,10 @@
 #   trend-cold `smolsweep trend` with no space history yet (every run is new to it)
 #   auto       `smolsweep auto --policy P` (enabled, nothing to do): its scan records a trend
 #              point, which adds the journal's new runs; trend.json as for trend-new
+#   history-run  `smolsweep history PLAN` (the newest run's plan id): one run's items
 #
 # Usage: bench/journal.sh [--mb N (300)] [--runs N (3)] [--dir PARENT (/tmp)]
+#          [--cases "history trend-new trend-cold auto history-run" (all)]
 #          [--new BIN] [--old BIN | --old-rev REV | --no-old] [--keep]
 # Without --new/--old the current checkout and REV (from `git archive`, no worktree) are built
 # with `cargo build --release` into $BUILD_DIR (/tmp/journal-bench-target; kept, so a second run
@@ -21,19 +23,21 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 MB=300 RUNS=3 PARENT=/tmp NEW_BIN="" OLD_BIN="" OLD_REV=1eb3f62 OLD=1 KEEP=0
+CASES="history trend-new trend-cold auto history-run"
 BUILD=${BUILD_DIR:-/tmp/journal-bench-target}
 
 while [ $# -gt 0 ]; do
   case $1 in
     --mb) MB=$2; shift 2 ;;
     --runs) RUNS=$2; shift 2 ;;
+    --cases) CASES=$2; shift 2 ;;
     --dir) PARENT=$2; shift 2 ;;
     --new) NEW_BIN=$2; shift 2 ;;
     --old) OLD_BIN=$2; shift 2 ;;
     --old-rev) OLD_REV=$2; shift 2 ;;
     --no-old) OLD=0; shift ;;
     --keep) KEEP=1; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -82,6 +86,7 @@ measure() {
     trend-new) counted; set -- "$bin" trend ;;
     trend-cold) rm -f "$DATA/trend.json"; set -- "$bin" trend ;;
     auto) counted; set -- "$bin" auto --policy "$POLICY" ;;
+    history-run) set -- "$bin" history "$(printf '%064x' "$runs")" ;;
   esac
   out=$(env -i PATH=/usr/bin:/bin HOME="$WORK/home" SMOLSWEEP_DATA_DIR="$DATA" TZ=UTC0 \
     /usr/bin/time -v "$@" 2>&1 >/dev/null) || true
@@ -98,7 +103,7 @@ EOF
 # Warm the page cache once, then alternate old/new per case and round.
 cat "$DATA/journal.jsonl" >/dev/null
 printf '%-11s %-4s %s\n' case bin "wall s / peak RSS MB (per round)"
-for case in history trend-new trend-cold auto; do
+for case in $CASES; do
   for which in old new; do
     [ "$which" = old ] && [ "$OLD" = 0 ] && continue
     line=""
