@@ -384,3 +384,32 @@ fn why_json_gives_the_same_facts_as_data() {
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["found"], false);
 }
+
+/// Ids like git: `why NAME` took a finding whose id starts with NAME before the machine called
+/// NAME. What is named in full (a machine's name) now wins over an id it only starts; a finding
+/// id given in full is still that finding.
+#[test]
+fn why_names_a_machine_by_its_full_name_before_a_finding_id_it_starts() {
+    let s = Scratch::new();
+    let sm = s.home.smolvm().unwrap();
+    let orphan = sm.dangling_dir("vm-orphan").unwrap();
+    age_tree(&s.home.root, OLD).unwrap();
+    let id = id_of(&scan_json(&s), &orphan);
+    // A prefix of its id that is not all digits (digits may also name a running process).
+    let name = (6..id.len())
+        .map(|n| &id[..n])
+        .find(|p| !p.bytes().all(|b| b.is_ascii_digit()))
+        .unwrap_or(&id);
+    sm.record(name, serde_json::json!({})).unwrap();
+    let o = run(&s, &["why", name]);
+    let said = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(code(&o), 0, "{said}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        said.starts_with(&format!("machine smolvm:{name}")),
+        "{said}"
+    );
+    let o = run(&s, &["why", &id]);
+    let said = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(code(&o), 0, "{said}");
+    assert!(said.starts_with(orphan.to_str().unwrap()), "{said}");
+}
