@@ -13,7 +13,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::plan::{Plan, PlannedAction};
+
+mod tail;
 use crate::record::{ActionRecord, ExecReport, FsMeasure, Origin, Outcome};
+pub use tail::{read_newest, run_ids, runs_of, runs_started_after, Newest, RunIds};
 
 /// File name of the journal inside the data directory.
 pub const JOURNAL_FILE: &str = "journal.jsonl";

@@ -174,6 +174,44 @@ pub enum KeepError {
         /// What is wrong with it (the JSON error, the schema found, the size limit).
         why: String,
     },
+    /// The keep file read back did not hold the rules just written (a program changed it
+    /// without taking the lock).
+    #[error("{path} was changed by another program while the keep rules were saved; the change was not saved, try again")]
+    Lost {
+        /// The keep file.
+        path: PathBuf,
+    },
+}
+
+/// Hold the writers' lock of the keep file at `path` (an exclusive `flock` on `<file>.lock`
+/// beside it, made when missing) until the returned file is dropped; waits for another writer.
+fn lock(path: &Path) -> Result<std::fs::File, KeepError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    let at = path.with_file_name(name);
+    let io = |source| KeepError::Io {
+        path: at.clone(),
+        source,
+    };
+    if let Some(dir) = at.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&at)
+        .map_err(io)?;
+    loop {
+        match rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive) {
+            Ok(()) => return Ok(f),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(io(e.into())),
+        }
+    }
 }
 
 /// Where the keep file is for this environment: `$SMOLSWEEP_DATA_DIR`, else the platform's data
@@ -240,7 +278,31 @@ impl Keeps {
         }
     }
 
-    /// Write the rules atomically (temporary file in the same directory, fsync, rename).
+    /// Change the rules saved at `path` as one writer among several (`keep add` and `keep
+    /// remove`, the window, several of each at once): under an exclusive lock on the lock file
+    /// beside it (`keep.json.lock`), the file is read again, `change` applied to what it holds
+    /// now, the result written atomically and read back. An `Err` from `change` writes nothing.
+    /// `Ok` means every rule `change` left is in the file; otherwise the error says what was not
+    /// saved.
+    pub fn update<T, E: From<KeepError>>(
+        path: &Path,
+        change: impl FnOnce(&mut Keeps) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let _held = lock(path)?;
+        let mut keeps = Keeps::load(path)?;
+        let out = change(&mut keeps)?;
+        keeps.save(path)?;
+        if Keeps::load(path)? != keeps {
+            return Err(KeepError::Lost {
+                path: path.to_path_buf(),
+            }
+            .into());
+        }
+        Ok(out)
+    }
+
+    /// Write the rules atomically (temporary file in the same directory, fsync, rename). A
+    /// program that changes rules others may be changing too uses [`Keeps::update`].
     pub fn save(&self, path: &Path) -> Result<(), KeepError> {
         let io = |source| KeepError::Io {
             path: path.to_path_buf(),
@@ -445,6 +507,70 @@ pub fn apply_at(report: &mut ScanReport, path: &Path) {
     }
 }
 
+/// What a [`KeepWatch`] saw of the keep file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    /// No keep file: no rules.
+    Missing,
+    /// The file's identity (device, inode), size and modification and change times (ns): a
+    /// rewrite (a new file renamed over it) or an edit in place changes at least one.
+    File([i128; 6]),
+    /// It could not be examined: never taken as unchanged.
+    Unknown,
+}
+
+/// The keep rules as they are now, for a run that acts over time: the executor asks before each
+/// action, and the rules are read again only when the keep file changed since it last asked
+/// (one `lstat` otherwise), so a rule saved while a run is under way holds from the next action.
+#[derive(Debug)]
+pub(crate) struct KeepWatch {
+    path: PathBuf,
+    seen: Option<Seen>,
+}
+
+impl KeepWatch {
+    /// Watch the keep file at `path` (see [`path_for`]); nothing is read yet.
+    pub(crate) fn new(path: PathBuf) -> Self {
+        KeepWatch { path, seen: None }
+    }
+
+    fn look(&self) -> Seen {
+        use std::os::unix::fs::MetadataExt;
+        match std::fs::symlink_metadata(&self.path) {
+            Ok(m) => Seen::File([
+                m.dev().into(),
+                m.ino().into(),
+                m.size().into(),
+                i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+                i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
+                m.mode().into(),
+            ]),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Seen::Missing,
+            Err(_) => Seen::Unknown,
+        }
+    }
+
+    /// Whether the keep file changed since the last call (the first call: yes). Called before
+    /// the rules are read, so a change made while they are read shows at the next call.
+    pub(crate) fn changed(&mut self) -> bool {
+        let now = self.look();
+        let changed = self.seen != Some(now) || now == Seen::Unknown;
+        self.seen = Some(now);
+        changed
+    }
+
+    /// Apply the rules to `facts` (a scan made earlier, which applied the rules of its moment)
+    /// when the keep file changed since the last call: what a rule saved since keeps is
+    /// protected from now on. Without facts the next scan reads the rules itself.
+    pub(crate) fn refresh(&mut self, facts: Option<&mut ScanReport>) {
+        if self.changed() {
+            if let Some(report) = facts {
+                apply_at(report, &self.path);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -470,6 +596,69 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         let e = Keeps::load(&p).unwrap_err();
         assert!(e.to_string().contains("is a named pipe, not a file"), "{e}");
+    }
+
+    fn kind_rule(kind: FindingKind) -> Rule {
+        Rule::new(Target::Kind { kind }, "", 1_796_083_200)
+    }
+
+    #[test]
+    fn updates_from_many_writers_at_once_all_land() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("data").join(KEEP_FILE);
+        let kinds = [
+            FindingKind::CelestoOrphanLog,
+            FindingKind::CelestoOrphanDisk,
+            FindingKind::SmolvmDanglingDir,
+            FindingKind::CelestoSocketResidue,
+        ];
+        std::thread::scope(|s| {
+            for k in kinds {
+                let p = &p;
+                s.spawn(move || {
+                    Keeps::update(p, |keeps| {
+                        keeps.add(kind_rule(k));
+                        Ok::<_, KeepError>(())
+                    })
+                    .unwrap()
+                });
+            }
+        });
+        let saved = Keeps::load(&p).unwrap();
+        for k in kinds {
+            assert!(saved.rules.contains(&kind_rule(k)), "{k:?}: {saved:?}");
+        }
+        assert!(t.path().join("data/keep.json.lock").is_file());
+    }
+
+    #[test]
+    fn a_watch_sees_every_save_and_nothing_else() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join(KEEP_FILE);
+        let mut w = KeepWatch::new(p.clone());
+        assert!(w.changed(), "the first look reads the rules");
+        assert!(!w.changed());
+        Keeps::empty().save(&p).unwrap();
+        assert!(w.changed(), "a keep file appeared");
+        assert!(!w.changed());
+        // The same bytes saved again are a new file (renamed over it): read again.
+        Keeps::empty().save(&p).unwrap();
+        assert!(w.changed());
+        std::fs::remove_file(&p).unwrap();
+        assert!(w.changed(), "the keep file went away");
+        assert!(!w.changed());
+    }
+
+    #[test]
+    fn an_update_that_fails_writes_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join(KEEP_FILE);
+        let r = Keeps::update(&p, |keeps| {
+            keeps.add(kind_rule(FindingKind::CelestoOrphanLog));
+            Err::<(), _>(KeepError::Lost { path: p.clone() })
+        });
+        assert!(r.is_err());
+        assert!(!p.exists());
     }
 
     #[test]

@@ -327,8 +327,9 @@ pub struct Recorded {
 pub fn record(path: &Path, journal: Option<&Path>, point: Point, now: u64) -> Recorded {
     let Loaded { mut trend, damaged } = load(path);
     if let Some(j) = journal {
-        if let Ok(c) = crate::journal::read(j) {
-            trend.note_runs(&crate::journal::runs(&c.entries), now);
+        // Only the runs not counted yet, read from the journal's end (every scan records).
+        if let Ok(runs) = crate::journal::runs_started_after(j, trend.runs_seen_ms) {
+            trend.note_runs(&runs, now);
         }
     }
     trend.record(point, now);

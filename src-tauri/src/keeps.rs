@@ -202,11 +202,14 @@ pub fn add<R: Runtime>(app: &AppHandle<R>, req: &KeepRequest, why: &str) -> Resu
         .backend
         .keep_path()
         .ok_or("no data directory for keep rules")?;
-    let mut keeps = Keeps::load(&path).map_err(|e| e.to_string())?;
     let rule = Rule::new(target, why.trim(), lock(&st.clock).now());
     let id = rule.id.clone();
-    keeps.add(rule);
-    keeps.save(&path).map_err(|e| e.to_string())?;
+    // Under the writers' lock, on the rules as they are now (`keep add` may be saving too).
+    Keeps::update(&path, |k| {
+        k.add(rule);
+        Ok::<_, smolsweep::keep::KeepError>(())
+    })
+    .map_err(|e| e.to_string())?;
     Ok(id)
 }
 
@@ -217,9 +220,12 @@ pub fn remove<R: Runtime>(app: &AppHandle<R>, id: &str) -> Result<(), String> {
         .backend
         .keep_path()
         .ok_or("no data directory for keep rules")?;
-    let mut keeps = Keeps::load(&path).map_err(|e| e.to_string())?;
-    if !keeps.remove(id) {
-        return Err(format!("no keep rule {id}"));
-    }
-    keeps.save(&path).map_err(|e| e.to_string())
+    Keeps::update(&path, |k| {
+        if k.remove(id) {
+            Ok(())
+        } else {
+            Err(anyhow::anyhow!("no keep rule {id}"))
+        }
+    })
+    .map_err(|e| e.to_string())
 }

@@ -111,15 +111,15 @@ pub fn run(a: KeepArgs) -> i32 {
         }
     };
     let path = path_for(&env, smolsweep::model::Platform::current());
-    let mut keeps = match Keeps::load(&path) {
-        Ok(k) => k,
-        Err(e) => {
-            eprintln!("smolsweep: {e}");
-            return 1;
-        }
-    };
     match a.command {
         KeepCommand::List { json } => {
+            let keeps = match Keeps::load(&path) {
+                Ok(k) => k,
+                Err(e) => {
+                    eprintln!("smolsweep: {e}");
+                    return 1;
+                }
+            };
             if json {
                 crate::cli::out::json(&keeps);
             } else {
@@ -133,32 +133,28 @@ pub fn run(a: KeepArgs) -> i32 {
                 (Some(t), None) => resolve(&t),
                 (None, None) => Err("name what to keep".to_string()),
             };
-            let t = match t {
-                Ok(t) => t,
+            match t {
+                Ok(t) => saved(Keeps::update(&path, |k| Ok(add(k, t, why.as_deref())))),
                 Err(e) => {
                     eprintln!("smolsweep: {e}");
-                    return 1;
+                    1
                 }
-            };
-            let line = add(&mut keeps, t, why.as_deref());
-            save(&keeps, &path, &line)
+            }
         }
-        KeepCommand::Remove { id } => {
-            let id = match crate::cli::prefix::find(&keeps.rules, &id, |r| &r.id) {
-                Found::One(r) => r.id.clone(),
-                Found::None => {
-                    eprintln!("smolsweep: no keep rule {id} (see `smolsweep keep list`)");
-                    return 1;
-                }
-                Found::Ambiguous(ids) => {
-                    eprintln!("smolsweep: {}", prefix::ambiguous("keep rule", &id, &ids));
-                    return 1;
-                }
-            };
-            keeps.remove(&id);
-            save(&keeps, &path, &format!("Removed keep rule {id}."))
-        }
+        KeepCommand::Remove { id } => saved(Keeps::update(&path, |k| remove(k, &id))),
     }
+}
+
+/// `keep remove ID`: remove the one rule `id` names (in full or by a prefix only it starts
+/// with). The line to say.
+fn remove(keeps: &mut Keeps, id: &str) -> anyhow::Result<String> {
+    let id = match crate::cli::prefix::find(&keeps.rules, id, |r| &r.id) {
+        Found::One(r) => r.id.clone(),
+        Found::None => anyhow::bail!("no keep rule {id} (see `smolsweep keep list`)"),
+        Found::Ambiguous(ids) => anyhow::bail!("{}", prefix::ambiguous("keep rule", id, &ids)),
+    };
+    keeps.remove(&id);
+    Ok(format!("Removed keep rule {id}."))
 }
 
 /// Add a rule keeping `t`, or update the one that keeps it already: only what is given changes
@@ -217,9 +213,10 @@ fn list(keeps: &Keeps) -> String {
     s
 }
 
-fn save(k: &Keeps, path: &std::path::Path, line: &str) -> i32 {
-    match k.save(path) {
-        Ok(()) => {
+/// Say what [`Keeps::update`] saved, or why nothing was.
+fn saved(r: anyhow::Result<String>) -> i32 {
+    match r {
+        Ok(line) => {
             crate::outln!("{line}");
             0
         }

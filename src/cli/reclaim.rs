@@ -523,18 +523,23 @@ pub fn history(a: HistoryArgs) -> i32 {
     let Some(path) = journal::default_path() else {
         return fail(a.json, "no data directory for the journal");
     };
-    let contents = match journal::read(&path) {
+    let cannot = |e: std::io::Error| fail(a.json, &format!("cannot read {}: {e}", path.display()));
+    if let Some(given) = &a.run {
+        return match history_of_run(&a, &path, given) {
+            Ok(code) => code,
+            Err(e) => cannot(e),
+        };
+    }
+    // The newest runs only, read from the end: the older ones are counted, not read.
+    let contents = match journal::read_newest(&path, a.count) {
         Ok(c) => c,
-        Err(e) => return fail(a.json, &format!("cannot read {}: {e}", path.display())),
+        Err(e) => return cannot(e),
     };
-    // Newest first, like `git log`.
     let mut runs = journal::runs(&contents.entries);
     runs.reverse();
-    if let Some(given) = &a.run {
-        return history_of_run(&a, &path, &runs, given);
-    }
     let shown_runs = &runs[..runs.len().min(a.count)];
-    let older = runs.len() - shown_runs.len();
+    let older = contents.runs_before + runs.len() - shown_runs.len();
+    let total = contents.runs_before + runs.len();
     if a.json {
         crate::cli::out::json(&serde_json::json!({
             "schema": "smolsweep.history/1",
@@ -545,7 +550,7 @@ pub fn history(a: HistoryArgs) -> i32 {
         }));
         return 0;
     }
-    if runs.is_empty() {
+    if total == 0 {
         crate::outln!("No reclaims recorded yet ({}).", path.display());
     }
     for r in shown_runs {
@@ -555,7 +560,7 @@ pub fn history(a: HistoryArgs) -> i32 {
         crate::outln!(
             "({older} older run{} not shown; `smolsweep history -n {}` shows every run.)",
             if older == 1 { "" } else { "s" },
-            runs.len()
+            total
         );
     }
     if !contents.damaged_lines.is_empty() {
@@ -593,42 +598,44 @@ fn run_line(r: &journal::RunSummary) -> String {
     )
 }
 
-/// `history RUN`: every run of the plan whose id is `given` or starts with it, item by item.
-fn history_of_run(a: &HistoryArgs, path: &Path, runs: &[journal::RunSummary], given: &str) -> i32 {
-    use super::prefix::{ambiguous, find, Found};
-    // A run id (what `history` prints) names one run; a plan id every run of that plan.
-    let of_plan: Vec<&journal::RunSummary> = match find(runs, given, |r| r.run_id.as_str()) {
-        Found::One(r) => vec![r],
-        Found::Ambiguous(ids) => {
-            let short: Vec<String> = ids.iter().map(|i| i[..i.len().min(12)].into()).collect();
-            return fail(a.json, &ambiguous("run", given, &short));
+/// `history RUN`: the run whose id is `given` or starts with it, or every run of the plan whose
+/// id does, item by item. The journal is searched by ids, then only those runs are read.
+fn history_of_run(a: &HistoryArgs, path: &Path, given: &str) -> std::io::Result<i32> {
+    // Newest first, like `git log`.
+    let mut ids = journal::run_ids(path)?;
+    ids.reverse();
+    let named = match runs_named(&ids, given, |r| (&r.run_id, &r.plan_id)) {
+        Ok(r) if r.is_empty() => {
+            return Ok(fail(
+                a.json,
+                &format!(
+                    "no run {given} in {} (see `smolsweep history`)",
+                    path.display()
+                ),
+            ))
         }
-        Found::None => match find(runs, given, |r| r.plan_id.as_str()) {
-            Found::One(r) => runs.iter().filter(|x| x.plan_id == r.plan_id).collect(),
-            Found::None => {
-                return fail(
-                    a.json,
-                    &format!(
-                        "no run {given} in {} (see `smolsweep history`)",
-                        path.display()
-                    ),
-                )
-            }
-            Found::Ambiguous(ids) => {
-                let short: Vec<String> = ids.iter().map(|i| i[..i.len().min(12)].into()).collect();
-                return fail(a.json, &ambiguous("run", given, &short));
-            }
-        },
+        Ok(r) => r,
+        Err(candidates) => {
+            return Ok(fail(
+                a.json,
+                &super::prefix::ambiguous("run", given, &candidates),
+            ))
+        }
     };
+    let from = named.iter().map(|r| r.offset).min().unwrap_or(0);
+    let plans: Vec<&str> = named.iter().map(|r| r.plan_id.as_str()).collect();
+    let mut of_plan = journal::runs_of(path, from, &plans)?;
+    of_plan.retain(|r| named.iter().any(|n| n.run_id == r.run_id));
+    of_plan.reverse();
     if a.json {
         crate::cli::out::json(&serde_json::json!({
             "schema": "smolsweep.history/1",
             "journal": path,
             "runs": of_plan,
         }));
-        return 0;
+        return Ok(0);
     }
-    for r in of_plan {
+    for r in &of_plan {
         crate::outln!("{}", run_line(r));
         crate::outln!(
             "  plan {}: {} planned, estimated {}",
@@ -643,7 +650,53 @@ fn history_of_run(a: &HistoryArgs, path: &Path, runs: &[journal::RunSummary], gi
             crate::outln!("  {}", outcome_line(&o.summary, &o.outcome));
         }
     }
-    0
+    Ok(0)
+}
+
+/// The runs `given` names, like git names objects: a run id (what `history` prints) names one
+/// run, a plan id every run of that plan; an id given in full wins, otherwise every run id and
+/// plan id starting with `given` is a candidate. Candidates naming different runs make it
+/// ambiguous (`Err` lists them, shortened, run ids first); none is `Ok` of nothing.
+fn runs_named<'r, T>(
+    runs: &'r [T],
+    given: &str,
+    ids: impl Fn(&T) -> (&str, &str),
+) -> Result<Vec<&'r T>, Vec<String>> {
+    let run_of = |r: &T| ids(r).0.to_string();
+    let plan_of = |r: &T| ids(r).1.to_string();
+    if given.is_empty() {
+        return Ok(Vec::new());
+    }
+    let of_plan = |id: &str| -> Vec<&T> { runs.iter().filter(|r| plan_of(r) == id).collect() };
+    if let Some(r) = runs.iter().find(|r| run_of(r) == given) {
+        return Ok(vec![r]);
+    }
+    if runs.iter().any(|r| plan_of(r) == given) {
+        return Ok(of_plan(given));
+    }
+    let short = |id: &str| id[..id.len().min(12)].to_string();
+    // (shown, the runs it names), each id once.
+    let mut candidates: Vec<(String, Vec<&T>)> = Vec::new();
+    for r in runs.iter().filter(|r| run_of(r).starts_with(given)) {
+        candidates.push((short(&run_of(r)), vec![r]));
+    }
+    for r in runs.iter().filter(|r| plan_of(r).starts_with(given)) {
+        let shown = format!("plan {}", short(&plan_of(r)));
+        if !candidates.iter().any(|(s, _)| *s == shown) {
+            candidates.push((shown, of_plan(&plan_of(r))));
+        }
+    }
+    let first = candidates.first().map(|(_, rs)| rs.clone());
+    let same = |rs: &Vec<&T>| {
+        first.as_ref().is_some_and(|f| {
+            f.len() == rs.len() && f.iter().zip(rs).all(|(a, b)| std::ptr::eq(*a, *b))
+        })
+    };
+    if candidates.iter().all(|(_, rs)| same(rs)) {
+        Ok(first.unwrap_or_default())
+    } else {
+        Err(candidates.into_iter().map(|(s, _)| s).collect())
+    }
 }
 
 /// `YYYY-MM-DD HH:MM:SS +HH:MM` in the local time zone (`TZ`, else /etc/localtime) from

@@ -90,8 +90,9 @@ pub fn run(a: TrendArgs) -> i32 {
     let loaded = trend::load(&path);
     let mut t = loaded.trend;
     if let Some(j) = journal::default_path() {
-        if let Ok(c) = journal::read(&j) {
-            t.note_runs(&journal::runs(&c.entries), now_secs());
+        // Only the runs the history has not counted yet, read from the journal's end.
+        if let Ok(runs) = journal::runs_started_after(&j, t.runs_seen_ms) {
+            t.note_runs(&runs, now_secs());
         }
     }
     let v = view::trend_view(&t, loaded.damaged.as_ref());

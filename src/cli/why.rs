@@ -39,9 +39,10 @@ fn absolute(path: &Path) -> PathBuf {
     out
 }
 
-/// What `target` names in `report`: `smolvm:NAME` / `celesto:ID`, a path, a VM process, a
-/// finding id or a unique prefix of one, a machine by its bare name, another process, or a
-/// relative path that exists. Err: why it names nothing.
+/// What `target` names in `report`: `smolvm:NAME` / `celesto:ID`, a path, what it names in full
+/// (a finding id, a machine by its bare name, a running process; two of them: ambiguous), a
+/// unique prefix of a finding id, another process, or a relative path that exists. Err: why it
+/// names nothing, or what it names twice.
 fn resolve(facts: &WhyFacts, target: &str) -> Result<Asked, String> {
     let report = facts.report();
     for (p, product) in [("smolvm:", Product::Smolvm), ("celesto:", Product::Celesto)] {
@@ -60,20 +61,34 @@ fn resolve(facts: &WhyFacts, target: &str) -> Result<Asked, String> {
         return Ok(Asked::Path(absolute(Path::new(target))));
     }
     let pid = target.parse::<u32>().ok().filter(|p| *p > 0);
-    // Digits name a running process before a finding id that starts with them.
+    // Like git: what `target` names in full (a finding id, a machine's name, a running
+    // process) before a finding id it only starts; named in full twice, it is ambiguous.
+    let mut exact: Vec<(String, Asked)> = Vec::new();
+    if let Some(f) = report.findings.iter().find(|f| f.id == target) {
+        exact.push((format!("finding {}", f.id), Asked::Finding(f.id.clone())));
+    }
+    if let Ok(m) = smolsweep::plan::find_machine(report, target) {
+        let (product, name) = (m.product, m.name.clone());
+        let shown = format!("machine {}:{name}", product.as_str());
+        exact.push((shown, Asked::Machine { product, name }));
+    }
     if let Some(pid) = pid.filter(|p| facts.has_process(*p)) {
-        return Ok(Asked::Process(pid));
+        exact.push((format!("process {pid}"), Asked::Process(pid)));
+    }
+    if exact.len() > 1 {
+        let names: Vec<String> = exact.into_iter().map(|(shown, _)| shown).collect();
+        return Err(format!(
+            "'{target}' is ambiguous: it names {}",
+            names.join(", ")
+        ));
+    }
+    if let Some((_, asked)) = exact.pop() {
+        return Ok(asked);
     }
     match prefix::find(&report.findings, target, |f| &f.id) {
         Found::One(f) => return Ok(Asked::Finding(f.id.clone())),
         Found::Ambiguous(ids) => return Err(prefix::ambiguous("finding id", target, &ids)),
         Found::None => {}
-    }
-    if let Ok(m) = smolsweep::plan::find_machine(report, target) {
-        return Ok(Asked::Machine {
-            product: m.product,
-            name: m.name.clone(),
-        });
     }
     if let Some(pid) = pid {
         return Ok(Asked::Process(pid));

@@ -55,6 +55,8 @@ pub struct Rejudge {
     removal_roots: Option<Vec<PathBuf>>,
     /// Paths a dry run removed earlier in the same plan ([`Judge::assume_removed`]).
     dry_removed: Vec<PathBuf>,
+    /// The keep file: a rule saved during the run applies from the next action.
+    keeps: crate::keep::KeepWatch,
 }
 
 struct Facts {
@@ -108,7 +110,9 @@ impl Rejudge {
 
     /// Judge on facts gathered from `opts` (the environment of the moment of execution).
     pub fn new(opts: ScanOptions) -> Self {
+        let keeps = crate::keep::KeepWatch::new(crate::keep::path_for(&opts.env, opts.platform));
         Rejudge {
+            keeps,
             opts,
             facts: None,
             procs: None,
@@ -196,6 +200,8 @@ impl Rejudge {
 
 impl Judge for Rejudge {
     fn still_confirmed(&mut self, plan: &Plan, action: &Action) -> Result<(), String> {
+        self.keeps
+            .refresh(self.facts.as_mut().map(|f| &mut f.report));
         let home = self.opts.env.home.clone();
         if plan.home != home {
             return Err(format!(

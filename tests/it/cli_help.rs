@@ -13,7 +13,7 @@ use std::process::Output;
 use serde_json::Value;
 use smolsweep::keep::{Keeps, Rule, Target};
 use smolsweep::model::{human_bytes, FindingKind};
-use smolsweep_fixtures::{age_tree, Scratch, OLD};
+use smolsweep_fixtures::{age_tree, unique_prefix, Scratch, OLD};
 
 fn run(s: &Scratch, args: &[&str]) -> Output {
     s.command(env!("CARGO_BIN_EXE_smolsweep"), args)
@@ -184,6 +184,78 @@ fn two_runs() -> (Scratch, PathBuf, PathBuf) {
     (s, dirs[0].clone(), late)
 }
 
+/// Every run id and plan id of `history --json`.
+fn history_ids(v: &Value) -> Vec<String> {
+    let runs = v["runs"].as_array().unwrap();
+    ["run_id", "plan_id"]
+        .iter()
+        .flat_map(|k| runs.iter().map(|r| r[*k].as_str().unwrap().to_string()))
+        .collect()
+}
+
+/// Journal a finished run of `plan_id` started at `at_ms` (no actions) in `s`'s journal.
+fn journal_run(s: &Scratch, plan_id: &str, at_ms: u64) {
+    use smolsweep::journal::{Journal, JournalEntry};
+    let mut j = Journal::open(&s.data.join("journal.jsonl")).unwrap();
+    j.append(&JournalEntry::PlanStarted {
+        at_ms,
+        plan_id: plan_id.into(),
+        home: s.home.root.clone(),
+        estimated_bytes: 0,
+        actions: vec![],
+        origin: None,
+    })
+    .unwrap();
+    j.append(&JournalEntry::PlanFinished {
+        at_ms: at_ms + 1,
+        plan_id: plan_id.into(),
+        done: 0,
+        skipped: 0,
+        failed: 0,
+        estimated_bytes: 0,
+        freed_bytes: 0,
+        filesystems: vec![],
+    })
+    .unwrap();
+}
+
+/// `history RUN` searched run ids first, so a prefix of one run's run id and another run's plan
+/// id silently picked the run (the fresh-clone failure of
+/// `history_of_one_run_by_a_unique_prefix_lists_its_items`). Made here on purpose: the second
+/// plan's id starts with the first run's run id.
+#[test]
+fn a_prefix_of_a_run_id_and_a_plan_id_is_ambiguous() {
+    let s = Scratch::new();
+    let first_plan = "1".repeat(64);
+    let first_run = smolsweep::journal::run_id(&first_plan, 1_000);
+    let fill = if first_run[6..].starts_with('0') {
+        "f"
+    } else {
+        "0"
+    };
+    let second_plan = format!("{}{}", &first_run[..6], fill.repeat(58));
+    journal_run(&s, &first_plan, 1_000);
+    journal_run(&s, &second_plan, 2_000);
+    let o = run(&s, &["history", &first_run[..6]]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(err.contains("ambiguous"), "{err}");
+    assert!(
+        err.contains(&first_run[..12]),
+        "the run is a candidate: {err}"
+    );
+    assert!(
+        err.contains(&second_plan[..12]),
+        "the plan is a candidate: {err}"
+    );
+    // One character more than the shared part names one of them, as it names it alone.
+    let o = run(&s, &["history", &first_run]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let o = run(&s, &["history", &second_plan[..7]]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(out(&o).contains(&second_plan), "{}", text(&o));
+}
+
 #[test]
 fn history_is_newest_first_one_line_per_run() {
     let (s, ..) = two_runs();
@@ -216,11 +288,10 @@ fn history_of_one_run_by_a_unique_prefix_lists_its_items() {
     let (s, first, late) = two_runs();
     let v = json(&run(&s, &["history", "--json"]));
     let prune = v["runs"][1]["plan_id"].as_str().unwrap().to_string();
-    let other = v["runs"][0]["plan_id"].as_str().unwrap().to_string();
-    let n = (1..prune.len())
-        .find(|n| !other.starts_with(&prune[..*n]))
-        .unwrap();
-    let o = run(&s, &["history", &prune[..n]]);
+    // Unique among every id `history RUN` searches: run ids and plan ids alike.
+    let ids = history_ids(&v);
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let o = run(&s, &["history", unique_prefix(&prune, &ids)]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     let t = out(&o);
     assert!(t.lines().next().unwrap().contains("prune (cli)"), "{t}");
@@ -231,6 +302,106 @@ fn history_of_one_run_by_a_unique_prefix_lists_its_items() {
     );
     let o = run(&s, &["history", "ffffffffffffffff0"]);
     assert_eq!(code(&o), 1, "{}", text(&o));
+}
+
+/// A journal of `runs` finished runs of `actions` actions each, written as the journal writes
+/// its lines, run `n` started at `n` seconds and freeing `n` bytes; a crash's truncated line
+/// follows the first run (line `actions + 3`).
+fn big_journal(s: &Scratch, runs: u64, actions: usize) {
+    use smolsweep::exec::{ActionRecord, Origin, Outcome};
+    use smolsweep::journal::JournalEntry;
+    use smolsweep::plan::{Action, PlannedAction};
+    use std::io::Write;
+    let action = |i: usize| Action::RemovePathBlock {
+        file: s.home.root.join(format!(".profile-{i}")),
+    };
+    std::fs::create_dir_all(&s.data).unwrap();
+    let f = std::fs::File::create(s.data.join("journal.jsonl")).unwrap();
+    let mut w = std::io::BufWriter::new(f);
+    let line = |w: &mut std::io::BufWriter<std::fs::File>, e: &JournalEntry| {
+        serde_json::to_writer(&mut *w, e).unwrap();
+        w.write_all(b"\n").unwrap();
+    };
+    for n in 1..=runs {
+        let plan_id = format!("{n:064x}");
+        line(
+            &mut w,
+            &JournalEntry::PlanStarted {
+                at_ms: n * 1000,
+                plan_id: plan_id.clone(),
+                home: s.home.root.clone(),
+                estimated_bytes: n,
+                actions: (0..actions).map(|i| PlannedAction::of(action(i))).collect(),
+                origin: Some(Origin::new("auto", &format!("run {n}"))),
+            },
+        );
+        for i in 0..actions {
+            let record = ActionRecord {
+                index: i,
+                summary: format!("edit {i}"),
+                action: action(i),
+                outcome: Outcome::done("edited"),
+                freed_bytes: 0,
+            };
+            line(
+                &mut w,
+                &JournalEntry::Action {
+                    at_ms: n * 1000 + 1,
+                    plan_id: plan_id.clone(),
+                    record: Box::new(record),
+                },
+            );
+        }
+        line(
+            &mut w,
+            &JournalEntry::PlanFinished {
+                at_ms: n * 1000 + 2,
+                plan_id,
+                done: actions,
+                skipped: 0,
+                failed: 0,
+                estimated_bytes: n,
+                freed_bytes: n,
+                filesystems: vec![],
+            },
+        );
+        if n == 1 {
+            w.write_all(b"{\"event\":\"action\",\"at\n").unwrap();
+        }
+    }
+    w.flush().unwrap();
+}
+
+/// `history -n 1` parsed the whole journal (4–5 s and 706 MB for 300 MB); it now reads the
+/// newest run from the end and counts the older ones. Here: the newest of 400 runs (many chunks
+/// of the backward read) with its own counts, the 399 older ones counted, the damaged line
+/// numbered.
+#[test]
+fn history_n_1_of_a_big_journal_is_the_newest_run_read_from_the_end() {
+    let s = Scratch::new();
+    big_journal(&s, 400, 40);
+    let v = json(&run(&s, &["history", "-n", "1", "--json"]));
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{v}");
+    let newest = &runs[0];
+    assert_eq!(newest["origin"]["command"], "run 400", "{newest}");
+    let want_id = smolsweep::journal::run_id(&format!("{:064x}", 400), 400_000);
+    assert_eq!(newest["run_id"], want_id.as_str(), "{newest}");
+    assert_eq!(newest["done"], 40, "{newest}");
+    assert_eq!(newest["freed_bytes"], 400, "{newest}");
+    assert_eq!(newest["outcomes"].as_array().unwrap().len(), 40, "{newest}");
+    assert_eq!(v["older_runs_not_shown"], 399, "{v}");
+    assert_eq!(v["damaged_lines"], serde_json::json!([43]), "{v}");
+    let t = out(&run(&s, &["history", "-n", "1"]));
+    assert!(t.lines().next().unwrap().contains("run 400 (auto)"), "{t}");
+    assert!(
+        t.contains("40 done, 0 skipped, 0 failed  freed 400 B"),
+        "{t}"
+    );
+    assert!(
+        t.contains("399 older runs not shown; `smolsweep history -n 400` shows every run"),
+        "{t}"
+    );
 }
 
 /// A plan applied twice is two runs: each has its own id, and `history RUN` shows that run
@@ -249,7 +420,9 @@ fn a_plan_applied_twice_is_two_runs_with_two_ids() {
         runs[1]["run_id"].as_str().unwrap(),
     );
     assert_ne!(again, first, "two runs, two ids: {v}");
-    let o = run(&s, &["history", &again[..12]]);
+    let ids = history_ids(&v);
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let o = run(&s, &["history", unique_prefix(again, &ids)]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     let t = out(&o);
     let heads: Vec<&str> = t.lines().filter(|l| !l.starts_with(' ')).collect();

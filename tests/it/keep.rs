@@ -780,3 +780,57 @@ fn property_prune_never_breaks_the_backing_chain_of_a_surviving_disk() {
         }
     }
 }
+
+/// Four `keep add PATH` at once all answered "Kept … (rule X)", but each read the file, added
+/// its rule and wrote it back unaware of the others: one rule was left, and the next prune
+/// deleted the other three disks. Writers now serialise on a lock and re-read under it.
+#[test]
+fn four_keep_adds_at_once_all_land() {
+    let s = scratch();
+    let d = s.home.celesto_data_dir().unwrap();
+    let disks: Vec<PathBuf> = (1..=4)
+        .map(|i| {
+            d.disk(&format!("gone{i}"), "qcow2", 1 << 16, 1 << 14)
+                .unwrap()
+        })
+        .collect();
+    age_tree(&s.home.root, OLD).unwrap();
+    let children: Vec<std::process::Child> = disks
+        .iter()
+        .map(|p| {
+            s.command(
+                env!("CARGO_BIN_EXE_smolsweep"),
+                &["keep", "add", p.to_str().unwrap()],
+            )
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        let said =
+            String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{said}");
+        assert!(said.starts_with("Kept "), "{said}");
+    }
+    let keeps = smolsweep::keep::Keeps::load(&s.data.join("keep.json")).unwrap();
+    for p in &disks {
+        let kept = keeps
+            .rules
+            .iter()
+            .any(|r| matches!(&r.target, smolsweep::keep::Target::Item { path, .. } if path == p));
+        assert!(
+            kept,
+            "{} said kept but is not in the file: {keeps:?}",
+            p.display()
+        );
+    }
+    let (code, out) = s.run(&["prune", "-y"]);
+    assert!(code == 0 || code == 1, "{out}");
+    assert!(
+        disks.iter().all(|p| p.exists()),
+        "a kept disk was pruned: {out}"
+    );
+}

@@ -499,3 +499,66 @@ fn a_dry_run_previews_a_base_deleted_after_its_overlay_and_does_not_weaken_the_n
     };
     assert!(path.exists(), "the base stays while its overlay does");
 }
+
+/// A keep rule saved while a run is under way lost: the executor read the rules once, in the
+/// scan before the first action, and deleted the disk the rule named. Four orphan disks; after
+/// the first action, a rule keeping the disk planned last is saved (as `keep add` saves it).
+#[test]
+fn a_keep_rule_added_mid_run_keeps_what_it_names() {
+    use smolsweep::exec::ProgressEvent;
+    use smolsweep::keep::{Keeps, Rule, Target};
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let data = home.celesto_data_dir().unwrap();
+    data.row("alive", "running", "qemu", None).unwrap();
+    let disks: Vec<PathBuf> = (1..=4)
+        .map(|i| {
+            data.disk(&format!("gone{i}"), "qcow2", 1 << 20, 1 << 16)
+                .unwrap()
+        })
+        .collect();
+    age_tree(&home.root, OLD).unwrap();
+    let plan = Plan::from_scan(&scan_home(&home), &Selection::reclaimable());
+    let planned: Vec<&PathBuf> = plan
+        .actions
+        .iter()
+        .filter_map(|a| match &a.action {
+            Action::DeletePath { path, .. } if disks.contains(path) => Some(path),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(planned.len(), 4, "every orphan disk is planned: {plan:?}");
+    let (first, last) = (planned[0].clone(), planned[3].clone());
+    let o = opts(&home);
+    let keep_file = smolsweep::keep::path_for(&o.env, o.platform);
+    let keep_last = || {
+        let id = smolsweep::model::FileIdentity::of(&last).unwrap();
+        let target = Target::Item {
+            path: last.clone(),
+            dev: id.dev,
+            ino: id.ino,
+            born_ns: smolsweep::keep::born(&last),
+        };
+        let mut k = Keeps::load(&keep_file).unwrap();
+        k.add(Rule::new(target, "said mid-run", 1_796_083_200));
+        k.save(&keep_file).unwrap();
+    };
+    let progress = |e: &ProgressEvent| {
+        if matches!(e, ProgressEvent::Finished { index: 0, .. }) {
+            keep_last();
+        }
+    };
+    let mut judge = Rejudge::new(o);
+    let confirmed = Confirmed::of(&plan, How::YesFlag);
+    let runner = Recorder::default();
+    let ctx = ExecContext::confirmed(confirmed, &runner, &mut judge);
+    let r = exec::execute(&plan, ctx.progress(&progress)).expect("runs");
+    assert!(outcome_for(&r, &first).is_done(), "{r:?}");
+    assert!(!first.exists());
+    let why = skipped_why(outcome_for(&r, &last));
+    assert!(why.contains("Kept by you"), "{why}");
+    assert!(last.exists(), "the disk a rule named mid-run was deleted");
+    for d in &planned[1..3] {
+        assert!(outcome_for(&r, d).is_done(), "{r:?}");
+    }
+}

@@ -12,7 +12,9 @@ use std::process::Output;
 
 use serde_json::Value;
 use smolsweep_fixtures::vmm::{boot_vm, fake_vmm_bin, spawn, FakeVmm, Shape};
-use smolsweep_fixtures::{age_tree, celesto_edge_cases, smolvm_edge_cases, Scratch, OLD};
+use smolsweep_fixtures::{
+    age_tree, celesto_edge_cases, smolvm_edge_cases, unique_prefix, Scratch, OLD,
+};
 
 fn run(s: &Scratch, args: &[&str]) -> Output {
     s.command(env!("CARGO_BIN_EXE_smolsweep"), args)
@@ -243,12 +245,25 @@ fn why_texts_match_the_reviewed_text() {
     let held = holder(&in_use);
     let vm = boot_vm(&fake_vmm(), &s.home.root, &dangling);
     let cache_id = id_of(&v, &cache);
+    // A prefix of 8 or more that no other finding id starts with and that is not all digits
+    // (digits name a running process first), whatever the ids of this scratch HOME's paths.
+    let ids: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    let shortest = unique_prefix(&cache_id, &ids).len().max(8);
+    let cache_prefix = (shortest..cache_id.len())
+        .map(|n| &cache_id[..n])
+        .find(|p| !p.bytes().all(|b| b.is_ascii_digit()))
+        .unwrap_or(&cache_id);
 
     let mut text = String::new();
     let p = |p: &Path| p.to_str().unwrap().to_string();
     for (case, target) in [
         ("ORPHAN-DISK", p(&orphan)),
-        ("CACHE-ID-PREFIX", cache_id[..8].to_string()),
+        ("CACHE-ID-PREFIX", cache_prefix.to_string()),
         ("KEPT-DISK", p(&kept)),
         ("BACKING-FILE-OF-KEPT-DISK", p(&backing)),
         ("DISK-IN-USE", p(&in_use)),
@@ -368,4 +383,33 @@ fn why_json_gives_the_same_facts_as_data() {
     assert_eq!(code(&o), 1);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["found"], false);
+}
+
+/// Ids like git: `why NAME` took a finding whose id starts with NAME before the machine called
+/// NAME. What is named in full (a machine's name) now wins over an id it only starts; a finding
+/// id given in full is still that finding.
+#[test]
+fn why_names_a_machine_by_its_full_name_before_a_finding_id_it_starts() {
+    let s = Scratch::new();
+    let sm = s.home.smolvm().unwrap();
+    let orphan = sm.dangling_dir("vm-orphan").unwrap();
+    age_tree(&s.home.root, OLD).unwrap();
+    let id = id_of(&scan_json(&s), &orphan);
+    // A prefix of its id that is not all digits (digits may also name a running process).
+    let name = (6..id.len())
+        .map(|n| &id[..n])
+        .find(|p| !p.bytes().all(|b| b.is_ascii_digit()))
+        .unwrap_or(&id);
+    sm.record(name, serde_json::json!({})).unwrap();
+    let o = run(&s, &["why", name]);
+    let said = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(code(&o), 0, "{said}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        said.starts_with(&format!("machine smolvm:{name}")),
+        "{said}"
+    );
+    let o = run(&s, &["why", &id]);
+    let said = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(code(&o), 0, "{said}");
+    assert!(said.starts_with(orphan.to_str().unwrap()), "{said}");
 }
