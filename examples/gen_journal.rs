@@ -35,6 +35,7 @@ fn delete(i: usize) -> Action {
         after_reap: vec![],
         mounts_inside: vec![],
         owner_recheck: None,
+        beside: None,
     }
 }
 
