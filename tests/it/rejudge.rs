@@ -562,3 +562,70 @@ fn a_keep_rule_added_mid_run_keeps_what_it_names() {
         assert!(outcome_for(&r, d).is_done(), "{r:?}");
     }
 }
+
+/// Items (issue 29): a rule on a saved disk saved between two actions of one run keeps the
+/// disk and its marker, although the run already took the disk's companion file: the marker
+/// goes last, after the disk, and both are judged with the rule as it is at their moment.
+#[test]
+fn a_keep_rule_added_between_two_actions_of_one_run_keeps_the_whole_saved_disk() {
+    use smolsweep::exec::ProgressEvent;
+    use smolsweep::keep::{Keeps, Rule, Target};
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let data = home.celesto_data_dir().unwrap();
+    data.row("alive", "running", "qemu", None).unwrap();
+    let disk = data.disk("kept7", "qcow2", 1 << 20, 1 << 16).unwrap();
+    let marker = data.retained("kept7.qcow2").unwrap();
+    let companion = data
+        .companion("kept7.qcow2", ".create-backup-9c1d", 4096)
+        .unwrap();
+    age_tree(&home.root, OLD).unwrap();
+    let mut sel = Selection::reclaimable();
+    sel.include.insert(smolsweep::model::OptInClass::SavedDisks);
+    let plan = Plan::from_scan(&scan_home(&home), &sel);
+    let order: Vec<&PathBuf> = plan
+        .actions
+        .iter()
+        .filter_map(|a| match &a.action {
+            Action::DeletePath { path, .. } => Some(path),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, vec![&companion, &disk, &marker], "{plan:#?}");
+    let o = opts(&home);
+    let keep_file = smolsweep::keep::path_for(&o.env, o.platform);
+    let keep_disk = || {
+        let id = smolsweep::model::FileIdentity::of(&disk).unwrap();
+        let target = Target::Item {
+            path: disk.clone(),
+            dev: id.dev,
+            ino: id.ino,
+            born_ns: smolsweep::keep::born(&disk),
+        };
+        let mut k = Keeps::load(&keep_file).unwrap();
+        k.add(Rule::new(target, "backups", 1_796_083_200));
+        k.save(&keep_file).unwrap();
+    };
+    let progress = |e: &ProgressEvent| {
+        if matches!(e, ProgressEvent::Finished { index: 0, .. }) {
+            keep_disk();
+        }
+    };
+    let mut judge = Rejudge::new(o);
+    let confirmed = Confirmed::of(&plan, How::YesFlag);
+    let runner = Recorder::default();
+    let ctx = ExecContext::confirmed(confirmed, &runner, &mut judge);
+    let r = exec::execute(&plan, ctx.progress(&progress)).expect("runs");
+    assert!(outcome_for(&r, &companion).is_done(), "{r:?}");
+    for p in [&disk, &marker] {
+        assert!(
+            skipped_why(outcome_for(&r, p)).contains("Kept by you"),
+            "{r:?}"
+        );
+        assert!(
+            p.exists(),
+            "{} went after a rule kept its disk",
+            p.display()
+        );
+    }
+}
