@@ -335,6 +335,11 @@ pub struct ProductReport {
     /// Installed version, when it could be read without running anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// The newest install found (every install counts: `PATH`, virtualenvs, pipx, uv tools,
+    /// `~/.smolvm`, Homebrew) when it is newer than every version the rules were verified
+    /// against: the scan's drift guard decided it, and every surface reads it from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub newer: Option<String>,
 }
 
 /// The report's sums, recomputed from findings and processes ([`ScanReport::compute_totals`]).

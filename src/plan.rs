@@ -1455,6 +1455,7 @@ mod tests {
                 roots: [("cache_root".to_string(), PathBuf::from("/h/.cache/smolvm"))].into(),
                 problems: vec![],
                 version: None,
+                newer: None,
             }],
             findings,
             machines: vec![],

@@ -494,6 +494,7 @@ mod tests {
                 roots: Default::default(),
                 problems: vec![],
                 version: None,
+                newer: None,
             }],
             findings,
             machines: vec![],

@@ -107,11 +107,7 @@ pub fn product_status(p: &ProductReport) -> &'static str {
 pub fn newer_products(r: &ScanReport) -> Vec<Product> {
     r.products
         .iter()
-        .filter(|p| {
-            p.version
-                .as_deref()
-                .is_some_and(|v| crate::upstream::drift(p.product, v).is_some())
-        })
+        .filter(|p| p.newer.is_some())
         .map(|p| p.product)
         .collect()
 }

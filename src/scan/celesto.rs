@@ -377,6 +377,7 @@ fn report_product(
         roots: report_roots,
         problems,
         version,
+        newer: None,
     });
 }
 

@@ -419,6 +419,7 @@ fn drift_guard(report: &mut ScanReport, env: &EnvSnapshot, installs: &[Install])
         let Some((v, newest, at)) = newest_drift(pr, installs) else {
             continue;
         };
+        pr.newer = Some(v.clone());
         let v = match at {
             Some(at) => format!("{v} (at {})", crate::pathser::shown(&at)),
             None => v,

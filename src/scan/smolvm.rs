@@ -179,6 +179,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> SmolvmKnowledge {
         roots: report_roots,
         problems,
         version,
+        newer: None,
     });
     know
 }

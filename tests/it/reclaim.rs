@@ -118,6 +118,7 @@ fn report(home: &Path, roots: &[&Path], findings: Vec<Finding>) -> ScanReport {
                 .collect::<BTreeMap<_, _>>(),
             problems: vec![],
             version: None,
+            newer: None,
         }],
         findings,
         machines: vec![],

@@ -429,6 +429,7 @@ fn newer_celesto_is_shown_but_nothing_of_it_is_reclaimable() {
         .to_string()
         .contains("newer than the versions Smolsweep knows"));
     assert_eq!(verdict_of(&v, &orphan), "unknown");
+    assert_eq!(cel["newer"], "0.2.1", "{cel:#}");
     run_env(
         &home,
         &data,
@@ -881,6 +882,14 @@ fn drift_guard_counts_a_newer_install_later_on_path() {
         "the banner names the newer install: {problems}"
     );
     assert_eq!(verdict_of(&v, &orphan), "unknown");
+    // The scan records what it decided, and the window's "accept newer" reads that (the
+    // version the report shows first is the older one, on PATH first).
+    assert_eq!(cel["newer"], "0.2.0", "{cel:#}");
+    let report: smolsweep::model::ScanReport = serde_json::from_value(v.clone()).unwrap();
+    assert_eq!(
+        smolsweep::view::newer_products(&report),
+        vec![smolsweep::model::Product::Celesto]
+    );
     run_env(
         &home,
         &data,

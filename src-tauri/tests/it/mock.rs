@@ -211,6 +211,7 @@ fn world(delay_ms: u64, confirm: bool) -> World {
             roots: Default::default(),
             problems: vec![],
             version: None,
+            newer: None,
         }],
         findings,
         machines: vec![],

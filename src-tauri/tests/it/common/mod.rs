@@ -82,6 +82,7 @@ impl Scratch {
                 roots,
                 problems: vec![],
                 version: Some("0.1.10".into()),
+                newer: None,
             }],
             findings: vec![],
             machines: vec![],
