@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// Replace `path` with `bytes` atomically. `private`: the file is made 0600 and a missing
 /// directory 0700 (otherwise the umask decides, as for any new file).
-pub(crate) fn write(path: &Path, bytes: &[u8], private: bool) -> io::Result<()> {
+pub fn write(path: &Path, bytes: &[u8], private: bool) -> io::Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())

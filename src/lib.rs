@@ -23,11 +23,13 @@
 //! | [`tray`] | the tray menu as a model |
 //! | [`env`] | the environment a scan and a run read, captured once |
 //! | [`input`] | reading a file a user names, safely |
+//! | [`atomic`] | writing Smolsweep's own small state files atomically (the app's settings too) |
 //!
 //! Everything else (walking, sizing, inventories, the process table, product layouts) is
 //! private to the crate.
 #![deny(missing_docs)]
 
+pub mod atomic;
 pub mod env;
 pub mod exec;
 pub mod filter;
@@ -44,7 +46,6 @@ pub mod trend;
 pub mod uninstall;
 pub mod view;
 
-mod atomic;
 mod chains;
 mod fsread;
 mod install;

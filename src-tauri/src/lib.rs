@@ -4,7 +4,7 @@
 //! the mock runtime. [`build_app`] wires state, commands and window behaviour into any builder;
 //! [`run`] adds the real plugins (single instance, autostart, dialogs) and runs the app.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -1022,8 +1022,8 @@ fn notify_orphans<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
         let due = w.held_back_until(r, now);
         if *w != before {
             if let Some(p) = st.orphans_path() {
-                let _ = std::fs::create_dir_all(p.parent().unwrap_or(Path::new(".")));
-                let _ = std::fs::write(&p, serde_json::to_vec(&*w).unwrap_or_default());
+                let bytes = serde_json::to_vec(&*w).unwrap_or_default();
+                let _ = smolsweep::atomic::write(&p, &bytes, true);
             }
         }
         (note, due)

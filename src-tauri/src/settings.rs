@@ -113,17 +113,11 @@ impl Settings {
         .normalised()
     }
 
-    /// Save atomically (write a sibling, then rename).
+    /// Save atomically, through the core's write (a new sibling never reached through a link,
+    /// synced, renamed over the file).
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        if let Some(d) = path.parent() {
-            std::fs::create_dir_all(d)?;
-        }
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(
-            &tmp,
-            serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?,
-        )?;
-        std::fs::rename(tmp, path)
+        let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        smolsweep::atomic::write(path, &bytes, true)
     }
 }
 
@@ -166,6 +160,23 @@ mod tests {
         assert_eq!(Settings::load(&p), s);
         std::fs::write(&p, b"{not json").unwrap();
         assert_eq!(Settings::load(&p), Settings::default());
+    }
+
+    /// The old save wrote a fixed `settings.json.tmp` through any link found there, unsynced:
+    /// a link planted at that name made the app write its settings over another file. Saving
+    /// now goes through the core's atomic write: the planted link and its target are untouched.
+    #[test]
+    fn saving_settings_never_writes_through_a_link_at_a_temporary_name() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("settings.json");
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, b"keep me").unwrap();
+        std::os::unix::fs::symlink(&victim, d.path().join("settings.json.tmp")).unwrap();
+        let s = Settings::default();
+        s.save(&p).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+        assert_eq!(Settings::load(&p), s);
+        assert!(std::fs::symlink_metadata(&p).unwrap().file_type().is_file());
     }
 
     /// Settings that are a named pipe or larger than the cap are never waited on nor read:
