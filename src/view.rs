@@ -726,11 +726,18 @@ impl Confirmation {
     /// The question asked before it runs, without the question mark: "Delete 3 items and end
     /// 1 VM process, freeing about 2.0 MB".
     pub fn question(&self) -> String {
-        if self.estimate_bytes > 0 {
-            format!("{}, freeing about {}", self.headline, self.estimate)
-        } else {
-            self.headline.clone()
-        }
+        freeing(&self.headline, self.estimate_bytes)
+    }
+}
+
+/// What a plan does and what it frees, as one clause: "Delete 3 items, freeing about 2.0 MB"
+/// (the words of every confirmation, the uninstall's included); nothing is said of bytes when
+/// it frees none.
+pub fn freeing(what: &str, bytes: u64) -> String {
+    if bytes > 0 {
+        format!("{what}, freeing about {}", human_bytes(bytes))
+    } else {
+        what.to_string()
     }
 }
 

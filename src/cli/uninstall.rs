@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use super::progress::{Progress, Style};
 use smolsweep::env::EnvSnapshot;
 use smolsweep::exec::{How, Outcome};
-use smolsweep::model::{human_bytes, Platform};
+use smolsweep::model::Platform;
 use smolsweep::uninstall::plan::{self, UninstallOptions, UninstallPlan};
 use smolsweep::uninstall::preflight::{self, Preflight};
 use smolsweep::uninstall::run::{self, RunReport};
@@ -289,11 +289,8 @@ impl Session<'_> {
 /// code: stdin is not a terminal, or the answer was not yes.
 fn confirm(plan: &UninstallPlan) -> Result<(), i32> {
     let n = plan.checked_count();
-    super::prompt::confirm(&format!(
-        "Carry out {n} step{}, freeing about {}",
-        if n == 1 { "" } else { "s" },
-        human_bytes(plan.checked_bytes())
-    ))
+    let what = format!("Carry out {n} step{}", if n == 1 { "" } else { "s" });
+    super::prompt::confirm(&smolsweep::view::freeing(&what, plan.checked_bytes()))
 }
 
 /// `--quiet`: failed steps and a dirty proof on stderr, one closing line on stdout.

@@ -190,8 +190,8 @@ impl UninstallPlan {
             n if n == all => "all will run".to_string(),
             n => format!("{n} will run"),
         };
-        if run > 0 && self.checked_bytes() > 0 {
-            t += &format!(", freeing about {}", human_bytes(self.checked_bytes()));
+        if run > 0 {
+            t = crate::view::freeing(&t, self.checked_bytes());
         }
         if run < all && run > 0 {
             t += &format!(
