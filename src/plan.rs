@@ -1228,6 +1228,22 @@ impl Plan {
             .sum()
     }
 
+    /// Whether the plan takes `f` (of `report`, the scan it was made from): a path delete of it
+    /// or of a directory holding it, or the delete of a machine whose directory holds it. The
+    /// one answer to "does this plan cover that finding", for every surface.
+    pub fn covers(&self, report: &ScanReport, f: &Finding) -> bool {
+        self.actions.iter().any(|a| match &a.action {
+            Action::DeletePath { path, .. } => f.path.starts_with(path),
+            Action::DeleteMachine { product, name, .. } => report
+                .machines
+                .iter()
+                .filter(|m| m.product == *product && &m.name == name)
+                .filter_map(|m| m.dir.as_deref())
+                .any(|d| f.path.starts_with(d)),
+            _ => false,
+        })
+    }
+
     /// Build the plan for `selection` from a scan. Pure: touches no file system.
     pub fn from_scan(report: &ScanReport, selection: &Selection) -> Plan {
         Self::from_scan_at(report, selection, now_secs())

@@ -271,21 +271,7 @@ impl Named {
 /// The named targets the plan left out: absent from the scan or refused. A finding id left out
 /// only because a planned delete or machine delete already covers it is not refused.
 fn refused(plan: &Plan, report: &ScanReport, named: &Named) -> Vec<SkippedAtPlan> {
-    let covered = |id: &str| {
-        let Some(f) = report.finding(id) else {
-            return false;
-        };
-        plan.actions.iter().any(|a| match &a.action {
-            Action::DeletePath { path, .. } => f.path.starts_with(path),
-            Action::DeleteMachine { name, .. } => report
-                .machines
-                .iter()
-                .filter(|m| &m.name == name)
-                .filter_map(|m| m.dir.as_deref())
-                .any(|d| f.path.starts_with(d)),
-            _ => false,
-        })
-    };
+    let covered = |id: &str| report.finding(id).is_some_and(|f| plan.covers(report, f));
     let mut out: Vec<SkippedAtPlan> = Vec::new();
     for s in &plan.skipped_at_plan {
         let is_named = named.keys.contains(&s.id) || named.ids.contains(&s.id);

@@ -668,7 +668,7 @@ fn free_finding(facts: &WhyFacts, f: &Finding) -> Free {
         let mut narrowed = r.clone();
         filter.apply(&mut narrowed, facts.now);
         let plan = Plan::from_scan(&narrowed, &sel);
-        if !deletes(&plan, &f.path) {
+        if !plan.covers(&narrowed, f) {
             last_refusal = plan
                 .skipped_at_plan
                 .iter()
@@ -710,21 +710,13 @@ fn only_this(r: &ScanReport, f: &Finding) -> Option<String> {
         include: f.opt_in_class.into_iter().collect(),
         ..Default::default()
     };
-    if !deletes(&Plan::from_scan(r, &sel), &f.path) {
+    if !Plan::from_scan(r, &sel).covers(r, f) {
         return None;
     }
     let ids: String = ids.iter().map(|i| format!(" --id {i}")).collect();
     Some(format!(
         "smolsweep plan{ids} --out plan.json && smolsweep apply plan.json"
     ))
-}
-
-/// Whether `plan` deletes `path` (itself, or a directory holding it).
-fn deletes(plan: &Plan, path: &Path) -> bool {
-    plan.actions.iter().any(|a| match &a.action {
-        Action::DeletePath { path: p, .. } => path.starts_with(p),
-        _ => false,
-    })
 }
 
 /// What keeps a protected or unverifiable finding, and what would release it.
