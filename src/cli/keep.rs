@@ -5,7 +5,7 @@ use std::time::SystemTime;
 use smolsweep::keep::{path_for, Keeps, Rule, Target};
 use smolsweep::model::FindingKind;
 
-use crate::cli::prefix::{self, Found};
+use crate::cli::prefix;
 
 #[derive(Debug, clap::Args)]
 pub struct KeepArgs {
@@ -51,11 +51,19 @@ fn resolve(target: &str) -> Result<Target, String> {
     let opts = smolsweep::scan::ScanOptions::from_env().map_err(|e| e.to_string())?;
     let report = smolsweep::scan::scan(&opts);
     let by_path = std::path::Path::new(target);
-    if let Some(f) = report
+    // A finding id in full or by a prefix of at least four characters only it starts with
+    // (what cannot be a finding id may still name a machine, below).
+    let by_prefix = (!target.contains('/'))
+        .then(|| prefix::find_to_remove(&report.findings, target, "finding id", |f| &f.id));
+    let found = report
         .findings
         .iter()
-        .find(|f| f.id == target || f.path == by_path)
-    {
+        .find(|f| f.path == by_path)
+        .or(match &by_prefix {
+            Some(Ok(Some(f))) => Some(*f),
+            _ => None,
+        });
+    if let Some(f) = found {
         let id = f
             .identity
             .ok_or_else(|| format!("{target} could not be examined, so it cannot be kept"))?;
@@ -94,8 +102,10 @@ fn resolve(target: &str) -> Result<Target, String> {
             });
         }
     }
-    let m = smolsweep::plan::find_machine(&report, target)
-        .map_err(|e| format!("{target}: not a finding id, a path or a machine ({e})"))?;
+    let m = smolsweep::plan::find_machine(&report, target).map_err(|e| match by_prefix {
+        Some(Err(why)) => why,
+        _ => format!("{target}: not a finding id, a path or a machine ({e})"),
+    })?;
     Ok(Target::Owner {
         product: m.product,
         name: m.name.clone(),
@@ -148,10 +158,10 @@ pub fn run(a: KeepArgs) -> i32 {
 /// `keep remove ID`: remove the one rule `id` names (in full or by a prefix only it starts
 /// with). The line to say.
 fn remove(keeps: &mut Keeps, id: &str) -> anyhow::Result<String> {
-    let id = match crate::cli::prefix::find(&keeps.rules, id, |r| &r.id) {
-        Found::One(r) => r.id.clone(),
-        Found::None => anyhow::bail!("no keep rule {id} (see `smolsweep keep list`)"),
-        Found::Ambiguous(ids) => anyhow::bail!("{}", prefix::ambiguous("keep rule", id, &ids)),
+    let id = match prefix::find_to_remove(&keeps.rules, id, "keep rule", |r| &r.id) {
+        Ok(Some(r)) => r.id.clone(),
+        Ok(None) => anyhow::bail!("no keep rule {id} (see `smolsweep keep list`)"),
+        Err(why) => anyhow::bail!("{why}"),
     };
     keeps.remove(&id);
     Ok(format!("Removed keep rule {id}."))

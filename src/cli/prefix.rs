@@ -37,6 +37,30 @@ pub fn find<'a, T>(items: &'a [T], given: &str, id_of: impl Fn(&T) -> &str) -> F
     }
 }
 
+/// The fewest characters of a shortened id taken where something is deleted or removed: a
+/// shorter prefix (`keep remove 0`) names nothing, even when only one id starts with it.
+pub const MIN_TO_REMOVE: usize = 4;
+
+/// [`find`] where the named item is deleted or removed: the id in full, or a prefix of at least
+/// [`MIN_TO_REMOVE`] characters only it starts with. `Err` is the sentence that refuses it
+/// (`what` names the kind of id: "keep rule", "finding id").
+pub fn find_to_remove<'a, T>(
+    items: &'a [T],
+    given: &str,
+    what: &str,
+    id_of: impl Fn(&T) -> &str,
+) -> Result<Option<&'a T>, String> {
+    match find(items, given, &id_of) {
+        Found::One(t) if id_of(t) == given || given.chars().count() >= MIN_TO_REMOVE => Ok(Some(t)),
+        Found::One(t) => Err(format!(
+            "{what} '{given}' is too short to act on: give at least {MIN_TO_REMOVE} characters (it starts {})",
+            id_of(t)
+        )),
+        Found::None => Ok(None),
+        Found::Ambiguous(ids) => Err(ambiguous(what, given, &ids)),
+    }
+}
+
 /// The refusal of an ambiguous prefix, naming the candidates.
 pub fn ambiguous(what: &str, given: &str, ids: &[String]) -> String {
     format!(
@@ -70,6 +94,17 @@ mod tests {
         );
         assert_eq!(find(&ids, "q", id), Found::None);
         assert_eq!(find(&ids, "", id), Found::None);
+    }
+
+    #[test]
+    fn what_is_removed_takes_the_whole_id_or_at_least_four_characters() {
+        let ids = ["0a1b2c3d", "9f", "77aa00"];
+        let get = |g| find_to_remove(&ids, g, "keep rule", id);
+        assert_eq!(get("0a1b"), Ok(Some(&"0a1b2c3d")));
+        assert_eq!(get("9f"), Ok(Some(&"9f")), "a whole id, however short");
+        assert!(get("0").unwrap_err().contains("at least 4 characters"));
+        assert!(get("0a1").is_err());
+        assert_eq!(get("zzzz"), Ok(None));
     }
 
     #[test]

@@ -283,6 +283,19 @@ fn refused(plan: &Plan, report: &ScanReport, named: &Named) -> Vec<SkippedAtPlan
     out
 }
 
+/// The finding ids `given` names, each in full or by a prefix of at least four characters only
+/// one id starts with (a plan deletes what they name); one that names none stays as given, for
+/// the planner to refuse by name.
+fn finding_ids(report: &ScanReport, given: &[String]) -> Result<Vec<String>, String> {
+    given
+        .iter()
+        .map(|g| {
+            super::prefix::find_to_remove(&report.findings, g, "finding id", |f| &f.id)
+                .map(|f| f.map_or_else(|| g.clone(), |f| f.id.clone()))
+        })
+        .collect()
+}
+
 /// How a run prints, and what makes it fail.
 struct Mode<'a> {
     run: &'a RunArgs,
@@ -421,12 +434,16 @@ pub fn plan(a: PlanArgs) -> i32 {
     }
     with_report(&a.report, false, |s| {
         let mut report = s.report;
+        let ids = match finding_ids(&report, &a.ids) {
+            Ok(ids) => ids,
+            Err(why) => return fail(false, &why),
+        };
         a.filter
             .filter()
             .apply(&mut report, std::time::SystemTime::now());
         let sel = Selection {
             all_reclaimable: a.all || a.ids.is_empty(),
-            ids: a.ids.clone(),
+            ids: ids.clone(),
             include: a.include.classes(),
             reap_orphans: a.reap,
             stop_machines: a.stop.clone(),
@@ -437,7 +454,7 @@ pub fn plan(a: PlanArgs) -> i32 {
         let plan = Plan::from_scan(&report, &sel);
         let mut named = Named::machines(&a.stop);
         named.keys.extend(Named::machines(&a.delete).keys);
-        named.ids = a.ids.clone();
+        named.ids = ids;
         let refused = refused(&plan, &report, &named);
         if !refused.is_empty() {
             if !to_stdout {

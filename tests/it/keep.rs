@@ -834,3 +834,49 @@ fn four_keep_adds_at_once_all_land() {
         "a kept disk was pruned: {out}"
     );
 }
+
+/// One id grammar (issue 31): `keep add` and `plan --id` take a finding id in full or by a
+/// prefix only it starts with (at least four characters, since what they name is kept or
+/// deleted), like `why`; `keep remove` refuses a prefix shorter than four characters that is
+/// not a whole rule id.
+#[test]
+fn keep_add_plan_id_and_keep_remove_take_ids_like_git() {
+    let s = scratch();
+    let (a, b) = celesto_orphans(&s);
+    let v = s.scan(&[]);
+    let ids: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    let id_of = |p: &Path| finding(&v, p).unwrap()["id"].as_str().unwrap().to_string();
+    let (ida, idb) = (id_of(&a), id_of(&b));
+    let short = |id: &str| {
+        let p = smolsweep_fixtures::unique_prefix(id, &ids);
+        id[..p.len().max(4)].to_string()
+    };
+    // plan --id with a prefix plans that finding's item.
+    let out = s.dir().join("plan.json");
+    let (code, text) = s.run(&["plan", "--id", &short(&idb), "--out", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{text}");
+    let plan = std::fs::read_to_string(&out).unwrap();
+    assert!(plan.contains(b.to_str().unwrap()), "{plan}");
+    assert!(!plan.contains(a.to_str().unwrap()), "{plan}");
+    // keep add with a prefix keeps it.
+    let (code, text) = s.run(&["keep", "add", &short(&ida)]);
+    assert_eq!(code, 0, "{text}");
+    assert!(finding(&s.scan(&[]), &a).unwrap()["kept"].is_string());
+    // Three characters name nothing that is kept or deleted, even when only one id starts so.
+    let (code, text) = s.run(&["plan", "--id", &ida[..3], "--out", out.to_str().unwrap()]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("at least 4 characters"), "{text}");
+    let rule = s.run(&["keep", "list", "--json"]).1;
+    let rule: Value = serde_json::from_str(&rule).unwrap();
+    let rid = rule["rules"][0]["id"].as_str().unwrap().to_string();
+    let (code, text) = s.run(&["keep", "remove", &rid[..1]]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("at least 4 characters"), "{text}");
+    let (code, text) = s.run(&["keep", "remove", &rid[..4]]);
+    assert_eq!(code, 0, "{text}");
+}
