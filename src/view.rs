@@ -626,10 +626,11 @@ fn next_steps(r: &ScanReport, reclaim: &Plan, hidden: Option<&Hidden>) -> Vec<St
         _ => String::new(),
     };
     if !reclaim.is_empty() {
+        let n = reclaim.delete_count();
         out.push(format!(
-            "`smolsweep prune{flags}` frees {} ({} items).",
+            "`smolsweep prune{flags}` frees {} ({n} item{}).",
             bytes(estimate_bytes(reclaim)),
-            reclaim.delete_count()
+            if n == 1 { "" } else { "s" }
         ));
     }
     for class in [

@@ -60,11 +60,14 @@ impl clap::builder::TypedValueParser for KindName {
             .with_cmd(cmd)
         };
         match kinds.as_slice() {
-            [] => Err(refuse(
-                "no kind is called that; use a name `smolsweep scan -v` shows, like \
-                 orphaned-disks or celesto.orphan_disk"
+            [] => Err(refuse(match did_you_mean(&name) {
+                Some(k) => format!(
+                    "no kind is called that; did you mean {k}? (`smolsweep kinds` lists them all)"
+                ),
+                None => "no kind is called that; `smolsweep kinds` lists them all, like \
+                         orphaned-disks or celesto.orphan_disk"
                     .into(),
-            )),
+            })),
             [k] => Ok(k.as_str().to_string()),
             ks if self.many => Ok(ks[0].short().to_string()),
             ks => Err(refuse(format!(
@@ -112,5 +115,44 @@ impl FilterArgs {
                 .flat_map(|k| FindingKind::named(k))
                 .collect(),
         }
+    }
+}
+
+/// The kind name nearest to `name` (fewest single-character edits, at most a third of its
+/// length), for a "did you mean".
+fn did_you_mean(name: &str) -> Option<&'static str> {
+    let name = name.trim().to_ascii_lowercase();
+    FindingKind::ALL
+        .iter()
+        .flat_map(|k| [k.short(), k.as_str()])
+        .map(|k| (edits(&name, k), k))
+        .filter(|(d, _)| *d <= name.chars().count().div_ceil(3))
+        .min()
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance between `a` and `b`, by characters.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod did_you_mean_tests {
+    #[test]
+    fn a_kind_name_one_letter_off_suggests_the_kind_and_nonsense_suggests_none() {
+        assert_eq!(super::did_you_mean("orphan-disks"), Some("orphaned-disks"));
+        assert_eq!(super::did_you_mean("orphaned-disk"), Some("orphaned-disks"));
+        assert_eq!(super::did_you_mean("zzzzzz"), None);
     }
 }

@@ -7,7 +7,8 @@ use std::io::{BufRead, IsTerminal, Write};
 
 /// Ask `question` (without the `? [y/N] ` that follows it) on the terminal. `Err` is the exit
 /// code, 1: stdin is not a terminal (`Not confirmed: stdin is not a terminal. Re-run with --yes
-/// to do this.`), or the answer was not yes (`Nothing done.`).
+/// to do this.`), or the answer was not yes (`Nothing done: not confirmed (exit 1).`, as git
+/// says why an aborted commit exits non-zero).
 pub fn confirm(question: &str) -> Result<(), i32> {
     if !std::io::stdin().is_terminal() {
         eprintln!("Not confirmed: stdin is not a terminal. Re-run with --yes to do this.");
@@ -18,7 +19,7 @@ pub fn confirm(question: &str) -> Result<(), i32> {
     let mut answer = String::new();
     let _ = std::io::stdin().lock().read_line(&mut answer);
     if !is_yes(&answer) {
-        eprintln!("Nothing done.");
+        eprintln!("Nothing done: not confirmed (exit 1).");
         return Err(1);
     }
     Ok(())

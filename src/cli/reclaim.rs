@@ -493,9 +493,9 @@ pub fn apply(a: ApplyArgs) -> i32 {
     let plan = match Plan::from_json(&text) {
         Ok(p) => p,
         Err(e @ smolsweep::plan::PlanError::ScanReport) => {
-            return fail(a.run.json, &format!("refusing {}: {e}", a.file.display()))
+            return fail(a.run.json, &format!("refusing {}: {e}", shown(&a.file)))
         }
-        Err(e) => return fail(a.run.json, &format!("refusing the plan: {e}")),
+        Err(e) => return fail(a.run.json, &format!("refusing {}: {e}", shown(&a.file))),
     };
     // The HOME the scan and the re-judge use (the snapshot's, exactly as set), so the plan is
     // compared with the HOME it would act on.

@@ -126,8 +126,9 @@ fn every_kind_kept(s: &Scratch) -> Vec<String> {
 fn keep_remove_takes_a_unique_prefix() {
     let s = Scratch::new();
     let ids = every_kind_kept(&s);
-    // The shortest prefix of the first id that no other id starts with.
-    let unique = (1..=ids[0].len())
+    // The shortest prefix of the first id that no other id starts with, of at least the four
+    // characters a removal takes.
+    let unique = (4..=ids[0].len())
         .map(|n| &ids[0][..n])
         .find(|p| ids.iter().filter(|i| i.starts_with(p)).count() == 1)
         .unwrap()

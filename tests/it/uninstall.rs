@@ -1224,7 +1224,7 @@ fn a_terminal_is_asked_and_only_yes_proceeds() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
     assert!(t.contains("Carry out 1 step, freeing about"), "{t}");
-    assert!(t.contains("Nothing done."), "{t}");
+    assert!(t.contains("Nothing done: not confirmed (exit 1)."), "{t}");
     assert!(reg.join("b").is_file());
     let o = ask("y\n");
     let t = text(&o);
