@@ -24,6 +24,10 @@ pub struct ScanArgs {
     /// Print only the totals line.
     #[arg(long, short = 'q', conflicts_with = "verbose")]
     pub quiet: bool,
+    /// Add this scan's totals to the space history that `smolsweep trend` draws (the app and
+    /// the timer's `auto` record every scan; a plain `scan` records nothing).
+    #[arg(long)]
+    pub record: bool,
 }
 
 /// Terminal facts the renderer needs, read from the process's environment.
@@ -81,6 +85,9 @@ pub fn run(args: ScanArgs) -> i32 {
         }
     };
     let mut report = scan(&opts);
+    if args.record {
+        crate::cli::trend::record_scan(&report);
+    }
     if !args.json && args.format.as_deref().is_none_or(|f| f == "human") {
         // The view narrows it, and says what it hid.
         crate::cli::out::print(&crate::cli::report::render_with(

@@ -259,8 +259,8 @@ pub fn trend_view(t: &Trend, damaged: Option<&Damaged>) -> TrendView {
         sentence: trend_sentence(t),
         growth: trend_growth(t),
         empty: t.points.is_empty().then(|| {
-            "No space history yet: the app records one point per scan, and `smolsweep auto` \
-one per timer run."
+            "No space history yet: the app records one point per scan, the timer's `smolsweep \
+auto` one per run, and `smolsweep scan --record` one each time you run it."
                 .to_string()
         }),
         notice: damaged.map(trend_notice),

@@ -222,3 +222,31 @@ fn a_points_numbers_are_the_scan_views_per_product() {
         assert!(t.on_disk > 0, "{product:?}");
     }
 }
+
+/// People without the app (issue 31, item 8): a plain `scan` records nothing, `scan --record`
+/// adds one point, and the empty history's sentence says so.
+#[test]
+fn scan_record_adds_a_point_and_a_plain_scan_does_not() {
+    let s = Scratch::new();
+    seed(&s);
+    let (_, out, _) = run(&s, &["trend"]);
+    assert!(out.contains("`smolsweep scan --record`"), "{out}");
+    let (code, _, err) = run(&s, &["scan", "-q"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !s.data.join(trend::TREND_FILE).exists(),
+        "a plain scan records nothing"
+    );
+    let (code, _, err) = run(&s, &["scan", "-q", "--record"]);
+    assert_eq!(code, 0, "{err}");
+    let v = trend_json(&s);
+    assert!(v["sentence"].is_string(), "{v:#}");
+    let rows: usize = v["products"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["rows"].as_array().map_or(0, Vec::len))
+        .max()
+        .unwrap_or(0);
+    assert_eq!(rows, 1, "one scan, one point: {v:#}");
+}
