@@ -607,6 +607,27 @@ fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
     }
 }
 
+/// The scan report as JSON, with what the text surfaces say about each machine beside its
+/// record: its role ("helper machine of an image build"), the state they show (stale or not)
+/// and the noun they call it by. `smolsweep scan --json` prints this, so the JSON never knows
+/// less than the screen.
+pub fn report_json(r: &ScanReport) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).unwrap_or_default();
+    if let Some(ms) = v.get_mut("machines").and_then(|m| m.as_array_mut()) {
+        for (j, m) in ms.iter_mut().zip(&r.machines) {
+            let row = machine_row(r, m);
+            if let Some(o) = j.as_object_mut() {
+                if let Some(role) = row.role {
+                    o.insert("role".into(), role.into());
+                }
+                o.insert("state_label".into(), row.state_label.into());
+                o.insert("noun".into(), row.noun.into());
+            }
+        }
+    }
+    v
+}
+
 /// What a smolvm helper machine is, on every surface that lists machines.
 const HELPER_ROLE: &str = "helper machine of an image build";
 

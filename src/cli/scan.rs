@@ -102,7 +102,7 @@ pub fn run(args: ScanArgs) -> i32 {
         crate::cli::out::print(&crate::cli::prom::render(&report));
         return 0;
     }
-    match serde_json::to_string_pretty(&report) {
+    match serde_json::to_string_pretty(&smolsweep::view::report_json(&report)) {
         Ok(s) => crate::cli::out::println(&s),
         Err(e) => {
             eprintln!("smolsweep: {e}");

@@ -701,6 +701,15 @@ fn helper_machines_of_interrupted_builds_are_reclaimable_once_their_maker_is_gon
     );
     let f = finding_of(&v, &live_dir);
     assert_eq!(f["verdict"], "protected", "{f:#}");
+    // The JSON says what the text says (issue 31, item 9): the machine list names its role.
+    let m = v["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == live.as_str())
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(m["role"], "helper machine of an image build", "{m:#}");
+    assert_eq!(m["noun"], "machine", "{m:#}");
     // Planned as a delete through the CLI, never as a bare directory removal.
     let plan = home.root.join("../plan.json");
     let (code, out, err) = run(&home, &data, &["plan", "--out", plan.to_str().unwrap()]);
