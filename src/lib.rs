@@ -46,8 +46,6 @@ pub mod view;
 
 mod atomic;
 mod chains;
-// Wired into the scan by the next commit.
-#[cfg_attr(not(test), allow(dead_code))]
 mod compact;
 mod fsread;
 mod install;

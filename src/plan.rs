@@ -1463,6 +1463,7 @@ mod tests {
             scanned_at: 1,
             scanned_at_ns: 0,
             duration_ms: 0,
+            compact: Default::default(),
         }
     }
 

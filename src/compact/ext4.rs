@@ -11,7 +11,9 @@
 //! an incompatible or read-only-compatible feature not known here (compression, `meta_bg`,
 //! `bigalloc`, an external journal device, ...), a journal that needs recovery, a file system
 //! not cleanly unmounted or with errors recorded. Metadata checksums are not verified (there is
-//! no CRC32C here): a descriptor is trusted as written.
+//! no CRC32C here); instead the free blocks counted from the bitmaps must equal the count the
+//! superblock records (a cleanly unmounted file system keeps the two equal), else it cannot
+//! tell.
 
 use super::{CannotTell, Guest};
 
@@ -304,6 +306,14 @@ pub(crate) fn free_map(g: &mut dyn Guest) -> Result<FreeMap, CannotTell> {
                 map.free_blocks += 1;
             }
         }
+    }
+    // A cleanly unmounted file system records the count its bitmaps give: a difference means
+    // something here was read wrong (checksums are not verified) or the file system is not
+    // consistent.
+    if map.free_blocks != map.sb_free_blocks {
+        return Err(cannot(
+            "its bitmaps and its superblock disagree on how many blocks are free",
+        ));
     }
     Ok(map)
 }

@@ -18,6 +18,9 @@
 
 pub(crate) mod ext4;
 pub(crate) mod qmap;
+mod survey;
+
+pub(crate) use survey::survey;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -127,7 +130,6 @@ pub(crate) enum Format {
 }
 
 impl Format {
-    #[allow(dead_code)] // the scan's report names it from the next commit
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Format::Raw => "raw",

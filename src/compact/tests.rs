@@ -3,61 +3,8 @@
 
 use super::*;
 use std::path::PathBuf;
-use std::process::Command;
 
-/// `cmd` from PATH, or from /usr/sbin and /sbin where Debian installs e2fsprogs.
-fn tool(cmd: &str) -> PathBuf {
-    ["/usr/sbin", "/sbin"]
-        .iter()
-        .map(|d| Path::new(d).join(cmd))
-        .find(|p| p.exists())
-        .unwrap_or_else(|| PathBuf::from(cmd))
-}
-
-fn run(cmd: &str, args: &[&str]) -> String {
-    let out = Command::new(tool(cmd))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{cmd}: {e} (scripts/setup installs e2fsprogs and qemu-utils)"));
-    assert!(
-        out.status.success(),
-        "{cmd} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-/// A file of `mb` MB of random bytes in `dir` (random so qcow2 `convert` keeps every cluster).
-fn random_file(dir: &Path, name: &str, mb: usize) {
-    use rand::RngCore;
-    let mut data = vec![0u8; mb << 20];
-    rand::rng().fill_bytes(&mut data);
-    std::fs::write(dir.join(name), data).unwrap();
-}
-
-/// A raw ext4 image of `size` made from `files` (name, MB) with `opts` given to mke2fs.
-fn ext4(dir: &Path, name: &str, size: &str, files: &[(&str, usize)], opts: &[&str]) -> PathBuf {
-    let src = dir.join(format!("{name}.d"));
-    std::fs::create_dir_all(&src).unwrap();
-    for (f, mb) in files {
-        random_file(&src, f, *mb);
-    }
-    std::fs::write(src.join("small"), b"kept\n").unwrap();
-    let img = dir.join(name);
-    let mut args = vec!["-q", "-F", "-t", "ext4", "-d", s(&src)];
-    args.extend_from_slice(opts);
-    args.extend_from_slice(&[s(&img), size]);
-    run("mke2fs", &args);
-    img
-}
-
-fn debugfs_w(img: &Path, req: &str) {
-    run("debugfs", &["-w", "-R", req, s(img)]);
-}
+use smolsweep_fixtures::disks::{debugfs_w, ext4_image as ext4, random_file, run, s};
 
 /// A number `dumpe2fs -h` gives, by its label.
 fn dumpe2fs(img: &Path, label: &str) -> u64 {
@@ -262,6 +209,11 @@ fn compact_errors_state_and_unknown_features_are_cannot_tell() {
         &["-O", "meta_bg,^resize_inode"],
     );
     assert!(cannot_tell(&meta).contains("meta_bg"));
+    // A superblock whose free count disagrees with the bitmaps (a misread, or an inconsistent
+    // file system) is not trusted.
+    let odd = ext4(t.path(), "o.ext4", "64M", &[], &[]);
+    debugfs_w(&odd, "ssv free_blocks_count 7");
+    assert!(cannot_tell(&odd).contains("disagree"));
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod browse;
 mod cli_conventions;
 mod cli_e2e;
 mod cli_help;
+mod compact;
 mod fixtures_selftest;
 mod golden;
 mod hazards;
