@@ -1,7 +1,9 @@
 //! The scan as Prometheus text exposition (format 0.0.4), for node_exporter's textfile
 //! collector: totals, bytes and counts per kind and verdict, orphaned VM processes, bytes held
-//! by deleted files, each product's status, and what compacting disks could give back. Every
-//! number is the JSON report's.
+//! by deleted files, each product's status and whether it is newer than verified, and what
+//! compacting disks could give back. Every number is the JSON report's, but the space available
+//! on the HOME's file system (`statvfs` when the export is written, for the low-space alert of
+//! `packaging/prometheus/smolsweep.rules.yml`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -99,6 +101,31 @@ pub fn render(r: &ScanReport) -> String {
         "1 when the product was found and its state could be verified, else 0.",
         &status,
     );
+    let newer = smolsweep::view::newer_products(r);
+    let drift: Vec<(String, u64)> = r
+        .products
+        .iter()
+        .map(|p| {
+            (
+                format!("{home},product=\"{}\"", p.product.as_str()),
+                u64::from(newer.contains(&p.product)),
+            )
+        })
+        .collect();
+    gauge(
+        &mut s,
+        "smolsweep_product_newer_than_verified",
+        "1 when the product is installed in a version newer than every version Smolsweep's rules were verified on, else 0.",
+        &drift,
+    );
+    if let Ok(st) = rustix::fs::statvfs(&r.home) {
+        gauge(
+            &mut s,
+            "smolsweep_home_available_bytes",
+            "Bytes available to unprivileged users on the file system holding the HOME, when the export was written.",
+            &one(st.f_bavail.saturating_mul(st.f_frsize)),
+        );
+    }
     gauge(
         &mut s,
         "smolsweep_scan_timestamp_seconds",

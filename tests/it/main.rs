@@ -11,6 +11,7 @@ mod cli_e2e;
 mod cli_help;
 mod compact;
 mod fixtures_selftest;
+mod fleet;
 mod golden;
 mod hazards;
 mod headless;
