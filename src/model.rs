@@ -427,6 +427,11 @@ pub struct DiskEstimate {
     /// Free bytes of the guest's file system.
     #[serde(default)]
     pub guest_free_bytes: u64,
+    /// Bytes the estimate read from the image and its backing chain (an estimate reused from
+    /// an earlier scan of the same files in this process gives what that scan read; 0 when it
+    /// cannot tell).
+    #[serde(default)]
+    pub read_bytes: u64,
     /// Why it cannot tell, one sentence completing "cannot tell: …" (absent when it can).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cannot_tell: Option<String>,

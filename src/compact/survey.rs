@@ -96,6 +96,7 @@ fn estimate_of((product, owner, saved, path): Candidate) -> DiskEstimate {
         allocated_bytes: 0,
         compactable_bytes: 0,
         guest_free_bytes: 0,
+        read_bytes: 0,
         cannot_tell: None,
         path,
     };
@@ -105,6 +106,7 @@ fn estimate_of((product, owner, saved, path): Candidate) -> DiskEstimate {
             d.allocated_bytes = e.allocated_bytes;
             d.compactable_bytes = e.compactable_bytes;
             d.guest_free_bytes = e.guest_free_bytes;
+            d.read_bytes = e.read_bytes;
         }
         Err((format, why)) => {
             d.format = format.map(|f| f.as_str().to_string());
