@@ -17,9 +17,11 @@
 //! every file of its chain keep their device, inode, size and mtime ([`estimate_cached`]).
 
 pub(crate) mod ext4;
+mod plan;
 pub(crate) mod qmap;
 mod survey;
 
+pub use plan::compact_plan;
 pub(crate) use survey::survey;
 
 use std::collections::HashMap;
@@ -163,22 +165,14 @@ pub(crate) fn estimate(path: &Path) -> Result<Estimate, (Option<Format>, CannotT
     let allocated = meta.blocks() * 512;
     if qmap::is_qcow2(&file) {
         let fail = |c| (Some(Format::Qcow2), c);
-        let mut chain = qmap::Chain::open(path, file, Budget::new()).map_err(fail)?;
-        let map = ext4::free_map(&mut chain).map_err(fail)?;
-        let cs = chain.cluster_size();
-        let bs = map.block_size;
-        let mut bytes = 0u64;
-        for c in chain.mapped_clusters().map_err(fail)? {
-            if map.all_free(c / bs, (c + cs).div_ceil(bs)) {
-                bytes += cs;
-            }
-        }
+        let (free, cs, guest_free, read) = qcow2_free(path, file).map_err(fail)?;
+        let bytes = free.len() as u64 * cs;
         return Ok(Estimate {
             format: Format::Qcow2,
             allocated_bytes: allocated,
             compactable_bytes: bytes.min(allocated),
-            guest_free_bytes: map.free_blocks * bs,
-            read_bytes: chain.budget.used,
+            guest_free_bytes: guest_free,
+            read_bytes: read,
         });
     }
     let fail = |c| (Some(Format::Raw), c);
@@ -200,6 +194,36 @@ pub(crate) fn estimate(path: &Path) -> Result<Estimate, (Option<Format>, CannotT
         guest_free_bytes: map.free_blocks * map.block_size,
         read_bytes: raw.budget.used,
     })
+}
+
+/// The guest offsets of the clusters a qcow2 image maps itself whose whole range its guest's
+/// file system calls free, with the cluster size, the guest's free bytes and the bytes read.
+fn qcow2_free(path: &Path, file: File) -> Result<(Vec<u64>, u64, u64, u64), CannotTell> {
+    let mut chain = qmap::Chain::open(path, file, Budget::new())?;
+    let map = ext4::free_map(&mut chain)?;
+    let cs = chain.cluster_size();
+    let bs = map.block_size;
+    let free = chain
+        .mapped_clusters()?
+        .into_iter()
+        .filter(|c| map.all_free(c / bs, (c + cs).div_ceil(bs)))
+        .collect();
+    Ok((free, cs, map.free_blocks * bs, chain.budget.used))
+}
+
+/// The guest byte ranges of a qcow2 image that compacting discards: runs of whole clusters it
+/// maps itself that its guest's file system calls free (what [`estimate`] counts), read now.
+pub(crate) fn qcow2_discard_ranges(path: &Path) -> Result<Vec<(u64, u64)>, CannotTell> {
+    let file = open_disk(path).map_err(|e| CannotTell(format!("it could not be opened: {e}")))?;
+    let (free, cs, _, _) = qcow2_free(path, file)?;
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for c in free {
+        match out.last_mut() {
+            Some((start, len)) if *start + *len == c => *len += cs,
+            _ => out.push((c, cs)),
+        }
+    }
+    Ok(out)
 }
 
 /// The byte ranges of `file` below `end` that hold data (`SEEK_DATA`/`SEEK_HOLE`).

@@ -293,6 +293,20 @@ impl Judge for Rejudge {
                     Err("the startup file is not inside HOME; not edited".into())
                 }
             }
+            Action::CompactDisk {
+                product,
+                path,
+                identity,
+                ..
+            } => {
+                super::compact::judge(
+                    &self.facts().report,
+                    &plan.keep_overrides,
+                    (*product, path, identity),
+                )?;
+                self.not_in_use(path)
+                    .map_err(|e| e.replacen("not deleted: ", "not compacted: ", 1))
+            }
         }
     }
 

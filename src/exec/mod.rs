@@ -10,6 +10,7 @@
 //! [`Confirmed`] token, and only a confirmed context carries one; a token made for another plan
 //! runs nothing.
 
+mod compact;
 mod confirm;
 pub(crate) mod delete;
 pub(crate) mod detach;
@@ -576,6 +577,7 @@ fn run_action(
             teardown::remove_launcher(link, target, &plan.home)
         }
         Action::RemovePathBlock { file } => teardown::remove_path_block(file, &plan.home),
+        Action::CompactDisk { path, format, .. } => compact::run(path, format),
     }
 }
 

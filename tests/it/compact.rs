@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
-use smolsweep_fixtures::disks::{debugfs_w, ext4_image, s, to_qcow2};
+use smolsweep::exec::{self, Confirmed, ExecContext, How, Outcome, RealRunner, Rejudge};
+use smolsweep::plan::{Action, Plan};
+use smolsweep_fixtures::disks::{debugfs_w, ext4_image, run as tool, s, to_qcow2};
 use smolsweep_fixtures::smolvm::{DiskSet, Smolvm};
 use smolsweep_fixtures::vmm::{self, FakeVmm, Shape};
 use smolsweep_fixtures::{age_tree, Scratch, OLD};
@@ -26,9 +28,16 @@ fn run(sc: &Scratch, args: &[&str]) -> String {
     String::from_utf8(o.stdout).unwrap()
 }
 
-/// An ext4 image with 12 MiB written and deleted at `path` (replacing what is there).
+/// An ext4 image with 12 MiB written and deleted and 2 MiB kept in `/keep`, at `path`
+/// (replacing what is there).
 fn freed_disk(path: &Path, scratch: &Path) -> PathBuf {
-    let img = ext4_image(scratch, "img.ext4", "128M", &[("big", 12)], &[]);
+    let img = ext4_image(
+        scratch,
+        "img.ext4",
+        "128M",
+        &[("big", 12), ("keep", 2)],
+        &[],
+    );
     debugfs_w(&img, "rm /big");
     let _ = std::fs::remove_file(path);
     std::fs::rename(&img, path).unwrap();
@@ -274,4 +283,231 @@ fn compact_paused_or_recorded_running_machine_disks_are_not_estimated() {
     assert!(!estimated(&dirs[0]), "paused: {:#}", v["compact"]);
     assert!(!estimated(&dirs[1]), "recorded running: {:#}", v["compact"]);
     assert!(estimated(&dirs[2]), "stopped: {:#}", v["compact"]);
+}
+
+/// Allocated bytes of a file.
+fn allocated(p: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).unwrap().blocks() * 512
+}
+
+/// The ext4 file system of `disk` as raw (a qcow2 converted to a scratch copy).
+fn as_raw(disk: &Path, scratch: &Path) -> PathBuf {
+    if disk.extension().is_some_and(|e| e == "qcow2") {
+        let out = scratch.join("check.raw");
+        let _ = std::fs::remove_file(&out);
+        tool("qemu-img", &["convert", "-O", "raw", s(disk), s(&out)]);
+        out
+    } else {
+        disk.to_path_buf()
+    }
+}
+
+/// SHA-256 of `/keep` and `/small` in the file system of `disk`, and `e2fsck -fn` clean.
+fn files_and_fsck(disk: &Path, scratch: &Path) -> Vec<String> {
+    use sha2::{Digest, Sha256};
+    let raw = as_raw(disk, scratch);
+    tool("e2fsck", &["-fn", s(&raw)]);
+    ["keep", "small"]
+        .iter()
+        .map(|f| {
+            let out = scratch.join(format!("dumped-{f}"));
+            let _ = std::fs::remove_file(&out);
+            tool(
+                "debugfs",
+                &["-R", &format!("dump /{f} {}", s(&out)), s(&raw)],
+            );
+            hex::encode(Sha256::digest(std::fs::read(&out).unwrap()))
+        })
+        .collect()
+}
+
+fn compact_json(sc: &Scratch, args: &[&str]) -> Value {
+    let mut all = vec!["compact", "--json"];
+    all.extend_from_slice(args);
+    let o = sc
+        .command(env!("CARGO_BIN_EXE_smolsweep"), &all)
+        .env("PATH", "/usr/bin:/bin:/usr/sbin:/sbin")
+        .output()
+        .unwrap();
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)))
+}
+
+#[test]
+fn compact_gives_back_free_space_of_raw_and_qcow2_disks_and_keeps_every_file() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    let disks = [&h.web_storage, &h.sandbox, &h.saved];
+    let before: Vec<(u64, Vec<String>)> = disks
+        .iter()
+        .map(|d| (allocated(d), files_and_fsck(d, sc.dir())))
+        .collect();
+    let dry = compact_json(&sc, &["-n"]);
+    assert_eq!(dry["dry_run"], true, "{dry:#}");
+    assert_eq!(
+        allocated(&h.web_storage),
+        before[0].0,
+        "a dry run changes nothing"
+    );
+    let r = compact_json(&sc, &["-y"]);
+    let done = r["done"].as_array().unwrap_or_else(|| panic!("{r:#}"));
+    assert_eq!(done.len(), 3, "{r:#}");
+    assert!(r["skipped"].as_array().unwrap().is_empty(), "{r:#}");
+    assert!(r["failed"].as_array().unwrap().is_empty(), "{r:#}");
+    let freed = r["freed_bytes"].as_u64().unwrap();
+    assert!(freed >= 33 << 20, "{r:#}");
+    for (d, (was, files)) in disks.iter().zip(&before) {
+        let now = allocated(d);
+        assert!(was - now >= 11 << 20, "{}: {was} -> {now}", d.display());
+        assert_eq!(&files_and_fsck(d, sc.dir()), files, "{}", d.display());
+    }
+    tool("qemu-img", &["check", s(&h.sandbox)]);
+    let info = tool("qemu-img", &["info", "--backing-chain", s(&h.sandbox)]);
+    assert!(info.contains("file format: qcow2"), "{info}");
+    // Nothing is left to compact (aged first: a disk written moments ago is judged as one
+    // being created).
+    age_tree(&sc.home.root, OLD).unwrap();
+    let v: Value = serde_json::from_str(&run(&sc, &["scan", "--json"])).unwrap();
+    for d in disks {
+        assert_eq!(disk(&v, d)["compactable_bytes"], 0, "{:#}", v["compact"]);
+    }
+}
+
+/// Execute `plan` through the one executor, judged on a fresh scan of `sc`'s HOME.
+fn execute(sc: &Scratch, plan: &Plan) -> exec::ExecReport {
+    let opts = crate::scan_options(&sc.home);
+    let runner = RealRunner::new(opts.env.clone(), opts.platform);
+    let mut judge = Rejudge::new(opts);
+    let confirmed = Confirmed::of(plan, How::YesFlag);
+    exec::execute(plan, ExecContext::confirmed(confirmed, &runner, &mut judge)).expect("runs")
+}
+
+/// Why the compaction of `p` was skipped.
+fn skipped(r: &exec::ExecReport, p: &Path) -> String {
+    let rec = r
+        .records
+        .iter()
+        .find(|rec| matches!(&rec.action, Action::CompactDisk { path, .. } if path == p))
+        .unwrap_or_else(|| panic!("{} not planned", p.display()));
+    match &rec.outcome {
+        Outcome::Skipped { why, .. } => why.clone(),
+        o => panic!("expected a refusal, got {o:?}"),
+    }
+}
+
+fn plan_for(sc: &Scratch, target: &str) -> Plan {
+    let report = smolsweep::scan::scan(&crate::scan_options(&sc.home));
+    smolsweep::target::compact_plan(&report, &[target.to_string()]).unwrap()
+}
+
+/// Hazard: a machine started, or a process that opened its disk, after the plan was made.
+#[test]
+fn compact_refuses_a_machine_started_or_a_disk_held_since_the_plan() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    let plan = plan_for(&sc, "smolvm:web");
+    assert!(!plan.actions.is_empty(), "{plan:#?}");
+    let was = allocated(&h.web_storage);
+    let dir = h.web_storage.parent().unwrap();
+    let vm = boot_vm(dir, &sc, &h.web_storage);
+    let r = execute(&sc, &plan);
+    assert!(
+        skipped(&r, &h.web_storage).contains("not compacted"),
+        "{r:#?}"
+    );
+    assert_eq!(allocated(&h.web_storage), was);
+    drop(vm);
+    // Recorded running (the product's own record) is refused too.
+    let sm = sc.home.smolvm().unwrap();
+    sm.record("web", json!({"state": "running"})).unwrap();
+    let r = execute(&sc, &plan);
+    assert!(
+        skipped(&r, &h.web_storage).contains("no longer the disk of a stopped machine"),
+        "{r:#?}"
+    );
+    assert_eq!(allocated(&h.web_storage), was);
+}
+
+/// Hazard: compacting a base changes what every overlay over it reads.
+#[test]
+fn compact_refuses_a_base_disk_with_overlays() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    let d = sc.home.celesto_data_dir().unwrap();
+    d.row("sb2", "stopped", "qemu", None).unwrap();
+    let ov = d.disks().join("sb2.qcow2");
+    tool(
+        "qemu-img",
+        &[
+            "create",
+            "-q",
+            "-f",
+            "qcow2",
+            "-b",
+            s(&h.saved),
+            "-F",
+            "raw",
+            s(&ov),
+        ],
+    );
+    age_tree(&sc.home.root, OLD).unwrap();
+    let plan = plan_for(&sc, s(&h.saved));
+    let was = allocated(&h.saved);
+    let r = execute(&sc, &plan);
+    assert!(skipped(&r, &h.saved).contains("backing file"), "{r:#?}");
+    assert_eq!(allocated(&h.saved), was);
+}
+
+/// Hazard: a journal that needs recovery holds blocks the bitmaps do not show yet.
+#[test]
+fn compact_refuses_a_disk_whose_journal_needs_recovery() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    debugfs_w(&h.web_storage, "feature needs_recovery");
+    age_tree(&sc.home.root, OLD).unwrap();
+    let plan = plan_for(&sc, "smolvm:web");
+    assert!(
+        plan.actions.iter().all(
+            |a| !matches!(&a.action, Action::CompactDisk { path, .. } if path == &h.web_storage)
+        ),
+        "{plan:#?}"
+    );
+    assert!(
+        plan.skipped_at_plan
+            .iter()
+            .any(|s| s.why.contains("journal needs recovery")),
+        "{plan:#?}"
+    );
+}
+
+/// Hazard: a disk written since the plan was estimated on other contents.
+#[test]
+fn compact_refuses_a_disk_changed_since_the_plan() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    let plan = plan_for(&sc, s(&h.saved));
+    debugfs_w(&h.saved, "mkdir /new");
+    let was = allocated(&h.saved);
+    let r = execute(&sc, &plan);
+    assert!(
+        skipped(&r, &h.saved).contains("changed since the plan"),
+        "{r:#?}"
+    );
+    assert_eq!(allocated(&h.saved), was);
+}
+
+/// Hazard: a keep rule on the machine is the user saying "leave it alone".
+#[test]
+fn compact_refuses_a_kept_machines_disk() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    run(&sc, &["keep", "add", "smolvm:web"]);
+    let was = allocated(&h.web_storage);
+    let r = compact_json(&sc, &["smolvm:web", "-y"]);
+    let rec = &r["skipped"][0];
+    assert_eq!(rec["outcome"], "skipped", "{r:#}");
+    assert_eq!(rec["path"], s(&h.web_storage), "{r:#}");
+    assert!(rec["why"].as_str().unwrap().contains("kept"), "{r:#}");
+    assert_eq!(allocated(&h.web_storage), was);
 }
