@@ -397,7 +397,11 @@ pub fn compact(a: CompactArgs) -> i32 {
         };
         let mode = Mode {
             run: &a.run,
-            refused: plan.skipped_at_plan.clone(),
+            // Disks nobody named that have nothing to give back are not refusals.
+            refused: match a.targets.is_empty() {
+                true => Vec::new(),
+                false => plan.skipped_at_plan.clone(),
+            },
             strict: !a.targets.is_empty(),
             all_skipped_refused: false,
         };

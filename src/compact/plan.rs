@@ -54,10 +54,10 @@ pub fn compact_plan(report: &ScanReport, targets: &[String]) -> Result<Plan, Str
         let shown = crate::pathser::shown(&d.path);
         let why = match (&d.cannot_tell, d.compactable_bytes, identity(&d.path)) {
             (Some(why), _, _) => Some(format!(
-                "{shown}: cannot tell what compacting would give back ({why})"
+                "cannot tell what compacting would give back ({why})"
             )),
-            (None, 0, _) => Some(format!("{shown}: nothing free inside to give back")),
-            (None, _, None) => Some(format!("{shown} cannot be read now")),
+            (None, 0, _) => Some("nothing free inside to give back".to_string()),
+            (None, _, None) => Some("it cannot be read now".to_string()),
             (None, n, Some(identity)) => {
                 actions.push(PlannedAction::of(Action::CompactDisk {
                     product: d.product,

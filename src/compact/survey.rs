@@ -49,13 +49,29 @@ fn stopped(m: &Machine) -> bool {
     !m.alive && !NOT_AT_REST.contains(&m.state.as_str())
 }
 
+/// Whether a process other than this one uses it: Smolsweep's own process names a disk on its
+/// command line (`smolsweep compact DISK`), which is no use of it.
+fn used(pids: &[u32]) -> bool {
+    pids.iter().any(|p| *p != std::process::id())
+}
+
+/// Whether Celesto's `.retained` marker of disk `path` exists.
+fn has_marker(path: &Path) -> bool {
+    let mut marker = path.as_os_str().to_owned();
+    marker.push(".retained");
+    Path::new(&marker).exists()
+}
+
 fn celesto(r: &ScanReport, f: &Finding) -> Option<Candidate> {
-    if !f.used_by.is_empty() || f.is_dir {
+    if used(&f.used_by) || f.is_dir {
         return None;
     }
     let saved = match f.kind {
         FindingKind::CelestoSavedDisk => true,
         FindingKind::CelestoSandboxDisk => false,
+        // Named only by Smolsweep's own command line: a saved disk still, when it has its
+        // `.retained` marker.
+        FindingKind::CelestoInUseDisk if has_marker(&f.path) => true,
         _ => return None,
     };
     if !saved {
@@ -71,11 +87,11 @@ fn smolvm(r: &ScanReport, m: &Machine) -> Vec<Candidate> {
     let Some(dir) = m.dir.as_deref() else {
         return Vec::new();
     };
-    let used = r
+    let in_use = r
         .findings
         .iter()
-        .any(|f| (f.path == dir || f.path.starts_with(dir)) && !f.used_by.is_empty());
-    if m.product != Product::Smolvm || !stopped(m) || used {
+        .any(|f| (f.path == dir || f.path.starts_with(dir)) && used(&f.used_by));
+    if m.product != Product::Smolvm || !stopped(m) || in_use {
         return Vec::new();
     }
     SMOLVM_DISKS

@@ -511,3 +511,21 @@ fn compact_refuses_a_kept_machines_disk() {
     assert!(rec["why"].as_str().unwrap().contains("kept"), "{r:#}");
     assert_eq!(allocated(&h.web_storage), was);
 }
+
+/// Hazard: `smolsweep compact DISK` names the disk on its own command line, which the one "in
+/// use" rule reads as a process naming it; Smolsweep's own process is no use of it.
+#[test]
+fn compact_a_disk_named_by_its_path_on_the_command_line() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    let was = allocated(&h.saved);
+    let r = compact_json(&sc, &[s(&h.saved), "-y"]);
+    assert_eq!(r["done"].as_array().map(Vec::len), Some(1), "{r:#}");
+    assert_eq!(r["done"][0]["path"], s(&h.saved), "{r:#}");
+    assert!(was - allocated(&h.saved) >= 11 << 20);
+    // Only the disk named: the others keep their space.
+    disk(
+        &serde_json::from_str(&run(&sc, &["scan", "--json"])).unwrap(),
+        &h.sandbox,
+    );
+}
