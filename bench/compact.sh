@@ -11,6 +11,12 @@
 # (median A - median B) / disks = the estimate's cost per disk. Bytes read per disk come from
 # the report (`compact.disks[].read_bytes`).
 #
+# Then compaction against `qemu-img convert` on a 2 GiB disk with 1 GiB written and deleted, raw
+# and qcow2: `smolsweep compact DISK -y` (in place) vs `qemu-img convert -O <same format>` to a
+# new file, timed by bench/compact_vs_convert.py, which samples the allocated bytes of the disk
+# and of the new file (peak extra space) every 5 ms. The disk is named by its sandbox: a process
+# naming it among its arguments (this script's timer) would be one using it.
+#
 # Usage: bench/compact.sh [RUNS] [SMOLSWEEP] [FIXTURE]
 #   defaults: 15 runs, target/debug/smolsweep, target/debug/smolsweep-fixture
 #   (`cargo build -p smolsweep -p smolsweep-fixtures`). Needs e2fsprogs and qemu-utils.
@@ -66,3 +72,30 @@ python3 bench/runstat.py pair --runs "$runs" \
   --a "env -i PATH=/usr/bin:/bin $(tr '\n' ' ' < "$scratch/a.env") $bin scan --json" \
   --b "env -i PATH=/usr/bin:/bin $(tr '\n' ' ' < "$scratch/b.env") $bin scan --json" \
   --a-name real-ext4 --b-name no-fs
+
+# Compaction vs qemu-img convert, one 2 GiB disk with 1 GiB written and deleted.
+rm -rf "$scratch/src"; mkdir "$scratch/src"
+head -c $((1 << 30)) /dev/urandom > "$scratch/src/big"
+mke2fs -q -F -t ext4 -d "$scratch/src" "$scratch/big.raw" 2G
+rm -rf "$scratch/src"
+debugfs -w -R 'rm /big' "$scratch/big.raw" >/dev/null 2>&1
+qemu-img convert -O qcow2 "$scratch/big.raw" "$scratch/big.qcow2"
+home_a=$(sed -n 's/^HOME=//p' "$scratch/a.env")
+for fmt in raw qcow2; do
+  # The stopped Celesto sandbox's disk of HOME A (stopped1.ext4 / vm-abc123.qcow2).
+  case $fmt in
+    raw) disk=$(printf '%s\n' $disks | grep 'stopped1.ext4' | head -1) ;;
+    qcow2) disk=$(printf '%s\n' $disks | grep 'vm-abc123.qcow2' | head -1) ;;
+  esac
+  disk=${disk/#$scratch\/b/$scratch\/a}
+  cp --sparse=always "$scratch/big.$fmt" "$disk"
+  touch -d '2 hours ago' "$disk"
+  echo "$fmt convert:"
+  WATCH_IN_PLACE="$scratch/big.$fmt" WATCH_NEW="$scratch/converted.$fmt" \
+    python3 bench/compact_vs_convert.py qemu-img convert -O "$fmt" "$scratch/big.$fmt" "$scratch/converted.$fmt"
+  rm -f "$scratch/converted.$fmt"
+  echo "$fmt compact:"
+  WATCH_IN_PLACE="$disk" python3 bench/compact_vs_convert.py \
+    env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin SMOLSWEEP_DATA_DIR="$scratch/data" $(cat "$scratch/a.env") \
+    "$bin" compact "celesto:$(basename "${disk%.*}")" -y
+done
