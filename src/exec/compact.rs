@@ -112,11 +112,12 @@ fn backed_by(report: &ScanReport, path: &Path) -> Option<PathBuf> {
 
 /// `cmd args…`: its exit code, or why it could not run.
 fn tool(cmd: &str, args: &[&str], path: &Path) -> Result<(i32, String), String> {
+    // Debian's sbin (not always on a user's PATH), Homebrew's keg-only e2fsprogs.
     let exe = [
         "/usr/sbin",
         "/sbin",
-        "/usr/local/sbin",
-        "/opt/homebrew/sbin",
+        "/opt/homebrew/opt/e2fsprogs/sbin",
+        "/usr/local/opt/e2fsprogs/sbin",
     ]
     .iter()
     .map(|d| Path::new(d).join(cmd))
