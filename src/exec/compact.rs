@@ -6,6 +6,8 @@
 //!   using it, or a saved disk (the fresh scan estimates it: see `compact::survey`); not kept by
 //!   a keep rule; not the backing file of any disk the scan knows. The caller adds the one
 //!   "in use" rule of the executor (no process holds, maps or names it).
+//! * A smolvm machine's disk is compacted holding the machine's `vm.lock` (smolvm takes it before
+//!   it starts the VM), so a start meanwhile is refused; one it holds is not compacted.
 //! * Raw ext4 ([`run`]): `e2fsck -fn` clean first, then `e2fsck -fp -E discard` on the image
 //!   file (e2fsprogs punches a hole, `fallocate(PUNCH_HOLE)`, for every free block range), then
 //!   `e2fsck -fn` clean again.
@@ -217,8 +219,34 @@ fn qcow2(path: &Path) -> Outcome {
     }
 }
 
-/// Compact `path` as its format says.
-pub(super) fn run(path: &Path, format: &str) -> Outcome {
+/// smolvm's own lock of the machine whose directory holds `path`: `vm.lock`, which its
+/// launching CLI or server takes (`flock(LOCK_EX|LOCK_NB)`) before it starts the VM. Held while
+/// the disk is compacted, so a `machine start` meanwhile is refused by smolvm itself. `Ok(None)`
+/// when there is no such file; `Err` when someone holds it.
+fn smolvm_lock(path: &Path) -> Result<Option<std::fs::File>, String> {
+    let Some(lock) = path.parent().map(|d| d.join("vm.lock")) else {
+        return Ok(None);
+    };
+    let Ok(f) = std::fs::File::open(&lock) else {
+        return Ok(None);
+    };
+    match rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(Some(f)),
+        Err(e) => Err(format!(
+            "smolvm holds the machine's vm.lock ({e}): it is starting or running; not compacted"
+        )),
+    }
+}
+
+/// Compact `path` as its format says (a smolvm machine's disk under the machine's own lock).
+pub(super) fn run(product: Product, path: &Path, format: &str) -> Outcome {
+    let _lock = match product {
+        Product::Smolvm => match smolvm_lock(path) {
+            Ok(l) => l,
+            Err(why) => return Outcome::skipped(why),
+        },
+        Product::Celesto => None,
+    };
     match format {
         "raw" => raw(path),
         "qcow2" => qcow2(path),

@@ -577,7 +577,12 @@ fn run_action(
             teardown::remove_launcher(link, target, &plan.home)
         }
         Action::RemovePathBlock { file } => teardown::remove_path_block(file, &plan.home),
-        Action::CompactDisk { path, format, .. } => compact::run(path, format),
+        Action::CompactDisk {
+            product,
+            path,
+            format,
+            ..
+        } => compact::run(*product, path, format),
     }
 }
 

@@ -529,3 +529,23 @@ fn compact_a_disk_named_by_its_path_on_the_command_line() {
         &h.sandbox,
     );
 }
+
+/// Hazard: `smolvm machine start` mid-compaction. smolvm takes the machine's `vm.lock` before it
+/// starts the VM: while someone holds it the disk is not compacted (and while compaction holds
+/// it, smolvm's start is refused by smolvm itself).
+#[test]
+fn compact_refuses_a_smolvm_disk_whose_vm_lock_is_held() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    let plan = plan_for(&sc, "smolvm:web");
+    let lock = std::fs::File::open(h.web_storage.parent().unwrap().join("vm.lock")).unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+    let was = allocated(&h.web_storage);
+    let r = execute(&sc, &plan);
+    assert!(skipped(&r, &h.web_storage).contains("vm.lock"), "{r:#?}");
+    assert_eq!(allocated(&h.web_storage), was);
+    drop(lock);
+    let r = execute(&sc, &plan);
+    assert!(r.records.iter().all(|rec| rec.outcome.is_done()), "{r:#?}");
+    assert!(was - allocated(&h.web_storage) >= 11 << 20);
+}
