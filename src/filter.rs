@@ -107,8 +107,8 @@ impl Filter {
         out
     }
 
-    /// Drop the findings that do not pass ([`selects`](Self::selects): whole items), and
-    /// recount.
+    /// Drop the findings that do not pass ([`selects`](Self::selects): whole items), and the
+    /// disk estimates of products it does not show, and recount.
     pub fn apply(&self, report: &mut ScanReport, now: SystemTime) {
         if self.is_empty() {
             return;
@@ -120,6 +120,11 @@ impl Filter {
             keep[i - 1]
         });
         report.compute_totals();
+        // Disk estimates go with their product's machines: shown under a product filter, not
+        // under one that picks items.
+        let mut disks = std::mem::take(&mut report.compact.disks);
+        disks.retain(|d| self.shows_machines_of(d.product));
+        report.compact = crate::model::CompactReport::of(disks);
     }
 }
 

@@ -47,6 +47,7 @@ pub mod uninstall;
 pub mod view;
 
 mod chains;
+mod compact;
 mod fsread;
 mod install;
 mod inventory;

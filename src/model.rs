@@ -401,6 +401,79 @@ pub struct ScanReport {
     /// How long the scan took, in milliseconds.
     #[serde(default)]
     pub duration_ms: u64,
+    /// Space inside the disks of stopped machines and saved disks that compacting could give
+    /// back: its own figure, opt-in, never in the reclaimable total.
+    #[serde(default)]
+    pub compact: CompactReport,
+}
+
+/// What compacting one disk could give back: bytes allocated to the image on the host that
+/// the guest's file system calls free. Read-only; estimated for the disks of machines and
+/// sandboxes that are not running and for saved disks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskEstimate {
+    /// Which product's disk it is.
+    pub product: Product,
+    /// The machine name or sandbox id it belongs to (a saved disk: the deleted sandbox's id).
+    pub owner: Option<String>,
+    /// A saved disk (Celesto's `.retained`), rather than the disk of a machine that exists.
+    #[serde(default)]
+    pub saved: bool,
+    /// The disk image.
+    #[serde(with = "crate::pathser::one")]
+    pub path: PathBuf,
+    /// `raw` or `qcow2`, when the file could be opened.
+    pub format: Option<String>,
+    /// Bytes allocated to the image on the host (`st_blocks` × 512; 0 when unreadable).
+    pub allocated_bytes: u64,
+    /// Of those, bytes free in the guest's file system that compacting would release (0 when
+    /// it cannot tell).
+    pub compactable_bytes: u64,
+    /// Free bytes of the guest's file system.
+    #[serde(default)]
+    pub guest_free_bytes: u64,
+    /// Bytes the estimate read from the image and its backing chain (an estimate reused from
+    /// an earlier scan of the same files in this process gives what that scan read; 0 when it
+    /// cannot tell).
+    #[serde(default)]
+    pub read_bytes: u64,
+    /// Why it cannot tell, one sentence completing "cannot tell: …" (absent when it can).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cannot_tell: Option<String>,
+}
+
+/// Every disk estimate of a scan, with their sums.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactReport {
+    /// One per disk estimated.
+    pub disks: Vec<DiskEstimate>,
+    /// Sum of their compactable bytes.
+    pub compactable_bytes: u64,
+    /// How many disks have some compactable bytes.
+    pub compactable_disks: u64,
+    /// How many disks it cannot tell for.
+    pub cannot_tell_disks: u64,
+}
+
+impl CompactReport {
+    /// The report of `disks`, with their sums.
+    pub fn of(disks: Vec<DiskEstimate>) -> Self {
+        CompactReport {
+            compactable_bytes: disks.iter().map(|d| d.compactable_bytes).sum(),
+            compactable_disks: disks.iter().filter(|d| d.compactable_bytes > 0).count() as u64,
+            cannot_tell_disks: disks.iter().filter(|d| d.cannot_tell.is_some()).count() as u64,
+            disks,
+        }
+    }
+
+    /// Compactable bytes of the disks of one machine or sandbox.
+    pub fn of_machine(&self, product: Product, name: &str) -> u64 {
+        self.disks
+            .iter()
+            .filter(|d| d.product == product && d.owner.as_deref() == Some(name))
+            .map(|d| d.compactable_bytes)
+            .sum()
+    }
 }
 
 impl ScanReport {

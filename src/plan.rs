@@ -241,6 +241,26 @@ pub enum Action {
         #[serde(with = "crate::pathser::one")]
         file: PathBuf,
     },
+    /// Compact a disk image of a stopped machine or a saved disk: release the blocks its guest's
+    /// ext4 calls free, changing nothing the guest reads in its files (opt-in, never part of a
+    /// reclaim).
+    CompactDisk {
+        /// The product whose disk it is.
+        product: Product,
+        /// The machine name or sandbox id it belongs to.
+        owner: Option<String>,
+        /// The disk image.
+        #[serde(with = "crate::pathser::one")]
+        path: PathBuf,
+        /// `raw` or `qcow2`, as estimated.
+        format: String,
+        /// What the estimate read (device, inode, type, size, mtime): a disk changed since is
+        /// not compacted.
+        #[serde(with = "identity_repr")]
+        identity: FileIdentity,
+        /// Bytes the estimate expects compacting to give back.
+        expected_bytes: u64,
+    },
 }
 
 /// [`Action::describe`] of a machine deletion: a helper or ephemeral machine by why it goes,
@@ -307,6 +327,7 @@ impl Action {
             Action::RemoveDirIfEmpty { .. } => "remove_dir_if_empty",
             Action::RemoveLauncher { .. } => "remove_launcher",
             Action::RemovePathBlock { .. } => "remove_path_block",
+            Action::CompactDisk { .. } => "compact_disk",
         }
     }
 
@@ -388,6 +409,22 @@ impl Action {
                     crate::pathser::shown(file)
                 )
             }
+            Action::CompactDisk {
+                product,
+                owner,
+                path,
+                expected_bytes,
+                ..
+            } => format!(
+                "compact {} disk {}{} (about {} free inside to give back)",
+                product.display_name(),
+                crate::pathser::shown(path),
+                owner
+                    .as_deref()
+                    .map(|o| format!(" of {o}"))
+                    .unwrap_or_default(),
+                human_bytes(*expected_bytes)
+            ),
         }
     }
 
@@ -414,6 +451,7 @@ impl Action {
             Action::RemoveDirIfEmpty { path: p, .. } => ("remove_dir", path(p)),
             Action::RemoveLauncher { link, .. } => ("remove_launcher", path(link)),
             Action::RemovePathBlock { file } => ("remove_path_block", path(file)),
+            Action::CompactDisk { path: p, .. } => ("compact", path(p)),
         }
     }
 
@@ -422,7 +460,7 @@ impl Action {
             Action::StopMachine { .. } | Action::SignalProcess { .. } => 0,
             Action::Detach { .. } => 1,
             Action::DeleteMachine { .. } => 2,
-            Action::DeletePath { .. } | Action::RemoveTree { .. } => 3,
+            Action::DeletePath { .. } | Action::RemoveTree { .. } | Action::CompactDisk { .. } => 3,
             Action::RemoveDirIfEmpty { .. }
             | Action::RemoveLauncher { .. }
             | Action::RemovePathBlock { .. } => 4,
@@ -1223,6 +1261,7 @@ impl Plan {
                 Action::RemoveTree { expected_bytes, .. } => *expected_bytes,
                 Action::DeleteMachine { bytes, .. } => *bytes,
                 Action::SignalProcess { held_bytes, .. } => *held_bytes,
+                Action::CompactDisk { expected_bytes, .. } => *expected_bytes,
                 _ => 0,
             })
             .sum()
@@ -1480,6 +1519,7 @@ mod tests {
             scanned_at: 1,
             scanned_at_ns: 0,
             duration_ms: 0,
+            compact: Default::default(),
         }
     }
 

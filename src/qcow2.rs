@@ -65,7 +65,6 @@ pub fn backing_file(path: &Path) -> io::Result<Option<String>> {
 /// Read the qcow2 header of `path` (following a symlink, as QEMU does). See the module
 /// documentation for what counts as "not qcow2" and what is an error. A scan reads headers
 /// through [`ChainMemo`] instead, once per file per scan.
-#[cfg(test)]
 pub(crate) fn read_header(path: &Path) -> io::Result<Option<Header>> {
     read_header_keyed(path).map(|(h, _)| h)
 }

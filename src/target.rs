@@ -6,6 +6,8 @@
 //! its namesake of the other; whether a refused delete would be planned with cascade — is decided
 //! here once, through the one planner, so no shell holds planning rules of its own.
 
+pub use crate::compact::compact_plan;
+
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Product, ScanReport, Scope, VmProcess};

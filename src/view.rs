@@ -18,10 +18,13 @@ use crate::kind::{FindingKind, Risk};
 use crate::model::*;
 use crate::plan::{Action, Plan, Selection};
 
+mod compact;
 mod screen;
 mod trend;
 /// `why`: how Smolsweep judges one finding, path, machine or process, and on what evidence.
 pub mod why;
+
+pub use compact::{compact_view, disk_sentence, CompactView};
 
 /// Bytes for a person (`1.5 GB`, decimal units, as the CLI, the tray and the window show them).
 pub fn bytes(n: u64) -> String {
@@ -266,6 +269,10 @@ pub struct MachineRow {
     /// Why it is left alone because of a keep rule (the core's sentence).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kept: Option<String>,
+    /// What compacting its disks could give back, in words ("31 MB compactable"), when
+    /// something could.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compactable: Option<String>,
 }
 
 /// A slice of the overview's legend.
@@ -331,6 +338,9 @@ pub struct ScanView {
     pub totals: TotalsView,
     /// Every machine and sandbox of the inventories, with what may be done to it.
     pub machines: Vec<MachineRow>,
+    /// Space inside the disks of stopped machines and saved disks that compacting could give
+    /// back (opt-in, never in `totals`' reclaimable figure).
+    pub compact: CompactView,
     /// Every VM process of either product.
     pub processes: Vec<ProcessRow>,
     /// The overview's legend: kinds holding bytes, the rest folded into "Other".
@@ -395,6 +405,7 @@ impl ScanView {
             },
             next_steps: next_steps(r, &reclaim, hidden.as_ref()),
             machines: r.machines.iter().map(|m| machine_row(r, m)).collect(),
+            compact: compact_view(r),
             processes: r.processes.iter().map(process_row).collect(),
             groups,
             filter_note: hidden.as_ref().map(screen::filter_note),
@@ -604,6 +615,10 @@ fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
         state,
         pid: m.pid,
         size: (m.allocated_bytes > 0).then(|| bytes(m.allocated_bytes)),
+        compactable: match r.compact.of_machine(m.product, &m.name) {
+            0 => None,
+            b => Some(format!("{} compactable", bytes(b))),
+        },
     }
 }
 
@@ -1297,6 +1312,7 @@ mod treemap_tests {
             scanned_at: 0,
             scanned_at_ns: 0,
             duration_ms: 0,
+            compact: Default::default(),
         };
         let t = treemap(&r, 100.0, 10.0);
         assert_eq!(t.len(), 4, "no tile for nothing");

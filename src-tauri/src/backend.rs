@@ -859,6 +859,7 @@ mod tests {
             scanned_at: 0,
             scanned_at_ns: 0,
             duration_ms: 0,
+            compact: Default::default(),
         }
     }
 

@@ -116,6 +116,19 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     (
+        "compact",
+        &[
+            (
+                "smolsweep compact -n",
+                "which disks compacting would shrink, and by how much",
+            ),
+            (
+                "smolsweep compact web -y",
+                "compact machine web's disks, without asking",
+            ),
+        ],
+    ),
+    (
         "plan",
         &[
             (

@@ -50,6 +50,8 @@ pub enum Command {
     Stop(reclaim::StopArgs),
     /// Delete machines or sandboxes (record and storage) through their product's CLI.
     Delete(reclaim::DeleteArgs),
+    /// Give back the space the guest freed inside the disks of stopped machines and saved disks.
+    Compact(reclaim::CompactArgs),
     /// Write a plan to a file for review (`smolsweep apply FILE` runs it).
     Plan(reclaim::PlanArgs),
     /// Run a plan written by `smolsweep plan`, re-checking every item.
@@ -316,6 +318,7 @@ pub fn main() -> i32 {
         Command::Reap(a) => reclaim::reap(a),
         Command::Stop(a) => reclaim::stop(a),
         Command::Delete(a) => reclaim::delete(a),
+        Command::Compact(a) => reclaim::compact(a),
         Command::Plan(a) => reclaim::plan(a),
         Command::Apply(a) => reclaim::apply(a),
         Command::History(a) => reclaim::history(a),

@@ -1,6 +1,9 @@
 //! The scan as Prometheus text exposition (format 0.0.4), for node_exporter's textfile
 //! collector: totals, bytes and counts per kind and verdict, orphaned VM processes, bytes held
-//! by deleted files and each product's status. Every number is the JSON report's.
+//! by deleted files, each product's status and whether it is newer than verified, and what
+//! compacting disks could give back. Every number is the JSON report's, but the space available
+//! on the HOME's file system (`statvfs` when the export is written, for the low-space alert of
+//! `packaging/prometheus/smolsweep.rules.yml`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -81,6 +84,7 @@ pub fn render(r: &ScanReport) -> String {
         gauge(&mut s, name, help, &one(v));
     }
     findings_gauges(&mut s, &home, &r.findings);
+    compact_gauges(&mut s, &home, &r.compact);
     let status: Vec<(String, u64)> = r
         .products
         .iter()
@@ -97,6 +101,31 @@ pub fn render(r: &ScanReport) -> String {
         "1 when the product was found and its state could be verified, else 0.",
         &status,
     );
+    let newer = smolsweep::view::newer_products(r);
+    let drift: Vec<(String, u64)> = r
+        .products
+        .iter()
+        .map(|p| {
+            (
+                format!("{home},product=\"{}\"", p.product.as_str()),
+                u64::from(newer.contains(&p.product)),
+            )
+        })
+        .collect();
+    gauge(
+        &mut s,
+        "smolsweep_product_newer_than_verified",
+        "1 when the product is installed in a version newer than every version Smolsweep's rules were verified on, else 0.",
+        &drift,
+    );
+    if let Ok(st) = rustix::fs::statvfs(&r.home) {
+        gauge(
+            &mut s,
+            "smolsweep_home_available_bytes",
+            "Bytes available to unprivileged users on the file system holding the HOME, when the export was written.",
+            &one(st.f_bavail.saturating_mul(st.f_frsize)),
+        );
+    }
     gauge(
         &mut s,
         "smolsweep_scan_timestamp_seconds",
@@ -104,6 +133,44 @@ pub fn render(r: &ScanReport) -> String {
         &one(r.scanned_at),
     );
     s
+}
+
+/// What compacting the disks of stopped machines and saved disks could give back (opt-in,
+/// never in `smolsweep_reclaimable_bytes`): in total, per disk count, and per product.
+fn compact_gauges(s: &mut String, home: &str, c: &CompactReport) {
+    let one = |v: u64| vec![(home.to_string(), v)];
+    gauge(
+        s,
+        "smolsweep_compactable_bytes",
+        "Allocated bytes inside the disks of stopped machines and saved disks that the guest's file system calls free (opt-in, not in the reclaimable bytes).",
+        &one(c.compactable_bytes),
+    );
+    gauge(
+        s,
+        "smolsweep_compactable_disks",
+        "Disks of stopped machines and saved disks with something to compact.",
+        &one(c.compactable_disks),
+    );
+    gauge(
+        s,
+        "smolsweep_compact_cannot_tell_disks",
+        "Disks whose free space inside could not be read exactly (not ext4, journal needs recovery, unknown features, ...).",
+        &one(c.cannot_tell_disks),
+    );
+    let mut per: BTreeMap<Product, u64> = BTreeMap::new();
+    for d in &c.disks {
+        *per.entry(d.product).or_default() += d.compactable_bytes;
+    }
+    let per: Vec<(String, u64)> = per
+        .into_iter()
+        .map(|(p, b)| (format!("{home},product=\"{}\"", p.as_str()), b))
+        .collect();
+    gauge(
+        s,
+        "smolsweep_product_compactable_bytes",
+        "Compactable bytes of one product's disks.",
+        &per,
+    );
 }
 
 /// Bytes and counts of the findings per product, kind and verdict.
@@ -206,6 +273,7 @@ mod tests {
             scanned_at: 0,
             scanned_at_ns: 0,
             duration_ms: 0,
+            compact: Default::default(),
         }
     }
 

@@ -111,6 +111,17 @@ pub struct StopArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct CompactArgs {
+    /// Machines or sandboxes (their disks), or disk paths; without any, every disk with
+    /// something to compact.
+    pub targets: Vec<String>,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct DeleteArgs {
     /// Machine names (smolvm) or sandbox ids (Celesto).
     #[arg(required = true)]
@@ -378,6 +389,26 @@ pub fn delete(a: DeleteArgs) -> i32 {
         let plan = Plan::from_scan(&s.report, &sel);
         let named = Named::machines(&a.machines);
         run_named(&plan, &a.run, &s.at, "delete", &s.report, named)
+    })
+}
+
+pub fn compact(a: CompactArgs) -> i32 {
+    with_report(&a.report, a.run.json, |s| {
+        let plan = match smolsweep::target::compact_plan(&s.report, &a.targets) {
+            Ok(p) => p,
+            Err(e) => return fail(a.run.json, &e),
+        };
+        let mode = Mode {
+            run: &a.run,
+            // Disks nobody named that have nothing to give back are not refusals.
+            refused: match a.targets.is_empty() {
+                true => Vec::new(),
+                false => plan.skipped_at_plan.clone(),
+            },
+            strict: !a.targets.is_empty(),
+            all_skipped_refused: false,
+        };
+        run_plan_with(&plan, mode, s.judge, "compact")
     })
 }
 

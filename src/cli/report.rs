@@ -96,6 +96,7 @@ pub fn render_with(r: &ScanReport, o: &RenderOptions) -> String {
         summary_table(&mut s, &all, o, &paint);
         totals_line(&mut s, &v, &paint);
         machines(&mut s, &v, &paint);
+        compact(&mut s, &v, o, &paint, true);
         processes(&mut s, &v, o, &paint);
         items(&mut s, &v, o, &paint);
         next_steps(&mut s, &v, o, &paint);
@@ -173,6 +174,7 @@ fn first_screen(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) 
             let _ = writeln!(tail, "{}{rest}", paint.bold(label));
         }
     }
+    compact(&mut tail, v, o, paint, false);
     items(&mut tail, v, o, paint);
     next_steps(&mut tail, v, o, paint);
     let used = head.lines().count() + tail.lines().count() + usize::from(any_rows > 0);
@@ -325,13 +327,51 @@ fn machines(s: &mut String, v: &ScanView, paint: &Paint) {
             m.state.clone()
         };
         let role = m.role.map(|r| format!(" — {r}")).unwrap_or_default();
+        let compact = m
+            .compactable
+            .as_deref()
+            .map(|x| format!(", {x}"))
+            .unwrap_or_default();
         let _ = writeln!(
             s,
-            "  {:<8} {:<9} {:<24} {state}{pid}{size}{role}",
+            "  {:<8} {:<9} {:<24} {state}{pid}{size}{compact}{role}",
             m.product.as_str(),
             m.noun,
             smolsweep::view::escape_text(&m.name)
         );
+    }
+}
+
+/// The compaction line (the core's), and with `each` one line per disk.
+fn compact(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint, each: bool) {
+    if v.hidden.as_ref().is_some_and(|h| h.items_only) {
+        return;
+    }
+    let line = if each {
+        &v.compact.detail
+    } else {
+        &v.compact.line
+    };
+    let Some(l) = line else {
+        return;
+    };
+    let rest = l.strip_prefix("Compactable:").unwrap_or(l);
+    let mut lines = wrap(rest, o.width.saturating_sub(12), "", "  ").into_iter();
+    let _ = writeln!(
+        s,
+        "{}{}",
+        paint.bold("Compactable:"),
+        lines.next().unwrap_or_default()
+    );
+    for l in lines {
+        let _ = writeln!(s, "{l}");
+    }
+    if each {
+        for d in &v.compact.disk_lines {
+            for l in wrap(d, o.width, "  ", "    ") {
+                let _ = writeln!(s, "{l}");
+            }
+        }
     }
 }
 

@@ -3,7 +3,8 @@
 //! name it removed, less those a process still holds open (their blocks are freed only when it
 //! closes them, smolvm #787). An ended VM process frees the deleted files it alone held open. A
 //! machine deleted by its product's CLI is measured as the growth of free space on the HOME's
-//! file system during that action alone.
+//! file system during that action alone. A disk compacted in place frees what it no longer
+//! allocates.
 
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
@@ -32,6 +33,8 @@ pub(super) struct Before {
     free: Option<(PathBuf, u64)>,
     /// The unlinked files a process to be ended holds open, with their bytes.
     held: Vec<(Ino, u64)>,
+    /// A disk compacted in place, with its allocated bytes.
+    file: Option<(PathBuf, u64)>,
 }
 
 /// Look at what `a` is about to act on.
@@ -48,6 +51,12 @@ pub(super) fn before(plan: &Plan, a: &Action) -> Before {
         },
         Action::SignalProcess { pid, .. } => Before {
             held: held_by(*pid),
+            ..Before::default()
+        },
+        Action::CompactDisk { path, .. } => Before {
+            file: std::fs::metadata(path)
+                .ok()
+                .map(|m| (path.clone(), m.blocks() * 512)),
             ..Before::default()
         },
         _ => Before::default(),
@@ -72,6 +81,11 @@ pub(super) fn after(before: Before, outcome: &Outcome) -> u64 {
     );
     if !acted {
         return 0;
+    }
+    if let Some((path, was)) = &before.file {
+        // Compacted: the file stays; what it no longer allocates is freed.
+        let now = std::fs::metadata(path).map_or(*was, |m| m.blocks() * 512);
+        return was.saturating_sub(now);
     }
     if !before.held.is_empty() {
         // Ended: what no other process still holds open is freed now.

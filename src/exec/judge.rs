@@ -299,6 +299,36 @@ impl Judge for Rejudge {
                     Err("the startup file is not inside HOME; not edited".into())
                 }
             }
+            Action::CompactDisk {
+                product,
+                path,
+                identity,
+                ..
+            } => {
+                super::compact::judge(
+                    &self.facts().report,
+                    &plan.keep_overrides,
+                    (*product, path, identity),
+                )?;
+                // Smolsweep's own process names the disk on its command line: no use of it.
+                let devino = crate::fsread::lstat(path).map(|m| {
+                    use std::os::unix::fs::MetadataExt;
+                    (m.dev(), m.ino())
+                });
+                let users: Vec<u32> = self
+                    .procs()
+                    .in_use(path, devino)
+                    .into_iter()
+                    .filter(|p| *p != std::process::id())
+                    .collect();
+                match users.is_empty() {
+                    true => Ok(()),
+                    false => Err(format!(
+                        "not compacted: {}",
+                        crate::scan::in_use_sentence(&users).trim_start_matches("But ")
+                    )),
+                }
+            }
         }
     }
 

@@ -12,6 +12,7 @@
 //! [`Confirmed`] token, and only a confirmed context carries one; a token made for another plan
 //! runs nothing.
 
+mod compact;
 mod confirm;
 pub(crate) mod delete;
 pub(crate) mod detach;
@@ -580,6 +581,12 @@ fn run_action(
             teardown::remove_launcher(link, target, &plan.home)
         }
         Action::RemovePathBlock { file } => teardown::remove_path_block(file, &plan.home),
+        Action::CompactDisk {
+            product,
+            path,
+            format,
+            ..
+        } => compact::run(*product, path, format),
     }
 }
 

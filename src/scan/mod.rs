@@ -349,12 +349,14 @@ pub(crate) fn scan_sized(
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0),
         duration_ms: started.elapsed().as_millis() as u64,
+        compact: Default::default(),
     };
     report.products.sort_by_key(|p| p.product);
     celesto_machine_bytes(&mut report);
     drift_guard(&mut report, &opts.env, &ctx.installs);
     crate::chains::link(&mut report, &mut ctx.chains);
     crate::keep::apply_for(&mut report, &opts.env);
+    report.compact = crate::compact::survey(&report);
     report.compute_totals();
     report
 }

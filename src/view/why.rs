@@ -336,6 +336,8 @@ pub struct Why {
     pub free: Option<Free>,
     /// Where a path that is no finding lies.
     pub place: Option<Place>,
+    /// What compacting the disk, or the machine's disks, could give back.
+    pub compact: Vec<crate::model::DiskEstimate>,
     /// The sentences, in order.
     pub lines: Vec<Line>,
 }
@@ -362,6 +364,7 @@ impl Why {
             version: None,
             free: None,
             place: None,
+            compact: Vec::new(),
             lines: Vec::new(),
         }
     }
@@ -638,6 +641,13 @@ fn finding_why(facts: &WhyFacts, f: &Finding, why: &mut Why) {
     }
     why.version = version_facts(r, f.product);
     why.free = Some(free_finding(facts, f));
+    why.compact = r
+        .compact
+        .disks
+        .iter()
+        .filter(|d| d.path == f.path)
+        .cloned()
+        .collect();
 }
 
 /// The smallest `prune` that deletes `f` (by its kind, then without a filter), the plan it
@@ -836,6 +846,13 @@ fn machine_why(facts: &WhyFacts, product: Product, name: &str, why: &mut Why) {
         return;
     };
     why.record = Some(record(r, m));
+    why.compact = r
+        .compact
+        .disks
+        .iter()
+        .filter(|d| d.product == product && d.owner.as_deref() == Some(name))
+        .cloned()
+        .collect();
     why.processes = r
         .processes
         .iter()
@@ -1011,6 +1028,14 @@ fn render_finding(why: &Why, out: &mut Vec<Line>) {
     render_chain(why, out);
     render_version(why, out);
     render_free(why, out);
+    render_compact(why, out);
+}
+
+/// "Compact": one sentence per disk estimated (opt-in, never in the reclaimable total).
+fn render_compact(why: &Why, out: &mut Vec<Line>) {
+    for d in &why.compact {
+        out.push(line("Compact", super::disk_sentence(d)));
+    }
 }
 
 fn use_words(u: Use) -> &'static str {
@@ -1301,6 +1326,7 @@ fn render_machine(why: &Why, product: Product, name: &str, out: &mut Vec<Line>) 
     render_keep(why, out);
     render_version(why, out);
     render_free(why, out);
+    render_compact(why, out);
 }
 
 fn render_items(topic: &'static str, why: &Why, out: &mut Vec<Line>) {

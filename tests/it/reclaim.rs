@@ -129,6 +129,7 @@ fn report(home: &Path, roots: &[&Path], findings: Vec<Finding>) -> ScanReport {
         scanned_at: now_secs() - 1,
         scanned_at_ns: 0,
         duration_ms: 1,
+        compact: Default::default(),
     };
     r.compute_totals();
     r

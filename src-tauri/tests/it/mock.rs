@@ -220,6 +220,7 @@ fn world(delay_ms: u64, confirm: bool) -> World {
         scanned_at: 0,
         scanned_at_ns: 0,
         duration_ms: 0,
+        compact: Default::default(),
     };
     report.compute_totals();
     let fake = Arc::new(Fake {

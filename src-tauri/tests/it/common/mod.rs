@@ -91,6 +91,7 @@ impl Scratch {
             scanned_at: 0,
             scanned_at_ns: 0,
             duration_ms: 0,
+            compact: Default::default(),
         };
         let s = Scratch {
             dir,

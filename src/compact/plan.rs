@@ -1,0 +1,96 @@
+//! The plan of `smolsweep compact [MACHINE|DISK…]`: one [`Action::CompactDisk`] per disk the
+//! scan estimated with something to compact, run by the one executor (which judges each again).
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use crate::model::{DiskEstimate, FileIdentity, ScanReport};
+use crate::plan::{Action, Plan, PlannedAction, SkippedAtPlan, PLAN_SCHEMA};
+
+/// Whether `d` is what `target` names: a disk by its path, or a machine or sandbox by its name
+/// (`smolvm:NAME`, `celesto:ID`, or a bare name).
+fn names(d: &DiskEstimate, target: &str) -> bool {
+    if target.contains('/') {
+        let canon = |p: &Path| std::fs::canonicalize(p).ok();
+        return d.path == Path::new(target)
+            || canon(Path::new(target)).is_some_and(|t| Some(t) == canon(&d.path));
+    }
+    let (product, name) = match target.split_once(':') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, target),
+    };
+    d.owner.as_deref() == Some(name) && product.is_none_or(|p| p == d.product.as_str())
+}
+
+fn identity(path: &Path) -> Option<FileIdentity> {
+    let m = std::fs::symlink_metadata(path).ok()?;
+    m.is_file().then(|| FileIdentity {
+        dev: m.dev(),
+        ino: m.ino(),
+        file_type: libc::S_IFREG,
+        size: m.size(),
+        mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+    })
+}
+
+/// The compaction plan for `targets` (every disk with something to compact when empty); `Err`
+/// names a target that matches no disk the scan estimated.
+pub fn compact_plan(report: &ScanReport, targets: &[String]) -> Result<Plan, String> {
+    for t in targets {
+        if !report.compact.disks.iter().any(|d| names(d, t)) {
+            return Err(format!(
+                "{t} is no disk of a stopped machine or sandbox, nor a saved disk, that the scan estimated"
+            ));
+        }
+    }
+    let chosen = report
+        .compact
+        .disks
+        .iter()
+        .filter(|d| targets.is_empty() || targets.iter().any(|t| names(d, t)));
+    let mut actions = Vec::new();
+    let mut skipped = Vec::new();
+    for d in chosen {
+        let shown = crate::pathser::shown(&d.path);
+        let why = match (&d.cannot_tell, d.compactable_bytes, identity(&d.path)) {
+            (Some(why), _, _) => Some(format!(
+                "cannot tell what compacting would give back ({why})"
+            )),
+            (None, 0, _) => Some("nothing free inside to give back".to_string()),
+            (None, _, None) => Some("it cannot be read now".to_string()),
+            (None, n, Some(identity)) => {
+                actions.push(PlannedAction::of(Action::CompactDisk {
+                    product: d.product,
+                    owner: d.owner.clone(),
+                    path: d.path.clone(),
+                    format: d.format.clone().unwrap_or_default(),
+                    identity,
+                    expected_bytes: n,
+                }));
+                None
+            }
+        };
+        if let Some(why) = why {
+            skipped.push(SkippedAtPlan {
+                id: format!("disk:{shown}"),
+                why,
+            });
+        }
+    }
+    let mut plan = Plan {
+        schema: PLAN_SCHEMA.into(),
+        id: String::new(),
+        created_at: crate::plan::now_secs(),
+        scanned_at: report.scanned_at,
+        scanned_at_ns: report.scanned_at_ns,
+        home: report.home.clone(),
+        platform: report.platform,
+        roots: Vec::new(),
+        estimated_bytes: Plan::estimate_of(&actions),
+        actions,
+        skipped_at_plan: skipped,
+        keep_overrides: Vec::new(),
+    };
+    plan.id = plan.content_id();
+    Ok(plan)
+}

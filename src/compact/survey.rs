@@ -1,0 +1,146 @@
+//! Which disks a scan estimates: every disk of a machine or sandbox stopped by its product's
+//! record (not running, paused or suspended there) whose VM is not alive and that no process
+//! uses, and every saved disk no process uses, of both products.
+//!
+//! * Celesto: a sandbox's `disks/<id>.qcow2|.ext4` ([`FindingKind::CelestoSandboxDisk`]) when
+//!   its sandbox's VM is not alive; a saved disk ([`FindingKind::CelestoSavedDisk`]).
+//! * smolvm: `storage.*` and `overlay.*` (`raw`, `qcow2`, `ext4`) in the directory of a machine
+//!   whose VM is not alive, when no process uses that directory.
+
+use std::path::{Path, PathBuf};
+
+use crate::model::{
+    CompactReport, DiskEstimate, Finding, FindingKind, Machine, Product, ScanReport,
+};
+
+/// smolvm's disk file names in a machine directory.
+const SMOLVM_DISKS: [&str; 6] = [
+    "storage.raw",
+    "storage.qcow2",
+    "storage.ext4",
+    "overlay.raw",
+    "overlay.qcow2",
+    "overlay.ext4",
+];
+
+/// A disk to estimate: product, owner, saved, path.
+type Candidate = (Product, Option<String>, bool, PathBuf);
+
+fn machine<'a>(r: &'a ScanReport, product: Product, name: &str) -> Option<&'a Machine> {
+    r.machines
+        .iter()
+        .find(|m| m.product == product && m.name == name)
+}
+
+/// States whose disk is not at rest, whatever the process table says: a record that says
+/// running (stale or not), and a paused or suspended guest, whose saved memory may still hold
+/// blocks its file system's bitmaps do not show yet.
+const NOT_AT_REST: [&str; 6] = [
+    "running",
+    "paused",
+    "starting",
+    "stopping",
+    "suspended",
+    "restoring",
+];
+
+/// Stopped by its product's record, and no VM of it alive.
+fn stopped(m: &Machine) -> bool {
+    !m.alive && !NOT_AT_REST.contains(&m.state.as_str())
+}
+
+/// Whether a process other than this one uses it: Smolsweep's own process names a disk on its
+/// command line (`smolsweep compact DISK`), which is no use of it.
+fn used(pids: &[u32]) -> bool {
+    pids.iter().any(|p| *p != std::process::id())
+}
+
+/// Whether Celesto's `.retained` marker of disk `path` exists.
+fn has_marker(path: &Path) -> bool {
+    let mut marker = path.as_os_str().to_owned();
+    marker.push(".retained");
+    Path::new(&marker).exists()
+}
+
+fn celesto(r: &ScanReport, f: &Finding) -> Option<Candidate> {
+    if used(&f.used_by) || f.is_dir {
+        return None;
+    }
+    let saved = match f.kind {
+        FindingKind::CelestoSavedDisk => true,
+        FindingKind::CelestoSandboxDisk => false,
+        // Named only by Smolsweep's own command line: a saved disk still, when it has its
+        // `.retained` marker.
+        FindingKind::CelestoInUseDisk if has_marker(&f.path) => true,
+        _ => return None,
+    };
+    if !saved {
+        let m = machine(r, Product::Celesto, f.owner.as_deref()?)?;
+        if !stopped(m) {
+            return None;
+        }
+    }
+    Some((Product::Celesto, f.owner.clone(), saved, f.path.clone()))
+}
+
+fn smolvm(r: &ScanReport, m: &Machine) -> Vec<Candidate> {
+    let Some(dir) = m.dir.as_deref() else {
+        return Vec::new();
+    };
+    let in_use = r
+        .findings
+        .iter()
+        .any(|f| (f.path == dir || f.path.starts_with(dir)) && used(&f.used_by));
+    if m.product != Product::Smolvm || !stopped(m) || in_use {
+        return Vec::new();
+    }
+    SMOLVM_DISKS
+        .iter()
+        .map(|n| dir.join(n))
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|md| md.is_file()))
+        .map(|p| (Product::Smolvm, Some(m.name.clone()), false, p))
+        .collect()
+}
+
+/// The estimate of one disk, as the report carries it.
+fn estimate_of((product, owner, saved, path): Candidate) -> DiskEstimate {
+    let mut d = DiskEstimate {
+        product,
+        owner,
+        saved,
+        format: None,
+        allocated_bytes: 0,
+        compactable_bytes: 0,
+        guest_free_bytes: 0,
+        read_bytes: 0,
+        cannot_tell: None,
+        path,
+    };
+    match super::estimate_cached(&d.path) {
+        Ok(e) => {
+            d.format = Some(e.format.as_str().to_string());
+            d.allocated_bytes = e.allocated_bytes;
+            d.compactable_bytes = e.compactable_bytes;
+            d.guest_free_bytes = e.guest_free_bytes;
+            d.read_bytes = e.read_bytes;
+        }
+        Err((format, why)) => {
+            d.format = format.map(|f| f.as_str().to_string());
+            d.allocated_bytes = allocated(&d.path);
+            d.cannot_tell = Some(why.0);
+        }
+    }
+    d
+}
+
+fn allocated(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).map_or(0, |m| m.blocks() * 512)
+}
+
+/// The compaction estimates of a scan's disks.
+pub(crate) fn survey(r: &ScanReport) -> CompactReport {
+    let mut found: Vec<Candidate> = r.findings.iter().filter_map(|f| celesto(r, f)).collect();
+    found.extend(r.machines.iter().flat_map(|m| smolvm(r, m)));
+    CompactReport::of(found.into_iter().map(estimate_of).collect())
+}

@@ -1,0 +1,551 @@
+//! The compaction estimate in the scan (issue 32): every disk of a stopped machine or sandbox
+//! and every saved disk of both products, made offline with e2fsprogs and qemu-img, reported as
+//! its own figure (never in the reclaimable total) in `scan` (JSON and text), `why` and the
+//! Prometheus export; a disk a process holds is not estimated.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+use smolsweep::exec::{self, Confirmed, ExecContext, How, Outcome, RealRunner, Rejudge};
+use smolsweep::plan::{Action, Plan};
+use smolsweep_fixtures::disks::{debugfs_w, ext4_image, run as tool, s, to_qcow2};
+use smolsweep_fixtures::smolvm::{DiskSet, Smolvm};
+use smolsweep_fixtures::vmm::{self, FakeVmm, Shape};
+use smolsweep_fixtures::{age_tree, Scratch, OLD};
+
+fn run(sc: &Scratch, args: &[&str]) -> String {
+    let o = sc
+        .command(env!("CARGO_BIN_EXE_smolsweep"), args)
+        .env("LANG", "C.UTF-8")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// An ext4 image with 12 MiB written and deleted and 2 MiB kept in `/keep`, at `path`
+/// (replacing what is there).
+fn freed_disk(path: &Path, scratch: &Path) -> PathBuf {
+    let img = ext4_image(
+        scratch,
+        "img.ext4",
+        "128M",
+        &[("big", 12), ("keep", 2)],
+        &[],
+    );
+    debugfs_w(&img, "rm /big");
+    let _ = std::fs::remove_file(path);
+    std::fs::rename(&img, path).unwrap();
+    path.to_path_buf()
+}
+
+struct Home1 {
+    web_storage: PathBuf,
+    web_overlay: PathBuf,
+    sandbox: PathBuf,
+    saved: PathBuf,
+}
+
+/// smolvm `web` (created, not running) with a real ext4 `storage.raw` and a sparse
+/// `overlay.raw` holding no file system; Celesto sandbox `sb1` (stopped) with a qcow2 disk;
+/// a saved Celesto disk `gone1.ext4`.
+fn home1(sc: &Scratch) -> Home1 {
+    let sm = sc.home.smolvm().unwrap();
+    sm.record("web", json!({})).unwrap();
+    let dir = sm
+        .machine_dir(
+            "web",
+            DiskSet::Raw {
+                storage: 1 << 20,
+                overlay: 1 << 20,
+            },
+        )
+        .unwrap();
+    let web_storage = freed_disk(&dir.join("storage.raw"), sc.dir());
+    let d = sc.home.celesto_data_dir().unwrap();
+    d.row("sb1", "stopped", "qemu", None).unwrap();
+    let raw = freed_disk(&sc.dir().join("sb1.raw"), sc.dir());
+    let sandbox = to_qcow2(&raw, &d.disks().join("sb1.qcow2"));
+    let saved = freed_disk(&d.disks().join("gone1.ext4"), sc.dir());
+    d.retained("gone1.ext4").unwrap();
+    age_tree(&sc.home.root, OLD).unwrap();
+    Home1 {
+        web_overlay: dir.join("overlay.raw"),
+        web_storage,
+        sandbox,
+        saved,
+    }
+}
+
+fn disk<'a>(v: &'a Value, p: &Path) -> &'a Value {
+    v["compact"]["disks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["path"].as_str() == p.to_str())
+        .unwrap_or_else(|| panic!("{} not estimated: {:#}", p.display(), v["compact"]))
+}
+
+#[test]
+fn compactable_is_reported_per_disk_and_in_total_never_in_the_reclaimable_total() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    let v: Value = serde_json::from_str(&run(&sc, &["scan", "--json"])).unwrap();
+    let mib = 1u64 << 20;
+    for (p, owner, saved) in [
+        (&h.web_storage, "web", false),
+        (&h.sandbox, "sb1", false),
+        (&h.saved, "gone1", true),
+    ] {
+        let d = disk(&v, p);
+        let n = d["compactable_bytes"].as_u64().unwrap();
+        assert!((11 * mib..=13 * mib).contains(&n), "{d:#}");
+        assert_eq!(d["owner"], owner);
+        assert_eq!(d["saved"], saved);
+        assert!(d.get("cannot_tell").is_none(), "{d:#}");
+    }
+    let overlay = disk(&v, &h.web_overlay);
+    assert_eq!(overlay["cannot_tell"], "not an ext4 file system");
+    assert_eq!(overlay["compactable_bytes"], 0);
+    let c = &v["compact"];
+    let sum: u64 = c["disks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["compactable_bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(c["compactable_bytes"].as_u64().unwrap(), sum);
+    assert_eq!(c["compactable_disks"], 3);
+    assert!(c["cannot_tell_disks"].as_u64().unwrap() >= 1);
+    // Never in the reclaimable total: it is the sum of the reclaimable findings alone.
+    let reclaimable: u64 = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["verdict"] == "reclaimable")
+        .map(|f| f["allocated_bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(v["totals"]["reclaimable_allocated_bytes"], reclaimable);
+
+    let text = run(&sc, &["scan"]);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Compactable:"))
+        .unwrap();
+    assert!(line.contains("inside 3 disks"), "{text}");
+    assert!(
+        text.replace("\n  ", " ")
+            .contains("(opt-in, not in the reclaimable total); cannot tell for 1 other disk."),
+        "{text}"
+    );
+    // (lines wrapped at the terminal's width joined again)
+    let verbose = run(&sc, &["scan", "-v"]).replace("\n    ", " ");
+    assert!(verbose.contains("smolvm:web storage.raw: "), "{verbose}");
+    assert!(
+        verbose.contains("celesto:gone1 (saved) gone1.ext4: "),
+        "{verbose}"
+    );
+    assert!(
+        verbose.contains(
+            "overlay.raw: cannot tell what compacting would give back (not an ext4 file system)."
+        ),
+        "{verbose}"
+    );
+    let why = run(&sc, &["why", "smolvm:web"]);
+    assert!(
+        why.lines()
+            .any(|l| l.trim_start().starts_with("Compact") && l.contains("storage.raw")),
+        "{why}"
+    );
+}
+
+#[test]
+fn compactable_bytes_in_the_prometheus_export_pass_promtool_and_equal_the_json() {
+    let sc = Scratch::new();
+    home1(&sc);
+    let text = run(&sc, &["scan", "--format", "prometheus"]);
+    let mut check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (scripts/setup/60-promtool.sh)");
+    use std::io::Write;
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = check.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let v: Value = serde_json::from_str(&run(&sc, &["scan", "--json"])).unwrap();
+    let metric = |name: &str| -> u64 {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{name}{{")))
+            .and_then(|l| l.rsplit(' ').next())
+            .unwrap_or_else(|| panic!("{name} missing: {text}"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(
+        metric("smolsweep_compactable_bytes"),
+        v["compact"]["compactable_bytes"]
+    );
+    assert!(metric("smolsweep_compactable_bytes") > 0);
+    assert_eq!(metric("smolsweep_compactable_disks"), 3);
+    assert_eq!(
+        metric("smolsweep_compact_cannot_tell_disks"),
+        v["compact"]["cannot_tell_disks"]
+    );
+}
+
+fn boot_vm(dir: &Path, sc: &Scratch, open: &Path) -> FakeVmm {
+    vmm::spawn(
+        &vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        &Shape {
+            argv: vec![
+                "/proc/self/exe".into(),
+                "_boot-vm".into(),
+                dir.join("boot-config.json").display().to_string(),
+            ],
+            comm: Some("libkrun VM"),
+            open: Some(open),
+            home: Some(&sc.home.root),
+        },
+    )
+}
+
+/// Hazard: estimating a disk a VM is writing reads a file system in flux. A disk a process
+/// holds is not estimated at all.
+#[test]
+fn compact_held_disk_is_not_estimated() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    let dir = sc
+        .home
+        .smolvm()
+        .unwrap()
+        .vms_dir()
+        .join(Smolvm::hash("web"));
+    let _vm = boot_vm(&dir, &sc, &h.web_storage);
+    let v: Value = serde_json::from_str(&run(&sc, &["scan", "--json"])).unwrap();
+    let disks = v["compact"]["disks"].as_array().unwrap();
+    assert!(
+        disks
+            .iter()
+            .all(|d| !d["path"].as_str().unwrap().starts_with(s(&dir))),
+        "{disks:#?}"
+    );
+    // The others still are.
+    disk(&v, &h.sandbox);
+    disk(&v, &h.saved);
+}
+
+/// Hazard: a paused guest's saved memory may hold blocks its file system's bitmaps do not show
+/// yet, and a record that says running (even with its process gone) is not at rest: neither
+/// machine's disks are estimated, however real their ext4.
+#[test]
+fn compact_paused_or_recorded_running_machine_disks_are_not_estimated() {
+    let sc = Scratch::new();
+    let sm = sc.home.smolvm().unwrap();
+    let mut dirs = Vec::new();
+    for (name, state) in [
+        ("napping", "paused"),
+        ("ghost", "running"),
+        ("idle", "stopped"),
+    ] {
+        sm.record(name, json!({"state": state, "pid": 999_999_999u64}))
+            .unwrap();
+        let dir = sm.machine_dir(name, DiskSet::Paused).unwrap();
+        freed_disk(&dir.join("storage.raw"), sc.dir());
+        dirs.push(dir);
+    }
+    age_tree(&sc.home.root, OLD).unwrap();
+    let v: Value = serde_json::from_str(&run(&sc, &["scan", "--json"])).unwrap();
+    let estimated = |dir: &Path| {
+        v["compact"]["disks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["path"].as_str().unwrap().starts_with(s(dir)))
+    };
+    assert!(!estimated(&dirs[0]), "paused: {:#}", v["compact"]);
+    assert!(!estimated(&dirs[1]), "recorded running: {:#}", v["compact"]);
+    assert!(estimated(&dirs[2]), "stopped: {:#}", v["compact"]);
+}
+
+/// Allocated bytes of a file.
+fn allocated(p: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).unwrap().blocks() * 512
+}
+
+/// The ext4 file system of `disk` as raw (a qcow2 converted to a scratch copy).
+fn as_raw(disk: &Path, scratch: &Path) -> PathBuf {
+    if disk.extension().is_some_and(|e| e == "qcow2") {
+        let out = scratch.join("check.raw");
+        let _ = std::fs::remove_file(&out);
+        tool("qemu-img", &["convert", "-O", "raw", s(disk), s(&out)]);
+        out
+    } else {
+        disk.to_path_buf()
+    }
+}
+
+/// SHA-256 of `/keep` and `/small` in the file system of `disk`, and `e2fsck -fn` clean.
+fn files_and_fsck(disk: &Path, scratch: &Path) -> Vec<String> {
+    use sha2::{Digest, Sha256};
+    let raw = as_raw(disk, scratch);
+    tool("e2fsck", &["-fn", s(&raw)]);
+    ["keep", "small"]
+        .iter()
+        .map(|f| {
+            let out = scratch.join(format!("dumped-{f}"));
+            let _ = std::fs::remove_file(&out);
+            tool(
+                "debugfs",
+                &["-R", &format!("dump /{f} {}", s(&out)), s(&raw)],
+            );
+            hex::encode(Sha256::digest(std::fs::read(&out).unwrap()))
+        })
+        .collect()
+}
+
+fn compact_json(sc: &Scratch, args: &[&str]) -> Value {
+    let mut all = vec!["compact", "--json"];
+    all.extend_from_slice(args);
+    let o = sc
+        .command(env!("CARGO_BIN_EXE_smolsweep"), &all)
+        .env("PATH", "/usr/bin:/bin:/usr/sbin:/sbin")
+        .output()
+        .unwrap();
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)))
+}
+
+#[test]
+fn compact_gives_back_free_space_of_raw_and_qcow2_disks_and_keeps_every_file() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    let disks = [&h.web_storage, &h.sandbox, &h.saved];
+    let before: Vec<(u64, Vec<String>)> = disks
+        .iter()
+        .map(|d| (allocated(d), files_and_fsck(d, sc.dir())))
+        .collect();
+    let dry = compact_json(&sc, &["-n"]);
+    assert_eq!(dry["dry_run"], true, "{dry:#}");
+    assert_eq!(
+        allocated(&h.web_storage),
+        before[0].0,
+        "a dry run changes nothing"
+    );
+    let r = compact_json(&sc, &["-y"]);
+    let done = r["done"].as_array().unwrap_or_else(|| panic!("{r:#}"));
+    assert_eq!(done.len(), 3, "{r:#}");
+    assert!(r["skipped"].as_array().unwrap().is_empty(), "{r:#}");
+    assert!(r["failed"].as_array().unwrap().is_empty(), "{r:#}");
+    let freed = r["freed_bytes"].as_u64().unwrap();
+    assert!(freed >= 33 << 20, "{r:#}");
+    for (d, (was, files)) in disks.iter().zip(&before) {
+        let now = allocated(d);
+        assert!(was - now >= 11 << 20, "{}: {was} -> {now}", d.display());
+        assert_eq!(&files_and_fsck(d, sc.dir()), files, "{}", d.display());
+    }
+    tool("qemu-img", &["check", s(&h.sandbox)]);
+    let info = tool("qemu-img", &["info", "--backing-chain", s(&h.sandbox)]);
+    assert!(info.contains("file format: qcow2"), "{info}");
+    // Nothing is left to compact (aged first: a disk written moments ago is judged as one
+    // being created).
+    age_tree(&sc.home.root, OLD).unwrap();
+    let v: Value = serde_json::from_str(&run(&sc, &["scan", "--json"])).unwrap();
+    for d in disks {
+        assert_eq!(disk(&v, d)["compactable_bytes"], 0, "{:#}", v["compact"]);
+    }
+}
+
+/// Execute `plan` through the one executor, judged on a fresh scan of `sc`'s HOME.
+fn execute(sc: &Scratch, plan: &Plan) -> exec::ExecReport {
+    let opts = crate::scan_options(&sc.home);
+    let runner = RealRunner::new(opts.env.clone(), opts.platform);
+    let mut judge = Rejudge::new(opts);
+    let confirmed = Confirmed::of(plan, How::YesFlag);
+    exec::execute(plan, ExecContext::confirmed(confirmed, &runner, &mut judge)).expect("runs")
+}
+
+/// Why the compaction of `p` was skipped.
+fn skipped(r: &exec::ExecReport, p: &Path) -> String {
+    let rec = r
+        .records
+        .iter()
+        .find(|rec| matches!(&rec.action, Action::CompactDisk { path, .. } if path == p))
+        .unwrap_or_else(|| panic!("{} not planned", p.display()));
+    match &rec.outcome {
+        Outcome::Skipped { why, .. } => why.clone(),
+        o => panic!("expected a refusal, got {o:?}"),
+    }
+}
+
+fn plan_for(sc: &Scratch, target: &str) -> Plan {
+    let report = smolsweep::scan::scan(&crate::scan_options(&sc.home));
+    smolsweep::target::compact_plan(&report, &[target.to_string()]).unwrap()
+}
+
+/// Hazard: a machine started, or a process that opened its disk, after the plan was made.
+#[test]
+fn compact_refuses_a_machine_started_or_a_disk_held_since_the_plan() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    let plan = plan_for(&sc, "smolvm:web");
+    assert!(!plan.actions.is_empty(), "{plan:#?}");
+    let was = allocated(&h.web_storage);
+    let dir = h.web_storage.parent().unwrap();
+    let vm = boot_vm(dir, &sc, &h.web_storage);
+    let r = execute(&sc, &plan);
+    assert!(
+        skipped(&r, &h.web_storage).contains("not compacted"),
+        "{r:#?}"
+    );
+    assert_eq!(allocated(&h.web_storage), was);
+    drop(vm);
+    // Recorded running (the product's own record) is refused too.
+    let sm = sc.home.smolvm().unwrap();
+    sm.record("web", json!({"state": "running"})).unwrap();
+    let r = execute(&sc, &plan);
+    assert!(
+        skipped(&r, &h.web_storage).contains("no longer the disk of a stopped machine"),
+        "{r:#?}"
+    );
+    assert_eq!(allocated(&h.web_storage), was);
+}
+
+/// Hazard: compacting a base changes what every overlay over it reads.
+#[test]
+fn compact_refuses_a_base_disk_with_overlays() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    let d = sc.home.celesto_data_dir().unwrap();
+    d.row("sb2", "stopped", "qemu", None).unwrap();
+    let ov = d.disks().join("sb2.qcow2");
+    tool(
+        "qemu-img",
+        &[
+            "create",
+            "-q",
+            "-f",
+            "qcow2",
+            "-b",
+            s(&h.saved),
+            "-F",
+            "raw",
+            s(&ov),
+        ],
+    );
+    age_tree(&sc.home.root, OLD).unwrap();
+    let plan = plan_for(&sc, s(&h.saved));
+    let was = allocated(&h.saved);
+    let r = execute(&sc, &plan);
+    assert!(skipped(&r, &h.saved).contains("backing file"), "{r:#?}");
+    assert_eq!(allocated(&h.saved), was);
+}
+
+/// Hazard: a journal that needs recovery holds blocks the bitmaps do not show yet.
+#[test]
+fn compact_refuses_a_disk_whose_journal_needs_recovery() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    debugfs_w(&h.web_storage, "feature needs_recovery");
+    age_tree(&sc.home.root, OLD).unwrap();
+    let plan = plan_for(&sc, "smolvm:web");
+    assert!(
+        plan.actions.iter().all(
+            |a| !matches!(&a.action, Action::CompactDisk { path, .. } if path == &h.web_storage)
+        ),
+        "{plan:#?}"
+    );
+    assert!(
+        plan.skipped_at_plan
+            .iter()
+            .any(|s| s.why.contains("journal needs recovery")),
+        "{plan:#?}"
+    );
+}
+
+/// Hazard: a disk written since the plan was estimated on other contents.
+#[test]
+fn compact_refuses_a_disk_changed_since_the_plan() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    let plan = plan_for(&sc, s(&h.saved));
+    debugfs_w(&h.saved, "mkdir /new");
+    let was = allocated(&h.saved);
+    let r = execute(&sc, &plan);
+    assert!(
+        skipped(&r, &h.saved).contains("changed since the plan"),
+        "{r:#?}"
+    );
+    assert_eq!(allocated(&h.saved), was);
+}
+
+/// Hazard: a keep rule on the machine is the user saying "leave it alone".
+#[test]
+fn compact_refuses_a_kept_machines_disk() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    run(&sc, &["keep", "add", "smolvm:web"]);
+    let was = allocated(&h.web_storage);
+    let r = compact_json(&sc, &["smolvm:web", "-y"]);
+    let rec = &r["skipped"][0];
+    assert_eq!(rec["outcome"], "skipped", "{r:#}");
+    assert_eq!(rec["path"], s(&h.web_storage), "{r:#}");
+    assert!(rec["why"].as_str().unwrap().contains("kept"), "{r:#}");
+    assert_eq!(allocated(&h.web_storage), was);
+}
+
+/// Hazard: `smolsweep compact DISK` names the disk on its own command line, which the one "in
+/// use" rule reads as a process naming it; Smolsweep's own process is no use of it.
+#[test]
+fn compact_a_disk_named_by_its_path_on_the_command_line() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    let was = allocated(&h.saved);
+    let r = compact_json(&sc, &[s(&h.saved), "-y"]);
+    assert_eq!(r["done"].as_array().map(Vec::len), Some(1), "{r:#}");
+    assert_eq!(r["done"][0]["path"], s(&h.saved), "{r:#}");
+    assert!(was - allocated(&h.saved) >= 11 << 20);
+    // Only the disk named: the others keep their space.
+    disk(
+        &serde_json::from_str(&run(&sc, &["scan", "--json"])).unwrap(),
+        &h.sandbox,
+    );
+}
+
+/// Hazard: `smolvm machine start` mid-compaction. smolvm takes the machine's `vm.lock` before it
+/// starts the VM: while someone holds it the disk is not compacted (and while compaction holds
+/// it, smolvm's start is refused by smolvm itself).
+#[test]
+fn compact_refuses_a_smolvm_disk_whose_vm_lock_is_held() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    let plan = plan_for(&sc, "smolvm:web");
+    let lock = std::fs::File::open(h.web_storage.parent().unwrap().join("vm.lock")).unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+    let was = allocated(&h.web_storage);
+    let r = execute(&sc, &plan);
+    assert!(skipped(&r, &h.web_storage).contains("vm.lock"), "{r:#?}");
+    assert_eq!(allocated(&h.web_storage), was);
+    drop(lock);
+    let r = execute(&sc, &plan);
+    assert!(r.records.iter().all(|rec| rec.outcome.is_done()), "{r:#?}");
+    assert!(was - allocated(&h.web_storage) >= 11 << 20);
+}
