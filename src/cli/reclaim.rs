@@ -408,7 +408,7 @@ pub fn compact(a: CompactArgs) -> i32 {
             strict: !a.targets.is_empty(),
             all_skipped_refused: false,
         };
-        run_plan_with(&plan, mode, s.judge, "compact")
+        run_plan_with(&plan, mode, &s.at, "compact")
     })
 }
 
