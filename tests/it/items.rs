@@ -331,16 +331,9 @@ fn a_retained_disk_whose_sandbox_row_comes_back_between_plan_and_run() {
     all_there(&item, &out);
 }
 
+/// `qemu-img ARGS…`, failing the test when it fails (the fixtures' runner).
 fn qemu_img(args: &[&str]) {
-    let out = std::process::Command::new("qemu-img")
-        .args(args)
-        .output()
-        .expect("qemu-img (qemu-utils) is installed by scripts/setup");
-    assert!(
-        out.status.success(),
-        "qemu-img {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    smolsweep_fixtures::disks::run("qemu-img", args);
 }
 
 /// One random HOME of both products: live, saved and orphaned Celesto sandboxes with markers,

@@ -305,16 +305,9 @@ fn filters_narrow_scan_prune_and_plan_by_age_size_product_and_kind() {
 
 // ------------------------------------------------------------ issue 17: every target type
 
+/// `qemu-img ARGS…`, failing the test when it fails (the fixtures' runner).
 fn qemu_img(args: &[&str]) {
-    let out = std::process::Command::new("qemu-img")
-        .args(args)
-        .output()
-        .expect("qemu-img (qemu-utils) is installed by scripts/setup");
-    assert!(
-        out.status.success(),
-        "qemu-img {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    smolsweep_fixtures::disks::run("qemu-img", args);
 }
 
 /// `qemu-img info --backing-chain` opens every image of the chain: whether a disk still opens.
