@@ -66,10 +66,11 @@ pub struct TargetPlan {
     pub start_time: u64,
     /// Set when the target was a machine row.
     pub machine: Option<(Product, String)>,
-    /// The action as planned (End process of a machine row is stopping it).
+    /// The action the user asked for (End process of a machine row is stopping it).
     pub action: VmAction,
-    /// The command as the journal records it.
-    pub command: &'static str,
+    /// What the plan does: the action asked for, or what it means for this target (Stop of a
+    /// VM no machine owns is ending the process). The button, title and journal say this.
+    pub does: VmAction,
     /// Whom it is about, e.g. `smol-machines smolvm web (pid 4321)`.
     pub target: String,
     /// The core plan, or why nothing was planned at all (the target is not in the scan, or the
@@ -96,11 +97,16 @@ impl TargetPlan {
 
     /// The confirmation button's word.
     pub fn ok(&self) -> &'static str {
-        match self.command {
-            "stop" => "Stop",
-            "delete" => "Delete",
-            _ => "End process",
+        match self.does {
+            VmAction::Stop => "Stop",
+            VmAction::Delete => "Delete",
+            VmAction::Reap => "End process",
         }
+    }
+
+    /// The command as the journal records it (`stop`, `end process`, `delete`).
+    pub fn command(&self) -> &'static str {
+        self.does.command()
     }
 
     /// The core's confirmation of the plan (one with nothing planned says why).
@@ -154,12 +160,12 @@ fn process_plan(
     action: VmAction,
     cascade: bool,
 ) -> TargetPlan {
-    let refused = |command: &'static str, why: &str| TargetPlan {
+    let refused = |does: VmAction, why: &str| TargetPlan {
         pid,
         start_time,
         machine: None,
         action,
-        command,
+        does,
         target: format!("pid {pid}"),
         plan: Err(SkippedAtPlan {
             id: format!("pid:{pid}"),
@@ -172,15 +178,15 @@ fn process_plan(
         .iter()
         .find(|p| p.pid == pid && p.start_time == start_time)
     else {
-        return refused(action.command(), "that VM is not in the latest scan (it ended, or its pid belongs to another process now); nothing was planned");
+        return refused(action, "that VM is not in the latest scan (it ended, or its pid belongs to another process now); nothing was planned");
     };
     let owner = owning_machine(report, p);
-    let (selection, command) = match (action, owner) {
-        (VmAction::Delete, Some(name)) => (deleting(name, cascade), "delete"),
+    let (selection, does) = match (action, owner) {
+        (VmAction::Delete, Some(name)) => (deleting(name, cascade), VmAction::Delete),
         (VmAction::Delete, None) => {
-            return refused("delete", "no machine of this HOME owns this VM, so there is no machine to delete; nothing was planned")
+            return refused(VmAction::Delete, "no machine of this HOME owns this VM, so there is no machine to delete; nothing was planned")
         }
-        (VmAction::Stop, Some(name)) => (stopping(name), "stop"),
+        (VmAction::Stop, Some(name)) => (stopping(name), VmAction::Stop),
         // For another HOME's VM nothing is planned: it keeps the name the user clicked.
         _ => (
             Selection {
@@ -188,9 +194,9 @@ fn process_plan(
                 ..Default::default()
             },
             if action == VmAction::Stop && p.scope != Scope::ThisHome {
-                "stop"
+                VmAction::Stop
             } else {
-                "end process"
+                VmAction::Reap
             },
         ),
     };
@@ -202,7 +208,7 @@ fn process_plan(
     planned(
         report,
         (pid, start_time, None),
-        (action, command, cascade),
+        (action, does, cascade),
         target,
         selection,
     )
@@ -234,7 +240,7 @@ fn machine_plan(
             start_time: 0,
             machine: Some((product, name.into())),
             action,
-            command: action.command(),
+            does: action,
             target: format!("{} {name}", product.display_name()),
             plan: Err(SkippedAtPlan {
                 id: format!("machine:{qualified}"),
@@ -254,7 +260,7 @@ fn machine_plan(
             m.pid_start_time.unwrap_or(0),
             Some((product, m.name.clone())),
         ),
-        (action, action.command(), cascade),
+        (action, action, cascade),
         format!("{} {}", product.display_name(), m.name),
         selection,
     )
@@ -291,7 +297,7 @@ fn deleting(name: String, cascade: bool) -> Selection {
 fn planned(
     report: &ScanReport,
     (pid, start_time, machine): (u32, u64, Option<(Product, String)>),
-    (action, command, cascade): (VmAction, &'static str, bool),
+    (action, does, cascade): (VmAction, VmAction, bool),
     target: String,
     selection: Selection,
 ) -> TargetPlan {
@@ -313,7 +319,7 @@ fn planned(
         start_time,
         machine,
         action,
-        command,
+        does,
         target,
         plan: Ok(plan),
         cascade_available,

@@ -380,7 +380,7 @@ impl VmPlan {
                 .clone()
                 .map(|(product, name)| MachineRef { product, name }),
             action: t.action,
-            command: t.command.into(),
+            command: t.command().into(),
             target: t.target.clone(),
             steps: core
                 .iter()
@@ -406,7 +406,7 @@ impl VmPlan {
             title: t.title(),
             question: t.question(),
             ok: t.ok().into(),
-            not_done: outcome_heading(false, t.command, &t.target),
+            not_done: outcome_heading(false, t.command(), &t.target),
             core,
         }
     }
