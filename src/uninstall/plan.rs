@@ -323,6 +323,7 @@ pub fn build(pre: &Preflight, opts: &UninstallOptions) -> UninstallPlan {
     b.keep_credentials();
     b.install_commands();
     b.keep_rules();
+    b.records_stay_with_their_dirs();
     b.finish()
 }
 
@@ -967,6 +968,61 @@ impl Builder<'_> {
                     how: "--remove-kept".into(),
                 });
             }
+        }
+    }
+
+    /// A machine goes whole or not at all (issue 29): a ticked step that would remove the
+    /// inventory holding a machine's record is left out while that machine's directory stays
+    /// (no ticked step removes or deletes it), since the directory would then be judged a
+    /// leftover of no machine. Until nothing changes: leaving one out can keep another.
+    fn records_stay_with_their_dirs(&mut self) {
+        loop {
+            let goes = |steps: &[PlanStep], m: &crate::model::Machine, d: &Path| {
+                steps.iter().filter(|s| s.checked).any(|s| match &s.action {
+                    Action::RemoveTree { path, .. } => d.starts_with(path),
+                    Action::DeleteMachine {
+                        product,
+                        name,
+                        children,
+                        ..
+                    } => *product == m.product && (name == &m.name || children.contains(&m.name)),
+                    _ => false,
+                })
+            };
+            let stays = |steps: &[PlanStep], path: &Path| {
+                self.pre.machines.iter().find(|m| {
+                    m.db.as_deref().is_some_and(|db| db.starts_with(path))
+                        && m.dir
+                            .as_deref()
+                            .is_some_and(|d| d.exists() && !goes(steps, m, d))
+                })
+            };
+            let found = self
+                .steps
+                .iter()
+                .enumerate()
+                .find_map(|(i, s)| match &s.action {
+                    Action::RemoveTree { path, .. } if s.checked => {
+                        stays(&self.steps, path).map(|m| (i, m))
+                    }
+                    _ => None,
+                });
+            let Some((i, m)) = found else {
+                return;
+            };
+            let dir = m
+                .dir
+                .as_deref()
+                .map(crate::pathser::shown)
+                .unwrap_or_default();
+            let step = &mut self.steps[i];
+            step.checked = false;
+            step.why = format!(
+                "{} Left out: it holds the record of {} {}, whose directory {dir} stays; a machine is removed whole or not at all.",
+                step.why,
+                m.product.display_name(),
+                m.name
+            );
         }
     }
 

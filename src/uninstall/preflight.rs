@@ -403,8 +403,9 @@ fn layers_cs_mounts(
         .unwrap_or_default()
 }
 
-/// Whether each record's VM is alive, and the state to show for it, as the scan judged the same
-/// record (same product, name and inventory); a record the scan did not see stays as read.
+/// Whether each record's VM is alive, the state to show for it and where its directory is, as
+/// the scan judged the same record (same product, name and inventory); a record the scan did
+/// not see stays as read.
 fn judge_liveness(machines: &mut [Machine], report: &crate::model::ScanReport) {
     for m in machines {
         if let Some(s) = report
@@ -414,6 +415,10 @@ fn judge_liveness(machines: &mut [Machine], report: &crate::model::ScanReport) {
         {
             m.alive = s.alive;
             m.effective_state = s.effective_state.clone();
+            // Where its storage is, as the scan found it: a machine goes whole or not at all.
+            if m.dir.is_none() {
+                m.dir = s.dir.clone();
+            }
         }
     }
 }

@@ -469,6 +469,13 @@ fn property_no_run_makes_a_survivor_more_deletable() {
         if rng.random_bool(0.2) {
             args.extend(["--min-size".into(), "8k".into()]);
         }
+        if rng.random_bool(0.2) {
+            args.extend(["--older-than".into(), "1d".into()]);
+        }
+        if rng.random_bool(0.2) {
+            let p = ["celesto", "smolvm"][rng.random_range(0..2)];
+            args.extend(["--product".into(), p.into()]);
+        }
         let ctx = format!("seed {seed}, rules {rules:?}, {args:?}");
         let before = scan(&s);
         let plan = s.dir().join("plan.json");
@@ -492,6 +499,10 @@ fn property_no_run_makes_a_survivor_more_deletable() {
         .unwrap();
         let (_, out) = run(&s, &["auto", "--policy", policy.to_str().unwrap()]);
         assert_no_survivor_demoted(&s, &before, &format!("{ctx}: auto: {out}"));
+        // Uninstalling one product leaves the other's survivors judged as they were.
+        let before = scan(&s);
+        let (_, out) = run(&s, &["uninstall", "--product", "smolvm", "-y", "-q"]);
+        assert_no_survivor_demoted(&s, &before, &format!("{ctx}: uninstall smolvm: {out}"));
         for p in &kept {
             assert!(
                 std::fs::symlink_metadata(p).is_ok(),
@@ -511,4 +522,42 @@ fn kept_paths(s: &Scratch) -> Vec<PathBuf> {
         .filter(|f| f["kept"].is_string())
         .map(|f| PathBuf::from(f["path"].as_str().unwrap()))
         .collect()
+}
+
+/// Found by the property test: an uninstall whose cache step was left out (it holds a kept
+/// directory) still removed the data directory with the machine database, so a machine's
+/// directory that stayed became a leftover of no machine. A machine goes whole or not at all:
+/// the database step is left out too, naming the machine.
+#[test]
+fn uninstall_keeps_the_record_of_a_machine_whose_directory_stays() {
+    let s = Scratch::new();
+    let sm = s.home.smolvm().unwrap();
+    sm.record("m0", json!({})).unwrap();
+    let set = smolsweep_fixtures::smolvm::DiskSet::Raw {
+        storage: 1 << 14,
+        overlay: 1 << 12,
+    };
+    let dir = sm.machine_dir("m0", set).unwrap();
+    let ghost = sm.dangling_dir("ghost1").unwrap();
+    age_tree(&s.home.root, OLD).unwrap();
+    let (code, out) = run(&s, &["keep", "add", ghost.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    let before = scan(&s);
+    let (_, out) = run(&s, &["uninstall", "--product", "smolvm", "-n", "--json"]);
+    assert!(
+        out.contains("holds the record of smol-machines smolvm m0"),
+        "{out}"
+    );
+    let (_, out) = run(&s, &["uninstall", "--product", "smolvm", "-y"]);
+    assert_no_survivor_demoted(&s, &before, &out);
+    assert!(dir.exists() && ghost.exists(), "{out}");
+    let v = scan(&s);
+    assert!(
+        v["machines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "m0"),
+        "m0 lost its record: {out}"
+    );
 }
