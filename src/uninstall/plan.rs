@@ -1015,14 +1015,16 @@ impl Builder<'_> {
                 .as_deref()
                 .map(crate::pathser::shown)
                 .unwrap_or_default();
-            let step = &mut self.steps[i];
-            step.checked = false;
-            step.why = format!(
-                "{} Left out: it holds the record of {} {}, whose directory {dir} stays; a machine is removed whole or not at all.",
-                step.why,
+            let why = format!(
+                "it holds the record of {} {}, whose directory {dir} stays; a machine is removed whole or not at all.",
                 m.product.display_name(),
                 m.name
             );
+            let step = &mut self.steps[i];
+            step.checked = false;
+            step.why = format!("{} Left out: {why}", step.why);
+            self.notes
+                .push(format!("Step {} is left out: {why}", i + 1));
         }
     }
 
