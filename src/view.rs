@@ -4,6 +4,7 @@
 //! label.
 
 pub use crate::pathser::{escape_text, shown};
+pub use localtime::local_time;
 pub use screen::{FirstScreen, Fold};
 use std::path::Path;
 pub use trend::{
@@ -18,6 +19,7 @@ use crate::kind::{FindingKind, Risk};
 use crate::model::*;
 use crate::plan::{Action, Plan, Selection};
 
+mod localtime;
 mod screen;
 mod trend;
 /// `why`: how Smolsweep judges one finding, path, machine or process, and on what evidence.
