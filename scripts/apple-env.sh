@@ -9,6 +9,9 @@ APPLE_TARGETS=(aarch64-apple-darwin x86_64-apple-darwin)
 # cargo-zigbuild, and the python3 that runs `-m ziglang` for it.
 export PATH="$SMOLSWEEP_REPO/.tools/apple-venv/bin:$PATH"
 export CARGO=/usr/bin/cargo RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1
+# The oldest macOS the app supports (tauri.macos.conf.json, the cask): without it zig stamps
+# its own newest minimum (15.0) into the executables.
+export MACOSX_DEPLOYMENT_TARGET=11.0
 # scripts/test.sh exports rustup's clippy-driver as the workspace wrapper: not for this rustc.
 unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 export CARGO_INCREMENTAL=0
