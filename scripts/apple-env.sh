@@ -15,6 +15,11 @@ export MACOSX_DEPLOYMENT_TARGET=11.0
 # scripts/test.sh exports rustup's clippy-driver as the workspace wrapper: not for this rustc.
 unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 export CARGO_INCREMENTAL=0
+# Both profiles strip through rust-objcopy (release: `strip = "symbols"`; dev: debuginfo, as
+# cargo does without debug info), which Debian's toolchain does not ship. Set for every Apple
+# command alike, so the link and the check share their build scripts and proc macros (a
+# profile that differs gives every unit another hash).
+export CARGO_PROFILE_RELEASE_STRIP=false CARGO_PROFILE_DEV_STRIP=false
 # A target dir of its own: nothing in it is shared with the Linux build.
 export CARGO_TARGET_DIR="${SMOLSWEEP_APPLE_TARGET_DIR:-$SMOLSWEEP_REPO/target/apple}"
 

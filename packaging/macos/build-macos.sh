@@ -27,13 +27,11 @@ cli() {
   source scripts/apple-env.sh
   local profile=${SMOLSWEEP_MACOS_PROFILE:-release} dir=release flags=(--release)
   if [ "$profile" = dev ]; then dir=debug flags=(); fi
-  # Both profiles strip through rust-objcopy (release: `strip = "symbols"`; dev: debuginfo, as
-  # cargo does without debug info), which Debian's toolchain does not ship. Nothing strips
-  # afterwards either: zig signs the arm64 executable ad hoc (macOS runs no unsigned arm64 code)
-  # and stripping would void that signature. rustc's warning that `xcrun` is missing is
+  # No strip (apple-env.sh turns it off: rust-objcopy is not in Debian's toolchain), and none
+  # afterwards either: zig signs the arm64 executable ad hoc (macOS runs no unsigned arm64
+  # code) and stripping would void that signature. rustc's warning that `xcrun` is missing is
   # expected: zig brings the SDK stubs.
-  CARGO_PROFILE_RELEASE_STRIP=false CARGO_PROFILE_DEV_STRIP=false \
-    apple_cargo zigbuild "${flags[@]}" -p smolsweep --bin smolsweep
+  apple_cargo zigbuild "${flags[@]}" -p smolsweep --bin smolsweep
   local out=$CARGO_TARGET_DIR/macos t
   mkdir -p "$out" src-tauri/binaries
   for t in "${targets[@]}"; do
