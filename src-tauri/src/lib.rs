@@ -32,6 +32,7 @@ mod watch;
 #[cfg(not(target_os = "linux"))]
 #[path = "watch_notify.rs"]
 mod watch;
+mod watch_events;
 pub mod why;
 
 pub use backend::{
