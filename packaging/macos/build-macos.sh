@@ -35,8 +35,10 @@ cli() {
   local out=$CARGO_TARGET_DIR/macos t
   mkdir -p "$out" src-tauri/binaries
   for t in "${targets[@]}"; do
-    cp "$CARGO_TARGET_DIR/$t/$dir/smolsweep" "$out/smolsweep-$t"
-    cp "$out/smolsweep-$t" "src-tauri/binaries/smolsweep-$t"
+    # -p: an unchanged binary keeps its time, so the desktop crate's build script (which
+    # watches its externalBin) does not run again.
+    cp -p "$CARGO_TARGET_DIR/$t/$dir/smolsweep" "$out/smolsweep-$t"
+    cp -p "$out/smolsweep-$t" "src-tauri/binaries/smolsweep-$t"
     file "$out/smolsweep-$t"
   done
   local lipo
@@ -45,7 +47,7 @@ cli() {
     "$lipo" -create -output "$out/smolsweep" "$out/smolsweep-${targets[0]}" "$out/smolsweep-${targets[1]}"
     file "$out/smolsweep"
     # The bundler's externalBin for `--target universal-apple-darwin`.
-    cp "$out/smolsweep" src-tauri/binaries/smolsweep-universal-apple-darwin
+    cp -p "$out/smolsweep" src-tauri/binaries/smolsweep-universal-apple-darwin
     tar -C "$out" -czf "$out/smolsweep-$version-macos-universal.tar.gz" smolsweep
   else
     echo "build-macos: no llvm-lipo (Debian's llvm): no universal binary" >&2
