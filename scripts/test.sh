@@ -24,16 +24,27 @@ setup() {
 # downloads and unpacking, mostly waiting) is installed while the build runs, in a subshell
 # that owns apt meanwhile; after the build each file is sourced again, which then finds
 # everything in place and only exports.
-for s in 00-rust 50-desktop; do setup "$s"; done
+# The Apple toolchain (70-apple) too: the Apple phase starts beside the build.
+before_build=(00-rust 50-desktop 70-apple)
+for s in "${before_build[@]}"; do setup "$s"; done
 test_only=()
 for s in scripts/setup/*.sh; do
   s=$(basename "$s" .sh)
-  [ "$s" = 00-rust ] || [ "$s" = 50-desktop ] || test_only+=("$s")
+  [[ " ${before_build[*]} " == *" $s "* ]] || test_only+=("$s")
 done
 mkdir -p target
 ( for s in "${test_only[@]}"; do setup "$s"; done ) >target/setup-tests.log 2>&1 &
 setup_pid=$!
 phase fmt cargo fmt --all --check
+# The macOS build (scripts/apple-check.sh: the CLI linked as Mach-O for both Apple targets, every
+# crate and target type-checked and linted for both) runs in the background from here to the
+# end, niced, in its own target dir: it takes the CPU the Linux build and the tests leave idle
+# (downloads, waits on VMs and windows). Its failure fails the run like a failing test. A
+# session of its own, so a run that stops early ends it too.
+setsid bash -c 'nice -n 19 scripts/apple-check.sh && echo "phase apple: $SECONDS s"' \
+  >target/apple-check.log 2>&1 &
+apple_pid=$!
+trap 'kill -- -"$apple_pid" 2>/dev/null || true' EXIT
 # Clippy lints the workspace's own crates while they are compiled for the tests, in the same
 # build: `cargo clippy` is `cargo check` with clippy-driver as the workspace's compiler wrapper,
 # so the wrapper on a test build gives the same lints (`-D warnings`, every target `cargo test`
@@ -50,3 +61,7 @@ grep '^phase' target/setup-tests.log | sed 's/^phase /phase (beside the build) /
 for s in "${test_only[@]}"; do setup "$s"; done
 phase test cargo test --workspace
 phase desktop scripts/desktop-tests.sh
+_w=$SECONDS
+wait "$apple_pid" || { tail -n 60 target/apple-check.log >&2; echo "test.sh: the Apple checks failed (target/apple-check.log)" >&2; exit 1; }
+grep '^apple:\|^phase apple' target/apple-check.log
+echo "phase apple (waited for at the end): $((SECONDS - _w)) s (total $((SECONDS - _t0)) s)"

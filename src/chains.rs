@@ -19,7 +19,7 @@ const MAX_DEPTH: usize = 16;
 /// Fill `needed_by` on every finding a disk's backing chain runs through. `memo` is the scan's
 /// own: a header the scan has already read is not read again while its file is unchanged.
 pub(crate) fn link(report: &mut ScanReport, memo: &mut crate::qcow2::ChainMemo) {
-    let is_file = |f: &Finding| f.identity.is_some_and(|i| i.file_type == libc::S_IFREG);
+    let is_file = |f: &Finding| f.identity.is_some_and(|i| i.is_regular());
     let by_inode: HashMap<(u64, u64), usize> = report
         .findings
         .iter()

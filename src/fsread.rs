@@ -32,9 +32,15 @@ impl Entry {
     }
 }
 
+/// `O_NOATIME`: reading changes no access time. Linux has it; macOS has no such flag.
+#[cfg(target_os = "linux")]
+pub(crate) const NOATIME: OFlags = OFlags::NOATIME;
+#[cfg(not(target_os = "linux"))]
+pub(crate) const NOATIME: OFlags = OFlags::empty();
+
 fn open_noatime(path: &Path, flags: OFlags) -> std::io::Result<rustix::fd::OwnedFd> {
     let base = flags | OFlags::RDONLY | OFlags::CLOEXEC;
-    match rustix::fs::open(path, base | OFlags::NOATIME, Mode::empty()) {
+    match rustix::fs::open(path, base | NOATIME, Mode::empty()) {
         Ok(fd) => Ok(fd),
         Err(rustix::io::Errno::PERM) => Ok(rustix::fs::open(path, base, Mode::empty())?),
         Err(e) => Err(e.into()),

@@ -26,7 +26,7 @@ struct Table {
 
 impl HeldLocks {
     /// Read the system lock table now. On systems without `/proc/locks` nothing is readable.
-    #[cfg(test)]
+    #[cfg(all(test, target_os = "linux"))]
     pub fn read() -> Self {
         Self::of(read_table())
     }
@@ -81,10 +81,17 @@ impl HeldLocks {
 
     /// Whether the file with this `st_dev` and inode is locked.
     pub(crate) fn is_held(&self, dev: u64, ino: u64) -> bool {
-        let maj = rustix::fs::major(dev);
-        let min = rustix::fs::minor(dev);
+        let (maj, min) = linux_major_minor(dev);
         self.table().held.contains(&(maj, min, ino))
     }
+}
+
+/// A Linux `st_dev` split into the major and minor numbers `/proc/locks` prints (glibc's
+/// `gnu_dev_major` / `gnu_dev_minor`): plain arithmetic, compiled the same everywhere.
+fn linux_major_minor(dev: u64) -> (u32, u32) {
+    let major = ((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0x0000_0fff);
+    let minor = ((dev >> 12) & 0xffff_ff00) | (dev & 0x0000_00ff);
+    (major as u32, minor as u32)
 }
 
 fn read_table() -> Table {
@@ -128,7 +135,6 @@ fn parse_table(text: &str) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::MetadataExt;
 
     #[test]
     fn parses_proc_locks_lines() {
@@ -143,7 +149,17 @@ mod tests {
     }
 
     #[test]
+    fn splits_a_linux_dev_as_the_kernel_prints_it() {
+        // makedev(0xfd, 1) and makedev(259, 0x12345) as glibc encodes them.
+        assert_eq!(linux_major_minor(0xfd01), (0xfd, 1));
+        assert_eq!(linux_major_minor(0x1231_0345), (259, 0x12345));
+    }
+
+    // `/proc/locks`: Linux only.
+    #[cfg(target_os = "linux")]
+    #[test]
     fn sees_a_real_flock_and_its_release() {
+        use std::os::unix::fs::MetadataExt;
         let t = tempfile::tempdir().unwrap();
         let p = t.path().join("x.lock");
         let f = std::fs::File::create(&p).unwrap();

@@ -707,14 +707,7 @@ mod tests {
         // A directory or a FIFO is not read (a FIFO would block a plain open).
         assert_eq!(read_header(d.path()).unwrap(), None);
         let fifo = d.path().join("fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        smolsweep_fixtures::mkfifo(&fifo).unwrap();
         assert_eq!(read_header(&fifo).unwrap(), None);
     }
 

@@ -712,7 +712,7 @@ pub(crate) fn read_head(path: &Path, max: usize) -> Option<Vec<u8>> {
             .open(path)
     };
     // O_NOATIME: a scan changes no timestamp (refused for files of other users: then without).
-    let file = match open(libc::O_NOATIME) {
+    let file = match open(crate::fsread::NOATIME.bits() as i32) {
         Ok(f) => f,
         Err(e) if e.raw_os_error() == Some(libc::EPERM) => open(0).ok()?,
         Err(_) => return None,
@@ -818,14 +818,7 @@ mod tests {
         std::os::unix::fs::symlink(&file, &link).unwrap();
         assert_eq!(read_head(&link, 4), None);
         let fifo = tmp.path().join("p");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        smolsweep_fixtures::mkfifo(&fifo).unwrap();
         assert_eq!(read_head(&fifo, 4), None);
         assert_eq!(read_head(tmp.path(), 4), None);
     }
@@ -833,14 +826,7 @@ mod tests {
     #[test]
     fn dot_smolvm_fifo_named_version_is_not_read_as_a_version() {
         let tmp = tempfile::tempdir().unwrap();
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            tmp.path().join(".version"),
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        smolsweep_fixtures::mkfifo(&tmp.path().join(".version")).unwrap();
         let c = dot_smolvm_contents(tmp.path()).unwrap();
         assert!(!c.smolvm_install);
         assert_eq!(c.other_entries, vec![tmp.path().join(".version")]);

@@ -451,7 +451,26 @@ impl FileIdentity {
     pub fn of(path: &std::path::Path) -> std::io::Result<FileIdentity> {
         identity(path)
     }
+
+    /// Whether it is a directory.
+    pub(crate) fn is_dir(&self) -> bool {
+        self.file_type == S_IFDIR
+    }
+
+    /// Whether it is a regular file.
+    pub(crate) fn is_regular(&self) -> bool {
+        self.file_type == S_IFREG
+    }
 }
+
+/// An `S_IF*` constant as [`FileIdentity::file_type`] holds it: libc's are `mode_t`, u32 on
+/// Linux and u16 on macOS.
+#[allow(clippy::unnecessary_cast)]
+pub(crate) const fn file_type(s_if: libc::mode_t) -> u32 {
+    s_if as u32
+}
+const S_IFDIR: u32 = file_type(libc::S_IFDIR);
+const S_IFREG: u32 = file_type(libc::S_IFREG);
 
 /// Bytes available to an unprivileged user on the file system holding `path`
 /// (`statvfs`: `f_bavail × f_frsize`).
@@ -1074,7 +1093,8 @@ fn claim_file(cx: &JobCtx, acc: &mut Acc, st: &Stat, dir_fresh: bool) -> bool {
     new
 }
 
-/// Buffer for directory entries, one per walking thread.
+/// Buffer for directory entries, one per walking thread (`getdents` on Linux).
+#[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
 struct DirBuf(Vec<std::mem::MaybeUninit<u8>>);
 
 impl DirBuf {
@@ -1130,6 +1150,7 @@ const RESTAT_BYTES: i64 = 1 << 20;
 
 /// At most this many directories are remembered (one inotify watch each); beyond it, trees are
 /// walked afresh every time.
+#[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
 pub const MEMO_MAX_DIRS: usize = 65_536;
 
 /// What the walks of earlier scans read in each directory, reused by later scans for the
@@ -1735,7 +1756,7 @@ mod tests {
             (m.apparent, m.allocated, m.files, m.dirs),
             (app, alloc, 1, 0)
         );
-        assert_eq!(m.identity.unwrap().file_type, libc::S_IFREG);
+        assert_eq!(m.identity.unwrap().file_type, S_IFREG);
         assert!(m.mounts.is_empty());
     }
 
@@ -1786,7 +1807,7 @@ mod tests {
         let id = identity(&l).unwrap();
         let md = fs::symlink_metadata(&l).unwrap();
         assert_eq!(id.ino, md.ino());
-        assert_eq!(id.file_type, libc::S_IFLNK);
+        assert_eq!(id.file_type, file_type(libc::S_IFLNK));
         assert_eq!(id.size, md.size());
         let id = identity(&t).unwrap();
         assert_eq!(id.size, 5);

@@ -446,7 +446,7 @@ mod tests {
             identity: Some(crate::model::FileIdentity {
                 dev: 1,
                 ino: path.bytes().map(u64::from).sum(),
-                file_type: libc::S_IFREG,
+                file_type: crate::size::file_type(libc::S_IFREG),
                 size: bytes,
                 mtime_ns: 0,
             }),

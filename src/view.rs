@@ -4,6 +4,7 @@
 //! label.
 
 pub use crate::pathser::{escape_text, shown};
+pub use localtime::local_time;
 pub use screen::{FirstScreen, Fold};
 use std::path::Path;
 pub use trend::{
@@ -19,6 +20,7 @@ use crate::model::*;
 use crate::plan::{Action, Plan, Selection};
 
 mod compact;
+mod localtime;
 mod screen;
 mod trend;
 /// `why`: how Smolsweep judges one finding, path, machine or process, and on what evidence.

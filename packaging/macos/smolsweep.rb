@@ -1,4 +1,7 @@
-# Homebrew cask for the macOS build (built and notarised on macOS, not in this repository's CI).
+# Homebrew cask for the macOS app: Smolsweep_<version>_universal.dmg, which
+# `packaging/macos/build-macos.sh app` builds on a Mac (Apple's SDK; notarised there). The CLI
+# in it is built for both architectures by the same script (`build-macos.sh cli` links it on Linux).
+# The CLI alone: smolsweep-cli.rb.
 # `brew install --cask smolsweep`
 cask "smolsweep" do
   version "0.1.0"

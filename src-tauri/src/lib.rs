@@ -22,6 +22,9 @@ pub mod backend;
 pub mod keeps;
 pub mod lowspace;
 pub mod notes;
+// Apple's UserNotifications through objc2 (notify-rust's macOS backend needs Apple's SDK).
+#[cfg(target_os = "macos")]
+mod notes_macos;
 pub mod settings;
 pub mod uninstall;
 #[cfg(target_os = "linux")]
@@ -29,6 +32,7 @@ mod watch;
 #[cfg(not(target_os = "linux"))]
 #[path = "watch_notify.rs"]
 mod watch;
+mod watch_events;
 pub mod why;
 
 pub use backend::{
@@ -1215,6 +1219,10 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, deps: Deps) -> Builder<R> {
             }
         })
         .setup(move |app| {
+            // No Dock icon: a menu-bar app (before the state is borrowed: this takes `app`
+            // mutably).
+            #[cfg(target_os = "macos")]
+            app.set_activation_policy(tauri::ActivationPolicy::Accessory);
             let st = app.state::<AppState>();
             if st.dirs.get().is_none() {
                 let config = match config_dir {
@@ -1227,9 +1235,6 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, deps: Deps) -> Builder<R> {
                 };
                 st.init_dirs(config, data);
             }
-
-            #[cfg(target_os = "macos")]
-            app.set_activation_policy(tauri::ActivationPolicy::Accessory);
 
             if tray {
                 let model = lock(&st.tray_model).clone();

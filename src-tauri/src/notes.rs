@@ -1,4 +1,5 @@
-//! Notifications: which orphans are new, rate limiting, and delivery through notify-rust.
+//! Notifications: which orphans are new, rate limiting, and delivery (notify-rust; Apple's
+//! UserNotifications on macOS).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,55 +11,93 @@ use smolsweep::model::{human_bytes, ScanReport, Verdict};
 pub struct Note {
     pub summary: String,
     pub body: String,
-    /// Offer a "Review" action that opens the window (Linux).
+    /// Offer a "Review" action that opens the window.
     pub review: bool,
     /// The review action's label instead of "Review" (for example "Reclaim 3.2 GB").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
 }
 
-/// Shows notifications. The real one uses notify-rust; tests record them.
+/// Shows notifications. The real one is [`DesktopNotifier`]; tests record them.
 pub trait Notifier: Send + Sync + 'static {
     /// Show `note`; call `on_review` if the user picks "Review".
     fn notify(&self, note: &Note, on_review: Box<dyn FnOnce() + Send>) -> anyhow::Result<()>;
 }
 
-/// Desktop notifications through the session's notification server.
+/// Desktop notifications: the session's notification server through notify-rust, or on macOS
+/// Apple's UserNotifications framework (`notes_macos`).
 #[derive(Debug, Default)]
 pub struct DesktopNotifier;
 
 impl Notifier for DesktopNotifier {
     fn notify(&self, note: &Note, on_review: Box<dyn FnOnce() + Send>) -> anyhow::Result<()> {
-        let mut n = notify_rust::Notification::new();
-        n.appname("Smolsweep")
-            .summary(&note.summary)
-            .body(&note.body)
-            .icon("smolsweep-desktop");
-        #[cfg(all(unix, not(target_os = "macos")))]
+        #[cfg(target_os = "macos")]
         {
-            if note.review {
-                let label = note.action.as_deref().unwrap_or("Review");
-                n.action("default", label).action("review", label);
-            }
-            let handle = n.show()?;
-            if note.review {
-                // Waits for the user's answer or the notification closing, off the async runtime.
-                std::thread::spawn(move || {
-                    handle.wait_for_action(|a| {
-                        if a == "review" || a == "default" {
-                            on_review();
-                        }
-                    })
-                });
-            }
+            crate::notes_macos::show(note, on_review)
         }
-        #[cfg(not(all(unix, not(target_os = "macos"))))]
+        #[cfg(not(target_os = "macos"))]
         {
-            let _ = on_review;
-            n.show()?;
+            show_notify_rust(note, on_review)
         }
-        Ok(())
     }
+}
+
+/// The label of `note`'s review action.
+pub(crate) fn review_label(note: &Note) -> &str {
+    note.action.as_deref().unwrap_or("Review")
+}
+
+/// The identifier of the review action (notify-rust's and UserNotifications' alike).
+pub(crate) const REVIEW_ACTION: &str = "review";
+
+/// Whether the action the user picked opens the review: the review button, or the
+/// notification itself (notify-rust's `default`; UserNotifications' default action, whose
+/// identifier Apple documents as `com.apple.UNNotificationDefaultActionIdentifier`).
+pub(crate) fn picks_review(action: &str) -> bool {
+    matches!(
+        action,
+        REVIEW_ACTION | "default" | "com.apple.UNNotificationDefaultActionIdentifier"
+    )
+}
+
+/// The UserNotifications category of a review labelled `label`: one category per label, since
+/// a category fixes its actions' titles.
+#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+pub(crate) fn review_category(label: &str) -> String {
+    format!("smolsweep.review.{label}")
+}
+
+#[cfg(not(target_os = "macos"))]
+fn show_notify_rust(note: &Note, on_review: Box<dyn FnOnce() + Send>) -> anyhow::Result<()> {
+    let mut n = notify_rust::Notification::new();
+    n.appname("Smolsweep")
+        .summary(&note.summary)
+        .body(&note.body)
+        .icon("smolsweep-desktop");
+    #[cfg(unix)]
+    {
+        if note.review {
+            let label = review_label(note);
+            n.action("default", label).action(REVIEW_ACTION, label);
+        }
+        let handle = n.show()?;
+        if note.review {
+            // Waits for the user's answer or the notification closing, off the async runtime.
+            std::thread::spawn(move || {
+                handle.wait_for_action(|a| {
+                    if picks_review(a) {
+                        on_review();
+                    }
+                })
+            });
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = on_review;
+        n.show()?;
+    }
+    Ok(())
 }
 
 /// The time the notifications are spaced by: the system's, or a test's.
@@ -277,6 +316,38 @@ pub fn vm_note(out: &crate::backend::VmOutcome) -> Note {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_review_is_picked_by_its_button_or_the_notification_itself() {
+        // notify-rust reports the button's id or `default`; UserNotifications reports the
+        // button's id or its default action's documented identifier.
+        assert!(picks_review("review"));
+        assert!(picks_review("default"));
+        assert!(picks_review(
+            "com.apple.UNNotificationDefaultActionIdentifier"
+        ));
+        assert!(!picks_review(
+            "com.apple.UNNotificationDismissActionIdentifier"
+        ));
+        assert!(!picks_review("__closed"));
+    }
+
+    #[test]
+    fn each_review_label_has_its_own_category() {
+        let note = |action: Option<&str>| Note {
+            summary: "s".into(),
+            body: "b".into(),
+            review: true,
+            action: action.map(String::from),
+        };
+        assert_eq!(review_label(&note(None)), "Review");
+        assert_eq!(
+            review_label(&note(Some("Reclaim 3.2 GB"))),
+            "Reclaim 3.2 GB"
+        );
+        assert_eq!(review_category("Review"), "smolsweep.review.Review");
+        assert_ne!(review_category("Reclaim 3.2 GB"), review_category("Review"));
+    }
     use smolsweep::model::{Platform, Product, Scope, Totals, VmProcess, SCAN_SCHEMA};
 
     fn proc_(pid: u32, orphan: bool, scope: Scope) -> VmProcess {

@@ -185,8 +185,7 @@ mod tests {
     fn settings_that_are_a_named_pipe_or_too_large_load_as_defaults_without_hanging() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("settings.json");
-        use rustix::fs::{FileType, Mode, CWD};
-        rustix::fs::mknodat(CWD, &p, FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+        smolsweep_fixtures::mkfifo(&p).unwrap();
         assert_eq!(Settings::load(&p), Settings::default());
         std::fs::remove_file(&p).unwrap();
         let mut big = br#"{"scan_interval_secs":300}"#.to_vec();

@@ -10,7 +10,7 @@
 //! inside it (inotify watches are a per-user limit). The watch set is updated in place after a
 //! scan (directories added and removed), never rebuilt.
 //!
-//! **Which events count** ([`schedules_scan`]): entries created, removed or renamed, and
+//! **Which events count** (`watch_events::schedules_scan`, plain data tested everywhere): entries created, removed or renamed, and
 //! attribute changes, anywhere watched; content writes only to inventories (`*.db`, their
 //! `-wal`/`-journal`) and lock files. Content written to a disk, a log or anything inside a
 //! machine's directory, which is what a running VM does all day, cannot change a verdict and
@@ -30,12 +30,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use notify::{EventKind, RecursiveMode, Watcher};
+use notify::{RecursiveMode, Watcher};
 use smolsweep::model::ScanReport;
 use smolsweep::scan::ExitWatch;
 use tauri::{AppHandle, Manager, Runtime};
 use tokio::sync::mpsc;
 
+use crate::watch_events::schedules_scan;
 use crate::AppState;
 
 pub const QUIET: Duration = Duration::from_secs(2);
@@ -74,35 +75,6 @@ pub fn dirs_to_watch(r: &ScanReport) -> BTreeSet<PathBuf> {
     }
     out.retain(|p| p.is_dir());
     out
-}
-
-/// An inventory or a lock: its content is what the scan judges by.
-fn is_inventory_or_lock(p: &Path) -> bool {
-    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    name.ends_with(".db")
-        || name.ends_with(".db-wal")
-        || name.ends_with(".db-journal")
-        || name.ends_with(".sqlite")
-        || name.ends_with(".lock")
-}
-
-/// Whether a file system event can change what a scan finds.
-pub fn schedules_scan(ev: &notify::Event) -> bool {
-    use notify::event::{AccessKind, AccessMode, MetadataKind, ModifyKind};
-    match &ev.kind {
-        EventKind::Create(_) | EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_)) => {
-            true
-        }
-        EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)) => false,
-        EventKind::Modify(ModifyKind::Metadata(_)) => true,
-        // Content written (IN_MODIFY) or a file written and closed (IN_CLOSE_WRITE).
-        EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Any | ModifyKind::Other)
-        | EventKind::Access(AccessKind::Close(AccessMode::Write)) => {
-            ev.paths.iter().any(|p| is_inventory_or_lock(p))
-        }
-        EventKind::Access(_) => false,
-        EventKind::Any | EventKind::Other => true,
-    }
 }
 
 /// Start the debounce task. The watches are set by [`update`] after each scan.
@@ -226,48 +198,6 @@ fn watch_exit_set(ws: &WatchState, want: VmSet) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ev(kind: EventKind, p: &Path) -> notify::Event {
-        notify::Event::new(kind).add_path(p.to_path_buf())
-    }
-
-    #[test]
-    fn content_writes_do_not_schedule_a_scan_unless_inventory_or_lock() {
-        use notify::event::{AccessKind, AccessMode, CreateKind, DataChange, MetadataKind};
-        use notify::event::{ModifyKind, RemoveKind, RenameMode};
-        let disk = Path::new("/h/.local/state/celesto/disks/vm1.qcow2");
-        let data = EventKind::Modify(ModifyKind::Data(DataChange::Any));
-        let closed = EventKind::Access(AccessKind::Close(AccessMode::Write));
-        assert!(!schedules_scan(&ev(data, disk)));
-        assert!(!schedules_scan(&ev(closed, disk)));
-        assert!(!schedules_scan(&ev(
-            EventKind::Access(AccessKind::Any),
-            disk
-        )));
-        assert!(!schedules_scan(&ev(
-            EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)),
-            disk
-        )));
-        let db = Path::new("/h/.local/state/celesto/celesto.db");
-        assert!(schedules_scan(&ev(data, db)));
-        assert!(schedules_scan(&ev(data, &db.with_extension("db-wal"))));
-        assert!(schedules_scan(&ev(
-            closed,
-            Path::new("/h/vms/.m.fork-operation.lock")
-        )));
-        assert!(schedules_scan(&ev(
-            EventKind::Create(CreateKind::File),
-            disk
-        )));
-        assert!(schedules_scan(&ev(
-            EventKind::Remove(RemoveKind::Any),
-            disk
-        )));
-        assert!(schedules_scan(&ev(
-            EventKind::Modify(ModifyKind::Name(RenameMode::Both)),
-            disk
-        )));
-    }
 
     /// The real watcher on a disks directory: 40 writes into an in-use disk schedule nothing, a
     /// new orphan disk schedules a scan.

@@ -736,12 +736,9 @@ fn runs_named<'r, T>(
 /// `YYYY-MM-DD HH:MM:SS +HH:MM` in the local time zone (`TZ`, else /etc/localtime) from
 /// milliseconds since the epoch.
 fn local_time(ms: u64) -> String {
-    use chrono::TimeZone;
-    match chrono::Local.timestamp_millis_opt(ms as i64) {
-        chrono::LocalResult::Single(t) | chrono::LocalResult::Ambiguous(t, _) => {
-            t.format("%Y-%m-%d %H:%M:%S %:z").to_string()
-        }
-        chrono::LocalResult::None => format!("{} ms after the epoch", ms),
+    match smolsweep::view::local_time((ms / 1000) as i64) {
+        Some(t) => t.format("%Y-%m-%d %H:%M:%S %:z").to_string(),
+        None => format!("{} ms after the epoch", ms),
     }
 }
 

@@ -66,11 +66,7 @@ pub(super) fn before(plan: &Plan, a: &Action) -> Before {
 /// The unlinked files process `pid` holds open (Linux; none elsewhere, where nothing is
 /// measured).
 fn held_by(pid: u32) -> Vec<(Ino, u64)> {
-    if cfg!(target_os = "linux") {
-        crate::procs::linux::deleted_open_files(pid)
-    } else {
-        Vec::new()
-    }
+    crate::procs::os::deleted_open_files(pid)
 }
 
 /// The bytes the action freed, given what [`before`] saw and how it ended.

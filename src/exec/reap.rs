@@ -72,6 +72,8 @@ pub(crate) enum KillSignal {
 }
 
 impl KillSignal {
+    // Named in the pidfd path's errors (Linux).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             KillSignal::Term => "SIGTERM",
@@ -150,6 +152,7 @@ pub(crate) fn reap_then<R>(
 }
 
 /// The pidfd path is not available on this kernel.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 #[derive(Debug)]
 pub(crate) struct Unsupported;
 
@@ -341,6 +344,7 @@ fn my_euid() -> u32 {
 }
 
 /// `/proc/<pid>/stat`: state (field 3) and start time (field 22).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) fn parse_proc_stat(text: &str) -> Option<(char, u64)> {
     // The comm (field 2) is in parentheses and may itself contain ") ".
     let rest = &text[text.rfind(')')? + 1..];
@@ -352,6 +356,7 @@ pub(crate) fn parse_proc_stat(text: &str) -> Option<(char, u64)> {
 }
 
 /// `/proc/<pid>/status`: the real and effective uid from `Uid:`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) fn parse_proc_status_uids(text: &str) -> Option<(u32, u32)> {
     let line = text.lines().find(|l| l.starts_with("Uid:"))?;
     let mut it = line["Uid:".len()..].split_whitespace();
@@ -361,6 +366,7 @@ pub(crate) fn parse_proc_status_uids(text: &str) -> Option<(u32, u32)> {
 }
 
 /// Linux `/proc` probe (used when pidfds are unavailable).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) struct ProcProbe;
 
 impl ProcessProbe for ProcProbe {

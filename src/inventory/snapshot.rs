@@ -50,10 +50,16 @@ const SETLK: libc::c_int = libc::F_SETLK;
 #[cfg(not(target_os = "linux"))]
 const GETLK: libc::c_int = libc::F_GETLK;
 
-fn flock_struct(kind: libc::c_int, start: i64, len: i64) -> libc::flock {
+/// A lock kind (`F_RDLCK`, `F_WRLCK`, `F_UNLCK`) as an int: libc's are `c_int` on Linux and
+/// `c_short` on macOS.
+fn kind_int(kind: impl Into<libc::c_int>) -> libc::c_int {
+    kind.into()
+}
+
+fn flock_struct(kind: impl Into<libc::c_int>, start: i64, len: i64) -> libc::flock {
     // SAFETY: an all-zero flock is a valid value; the fields are set below.
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-    fl.l_type = kind as _;
+    fl.l_type = kind_int(kind) as _;
     fl.l_whence = libc::SEEK_SET as _;
     fl.l_start = start as _;
     fl.l_len = len as _;
@@ -61,7 +67,7 @@ fn flock_struct(kind: libc::c_int, start: i64, len: i64) -> libc::flock {
 }
 
 /// Try to take (or release, with `F_UNLCK`) a lock on a byte range; false when it conflicts.
-fn lock(f: &File, kind: libc::c_int, start: i64, len: i64) -> std::io::Result<bool> {
+fn lock(f: &File, kind: impl Into<libc::c_int>, start: i64, len: i64) -> std::io::Result<bool> {
     let mut fl = flock_struct(kind, start, len);
     // SAFETY: fcntl with a valid fd and a pointer to a live flock struct.
     let rc = unsafe { libc::fcntl(f.as_raw_fd(), SETLK, &mut fl) };
@@ -80,7 +86,7 @@ fn someone_holds(f: &File, start: i64, len: i64) -> bool {
     let mut fl = flock_struct(libc::F_WRLCK, start, len);
     // SAFETY: as above.
     let rc = unsafe { libc::fcntl(f.as_raw_fd(), GETLK, &mut fl) };
-    rc == 0 && fl.l_type as libc::c_int != libc::F_UNLCK
+    rc == 0 && kind_int(fl.l_type) != kind_int(libc::F_UNLCK)
 }
 
 fn read_all(f: &mut File) -> std::io::Result<Vec<u8>> {

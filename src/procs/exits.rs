@@ -14,7 +14,7 @@
 /// Dropping it stops the waiting thread.
 pub struct ExitWatch {
     /// Its peer is polled by the thread: dropping this end wakes it to stop.
-    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[cfg(target_os = "linux")]
     _stop: Option<std::os::unix::net::UnixStream>,
     watched: usize,
 }
@@ -40,7 +40,7 @@ impl ExitWatch {
     }
 }
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(target_os = "linux")]
 mod imp {
     use std::os::fd::OwnedFd;
     use std::os::unix::net::UnixStream;
@@ -122,7 +122,7 @@ mod imp {
     }
 }
 
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg(not(target_os = "linux"))]
 mod imp {
     use super::ExitWatch;
 
@@ -131,7 +131,8 @@ mod imp {
     }
 }
 
-#[cfg(test)]
+// pidfds: Linux only.
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
     use std::sync::mpsc;

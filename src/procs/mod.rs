@@ -3,11 +3,21 @@
 use std::path::PathBuf;
 
 pub mod exits;
+#[cfg(target_os = "linux")]
 pub mod linux;
 pub mod macos;
+#[cfg(not(target_os = "linux"))]
+pub(crate) mod other;
 pub mod shape;
 
-#[cfg(test)]
+// What the rest of the crate asks of this OS's process table: `/proc` on Linux, the few
+// stand-ins of `other` elsewhere.
+#[cfg(target_os = "linux")]
+pub(crate) use linux as os;
+#[cfg(not(target_os = "linux"))]
+pub(crate) use other as os;
+
+#[cfg(all(test, target_os = "linux"))]
 pub(crate) use shape::{held_deleted_bytes, names_path_exactly};
 
 /// A file a process holds open.
@@ -66,34 +76,12 @@ pub struct RawProcess {
 /// Every process of this machine: `/proc` on Linux; `ps` plus `lsof +L1` on macOS (processes
 /// only, plus the deleted files they hold); nothing elsewhere.
 pub fn list() -> Vec<RawProcess> {
-    #[cfg(target_os = "macos")]
-    {
-        macos::list_processes()
-    }
-    #[cfg(not(target_os = "macos"))]
-    {
-        if cfg!(target_os = "linux") {
-            linux::list_processes()
-        } else {
-            Vec::new()
-        }
-    }
+    os::list_processes()
 }
 
 /// Every process's identity and command line, and everything of the processes shaped like a
 /// VMM: what a scan needs while it has no path to judge (the rest of the table is read by
 /// [`list`] the first time it has one). macOS reads the same as [`list`] (`ps` is one read).
 pub fn list_identities() -> Vec<RawProcess> {
-    #[cfg(target_os = "macos")]
-    {
-        macos::list_processes()
-    }
-    #[cfg(not(target_os = "macos"))]
-    {
-        if cfg!(target_os = "linux") {
-            linux::list_identities()
-        } else {
-            Vec::new()
-        }
-    }
+    os::list_identities()
 }

@@ -8,9 +8,9 @@
 use std::collections::HashMap;
 #[cfg(test)]
 use std::collections::HashSet;
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 use std::fs;
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -85,7 +85,7 @@ impl VmmShape {
     }
 
     /// Paths the shape names in argv (boot config and machine dir, drives, sockets, config).
-    #[cfg(test)]
+    #[cfg(all(test, target_os = "linux"))]
     pub fn paths(&self) -> Vec<PathBuf> {
         match self {
             VmmShape::SmolvmBootVm {
@@ -128,6 +128,7 @@ pub(crate) fn detect_shape(p: &RawProcess) -> Option<VmmShape> {
 
 /// Whether `p`, read from `/proc` (not from `ps`: no parent is asked), has the shape of a VMM
 /// of either product: only then are its executable and environment read.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) fn may_be_vmm(p: &RawProcess) -> bool {
     detect_with_parent(p, |_| false).is_some()
 }
@@ -381,13 +382,13 @@ pub fn ancestors(procs: &[RawProcess], pid: u32) -> Vec<&RawProcess> {
 /// drive `file=` after unescaping, sockets, configs), or an open file with that path or the
 /// same device and inode. Never a substring: `…/victim.qcow2.backup-zz` does not name
 /// `…/victim.qcow2` (Celesto B4).
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 pub fn names_path_exactly(p: &RawProcess, path: &Path) -> bool {
     let identity = fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
     names_path_with_identity(p, path, identity)
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 fn names_path_with_identity(p: &RawProcess, path: &Path, identity: Option<(u64, u64)>) -> bool {
     p.argv.iter().any(|a| Path::new(a) == path)
         || detect_shape(p).is_some_and(|s| s.paths().iter().any(|q| q == path))
@@ -410,16 +411,15 @@ pub fn held_deleted_bytes(p: &RawProcess) -> u64 {
 }
 
 /// Which processes name or hold which paths, built once for many in-use questions.
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 #[derive(Debug, Default)]
 pub struct InUseIndex {
     by_path: HashMap<PathBuf, Vec<u32>>,
     by_inode: HashMap<(u64, u64), Vec<u32>>,
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 impl InUseIndex {
-    #[cfg(test)]
     pub fn build(procs: &[RawProcess]) -> Self {
         let mut index = InUseIndex::default();
         for p in procs {

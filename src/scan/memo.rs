@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use super::procindex::ProcIndex;
 use super::{list_processes, scan_sized, ScanOptions};
 use crate::model::ScanReport;
-use crate::procs::linux::TableMemo;
+use crate::procs::os::TableMemo;
 use crate::procs::RawProcess;
 pub use crate::size::MemoStats;
 use crate::size::{DirMemo, Sizer};
@@ -122,8 +122,8 @@ impl ScanMemo {
         *lock(&self.table) = Table::default();
     }
 
-    /// The process table's memo (tests).
-    #[cfg(test)]
+    /// The process table's memo (tests of `/proc`'s).
+    #[cfg(all(test, target_os = "linux"))]
     pub(crate) fn with_table<T>(&self, f: impl FnOnce(&mut TableMemo) -> T) -> T {
         f(&mut lock(&self.table).memo)
     }

@@ -158,10 +158,7 @@ impl Ctx<'_> {
         let (apparent, allocated, identity, is_dir, mounts, newest) =
             match self.sizer.measure(&d.path) {
                 Ok(m) => {
-                    let is_dir = m
-                        .identity
-                        .map(|i| i.file_type == libc::S_IFDIR)
-                        .unwrap_or(false);
+                    let is_dir = m.identity.map(|i| i.is_dir()).unwrap_or(false);
                     let newest = i64::try_from(m.newest_mtime_ns.max(0)).unwrap_or(i64::MAX);
                     (
                         m.apparent,

@@ -3,7 +3,7 @@
 
 use std::fs::{self, File};
 use std::io::{Seek, SeekFrom, Write};
-use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{symlink, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -146,7 +146,10 @@ fn b12_symlinked_disk_not_double_counted() {
     assert_eq!(l.apparent, target.as_os_str().len() as u64);
     assert_eq!(l.allocated, alloc(&link));
     assert!(l.allocated < 4096, "{}", l.allocated);
-    assert_eq!(l.identity.unwrap().file_type, libc::S_IFLNK);
+    assert_eq!(
+        l.identity.unwrap().file_type,
+        crate::size::file_type(libc::S_IFLNK)
+    );
     let t = s.measure(&target).unwrap();
     assert_eq!(t.apparent, 1 << 30);
     assert!(t.allocated >= 4 << 20);
@@ -187,20 +190,19 @@ fn sockets_and_fifos_count_as_themselves() {
     let sock = d.path().join("qmp-real1.sock");
     let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
     let fifo = d.path().join("console.fifo");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
+    smolsweep_fixtures::mkfifo(&fifo).unwrap();
     let s = Sizer::new().measure(&sock).unwrap();
     assert_eq!(s.files, 1);
-    assert_eq!(s.identity.unwrap().file_type, libc::S_IFSOCK);
+    assert_eq!(
+        s.identity.unwrap().file_type,
+        crate::size::file_type(libc::S_IFSOCK)
+    );
     // Measuring never opens a FIFO (which would block).
     let f = Sizer::new().measure(&fifo).unwrap();
-    assert_eq!(f.identity.unwrap().file_type, libc::S_IFIFO);
+    assert_eq!(
+        f.identity.unwrap().file_type,
+        crate::size::file_type(libc::S_IFIFO)
+    );
     let all = Sizer::new().measure(d.path()).unwrap();
     assert_eq!((all.files, all.dirs), (2, 1));
 }
@@ -239,7 +241,7 @@ fn newest_mtime_and_identity_cover_the_tree() {
     let md = fs::symlink_metadata(&t).unwrap();
     assert_eq!(
         (id.dev, id.ino, id.file_type),
-        (md.dev(), md.ino(), libc::S_IFDIR)
+        (md.dev(), md.ino(), crate::size::file_type(libc::S_IFDIR))
     );
     assert_eq!(id.mtime_ns, 1_500_000_000_000_000_000);
 }
@@ -364,6 +366,7 @@ fn tmpfs_mounted_inside_tree_is_listed_not_counted() {
 
 /// Run `f` on a thread whose credentials are those of `nobody` (Linux credentials are per
 /// thread; the rest of the process stays root). Only called when running as root.
+#[cfg(target_os = "linux")]
 fn as_nobody<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     std::thread::scope(|s| {
         s.spawn(|| {
@@ -381,8 +384,11 @@ fn as_nobody<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     })
 }
 
+// Checked as `nobody` from a thread of a root process: per-thread credentials are Linux's.
+#[cfg(target_os = "linux")]
 #[test]
 fn unreadable_directory_counted_as_error() {
+    use std::os::unix::fs::PermissionsExt;
     let d = tempfile::tempdir().unwrap();
     fs::set_permissions(d.path(), fs::Permissions::from_mode(0o755)).unwrap();
     let t = d.path().join("t");
@@ -422,10 +428,12 @@ fn unreadable_directory_counted_as_error() {
 }
 
 /// Seconds and nanoseconds.
+#[cfg(target_os = "linux")]
 type Ts = (i64, i64);
 
 /// (path, atime, mtime, ctime) of everything below `root`, read with lstat (which changes
 /// nothing).
+#[cfg(target_os = "linux")]
 fn times(root: &Path) -> Vec<(PathBuf, Ts, Ts, Ts)> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
@@ -452,6 +460,8 @@ fn times(root: &Path) -> Vec<(PathBuf, Ts, Ts, Ts)> {
     out
 }
 
+// `O_NOATIME` is Linux's: elsewhere a walk does set access times.
+#[cfg(target_os = "linux")]
 #[test]
 fn scan_changes_no_timestamp_atime_of_walked_dirs() {
     let d = tempfile::tempdir().unwrap();

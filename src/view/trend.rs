@@ -87,12 +87,9 @@ pub fn trend_notice(d: &Damaged) -> String {
 
 /// A point's time for a person: `2026-12-02 14:00`, local time (`TZ`).
 fn time_text(at: u64) -> String {
-    use chrono::TimeZone;
-    match chrono::Local.timestamp_opt(at as i64, 0) {
-        chrono::LocalResult::Single(t) | chrono::LocalResult::Ambiguous(t, _) => {
-            t.format("%Y-%m-%d %H:%M").to_string()
-        }
-        chrono::LocalResult::None => format!("{at} s after the epoch"),
+    match super::local_time(at as i64) {
+        Some(t) => t.format("%Y-%m-%d %H:%M").to_string(),
+        None => format!("{at} s after the epoch"),
     }
 }
 

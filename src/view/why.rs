@@ -546,11 +546,7 @@ fn version_facts(r: &ScanReport, product: Product) -> Option<VersionFacts> {
 
 /// When a process started, in seconds since the epoch.
 fn started_at(start_time: u64) -> Option<u64> {
-    if cfg!(target_os = "macos") {
-        Some(start_time)
-    } else {
-        crate::procs::linux::start_time_epoch_secs(start_time)
-    }
+    crate::procs::os::start_time_epoch_secs(start_time)
 }
 
 /// `pid` as the process table and the scan saw it, and how it uses `path` (when given).
@@ -636,7 +632,7 @@ fn finding_why(facts: &WhyFacts, f: &Finding, why: &mut Why) {
     }
     why.keep_rule = f.kept.as_deref().map(|k| keep_facts(facts, k));
     why.needed_by = f.needed_by.clone();
-    if f.identity.is_some_and(|i| i.file_type == libc::S_IFREG) {
+    if f.identity.is_some_and(|i| i.is_regular()) {
         why.backs_onto = crate::qcow2::backing_chain(&f.path, 16);
     }
     why.version = version_facts(r, f.product);

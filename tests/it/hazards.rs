@@ -193,7 +193,7 @@ fn tree_state(root: &Path) -> BTreeMap<PathBuf, Stamp> {
             (
                 e.path().to_path_buf(),
                 (
-                    m.mode() & libc::S_IFMT,
+                    m.mode() & 0o170000, // S_IFMT (libc's is u16 on macOS)
                     m.ino(),
                     m.size(),
                     m.mtime(),

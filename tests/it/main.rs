@@ -22,6 +22,8 @@ mod keep;
 mod one_number;
 mod pipeline;
 mod procmemo;
+// A real QEMU VM watched through `/proc`: Linux only.
+#[cfg(target_os = "linux")]
 mod real_vm;
 mod reclaim;
 mod rejudge;

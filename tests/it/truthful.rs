@@ -66,7 +66,7 @@ fn mkfifo(p: &Path) {
     if p.exists() {
         std::fs::remove_file(p).unwrap();
     }
-    rustix::fs::mkfifoat(rustix::fs::CWD, p, rustix::fs::Mode::from_raw_mode(0o600)).unwrap();
+    smolsweep_fixtures::mkfifo(p).unwrap();
 }
 
 fn odd(dir: &Path, name: &[u8]) -> PathBuf {

@@ -264,14 +264,9 @@ fn snapshot(root: &Path) -> Snapshot {
     // Read without touching atimes: directories and files are opened with O_NOATIME.
     fn walk(p: &Path, out: &mut Snapshot) {
         use std::io::Read;
-        use std::os::unix::fs::OpenOptionsExt;
         let m = std::fs::symlink_metadata(p).unwrap();
         let hash = if m.file_type().is_file() {
-            let mut f = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NOATIME)
-                .open(p)
-                .unwrap();
+            let mut f = smolsweep_fixtures::noatime::open(p).unwrap();
             let mut b = Vec::new();
             f.read_to_end(&mut b).unwrap();
             hex::encode(Sha256::digest(&b))

@@ -14,6 +14,8 @@ mod busy;
 mod display;
 mod mock;
 mod real_scan;
+// A real QEMU VM watched through `/proc`: Linux only.
+#[cfg(target_os = "linux")]
 mod real_vm_window;
 mod ui;
 mod webdriver;

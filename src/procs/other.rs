@@ -1,0 +1,46 @@
+//! The process table where there is no `/proc`: `ps` on macOS ([`super::macos`]), nothing
+//! elsewhere. The few functions of `super::linux` the rest of the crate calls, as stand-ins.
+
+use std::path::Path;
+
+use super::RawProcess;
+
+/// Every process of this machine (macOS: `ps` plus `lsof +L1`).
+pub(crate) fn list_processes() -> Vec<RawProcess> {
+    if cfg!(target_os = "macos") {
+        super::macos::list_processes()
+    } else {
+        Vec::new()
+    }
+}
+
+/// The same as [`list_processes`]: `ps` is one read.
+pub(crate) fn list_identities() -> Vec<RawProcess> {
+    list_processes()
+}
+
+/// The unlinked files `pid` holds open: not measured without `/proc`.
+pub(crate) fn deleted_open_files(_pid: u32) -> Vec<((u64, u64), u64)> {
+    Vec::new()
+}
+
+/// A start time read here is already in seconds since the epoch ([`RawProcess::start_time`]).
+pub(crate) fn start_time_epoch_secs(start_time: u64) -> Option<u64> {
+    Some(start_time)
+}
+
+/// No memo of the table without `/proc`: every read is a whole one.
+#[derive(Debug, Default)]
+pub(crate) struct TableMemo;
+
+impl TableMemo {
+    /// The whole table (`proc_root` and `whole` have no meaning here).
+    pub(crate) fn list(&mut self, _proc_root: &Path, _whole: bool) -> Vec<RawProcess> {
+        list_processes()
+    }
+
+    /// Processes taken from the memo: none.
+    pub(crate) fn kept(&self) -> usize {
+        0
+    }
+}
