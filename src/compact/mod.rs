@@ -98,7 +98,7 @@ pub(crate) fn open_disk(path: &Path) -> std::io::Result<File> {
             .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | extra)
             .open(path)
     };
-    let file = match open(libc::O_NOATIME) {
+    let file = match open(crate::fsread::NOATIME.bits() as i32) {
         Err(e) if e.raw_os_error() == Some(libc::EPERM) => open(0)?,
         other => other?,
     };

@@ -27,7 +27,7 @@ fn identity(path: &Path) -> Option<FileIdentity> {
     m.is_file().then(|| FileIdentity {
         dev: m.dev(),
         ino: m.ino(),
-        file_type: libc::S_IFREG,
+        file_type: crate::size::file_type(libc::S_IFREG),
         size: m.size(),
         mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
     })
