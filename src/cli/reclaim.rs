@@ -27,7 +27,10 @@ pub struct IncludeArgs {
     /// Also delete saved (`.retained`) Celesto disks with their companions and logs.
     #[arg(long)]
     pub include_saved: bool,
-    /// Also delete rebuildable caches (image caches, pack caches, registry blobs, ...).
+    /// Also delete rebuildable caches (downloaded or built image caches, smolvm's pack, library
+    /// and registry caches, ...). Without it the only caches that go are old image caches of
+    /// versions the installed Celesto no longer uses, as Celesto's own `image prune` decides; the
+    /// images it uses now are never deleted.
     #[arg(long)]
     pub include_caches: bool,
     /// Also delete residue that may still carry user data (firmware NVRAM, snapshots).
