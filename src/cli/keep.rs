@@ -51,28 +51,23 @@ fn resolve(target: &str) -> Result<Target, String> {
     let opts = smolsweep::scan::ScanOptions::from_env().map_err(|e| e.to_string())?;
     let report = smolsweep::scan::scan(&opts);
     let by_path = std::path::Path::new(target);
-    // A finding id in full or by a prefix of at least four characters only it starts with
-    // (what cannot be a finding id may still name a machine, below).
-    let by_prefix = (!target.contains('/'))
-        .then(|| prefix::find_to_remove(&report.findings, target, "finding id", |f| &f.id));
-    let found = report
-        .findings
-        .iter()
-        .find(|f| f.path == by_path)
-        .or(match &by_prefix {
-            Some(Ok(Some(f))) => Some(*f),
-            _ => None,
-        });
-    if let Some(f) = found {
+    let item = |f: &smolsweep::model::Finding| {
         let id = f
             .identity
             .ok_or_else(|| format!("{target} could not be examined, so it cannot be kept"))?;
-        return Ok(Target::Item {
+        Ok(Target::Item {
             path: f.path.clone(),
             dev: id.dev,
             ino: id.ino,
             born_ns: smolsweep::keep::born(&f.path),
-        });
+        })
+    };
+    if let Some(f) = report
+        .findings
+        .iter()
+        .find(|f| f.id == target || f.path == by_path)
+    {
+        return item(f);
     }
     if target.contains('/') {
         let id =
@@ -102,14 +97,23 @@ fn resolve(target: &str) -> Result<Target, String> {
             });
         }
     }
-    let m = smolsweep::plan::find_machine(&report, target).map_err(|e| match by_prefix {
-        Some(Err(why)) => why,
-        _ => format!("{target}: not a finding id, a path or a machine ({e})"),
-    })?;
-    Ok(Target::Owner {
-        product: m.product,
-        name: m.name.clone(),
-    })
+    let e = match smolsweep::plan::find_machine(&report, target) {
+        Ok(m) => {
+            return Ok(Target::Owner {
+                product: m.product,
+                name: m.name.clone(),
+            })
+        }
+        Err(e) => e,
+    };
+    // Full names first (as `why`): then a prefix of at least four characters that only one
+    // finding id starts with.
+    match prefix::find_to_remove(&report.findings, target, "finding id", |f| &f.id)? {
+        Some(f) => item(f),
+        None => Err(format!(
+            "{target}: not a finding id, a path or a machine ({e})"
+        )),
+    }
 }
 
 pub fn run(a: KeepArgs) -> i32 {
