@@ -896,14 +896,18 @@ impl<'r> Planner<'r> {
 
     /// The selected findings that may be deleted as paths; the rest are refused or planned as
     /// machine deletes.
-    fn choose_findings(&mut self, roots: &BTreeSet<PathBuf>) -> Vec<&'r Finding> {
+    fn choose_findings(
+        &mut self,
+        roots: &BTreeSet<PathBuf>,
+        items: &crate::items::Items,
+    ) -> Vec<&'r Finding> {
         let report = self.report;
         for id in &self.selection.ids {
             if report.finding(id).is_none() {
                 self.skip(id, "no finding with this id in the scan".into());
             }
         }
-        let with_item = self.chosen_with_their_items();
+        let with_item = self.chosen_with_their_items(items);
         let mut chosen: Vec<&Finding> = Vec::new();
         for f in &report.findings {
             if !self.selected(f) && !with_item.contains(f.id.as_str()) {
@@ -920,9 +924,8 @@ impl<'r> Planner<'r> {
 
     /// The members of the items whose principal (a disk, a machine directory) was chosen by id:
     /// a selection in the window or in `browse` takes an item whole.
-    fn chosen_with_their_items(&self) -> BTreeSet<&'r str> {
+    fn chosen_with_their_items(&self, items: &crate::items::Items) -> BTreeSet<&'r str> {
         let findings = &self.report.findings;
-        let items = crate::items::Items::of(findings);
         let mut out = BTreeSet::new();
         for (i, f) in findings.iter().enumerate() {
             if items.role(i) == Some(crate::items::Role::Principal)
@@ -1063,10 +1066,13 @@ impl<'r> Planner<'r> {
     /// selected); a companion, log or lock deleted while its disk stays says so (`beside`).
     /// Members that others are judged by go last: companions and logs, then the disk, then its
     /// marker (and backing files after every disk above them, as before).
-    fn whole_items(&mut self, kept: Vec<&'r Finding>) -> Vec<(&'r Finding, Option<&'r Finding>)> {
+    fn whole_items(
+        &mut self,
+        items: &crate::items::Items,
+        kept: Vec<&'r Finding>,
+    ) -> Vec<(&'r Finding, Option<&'r Finding>)> {
         let report = self.report;
         let findings = &report.findings;
-        let items = crate::items::Items::of(findings);
         let index: HashMap<&str, usize> = findings
             .iter()
             .enumerate()
@@ -1306,10 +1312,12 @@ impl Plan {
         p.plan_reaps();
         p.plan_stops();
         p.plan_machine_deletes();
-        let chosen = p.choose_findings(&roots);
+        // Grouped once: a selection takes whole items, and a plan deletes them whole.
+        let items = crate::items::Items::of(&report.findings);
+        let chosen = p.choose_findings(&roots, &items);
         let kept = p.once_each(chosen);
         let kept = p.with_their_disks(kept);
-        let kept = p.whole_items(kept);
+        let kept = p.whole_items(&items, kept);
         let (actions, estimated) = p.actions(kept);
         let mut plan = Plan {
             schema: PLAN_SCHEMA.into(),

@@ -992,9 +992,9 @@ impl Builder<'_> {
             let stays = |steps: &[PlanStep], path: &Path| {
                 self.pre.machines.iter().find(|m| {
                     m.db.as_deref().is_some_and(|db| db.starts_with(path))
-                        && m.dir
-                            .as_deref()
-                            .is_some_and(|d| d.exists() && !goes(steps, m, d))
+                        && m.dir.as_deref().is_some_and(|d| {
+                            crate::fsread::lstat(d).is_some() && !goes(steps, m, d)
+                        })
                 })
             };
             let found = self
