@@ -21,7 +21,6 @@ pub mod auto;
 pub mod backend;
 mod desktop_notes;
 pub mod keeps;
-pub mod lowspace;
 pub mod notes;
 // Apple's UserNotifications through objc2 (notify-rust's macOS backend needs Apple's SDK).
 #[cfg(target_os = "macos")]
@@ -43,6 +42,7 @@ pub use backend::{
 pub use desktop_notes::DesktopNotifier;
 pub use notes::{Clock, Note, Notifier, OrphanWatch, SystemClock};
 pub use settings::Settings;
+pub use smolsweep::view::lowspace;
 
 /// A window closed (hidden) this long without being shown again is destroyed, which ends its
 /// webview processes; "Open Smolsweep" then builds a new one.
