@@ -653,7 +653,7 @@ fn typed_target(report: &ScanReport, text: &str) -> Result<Target, String> {
             }
         }
     }
-    let e = match crate::plan::find_machine(report, text) {
+    let e = match crate::model::find_machine(report, text) {
         Ok(m) => {
             return Ok(Target::Owner {
                 product: m.product,

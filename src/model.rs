@@ -529,6 +529,28 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
+/// The machine or sandbox `name` names: `smolvm:NAME` or `celesto:ID`, or a bare name that
+/// only one product has.
+pub fn find_machine<'r>(report: &'r ScanReport, name: &str) -> Result<&'r Machine, String> {
+    let (product, bare) = match name.split_once(':') {
+        Some(("smolvm", n)) => (Some(Product::Smolvm), n),
+        Some(("celesto", n)) => (Some(Product::Celesto), n),
+        _ => (None, name),
+    };
+    let hits: Vec<&Machine> = report
+        .machines
+        .iter()
+        .filter(|m| m.name == bare && product.is_none_or(|p| m.product == p))
+        .collect();
+    match hits.as_slice() {
+        [m] => Ok(m),
+        [] => Err("no machine or sandbox with that name in the scan".into()),
+        _ => Err(format!(
+            "both a Celesto sandbox and a smolvm machine are called '{bare}': name it celesto:{bare} or smolvm:{bare}"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,6 +38,15 @@ pub mod why;
 
 pub use compact::{compact_view, disk_sentence, CompactView};
 
+/// Each product's name for a person (`Product::display_name`) by its serialised name, for the
+/// window's lines.
+pub fn product_names() -> std::collections::BTreeMap<&'static str, &'static str> {
+    Product::ALL
+        .into_iter()
+        .map(|p| (p.as_str(), p.display_name()))
+        .collect()
+}
+
 /// Bytes for a person (`1.5 GB`, decimal units, as the CLI, the tray and the window show them).
 pub fn bytes(n: u64) -> String {
     human_bytes(n)
@@ -619,7 +628,7 @@ fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
             true => format!("{state} (stale: its VM process is gone)"),
             false => state.clone(),
         },
-        role: (m.product == Product::Smolvm && crate::scan::is_helper_machine(&m.name))
+        role: (m.product == Product::Smolvm && crate::upstream::is_helper_machine(&m.name))
             .then_some(HELPER_ROLE),
         can_stop: m.alive && m.kept.is_none(),
         can_delete: m.kept.is_none(),

@@ -14,11 +14,7 @@ use tauri::{AppHandle, Manager, Runtime};
 use crate::backend::{self, ReclaimOutcome};
 use crate::keeps::time_of;
 use crate::notes::Note;
-use crate::{lock, now_secs, AppState};
-
-pub(crate) struct Pending {
-    pub preview: AutoPreview,
-}
+use crate::state::{lock, now_secs, AppState};
 
 /// What a scheduled scan's automatic step did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -78,10 +74,8 @@ pub async fn after_scan<R: Runtime>(app: &AppHandle<R>, report: &ScanReport) -> 
     let pv = preview(&plan, reason, cap);
     let new = {
         let mut p = lock(&st.auto_pending);
-        let new = p.as_ref().map(|p| &p.preview.digest) != Some(&pv.digest);
-        *p = Some(Pending {
-            preview: pv.clone(),
-        });
+        let new = p.as_ref().map(|p| &p.digest) != Some(&pv.digest);
+        *p = Some(pv.clone());
         new
     };
     // One notification per plan waiting: the same plan found again by the next scan is not
@@ -111,7 +105,7 @@ pub async fn after_scan<R: Runtime>(app: &AppHandle<R>, report: &ScanReport) -> 
                 action: None,
             },
         };
-        crate::send_note(app, note, Some("settings"));
+        crate::notify::send_note(app, note, Some("settings"));
     }
     AutoStep::Asked { preview: pv }
 }
@@ -145,7 +139,7 @@ async fn run<R: Runtime>(
         })
     };
     if lock(&st.settings).notifications {
-        crate::send_note(app, crate::notes::auto_note(&out), Some("history"));
+        crate::notify::send_note(app, crate::notes::auto_note(&out), Some("history"));
     }
     out
 }
@@ -159,14 +153,14 @@ pub async fn confirm<R: Runtime>(
     let st = app.state::<AppState>();
     let reason = lock(&st.auto_pending)
         .as_ref()
-        .filter(|p| p.preview.digest == digest)
-        .map(|p| p.preview.reason)
-        .ok_or(crate::PLAN_CHANGED)?;
+        .filter(|p| p.digest == digest)
+        .map(|p| p.reason)
+        .ok_or(crate::state::PLAN_CHANGED)?;
     let report = lock(&st.report).clone().ok_or("no scan has finished yet")?;
-    let (plan, _) = decide(&st, &report)?.ok_or(crate::PLAN_CHANGED)?;
+    let (plan, _) = decide(&st, &report)?.ok_or(crate::state::PLAN_CHANGED)?;
     if plan.action_digest() != digest {
         *lock(&st.auto_pending) = None;
-        return Err(crate::PLAN_CHANGED.into());
+        return Err(crate::state::PLAN_CHANGED.into());
     }
     *lock(&st.auto_pending) = None;
     if reason == AskReason::First {
@@ -178,11 +172,6 @@ pub async fn confirm<R: Runtime>(
         *lock(&st.settings) = s;
     }
     let out = run(app, &report, plan, How::Click).await;
-    let _ = crate::scan_now(app).await;
+    let _ = crate::scan::scan_now(app).await;
     Ok(out)
-}
-
-/// The run waiting for the user, if any.
-pub(crate) fn pending(st: &AppState) -> Option<AutoPreview> {
-    lock(&st.auto_pending).as_ref().map(|p| p.preview.clone())
 }

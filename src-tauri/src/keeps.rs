@@ -12,7 +12,7 @@ use smolsweep::model::FindingKind;
 use smolsweep::model::{Product, ScanReport};
 use tauri::{AppHandle, Manager, Runtime};
 
-use crate::{lock, AppState};
+use crate::state::{lock, AppState};
 
 pub use smolsweep::view::keeps::{kind_choices, FilterInput, KeepLine, KindChoice};
 
@@ -35,7 +35,7 @@ pub(crate) fn filtered(st: &AppState, r: &ScanReport) -> ScanReport {
 /// (`smolsweep::keep::apply_at`): a real scan has applied them already and applying again
 /// changes nothing; a saved report gets them the same way, unreadable rules included (then
 /// nothing is reclaimable).
-pub(crate) fn apply_keeps(b: &dyn crate::Backend, r: &mut ScanReport) {
+pub(crate) fn apply_keeps(b: &dyn crate::backend::Backend, r: &mut ScanReport) {
     let Some(p) = b.keep_path() else { return };
     smolsweep::keep::apply_at(r, &p);
     r.compute_totals();

@@ -1,0 +1,119 @@
+//! The desktop's runs: a confirmed core plan through the one executor, under the scan lock,
+//! then a rescan.
+
+use smolsweep::exec::{Confirmed, How};
+use tauri::{AppHandle, Emitter, Manager, Runtime};
+
+use crate::backend::{self, ReclaimOutcome, VmAction, VmOutcome, VmPlan, VmTarget};
+use crate::notes;
+use crate::notify::send_note;
+use crate::scan::scan_now;
+use crate::state::*;
+
+/// Execute the plan for `ids` against the latest scan through the core executor (journaled
+/// with `surface` and `reclaim`), notify, and rescan.
+///
+/// `digest` is the fingerprint of the plan the user confirmed ([`backend::Plan::digest`]): when
+/// a scan in between changed what the plan would do, nothing runs and the user reviews again.
+pub async fn reclaim<R: Runtime>(
+    app: &AppHandle<R>,
+    ids: Vec<String>,
+    digest: Option<String>,
+    surface: &str,
+) -> Result<ReclaimOutcome, String> {
+    let st = app.state::<AppState>();
+    let out = {
+        let _g = st.scan_lock.lock().await;
+        let report = lock(&st.report).clone().ok_or("no scan has finished yet")?;
+        let plan = backend::plan(&report, &ids);
+        if digest.is_some_and(|d| d != plan.digest) {
+            return Err(PLAN_CHANGED.into());
+        }
+        let Some(core) = plan.core.clone().filter(|_| !plan.steps.is_empty()) else {
+            return Err("nothing selected can be reclaimed".into());
+        };
+        let (b, app2, origin) = (
+            st.backend.clone(),
+            app.clone(),
+            smolsweep::exec::Origin::new(surface, "reclaim"),
+        );
+        let started = now_secs();
+        let confirmed = Confirmed::of(&core, How::Click);
+        tauri::async_runtime::spawn_blocking(move || {
+            let r = b.execute(&core, confirmed, origin, &|e| {
+                if let Some(p) = backend::progress_of(&core, e) {
+                    let _ = app2.emit(EV_PROGRESS, p);
+                }
+            });
+            ReclaimOutcome::of(&plan, r, started)
+        })
+        .await
+        .map_err(|e| format!("reclaim failed: {e}"))?
+    };
+    if lock(&st.settings).notifications {
+        send_note(app, notes::reclaim_note(&out), None);
+    }
+    let _ = scan_now(app).await;
+    Ok(out)
+}
+
+/// Plan Stop / End process / Delete of one VM from a fresh scan ([`backend::vm_plan`]).
+pub async fn plan_vm<R: Runtime>(
+    app: &AppHandle<R>,
+    pid: u32,
+    start_time: u64,
+    action: VmAction,
+    cascade: bool,
+) -> Result<VmPlan, String> {
+    let report = scan_now(app).await?;
+    Ok(backend::vm_plan(&report, pid, start_time, action, cascade))
+}
+
+/// Run the confirmed plan for `(pid, start_time, action, cascade)` through the core executor,
+/// journaled with `surface` and the plan's command, then rescan. Re-planned from the latest scan:
+/// when it no longer has the `digest` that was shown, nothing runs; a plan that plans nothing
+/// runs nothing and says why.
+pub async fn run_vm<R: Runtime>(
+    app: &AppHandle<R>,
+    surface: &str,
+    (pid, start_time, action, cascade): (u32, u64, VmAction, bool),
+    digest: Option<String>,
+) -> Result<VmOutcome, String> {
+    let target = VmTarget::Process { pid, start_time };
+    run_target(app, surface, target, (action, cascade), digest).await
+}
+
+/// Run the confirmed plan for `action` on `target`, re-planned from the latest scan (see
+/// [`run_vm`]).
+pub async fn run_target<R: Runtime>(
+    app: &AppHandle<R>,
+    surface: &str,
+    target: VmTarget,
+    (action, cascade): (VmAction, bool),
+    digest: Option<String>,
+) -> Result<VmOutcome, String> {
+    let st = app.state::<AppState>();
+    let out = {
+        let _g = st.scan_lock.lock().await;
+        let report = lock(&st.report).clone().ok_or("no scan has finished yet")?;
+        let plan = VmPlan::of(&report, &target, action, cascade);
+        if digest.is_some_and(|d| d != plan.digest) {
+            return Err(VM_PLAN_CHANGED.into());
+        }
+        let Some(core) = plan.core.clone().filter(|_| !plan.steps.is_empty()) else {
+            return Err(plan.lines().join("; "));
+        };
+        let (b, origin) = (
+            st.backend.clone(),
+            smolsweep::exec::Origin::new(surface, &plan.command),
+        );
+        let confirmed = Confirmed::of(&core, How::Click);
+        tauri::async_runtime::spawn_blocking(move || {
+            VmOutcome::of(&plan, b.execute(&core, confirmed, origin, &|_| {}))
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    };
+    let _ = scan_now(app).await;
+    Ok(out)
+}
