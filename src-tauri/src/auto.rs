@@ -4,7 +4,7 @@
 //! above the cap always asks; one notification after each run.
 
 use serde::Serialize;
-use smolsweep::exec::{Confirmed, How};
+use smolsweep::exec::{How};
 use smolsweep::model::ScanReport;
 use smolsweep::plan::Plan as CorePlan;
 use smolsweep::policy::Decision;
@@ -120,23 +120,13 @@ async fn run<R: Runtime>(
     how: How,
 ) -> ReclaimOutcome {
     let st = app.state::<AppState>();
-    let core = plan.clone();
-    let shown = backend::plan_of(report, plan);
-    let b = st.backend.clone();
+    let shown = backend::plan_of(report, plan.clone());
     let started = now_secs();
     let out = {
         let _g = st.scan_lock.lock().await;
         let origin = smolsweep::exec::Origin::new("auto", "auto");
-        let confirmed = Confirmed::of(&core, how);
-        tauri::async_runtime::spawn_blocking(move || {
-            let r = b.execute(&core, confirmed, origin, &|_| {});
-            ReclaimOutcome::of(&shown, r, started)
-        })
-        .await
-        .unwrap_or_else(|e| ReclaimOutcome {
-            journal_error: Some(format!("automatic run failed: {e}")),
-            ..Default::default()
-        })
+        let r = crate::runs::execute(&st, &_g, plan, (how, origin), Box::new(|_, _| {})).await;
+        ReclaimOutcome::of(&shown, r, started)
     };
     if lock(&st.settings).notifications {
         crate::notify::send_note(app, crate::notes::auto_note(&out), Some("history"));

@@ -1,7 +1,9 @@
 //! The desktop's runs: a confirmed core plan through the one executor, under the scan lock,
-//! then a rescan.
+//! then a rescan. Every run of the app (the window's and the tray's reclaim, Stop / End process /
+//! Delete, the automatic run) takes [`execute`].
 
-use smolsweep::exec::{Confirmed, How};
+use smolsweep::exec::{Confirmed, ExecReport, How, Origin, ProgressEvent};
+use smolsweep::plan::Plan as CorePlan;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 
 use crate::backend::{self, ReclaimOutcome, VmAction, VmOutcome, VmPlan, VmTarget};
@@ -9,6 +11,29 @@ use crate::notes;
 use crate::notify::send_note;
 use crate::scan::scan_now;
 use crate::state::*;
+
+/// What a run tells as each action finishes (the window's progress bar, or nothing).
+pub(crate) type OnFinished = Box<dyn Fn(&CorePlan, &ProgressEvent) + Send>;
+
+/// The one road a run of the app takes: `core`, confirmed `how`, through the backend's executor
+/// (the core's `exec::run`: every action re-judged as it runs, journaled with `origin`), each
+/// finished action passed to `progress`. The caller holds the scan lock (`_held`), under which it
+/// made the plan from the latest scan, so no scan or other run comes between.
+pub(crate) async fn execute(
+    st: &AppState,
+    _held: &tokio::sync::MutexGuard<'_, ()>,
+    core: CorePlan,
+    (how, origin): (How, Origin),
+    progress: OnFinished,
+) -> Result<ExecReport, String> {
+    let b = st.backend.clone();
+    let confirmed = Confirmed::of(&core, how);
+    tauri::async_runtime::spawn_blocking(move || {
+        b.execute(&core, confirmed, origin, &|e| progress(&core, e))
+    })
+    .await
+    .unwrap_or_else(|e| Err(format!("the run failed: {e}")))
+}
 
 /// Execute the plan for `ids` against the latest scan through the core executor (journaled
 /// with `surface` and `reclaim`), notify, and rescan.
@@ -32,23 +57,15 @@ pub async fn reclaim<R: Runtime>(
         let Some(core) = plan.core.clone().filter(|_| !plan.steps.is_empty()) else {
             return Err("nothing selected can be reclaimed".into());
         };
-        let (b, app2, origin) = (
-            st.backend.clone(),
-            app.clone(),
-            smolsweep::exec::Origin::new(surface, "reclaim"),
-        );
+        let (app2, origin) = (app.clone(), Origin::new(surface, "reclaim"));
         let started = now_secs();
-        let confirmed = Confirmed::of(&core, How::Click);
-        tauri::async_runtime::spawn_blocking(move || {
-            let r = b.execute(&core, confirmed, origin, &|e| {
-                if let Some(p) = backend::progress_of(&core, e) {
-                    let _ = app2.emit(EV_PROGRESS, p);
-                }
-            });
-            ReclaimOutcome::of(&plan, r, started)
-        })
-        .await
-        .map_err(|e| format!("reclaim failed: {e}"))?
+        let progress = Box::new(move |core: &CorePlan, e: &ProgressEvent| {
+            if let Some(p) = backend::progress_of(core, e) {
+                let _ = app2.emit(EV_PROGRESS, p);
+            }
+        });
+        let r = execute(&st, &_g, core, (How::Click, origin), progress).await;
+        ReclaimOutcome::of(&plan, r, started)
     };
     if lock(&st.settings).notifications {
         send_note(app, notes::reclaim_note(&out), None);
@@ -103,16 +120,9 @@ pub async fn run_target<R: Runtime>(
         let Some(core) = plan.core.clone().filter(|_| !plan.steps.is_empty()) else {
             return Err(plan.lines().join("; "));
         };
-        let (b, origin) = (
-            st.backend.clone(),
-            smolsweep::exec::Origin::new(surface, &plan.command),
-        );
-        let confirmed = Confirmed::of(&core, How::Click);
-        tauri::async_runtime::spawn_blocking(move || {
-            VmOutcome::of(&plan, b.execute(&core, confirmed, origin, &|_| {}))
-        })
-        .await
-        .map_err(|e| e.to_string())?
+        let origin = Origin::new(surface, &plan.command);
+        let r = execute(&st, &_g, core, (How::Click, origin), Box::new(|_, _| {})).await;
+        VmOutcome::of(&plan, r)
     };
     let _ = scan_now(app).await;
     Ok(out)
