@@ -20,6 +20,7 @@ pub(crate) mod ext4;
 mod plan;
 pub(crate) mod qmap;
 mod survey;
+pub(crate) mod tools;
 
 pub use plan::compact_plan;
 pub(crate) use survey::survey;
