@@ -499,6 +499,7 @@ fn run_blocking<R: Runtime>(
             total,
             summary,
             outcome,
+            ..
         } = ev
         {
             let p = UninstallProgress {

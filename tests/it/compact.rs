@@ -676,3 +676,64 @@ fn compact_with_qemu_tools_missing_shows_the_estimate_and_says_what_to_install()
     assert!((out.clone() + &err).contains(needs), "{out}{err}");
     assert_eq!(allocated(&h.sandbox), was);
 }
+
+/// Hazard: a long compaction that shows nothing until it ends, and a total that hides which
+/// disk gave back what. Each disk gets a progress line as it finishes, with the bytes measured
+/// on it (a bar redrawn in place while it runs at a terminal), and the JSON result carries
+/// them per disk.
+#[test]
+fn compact_shows_a_progress_line_per_disk_with_the_bytes_it_freed() {
+    use smolsweep::model::human_bytes;
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    // Not a terminal: one plain line per disk on stderr.
+    let was = allocated(&h.web_storage);
+    let (code, _, err) = run_on_path(&sc, "/usr/bin:/bin", &["compact", s(&h.web_storage), "-y"]);
+    assert_eq!(code, 0, "{err}");
+    let freed = was - allocated(&h.web_storage);
+    assert!(freed >= 11 << 20);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("[1/1] done     compact smol-machines smolvm disk "))
+        .unwrap_or_else(|| panic!("no progress line: {err}"));
+    assert!(
+        line.contains("storage.raw of web")
+            && line.ends_with(&format!(": freed {} (measured)", human_bytes(freed))),
+        "{line}"
+    );
+    // At a terminal (`script` from util-linux gives it one): the bar, then the line.
+    let o = Command::new("script")
+        .args([
+            "-qec",
+            &format!(
+                "{} compact celesto:sb1 -y >/dev/null",
+                env!("CARGO_BIN_EXE_smolsweep")
+            ),
+            "/dev/null",
+        ])
+        .env_clear()
+        .envs(sc.home.env_vars())
+        .env("SMOLSWEEP_DATA_DIR", sc.dir().join("data"))
+        .env("PATH", "/usr/bin:/bin")
+        .env("COLUMNS", "100")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("script (util-linux)");
+    let tty = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{tty}");
+    assert!(
+        tty.contains("\r\x1b[K[--"),
+        "no bar drawn while it ran: {tty:?}"
+    );
+    assert!(
+        tty.contains("[1/1] done     compact Celesto SmolVM disk ") && tty.contains("(measured)"),
+        "{tty:?}"
+    );
+    // The JSON result: what each disk freed, measured on it.
+    let was = allocated(&h.saved);
+    let r = compact_json(&sc, &[s(&h.saved), "-y"]);
+    let rec = &r["done"][0];
+    assert_eq!(rec["path"], s(&h.saved), "{r:#}");
+    assert_eq!(rec["freed_bytes"], was - allocated(&h.saved), "{r:#}");
+    assert_eq!(r["freed_bytes"], rec["freed_bytes"], "{r:#}");
+}

@@ -704,12 +704,14 @@ fn compact_real_sandbox_boots_again_after_compaction() {
         Duration::from_secs(120),
     );
     assert_eq!(code, 0, "{out}");
-    assert_eq!(
-        records_for(&result, "done", &vm.disk).len(),
-        1,
-        "{result:#}"
-    );
+    let done = records_for(&result, "done", &vm.disk);
+    assert_eq!(done.len(), 1, "{result:#}");
     let now = allocated(&vm.disk);
+    assert_eq!(
+        done[0]["freed_bytes"],
+        was - now,
+        "measured on the disk: {result:#}"
+    );
     assert!(
         was - now >= (FREED_MIB as u64 - 2) << 20,
         "allocated {was} -> {now}, estimated {expected}: {result:#}"
