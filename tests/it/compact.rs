@@ -737,3 +737,40 @@ fn compact_shows_a_progress_line_per_disk_with_the_bytes_it_freed() {
     assert_eq!(rec["freed_bytes"], was - allocated(&h.saved), "{r:#}");
     assert_eq!(r["freed_bytes"], rec["freed_bytes"], "{r:#}");
 }
+
+/// Hazard: a compaction confirmed with words that do not say what it does (its plan had no
+/// sentence of its own and was announced as "Nothing to do"). The window, the tray and the CLI
+/// confirm it with the core's sentence for the plan the executor runs.
+#[test]
+fn compact_plan_is_confirmed_with_the_cores_sentence() {
+    use smolsweep::model::human_bytes;
+    let sc = Scratch::new();
+    home1(&sc);
+    let report = smolsweep::scan::scan(&crate::scan_options(&sc.home));
+    let plan = smolsweep::target::compact_plan(&report, &[]).unwrap();
+    let c = smolsweep::view::confirmation(&plan);
+    assert_eq!(c.headline, "Compact 3 disks");
+    assert_eq!(
+        c.question(),
+        format!(
+            "Compact 3 disks, freeing about {}",
+            human_bytes(plan.estimated_bytes)
+        )
+    );
+    let out = run(&sc, &["compact", "-n"]);
+    let first = out.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("Plan ") && first.ends_with(&c.sentence()),
+        "{out}"
+    );
+    // The tray's entry names the same disks and bytes as the plan.
+    let tray = smolsweep::tray::TrayModel::from_report(&report, &Default::default());
+    assert_eq!(
+        tray.compact.map(|i| i.label),
+        Some(format!(
+            "Compact 3 disks: {}…",
+            human_bytes(report.compact.compactable_bytes)
+        ))
+    );
+    assert_eq!(plan.estimated_bytes, report.compact.compactable_bytes);
+}
