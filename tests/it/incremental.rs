@@ -513,7 +513,11 @@ fn vms_writing_their_disks_between_scans_do_not_overflow_the_memo_queue() {
     let open = |p: PathBuf| fs::OpenOptions::new().write(true).open(p).unwrap();
     let disks = [
         open(pack.join("pack.json")),
-        open(fx.areas[1].join(format!("{:016x}", 0xabd)).join("pack.json")),
+        open(
+            fx.areas[1]
+                .join(format!("{:016x}", 0xabd))
+                .join("pack.json"),
+        ),
     ];
     let block = [b'w'; 4096];
     for i in 0..queue_length() + 1000 {
