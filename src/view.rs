@@ -19,8 +19,18 @@ use crate::kind::{FindingKind, Risk};
 use crate::model::*;
 use crate::plan::{Action, Plan, Selection};
 
+/// An automatic clean-up waiting for the user.
+pub mod auto;
 mod compact;
+/// Keep rules and filter controls as the window shows them.
+pub mod keeps;
 mod localtime;
+/// Low-space alerts: when the file system holding SmolVM state is low, and their words.
+pub mod lowspace;
+/// Notifications' words, and which orphans are new.
+pub mod notes;
+/// A run of a plan as a person sees it: the plan confirmed, its outcome, its progress, History.
+pub mod runs;
 mod screen;
 mod trend;
 /// `why`: how Smolsweep judges one finding, path, machine or process, and on what evidence.

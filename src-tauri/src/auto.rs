@@ -8,42 +8,13 @@ use smolsweep::exec::{Confirmed, How};
 use smolsweep::model::ScanReport;
 use smolsweep::plan::Plan as CorePlan;
 use smolsweep::policy::Decision;
+pub use smolsweep::view::auto::{preview, AskReason, AutoPreview};
 use tauri::{AppHandle, Manager, Runtime};
 
-use crate::backend::{self, ReclaimOutcome, StepStatus};
+use crate::backend::{self, ReclaimOutcome};
 use crate::keeps::time_of;
 use crate::notes::Note;
 use crate::{lock, now_secs, AppState};
-
-/// Why an automatic run waits for the user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AskReason {
-    /// The policy's first run: shown once as a preview.
-    First,
-    /// The run would free more than the policy's cap.
-    Cap,
-}
-
-/// An automatic run waiting for the user, as the window shows it (the core's confirmation).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AutoPreview {
-    pub reason: AskReason,
-    pub headline: String,
-    pub estimate: String,
-    pub lines: Vec<String>,
-    /// The cap, in words, when above it.
-    pub cap: Option<String>,
-    /// Fingerprint of the plan shown: confirming runs only this plan.
-    pub digest: String,
-    /// The banner's sentence: "2.0 GB is above your cap of 1.0 GB." or "its first run would
-    /// reclaim …".
-    pub banner: String,
-    /// The line above the plan in Settings.
-    pub status: String,
-    /// The button that runs it: "Run it: reclaim 2.0 GB".
-    pub run_label: String,
-}
 
 pub(crate) struct Pending {
     pub preview: AutoPreview,
@@ -63,42 +34,6 @@ pub enum AutoStep {
     Ran { outcome: ReclaimOutcome },
     /// The policy could not be applied (a bad age or cap).
     Failed { error: String },
-}
-
-fn preview(plan: &CorePlan, reason: AskReason, cap: Option<u64>) -> AutoPreview {
-    let c = smolsweep::view::confirmation(plan);
-    let cap = cap.map(smolsweep::view::bytes);
-    let (banner, status) = match (reason, &cap) {
-        (AskReason::Cap, Some(cap)) => (
-            format!("{} is above your cap of {cap}.", c.estimate),
-            format!(
-                "This run would free {}, above your cap of {cap}.",
-                c.estimate
-            ),
-        ),
-        _ => {
-            let mut h = c.headline.chars();
-            let lower: String = h
-                .next()
-                .map(|f| f.to_lowercase().chain(h).collect())
-                .unwrap_or_default();
-            (
-                format!("its first run would {lower}."),
-                "The first automatic run, to confirm once:".to_string(),
-            )
-        }
-    };
-    AutoPreview {
-        reason,
-        run_label: format!("Run it: reclaim {}", c.estimate),
-        headline: c.headline,
-        estimate: c.estimate,
-        lines: c.lines,
-        cap,
-        digest: plan.action_digest(),
-        banner,
-        status,
-    }
 }
 
 /// What the policy makes of `report` now (the shell's clock).
@@ -210,29 +145,9 @@ async fn run<R: Runtime>(
         })
     };
     if lock(&st.settings).notifications {
-        crate::send_note(app, note(&out), Some("history"));
+        crate::send_note(app, crate::notes::auto_note(&out), Some("history"));
     }
     out
-}
-
-/// The one notification after an automatic run ("Freed 3.2 GB: 12 items").
-pub fn note(out: &ReclaimOutcome) -> Note {
-    let removed = out.count(StepStatus::Removed);
-    let not_done = out.count(StepStatus::Skipped) + out.count(StepStatus::Failed);
-    let mut body = "Automatic clean-up by your policy. Details in History.".to_string();
-    if not_done > 0 {
-        body = format!("{not_done} not done (see History). {body}");
-    }
-    Note {
-        summary: format!(
-            "Freed {}: {removed} item{}",
-            smolsweep::view::bytes(out.measured_bytes),
-            if removed == 1 { "" } else { "s" }
-        ),
-        body,
-        review: true,
-        action: None,
-    }
 }
 
 /// The user confirmed the waiting run with `digest`: run it if the policy still makes that very
