@@ -80,7 +80,12 @@ fn main() {
     let orphan = shared.join("0".repeat(63) + "f");
     // The two VMs' disks: a file in each of the first two stores, there from the start.
     let mut stores: Vec<PathBuf> = std::fs::read_dir(&shared)
-        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
         .unwrap_or_default();
     stores.sort();
     let disks: Vec<std::fs::File> = stores

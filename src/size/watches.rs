@@ -26,6 +26,7 @@ use rustix::fd::OwnedFd;
 type Dir = (u64, u64);
 
 /// What the queues held since the last drain.
+#[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
 pub(super) enum Drained {
     /// An event was lost (a queue overflowed) or a queue could not be read: trust nothing.
     Lost,
@@ -126,6 +127,7 @@ impl Watches {
         Err(())
     }
 
+    #[cfg(any(target_os = "linux", target_os = "android"))]
     fn forget_names(&mut self, wd: i32) {
         if let Some(id) = self.wds.remove(&wd) {
             self.by_dir.remove(&id);
