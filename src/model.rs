@@ -440,6 +440,11 @@ pub struct DiskEstimate {
     /// Why it cannot tell, one sentence completing "cannot tell: …" (absent when it can).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cannot_tell: Option<String>,
+    /// What compacting it needs that is not installed, one sentence naming the tools and what
+    /// to install ("qemu-io is not installed: install QEMU's tools (…)"); absent when every
+    /// tool is there. The estimate is shown all the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs: Option<String>,
 }
 
 /// Every disk estimate of a scan, with their sums.

@@ -860,6 +860,7 @@ pub fn confirmation(plan: &Plan) -> Confirmation {
     let stops = count(|a| matches!(a, Action::StopMachine { .. }));
     let ends = count(|a| matches!(a, Action::SignalProcess { .. }));
     let detaches = count(|a| matches!(a, Action::Detach { .. }));
+    let compacts = count(|a| matches!(a, Action::CompactDisk { .. }));
     let removes = count(|a| {
         matches!(
             a,
@@ -895,6 +896,9 @@ pub fn confirmation(plan: &Plan) -> Confirmation {
             "detach {}",
             plural(detaches, "disk image", "disk images")
         ));
+    }
+    if compacts > 0 {
+        parts.push(format!("compact {}", plural(compacts, "disk", "disks")));
     }
     if removes > 0 {
         parts.push(format!(

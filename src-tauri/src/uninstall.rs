@@ -451,6 +451,7 @@ fn run_blocking<R: Runtime>(
             total,
             summary,
             outcome,
+            ..
         } = ev
         {
             let p = UninstallProgress {
