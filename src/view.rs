@@ -5,7 +5,7 @@
 
 pub use crate::pathser::{escape_text, shown};
 pub use localtime::local_time;
-pub use screen::{FirstScreen, Fold};
+pub use screen::{FirstScreen, Fold, TableLine};
 use std::path::Path;
 pub use trend::{
     trend_growth, trend_notice, trend_sentence, trend_view, FreedRow, TrendRow, TrendSeries,
@@ -302,8 +302,12 @@ pub struct TotalsView {
     pub reclaimable_bytes: u64,
     /// `reclaimable_bytes` in words.
     pub reclaimable: String,
-    /// How many items "Reclaim" deletes.
+    /// How many items "Reclaim" deletes (paths; machines deleted through their product's CLI
+    /// are counted in `reclaimable_machines`).
     pub reclaimable_count: usize,
+    /// How many machines "Reclaim" deletes through their product's CLI (an ended one-off
+    /// machine): each is one reclaimable item row of the scan, as each path is.
+    pub reclaimable_machines: usize,
     /// Allocated bytes of the opt-in findings (freed only when their class is included).
     pub opt_in_bytes: u64,
     /// `opt_in_bytes` in words.
@@ -316,7 +320,8 @@ pub struct TotalsView {
     pub held_deleted: String,
     /// How many findings are shown, in every group.
     pub findings: usize,
-    /// `reclaimable_count` in words: "3 items".
+    /// `reclaimable_count` and `reclaimable_machines` in words: "3 items", "3 items and 1
+    /// machine".
     pub reclaimable_items: String,
     /// `opt_in_count` in words: "1 item".
     pub opt_in_items: String,
@@ -392,13 +397,14 @@ impl ScanView {
                 reclaimable_bytes: estimate_bytes(&reclaim),
                 reclaimable: bytes(estimate_bytes(&reclaim)),
                 reclaimable_count: reclaim.delete_count(),
+                reclaimable_machines: machine_deletes(&reclaim),
                 opt_in_bytes: r.totals.opt_in_allocated_bytes,
                 opt_in: bytes(r.totals.opt_in_allocated_bytes),
                 opt_in_count: r.totals.opt_in_count as usize,
                 orphan_processes: orphans(r),
                 held_deleted: bytes(r.totals.held_deleted_bytes),
                 findings: groups.iter().map(|g| g.count).sum(),
-                reclaimable_items: plural(reclaim.delete_count(), "item", "items"),
+                reclaimable_items: items_and_machines(&reclaim),
                 opt_in_items: plural(r.totals.opt_in_count as usize, "item", "items"),
                 held_line: match r.totals.held_deleted_bytes {
                     0 => String::new(),
@@ -414,6 +420,23 @@ impl ScanView {
             filter_line: hidden.as_ref().map(screen::filter_line),
             hidden,
         }
+    }
+}
+
+/// Machines a plan deletes through their product's CLI.
+fn machine_deletes(plan: &Plan) -> usize {
+    plan.actions
+        .iter()
+        .filter(|a| matches!(a.action, Action::DeleteMachine { .. }))
+        .count()
+}
+
+/// "42 items", "42 items and 1 machine": what a plan deletes, counted as its lines are.
+pub(crate) fn items_and_machines(plan: &Plan) -> String {
+    let items = plural(plan.delete_count(), "item", "items");
+    match machine_deletes(plan) {
+        0 => items,
+        m => format!("{items} and {}", plural(m, "machine", "machines")),
     }
 }
 
@@ -645,6 +668,11 @@ pub fn report_json(r: &ScanReport) -> serde_json::Value {
     v
 }
 
+/// Which caches a plain `prune` takes, and why (issue 31, item 2): said where the scan offers
+/// `--include-caches`, as `prune --help` says it.
+pub const CACHES_BY_DEFAULT: &str = " (without it, only image caches of versions the installed \
+Celesto no longer uses go, as with its own `image prune`)";
+
 /// What a smolvm helper machine is, on every surface that lists machines.
 const HELPER_ROLE: &str = "helper machine of an image build";
 
@@ -664,11 +692,10 @@ fn next_steps(r: &ScanReport, reclaim: &Plan, hidden: Option<&Hidden>) -> Vec<St
         _ => String::new(),
     };
     if !reclaim.is_empty() {
-        let n = reclaim.delete_count();
         out.push(format!(
-            "`smolsweep prune{flags}` frees {} ({n} item{}).",
+            "`smolsweep prune{flags}` frees {} ({}).",
             bytes(estimate_bytes(reclaim)),
-            if n == 1 { "" } else { "s" }
+            items_and_machines(reclaim)
         ));
     }
     for class in [
@@ -685,8 +712,12 @@ fn next_steps(r: &ScanReport, reclaim: &Plan, hidden: Option<&Hidden>) -> Vec<St
         if n > 0 {
             let (name, flag) = class_label(class);
             out.push(format!(
-                "`smolsweep prune{flags} {flag}` also frees {} of {name}.",
-                bytes(n)
+                "`smolsweep prune{flags} {flag}` also frees {} of {name}{}.",
+                bytes(n),
+                match class {
+                    OptInClass::Caches => CACHES_BY_DEFAULT,
+                    _ => "",
+                }
             ));
         }
     }

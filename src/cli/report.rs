@@ -89,11 +89,10 @@ pub fn render_with(r: &ScanReport, o: &RenderOptions) -> String {
         s = s.trim_start_matches('\n').to_string(); // -q: the one line, no blank line first
     } else if o.verbose {
         header(&mut s, &v, o, &paint);
-        let all: Vec<&Group> = v.groups.iter().collect();
-        if all.is_empty() && v.hidden.is_none() {
+        if v.groups.is_empty() && v.hidden.is_none() {
             let _ = writeln!(s, "Nothing of either SmolVM found.");
         }
-        summary_table(&mut s, &all, o, &paint);
+        summary_table(&mut s, &v.table_lines(), o, &paint);
         totals_line(&mut s, &v, &paint);
         machines(&mut s, &v, &paint);
         compact(&mut s, &v, o, &paint, true);
@@ -178,10 +177,22 @@ fn first_screen(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) 
     items(&mut tail, v, o, paint);
     next_steps(&mut tail, v, o, paint);
     let used = head.lines().count() + tail.lines().count() + usize::from(any_rows > 0);
-    let screen = v.first_screen(SCREEN_LINES.saturating_sub(used).max(2));
+    // The rows get what is left, less the folded line's (it may wrap).
+    let mut rows = SCREEN_LINES.saturating_sub(used).max(2);
+    let (screen, more) = loop {
+        let screen = v.first_screen(rows);
+        let more = screen
+            .more_line()
+            .map(|l| wrap(&l, o.width, "", "  "))
+            .unwrap_or_default();
+        if rows <= 2 || screen.rows.len() + more.len() + used <= SCREEN_LINES {
+            break (screen, more);
+        }
+        rows -= 1;
+    };
     s.push_str(&head);
     summary_table(s, &screen.rows, o, paint);
-    if let Some(l) = screen.more_line() {
+    for l in more {
         let _ = writeln!(s, "{}", paint.dim(&l));
     }
     s.push_str(&tail);
@@ -246,49 +257,38 @@ fn fit(text: &str, w: usize, ascii: bool) -> String {
     out
 }
 
-fn dash_or(n: u64) -> String {
-    if n == 0 {
-        "-".into()
-    } else {
-        view::bytes(n)
-    }
-}
-
-fn summary_table(s: &mut String, groups: &[&Group], o: &RenderOptions, paint: &Paint) {
-    if groups.is_empty() {
+fn summary_table(s: &mut String, lines: &[view::TableLine<'_>], o: &RenderOptions, paint: &Paint) {
+    if lines.is_empty() {
         return;
     }
-    // WHAT takes what the number columns leave: PRODUCT 7, ITEMS 5, SIZE 9, RECLAIMABLE 11,
-    // OPT-IN 9, two spaces between columns.
-    let fixed = 7 + 5 + 9 + 11 + 9 + 5 * 2;
-    let longest = groups.iter().map(|g| g.label.chars().count()).max();
+    // WHAT takes what the other columns leave: PRODUCT 7, ITEMS 5, SIZE 9, VERDICT 12, two
+    // spaces between columns.
+    let fixed = 7 + 5 + 9 + 12 + 4 * 2;
+    let longest = lines.iter().map(|l| l.group.label.chars().count()).max();
     let what = o
         .width
         .saturating_sub(fixed + 1)
         .clamp(12, longest.unwrap_or(12).max(12));
-    let line = |what_col: &str, p: &str, n: &str, size: &str, rec: &str, opt: &str| {
-        format!("{what_col:<what$}  {p:<7}  {n:>5}  {size:>9}  {rec:>11}  {opt:>9}")
+    let line = |what_col: &str, p: &str, n: &str, size: &str, verdict: &str| {
+        format!("{what_col:<what$}  {p:<7}  {n:>5}  {size:>9}  {verdict}")
     };
     let _ = writeln!(
         s,
         "{}",
-        paint.bold(line("WHAT", "PRODUCT", "ITEMS", "SIZE", "RECLAIMABLE", "OPT-IN").trim_end())
+        paint.bold(line("WHAT", "PRODUCT", "ITEMS", "SIZE", "VERDICT").trim_end())
     );
-    for g in groups {
+    for l in lines {
         let row = line(
-            &fit(g.label, what, o.ascii),
-            g.product.as_str(),
-            &g.count.to_string(),
-            &g.size,
-            &dash_or(g.reclaimable_bytes),
-            &dash_or(g.opt_in_bytes),
+            &fit(l.group.label, what, o.ascii),
+            l.group.product.as_str(),
+            &l.count.to_string(),
+            &l.size,
+            l.word,
         );
-        let row = if g.reclaimable_bytes > 0 {
-            paint.green(&row)
-        } else if g.bytes == 0 && g.opt_in_bytes == 0 {
-            paint.dim(&row)
-        } else {
-            row
+        let row = match l.verdict {
+            Verdict::Reclaimable => paint.green(&row),
+            Verdict::OptIn => row,
+            _ => paint.dim(&row),
         };
         let _ = writeln!(s, "{}", row.trim_end());
     }
@@ -298,14 +298,12 @@ fn totals_line(s: &mut String, v: &ScanView, paint: &Paint) {
     let t = &v.totals;
     let _ = writeln!(
         s,
-        "\n{} {} in {} item{}; opt-in: {} in {} item{}.",
+        "\n{} {} in {}; opt-in: {} in {}.",
         paint.bold("Reclaimable:"),
         paint.green(&t.reclaimable),
-        t.reclaimable_count,
-        if t.reclaimable_count == 1 { "" } else { "s" },
+        t.reclaimable_items,
         t.opt_in,
-        t.opt_in_count,
-        if t.opt_in_count == 1 { "" } else { "s" },
+        t.opt_in_items,
     );
 }
 
@@ -422,7 +420,9 @@ fn processes(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
 fn listed<'v>(v: &'v ScanView, o: &RenderOptions) -> Vec<&'v Group> {
     v.groups
         .iter()
-        .filter(|g| o.verbose || o.kinds.contains(&g.kind))
+        // Under `--kind` the view holds the chosen kinds' items whole (their companions, logs
+        // and locks too): every one of them is listed, as every one is counted.
+        .filter(|_| o.verbose || !o.kinds.is_empty())
         .collect()
 }
 
@@ -479,7 +479,7 @@ fn next_steps(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
             .hidden
             .as_ref()
             .map_or(String::new(), |h| format!(" {}", h.flags));
-        let example = v.first_screen(1).rows.first().map(|g| g.kind.short());
+        let example = v.first_screen(1).rows.first().map(|l| l.group.kind.short());
         steps.push(match example {
             Some(k) if o.kinds.is_empty() => {
                 format!("`smolsweep scan -v{flags}` lists every item; `--kind {k}` one kind.")

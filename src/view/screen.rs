@@ -1,71 +1,171 @@
 //! The first screen of a scan (issue 19): what frees something, largest first, one line for
-//! every kind that frees nothing, one line for the machines and one for the VM processes, so
-//! that the answer fits 24 lines of 80 columns. The sentences are here, beside the rest of
+//! the items that free nothing, one line for the machines and one for the VM processes, so
+//! that the answer fits 24 lines of 80 columns. Every item a total counts is in a line of the
+//! same screen (issue 31): a table line is a kind's items that share a verdict, a folded line
+//! counts reclaimable and opt-in items apart, and "nothing to free" is said only of items no
+//! total counts. The sentences are here, beside the rest of
 //! the view; the CLI only lays them out.
 
 use serde::Serialize;
 
 use super::{bytes, Group, ScanView};
 use crate::filter::Hidden;
+use crate::model::Verdict;
 
-/// Kinds folded into one line: how many, how many items they hold, and their bytes.
+/// Table lines folded into one line: how many items of each verdict class they hold, and
+/// their bytes, never added across classes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Fold {
-    /// Kinds (groups) folded.
-    pub kinds: usize,
-    /// Findings they hold.
-    pub items: usize,
-    /// The bytes the line names: what they free (rows that did not fit), or their size (kinds
-    /// that free nothing).
-    pub bytes: u64,
+    /// Lines (kind and verdict) folded.
+    pub lines: usize,
+    /// Reclaimable items they hold.
+    pub reclaimable_items: usize,
+    /// The bytes of those.
+    pub reclaimable_bytes: u64,
+    /// Opt-in items they hold.
+    pub opt_in_items: usize,
+    /// The bytes of those.
+    pub opt_in_bytes: u64,
+    /// Protected items they hold.
+    pub protected_items: usize,
+    /// Unverifiable items they hold.
+    pub unknown_items: usize,
+    /// The bytes of the protected and unverifiable ones.
+    pub left_bytes: u64,
 }
 
-/// The first screen's part of a scan's groups.
+impl Fold {
+    fn of(lines: &[TableLine<'_>]) -> Fold {
+        let mut f = Fold {
+            lines: lines.len(),
+            ..Fold::default()
+        };
+        for l in lines {
+            match l.verdict {
+                Verdict::Reclaimable => {
+                    f.reclaimable_items += l.count;
+                    f.reclaimable_bytes += l.bytes;
+                }
+                Verdict::OptIn => {
+                    f.opt_in_items += l.count;
+                    f.opt_in_bytes += l.bytes;
+                }
+                Verdict::Protected => f.protected_items += l.count,
+                Verdict::Unknown => f.unknown_items += l.count,
+            }
+            if !l.frees() {
+                f.left_bytes += l.bytes;
+            }
+        }
+        f
+    }
+}
+
+/// One line of the scan's table: the items of one kind that share a verdict, so that every
+/// count a screen states is the sum of the lines it counts (a kind whose items have two
+/// verdicts is two lines).
+#[derive(Debug, Clone, Serialize)]
+pub struct TableLine<'v> {
+    /// The kind's group.
+    #[serde(skip)]
+    pub group: &'v Group,
+    /// The verdict its items share.
+    pub verdict: Verdict,
+    /// That verdict's one word ("reclaimable", "opt-in", "protected", "unverifiable").
+    pub word: &'static str,
+    /// Items of the kind with that verdict (0-byte ones too).
+    pub count: usize,
+    /// Their allocated bytes.
+    pub bytes: u64,
+    /// `bytes` for a person.
+    pub size: String,
+}
+
+impl TableLine<'_> {
+    /// Whether a prune frees these items (with or without an opt-in flag).
+    pub fn frees(&self) -> bool {
+        matches!(self.verdict, Verdict::Reclaimable | Verdict::OptIn)
+    }
+}
+
+/// The first screen's part of a scan's table.
 #[derive(Debug, Clone, Serialize)]
 pub struct FirstScreen<'v> {
-    /// The groups that free something (reclaimable or opt-in bytes), largest first: as many
-    /// as were asked for.
-    pub rows: Vec<&'v Group>,
-    /// The groups that free something but did not fit (`kinds` 0: none).
+    /// The lines whose items a prune frees (reclaimable or opt-in, 0-byte items included),
+    /// largest first: as many as were asked for.
+    pub rows: Vec<TableLine<'v>>,
+    /// The lines that free something but did not fit (`lines` 0: none).
     pub more: Fold,
-    /// The groups that free nothing: protected, unverifiable, or empty (`kinds` 0: none).
+    /// The lines that free nothing: protected or unverifiable (`lines` 0: none).
     pub nothing: Fold,
-}
-
-/// What a group frees: its reclaimable and opt-in bytes.
-fn frees(g: &Group) -> u64 {
-    g.reclaimable_bytes + g.opt_in_bytes
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+fn rank(v: Verdict) -> u8 {
+    match v {
+        Verdict::Reclaimable => 0,
+        Verdict::OptIn => 1,
+        Verdict::Protected => 2,
+        Verdict::Unknown => 3,
+    }
+}
+
 impl ScanView {
-    /// The groups that free something, largest first (by what they free, then by what is
-    /// reclaimable without asking); at most `max_rows` of them as rows, the rest folded.
+    /// Every line of the table (`-v`): a kind's items that share a verdict, reclaimable ones
+    /// first, then opt-in, protected and unverifiable, largest first within each.
+    pub fn table_lines(&self) -> Vec<TableLine<'_>> {
+        let mut out = Vec::new();
+        for g in &self.groups {
+            for v in [
+                Verdict::Reclaimable,
+                Verdict::OptIn,
+                Verdict::Protected,
+                Verdict::Unknown,
+            ] {
+                let rows = g.rows.iter().filter(|r| r.verdict == v);
+                let (count, bytes) = rows.fold((0, 0), |(n, b), r| (n + 1, b + r.bytes));
+                if count > 0 {
+                    out.push(TableLine {
+                        group: g,
+                        verdict: v,
+                        word: super::verdict_word(v),
+                        count,
+                        bytes,
+                        size: super::bytes(bytes),
+                    });
+                }
+            }
+        }
+        out.sort_by(|a, b| {
+            (rank(a.verdict), std::cmp::Reverse(a.bytes))
+                .cmp(&(rank(b.verdict), std::cmp::Reverse(b.bytes)))
+        });
+        out
+    }
+
+    /// The lines that free something, in the table's order (what a plain `prune` frees first,
+    /// largest first; then the opt-in ones); at most `max_rows` of them as rows, the rest
+    /// folded.
     pub fn first_screen(&self, max_rows: usize) -> FirstScreen<'_> {
-        let mut freeing: Vec<&Group> = self.groups.iter().filter(|g| frees(g) > 0).collect();
-        freeing.sort_by_key(|g| std::cmp::Reverse((frees(g), g.reclaimable_bytes)));
-        let fold = |gs: &[&Group], size: fn(&Group) -> u64| Fold {
-            kinds: gs.len(),
-            items: gs.iter().map(|g| g.count).sum(),
-            bytes: gs.iter().map(|g| size(g)).sum(),
-        };
-        let nothing: Vec<&Group> = self.groups.iter().filter(|g| frees(g) == 0).collect();
+        let (mut freeing, nothing): (Vec<TableLine>, Vec<TableLine>) =
+            self.table_lines().into_iter().partition(TableLine::frees);
         // One row is given up to the line that folds the rest: folding one row saves nothing.
         let shown = if freeing.len() <= max_rows {
             freeing.len()
         } else {
             max_rows.saturating_sub(1).max(1)
         };
+        let more = Fold::of(&freeing[shown..]);
+        freeing.truncate(shown);
         FirstScreen {
-            more: fold(&freeing[shown..], frees),
-            nothing: fold(&nothing, |g| g.bytes),
-            rows: freeing[..shown].to_vec(),
+            more,
+            nothing: Fold::of(&nothing),
+            rows: freeing,
         }
     }
-
     /// "Machines: 17 (1 running) — celesto 8: fire1, vm-abc123, …; smolvm 9: booted, …", fit to
     /// `width` columns (`ascii`: as [`super::ascii`] will print it); the running ones are named
     /// first. `None` under a filter that picks items (kind, age, size).
@@ -149,39 +249,61 @@ impl ScanView {
 }
 
 impl FirstScreen<'_> {
-    /// "… and 14 more kinds free 1.9 MB (30 items)." for the rows that did not fit.
+    /// "… 14 more lines: 1.2 MB reclaimable (20 items), 700 kB opt-in (10 items)." for the rows
+    /// that did not fit; reclaimable and opt-in bytes are never added together.
     pub fn more_line(&self) -> Option<String> {
-        (self.more.kinds > 0).then(|| {
-            format!(
-                "… and {} more {} free {} ({}).",
-                self.more.kinds,
-                if self.more.kinds == 1 {
-                    "kind"
-                } else {
-                    "kinds"
-                },
-                bytes(self.more.bytes),
-                plural(self.more.items, "item", "items")
-            )
-        })
-    }
-
-    /// "Nothing to free in the other 24 kinds (41.2 MB protected or unverifiable)." for
-    /// the kinds that free nothing (`rows_shown`: whether any row came before it).
-    pub fn nothing_line(&self, rows_shown: bool) -> Option<String> {
-        if self.nothing.kinds == 0 {
+        let m = &self.more;
+        if m.lines == 0 {
             return None;
         }
-        let kinds = match (rows_shown, self.nothing.kinds) {
-            (true, 1) => "the other kind".to_string(),
-            (true, n) => format!("the other {n} kinds"),
-            (false, n) => format!("the {}", plural(n, "kind", "kinds")),
+        let mut parts = Vec::new();
+        if m.reclaimable_items > 0 {
+            parts.push(format!(
+                "{} reclaimable ({})",
+                bytes(m.reclaimable_bytes),
+                plural(m.reclaimable_items, "item", "items")
+            ));
+        }
+        if m.opt_in_items > 0 {
+            parts.push(format!(
+                "{} opt-in ({})",
+                bytes(m.opt_in_bytes),
+                plural(m.opt_in_items, "item", "items")
+            ));
+        }
+        Some(format!(
+            "… {}: {}.",
+            plural(m.lines, "more line", "more lines"),
+            parts.join(", ")
+        ))
+    }
+
+    /// "Left alone: 52 more items (23.5 MB), protected or unverifiable." for the items that
+    /// free nothing (`rows_shown`: whether any row came before it; without: "Nothing to free:
+    /// …"), said only of items no total counts.
+    pub fn nothing_line(&self, rows_shown: bool) -> Option<String> {
+        let n = &self.nothing;
+        let items = n.protected_items + n.unknown_items;
+        if items == 0 {
+            return None;
+        }
+        let what = match (n.protected_items, n.unknown_items) {
+            (_, 0) => "protected",
+            (0, _) => "unverifiable",
+            _ => "protected or unverifiable",
         };
-        Some(match self.nothing.bytes {
-            0 => format!("Nothing to free in {kinds} (all empty)."),
-            b => format!(
-                "Nothing to free in {kinds} ({} protected or unverifiable).",
-                bytes(b)
+        let size = match n.left_bytes {
+            0 => "0 B".to_string(),
+            b => bytes(b),
+        };
+        Some(match rows_shown {
+            true => format!(
+                "Left alone: {} ({size}), {what}.",
+                plural(items, "more item", "more items")
+            ),
+            false => format!(
+                "Nothing to free: {} ({size}), {what}.",
+                plural(items, "item", "items")
             ),
         })
     }

@@ -131,8 +131,10 @@ impl App {
             .first_screen(usize::MAX)
             .rows
             .iter()
-            .filter_map(|f| view.groups.iter().position(|g| std::ptr::eq(g, *f)))
+            .filter_map(|f| view.groups.iter().position(|g| std::ptr::eq(g, f.group)))
             .collect();
+        let mut seen = BTreeSet::new();
+        order.retain(|i| seen.insert(*i));
         let rest: Vec<usize> = (0..view.groups.len())
             .filter(|i| !order.contains(i))
             .collect();

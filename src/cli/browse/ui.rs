@@ -139,9 +139,10 @@ fn table_line(lead: String, what: &str, w: usize, c: [&str; 5]) -> String {
     .to_string()
 }
 
-/// "-" for nothing, else the bytes in the core's words.
-fn dash_or(n: u64) -> String {
-    if n == 0 {
+/// "-" for no item, else the bytes in the core's words ("0 B" for items of no bytes: they
+/// are counted, so they are shown).
+fn dash_or(items: usize, n: u64) -> String {
+    if items == 0 {
         "-".into()
     } else {
         view::bytes(n)
@@ -172,13 +173,13 @@ fn entry_line(app: &App, e: Entry, at_cursor: bool, width: usize) -> Line<'stati
                     grp.product.as_str(),
                     &grp.count.to_string(),
                     &grp.size,
-                    &dash_or(grp.reclaimable_bytes),
-                    &dash_or(grp.opt_in_bytes),
+                    &dash_or(grp.reclaimable_count, grp.reclaimable_bytes),
+                    &dash_or(grp.opt_in_count, grp.opt_in_bytes),
                 ],
             );
-            let color = if grp.reclaimable_bytes > 0 {
+            let color = if grp.reclaimable_count > 0 {
                 Color::Green
-            } else if grp.opt_in_bytes > 0 {
+            } else if grp.opt_in_count > 0 {
                 Color::Yellow
             } else {
                 Color::Reset
