@@ -21,6 +21,10 @@ use crate::plan::{Action, Plan, Selection};
 
 mod compact;
 mod localtime;
+/// Notifications' words, and which orphans are new.
+pub mod notes;
+/// A run of a plan as a person sees it: the plan confirmed, its outcome, its progress, History.
+pub mod runs;
 mod screen;
 mod trend;
 /// `why`: how Smolsweep judges one finding, path, machine or process, and on what evidence.

@@ -10,7 +10,7 @@ use smolsweep::plan::Plan as CorePlan;
 use smolsweep::policy::Decision;
 use tauri::{AppHandle, Manager, Runtime};
 
-use crate::backend::{self, ReclaimOutcome, StepStatus};
+use crate::backend::{self, ReclaimOutcome};
 use crate::keeps::time_of;
 use crate::notes::Note;
 use crate::{lock, now_secs, AppState};
@@ -210,29 +210,9 @@ async fn run<R: Runtime>(
         })
     };
     if lock(&st.settings).notifications {
-        crate::send_note(app, note(&out), Some("history"));
+        crate::send_note(app, crate::notes::auto_note(&out), Some("history"));
     }
     out
-}
-
-/// The one notification after an automatic run ("Freed 3.2 GB: 12 items").
-pub fn note(out: &ReclaimOutcome) -> Note {
-    let removed = out.count(StepStatus::Removed);
-    let not_done = out.count(StepStatus::Skipped) + out.count(StepStatus::Failed);
-    let mut body = "Automatic clean-up by your policy. Details in History.".to_string();
-    if not_done > 0 {
-        body = format!("{not_done} not done (see History). {body}");
-    }
-    Note {
-        summary: format!(
-            "Freed {}: {removed} item{}",
-            smolsweep::view::bytes(out.measured_bytes),
-            if removed == 1 { "" } else { "s" }
-        ),
-        body,
-        review: true,
-        action: None,
-    }
 }
 
 /// The user confirmed the waiting run with `digest`: run it if the policy still makes that very

@@ -19,6 +19,7 @@ use tauri::{AppHandle, Builder, Emitter, Manager, Runtime, WebviewUrl, WebviewWi
 
 pub mod auto;
 pub mod backend;
+mod desktop_notes;
 pub mod keeps;
 pub mod lowspace;
 pub mod notes;
@@ -36,10 +37,11 @@ mod watch_events;
 pub mod why;
 
 pub use backend::{
-    Backend, History, MachineRef, Plan, RealBackend, ReclaimOutcome, VmAction, VmOutcome, VmPlan,
-    VmTarget,
+    Backend, History, MachineRef, PlanView, RealBackend, ReclaimOutcome, VmAction, VmOutcome,
+    VmPlan, VmTarget,
 };
-pub use notes::{Clock, DesktopNotifier, Note, Notifier, OrphanWatch, SystemClock};
+pub use desktop_notes::DesktopNotifier;
+pub use notes::{Clock, Note, Notifier, OrphanWatch, SystemClock};
 pub use settings::Settings;
 
 /// A window closed (hidden) this long without being shown again is destroyed, which ends its
@@ -349,7 +351,7 @@ fn in_view(st: &AppState, ids: Vec<String>) -> Vec<String> {
 }
 
 #[tauri::command]
-fn plan_reclaim(state: tauri::State<'_, AppState>, ids: Vec<String>) -> Result<Plan, String> {
+fn plan_reclaim(state: tauri::State<'_, AppState>, ids: Vec<String>) -> Result<PlanView, String> {
     let ids = in_view(&state, ids);
     let report = lock(&state.report)
         .clone()
@@ -886,7 +888,7 @@ fn confirm_tray_reclaim<R: Runtime>(app: &AppHandle<R>) {
 
 /// The tray's native confirmation for a reclaim: the core's confirmation of the plan, as the CLI
 /// and the window word it (headline, estimate, then the first action lines).
-pub fn tray_reclaim_text(plan: &Plan) -> (String, String) {
+pub fn tray_reclaim_text(plan: &PlanView) -> (String, String) {
     let c = &plan.confirmation;
     let mut msg = format!("{}?\n", c.sentence());
     for l in c.lines.iter().take(8) {

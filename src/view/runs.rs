@@ -1,0 +1,709 @@
+//! What a run of a plan looks like to a person, before and after: the plan as the window and
+//! the tray confirm it (the core plan's actions, refusals, estimate and fingerprint), a reclaim's
+//! and a Stop / End process / Delete's outcome, the progress of a run, and the History tab's
+//! runs. Every surface shows these as they are (the window receives them as JSON); none
+//! re-derives a sentence, a count or an estimate.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::exec::{ExecReport, Outcome, ProgressEvent};
+use crate::model::{Product, ScanReport};
+use crate::plan::{Action, Plan as CorePlan, Selection};
+use crate::view::Confirmation;
+
+/// One thing the plan will do, as the confirmation lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanStep {
+    /// The finding the step acts on (empty for actions that are not a finding's).
+    pub id: String,
+    /// The path it acts on (empty for an action on no path).
+    pub path: PathBuf,
+    /// The path shortened from the middle for display (`view::short_path`).
+    pub short_path: String,
+    /// The core's words for the action (`Action::summary`, as `smolsweep prune` prints it).
+    pub summary: String,
+    /// Allocated bytes the scan measured for it.
+    pub allocated_bytes: u64,
+}
+
+/// A finding the user asked for that will not be touched, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    /// The finding's id.
+    pub id: String,
+    /// The finding's path, when the scan has it.
+    pub path: Option<PathBuf>,
+    /// The planner's reason, in words.
+    pub reason: String,
+}
+
+/// Exactly what a reclaim will do, shown before it runs: the core's plan for the chosen
+/// findings — the plan the executor runs — and the core's confirmation of it
+/// (`view::confirmation`), the same words and estimate the CLI and the tray show.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanView {
+    /// The core's confirmation of the plan (`view::confirmation`).
+    pub confirmation: Confirmation,
+    /// What it will do, in order.
+    pub steps: Vec<PlanStep>,
+    /// What was asked for and will not be touched, and why.
+    pub refused: Vec<Refusal>,
+    /// The core's estimate (`confirmation.estimate_bytes`).
+    pub estimated_bytes: u64,
+    /// Fingerprint of the core plan's actions and refusals. A reclaim confirmed against this view
+    /// runs only if the plan made at that moment has the same fingerprint.
+    pub digest: String,
+    /// The core plan itself (what [`Backend::execute`] runs).
+    #[serde(skip)]
+    pub core: Option<CorePlan>,
+}
+
+/// The core plan for the chosen finding ids (duplicates dropped).
+pub fn core_plan(report: &ScanReport, ids: &[String]) -> CorePlan {
+    CorePlan::from_scan(
+        report,
+        &Selection {
+            ids: dedup(ids),
+            ..Default::default()
+        },
+    )
+}
+
+fn dedup(ids: &[String]) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    ids.iter()
+        .filter(|i| seen.insert(i.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// What the Reclaim button says for a selection: the core's confirmation of the plan for it
+/// (`view::selection_estimate`).
+pub fn selection_estimate(report: &ScanReport, ids: &[String]) -> Confirmation {
+    crate::view::selection_estimate(report, &dedup(ids))
+}
+
+/// Build the plan for the chosen finding ids: protected, unknown and unknown-id findings are
+/// refused by the core planner, with its reasons. Pure: looks at the report only.
+pub fn plan(report: &ScanReport, ids: &[String]) -> PlanView {
+    plan_of(report, core_plan(report, ids))
+}
+
+/// The window's plan for a core plan made from `report` (the confirmation, steps and refusals).
+pub fn plan_of(report: &ScanReport, core: CorePlan) -> PlanView {
+    let confirmation = crate::view::confirmation(&core);
+    let steps = core
+        .actions
+        .iter()
+        .map(|a| {
+            let (id, path, bytes) = match &a.action {
+                Action::DeletePath {
+                    finding_id,
+                    path,
+                    expected_bytes,
+                    ..
+                } => (finding_id.clone(), path.clone(), *expected_bytes),
+                Action::DeleteMachine { bytes, .. } => (String::new(), PathBuf::new(), *bytes),
+                Action::Detach { mountpoint } => (String::new(), mountpoint.clone(), 0),
+                _ => (String::new(), PathBuf::new(), 0),
+            };
+            PlanStep {
+                short_path: crate::view::short_path(&path, 72),
+                id,
+                path,
+                summary: a.summary.clone(),
+                allocated_bytes: bytes,
+            }
+        })
+        .collect();
+    let refused = core
+        .skipped_at_plan
+        .iter()
+        .map(|s| Refusal {
+            id: s.id.clone(),
+            path: report.finding(&s.id).map(|f| f.path.clone()),
+            reason: s.why.clone(),
+        })
+        .collect();
+    PlanView {
+        estimated_bytes: confirmation.estimate_bytes,
+        confirmation,
+        steps,
+        refused,
+        digest: core.action_digest(),
+        core: Some(core),
+    }
+}
+
+/// What happened to one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// Done (or would be, in a dry run).
+    Removed,
+    /// Not done: the re-judge or the plan said no.
+    Skipped,
+    /// Tried and failed.
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What happened to one step of a reclaim.
+pub struct StepResult {
+    /// The finding the step acted on (empty for actions that are not a finding's).
+    pub id: String,
+    /// The path it acted on.
+    pub path: PathBuf,
+    /// What happened.
+    pub status: StepStatus,
+    /// The executor's words for it.
+    pub message: String,
+    /// Allocated bytes measured just before removal.
+    pub freed_bytes: u64,
+}
+
+/// The result of a reclaim, as the window and the notification show it (the run itself is in
+/// the core journal).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ReclaimOutcome {
+    /// Seconds since the Unix epoch.
+    pub started_at: u64,
+    /// Seconds since the Unix epoch.
+    pub finished_at: u64,
+    /// The plan's estimate.
+    pub estimated_bytes: u64,
+    /// What the executor measured as freed.
+    pub measured_bytes: u64,
+    /// Both in words, as every surface writes bytes (`view::bytes`).
+    #[serde(default)]
+    pub estimated: String,
+    #[serde(default)]
+    /// The measured bytes in words.
+    pub measured: String,
+    /// "Removed 2 items; estimated 1.2 MB, measured 1.1 MB.": the result's sentence.
+    #[serde(default)]
+    pub summary: String,
+    /// "1 selected item was not included (kept or not verified).", or "".
+    #[serde(default)]
+    pub refused_line: String,
+    /// Each step, in the order it ran.
+    pub steps: Vec<StepResult>,
+    /// What the plan refused.
+    pub refused: Vec<Refusal>,
+    /// The journal could not be written: the run stopped before the next action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_error: Option<String>,
+}
+
+impl ReclaimOutcome {
+    /// What a reclaim of `plan` did, from the executor's report, or why nothing ran.
+    pub fn of(plan: &PlanView, result: Result<ExecReport, String>, started_at: u64) -> Self {
+        let mut out = ReclaimOutcome {
+            started_at,
+            estimated_bytes: plan.estimated_bytes,
+            refused: plan.refused.clone(),
+            ..Default::default()
+        };
+        match result {
+            Ok(r) => {
+                out.measured_bytes = r.freed_bytes;
+                out.journal_error = r.journal_error.clone();
+                for rec in &r.records {
+                    let (id, expected) = match &rec.action {
+                        Action::DeletePath {
+                            finding_id,
+                            expected_bytes,
+                            ..
+                        } => (finding_id.clone(), *expected_bytes),
+                        _ => (String::new(), 0),
+                    };
+                    let (message, freed) = match &rec.outcome {
+                        Outcome::Done { detail } => (detail.clone(), rec.freed_bytes),
+                        Outcome::WouldDo { detail } => (detail.clone(), expected),
+                        Outcome::Skipped { why, .. } => (why.clone(), 0),
+                        Outcome::Failed { error } => (error.clone(), 0),
+                    };
+                    out.steps.push(StepResult {
+                        id,
+                        path: path_of(&rec.action),
+                        status: status_of(&rec.outcome),
+                        message,
+                        freed_bytes: freed,
+                    });
+                }
+            }
+            Err(why) => {
+                out.steps = plan
+                    .steps
+                    .iter()
+                    .map(|s| StepResult {
+                        id: s.id.clone(),
+                        path: s.path.clone(),
+                        status: StepStatus::Skipped,
+                        message: why.clone(),
+                        freed_bytes: 0,
+                    })
+                    .collect();
+            }
+        }
+        out.finished_at = now_secs();
+        out.estimated = crate::view::bytes(out.estimated_bytes);
+        out.measured = crate::view::bytes(out.measured_bytes);
+        let removed = out
+            .steps
+            .iter()
+            .filter(|s| s.status == StepStatus::Removed)
+            .count();
+        out.summary = format!(
+            "Removed {removed} item{}; estimated {}, measured {}.",
+            if removed == 1 { "" } else { "s" },
+            out.estimated,
+            out.measured
+        );
+        out.refused_line = match out.refused.len() {
+            0 => String::new(),
+            1 => "1 selected item was not included (kept or not verified).".into(),
+            n => format!("{n} selected items were not included (kept or not verified)."),
+        };
+        out
+    }
+
+    /// How many steps ended `s`.
+    pub fn count(&self, s: StepStatus) -> usize {
+        self.steps.iter().filter(|r| r.status == s).count()
+    }
+}
+
+fn path_of(a: &Action) -> PathBuf {
+    match a {
+        Action::DeletePath { path, .. } => path.clone(),
+        Action::Detach { mountpoint } => mountpoint.clone(),
+        _ => PathBuf::new(),
+    }
+}
+
+fn status_of(o: &Outcome) -> StepStatus {
+    match o {
+        Outcome::Done { .. } | Outcome::WouldDo { .. } => StepStatus::Removed,
+        Outcome::Skipped { .. } => StepStatus::Skipped,
+        Outcome::Failed { .. } => StepStatus::Failed,
+    }
+}
+
+/// Progress of a running reclaim, sent to the window as `reclaim-progress` events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    /// Actions finished.
+    pub done: usize,
+    /// Actions in the plan.
+    pub total: usize,
+    /// The path of the action just finished.
+    pub path: PathBuf,
+    /// How it ended.
+    pub status: StepStatus,
+}
+
+/// The reclaim progress for an executor event (one per finished action).
+pub fn progress_of(plan: &CorePlan, e: &ProgressEvent) -> Option<Progress> {
+    match e {
+        ProgressEvent::Finished {
+            index,
+            total,
+            outcome,
+            ..
+        } => Some(Progress {
+            done: index + 1,
+            total: *total,
+            path: plan
+                .actions
+                .get(*index)
+                .map(|a| path_of(&a.action))
+                .unwrap_or_default(),
+            status: status_of(outcome),
+        }),
+        ProgressEvent::Started { .. } => None,
+    }
+}
+
+// ---- Stop / End process / Delete --------------------------------------------------------------
+
+pub use crate::target::{Target as VmTarget, VmAction};
+
+/// A machine or sandbox named in the scan's machine list (the Running VMs view's rows).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineRef {
+    /// Whose.
+    pub product: Product,
+    /// The machine name or sandbox id.
+    pub name: String,
+}
+
+/// What Stop / End process / Delete of one VM or machine will do, shown before it runs: the
+/// core's plan for that target ([`crate::target::plan_for`]) — the plan the executor runs —
+/// with the core's confirmation and words for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VmPlan {
+    /// The VM process (0 for a machine row).
+    pub pid: u32,
+    /// Its start time, as the scan saw it.
+    pub start_time: u64,
+    /// Set when the plan was asked for a machine row rather than a VM process.
+    pub machine: Option<MachineRef>,
+    /// What was asked.
+    pub action: VmAction,
+    /// The command as the journal records it: `stop`, `end process` or `delete`.
+    pub command: String,
+    /// Whom it is about, e.g. `smol-machines smolvm web (pid 4321)`.
+    pub target: String,
+    /// The plan's action summaries, in the order they run.
+    pub steps: Vec<String>,
+    /// What was asked for but not planned, with the planner's reason (a plan with no steps runs
+    /// nothing).
+    pub refused: Vec<Refusal>,
+    /// The core's confirmation of the plan (`view::confirmation`).
+    pub confirmation: Confirmation,
+    /// The core's estimate (`confirmation.estimate_bytes`).
+    pub estimated_bytes: u64,
+    /// Delete together with the machines branched from it (`--cascade`).
+    pub cascade: bool,
+    /// A delete refused because machines are branched from it, which is planned with `cascade`.
+    pub cascade_available: bool,
+    /// Fingerprint of the core plan's actions and refusals ([`CorePlan::action_digest`]).
+    pub digest: String,
+    /// The confirmation's title, question and button (the tray's native dialog and the window
+    /// show the same words).
+    pub title: String,
+    /// The question the confirmation asks.
+    pub question: String,
+    /// The button that runs it.
+    pub ok: String,
+    /// The result's heading if the run cannot start: "Not done: stop smolvm:m1".
+    pub not_done: String,
+    #[serde(skip)]
+    /// The core plan itself (what the executor runs).
+    pub core: Option<CorePlan>,
+}
+
+/// The heading of a VM or machine action's result: "Done: stop smolvm:m1" or "Not done: …".
+pub fn outcome_heading(done: bool, command: &str, target: &str) -> String {
+    let word = if done { "Done" } else { "Not done" };
+    format!("{word}: {command} {target}")
+}
+
+impl VmPlan {
+    /// The plan for `action` on `target` from `report`, as the window and the tray show it.
+    pub fn of(report: &ScanReport, target: &VmTarget, action: VmAction, cascade: bool) -> Self {
+        let t = crate::target::plan_for(report, target, action, cascade);
+        let confirmation = t.confirmation();
+        let core = t.plan.clone().ok();
+        VmPlan {
+            pid: t.pid,
+            start_time: t.start_time,
+            machine: t
+                .machine
+                .clone()
+                .map(|(product, name)| MachineRef { product, name }),
+            action: t.action,
+            command: t.command().into(),
+            target: t.target.clone(),
+            steps: core
+                .iter()
+                .flat_map(|c| c.actions.iter().map(|a| a.summary.clone()))
+                .collect(),
+            refused: t
+                .refused()
+                .into_iter()
+                .map(|s| Refusal {
+                    id: s.id,
+                    path: None,
+                    reason: s.why,
+                })
+                .collect(),
+            estimated_bytes: confirmation.estimate_bytes,
+            confirmation,
+            cascade,
+            cascade_available: t.cascade_available,
+            digest: core
+                .as_ref()
+                .map(CorePlan::action_digest)
+                .unwrap_or_default(),
+            title: t.title(),
+            question: t.question(),
+            ok: t.ok().into(),
+            not_done: outcome_heading(false, t.command(), &t.target),
+            core,
+        }
+    }
+
+    /// Every line the confirmation lists: what runs, then what was not planned and why.
+    pub fn lines(&self) -> Vec<String> {
+        let refused = self
+            .refused
+            .iter()
+            .map(|r| format!("not planned: {}", r.reason));
+        self.steps.iter().cloned().chain(refused).collect()
+    }
+}
+
+/// The core plan for Stop / End process / Delete of the VM process `pid` (with the start time
+/// the user saw). Pure: looks at the report only.
+pub fn vm_plan(
+    report: &ScanReport,
+    pid: u32,
+    start_time: u64,
+    action: VmAction,
+    cascade: bool,
+) -> VmPlan {
+    VmPlan::of(
+        report,
+        &VmTarget::Process { pid, start_time },
+        action,
+        cascade,
+    )
+}
+
+/// The core plan for Stop / Delete of the machine or sandbox `name` of `product`, as the
+/// Running VMs view lists it (`view::MachineRow`). Pure.
+pub fn machine_plan(
+    report: &ScanReport,
+    product: Product,
+    name: &str,
+    action: VmAction,
+    cascade: bool,
+) -> VmPlan {
+    let target = VmTarget::Machine {
+        product,
+        name: name.into(),
+    };
+    VmPlan::of(report, &target, action, cascade)
+}
+
+/// What happened to one action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionStatus {
+    /// Done.
+    Done,
+    /// Not done: the re-judge or the plan said no.
+    Skipped,
+    /// Tried and failed.
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What happened to one action of a Stop / End process / Delete.
+pub struct ActionResult {
+    /// The action, in the core's words.
+    pub summary: String,
+    /// What happened.
+    pub status: ActionStatus,
+    /// The executor's words for it.
+    pub message: String,
+}
+
+impl ActionResult {
+    /// The line the window shows for it: "done: Stop machine m1 — stopped".
+    pub fn line(&self) -> String {
+        let status = match self.status {
+            ActionStatus::Done => "done",
+            ActionStatus::Skipped => "skipped",
+            ActionStatus::Failed => "failed",
+        };
+        format!("{status}: {} — {}", self.summary, self.message)
+    }
+}
+
+/// The result of Stop / End process / Delete (the run itself is in the core journal).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmOutcome {
+    /// The VM process asked about (0 for a machine).
+    pub pid: u32,
+    /// What was asked.
+    pub action: VmAction,
+    /// The command as the journal records it.
+    pub command: String,
+    /// Whom it was about.
+    pub target: String,
+    /// The journaled plan (empty when nothing ran).
+    pub plan_id: String,
+    /// Each action, in the order it ran.
+    pub steps: Vec<ActionResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The journal could not be written: the run stopped before the next action.
+    pub journal_error: Option<String>,
+    /// "Done: stop smolvm:m1", or "Not done: …" when a step was not done or the journal failed.
+    #[serde(default)]
+    pub heading: String,
+    /// Each step's line ([`ActionResult::line`]), in `steps` order.
+    #[serde(default)]
+    pub lines: Vec<String>,
+}
+
+impl VmOutcome {
+    /// What the run of `plan` did, from the executor's report, or why nothing ran.
+    pub fn of(plan: &VmPlan, result: Result<ExecReport, String>) -> Self {
+        let mut out = VmOutcome {
+            pid: plan.pid,
+            action: plan.action,
+            command: plan.command.clone(),
+            target: plan.target.clone(),
+            plan_id: String::new(),
+            steps: vec![],
+            journal_error: None,
+            heading: String::new(),
+            lines: vec![],
+        };
+        match result {
+            Ok(r) => {
+                out.plan_id = r.plan_id.clone();
+                out.journal_error = r.journal_error.clone();
+                out.steps = r
+                    .records
+                    .iter()
+                    .map(|rec| {
+                        let (status, message) = match &rec.outcome {
+                            Outcome::Done { detail } | Outcome::WouldDo { detail } => {
+                                (ActionStatus::Done, detail.clone())
+                            }
+                            Outcome::Skipped { why, .. } => (ActionStatus::Skipped, why.clone()),
+                            Outcome::Failed { error } => (ActionStatus::Failed, error.clone()),
+                        };
+                        ActionResult {
+                            summary: rec.summary.clone(),
+                            status,
+                            message,
+                        }
+                    })
+                    .collect();
+            }
+            Err(why) => {
+                out.steps = plan
+                    .steps
+                    .iter()
+                    .map(|s| ActionResult {
+                        summary: s.clone(),
+                        status: ActionStatus::Skipped,
+                        message: why.clone(),
+                    })
+                    .collect();
+            }
+        }
+        out.heading = outcome_heading(out.all_done(), &out.command, &out.target);
+        out.lines = out.steps.iter().map(ActionResult::line).collect();
+        out
+    }
+
+    /// Every action was done.
+    pub fn all_done(&self) -> bool {
+        !self.steps.is_empty()
+            && self.journal_error.is_none()
+            && self.steps.iter().all(|s| s.status == ActionStatus::Done)
+    }
+}
+
+// ---- History ----------------------------------------------------------------------------------
+
+/// File the window kept its own reclaim history in before every run went to the core journal.
+/// It is not imported (its records are not plans); the History tab says where it is.
+pub const LEGACY_HISTORY_FILE: &str = "history.jsonl";
+
+/// The History tab: the core journal's runs, newest first, each with the surface and command
+/// that made it — what `smolsweep history` prints.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct History {
+    /// The journal read.
+    pub journal: Option<PathBuf>,
+    /// Its runs, newest first.
+    pub runs: Vec<HistoryRun>,
+    /// Lines of the journal that could not be read (1-based).
+    pub damaged_lines: Vec<usize>,
+    /// "2 damaged journal lines skipped.", or "" when none was.
+    pub damaged_line: String,
+    /// The journal could not be read.
+    pub error: Option<String>,
+    /// The window's old `history.jsonl`, when it is still there.
+    pub legacy: Option<PathBuf>,
+}
+
+/// One run of the History tab: the journal's summary with its bytes in words.
+#[derive(Debug, Clone, Serialize)]
+pub struct HistoryRun {
+    #[serde(flatten)]
+    /// The journal's summary of the run.
+    pub run: crate::journal::RunSummary,
+    /// What the run measured as freed (`None` when it did not finish, or freed and planned
+    /// nothing).
+    pub freed: Option<String>,
+    /// What the plan estimated, in words (`None` when it estimated nothing).
+    pub estimated: Option<String>,
+    /// "3 planned: 2 done, 1 skipped" (skipped and failed named only when there are some).
+    pub counts: String,
+    /// "est. 1.2 GB", or "" when nothing was estimated.
+    pub estimated_line: String,
+}
+
+impl HistoryRun {
+    fn of(run: crate::journal::RunSummary) -> Self {
+        let freed = run
+            .freed_bytes
+            .filter(|&b| b > 0 || run.estimated_bytes > 0)
+            .map(crate::view::bytes);
+        let estimated = (run.estimated_bytes > 0).then(|| crate::view::bytes(run.estimated_bytes));
+        let mut counts = format!("{} planned: {} done", run.planned_actions, run.done);
+        if run.skipped > 0 {
+            counts += &format!(", {} skipped", run.skipped);
+        }
+        if run.failed > 0 {
+            counts += &format!(", {} failed", run.failed);
+        }
+        HistoryRun {
+            estimated_line: estimated
+                .as_ref()
+                .map(|e| format!("est. {e}"))
+                .unwrap_or_default(),
+            counts,
+            run,
+            freed,
+            estimated,
+        }
+    }
+}
+
+/// Read the core journal at `journal` (a missing file is an empty history).
+pub fn history(journal: Option<&Path>, legacy: Option<&Path>) -> History {
+    let mut h = History {
+        journal: journal.map(Path::to_path_buf),
+        legacy: legacy.filter(|p| p.is_file()).map(Path::to_path_buf),
+        ..Default::default()
+    };
+    let Some(path) = journal else {
+        h.error = Some("no data directory for the journal".into());
+        return h;
+    };
+    match crate::journal::read(path) {
+        Ok(c) => {
+            h.runs = crate::journal::runs(&c.entries)
+                .into_iter()
+                .rev()
+                .map(HistoryRun::of)
+                .collect();
+            h.damaged_lines = c.damaged_lines;
+            h.damaged_line = match h.damaged_lines.len() {
+                0 => String::new(),
+                1 => "1 damaged journal line skipped.".into(),
+                n => format!("{n} damaged journal lines skipped."),
+            };
+        }
+        Err(e) => h.error = Some(format!("cannot read {}: {e}", path.display())),
+    }
+    h
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

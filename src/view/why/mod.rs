@@ -1,0 +1,121 @@
+//! `why`: how Smolsweep judges one thing, and on what evidence, in plain sentences.
+//!
+//! A person names a finding, a path, a machine or sandbox, or a process; [`explain`] gathers the
+//! facts the scan judged it on (its kind and reason, the processes using it, the inventory row
+//! that claims it, the keep rule that keeps it, the disks whose backing chain needs it, whether
+//! the product's version is verified, and the smallest command that would free it) into a
+//! [`Why`], and renders them as sentences ([`Why::lines`], [`Why::text`]). The CLI prints the
+//! text or the facts as JSON; the window shows the same text. Nothing here acts.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use crate::env::EnvSnapshot;
+use crate::keep::Keeps;
+use crate::model::*;
+use crate::procs::RawProcess;
+use crate::scan::ScanOptions;
+
+mod facts;
+mod gather;
+mod render;
+
+pub use facts::*;
+use gather::*;
+use render::render;
+
+/// Schema name of `why --json`.
+pub const WHY_SCHEMA: &str = "smolsweep.why/1";
+
+/// What a person asked about, as a surface resolved what they typed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "by", content = "value", rename_all = "snake_case")]
+pub enum Asked {
+    /// A finding, by its full id.
+    Finding(String),
+    /// A path (absolute).
+    Path(#[serde(with = "crate::pathser::one")] PathBuf),
+    /// A smolvm machine or a Celesto sandbox, recorded or not (its leftovers).
+    Machine {
+        /// Whose.
+        product: Product,
+        /// The machine name or sandbox id.
+        name: String,
+    },
+    /// A process id.
+    Process(u32),
+}
+
+/// What `why` reads: one scan, the process table that scan judged, the keep rules and the
+/// product roots of this environment.
+pub struct WhyFacts {
+    pub(super) report: ScanReport,
+    pub(super) processes: Vec<RawProcess>,
+    pub(super) keeps: Result<Keeps, String>,
+    pub(super) roots: Vec<Root>,
+    pub(super) now: SystemTime,
+}
+
+impl WhyFacts {
+    /// Scan now (read-only), keeping the process table the scan judged on.
+    pub fn gather(opts: &ScanOptions) -> WhyFacts {
+        let processes = own_table();
+        let report = crate::scan::scan_with(opts, processes.clone());
+        let keeps = Keeps::load(&crate::keep::path_for(&opts.env, opts.platform))
+            .map_err(|e| e.to_string());
+        let roots = roots_of(&report, &opts.env, opts.platform);
+        WhyFacts {
+            report,
+            processes,
+            keeps,
+            roots,
+            now: opts.now,
+        }
+    }
+
+    /// The facts of a scan a surface already holds (the window's rows): the process table read
+    /// now for the command lines of what uses them, the keep rules at `keep_file` (the
+    /// environment's keep file when `None`) and the roots of `env`.
+    pub fn of_report(report: ScanReport, env: &EnvSnapshot, keep_file: Option<&Path>) -> WhyFacts {
+        let platform = report.platform;
+        let keep_file = keep_file
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| crate::keep::path_for(env, platform));
+        WhyFacts {
+            roots: roots_of(&report, env, platform),
+            processes: own_table(),
+            keeps: Keeps::load(&keep_file).map_err(|e| e.to_string()),
+            report,
+            now: SystemTime::now(),
+        }
+    }
+
+    /// The scan the answers come from (what a surface resolves a typed target against).
+    pub fn report(&self) -> &ScanReport {
+        &self.report
+    }
+
+    /// Whether process `pid` was in the process table the scan judged (a VM process or not).
+    pub fn has_process(&self, pid: u32) -> bool {
+        self.processes.iter().any(|p| p.pid == pid)
+            || self.report.processes.iter().any(|p| p.pid == pid)
+    }
+}
+
+/// How Smolsweep judges `asked`, on the facts of `facts`.
+pub fn explain(facts: &WhyFacts, asked: &Asked) -> Why {
+    let mut why = Why::new(asked.clone());
+    match asked {
+        Asked::Finding(id) => match facts.report.finding(id) {
+            Some(f) => finding_why(facts, f, &mut why),
+            None => why.found = false,
+        },
+        Asked::Path(p) => path_why(facts, p, &mut why),
+        Asked::Machine { product, name } => machine_why(facts, *product, name, &mut why),
+        Asked::Process(pid) => process_why(facts, *pid, &mut why),
+    }
+    why.lines = render(&why);
+    why
+}
