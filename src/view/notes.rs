@@ -99,7 +99,7 @@ impl OrphanWatch {
         let current = orphans_of(report);
         self.seen.retain(|k| current.contains_key(k));
         let allowed =
-            |last: Option<u64>| last.map_or(true, |t| now.saturating_sub(t) >= MIN_GAP_SECS);
+            |last: Option<u64>| last.is_none_or(|t| now.saturating_sub(t) >= MIN_GAP_SECS);
         let (procs_ok, files_ok) = (allowed(self.last_sent), allowed(self.last_sent_files));
         let new: Vec<(&String, &(String, u64, bool))> = current
             .iter()
