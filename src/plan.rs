@@ -289,8 +289,9 @@ fn describe_delete_machine(
         format!("delete ephemeral machine '{name}' whose VM is gone (smolvm machine delete --force){with}")
     } else {
         format!(
-            "delete {} {name} ({}){with}",
+            "delete {} {} '{name}' ({}){with}",
             product.display_name(),
+            product.noun(),
             human_bytes(bytes)
         )
     }
@@ -368,15 +369,29 @@ impl Action {
                 name,
                 state,
                 ..
-            } => format!("stop {} {name} ({state})", product.display_name()),
+            } => format!(
+                "stop {} {} '{name}' ({state})",
+                product.display_name(),
+                product.noun()
+            ),
             Action::DeleteMachine {
                 product,
                 name,
                 children,
                 bytes,
                 ephemeral,
+                pid,
                 ..
-            } => describe_delete_machine(*product, name, children, *bytes, *ephemeral),
+            } => {
+                let d = describe_delete_machine(*product, name, children, *bytes, *ephemeral);
+                match pid {
+                    // Issue 31, item 7: a running one is stopped by its delete; say so.
+                    Some(pid) => {
+                        format!("{d}; it is running (VM process {pid}): deleting it stops it first")
+                    }
+                    None => d,
+                }
+            }
             Action::SignalProcess {
                 pid,
                 product,

@@ -64,16 +64,15 @@ pub fn scan_state(scanning: bool, scanned_at: Option<u64>, failed: bool, now: u6
 }
 
 /// How a verdict is called on every surface: its [`verdict_word`], capitalised, with the opt-in
-/// class and what includes it.
+/// class in brackets ("Opt-in (caches)"): one word per verdict (issue 31); the flag that
+/// includes a class is [`class_label`]'s.
 pub(crate) fn verdict_label(v: Verdict, class: Option<OptInClass>) -> &'static str {
     match (v, class) {
         (Verdict::Reclaimable, _) => "Reclaimable",
-        (Verdict::OptIn, Some(OptInClass::SavedDisks)) => {
-            "Saved disk: only if you include saved disks"
-        }
-        (Verdict::OptIn, Some(OptInClass::Caches)) => "Cache: only if you include caches",
-        (Verdict::OptIn, Some(OptInClass::Residue)) => "Residue: only if you include residue",
-        (Verdict::OptIn, None) => "Only if you include it",
+        (Verdict::OptIn, Some(OptInClass::SavedDisks)) => "Opt-in (saved disks)",
+        (Verdict::OptIn, Some(OptInClass::Caches)) => "Opt-in (caches)",
+        (Verdict::OptIn, Some(OptInClass::Residue)) => "Opt-in (residue)",
+        (Verdict::OptIn, None) => "Opt-in",
         (Verdict::Protected, _) => "Protected",
         (Verdict::Unknown, _) => "Unverifiable",
     }
@@ -156,7 +155,7 @@ pub struct Row {
     pub apparent: Option<String>,
     /// What Smolsweep may do with it.
     pub verdict: Verdict,
-    /// The verdict as every surface words it ("Reclaimable", "Cache: only if you include caches",
+    /// The verdict as every surface words it ("Reclaimable", "Opt-in (caches)",
     /// "Protected", "Unverifiable").
     pub verdict_label: &'static str,
     /// Whether a person may select it for deletion (reclaimable or opt-in).
@@ -251,7 +250,7 @@ pub struct MachineRow {
     pub product: Product,
     /// The smolvm machine name or Celesto sandbox id.
     pub name: String,
-    /// "machine" (smolvm) or "computer"/"sandbox" (Celesto, as the installed version says).
+    /// "sandbox" (Celesto) or "machine" (smolvm): [`Product::noun`], the one noun on every surface.
     pub noun: &'static str,
     /// The state a person should see (`running`, `stopped`,
     /// `stale: recorded running, process gone`, ...).
@@ -427,7 +426,7 @@ impl ScanView {
     }
 }
 
-/// Machines a plan deletes through their product's CLI.
+/// Machines and sandboxes a plan deletes through their product's CLI.
 fn machine_deletes(plan: &Plan) -> usize {
     plan.actions
         .iter()
@@ -437,11 +436,12 @@ fn machine_deletes(plan: &Plan) -> usize {
 
 /// "42 items", "42 items and 1 machine": what a plan deletes, counted as its lines are.
 pub(crate) fn items_and_machines(plan: &Plan) -> String {
-    let items = plural(plan.delete_count(), "item", "items");
-    match machine_deletes(plan) {
-        0 => items,
-        m => format!("{items} and {}", plural(m, "machine", "machines")),
-    }
+    let mut parts = vec![plural(plan.delete_count(), "item", "items")];
+    parts.extend(vms(plan, |a| match a {
+        Action::DeleteMachine { product, .. } => Some(*product),
+        _ => None,
+    }));
+    parts.join(" and ")
 }
 
 fn orphans(r: &ScanReport) -> usize {
@@ -621,11 +621,7 @@ fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
     } else {
         m.effective_state.clone()
     };
-    let noun = match m.product {
-        Product::Smolvm => "machine",
-        Product::Celesto if celesto_says_computer(r) => "computer",
-        Product::Celesto => "sandbox",
-    };
+    let noun = m.product.noun();
     let stale = m.state == "running" && !m.alive;
     MachineRow {
         product: m.product,
@@ -679,15 +675,6 @@ Celesto no longer uses go, as with its own `image prune`)";
 
 /// What a smolvm helper machine is, on every surface that lists machines.
 const HELPER_ROLE: &str = "helper machine of an image build";
-
-/// Whether the installed Celesto calls its sandboxes "computers" (0.1.10 and later).
-pub(crate) fn celesto_says_computer(r: &ScanReport) -> bool {
-    r.products
-        .iter()
-        .find(|p| p.product == Product::Celesto)
-        .and_then(|p| p.version.as_deref())
-        .is_some_and(crate::upstream::celesto_uses_computer_noun)
-}
 
 fn next_steps(r: &ScanReport, reclaim: &Plan, hidden: Option<&Hidden>) -> Vec<String> {
     let mut out = Vec::new();
@@ -868,12 +855,46 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// What a person reads for the id of something a plan left out: `celesto:x` for the key
+/// `machine:celesto:x`, "VM process 12" for `pid:12`, a finding id as it is.
+pub fn skipped_target(id: &str) -> String {
+    if let Some(m) = id.strip_prefix("machine:") {
+        return m.to_string();
+    }
+    match id.strip_prefix("pid:") {
+        Some(pid) => format!("VM process {pid}"),
+        None => id.to_string(),
+    }
+}
+
+/// "1 sandbox", "2 machines": the VMs of each product that `which` picks from the plan's
+/// actions, each in its product's one noun.
+fn vms(plan: &Plan, which: impl Fn(&Action) -> Option<Product>) -> Vec<String> {
+    Product::ALL
+        .iter()
+        .filter_map(|p| {
+            let n = plan
+                .actions
+                .iter()
+                .filter(|a| which(&a.action) == Some(*p))
+                .count();
+            (n > 0).then(|| p.count(n))
+        })
+        .collect()
+}
+
 /// The confirmation of `plan`.
 pub fn confirmation(plan: &Plan) -> Confirmation {
     let count = |f: fn(&Action) -> bool| plan.actions.iter().filter(|a| f(&a.action)).count();
     let deletes = count(|a| matches!(a, Action::DeletePath { .. }));
-    let machines = count(|a| matches!(a, Action::DeleteMachine { .. }));
-    let stops = count(|a| matches!(a, Action::StopMachine { .. }));
+    let machines = vms(plan, |a| match a {
+        Action::DeleteMachine { product, .. } => Some(*product),
+        _ => None,
+    });
+    let stops = vms(plan, |a| match a {
+        Action::StopMachine { product, .. } => Some(*product),
+        _ => None,
+    });
     let ends = count(|a| matches!(a, Action::SignalProcess { .. }));
     let detaches = count(|a| matches!(a, Action::Detach { .. }));
     let removes = count(|a| {
@@ -887,18 +908,16 @@ pub fn confirmation(plan: &Plan) -> Confirmation {
     });
     let est = estimate_bytes(plan);
     let mut parts = Vec::new();
-    match (deletes, machines) {
-        (0, 0) => {}
-        (d, 0) => parts.push(format!("delete {}", plural(d, "item", "items"))),
-        (0, m) => parts.push(format!("delete {}", plural(m, "machine", "machines"))),
-        (d, m) => parts.push(format!(
-            "delete {} and {}",
-            plural(d, "item", "items"),
-            plural(m, "machine", "machines")
-        )),
+    let mut deleted: Vec<String> = Vec::new();
+    if deletes > 0 {
+        deleted.push(plural(deletes, "item", "items"));
     }
-    if stops > 0 {
-        parts.push(format!("stop {}", plural(stops, "machine", "machines")));
+    deleted.extend(machines);
+    if !deleted.is_empty() {
+        parts.push(format!("delete {}", deleted.join(" and ")));
+    }
+    if !stops.is_empty() {
+        parts.push(format!("stop {}", stops.join(" and ")));
     }
     if ends > 0 {
         parts.push(format!(

@@ -18,7 +18,7 @@ use smolsweep::exec::{self, Confirmed, ExecReport, How, Outcome};
 use smolsweep::journal;
 use smolsweep::model::{human_bytes, OptInClass, ScanReport};
 use smolsweep::plan::{Action, Plan, Selection, SkippedAtPlan};
-use smolsweep::view::{escape_text, shown};
+use smolsweep::view::{self, escape_text, shown};
 
 use super::progress::{self, outcome_line, Progress, Style};
 
@@ -759,7 +759,7 @@ fn print_plan(plan: &Plan) {
     if !plan.skipped_at_plan.is_empty() {
         crate::outln!("Not planned:");
         for s in &plan.skipped_at_plan {
-            crate::outln!("  {}: {}", s.id, escape_text(&s.why));
+            crate::outln!("  {}: {}", view::skipped_target(&s.id), escape_text(&s.why));
         }
     }
 }
@@ -767,7 +767,11 @@ fn print_plan(plan: &Plan) {
 /// One stderr line per named target that was not planned.
 fn print_refused(refused: &[SkippedAtPlan]) {
     for s in refused {
-        eprintln!("smolsweep: {}: {}", s.id, escape_text(&s.why));
+        eprintln!(
+            "smolsweep: {}: {}",
+            view::skipped_target(&s.id),
+            escape_text(&s.why)
+        );
     }
 }
 

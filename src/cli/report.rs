@@ -167,11 +167,9 @@ fn first_screen(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) 
         v.machines_line(o.width, o.ascii),
         v.processes_line(o.width, o.ascii, o.all_homes),
     ];
-    for (l, label) in lines.iter().zip(["Machines:", "VM processes:"]) {
-        if let Some(l) = l {
-            let rest = l.strip_prefix(label).unwrap_or(l);
-            let _ = writeln!(tail, "{}{rest}", paint.bold(label));
-        }
+    for l in lines.iter().flatten() {
+        let (label, rest) = l.split_at(l.find(':').map_or(0, |i| i + 1));
+        let _ = writeln!(tail, "{}{rest}", paint.bold(label));
     }
     compact(&mut tail, v, o, paint, false);
     items(&mut tail, v, o, paint);
@@ -311,7 +309,7 @@ fn machines(s: &mut String, v: &ScanView, paint: &Paint) {
     if v.machines.is_empty() {
         return;
     }
-    let _ = writeln!(s, "\n{}", paint.bold("Machines"));
+    let _ = writeln!(s, "\n{}", paint.bold(v.machines_heading()));
     for m in &v.machines {
         let pid = m.pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
         let size = m

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::{bytes, Group, ScanView};
 use crate::filter::Hidden;
-use crate::model::Verdict;
+use crate::model::{Product, Verdict};
 
 /// Table lines folded into one line: how many items of each verdict class they hold, and
 /// their bytes, never added across classes.
@@ -100,6 +100,13 @@ pub struct FirstScreen<'v> {
     pub nothing: Fold,
 }
 
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
+}
+
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
@@ -166,36 +173,61 @@ impl ScanView {
             rows: freeing,
         }
     }
-    /// "Machines: 17 (1 running) — celesto 8: fire1, vm-abc123, …; smolvm 9: booted, …", fit to
+    /// What the scan's VMs are called together, each product's in its one noun ([`Product::noun`]):
+    /// "Sandboxes and machines" when both products' are listed (or, with none listed, both
+    /// products are found), else "Sandboxes" or "Machines".
+    pub fn machines_heading(&self) -> &'static str {
+        let has = |p: Product| match self.machines.is_empty() {
+            false => self.machines.iter().any(|m| m.product == p),
+            true => self
+                .products
+                .iter()
+                .any(|l| l.product == p && l.status != "not found"),
+        };
+        match (has(Product::Celesto), has(Product::Smolvm)) {
+            (true, true) => "Sandboxes and machines",
+            (true, false) => "Sandboxes",
+            _ => "Machines",
+        }
+    }
+
+    /// "Sandboxes 8 (1 running): fire1, vm-abc123, …; machines 9: booted, …", each product's in
+    /// its one noun ([`Product::nouns`]), fit to
     /// `width` columns (`ascii`: as [`super::ascii`] will print it); the running ones are named
     /// first. `None` under a filter that picks items (kind, age, size).
     pub fn machines_line(&self, width: usize, ascii: bool) -> Option<String> {
         if self.hidden.as_ref().is_some_and(|h| h.items_only) {
             return None;
         }
+        let heading = self.machines_heading();
         if self.machines.is_empty() {
-            return Some("Machines: none.".into());
+            return Some(format!("{heading}: none."));
         }
-        let running = self
-            .machines
-            .iter()
-            .filter(|m| m.state == "running")
-            .count();
-        let head = format!("Machines: {} ({running} running)", self.machines.len());
         let mut lists: Vec<(String, Vec<String>)> = Vec::new();
-        for m in self
-            .machines
-            .iter()
-            .filter(|m| m.state == "running")
-            .chain(self.machines.iter().filter(|m| m.state != "running"))
-        {
-            let name = super::escape_text(&m.name);
-            match lists.iter_mut().find(|(p, _)| p == m.product.as_str()) {
-                Some((_, names)) => names.push(name),
-                None => lists.push((m.product.as_str().to_string(), vec![name])),
+        for p in Product::ALL {
+            let of = |running: bool| {
+                self.machines
+                    .iter()
+                    .filter(move |m| m.product == p && (m.state == "running") == running)
+            };
+            let n = of(true).count() + of(false).count();
+            if n == 0 {
+                continue;
             }
+            let noun = match lists.is_empty() {
+                true => capitalised(p.nouns()),
+                false => p.nouns().to_string(),
+            };
+            let label = match of(true).count() {
+                0 => format!("{noun} {n}"),
+                r => format!("{noun} {n} ({r} running)"),
+            };
+            let names = of(true)
+                .chain(of(false))
+                .map(|m| super::escape_text(&m.name));
+            lists.push((label, names.collect()));
         }
-        Some(fit_lists(&head, lists, "", width, ascii))
+        Some(fit_lists("", lists, "", width, ascii))
     }
 
     /// "VM processes: 2 (1 orphaned) — fire1 (Celesto QEMU VM, pid 12), …", fit to `width`
@@ -330,8 +362,11 @@ fn note_of(h: &Hidden, what: &str) -> String {
         (n, m) => format!("{m} of {n} items match {what}"),
     };
     let mut not_shown = Vec::new();
+    if h.sandboxes > 0 {
+        not_shown.push(Product::Celesto.count(h.sandboxes));
+    }
     if h.machines > 0 {
-        not_shown.push(plural(h.machines, "machine", "machines"));
+        not_shown.push(Product::Smolvm.count(h.machines));
     }
     if h.processes > 0 {
         not_shown.push(plural(h.processes, "VM process", "VM processes"));
@@ -368,12 +403,15 @@ fn fit_lists(
                 }
                 let label = match label.is_empty() {
                     true => String::new(),
-                    false => format!("{label} {}: ", names.len()),
+                    false => format!("{label}: "),
                 };
                 format!("{label}{}", shown.join(", "))
             })
             .collect();
-        format!("{head}{dash}{}{tail}", parts.join("; "))
+        match head.is_empty() {
+            true => format!("{}{tail}", parts.join("; ")),
+            false => format!("{head}{dash}{}{tail}", parts.join("; ")),
+        }
     };
     let mut taken = vec![0; lists.len()];
     loop {
@@ -403,8 +441,8 @@ mod tests {
     #[test]
     fn lists_fit_the_width_taking_names_in_turn() {
         let lists = vec![
-            ("celesto".to_string(), vec!["aaaa".to_string(); 10]),
-            ("smolvm".to_string(), vec!["bbbb".to_string(); 10]),
+            ("celesto 10".to_string(), vec!["aaaa".to_string(); 10]),
+            ("smolvm 10".to_string(), vec!["bbbb".to_string(); 10]),
         ];
         let s = fit_lists("Machines: 20", lists.clone(), ".", 60, false);
         assert!(s.chars().count() <= 60, "{s}");
@@ -424,7 +462,8 @@ mod tests {
         let h = Hidden {
             items: 46,
             matching: 0,
-            machines: 17,
+            machines: 9,
+            sandboxes: 8,
             processes: 1,
             items_only: true,
             flags: "--older-than 3650d".into(),
@@ -432,11 +471,12 @@ mod tests {
         };
         assert_eq!(
             filter_note(&h),
-            "None of the 46 items match --older-than 3650d; not shown: 17 machines, 1 VM process."
+            "None of the 46 items match --older-than 3650d; not shown: 8 sandboxes, 9 machines, 1 VM process."
         );
         let h = Hidden {
             matching: 3,
             machines: 0,
+            sandboxes: 0,
             processes: 0,
             ..h.clone()
         };
@@ -529,7 +569,7 @@ mod filter_tests {
         assert!(!next.contains("101"), "{next}");
         assert_eq!(
             v.filter_note.as_deref(),
-            Some("1 of 2 items matches --product smolvm; not shown: 1 machine, 1 VM process.")
+            Some("1 of 2 items matches --product smolvm; not shown: 1 sandbox, 1 VM process.")
         );
         // Unfiltered, both are there and nothing is said about a filter.
         let all = ScanView::filtered(&r, &Filter::default(), SystemTime::now());
@@ -553,7 +593,7 @@ mod filter_tests {
         assert!(v.groups.is_empty() && v.machines.is_empty() && v.processes.is_empty());
         assert_eq!(
             v.filter_note.as_deref(),
-            Some("None of the 2 items match --older-than 3650d; not shown: 2 machines, 2 VM processes.")
+            Some("None of the 2 items match --older-than 3650d; not shown: 1 sandbox, 1 machine, 2 VM processes.")
         );
         assert!(v.next_steps.is_empty(), "{:?}", v.next_steps);
         assert!(v.machines_line(80, false).is_none());

@@ -20,6 +20,7 @@ mod incremental;
 mod inputs;
 mod items;
 mod keep;
+mod nouns;
 mod one_number;
 mod pipeline;
 mod procmemo;

@@ -204,7 +204,7 @@ fn a_name_both_products_use_must_say_which_it_means() {
     );
     let (code, out, err) = s.run(&["delete", "smolvm:twin", "--dry-run"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("smol-machines smolvm twin"), "{out}");
+    assert!(out.contains("smol-machines smolvm machine 'twin'"), "{out}");
 }
 
 #[test]

@@ -353,10 +353,7 @@ pub(super) fn render_machine(why: &Why, product: Product, name: &str, out: &mut 
                 format!(
                     "No {} {} {shown} is recorded, and the scan found nothing of it.",
                     product.display_name(),
-                    match product {
-                        Product::Smolvm => "machine",
-                        Product::Celesto => "sandbox",
-                    }
+                    product.noun()
                 ),
             ));
             return;
