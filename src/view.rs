@@ -856,13 +856,13 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 }
 
 /// What a person reads for the id of something a plan left out: `celesto:x` for the key
-/// `machine:celesto:x`, "VM process 12" for `pid:12`, a finding id as it is.
+/// `machine:celesto:x`, "pid 12" for `pid:12`, a finding id as it is.
 pub fn skipped_target(id: &str) -> String {
     if let Some(m) = id.strip_prefix("machine:") {
         return m.to_string();
     }
     match id.strip_prefix("pid:") {
-        Some(pid) => format!("VM process {pid}"),
+        Some(pid) => format!("pid {pid}"),
         None => id.to_string(),
     }
 }

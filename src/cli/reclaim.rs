@@ -503,7 +503,7 @@ pub fn plan(a: PlanArgs) -> i32 {
         }
         if to_stdout {
             // Only the plan, so `plan --out - > p.json` or `| jq` read it.
-            crate::cli::out::println(&plan.to_json_pretty());
+            crate::cli::out::raw(&(plan.to_json_pretty() + "\n"));
             return 0;
         }
         if let Err(e) = std::fs::write(&a.out, plan.to_json_pretty() + "\n") {

@@ -128,16 +128,21 @@ fn wrap(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
     let mut lines = Vec::new();
     let mut cur = first.to_string();
     let mut empty = true;
+    // Laid out as the output fits it (a pid counts as its widest, `out::layout_columns`).
+    let mut cur_w = first.chars().count();
     for word in &words {
-        let n = word.chars().count() + usize::from(!empty);
-        if !empty && cur.chars().count() + n > width {
+        let n = crate::cli::out::layout_columns(word) + usize::from(!empty);
+        if !empty && cur_w + n > width {
             lines.push(std::mem::replace(&mut cur, rest.to_string()));
+            cur_w = rest.chars().count();
             empty = true;
         }
         if !empty {
             cur.push(' ');
+            cur_w += 1;
         }
         cur.push_str(word);
+        cur_w += crate::cli::out::layout_columns(word);
         empty = false;
     }
     lines.push(cur);
@@ -437,7 +442,9 @@ fn items(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
             )),
             paint.dim(&format!("- {}", g.meaning))
         );
-        let path_w = o.width.saturating_sub(2 + 14 + 2 + 12).max(20);
+        // An item is three lines: its verdict, size and id; its path; why (issue 31: a row
+        // fits the terminal; the path is whole under -v, shortened from the middle otherwise).
+        let path_w = o.width.saturating_sub(6).max(20);
         for r in &g.rows {
             let size = match &r.apparent {
                 Some(a) => format!("{} (apparent {a})", r.size),
@@ -456,10 +463,12 @@ fn items(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
             };
             let _ = writeln!(
                 s,
-                "  {word}  {path}  {size}  {}\n      {}",
+                "  {word}  {size}  {}\n      {path}",
                 paint.dim(&format!("id {}", r.id)),
-                r.reason
             );
+            for l in wrap(&r.reason, o.width, "      ", "      ") {
+                let _ = writeln!(s, "{l}");
+            }
         }
     }
 }

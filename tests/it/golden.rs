@@ -79,12 +79,21 @@ fn normalise(text: &str, root: &Path) -> String {
     }
     // "pid 123", in the reasons `-v` prints "(process 123)", and how long ago something young
     // changed ("changed 0 s ago": the clock moves between fixture and scan).
-    for word in ["pid ", "(process ", "changed "] {
+    // A line may break after the word (the layout is the same for every pid: it counts one as
+    // seven digits).
+    for word in ["pid ", "(process ", "changed ", "pid\n", "process\n"] {
         let mut out = String::with_capacity(text.len());
         let mut rest = text.as_str();
         while let Some(i) = rest.find(word) {
-            out.push_str(&rest[..i + word.len()]);
-            rest = &rest[i + word.len()..];
+            let indent = match word.ends_with('\n') {
+                true => {
+                    rest[i + word.len()..].len()
+                        - rest[i + word.len()..].trim_start_matches(' ').len()
+                }
+                false => 0,
+            };
+            out.push_str(&rest[..i + word.len() + indent]);
+            rest = &rest[i + word.len() + indent..];
             let digits = rest.chars().take_while(|c| c.is_ascii_digit()).count();
             if digits > 0 {
                 out.push_str(if word == "changed " { "<n>" } else { "<pid>" });

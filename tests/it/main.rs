@@ -37,6 +37,7 @@ mod uninstall;
 mod upstream_compare;
 mod vocabulary;
 mod why;
+mod widths;
 
 /// Scan options for a fixture HOME on Linux: its environment with a plain `PATH`, this
 /// process's euid, the usual 120 s age guard, now.
