@@ -21,6 +21,8 @@ use crate::plan::{Action, Plan, Selection};
 
 mod compact;
 mod localtime;
+/// Choices not yet acted on: the quit question, marks of a group, machine and process actions.
+pub mod marks;
 /// Notifications' words, and which orphans are new.
 pub mod notes;
 /// A run of a plan as a person sees it: the plan confirmed, its outcome, its progress, History.
