@@ -983,6 +983,12 @@ pub(crate) fn fix_for_path(r: &ScanReport, path: &Path) -> String {
             let flag = f.opt_in_class.map(|c| class_label(c).1).unwrap_or("");
             format!("smolsweep prune {flag}").trim_end().to_string()
         }
+        // A machine's or sandbox's own storage goes with it: `delete` (which stops a running
+        // one first) removes it, `stop` would not (issue 31).
+        _ if owning_machine(r, f).is_some() => match owning_machine(r, f) {
+            Some(m) => format!("smolsweep delete {}:{}", m.product.as_str(), m.name),
+            None => String::new(),
+        },
         // The scan's own "in use" judgement of it, not a second one.
         _ if !f.used_by.is_empty() => f
             .used_by
@@ -990,25 +996,29 @@ pub(crate) fn fix_for_path(r: &ScanReport, path: &Path) -> String {
             .map(|pid| fix_for_process(r, *pid))
             .collect::<Vec<_>>()
             .join("; "),
-        _ => match (
-            &f.owner,
-            r.machines
-                .iter()
-                .find(|m| Some(&m.name) == f.owner.as_ref()),
-        ) {
-            (Some(o), Some(m)) => format!("smolsweep delete {}:{o}", m.product.as_str()),
-            _ => format!("check by hand: {}", crate::pathser::escape_text(&f.reason)),
-        },
+        _ => format!("check by hand: {}", crate::pathser::escape_text(&f.reason)),
     }
+}
+
+/// The recorded machine or sandbox of `f`'s product that `f` belongs to.
+fn owning_machine<'r>(r: &'r ScanReport, f: &Finding) -> Option<&'r Machine> {
+    let owner = f.owner.as_ref()?;
+    r.machines
+        .iter()
+        .find(|m| m.product == f.product && &m.name == owner)
 }
 
 /// The command that would end VM process `pid`, judged by the scan `r`.
 pub(crate) fn fix_for_process(r: &ScanReport, pid: u32) -> String {
     match r.processes.iter().find(|p| p.pid == pid) {
         Some(p) if p.is_this_homes_orphan() => format!("smolsweep reap {pid}"),
-        Some(p) if p.scope != Scope::ThisHome => {
-            format!("not this HOME's: ask its owner (kill {pid} as that user)")
-        }
+        // Whether it runs as another user or as this one under another HOME, the one thing
+        // that is true: only a Smolsweep run for its HOME acts on it (issue 31).
+        Some(p) if p.scope != Scope::ThisHome => format!(
+            "not this HOME's: Smolsweep acts on it only when run for the HOME it belongs to \
+(as its user, uid {})",
+            p.uid
+        ),
         Some(p) => match &p.owner {
             Some(o) => format!("smolsweep stop {}:{o}", p.product.as_str()),
             None => format!("kill {pid} (Smolsweep cannot prove whose VM it is)"),

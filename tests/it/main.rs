@@ -33,6 +33,7 @@ mod scan;
 mod screen;
 mod trend;
 mod truthful;
+mod two_things;
 mod uninstall;
 mod upstream_compare;
 mod vocabulary;
