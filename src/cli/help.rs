@@ -335,9 +335,18 @@ pub fn examples(path: &str) -> &'static [(&'static str, &'static str)] {
 pub fn examples_text(path: &str) -> String {
     let ex = examples(path);
     let width = ex.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+    // A command and its comment side by side where they fit the terminal, else the comment
+    // on the line under its command (issue 31: help fits the width).
+    let side_by_side = crate::cli::out::width().is_none_or(|w| {
+        ex.iter()
+            .all(|(_, what)| 2 + width + 4 + what.chars().count() <= w)
+    });
     let mut s = String::from("Examples:\n");
     for (cmd, what) in ex {
-        s.push_str(&format!("  {cmd:<width$}  # {what}\n"));
+        match side_by_side {
+            true => s.push_str(&format!("  {cmd:<width$}  # {what}\n")),
+            false => s.push_str(&format!("  {cmd}\n      # {what}\n")),
+        }
     }
     s.pop();
     s

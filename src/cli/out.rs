@@ -138,6 +138,39 @@ fn pieces(word: &str, room: usize, ascii: bool) -> Vec<String> {
     chars.chunks(room).map(|c| c.iter().collect()).collect()
 }
 
+/// The words of `line` after its indent, each with the spaces before it beyond one; a date and
+/// the time after it ("2026-12-03 04:36:22") are one word, never broken apart.
+fn words(line: &str) -> Vec<(usize, String)> {
+    let is_date = |s: &str| {
+        let b = s.as_bytes();
+        b.len() == 10
+            && b[4] == b'-'
+            && b[7] == b'-'
+            && s.replace('-', "").bytes().all(|c| c.is_ascii_digit())
+    };
+    let is_time = |s: &str| {
+        let b = s.as_bytes();
+        b.len() >= 5 && b[2] == b':' && b[..2].iter().all(u8::is_ascii_digit)
+    };
+    let mut out: Vec<(usize, String)> = Vec::new();
+    let mut gap = 0;
+    for tok in line.split(' ') {
+        if tok.is_empty() {
+            gap += 1;
+            continue;
+        }
+        match out.last_mut() {
+            Some((_, prev)) if gap == 0 && is_date(prev) && is_time(tok) => {
+                prev.push(' ');
+                prev.push_str(tok);
+            }
+            _ => out.push((gap, tok.to_string())),
+        }
+        gap = 0;
+    }
+    out
+}
+
 fn fit_line(line: &str, w: usize, ascii: bool) -> Vec<String> {
     if columns(line) <= w {
         return vec![line.to_string()];
@@ -148,14 +181,9 @@ fn fit_line(line: &str, w: usize, ascii: bool) -> Vec<String> {
     let mut cur = " ".repeat(lead);
     let mut cur_w = lead;
     let mut empty = true;
-    let mut gap = 0;
-    for tok in line[lead..].split(' ') {
-        if tok.is_empty() {
-            gap += 1;
-            continue;
-        }
+    for (gap, tok) in words(&line[lead..]) {
+        let tok = tok.as_str();
         let sep = if empty { 0 } else { gap + 1 };
-        gap = 0;
         let tw = layout_columns(tok);
         if !empty && cur_w + sep + tw > w {
             lines.push(std::mem::replace(&mut cur, " ".repeat(hang)));

@@ -405,3 +405,65 @@ fn dry_runs_and_closing_lines_match_the_reviewed_text() {
     }
     check("dry-runs.txt", &text);
 }
+
+/// Issue 31: every surface a person reads at a terminal of 80 and of 120 columns in `LANG=C`
+/// (ASCII only, every line within the width): the first screen, `-v`, a filtered scan, `kinds`
+/// and the `--help` of every command.
+#[test]
+fn every_surface_at_80_and_120_columns_in_lang_c() {
+    let EdgeCases { home, t, _cases } = edge_case_home();
+    let help = scan_text(&home, t.path(), &["--help"], &[]);
+    let mut commands: Vec<Vec<&str>> = vec![vec![]];
+    commands.extend(
+        help.lines()
+            .skip_while(|l| !l.starts_with("Commands:"))
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|c| *c != "help")
+            .map(|c| vec![c]),
+    );
+    commands.extend([
+        vec!["keep", "add"],
+        vec!["keep", "list"],
+        vec!["keep", "remove"],
+    ]);
+    assert!(commands.len() > 20, "{commands:?}");
+    for w in ["80", "120"] {
+        let env = [("LANG", "C"), ("COLUMNS", w)];
+        let width: usize = w.parse().unwrap();
+        let fits = |name: &str, text: &str| {
+            assert!(text.is_ascii(), "{name}: LANG=C gets ASCII only");
+            for l in text.lines() {
+                assert!(
+                    width_of(l) <= width,
+                    "{name}: {} columns: {l:?}",
+                    width_of(l)
+                );
+            }
+        };
+        for (name, args) in [
+            (format!("scan-{w}-lang-c.txt"), &["scan"][..]),
+            (format!("scan-v-{w}-lang-c.txt"), &["scan", "-v"]),
+            (
+                format!("scan-kind-{w}-lang-c.txt"),
+                &["scan", "--kind", "orphaned-disks"],
+            ),
+            (format!("kinds-{w}-lang-c.txt"), &["kinds"]),
+        ] {
+            let text = scan_text(&home, t.path(), args, &env);
+            fits(&name, &text);
+            check(&name, &text);
+        }
+        let mut all = String::new();
+        for c in &commands {
+            let mut args = c.clone();
+            args.push("--help");
+            let text = scan_text(&home, t.path(), &args, &env);
+            fits(&args.join(" "), &text);
+            all += &format!("$ smolsweep {}\n{text}\n", args.join(" "));
+        }
+        check(&format!("help-{w}-lang-c.txt"), &all);
+    }
+}
