@@ -368,6 +368,12 @@ pub struct ScanView {
     /// The same for the window, the filter in words: "3 of 46 items match the filter (older
     /// than 7 days)." (absent when nothing is filtered).
     pub filter_line: Option<String>,
+    /// What the machine rows are called together, in each product's one noun ("Sandboxes and
+    /// machines"; [`ScanView::machines_heading`]).
+    pub machines_heading: &'static str,
+    /// The one line that stands for the VM processes of other HOMEs, folded ("2 VM processes
+    /// of other HOMEs: shown, never acted on."; absent when there are none).
+    pub other_homes_line: Option<String>,
 }
 
 impl ScanView {
@@ -391,6 +397,12 @@ impl ScanView {
 
     /// `r` is what is shown; `planned` the same findings with every machine, for the planner.
     fn build(r: &ScanReport, planned: &ScanReport, hidden: Option<Hidden>) -> ScanView {
+        let mut v = ScanView::build_rows(r, planned, hidden);
+        v.machines_heading = v.machines_heading();
+        v
+    }
+
+    fn build_rows(r: &ScanReport, planned: &ScanReport, hidden: Option<Hidden>) -> ScanView {
         let reclaim = Plan::from_scan(planned, &Selection::reclaimable());
         let groups = groups(r);
         ScanView {
@@ -423,6 +435,8 @@ impl ScanView {
             groups,
             filter_note: hidden.as_ref().map(screen::filter_note),
             filter_line: hidden.as_ref().map(screen::filter_line),
+            machines_heading: "",
+            other_homes_line: screen::other_homes_line(r),
             hidden,
         }
     }

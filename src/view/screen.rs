@@ -341,6 +341,22 @@ impl FirstScreen<'_> {
     }
 }
 
+/// "2 VM processes of other HOMEs: shown, never acted on." for the window's folded group of
+/// them; `None` when there are none.
+pub(super) fn other_homes_line(r: &crate::model::ScanReport) -> Option<String> {
+    let n = r
+        .processes
+        .iter()
+        .filter(|p| p.scope != crate::model::Scope::ThisHome)
+        .count();
+    (n > 0).then(|| {
+        format!(
+            "{} of other HOMEs: shown, never acted on.",
+            plural(n, "VM process", "VM processes")
+        )
+    })
+}
+
 /// "3 of 46 items match --older-than 7d; not shown: 17 machines." or, when none match, "None
 /// of the 46 items match --older-than 3650d."
 pub(super) fn filter_note(h: &Hidden) -> String {
@@ -579,6 +595,24 @@ mod filter_tests {
             .next_steps
             .iter()
             .any(|s| s.contains("`smolsweep reap` ends 2")));
+    }
+
+    /// Issue 31: the window gets the machines' heading in each product's noun and one line for
+    /// other HOMEs' VM processes, as data.
+    #[test]
+    fn the_window_gets_the_machines_heading_and_the_other_homes_line() {
+        let mut r = both_products();
+        let v = ScanView::of(&r);
+        assert_eq!(v.machines_heading, "Sandboxes and machines");
+        assert_eq!(v.other_homes_line, None);
+        r.processes[0].scope = Scope::Foreign;
+        r.machines.retain(|m| m.product == Product::Smolvm);
+        let v = ScanView::of(&r);
+        assert_eq!(v.machines_heading, "Machines");
+        assert_eq!(
+            v.other_homes_line.as_deref(),
+            Some("1 VM process of other HOMEs: shown, never acted on.")
+        );
     }
 
     /// Issue 19: `--older-than 3650d` said "Nothing of either SmolVM found." beside findings.
