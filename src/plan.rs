@@ -289,9 +289,8 @@ fn describe_delete_machine(
         format!("delete ephemeral machine '{name}' whose VM is gone (smolvm machine delete --force){with}")
     } else {
         format!(
-            "delete {} {} '{name}' ({}){with}",
+            "delete {} {name} ({}){with}",
             product.display_name(),
-            product.noun(),
             human_bytes(bytes)
         )
     }
@@ -369,29 +368,15 @@ impl Action {
                 name,
                 state,
                 ..
-            } => format!(
-                "stop {} {} '{name}' ({state})",
-                product.display_name(),
-                product.noun()
-            ),
+            } => format!("stop {} {name} ({state})", product.display_name()),
             Action::DeleteMachine {
                 product,
                 name,
                 children,
                 bytes,
                 ephemeral,
-                pid,
                 ..
-            } => {
-                let d = describe_delete_machine(*product, name, children, *bytes, *ephemeral);
-                match pid {
-                    // Issue 31, item 7: a running one is stopped by its delete; say so.
-                    Some(pid) => {
-                        format!("{d}; it is running (VM process {pid}): deleting it stops it first")
-                    }
-                    None => d,
-                }
-            }
+            } => describe_delete_machine(*product, name, children, *bytes, *ephemeral),
             Action::SignalProcess {
                 pid,
                 product,

@@ -20,6 +20,8 @@ use crate::model::*;
 use crate::plan::{Action, Plan, Selection};
 
 mod compact;
+/// The line a person reads for one planned action.
+mod lines;
 mod localtime;
 /// Choices not yet acted on: the quit question, marks of a group, machine and process actions.
 pub mod marks;
@@ -33,6 +35,7 @@ mod trend;
 pub mod why;
 
 pub use compact::{compact_view, disk_sentence, CompactView};
+pub use lines::action_line;
 
 /// Bytes for a person (`1.5 GB`, decimal units, as the CLI, the tray and the window show them).
 pub fn bytes(n: u64) -> String {
@@ -973,7 +976,7 @@ pub fn confirmation(plan: &Plan) -> Confirmation {
         estimate_bytes: est,
         estimate: bytes(est),
         reclaim_label: reclaim_label(Some(est)),
-        lines: plan.actions.iter().map(|a| a.summary.clone()).collect(),
+        lines: plan.actions.iter().map(action_line).collect(),
         not_planned: plan
             .skipped_at_plan
             .iter()

@@ -749,7 +749,7 @@ fn print_plan(plan: &Plan) {
     let c = smolsweep::view::confirmation(plan);
     crate::outln!("Plan {}: {}", &plan.id[..12], c.sentence());
     for a in &plan.actions {
-        crate::outln!("  {}", a.summary);
+        crate::outln!("  {}", view::action_line(a));
         if let Action::DeletePath { mounts_inside, .. } = &a.action {
             for m in mounts_inside {
                 crate::outln!("      mount point inside, left in place: {}", shown(m));

@@ -297,7 +297,7 @@ pub(super) fn free_finding(facts: &WhyFacts, f: &Finding) -> Free {
             .actions
             .iter()
             .filter(|a| !matches!(&a.action, Action::DeletePath { path, .. } if path == &f.path))
-            .map(|a| crate::pathser::escape_text(&a.summary))
+            .map(|a| crate::pathser::escape_text(&crate::view::action_line(a)))
             .collect();
         if !free.also.is_empty() {
             free.only_this = only_this(r, f);
@@ -483,7 +483,7 @@ pub(super) fn machine_why(facts: &WhyFacts, product: Product, name: &str, why: &
         also: plan
             .actions
             .iter()
-            .map(|a| crate::pathser::escape_text(&a.summary))
+            .map(|a| crate::pathser::escape_text(&crate::view::action_line(a)))
             .collect(),
         only_this: None,
         blocked: plan
