@@ -15,6 +15,13 @@
 //! with nothing changed stat'ed again (large, sparse or multiply linked: issue 20), and how
 //! many processes it took from the process table's memo and read in full (issue 20).
 //!
+//! Then (issue 32) a memo rescan after two VMs wrote their disks for longer than the memo's
+//! inotify queue holds: two files in two `_shared` stores written in place in turn, 4 KiB at a
+//! time, `fs.inotify.max_queued_events` + 1000 times each (an hour of two VMs writing queues
+//! far more than that; with one event per write the queue overflowed after about 7 minutes and
+//! the rescan walked everything). Printed as `rescan_after_writers_ms` and its ratio, with the
+//! directories it read.
+//!
 //! Before the rounds, two memo scans stand for the app having run a while: the first reads
 //! everything, the second still the whole process table (the first met every directory new).
 
@@ -71,6 +78,29 @@ fn main() {
     };
     let shared = home.join(".cache/smolvm/vms/_shared");
     let orphan = shared.join("0".repeat(63) + "f");
+    // The two VMs' disks: a file in each of the first two stores, there from the start.
+    let mut stores: Vec<PathBuf> = std::fs::read_dir(&shared)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    stores.sort();
+    let disks: Vec<std::fs::File> = stores
+        .iter()
+        .take(2)
+        .map(|s| {
+            let f = std::fs::File::create(s.join("vm-disk.img")).unwrap();
+            f.set_len(64 << 10).unwrap();
+            f
+        })
+        .collect();
+    let queue: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(16_384);
     let memo = ScanMemo::new();
     let scan = |o: &ScanOptions| {
         if no_procs {
@@ -98,6 +128,7 @@ fn main() {
     let (mut full_cpu, mut nothing_cpu) = (Vec::new(), Vec::new());
     let (mut restated, mut disturbed) = (0, 0);
     let (mut kept, mut read, mut again) = (Vec::new(), Vec::new(), 0);
+    let (mut writers, mut writers_read) = (Vec::new(), Vec::new());
     for _ in 0..runs {
         let (f, wall, c) = timed(|| scan(&opts));
         full.push(wall);
@@ -142,7 +173,21 @@ fn main() {
         std::fs::remove_dir_all(&orphan).unwrap();
         scan_with_memo(&opts, &memo);
         eprintln!("new orphan: {reads} directories read");
+
+        use std::os::unix::fs::FileExt;
+        let block = [b'w'; 4096];
+        for i in 0..queue + 1000 {
+            for d in &disks {
+                d.write_all_at(&block, (i % 16 * 4096) as u64).unwrap();
+            }
+        }
+        let t = Instant::now();
+        let r = scan_with_memo(&opts, &memo);
+        writers.push(t.elapsed());
+        writers_read.push(memo.stats().read);
+        same(&r, &scan(&opts));
     }
+    writers_read.sort_unstable();
     let (fc, nc) = (median(full_cpu), median(nothing_cpu));
     kept.sort_unstable();
     read.sort_unstable();
@@ -150,7 +195,7 @@ fn main() {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let ratio = |d: Duration| d.as_secs_f64() / f.as_secs_f64();
     println!(
-        "findings={} runs={runs} no_procs={no_procs} full_cpu_ms={:.1} rescan_nothing_after_full_cpu_ms={:.1} cpu_ratio_nothing_after_full={:.3} full_ms={:.1} rescan_nothing_after_full_ms={:.1} rescan_nothing_again_ms={:.1} rescan_one_orphan_ms={:.1} ratio_nothing_after_full={:.3} ratio_nothing_again={:.3} ratio_one_orphan={:.3} remembered_dirs={} files_restated_per_rescan={restated} processes_kept_per_rescan={} processes_read_per_rescan={} orphan_rescans_made_twice={again} rounds_left_out={disturbed}",
+        "findings={} runs={runs} no_procs={no_procs} full_cpu_ms={:.1} rescan_nothing_after_full_cpu_ms={:.1} cpu_ratio_nothing_after_full={:.3} full_ms={:.1} rescan_nothing_after_full_ms={:.1} rescan_nothing_again_ms={:.1} rescan_one_orphan_ms={:.1} rescan_after_writers_ms={:.1} dirs_read_after_writers={} ratio_after_writers={:.3} ratio_nothing_after_full={:.3} ratio_nothing_again={:.3} ratio_one_orphan={:.3} remembered_dirs={} files_restated_per_rescan={restated} processes_kept_per_rescan={} processes_read_per_rescan={} orphan_rescans_made_twice={again} rounds_left_out={disturbed}",
         first.findings.len(),
         ms(fc),
         ms(nc),
@@ -159,6 +204,9 @@ fn main() {
         ms(n),
         ms(w),
         ms(o),
+        ms(median(writers.clone())),
+        writers_read.get(writers_read.len() / 2).copied().unwrap_or(0),
+        ratio(median(writers)),
         ratio(n),
         ratio(w),
         ratio(o),

@@ -438,16 +438,7 @@ impl Keeps {
             if matches!(f.verdict, Verdict::Reclaimable | Verdict::OptIn) {
                 f.verdict = Verdict::Protected;
                 f.opt_in_class = None;
-                let why = if rule.why.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", rule.why)
-                };
-                f.reason = format!(
-                    "Kept by you since {}{why}{along}. {}",
-                    day(rule.since),
-                    f.reason
-                );
+                f.reason = format!("{}{along}. {}", rule.kept_since(), f.reason);
             }
         }
     }
@@ -571,6 +562,116 @@ impl KeepWatch {
     }
 }
 
+/// What a person named to keep: by the window's click or typed on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Named<'a> {
+    /// Typed: a finding id or path, a path, `celesto:ID` / `smolvm:NAME` or a machine or
+    /// sandbox name, then a prefix (at least 4 characters) only one finding id starts with.
+    Typed(&'a str),
+    /// A finding of the report, by its full id (kept as that very file, identity-checked).
+    Finding(&'a str),
+    /// A machine or sandbox: everything that belongs to it (recorded, or with leftovers).
+    Machine(Product, &'a str),
+    /// A whole kind.
+    Kind(FindingKind),
+}
+
+/// The rule target for what a person named, resolved against `report`: the one resolution the
+/// CLI's `keep add` and the window's Keep both use.
+pub fn target_in(report: &ScanReport, named: &Named) -> Result<Target, String> {
+    match named {
+        Named::Kind(kind) => Ok(Target::Kind { kind: *kind }),
+        Named::Finding(id) => match report.finding(id) {
+            Some(f) => item_target(f),
+            None => Err("that finding is not in the latest scan; rescan and try again".into()),
+        },
+        Named::Machine(product, name) => match is_owner(report, *product, name) {
+            true => Ok(Target::Owner {
+                product: *product,
+                name: name.to_string(),
+            }),
+            false => Err(format!("no machine or sandbox {name} in the latest scan")),
+        },
+        Named::Typed(text) => typed_target(report, text),
+    }
+}
+
+fn item_target(f: &Finding) -> Result<Target, String> {
+    let id = f.identity.ok_or_else(|| {
+        format!(
+            "{} could not be examined, so it cannot be kept",
+            crate::pathser::shown(&f.path)
+        )
+    })?;
+    Ok(Target::Item {
+        path: f.path.clone(),
+        dev: id.dev,
+        ino: id.ino,
+        born_ns: born(&f.path),
+    })
+}
+
+/// A recorded machine or sandbox, or one whose leftovers the scan found.
+fn is_owner(report: &ScanReport, product: Product, name: &str) -> bool {
+    report
+        .machines
+        .iter()
+        .any(|m| m.product == product && m.name == name)
+        || report
+            .findings
+            .iter()
+            .any(|f| f.product == product && f.owner.as_deref() == Some(name))
+}
+
+fn typed_target(report: &ScanReport, text: &str) -> Result<Target, String> {
+    let by_path = Path::new(text);
+    if let Some(f) = report
+        .findings
+        .iter()
+        .find(|f| f.id == text || f.path == by_path)
+    {
+        return item_target(f);
+    }
+    if text.contains('/') {
+        let id = FileIdentity::of(by_path).map_err(|e| format!("{text}: {e}"))?;
+        return Ok(Target::Item {
+            path: by_path.to_path_buf(),
+            dev: id.dev,
+            ino: id.ino,
+            born_ns: born(by_path),
+        });
+    }
+    // `celesto:ID` / `smolvm:NAME` also names a deleted sandbox's or machine's leftovers.
+    for product in Product::ALL {
+        let prefix = format!("{}:", product.as_str());
+        if let Some(name) = text.strip_prefix(&prefix) {
+            if is_owner(report, product, name) {
+                return Ok(Target::Owner {
+                    product,
+                    name: name.to_string(),
+                });
+            }
+        }
+    }
+    let e = match crate::model::find_machine(report, text) {
+        Ok(m) => {
+            return Ok(Target::Owner {
+                product: m.product,
+                name: m.name.clone(),
+            })
+        }
+        Err(e) => e,
+    };
+    // Full names first (as `why`): then a prefix of at least four characters that only one
+    // finding id starts with.
+    match crate::prefix::find_to_remove(&report.findings, text, "finding id", |f| &f.id)? {
+        Some(f) => item_target(f),
+        None => Err(format!(
+            "{text}: not a finding id, a path or a machine ({e})"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -673,6 +774,14 @@ impl Rule {
     /// The day the rule was made (`YYYY-MM-DD`, UTC), as the scan's "Kept by you since …" says.
     pub fn since_day(&self) -> String {
         day(self.since)
+    }
+
+    /// "Kept by you since 2026-11-30 (debugging)": what every surface says of what it keeps.
+    pub fn kept_since(&self) -> String {
+        match self.why.is_empty() {
+            true => format!("Kept by you since {}", self.since_day()),
+            false => format!("Kept by you since {} ({})", self.since_day(), self.why),
+        }
     }
 }
 

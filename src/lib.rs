@@ -17,6 +17,7 @@
 //! | [`journal`] | the record of every run, read by `history` and the window |
 //! | [`trend`] | space over time: the scans' totals per product, bounded, beside the journal |
 //! | [`keep`] | the user's keep rules |
+//! | [`prefix`] | ids a person may shorten, one grammar for every command |
 //! | [`policy`] | what the app's automatic runs may do |
 //! | [`uninstall`] | the guided uninstall: preflight, plan, run, proof |
 //! | [`view`] | every label, sentence and estimate the surfaces show |
@@ -39,6 +40,7 @@ pub mod keep;
 pub mod model;
 pub mod plan;
 pub mod policy;
+pub mod prefix;
 pub mod scan;
 pub mod target;
 pub mod tray;

@@ -440,6 +440,11 @@ pub struct DiskEstimate {
     /// Why it cannot tell, one sentence completing "cannot tell: …" (absent when it can).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cannot_tell: Option<String>,
+    /// What compacting it needs that is not installed, one sentence naming the tools and what
+    /// to install ("qemu-io is not installed: install QEMU's tools (…)"); absent when every
+    /// tool is there. The estimate is shown all the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs: Option<String>,
 }
 
 /// Every disk estimate of a scan, with their sums.
@@ -526,6 +531,28 @@ pub fn human_bytes(n: u64) -> String {
         format!("{v:.0} {}", UNITS[i])
     } else {
         format!("{v:.1} {}", UNITS[i])
+    }
+}
+
+/// The machine or sandbox `name` names: `smolvm:NAME` or `celesto:ID`, or a bare name that
+/// only one product has.
+pub fn find_machine<'r>(report: &'r ScanReport, name: &str) -> Result<&'r Machine, String> {
+    let (product, bare) = match name.split_once(':') {
+        Some(("smolvm", n)) => (Some(Product::Smolvm), n),
+        Some(("celesto", n)) => (Some(Product::Celesto), n),
+        _ => (None, name),
+    };
+    let hits: Vec<&Machine> = report
+        .machines
+        .iter()
+        .filter(|m| m.name == bare && product.is_none_or(|p| m.product == p))
+        .collect();
+    match hits.as_slice() {
+        [m] => Ok(m),
+        [] => Err("no machine or sandbox with that name in the scan".into()),
+        _ => Err(format!(
+            "both a Celesto sandbox and a smolvm machine are called '{bare}': name it celesto:{bare} or smolvm:{bare}"
+        )),
     }
 }
 

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 mod planner;
+pub use crate::model::find_machine;
 pub(crate) use planner::branch_descendants;
-pub use planner::find_machine;
 
 use crate::model::{
     human_bytes, FileIdentity, Finding, OptInClass, OwnerRecheck, Platform, Product, ScanReport,
@@ -283,7 +283,7 @@ fn describe_delete_machine(
             children.join(", ")
         )
     };
-    if ephemeral && crate::scan::is_helper_machine(name) {
+    if ephemeral && crate::upstream::is_helper_machine(name) {
         format!("delete helper machine '{name}' left by an interrupted build (smolvm machine delete --force){with}")
     } else if ephemeral {
         format!("delete ephemeral machine '{name}' whose VM is gone (smolvm machine delete --force){with}")

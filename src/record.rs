@@ -101,6 +101,9 @@ pub enum ProgressEvent {
         summary: String,
         /// What became of it.
         outcome: Outcome,
+        /// What it freed, measured on its own target (0 when it frees nothing itself or was not
+        /// carried out).
+        freed_bytes: u64,
     },
 }
 

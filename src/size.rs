@@ -39,6 +39,8 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat, CWD};
 
 use crate::model::FileIdentity;
 
+mod watches;
+
 /// Upper bound on walker threads for one sizer.
 pub const MAX_THREADS: usize = 8;
 
@@ -1188,16 +1190,12 @@ pub struct DirMemo {
 
 #[derive(Default)]
 struct MemoInner {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    inotify: Option<OwnedFd>,
+    /// The inotify watches of the remembered directories ([`watches`]).
+    watches: watches::Watches,
     /// Remembered directories by (device, inode), with the scan that last used them.
     nodes: HashMap<(u64, u64), Entry, BuildHasherDefault<InodeHasher>>,
     /// Whole measured trees nothing in has changed since, by the root's (device, inode).
     roots: HashMap<(u64, u64), TreeRecord, BuildHasherDefault<InodeHasher>>,
-    /// Watch descriptor → directory.
-    wds: HashMap<i32, (u64, u64)>,
-    /// Directory → watch descriptor.
-    by_dir: HashMap<(u64, u64), i32, BuildHasherDefault<InodeHasher>>,
     generation: u64,
     mountinfo: Vec<u8>,
     stats: MemoStats,
@@ -1370,21 +1368,6 @@ impl std::fmt::Debug for DirMemo {
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
-}
-
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn watch_flags() -> rustix::fs::inotify::WatchFlags {
-    use rustix::fs::inotify::WatchFlags as W;
-    W::CREATE
-        | W::DELETE
-        | W::DELETE_SELF
-        | W::MOVE_SELF
-        | W::MOVED_FROM
-        | W::MOVED_TO
-        | W::MODIFY
-        | W::ATTRIB
-        | W::ONLYDIR
-        | W::EXCL_UNLINK
 }
 
 impl DirMemo {
@@ -1569,51 +1552,30 @@ impl DirMemo {
 
     /// Watch the directory open as `fd` (before it is read); false when it cannot be
     /// remembered.
-    #[cfg(any(target_os = "linux", target_os = "android"))]
     fn watch(&self, fd: BorrowedFd<'_>, id: (u64, u64)) -> bool {
-        use std::os::fd::AsRawFd;
         let mut m = lock(&self.inner);
         // Until the watch below stands, a name moved into it is seen by no event.
-        if !m.by_dir.contains_key(&id) {
+        if !m.watches.watched(id) {
             m.stats.new_dirs += 1;
         }
         if m.nodes.len() >= MEMO_MAX_DIRS {
             return false;
         }
-        if m.inotify.is_none() {
-            use rustix::fs::inotify::CreateFlags;
-            m.inotify =
-                rustix::fs::inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok();
-        }
-        let Some(ino) = m.inotify.as_ref() else {
-            return false;
-        };
-        // The descriptor's own inode, whatever its path has become.
-        let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
-        match rustix::fs::inotify::add_watch(ino, path.as_str(), watch_flags()) {
-            Ok(wd) => {
-                if let Some(old) = m.wds.insert(wd, id) {
-                    if old != id {
-                        m.by_dir.remove(&old);
-                        m.drop_node(old);
-                    }
+        match m.watches.add(fd, id) {
+            Ok(replaced) => {
+                if let Some(old) = replaced {
+                    m.drop_node(old);
                 }
-                m.by_dir.insert(id, wd);
                 true
             }
-            Err(_) => false,
+            Err(()) => false,
         }
-    }
-
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    fn watch(&self, _fd: BorrowedFd<'_>, _id: (u64, u64)) -> bool {
-        false
     }
 
     fn remember(&self, id: (u64, u64), node: Node) {
         let mut m = lock(&self.inner);
         let generation = m.generation;
-        if m.by_dir.contains_key(&id) {
+        if m.watches.watched(id) {
             m.drop_node(id);
             let node = Arc::new(node);
             m.nodes.insert(
@@ -1647,92 +1609,31 @@ impl MemoInner {
         self.links.clear();
         self.roots.clear();
         self.nodes.clear();
-        self.wds.clear();
-        self.by_dir.clear();
-        #[cfg(any(target_os = "linux", target_os = "android"))]
-        {
-            // Closing the descriptor drops every watch at once.
-            self.inotify = None;
-        }
+        self.watches.clear();
     }
 
     fn unwatch(&mut self, id: (u64, u64)) {
-        if let Some(wd) = self.by_dir.remove(&id) {
-            self.wds.remove(&wd);
-            #[cfg(any(target_os = "linux", target_os = "android"))]
-            if let Some(ino) = &self.inotify {
-                let _ = rustix::fs::inotify::remove_watch(ino, wd);
-            }
-        }
+        self.watches.remove(id);
     }
 
-    /// Read every pending inotify event; drop the memo of each directory one names.
-    #[cfg(any(target_os = "linux", target_os = "android"))]
+    /// Read every pending inotify event; drop the memo of each directory one names, and all of
+    /// it when an event was lost.
     fn drain(&mut self) {
-        use rustix::fs::inotify::ReadFlags;
-        let Some(ino) = self.inotify.take() else {
-            return;
-        };
-        let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); 64 * 1024];
-        // Events that change which names a watched tree holds (content and attributes aside).
-        let names = ReadFlags::CREATE
-            | ReadFlags::DELETE
-            | ReadFlags::DELETE_SELF
-            | ReadFlags::MOVE_SELF
-            | ReadFlags::MOVED_FROM
-            | ReadFlags::MOVED_TO
-            | ReadFlags::IGNORED
-            | ReadFlags::UNMOUNT;
-        let mut touched: Vec<(i32, bool, bool)> = Vec::new();
-        let mut overflow = false;
-        let mut failed = false;
-        {
-            let mut r = rustix::fs::inotify::Reader::new(&ino, &mut buf);
-            loop {
-                match r.next() {
-                    Ok(ev) => {
-                        let f = ev.events();
-                        if f.contains(ReadFlags::QUEUE_OVERFLOW) {
-                            overflow = true;
-                        }
-                        touched.push((
-                            ev.wd(),
-                            f.contains(ReadFlags::IGNORED),
-                            f.intersects(names),
-                        ));
-                    }
-                    Err(rustix::io::Errno::AGAIN) => break,
-                    Err(rustix::io::Errno::INTR) => continue,
-                    Err(_) => {
-                        failed = true;
-                        break;
+        match self.watches.drain() {
+            watches::Drained::Lost => {
+                self.clear();
+                self.stats.invalidated += 1;
+            }
+            watches::Drained::Changed(dirs) => {
+                for (id, moved) in dirs {
+                    self.names_moved |= moved;
+                    if self.drop_node(id) {
+                        self.stats.invalidated += 1;
                     }
                 }
             }
         }
-        self.inotify = Some(ino);
-        if overflow || failed {
-            self.clear();
-            self.stats.invalidated += 1;
-            return;
-        }
-        for (wd, ignored, names) in touched {
-            let Some(&id) = self.wds.get(&wd) else {
-                continue;
-            };
-            self.names_moved |= names;
-            if self.drop_node(id) {
-                self.stats.invalidated += 1;
-            }
-            if ignored {
-                self.wds.remove(&wd);
-                self.by_dir.remove(&id);
-            }
-        }
     }
-
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    fn drain(&mut self) {}
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{Product, ScanReport, Scope, VmProcess};
 use crate::plan::{Plan, Selection, SkippedAtPlan};
-use crate::view::Confirmation;
 
 /// What the user asked to do with a VM or machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,49 +89,9 @@ impl TargetPlan {
         }
     }
 
-    /// The confirmation dialog's title, e.g. `Stop: smol-machines smolvm web`.
-    pub fn title(&self) -> String {
-        format!("{}: {}", self.ok(), self.target)
-    }
-
-    /// The confirmation button's word.
-    pub fn ok(&self) -> &'static str {
-        match self.does {
-            VmAction::Stop => "Stop",
-            VmAction::Delete => "Delete",
-            VmAction::Reap => "End process",
-        }
-    }
-
     /// The command as the journal records it (`stop`, `end process`, `delete`).
     pub fn command(&self) -> &'static str {
         self.does.command()
-    }
-
-    /// The core's confirmation of the plan (one with nothing planned says why).
-    pub fn confirmation(&self) -> Confirmation {
-        match &self.plan {
-            Ok(p) => crate::view::confirmation(p),
-            Err(s) => Confirmation {
-                headline: "Nothing to do".into(),
-                estimate_bytes: 0,
-                estimate: crate::view::bytes(0),
-                reclaim_label: crate::view::reclaim_label(Some(0)),
-                lines: vec![],
-                not_planned: vec![s.why.clone()],
-            },
-        }
-    }
-
-    /// The confirmation's question: what runs and how it is checked, or that nothing can run.
-    pub fn question(&self) -> String {
-        match &self.plan {
-            Ok(p) if !p.actions.is_empty() => format!(
-                "{} Each action is checked again against the system as it is when it runs; nothing else is touched.",
-                crate::view::confirmation(p).sentence()
-            ),
-            _ => "Nothing can be done, so nothing will run.".into(),
-        }
     }
 }
 

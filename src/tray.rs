@@ -13,6 +13,8 @@ pub mod ids {
     pub(crate) const STATUS: &str = "status";
     pub(crate) const VMS_HEADER: &str = "vms";
     pub(crate) const RECLAIM: &str = "reclaim";
+    /// "Compact 3 disks: 12 GB…" ([`super::TrayModel::compact`]).
+    pub const COMPACT: &str = "compact";
     pub(crate) const RESCAN: &str = "rescan";
     pub(crate) const OPEN: &str = "open";
     pub(crate) const UNINSTALL: &str = "uninstall";
@@ -198,6 +200,13 @@ pub struct TrayModel {
     pub reclaim_bytes: u64,
     /// Every entry of the menu, in display order.
     pub entries: Vec<TrayEntry>,
+    /// "Compact 3 disks: 12 GB…" (id [`ids::COMPACT`]) when the disks of stopped machines and
+    /// saved disks hold space their guests freed: the entry the shell puts after "Reclaim", to
+    /// plan, confirm with the core's sentence and run a compaction of every such disk
+    /// (`target::compact_plan` with no target), as `smolsweep compact` does. Its own figure,
+    /// opt-in: never part of "Reclaim" or the status.
+    #[serde(default)]
+    pub compact: Option<TrayItem>,
 }
 
 /// Label of a surviving VM: product, owner (or pid), and what it holds.
@@ -297,6 +306,13 @@ fn vm_entry(p: &VmProcess) -> TrayEntry {
     }
 }
 
+/// The compaction entry, when something is compactable: the core's tray label with an
+/// ellipsis (it asks before it runs).
+fn compact_item(report: &ScanReport) -> Option<TrayItem> {
+    let label = crate::view::compact_view(report).tray_label?;
+    Some(TrayItem::new(ids::COMPACT, format!("{label}…"), true))
+}
+
 /// The menu's fixed tail: Reclaim (enabled, with its size, when something is reclaimable),
 /// Rescan, Open, Uninstall and Quit.
 fn action_entries(reclaimable: Option<u64>) -> Vec<TrayEntry> {
@@ -365,6 +381,7 @@ impl TrayModel {
             reclaim_ids,
             reclaim_bytes,
             entries,
+            compact: compact_item(report),
         }
     }
 
@@ -388,6 +405,7 @@ impl TrayModel {
             reclaim_ids: vec![],
             reclaim_bytes: 0,
             entries,
+            compact: None,
             status,
         }
     }
@@ -736,5 +754,52 @@ mod tests {
             assert!(m.item(id).is_some(), "{id}");
         }
         assert!(!m.item(ids::RECLAIM).unwrap().enabled);
+    }
+
+    fn disk(
+        owner: &str,
+        compactable: u64,
+        cannot_tell: Option<&str>,
+    ) -> crate::model::DiskEstimate {
+        crate::model::DiskEstimate {
+            product: Product::Smolvm,
+            owner: Some(owner.into()),
+            saved: false,
+            path: PathBuf::from(format!("/data/{owner}/storage.raw")),
+            format: Some("raw".into()),
+            allocated_bytes: compactable * 2,
+            compactable_bytes: compactable,
+            guest_free_bytes: compactable,
+            read_bytes: 4096,
+            cannot_tell: cannot_tell.map(String::from),
+            needs: None,
+        }
+    }
+
+    /// Hazard: space inside disks counted as reclaimable, or offered with nothing to give back.
+    #[test]
+    fn compact_tray_entry_says_how_many_disks_and_bytes_and_is_never_in_reclaim() {
+        let mut r = report(vec![], vec![]);
+        r.compact = crate::model::CompactReport::of(vec![
+            disk("a", 4_000_000_000, None),
+            disk("b", 5_000_000_000, None),
+            disk("c", 3_000_000_000, None),
+            disk("d", 0, Some("not an ext4 file system")),
+        ]);
+        let m = TrayModel::from_report(&r, &TraySettings::default());
+        let item = m.compact.clone().expect("a compaction entry");
+        assert_eq!(item.id, ids::COMPACT);
+        assert_eq!(item.label, "Compact 3 disks: 12.0 GB…");
+        assert!(item.enabled);
+        assert_eq!(m.status, "Nothing to reclaim");
+        assert_eq!(m.reclaim_bytes, 0);
+        assert!(!m.item(ids::RECLAIM).unwrap().enabled);
+        // Nothing compactable: no entry.
+        r.compact = crate::model::CompactReport::of(vec![disk("d", 0, Some("x"))]);
+        assert_eq!(
+            TrayModel::from_report(&r, &TraySettings::default()).compact,
+            None
+        );
+        assert_eq!(TrayModel::scanning().compact, None);
     }
 }

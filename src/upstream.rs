@@ -266,6 +266,21 @@ fn strip_ref_tokens(inner: &str) -> (String, Vec<String>) {
     (s, refs)
 }
 
+/// The pid in a helper machine's name (`image-seed-<hash>-<pid>`, `init-bake-<hash>-<pid>`):
+/// the process whose image build or init bake made it.
+pub(crate) fn helper_creator(name: &str) -> Option<u32> {
+    let rest = name
+        .strip_prefix("image-seed-")
+        .or_else(|| name.strip_prefix("init-bake-"))?;
+    let (_, pid) = rest.rsplit_once('-')?;
+    pid.parse().ok().filter(|p| *p > 0)
+}
+
+/// Whether `name` is a smolvm helper machine (`image-seed-<hash>-<pid>`, `init-bake-…-<pid>`).
+pub(crate) fn is_helper_machine(name: &str) -> bool {
+    helper_creator(name).is_some()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

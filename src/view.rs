@@ -19,10 +19,16 @@ use crate::kind::{FindingKind, Risk};
 use crate::model::*;
 use crate::plan::{Action, Plan, Selection};
 
+/// An automatic clean-up waiting for the user.
+pub mod auto;
 mod compact;
+/// Keep rules and filter controls as the window shows them.
+pub mod keeps;
 /// The line a person reads for one planned action.
 mod lines;
 mod localtime;
+/// Low-space alerts: when the file system holding SmolVM state is low, and their words.
+pub mod lowspace;
 /// Choices not yet acted on: the quit question, marks of a group, machine and process actions.
 pub mod marks;
 /// Notifications' words, and which orphans are new.
@@ -36,6 +42,15 @@ pub mod why;
 
 pub use compact::{compact_view, disk_sentence, CompactView};
 pub use lines::action_line;
+
+/// Each product's name for a person (`Product::display_name`) by its serialised name, for the
+/// window's lines.
+pub fn product_names() -> std::collections::BTreeMap<&'static str, &'static str> {
+    Product::ALL
+        .into_iter()
+        .map(|p| (p.as_str(), p.display_name()))
+        .collect()
+}
 
 /// Bytes for a person (`1.5 GB`, decimal units, as the CLI, the tray and the window show them).
 pub fn bytes(n: u64) -> String {
@@ -651,7 +666,7 @@ fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
             true => format!("{state} (stale: its VM process is gone)"),
             false => state.clone(),
         },
-        role: (m.product == Product::Smolvm && crate::scan::is_helper_machine(&m.name))
+        role: (m.product == Product::Smolvm && crate::upstream::is_helper_machine(&m.name))
             .then_some(HELPER_ROLE),
         can_stop: m.alive && m.kept.is_none(),
         can_delete: m.kept.is_none(),
@@ -916,6 +931,7 @@ pub fn confirmation(plan: &Plan) -> Confirmation {
     });
     let ends = count(|a| matches!(a, Action::SignalProcess { .. }));
     let detaches = count(|a| matches!(a, Action::Detach { .. }));
+    let compacts = count(|a| matches!(a, Action::CompactDisk { .. }));
     let removes = count(|a| {
         matches!(
             a,
@@ -949,6 +965,9 @@ pub fn confirmation(plan: &Plan) -> Confirmation {
             "detach {}",
             plural(detaches, "disk image", "disk images")
         ));
+    }
+    if compacts > 0 {
+        parts.push(format!("compact {}", plural(compacts, "disk", "disks")));
     }
     if removes > 0 {
         parts.push(format!(

@@ -4,50 +4,17 @@
 //! above the cap always asks; one notification after each run.
 
 use serde::Serialize;
-use smolsweep::exec::{Confirmed, How};
+use smolsweep::exec::{How};
 use smolsweep::model::ScanReport;
 use smolsweep::plan::Plan as CorePlan;
 use smolsweep::policy::Decision;
+pub use smolsweep::view::auto::{preview, AskReason, AutoPreview};
 use tauri::{AppHandle, Manager, Runtime};
 
 use crate::backend::{self, ReclaimOutcome};
 use crate::keeps::time_of;
 use crate::notes::Note;
-use crate::{lock, now_secs, AppState};
-
-/// Why an automatic run waits for the user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AskReason {
-    /// The policy's first run: shown once as a preview.
-    First,
-    /// The run would free more than the policy's cap.
-    Cap,
-}
-
-/// An automatic run waiting for the user, as the window shows it (the core's confirmation).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AutoPreview {
-    pub reason: AskReason,
-    pub headline: String,
-    pub estimate: String,
-    pub lines: Vec<String>,
-    /// The cap, in words, when above it.
-    pub cap: Option<String>,
-    /// Fingerprint of the plan shown: confirming runs only this plan.
-    pub digest: String,
-    /// The banner's sentence: "2.0 GB is above your cap of 1.0 GB." or "its first run would
-    /// reclaim …".
-    pub banner: String,
-    /// The line above the plan in Settings.
-    pub status: String,
-    /// The button that runs it: "Run it: reclaim 2.0 GB".
-    pub run_label: String,
-}
-
-pub(crate) struct Pending {
-    pub preview: AutoPreview,
-}
+use crate::state::{lock, now_secs, AppState};
 
 /// What a scheduled scan's automatic step did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -63,42 +30,6 @@ pub enum AutoStep {
     Ran { outcome: ReclaimOutcome },
     /// The policy could not be applied (a bad age or cap).
     Failed { error: String },
-}
-
-fn preview(plan: &CorePlan, reason: AskReason, cap: Option<u64>) -> AutoPreview {
-    let c = smolsweep::view::confirmation(plan);
-    let cap = cap.map(smolsweep::view::bytes);
-    let (banner, status) = match (reason, &cap) {
-        (AskReason::Cap, Some(cap)) => (
-            format!("{} is above your cap of {cap}.", c.estimate),
-            format!(
-                "This run would free {}, above your cap of {cap}.",
-                c.estimate
-            ),
-        ),
-        _ => {
-            let mut h = c.headline.chars();
-            let lower: String = h
-                .next()
-                .map(|f| f.to_lowercase().chain(h).collect())
-                .unwrap_or_default();
-            (
-                format!("its first run would {lower}."),
-                "The first automatic run, to confirm once:".to_string(),
-            )
-        }
-    };
-    AutoPreview {
-        reason,
-        run_label: format!("Run it: reclaim {}", c.estimate),
-        headline: c.headline,
-        estimate: c.estimate,
-        lines: c.lines,
-        cap,
-        digest: plan.action_digest(),
-        banner,
-        status,
-    }
 }
 
 /// What the policy makes of `report` now (the shell's clock).
@@ -143,10 +74,8 @@ pub async fn after_scan<R: Runtime>(app: &AppHandle<R>, report: &ScanReport) -> 
     let pv = preview(&plan, reason, cap);
     let new = {
         let mut p = lock(&st.auto_pending);
-        let new = p.as_ref().map(|p| &p.preview.digest) != Some(&pv.digest);
-        *p = Some(Pending {
-            preview: pv.clone(),
-        });
+        let new = p.as_ref().map(|p| &p.digest) != Some(&pv.digest);
+        *p = Some(pv.clone());
         new
     };
     // One notification per plan waiting: the same plan found again by the next scan is not
@@ -176,7 +105,7 @@ pub async fn after_scan<R: Runtime>(app: &AppHandle<R>, report: &ScanReport) -> 
                 action: None,
             },
         };
-        crate::send_note(app, note, Some("settings"));
+        crate::notify::send_note(app, note, Some("settings"));
     }
     AutoStep::Asked { preview: pv }
 }
@@ -191,26 +120,16 @@ async fn run<R: Runtime>(
     how: How,
 ) -> ReclaimOutcome {
     let st = app.state::<AppState>();
-    let core = plan.clone();
-    let shown = backend::plan_of(report, plan);
-    let b = st.backend.clone();
+    let shown = backend::plan_of(report, plan.clone());
     let started = now_secs();
     let out = {
         let _g = st.scan_lock.lock().await;
         let origin = smolsweep::exec::Origin::new("auto", "auto");
-        let confirmed = Confirmed::of(&core, how);
-        tauri::async_runtime::spawn_blocking(move || {
-            let r = b.execute(&core, confirmed, origin, &|_| {});
-            ReclaimOutcome::of(&shown, r, started)
-        })
-        .await
-        .unwrap_or_else(|e| ReclaimOutcome {
-            journal_error: Some(format!("automatic run failed: {e}")),
-            ..Default::default()
-        })
+        let r = crate::runs::execute(&st, &_g, plan, (how, origin), Box::new(|_, _| {})).await;
+        ReclaimOutcome::of(&shown, r, started)
     };
     if lock(&st.settings).notifications {
-        crate::send_note(app, crate::notes::auto_note(&out), Some("history"));
+        crate::notify::send_note(app, crate::notes::auto_note(&out), Some("history"));
     }
     out
 }
@@ -224,14 +143,14 @@ pub async fn confirm<R: Runtime>(
     let st = app.state::<AppState>();
     let reason = lock(&st.auto_pending)
         .as_ref()
-        .filter(|p| p.preview.digest == digest)
-        .map(|p| p.preview.reason)
-        .ok_or(crate::PLAN_CHANGED)?;
+        .filter(|p| p.digest == digest)
+        .map(|p| p.reason)
+        .ok_or(crate::state::PLAN_CHANGED)?;
     let report = lock(&st.report).clone().ok_or("no scan has finished yet")?;
-    let (plan, _) = decide(&st, &report)?.ok_or(crate::PLAN_CHANGED)?;
+    let (plan, _) = decide(&st, &report)?.ok_or(crate::state::PLAN_CHANGED)?;
     if plan.action_digest() != digest {
         *lock(&st.auto_pending) = None;
-        return Err(crate::PLAN_CHANGED.into());
+        return Err(crate::state::PLAN_CHANGED.into());
     }
     *lock(&st.auto_pending) = None;
     if reason == AskReason::First {
@@ -243,11 +162,6 @@ pub async fn confirm<R: Runtime>(
         *lock(&st.settings) = s;
     }
     let out = run(app, &report, plan, How::Click).await;
-    let _ = crate::scan_now(app).await;
+    let _ = crate::scan::scan_now(app).await;
     Ok(out)
-}
-
-/// The run waiting for the user, if any.
-pub(crate) fn pending(st: &AppState) -> Option<AutoPreview> {
-    lock(&st.auto_pending).as_ref().map(|p| p.preview.clone())
 }

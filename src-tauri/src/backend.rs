@@ -63,8 +63,8 @@ pub trait Backend: Send + Sync + 'static {
         Some(smolsweep::policy::path_for(&env.home))
     }
     /// What the uninstall wizard works on (the live system unless a test says otherwise).
-    fn uninstaller(&self) -> std::sync::Arc<dyn crate::uninstall::Uninstaller> {
-        std::sync::Arc::new(crate::uninstall::RealUninstaller)
+    fn uninstaller(&self) -> std::sync::Arc<dyn crate::uninstaller::Uninstaller> {
+        std::sync::Arc::new(crate::uninstaller::RealUninstaller)
     }
 }
 

@@ -6,98 +6,15 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
-use smolsweep::filter::{parse_age, parse_size, Filter};
+use serde::Deserialize;
 use smolsweep::keep::{Keeps, Rule, Target};
 use smolsweep::model::FindingKind;
 use smolsweep::model::{Product, ScanReport};
 use tauri::{AppHandle, Manager, Runtime};
 
-use crate::{lock, AppState};
+use crate::state::{lock, AppState};
 
-/// One keep rule as the window lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct KeepLine {
-    pub id: String,
-    /// The core's words for what it keeps (`Rule::describe`).
-    pub what: String,
-    /// `YYYY-MM-DD`.
-    pub since: String,
-    pub why: String,
-    /// The settings list's line: "finding 3f2a… — since 2026-11-30: debugging".
-    pub line: String,
-    /// A kept row's line: "Kept by you since 2026-11-30: debugging".
-    pub kept_line: String,
-}
-
-impl KeepLine {
-    fn of(r: &Rule) -> KeepLine {
-        let (what, since) = (r.describe(), r.since_day());
-        let why = match r.why.is_empty() {
-            true => String::new(),
-            false => format!(": {}", r.why),
-        };
-        KeepLine {
-            id: r.id.clone(),
-            line: format!("{what} — since {since}{why}"),
-            kept_line: format!("Kept by you since {since}{why}"),
-            what,
-            since,
-            why: r.why.clone(),
-        }
-    }
-}
-
-/// The window's filter controls, as typed (`7d`, `100M`); parsed by the core.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct FilterInput {
-    pub older_than: String,
-    pub min_size: String,
-    pub products: Vec<Product>,
-    pub kinds: Vec<FindingKind>,
-}
-
-impl FilterInput {
-    /// The core filter these controls mean (`smolsweep::filter::{parse_age, parse_size}`).
-    pub fn filter(&self) -> Result<Filter, String> {
-        let older_than_secs = match self.older_than.trim() {
-            "" => None,
-            s => Some(parse_age(s)?),
-        };
-        let min_bytes = match self.min_size.trim() {
-            "" => None,
-            s => Some(parse_size(s)?),
-        };
-        Ok(Filter {
-            older_than_secs,
-            min_bytes,
-            products: self.products.clone(),
-            kinds: self.kinds.clone(),
-        })
-    }
-}
-
-/// A kind the filter can choose (those in the latest scan).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct KindChoice {
-    pub kind: FindingKind,
-    pub product: Product,
-    pub label: &'static str,
-}
-
-pub(crate) fn kind_choices(r: &ScanReport) -> Vec<KindChoice> {
-    let mut seen = std::collections::BTreeSet::new();
-    r.findings
-        .iter()
-        .filter(|f| seen.insert(f.kind))
-        .map(|f| KindChoice {
-            kind: f.kind,
-            product: f.product,
-            label: f.kind.label(),
-        })
-        .collect()
-}
+pub use smolsweep::view::keeps::{kind_choices, FilterInput, KeepLine, KindChoice};
 
 pub(crate) fn time_of(secs: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(secs)
@@ -118,7 +35,7 @@ pub(crate) fn filtered(st: &AppState, r: &ScanReport) -> ScanReport {
 /// (`smolsweep::keep::apply_at`): a real scan has applied them already and applying again
 /// changes nothing; a saved report gets them the same way, unreadable rules included (then
 /// nothing is reclaimable).
-pub(crate) fn apply_keeps(b: &dyn crate::Backend, r: &mut ScanReport) {
+pub(crate) fn apply_keeps(b: &dyn crate::backend::Backend, r: &mut ScanReport) {
     let Some(p) = b.keep_path() else { return };
     smolsweep::keep::apply_at(r, &p);
     r.compute_totals();
@@ -156,40 +73,14 @@ pub enum KeepRequest {
     Kind { kind: FindingKind },
 }
 
-/// The rule target for a request, resolved against the latest scan.
+/// The rule target for a request, resolved against the latest scan (the core's one
+/// resolution, `keep::target_in`, as `smolsweep keep add` resolves what is typed).
 pub fn target_of(r: &ScanReport, req: &KeepRequest) -> Result<Target, String> {
+    use smolsweep::keep::{target_in, Named};
     match req {
-        KeepRequest::Finding { id } => {
-            let f = r
-                .finding(id)
-                .ok_or("that finding is not in the latest scan; rescan and try again")?;
-            let i = f.identity.ok_or_else(|| {
-                format!(
-                    "{} could not be examined, so it cannot be kept",
-                    f.path.display()
-                )
-            })?;
-            Ok(Target::Item {
-                path: f.path.clone(),
-                dev: i.dev,
-                ino: i.ino,
-                born_ns: smolsweep::keep::born(&f.path),
-            })
-        }
-        KeepRequest::Machine { product, name } => {
-            if !r
-                .machines
-                .iter()
-                .any(|m| m.product == *product && &m.name == name)
-            {
-                return Err(format!("no machine or sandbox {name} in the latest scan"));
-            }
-            Ok(Target::Owner {
-                product: *product,
-                name: name.clone(),
-            })
-        }
-        KeepRequest::Kind { kind } => Ok(Target::Kind { kind: *kind }),
+        KeepRequest::Finding { id } => target_in(r, &Named::Finding(id)),
+        KeepRequest::Machine { product, name } => target_in(r, &Named::Machine(*product, name)),
+        KeepRequest::Kind { kind } => target_in(r, &Named::Kind(*kind)),
     }
 }
 

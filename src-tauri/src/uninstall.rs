@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use smolsweep::env::EnvSnapshot;
-use smolsweep::exec::{ActionRunner, Outcome, ProgressEvent};
-use smolsweep::model::{Platform, Product};
+use smolsweep::exec::{Outcome, ProgressEvent};
+use smolsweep::model::Product;
 use smolsweep::uninstall::plan::{self as uplan, ProductChoice, UninstallOptions};
 use smolsweep::uninstall::preflight::{self, Preflight};
 use smolsweep::uninstall::run::{self as urun, RunReport};
@@ -22,48 +22,8 @@ use smolsweep::uninstall::verify::{self, Proof, VerifyOptions};
 use smolsweep::uninstall::UninstallPlan;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 
-use crate::AppState;
-
-/// Event with an [`UninstallProgress`] for each step as it finishes.
-pub const EV_UNINSTALL_PROGRESS: &str = "uninstall-progress";
-
-/// Where the uninstall looks and what carries it out. The real one uses the process
-/// environment, the live system and the journal; tests give a scratch HOME and their own
-/// journal file.
-pub trait Uninstaller: Send + Sync + 'static {
-    /// The user environment to uninstall from.
-    fn env(&self) -> anyhow::Result<EnvSnapshot> {
-        Ok(EnvSnapshot::capture()?)
-    }
-    fn platform(&self) -> Platform {
-        Platform::current()
-    }
-    /// Machine, process and mount actions (the CLIs of the installs being removed).
-    fn runner(&self, plan: &UninstallPlan, env: &EnvSnapshot) -> Box<dyn ActionRunner> {
-        Box::new(urun::runner_for(plan, env, self.platform()))
-    }
-    /// The journal every action is recorded in (`None`: the same one as `prune` and
-    /// `uninstall`).
-    fn journal_path(&self) -> Option<std::path::PathBuf> {
-        None
-    }
-    /// What re-judges each step at the moment it runs: the scanner, in `env`.
-    fn judge(&self, env: &EnvSnapshot) -> Box<dyn smolsweep::exec::Judge> {
-        Box::new(smolsweep::exec::Rejudge::new(
-            smolsweep::scan::ScanOptions {
-                env: env.clone(),
-                platform: self.platform(),
-                age_guard: std::time::Duration::from_secs(120),
-                now: std::time::SystemTime::now(),
-            },
-        ))
-    }
-}
-
-/// The core on the live system.
-#[derive(Debug, Default)]
-pub struct RealUninstaller;
-impl Uninstaller for RealUninstaller {}
+use crate::state::{AppState, EV_UNINSTALL_PROGRESS};
+pub use crate::uninstaller::{RealUninstaller, Uninstaller};
 
 /// What the wizard has shown so far.
 #[derive(Default)]
@@ -99,14 +59,6 @@ pub struct RunResult {
     /// `RunReport::freed_line`: "Freed about 1.2 GB.".
     #[serde(default)]
     pub freed: String,
-}
-
-/// `Product::display_name` of each product by its serialised name, for the window's lines.
-pub fn product_names() -> std::collections::BTreeMap<&'static str, &'static str> {
-    Product::ALL
-        .into_iter()
-        .map(|p| (p.as_str(), p.display_name()))
-        .collect()
 }
 
 /// The preflight as the window gets it: the core's preflight and the products' names.
@@ -159,7 +111,7 @@ impl From<Preflight> for PreflightShown {
             .collect();
         PreflightShown {
             preflight,
-            product_names: product_names(),
+            product_names: smolsweep::view::product_names(),
             dot_smolvm_line,
             state_dir_lines,
             process_lines,
@@ -443,7 +395,7 @@ pub async fn run_now<R: Runtime>(
     // The tray and the window's other views follow what is gone.
     let app2 = app.clone();
     tauri::async_runtime::spawn(async move {
-        let _ = crate::scan_now(&app2).await;
+        let _ = crate::scan::scan_now(&app2).await;
     });
     Ok(result)
 }
@@ -499,6 +451,7 @@ fn run_blocking<R: Runtime>(
             total,
             summary,
             outcome,
+            ..
         } = ev
         {
             let p = UninstallProgress {
@@ -588,6 +541,7 @@ pub(crate) async fn uninstall_verify<R: Runtime>(app: AppHandle<R>) -> Result<Pr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use smolsweep::model::Platform;
     use smolsweep::model::Product;
     use smolsweep::plan::Action;
     use smolsweep::uninstall::plan::PlanStep;

@@ -37,7 +37,7 @@ use smolsweep::scan::ExitWatch;
 use tauri::{AppHandle, Manager, Runtime};
 use tokio::sync::mpsc;
 
-use crate::AppState;
+use crate::state::AppState;
 
 pub const QUIET: Duration = Duration::from_secs(2);
 pub const MAX_WAIT: Duration = Duration::from_secs(10);

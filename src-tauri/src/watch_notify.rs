@@ -36,8 +36,8 @@ use smolsweep::scan::ExitWatch;
 use tauri::{AppHandle, Manager, Runtime};
 use tokio::sync::mpsc;
 
+use crate::state::AppState;
 use crate::watch_events::schedules_scan;
-use crate::AppState;
 
 pub const QUIET: Duration = Duration::from_secs(2);
 pub const MAX_WAIT: Duration = Duration::from_secs(10);

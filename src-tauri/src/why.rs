@@ -61,8 +61,8 @@ pub(crate) fn tell_why<R: tauri::Runtime>(app: &tauri::AppHandle<R>, pid: u32) {
     use tauri::Manager;
     let app = app.clone();
     tauri::async_runtime::spawn(async move {
-        let st = app.state::<crate::AppState>();
-        let Some(report) = crate::lock(&st.report).clone() else {
+        let st = app.state::<crate::state::AppState>();
+        let Some(report) = crate::state::lock(&st.report).clone() else {
             return;
         };
         let keep_file = st.backend.keep_path();
@@ -72,8 +72,8 @@ pub(crate) fn tell_why<R: tauri::Runtime>(app: &tauri::AppHandle<R>, pid: u32) {
         })
         .await;
         match shown {
-            Ok(Ok(w)) => crate::tell(&app, "Why?", &w.text),
-            Ok(Err(e)) => crate::tell(&app, "Why?", &e),
+            Ok(Ok(w)) => crate::dialogs::tell(&app, "Why?", &w.text),
+            Ok(Err(e)) => crate::dialogs::tell(&app, "Why?", &e),
             Err(e) => tracing::warn!("{e}"),
         }
     });
@@ -88,8 +88,8 @@ pub(crate) async fn why_of<R: tauri::Runtime>(
     target: WhyTarget,
 ) -> Result<WhyShown, String> {
     use tauri::Manager;
-    let st = app.state::<crate::AppState>();
-    let report = crate::lock(&st.report)
+    let st = app.state::<crate::state::AppState>();
+    let report = crate::state::lock(&st.report)
         .clone()
         .ok_or("no scan has finished yet")?;
     let keep_file = st.backend.keep_path();

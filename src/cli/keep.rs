@@ -46,74 +46,11 @@ fn now() -> u64 {
         .unwrap_or(0)
 }
 
-/// What `target` names in a scan made now.
+/// What `target` names in a scan made now (the core's one resolution, `keep::target_in`).
 fn resolve(target: &str) -> Result<Target, String> {
     let opts = smolsweep::scan::ScanOptions::from_env().map_err(|e| e.to_string())?;
     let report = smolsweep::scan::scan(&opts);
-    let by_path = std::path::Path::new(target);
-    let item = |f: &smolsweep::model::Finding| {
-        let id = f
-            .identity
-            .ok_or_else(|| format!("{target} could not be examined, so it cannot be kept"))?;
-        Ok(Target::Item {
-            path: f.path.clone(),
-            dev: id.dev,
-            ino: id.ino,
-            born_ns: smolsweep::keep::born(&f.path),
-        })
-    };
-    if let Some(f) = report
-        .findings
-        .iter()
-        .find(|f| f.id == target || f.path == by_path)
-    {
-        return item(f);
-    }
-    if target.contains('/') {
-        let id =
-            smolsweep::model::FileIdentity::of(by_path).map_err(|e| format!("{target}: {e}"))?;
-        return Ok(Target::Item {
-            path: by_path.to_path_buf(),
-            dev: id.dev,
-            ino: id.ino,
-            born_ns: smolsweep::keep::born(by_path),
-        });
-    }
-    // `celesto:ID` / `smolvm:NAME` also names a deleted sandbox's or machine's leftovers.
-    let owned = |product: smolsweep::model::Product, name: &str| {
-        report
-            .findings
-            .iter()
-            .any(|f| f.product == product && f.owner.as_deref() == Some(name))
-    };
-    for (prefix, product) in [
-        ("celesto:", smolsweep::model::Product::Celesto),
-        ("smolvm:", smolsweep::model::Product::Smolvm),
-    ] {
-        if let Some(name) = target.strip_prefix(prefix).filter(|n| owned(product, n)) {
-            return Ok(Target::Owner {
-                product,
-                name: name.to_string(),
-            });
-        }
-    }
-    let e = match smolsweep::plan::find_machine(&report, target) {
-        Ok(m) => {
-            return Ok(Target::Owner {
-                product: m.product,
-                name: m.name.clone(),
-            })
-        }
-        Err(e) => e,
-    };
-    // Full names first (as `why`): then a prefix of at least four characters that only one
-    // finding id starts with.
-    match prefix::find_to_remove(&report.findings, target, "finding id", |f| &f.id)? {
-        Some(f) => item(f),
-        None => Err(format!(
-            "{target}: not a finding id, a path or a machine ({e})"
-        )),
-    }
+    smolsweep::keep::target_in(&report, &smolsweep::keep::Named::Typed(target))
 }
 
 pub fn run(a: KeepArgs) -> i32 {

@@ -8,7 +8,7 @@ pub mod filters;
 pub mod help;
 pub mod keep;
 pub mod out;
-pub mod prefix;
+pub(crate) use smolsweep::prefix;
 pub mod progress;
 pub mod prom;
 pub mod prompt;

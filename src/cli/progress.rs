@@ -42,6 +42,7 @@ pub fn action_bytes(a: &Action) -> u64 {
             *expected_bytes
         }
         Action::DeleteMachine { bytes, .. } => *bytes,
+        Action::CompactDisk { expected_bytes, .. } => *expected_bytes,
         _ => 0,
     }
 }
@@ -133,6 +134,7 @@ impl Progress {
                 total,
                 summary,
                 outcome,
+                freed_bytes,
             } => {
                 let mut st = self.state.borrow_mut();
                 st.done_items += 1;
@@ -147,7 +149,7 @@ impl Progress {
                 if self.verbose {
                     self.line(&format!(
                         "[{items}/{total}] {}",
-                        outcome_line(summary, outcome)
+                        outcome_line(summary, outcome, *freed_bytes)
                     ));
                 } else if self.style == Style::Lines && new_tenth {
                     self.line(&self.counts(items, *total, bytes));
@@ -236,9 +238,9 @@ impl Progress {
     }
 }
 
-/// One item's result as the run lists it (the core's sentence).
-pub(crate) fn outcome_line(summary: &str, o: &Outcome) -> String {
-    smolsweep::view::outcome_line(summary, o, 0)
+/// One item's result as the run lists it (the core's sentence), with what it freed.
+pub(crate) fn outcome_line(summary: &str, o: &Outcome, freed_bytes: u64) -> String {
+    smolsweep::view::outcome_line(summary, o, freed_bytes)
 }
 
 #[cfg(test)]
@@ -276,6 +278,7 @@ mod tests {
                 total: 100,
                 summary: "s".into(),
                 outcome: done(),
+                freed_bytes: 0,
             });
         }
         assert_eq!(p.state.borrow().tenths_shown, 10);

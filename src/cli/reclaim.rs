@@ -320,6 +320,9 @@ struct Mode<'a> {
     /// A plan whose every action is skipped when it runs (`apply` of a plan the world has
     /// moved past) did nothing that was asked: a refusal.
     all_skipped_refused: bool,
+    /// One progress line per item as it finishes, also without `-v` (compaction: a few items,
+    /// each of them slow, each with the bytes it freed).
+    each: bool,
 }
 
 fn run_named(
@@ -335,6 +338,7 @@ fn run_named(
         refused: refused(plan, report, &named),
         strict: !named.is_empty(),
         all_skipped_refused: false,
+        each: false,
     };
     run_plan_with(plan, mode, at, command)
 }
@@ -410,6 +414,7 @@ pub fn compact(a: CompactArgs) -> i32 {
             },
             strict: !a.targets.is_empty(),
             all_skipped_refused: false,
+            each: true,
         };
         run_plan_with(&plan, mode, &s.at, "compact")
     })
@@ -552,6 +557,7 @@ pub fn apply(a: ApplyArgs) -> i32 {
         refused: vec![],
         strict: false,
         all_skipped_refused: true,
+        each: false,
     };
     run_plan_with(&plan, mode, &Where { opts, seed: None }, "apply")
 }
@@ -684,7 +690,7 @@ fn history_of_run(a: &HistoryArgs, path: &Path, given: &str) -> std::io::Result<
             crate::outln!("  did not finish (interrupted): the items below are what was done");
         }
         for o in &r.outcomes {
-            crate::outln!("  {}", outcome_line(&o.summary, &o.outcome));
+            crate::outln!("  {}", outcome_line(&o.summary, &o.outcome, o.freed_bytes));
         }
     }
     Ok(0)
@@ -875,7 +881,7 @@ fn run_plan_with(plan: &Plan, mode: Mode<'_>, at: &Where, command: &str) -> i32 
     let confirmed = Confirmed::of(plan, if run.yes { How::YesFlag } else { How::Answered });
     let progress = Progress::new(
         Style::for_stderr(run.json || run.quiet),
-        run.verbose && !run.json,
+        (run.verbose || mode.each) && !run.json,
         progress::plan_bytes(plan),
         Some(plan.estimated_bytes),
     );

@@ -68,25 +68,101 @@ pub(crate) struct FreeMap {
     blocks_per_group: u64,
 }
 
+/// The bits of word `w` (blocks `64·w …`) that lie in `[from, to)`.
+fn mask(w: u64, from: u64, to: u64) -> u64 {
+    let lo = from.saturating_sub(w * 64).min(64);
+    let hi = to.saturating_sub(w * 64).min(64);
+    let upto = |n: u64| if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+    upto(hi) & !upto(lo)
+}
+
 impl FreeMap {
-    pub fn is_free(&self, block: u64) -> bool {
-        block < self.blocks && self.free[(block / 64) as usize] & (1 << (block % 64)) != 0
+    /// Free blocks in `[from, to)` (counted a word at a time).
+    pub fn count_free(&self, from: u64, to: u64) -> u64 {
+        let to = to.min(self.blocks);
+        if from >= to {
+            return 0;
+        }
+        (from / 64..to.div_ceil(64))
+            .map(|w| u64::from((self.free[w as usize] & mask(w, from, to)).count_ones()))
+            .sum()
     }
 
     /// Whether every block of `[first, end)` is free (false for an empty or out-of-range one).
     pub fn all_free(&self, first: u64, end: u64) -> bool {
-        first < end && end <= self.blocks && (first..end).all(|b| self.is_free(b))
+        first < end && end <= self.blocks && self.count_free(first, end) == end - first
     }
 
-    /// Whether `block` is the first of a block group (e2fsck discards each group's free
-    /// runs separately, so a run never crosses a group boundary).
-    pub fn starts_group(&self, block: u64) -> bool {
-        block >= self.first_data_block
-            && (block - self.first_data_block).is_multiple_of(self.blocks_per_group)
+    /// The first block of `[from, to)` that is free (`free`) or used (`!free`), else `to`
+    /// (a word at a time).
+    pub fn next(&self, from: u64, to: u64, free: bool) -> u64 {
+        let to = to.min(self.blocks);
+        let mut w = from / 64;
+        while w * 64 < to {
+            let bits = if free {
+                self.free[w as usize]
+            } else {
+                !self.free[w as usize]
+            } & mask(w, from, to);
+            if bits != 0 {
+                return w * 64 + u64::from(bits.trailing_zeros());
+            }
+            w += 1;
+        }
+        to
     }
 
-    fn set_free(&mut self, block: u64) {
-        self.free[(block / 64) as usize] |= 1 << (block % 64);
+    /// The first block of the block group after the one holding `block` (e2fsck discards each
+    /// group's free runs separately, so a run never crosses a group boundary).
+    pub fn group_end(&self, block: u64) -> u64 {
+        let fdb = self.first_data_block;
+        if block < fdb {
+            return fdb;
+        }
+        fdb + ((block - fdb) / self.blocks_per_group + 1) * self.blocks_per_group
+    }
+
+    /// Mark `[from, to)` free or used, a word at a time.
+    fn set(&mut self, from: u64, to: u64, free: bool) {
+        let to = to.min(self.blocks);
+        if from >= to {
+            return;
+        }
+        for w in from / 64..to.div_ceil(64) {
+            let m = mask(w, from, to);
+            let word = &mut self.free[w as usize];
+            *word = if free { *word | m } else { *word & !m };
+        }
+    }
+
+    /// Take in one initialised group's block bitmap: blocks `start…start+len` whose bit is
+    /// clear are free. 64 bits at a time; returns how many are free.
+    fn take_bitmap(&mut self, bitmap: &[u8], start: u64, len: u64) -> u64 {
+        let mut n = 0;
+        let mut bit = 0;
+        while bit < len {
+            let take = (len - bit).min(64);
+            let at = (bit / 8) as usize;
+            let mut w = [0u8; 8];
+            let avail = (take.div_ceil(8) as usize).min(bitmap.len().saturating_sub(at));
+            w[..avail].copy_from_slice(&bitmap[at..at + avail]);
+            let mut v = !u64::from_le_bytes(w);
+            if take < 64 {
+                v &= (1u64 << take) - 1;
+            }
+            n += u64::from(v.count_ones());
+            let (i, sh) = (((start + bit) / 64) as usize, (start + bit) % 64);
+            if v != 0 {
+                self.free[i] |= v << sh;
+                if sh > 0 {
+                    if let Some(next) = self.free.get_mut(i + 1) {
+                        *next |= v >> (64 - sh);
+                    }
+                }
+            }
+            bit += 64;
+        }
+        n
     }
 }
 
@@ -300,12 +376,7 @@ pub(crate) fn free_map(g: &mut dyn Guest) -> Result<FreeMap, CannotTell> {
             return Err(cannot("a block bitmap lies outside the file system"));
         }
         g.read_at(&mut bitmap, d.block_bitmap * s.block_size)?;
-        for bit in 0..len {
-            if bitmap[(bit / 8) as usize] & (1 << (bit % 8)) == 0 {
-                map.set_free(start + bit);
-                map.free_blocks += 1;
-            }
-        }
+        map.free_blocks += map.take_bitmap(&bitmap, start, len);
     }
     // A cleanly unmounted file system records the count its bitmaps give: a difference means
     // something here was read wrong (checksums are not verified) or the file system is not
@@ -328,24 +399,16 @@ fn uninit_group(map: &mut FreeMap, s: &Super, descs: &[Desc], g: u64, itable_blo
     } else {
         0
     };
-    let mut used = vec![false; len as usize];
-    for u in used.iter_mut().take(base.min(len) as usize) {
-        *u = true;
-    }
-    let mut mark = |first: u64, n: u64| {
-        for b in first.max(start)..first.saturating_add(n).min(end) {
-            used[(b - start) as usize] = true;
-        }
-    };
+    // Its bits are all clear until now (each group is taken in once).
+    map.set((start + base).min(end), end, true);
     for d in descs {
-        mark(d.block_bitmap, 1);
-        mark(d.inode_bitmap, 1);
-        mark(d.inode_table, itable_blocks);
-    }
-    for (i, u) in used.iter().enumerate() {
-        if !u {
-            map.set_free(start + i as u64);
-            map.free_blocks += 1;
+        for (first, n) in [
+            (d.block_bitmap, 1),
+            (d.inode_bitmap, 1),
+            (d.inode_table, itable_blocks),
+        ] {
+            map.set(first.max(start), first.saturating_add(n).min(end), false);
         }
     }
+    map.free_blocks += map.count_free(start, end);
 }

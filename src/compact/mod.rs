@@ -20,6 +20,7 @@ pub(crate) mod ext4;
 mod plan;
 pub(crate) mod qmap;
 mod survey;
+pub(crate) mod tools;
 
 pub use plan::compact_plan;
 pub(crate) use survey::survey;
@@ -255,25 +256,19 @@ fn data_extents(file: &File, end: u64) -> Result<Vec<(u64, u64)>, CannotTell> {
 }
 
 /// Bytes of `[start, end)` in runs of free blocks, each run (ended at a block group's end, as
-/// e2fsck discards them) rounded inward to `grain`.
+/// e2fsck discards them) rounded inward to `grain`. The runs are found a bitmap word at a time.
 fn free_in(map: &ext4::FreeMap, start: u64, end: u64, grain: u64) -> u64 {
     let bs = map.block_size;
     let mut total = 0;
-    let mut b = start / bs;
     let last = end.div_ceil(bs);
+    let mut b = map.next(start / bs, last, true);
     while b < last {
-        if !map.is_free(b) {
-            b += 1;
-            continue;
-        }
         let run = b;
-        b += 1;
-        while b < last && map.is_free(b) && !map.starts_group(b) {
-            b += 1;
-        }
+        b = map.next(b, map.group_end(b).min(last), false);
         let lo = (run * bs).max(start).next_multiple_of(grain);
         let hi = (b * bs).min(end) / grain * grain;
         total += hi.saturating_sub(lo);
+        b = map.next(b, last, true);
     }
     total
 }

@@ -57,6 +57,7 @@ pub fn compact_plan(report: &ScanReport, targets: &[String]) -> Result<Plan, Str
                 "cannot tell what compacting would give back ({why})"
             )),
             (None, 0, _) => Some("nothing free inside to give back".to_string()),
+            (None, _, _) if d.needs.is_some() => d.needs.clone(),
             (None, _, None) => Some("it cannot be read now".to_string()),
             (None, n, Some(identity)) => {
                 actions.push(PlannedAction::of(Action::CompactDisk {

@@ -114,6 +114,7 @@ fn estimate_of((product, owner, saved, path): Candidate) -> DiskEstimate {
         guest_free_bytes: 0,
         read_bytes: 0,
         cannot_tell: None,
+        needs: None,
         path,
     };
     match super::estimate_cached(&d.path) {
@@ -123,6 +124,16 @@ fn estimate_of((product, owner, saved, path): Candidate) -> DiskEstimate {
             d.compactable_bytes = e.compactable_bytes;
             d.guest_free_bytes = e.guest_free_bytes;
             d.read_bytes = e.read_bytes;
+            // The tools matter only where there is something to compact.
+            if e.compactable_bytes > 0 {
+                match super::tools::check(e.format) {
+                    Ok(needs) => d.needs = needs,
+                    Err(why) => {
+                        d.compactable_bytes = 0;
+                        d.cannot_tell = Some(why);
+                    }
+                }
+            }
         }
         Err((format, why)) => {
             d.format = format.map(|f| f.as_str().to_string());

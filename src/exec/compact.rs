@@ -23,6 +23,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::compact::Format;
 use crate::model::{FileIdentity, Product, ScanReport};
 use crate::record::Outcome;
 
@@ -112,32 +113,16 @@ fn backed_by(report: &ScanReport, path: &Path) -> Option<PathBuf> {
     None
 }
 
-/// `cmd args…`: its exit code, or why it could not run.
+/// `cmd args… path` with the trusted `cmd` ([`crate::compact::tools`]): its exit code and
+/// output, or why it could not run (missing: what to install; too old: why).
 fn tool(cmd: &str, args: &[&str], path: &Path) -> Result<(i32, String), String> {
-    // Debian's sbin (not always on a user's PATH), Homebrew's keg-only e2fsprogs.
-    let exe = [
-        "/usr/sbin",
-        "/sbin",
-        "/opt/homebrew/opt/e2fsprogs/sbin",
-        "/usr/local/opt/e2fsprogs/sbin",
-    ]
-    .iter()
-    .map(|d| Path::new(d).join(cmd))
-    .find(|p| p.exists())
-    .unwrap_or_else(|| PathBuf::from(cmd));
+    let exe = crate::compact::tools::ready(cmd).map_err(|why| format!("{why}; not compacted"))?;
     let out = Command::new(&exe)
         .args(args)
         .arg(path)
         .env("LANG", "C")
         .output()
-        .map_err(|e| {
-            let pkg = if cmd.starts_with("qemu") {
-                "QEMU's tools (apt install qemu-utils; brew install qemu)"
-            } else {
-                "e2fsprogs (apt install e2fsprogs; brew install e2fsprogs)"
-            };
-            format!("{cmd} could not be run ({e}): install {pkg}; not compacted")
-        })?;
+        .map_err(|e| format!("{cmd} could not be run ({e}); not compacted"))?;
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     Ok((out.status.code().unwrap_or(-1), text))
@@ -247,9 +232,14 @@ pub(super) fn run(product: Product, path: &Path, format: &str) -> Outcome {
         },
         Product::Celesto => None,
     };
-    match format {
-        "raw" => raw(path),
-        "qcow2" => qcow2(path),
-        other => Outcome::skipped(format!("a {other} disk is not compacted")),
+    let (fmt, compact): (_, fn(&Path) -> Outcome) = match format {
+        "raw" => (Format::Raw, raw),
+        "qcow2" => (Format::Qcow2, qcow2),
+        other => return Outcome::skipped(format!("a {other} disk is not compacted")),
+    };
+    // Every tool it runs, found and trusted now, before the first runs.
+    match crate::compact::tools::check(fmt) {
+        Ok(None) => compact(path),
+        Ok(Some(why)) | Err(why) => Outcome::skipped(format!("{why}; not compacted")),
     }
 }

@@ -321,6 +321,7 @@ impl Run<'_, '_> {
                 total,
                 summary: record.summary.clone(),
                 outcome: record.outcome.clone(),
+                freed_bytes: record.freed_bytes,
             });
         }
         record

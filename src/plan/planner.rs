@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::{strictly_inside, Action, Plan, PlannedAction, Selection, SkippedAtPlan};
 use crate::kind::Removal;
 use crate::model::{
-    FileIdentity, Finding, Machine, Platform, Product, ScanReport, Scope, Verdict, VmProcess,
+    find_machine, FileIdentity, Finding, Machine, Platform, ScanReport, Scope, Verdict, VmProcess,
 };
 
 /// What the planner made of a selection.
@@ -51,28 +51,6 @@ pub(super) fn plan(report: &ScanReport, selection: &Selection) -> Planned {
         actions,
         estimated,
         skipped: p.skipped,
-    }
-}
-
-/// The machine or sandbox `name` names: `smolvm:NAME` or `celesto:ID`, or a bare name that
-/// only one product has.
-pub fn find_machine<'r>(report: &'r ScanReport, name: &str) -> Result<&'r Machine, String> {
-    let (product, bare) = match name.split_once(':') {
-        Some(("smolvm", n)) => (Some(Product::Smolvm), n),
-        Some(("celesto", n)) => (Some(Product::Celesto), n),
-        _ => (None, name),
-    };
-    let hits: Vec<&Machine> = report
-        .machines
-        .iter()
-        .filter(|m| m.name == bare && product.is_none_or(|p| m.product == p))
-        .collect();
-    match hits.as_slice() {
-        [m] => Ok(m),
-        [] => Err("no machine or sandbox with that name in the scan".into()),
-        _ => Err(format!(
-            "both a Celesto sandbox and a smolvm machine are called '{bare}': name it celesto:{bare} or smolvm:{bare}"
-        )),
     }
 }
 

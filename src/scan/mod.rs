@@ -26,11 +26,6 @@ pub use crate::procs::exits::ExitWatch;
 pub use crate::size::{Measure, Sizer};
 pub(crate) use procindex::ProcIndex;
 
-/// Whether `name` is a smolvm helper machine (`image-seed-<hash>-<pid>`, `init-bake-…-<pid>`).
-pub(crate) fn is_helper_machine(name: &str) -> bool {
-    smolvm::helper_creator(name).is_some()
-}
-
 /// What a scan looks at.
 #[derive(Debug, Clone)]
 pub struct ScanOptions {

@@ -598,7 +598,8 @@ impl<'s> SetScan<'s> {
                 && r.pid
                     .is_some_and(|pid| !ctx.procs.alive_as_recorded(pid, r.pid_start_time))
         }) && unused();
-        let helper_gone = helper_creator(mname).is_some_and(|pid| ctx.procs.by_pid(pid).is_none())
+        let helper_gone = crate::upstream::helper_creator(mname)
+            .is_some_and(|pid| ctx.procs.by_pid(pid).is_none())
             && matches!(state.as_str(), "created" | "stopped")
             && unused();
         if helper_gone {
@@ -800,16 +801,6 @@ fn reserved_dir(d: Draft, rname: &str, owner_pid: Option<i64>) -> Draft {
         Verdict::Protected,
         format!("Machine directory of '{rname}', which is being created right now (a create reservation{by}); left alone."),
     )
-}
-
-/// The pid in a helper machine's name (`image-seed-<hash>-<pid>`, `init-bake-<hash>-<pid>`):
-/// the process whose image build or init bake made it.
-pub(crate) fn helper_creator(name: &str) -> Option<u32> {
-    let rest = name
-        .strip_prefix("image-seed-")
-        .or_else(|| name.strip_prefix("init-bake-"))?;
-    let (_, pid) = rest.rsplit_once('-')?;
-    pid.parse().ok().filter(|p| *p > 0)
 }
 
 /// Whether smolvm trims a cache by itself: the cap variable as set here, or its default.

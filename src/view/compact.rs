@@ -61,9 +61,13 @@ pub fn disk_sentence(d: &DiskEstimate) -> String {
         ),
         (None, n) => format!(
             "{file}: {} of its {} allocated is free inside the guest; compacting would give it \
-             back (opt-in, not in the reclaimable total).",
+             back (opt-in, not in the reclaimable total).{}",
             bytes(n),
-            bytes(d.allocated_bytes)
+            bytes(d.allocated_bytes),
+            match &d.needs {
+                Some(needs) => format!(" To compact it: {}.", crate::pathser::escape_text(needs)),
+                None => String::new(),
+            }
         ),
     }
 }

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::exec::{ExecReport, Outcome, ProgressEvent};
 use crate::model::{Product, ScanReport};
 use crate::plan::{Action, Plan as CorePlan, Selection};
+use crate::target::TargetPlan;
 use crate::view::Confirmation;
 
 /// One thing the plan will do, as the confirmation lists it.
@@ -384,6 +385,50 @@ pub struct VmPlan {
     #[serde(skip)]
     /// The core plan itself (what the executor runs).
     pub core: Option<CorePlan>,
+}
+
+/// The words of a Stop / End process / Delete confirmation: the same in the tray's native
+/// dialog, the window and the CLI.
+impl TargetPlan {
+    /// The confirmation dialog's title, e.g. `Stop: smol-machines smolvm web`.
+    pub fn title(&self) -> String {
+        format!("{}: {}", self.ok(), self.target)
+    }
+
+    /// The confirmation button's word.
+    pub fn ok(&self) -> &'static str {
+        match self.does {
+            VmAction::Stop => "Stop",
+            VmAction::Delete => "Delete",
+            VmAction::Reap => "End process",
+        }
+    }
+
+    /// The core's confirmation of the plan (one with nothing planned says why).
+    pub fn confirmation(&self) -> Confirmation {
+        match &self.plan {
+            Ok(p) => crate::view::confirmation(p),
+            Err(s) => Confirmation {
+                headline: "Nothing to do".into(),
+                estimate_bytes: 0,
+                estimate: crate::view::bytes(0),
+                reclaim_label: crate::view::reclaim_label(Some(0)),
+                lines: vec![],
+                not_planned: vec![s.why.clone()],
+            },
+        }
+    }
+
+    /// The confirmation's question: what runs and how it is checked, or that nothing can run.
+    pub fn question(&self) -> String {
+        match &self.plan {
+            Ok(p) if !p.actions.is_empty() => format!(
+                "{} Each action is checked again against the system as it is when it runs; nothing else is touched.",
+                crate::view::confirmation(p).sentence()
+            ),
+            _ => "Nothing can be done, so nothing will run.".into(),
+        }
+    }
 }
 
 /// The heading of a VM or machine action's result: "Done: stop smolvm:m1" or "Not done: …".

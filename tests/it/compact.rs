@@ -549,3 +549,228 @@ fn compact_refuses_a_smolvm_disk_whose_vm_lock_is_held() {
     assert!(r.records.iter().all(|rec| rec.outcome.is_done()), "{r:#?}");
     assert!(was - allocated(&h.web_storage) >= 11 << 20);
 }
+
+/// `smolsweep ARGS` with `path` as its `PATH`: its exit code, stdout and stderr.
+fn run_on_path(sc: &Scratch, path: &str, args: &[&str]) -> (i32, String, String) {
+    let o = sc
+        .command(env!("CARGO_BIN_EXE_smolsweep"), args)
+        .env("LANG", "C.UTF-8")
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// A directory holding a stand-in `e2fsck` that prints what e2fsprogs 1.42.9 prints for `-V`
+/// (recorded) and, asked to do anything else, leaves `ran` behind and fails.
+fn old_e2fsck(sc: &Scratch) -> (PathBuf, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = sc.dir().join("old-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let recorded = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/tool-versions/e2fsck-1.42.9-centos7-first-line.txt");
+    let ran = sc.dir().join("old-e2fsck-ran");
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = -V ]; then cat '{}' >&2; exit 0; fi\ntouch '{}'\nexit 8\n",
+        recorded.display(),
+        ran.display()
+    );
+    let exe = bin.join("e2fsck");
+    std::fs::write(&exe, script).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (bin, ran)
+}
+
+/// Hazard: an e2fsck older than trusted (one that checks a `fast_commit` file system without
+/// replaying it) releasing blocks it wrongly calls free. Its raw disks are "cannot tell" with
+/// why, are not planned and not compacted, and it is never run but for its version; the qcow2
+/// disk (QEMU's tools) is estimated as before.
+#[test]
+fn compact_with_an_e2fsck_too_old_is_cannot_tell_and_never_run() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    let (bin, ran) = old_e2fsck(&sc);
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let (code, out, err) = run_on_path(&sc, &path, &["scan", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    for p in [&h.web_storage, &h.saved] {
+        let d = disk(&v, p);
+        assert_eq!(d["compactable_bytes"], 0, "{d:#}");
+        assert_eq!(
+            d["cannot_tell"],
+            "e2fsck 1.42.9 is older than 1.46.0, the oldest version trusted to compact a disk; \
+             update e2fsprogs (Debian/Ubuntu: apt install e2fsprogs; macOS: brew install \
+             e2fsprogs)",
+            "{d:#}"
+        );
+    }
+    assert!(disk(&v, &h.sandbox)["compactable_bytes"].as_u64().unwrap() > 11 << 20);
+    let was = allocated(&h.web_storage);
+    let (code, out, err) = run_on_path(&sc, &path, &["compact", "smolvm:web", "-y"]);
+    assert_eq!(
+        code, 1,
+        "a named disk that cannot be compacted is refused: {out}{err}"
+    );
+    assert!(
+        (out.clone() + &err).contains("e2fsck 1.42.9 is older than 1.46.0"),
+        "{out}{err}"
+    );
+    assert_eq!(allocated(&h.web_storage), was);
+    assert!(!ran.exists(), "the old e2fsck was run on a disk");
+    // The executor judges the tools again: a plan made with a trusted e2fsck is not carried
+    // out by the old one put first on PATH since.
+    let plan = plan_for(&sc, s(&h.saved));
+    assert_eq!(plan.actions.len(), 1, "{plan:#?}");
+    let file = sc.dir().join("plan.json");
+    std::fs::write(&file, plan.to_json_pretty()).unwrap();
+    let (code, out, err) = run_on_path(&sc, &path, &["apply", s(&file), "-y", "--json"]);
+    assert_eq!(code, 1, "{out}{err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        r["skipped"][0]["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("e2fsck 1.42.9 is older")),
+        "{r:#}"
+    );
+    assert!(!ran.exists(), "the old e2fsck was run on a disk");
+}
+
+/// Hazard: a missing tool hiding the space a person could get back, or a compaction that
+/// half-runs without it. With QEMU's tools missing, the qcow2 disk's estimate is still shown,
+/// with what to install; compacting it is refused with that sentence and changes nothing.
+#[test]
+fn compact_with_qemu_tools_missing_shows_the_estimate_and_says_what_to_install() {
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    let empty = sc.dir().join("empty-bin");
+    std::fs::create_dir_all(&empty).unwrap();
+    let path = empty.display().to_string();
+    let (code, out, err) = run_on_path(&sc, &path, &["scan", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let d = disk(&v, &h.sandbox);
+    assert!(d["compactable_bytes"].as_u64().unwrap() > 11 << 20, "{d:#}");
+    let needs = "qemu-img and qemu-io are not installed: install QEMU's tools (Debian/Ubuntu: \
+                 apt install qemu-utils; macOS: brew install qemu)";
+    assert_eq!(d["needs"], needs, "{d:#}");
+    // e2fsck is found where Debian installs it, off a user's PATH.
+    assert!(
+        disk(&v, &h.web_storage).get("needs").is_none(),
+        "{:#}",
+        v["compact"]
+    );
+    let (_, text, _) = run_on_path(&sc, &path, &["scan", "-v"]);
+    assert!(
+        text.replace("\n    ", " ")
+            .contains(&format!("To compact it: {needs}.")),
+        "{text}"
+    );
+    let was = allocated(&h.sandbox);
+    let (code, out, err) = run_on_path(&sc, &path, &["compact", "celesto:sb1", "-y"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!((out.clone() + &err).contains(needs), "{out}{err}");
+    assert_eq!(allocated(&h.sandbox), was);
+}
+
+/// Hazard: a long compaction that shows nothing until it ends, and a total that hides which
+/// disk gave back what. Each disk gets a progress line as it finishes, with the bytes measured
+/// on it (a bar redrawn in place while it runs at a terminal), and the JSON result carries
+/// them per disk.
+#[test]
+fn compact_shows_a_progress_line_per_disk_with_the_bytes_it_freed() {
+    use smolsweep::model::human_bytes;
+    let sc = Scratch::new();
+    let h = home1(&sc);
+    // Not a terminal: one plain line per disk on stderr.
+    let was = allocated(&h.web_storage);
+    let (code, _, err) = run_on_path(&sc, "/usr/bin:/bin", &["compact", s(&h.web_storage), "-y"]);
+    assert_eq!(code, 0, "{err}");
+    let freed = was - allocated(&h.web_storage);
+    assert!(freed >= 11 << 20);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("[1/1] done     compact smol-machines smolvm disk "))
+        .unwrap_or_else(|| panic!("no progress line: {err}"));
+    assert!(
+        line.contains("storage.raw of web")
+            && line.ends_with(&format!(": freed {} (measured)", human_bytes(freed))),
+        "{line}"
+    );
+    // At a terminal (`script` from util-linux gives it one): the bar, then the line.
+    let o = Command::new("script")
+        .args([
+            "-qec",
+            &format!(
+                "{} compact celesto:sb1 -y >/dev/null",
+                env!("CARGO_BIN_EXE_smolsweep")
+            ),
+            "/dev/null",
+        ])
+        .env_clear()
+        .envs(sc.home.env_vars())
+        .env("SMOLSWEEP_DATA_DIR", sc.dir().join("data"))
+        .env("PATH", "/usr/bin:/bin")
+        .env("COLUMNS", "100")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("script (util-linux)");
+    let tty = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{tty}");
+    assert!(
+        tty.contains("\r\x1b[K[--"),
+        "no bar drawn while it ran: {tty:?}"
+    );
+    assert!(
+        tty.contains("[1/1] done     compact Celesto SmolVM disk ") && tty.contains("(measured)"),
+        "{tty:?}"
+    );
+    // The JSON result: what each disk freed, measured on it.
+    let was = allocated(&h.saved);
+    let r = compact_json(&sc, &[s(&h.saved), "-y"]);
+    let rec = &r["done"][0];
+    assert_eq!(rec["path"], s(&h.saved), "{r:#}");
+    assert_eq!(rec["freed_bytes"], was - allocated(&h.saved), "{r:#}");
+    assert_eq!(r["freed_bytes"], rec["freed_bytes"], "{r:#}");
+}
+
+/// Hazard: a compaction confirmed with words that do not say what it does (its plan had no
+/// sentence of its own and was announced as "Nothing to do"). The window, the tray and the CLI
+/// confirm it with the core's sentence for the plan the executor runs.
+#[test]
+fn compact_plan_is_confirmed_with_the_cores_sentence() {
+    use smolsweep::model::human_bytes;
+    let sc = Scratch::new();
+    home1(&sc);
+    let report = smolsweep::scan::scan(&crate::scan_options(&sc.home));
+    let plan = smolsweep::target::compact_plan(&report, &[]).unwrap();
+    let c = smolsweep::view::confirmation(&plan);
+    assert_eq!(c.headline, "Compact 3 disks");
+    assert_eq!(
+        c.question(),
+        format!(
+            "Compact 3 disks, freeing about {}",
+            human_bytes(plan.estimated_bytes)
+        )
+    );
+    let out = run(&sc, &["compact", "-n"]);
+    let first = out.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("Plan ") && first.ends_with(&c.sentence()),
+        "{out}"
+    );
+    // The tray's entry names the same disks and bytes as the plan.
+    let tray = smolsweep::tray::TrayModel::from_report(&report, &Default::default());
+    assert_eq!(
+        tray.compact.map(|i| i.label),
+        Some(format!(
+            "Compact 3 disks: {}…",
+            human_bytes(report.compact.compactable_bytes)
+        ))
+    );
+    assert_eq!(plan.estimated_bytes, report.compact.compactable_bytes);
+}

@@ -603,3 +603,136 @@ fn real_qemu_sandbox_kept_by_a_rule_is_not_deleted_and_its_vm_runs_on() {
     assert!(alive(vm.pid, vm.start_time), "the VM ended");
     step(t0, "the kept sandbox was refused; its VM runs on");
 }
+
+/// The compaction estimate of `disk` in a scan.
+fn compact_disk<'a>(scan: &'a Value, disk: &Path) -> &'a Value {
+    scan["compact"]["disks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| Path::new(d["path"].as_str().unwrap_or("")) == disk)
+        .unwrap_or_else(|| panic!("{} is not estimated: {:#}", disk.display(), scan["compact"]))
+}
+
+/// Starts the stopped CLI sandbox `id` through Celesto's own CLI (`sandbox start`, with QEMU's
+/// shim on its PATH) and waits (bounded) for its guest's /init on the console (the log is
+/// truncated at each start); the new QEMU is in `guard` as soon as the scan names its pid.
+fn start_again(w: &World, guard: &mut Guard, id: &str, disk: &Path, t0: Instant) -> Running {
+    let s = &w.s;
+    let mut c = s.command(&w.tools.celesto);
+    c.args(["sandbox", "start", id, "--json"]);
+    let (code, out) = s.run("celesto-sandbox-start", &mut c, Duration::from_secs(180));
+    assert_eq!(code, 0, "celesto sandbox start {id}: {out}");
+    let (code, scan, out) = s.smolsweep("scan-started", &["scan", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let m = machine(&scan, id);
+    assert_eq!(m["alive"], true, "{m:#}");
+    let pid = m["pid"].as_u64().expect("a QEMU pid") as u32;
+    let (_, start_time) = proc_stat(pid).expect("QEMU is running");
+    guard.qemu = Some((pid, start_time));
+    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains(&format!("file={},", disk.display())),
+        "pid {pid} is not QEMU on {}",
+        disk.display()
+    );
+    let log = s.data_dir.join(format!("{id}.log"));
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !read_lossy(&log).contains("smolsweep-guest-up") {
+        assert!(
+            alive(pid, start_time),
+            "QEMU exited before the guest came up on the compacted disk:\n{}",
+            read_lossy(&log)
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the guest did not come up again within 90 s ({}):\n{}",
+            w.tools.accel,
+            read_lossy(&log)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    step(t0, &format!("{id} booted again: QEMU {pid} up"));
+    Running {
+        pid,
+        start_time,
+        disk: disk.to_path_buf(),
+        log,
+    }
+}
+
+/// Hazard: a compaction that leaves a machine unable to start, or its guest's files changed.
+/// A real Celesto sandbox boots on QEMU, is stopped through Celesto's CLI, its guest's file
+/// system gets a kept file and a written-then-deleted one (offline, as the guest would leave
+/// it), `smolsweep compact` gives the freed clusters back, the image and its file system are
+/// checked clean with the kept file's bytes unchanged, and Celesto's own `sandbox start` boots
+/// it again on the compacted disk.
+#[test]
+fn compact_real_sandbox_boots_again_after_compaction() {
+    use smolsweep_fixtures::disks::write_keep_and_free;
+    use smolsweep_fixtures::disks::{allocated, ext4_file_sha, run as tool, s as arg};
+    const ID: &str = "rvmcompact1";
+    const FREED_MIB: usize = 20;
+    let t0 = Instant::now();
+    let _one = one_vm_at_a_time();
+    let _subreaper = Subreaper::set();
+    let w = world(t0);
+    let s = &w.s;
+    let mut guard = Guard::default();
+    let vm = boot_cli_sandbox(&w, &mut guard, ID, &[], t0);
+    let (code, _, out) =
+        s.smolsweep_with_celesto("stop", &["stop", &format!("celesto:{ID}"), "-y", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    assert_vm_gone(&mut guard, &vm, "smolsweep stop");
+    step(t0, "stopped through Celesto's CLI");
+
+    let work = s.root.join("work");
+    let keep = write_keep_and_free(&vm.disk, &w.base, &work, 2, FREED_MIB);
+    smolsweep_fixtures::age_tree(&vm.disk, smolsweep_fixtures::OLD).unwrap();
+    let (code, scan, out) = s.smolsweep("scan-stopped", &["scan", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(machine(&scan, ID)["alive"], false);
+    let est = compact_disk(&scan, &vm.disk);
+    let expected = est["compactable_bytes"].as_u64().unwrap();
+    assert!(expected >= (FREED_MIB as u64 - 2) << 20, "{est:#}");
+    let was = allocated(&vm.disk);
+
+    let (code, result, out) = s.smolsweep_on(
+        "compact",
+        &["compact", &format!("celesto:{ID}"), "-y", "--json"],
+        "/usr/bin:/bin:/usr/sbin:/sbin",
+        Duration::from_secs(120),
+    );
+    assert_eq!(code, 0, "{out}");
+    let done = records_for(&result, "done", &vm.disk);
+    assert_eq!(done.len(), 1, "{result:#}");
+    let now = allocated(&vm.disk);
+    assert_eq!(
+        done[0]["freed_bytes"],
+        was - now,
+        "measured on the disk: {result:#}"
+    );
+    assert!(
+        was - now >= (FREED_MIB as u64 - 2) << 20,
+        "allocated {was} -> {now}, estimated {expected}: {result:#}"
+    );
+    step(t0, &format!("compacted: {was} -> {now} bytes allocated"));
+    tool("qemu-img", &["check", arg(&vm.disk)]);
+    let chain = tool("qemu-img", &["info", "--backing-chain", arg(&vm.disk)]);
+    assert!(
+        chain.contains(&format!("backing file: {}", w.base.display())),
+        "{chain}"
+    );
+    assert_eq!(ext4_file_sha(&vm.disk, "keep", &work), keep);
+
+    let again = start_again(&w, &mut guard, ID, &vm.disk, t0);
+    let (code, _, out) = s.smolsweep_with_celesto(
+        "stop-again",
+        &["stop", &format!("celesto:{ID}"), "-y", "--json"],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_vm_gone(&mut guard, &again, "the second stop");
+    tool("qemu-img", &["check", arg(&vm.disk)]);
+    assert_eq!(ext4_file_sha(&vm.disk, "keep", &work), keep);
+    step(t0, "after the second boot: image clean, /keep intact");
+}

@@ -1200,6 +1200,9 @@ fn keep_in_the_window_protects_a_finding_and_a_machine_until_removed() {
         .as_str()
         .unwrap()
         .starts_with("Kept by you since 2027-01-15 (my golden image)"));
+    // The kept row's line and the finding's reason say it in the same words.
+    let kept_line = st["kept"][&a_id]["kept_line"].as_str().unwrap();
+    assert!(fa["reason"].as_str().unwrap().starts_with(kept_line));
     // The machine: everything that belongs to it.
     let st = call(
         &w,

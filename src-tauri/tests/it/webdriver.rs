@@ -916,7 +916,7 @@ async fn a_treemap_tile_selects_its_item_and_keep_marks_a_row_kept_by_you() {
     assert_eq!(kept, "kept by you");
     let line = text_of(&c, &format!("{sel} .kept-line")).await;
     assert!(
-        line.starts_with("Kept by you since ") && line.ends_with(": golden image"),
+        line.starts_with("Kept by you since ") && line.ends_with(" (golden image)"),
         "{line}"
     );
     let b = checkbox(&c, &keep.id).await;

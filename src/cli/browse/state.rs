@@ -543,11 +543,12 @@ impl App {
                 total,
                 summary,
                 outcome,
+                freed_bytes,
                 ..
             } => {
                 r.total = *total;
                 r.done += 1;
-                r.last = view::outcome_line(summary, outcome, 0);
+                r.last = view::outcome_line(summary, outcome, *freed_bytes);
             }
         }
     }

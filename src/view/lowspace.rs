@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::model::ScanReport;
 use serde::{Deserialize, Serialize};
-use smolsweep::model::ScanReport;
 
 /// Free space is low below this share of the file system...
 pub const LOW_PERCENT: u64 = 10;
@@ -21,7 +21,9 @@ pub const MIN_GAP_SECS: u64 = 3_600;
 /// A file system's size and the bytes available to the user (`statvfs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Space {
+    /// Bytes available to the user.
     pub avail: u64,
+    /// The file system's size.
     pub total: u64,
 }
 
@@ -30,6 +32,7 @@ impl Space {
     pub fn limit(&self) -> u64 {
         (self.total / 100 * LOW_PERCENT).min(LOW_BYTES)
     }
+    /// Whether the free space is below the limit.
     pub fn is_low(&self) -> bool {
         self.avail < self.limit()
     }
@@ -38,20 +41,23 @@ impl Space {
 /// What a low-space alert offers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Alert {
+    /// The file system's numbers.
     pub space: Space,
+    /// A directory of SmolVM state on it.
     pub path: PathBuf,
     /// What the tray's "Reclaim" frees: the planner's estimate its confirmation shows
     /// (`TrayModel::reclaim_bytes`), not a second sum of the findings.
     pub reclaimable: u64,
     /// Deleted-but-open bytes held by orphaned VMs of this HOME (freed by ending them).
     pub held_deleted: u64,
-    /// How SmolVM's space grew, in the core's words (`smolsweep::view::trend_growth`).
+    /// How SmolVM's space grew, in the core's words (`crate::view::trend_growth`).
     pub growth: Option<String>,
 }
 
 impl Alert {
-    pub fn note(&self) -> crate::Note {
-        let b = smolsweep::view::bytes;
+    /// The notification, with a "Reclaim N" action when the tray's reclaim frees something.
+    pub fn note(&self) -> crate::view::notes::Note {
+        let b = crate::view::bytes;
         let mut body = format!(
             "{} holding SmolVM state has {} free of {}.",
             self.path.display(),
@@ -67,7 +73,7 @@ impl Alert {
         if let Some(g) = &self.growth {
             body.push_str(&format!(" {g}."));
         }
-        crate::Note {
+        crate::view::notes::Note {
             summary: format!("Low disk space: {} free", b(self.space.avail)),
             body,
             review: true,
@@ -83,6 +89,7 @@ impl Alert {
 pub struct LowSpaceWatch {
     /// An alert went out and space has not recovered since.
     pub alerted: bool,
+    /// When the last alert went out (seconds since the epoch).
     pub last_sent: Option<u64>,
 }
 

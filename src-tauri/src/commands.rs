@@ -1,0 +1,286 @@
+//! The window's commands (not `pub`: E0255 with the generated command macros).
+
+use smolsweep::model::{Product, ScanReport};
+use smolsweep::tray::TrayModel;
+use smolsweep::view::Confirmation;
+use tauri::{AppHandle, Emitter, Manager, Runtime};
+
+use crate::backend::{
+    self, History, PlanView, ReclaimOutcome, VmAction, VmOutcome, VmPlan, VmTarget,
+};
+use crate::menu::refresh;
+use crate::runs::*;
+use crate::scan::{scan_now, trend_path};
+use crate::settings::Settings;
+use crate::state::*;
+use crate::status::*;
+use crate::{auto, keeps};
+
+#[tauri::command]
+pub(crate) fn get_status(state: tauri::State<'_, AppState>) -> Status {
+    status(&state)
+}
+
+#[tauri::command]
+pub(crate) fn get_report(state: tauri::State<'_, AppState>) -> Option<ScanReport> {
+    lock(&state.report).clone()
+}
+
+#[tauri::command]
+pub(crate) fn get_tray_model(state: tauri::State<'_, AppState>) -> TrayModel {
+    lock(&state.tray_model).clone()
+}
+
+#[tauri::command]
+pub(crate) fn get_settings(state: tauri::State<'_, AppState>) -> SettingsShown {
+    lock(&state.settings).clone().into()
+}
+
+#[tauri::command]
+pub(crate) fn set_settings<R: Runtime>(
+    app: AppHandle<R>,
+    settings: Settings,
+) -> Result<SettingsShown, String> {
+    apply_settings(&app, settings).map(SettingsShown::from)
+}
+
+#[tauri::command]
+pub(crate) async fn rescan<R: Runtime>(app: AppHandle<R>) -> Result<Status, String> {
+    scan_now(&app).await?;
+    Ok(status(&app.state::<AppState>()))
+}
+
+/// The ids of `ids` the window's filter shows (the window's Reclaim selects only from them).
+pub(crate) fn in_view(st: &AppState, ids: Vec<String>) -> Vec<String> {
+    let Some(r) = lock(&st.report).clone() else {
+        return ids;
+    };
+    let shown = keeps::filtered(st, &r);
+    ids.into_iter()
+        .filter(|id| shown.finding(id).is_some() || r.finding(id).is_none())
+        .collect()
+}
+
+#[tauri::command]
+pub(crate) fn plan_reclaim(
+    state: tauri::State<'_, AppState>,
+    ids: Vec<String>,
+) -> Result<PlanView, String> {
+    let ids = in_view(&state, ids);
+    let report = lock(&state.report)
+        .clone()
+        .ok_or("no scan has finished yet")?;
+    Ok(backend::plan(&report, &ids))
+}
+
+/// What the Reclaim button says for the current selection: the core's estimate and
+/// confirmation of the plan for it.
+#[tauri::command]
+pub(crate) fn selection_estimate(
+    state: tauri::State<'_, AppState>,
+    ids: Vec<String>,
+) -> Result<Confirmation, String> {
+    let ids = in_view(&state, ids);
+    let report = lock(&state.report)
+        .clone()
+        .ok_or("no scan has finished yet")?;
+    Ok(backend::selection_estimate(&report, &ids))
+}
+
+#[tauri::command]
+pub(crate) async fn execute_reclaim<R: Runtime>(
+    app: AppHandle<R>,
+    ids: Vec<String>,
+    digest: Option<String>,
+) -> Result<ReclaimOutcome, String> {
+    let ids = in_view(&app.state::<AppState>(), ids);
+    reclaim(&app, ids, digest, "window").await
+}
+
+/// Keep a finding, a machine or a kind (a core keep rule), then rescan.
+#[tauri::command]
+pub(crate) async fn keep_item<R: Runtime>(
+    app: AppHandle<R>,
+    request: keeps::KeepRequest,
+    why: Option<String>,
+) -> Result<Status, String> {
+    keeps::add(&app, &request, why.as_deref().unwrap_or(""))?;
+    scan_now(&app).await?;
+    Ok(status(&app.state::<AppState>()))
+}
+
+/// Remove a keep rule, then rescan.
+#[tauri::command]
+pub(crate) async fn remove_keep<R: Runtime>(
+    app: AppHandle<R>,
+    id: String,
+) -> Result<Status, String> {
+    keeps::remove(&app, &id)?;
+    scan_now(&app).await?;
+    Ok(status(&app.state::<AppState>()))
+}
+
+/// Narrow the findings view (and what its Reclaim selects) with the core's filter.
+#[tauri::command]
+pub(crate) fn set_filter<R: Runtime>(
+    app: AppHandle<R>,
+    filter: keeps::FilterInput,
+) -> Result<Status, String> {
+    let st = app.state::<AppState>();
+    let f = filter.filter()?;
+    *lock(&st.filter) = f;
+    *lock(&st.filter_input) = filter;
+    let s = status(&st);
+    let _ = app.emit(EV_STATUS, s.clone());
+    Ok(s)
+}
+
+/// Run the automatic clean-up the window previewed (its first run, or one above the cap).
+#[tauri::command]
+pub(crate) async fn confirm_auto<R: Runtime>(
+    app: AppHandle<R>,
+    digest: String,
+) -> Result<ReclaimOutcome, String> {
+    auto::confirm(&app, &digest).await
+}
+
+#[tauri::command]
+pub(crate) fn get_history(state: tauri::State<'_, AppState>) -> History {
+    let journal = state.backend.journal_path();
+    backend::history(journal.as_deref(), state.legacy_history_path().as_deref())
+}
+
+/// The space history as the core's view: the series per product, the freed runs, the
+/// sentence, and a notice when its file was damaged.
+#[tauri::command]
+pub(crate) fn get_trend(state: tauri::State<'_, AppState>) -> smolsweep::view::TrendView {
+    let cached = lock(&state.trend).clone();
+    let (t, damaged) = match cached {
+        Some(t) => (t, lock(&state.trend_damaged).clone()),
+        None => match trend_path(&state) {
+            Some(p) => {
+                let l = smolsweep::trend::load(&p);
+                (l.trend, l.damaged)
+            }
+            None => Default::default(),
+        },
+    };
+    smolsweep::view::trend_view(&t, damaged.as_ref())
+}
+
+#[tauri::command]
+pub(crate) async fn plan_vm_action<R: Runtime>(
+    app: AppHandle<R>,
+    pid: u32,
+    start_time: u64,
+    action: VmAction,
+    cascade: Option<bool>,
+) -> Result<VmPlan, String> {
+    plan_vm(&app, pid, start_time, action, cascade.unwrap_or(false)).await
+}
+
+/// Stop / Delete of a machine or sandbox of either product (the Running VMs view's machine rows).
+#[tauri::command]
+pub(crate) async fn plan_machine_action<R: Runtime>(
+    app: AppHandle<R>,
+    product: Product,
+    name: String,
+    action: VmAction,
+    cascade: Option<bool>,
+) -> Result<VmPlan, String> {
+    let report = scan_now(&app).await?;
+    let target = VmTarget::Machine { product, name };
+    Ok(VmPlan::of(
+        &report,
+        &target,
+        action,
+        cascade.unwrap_or(false),
+    ))
+}
+
+#[tauri::command]
+pub(crate) async fn execute_machine_action<R: Runtime>(
+    app: AppHandle<R>,
+    product: Product,
+    name: String,
+    action: VmAction,
+    cascade: Option<bool>,
+    digest: Option<String>,
+) -> Result<VmOutcome, String> {
+    let target = VmTarget::Machine { product, name };
+    run_target(
+        &app,
+        "window",
+        target,
+        (action, cascade.unwrap_or(false)),
+        digest,
+    )
+    .await
+}
+
+#[tauri::command]
+pub(crate) async fn execute_vm_action<R: Runtime>(
+    app: AppHandle<R>,
+    pid: u32,
+    start_time: u64,
+    action: VmAction,
+    cascade: Option<bool>,
+    digest: Option<String>,
+) -> Result<VmOutcome, String> {
+    let vm = (pid, start_time, action, cascade.unwrap_or(false));
+    run_vm(&app, "window", vm, digest).await
+}
+
+/// Save, apply (autostart, menu) and return the normalised settings.
+pub fn apply_settings<R: Runtime>(app: &AppHandle<R>, s: Settings) -> Result<Settings, String> {
+    let st = app.state::<AppState>();
+    let mut s = s.normalised();
+    s.auto.filter()?;
+    s.auto.cap()?;
+    {
+        // Only a confirmed preview sets `auto_confirmed`; turning the policy on again or
+        // widening what it may take asks for a new preview.
+        let old = lock(&st.settings);
+        let same = old.auto.enabled == s.auto.enabled
+            && s.auto.kinds.iter().all(|k| old.auto.kinds.contains(k))
+            && s.auto.include.is_subset(&old.auto.include);
+        s.auto_confirmed = old.auto_confirmed && same && s.auto.enabled;
+    }
+    let old = std::mem::replace(&mut *lock(&st.settings), s.clone());
+    if let Some(p) = st.settings_path() {
+        s.save(&p).map_err(|e| format!("saving settings: {e}"))?;
+    }
+    if old.auto != s.auto {
+        if let Some(p) = st.backend.auto_policy_path() {
+            s.auto
+                .save(&p)
+                .map_err(|e| format!("saving the automatic clean-up policy: {e}"))?;
+        }
+        *lock(&st.auto_pending) = None;
+    }
+    if old.autostart != s.autostart {
+        set_autostart(app, s.autostart)?;
+    }
+    if old.accept_newer != s.accept_newer {
+        s.apply_accept_newer();
+    }
+    if old.scan_interval_secs != s.scan_interval_secs || old.accept_newer != s.accept_newer {
+        st.wake.notify_one();
+    }
+    refresh(app);
+    Ok(s)
+}
+
+pub(crate) fn set_autostart<R: Runtime>(app: &AppHandle<R>, on: bool) -> Result<(), String> {
+    use tauri_plugin_autostart::ManagerExt;
+    if app
+        .try_state::<tauri_plugin_autostart::AutoLaunchManager>()
+        .is_none()
+    {
+        // Not registered (headless tests): the setting is only saved.
+        return Ok(());
+    }
+    let al = app.autolaunch();
+    let r = if on { al.enable() } else { al.disable() };
+    r.map_err(|e| format!("autostart: {e}"))
+}
