@@ -5,7 +5,7 @@
 
 pub use crate::pathser::{escape_text, shown};
 pub use localtime::local_time;
-pub use screen::{FirstScreen, Fold};
+pub use screen::{FirstScreen, Fold, TableLine};
 use std::path::Path;
 pub use trend::{
     trend_growth, trend_notice, trend_sentence, trend_view, FreedRow, TrendRow, TrendSeries,
@@ -24,9 +24,13 @@ pub mod auto;
 mod compact;
 /// Keep rules and filter controls as the window shows them.
 pub mod keeps;
+/// The line a person reads for one planned action.
+mod lines;
 mod localtime;
 /// Low-space alerts: when the file system holding SmolVM state is low, and their words.
 pub mod lowspace;
+/// Choices not yet acted on: the quit question, marks of a group, machine and process actions.
+pub mod marks;
 /// Notifications' words, and which orphans are new.
 pub mod notes;
 /// A run of a plan as a person sees it: the plan confirmed, its outcome, its progress, History.
@@ -37,6 +41,7 @@ mod trend;
 pub mod why;
 
 pub use compact::{compact_view, disk_sentence, CompactView};
+pub use lines::action_line;
 
 /// Each product's name for a person (`Product::display_name`) by its serialised name, for the
 /// window's lines.
@@ -79,16 +84,15 @@ pub fn scan_state(scanning: bool, scanned_at: Option<u64>, failed: bool, now: u6
 }
 
 /// How a verdict is called on every surface: its [`verdict_word`], capitalised, with the opt-in
-/// class and what includes it.
+/// class in brackets ("Opt-in (caches)"): one word per verdict (issue 31); the flag that
+/// includes a class is [`class_label`]'s.
 pub(crate) fn verdict_label(v: Verdict, class: Option<OptInClass>) -> &'static str {
     match (v, class) {
         (Verdict::Reclaimable, _) => "Reclaimable",
-        (Verdict::OptIn, Some(OptInClass::SavedDisks)) => {
-            "Saved disk: only if you include saved disks"
-        }
-        (Verdict::OptIn, Some(OptInClass::Caches)) => "Cache: only if you include caches",
-        (Verdict::OptIn, Some(OptInClass::Residue)) => "Residue: only if you include residue",
-        (Verdict::OptIn, None) => "Only if you include it",
+        (Verdict::OptIn, Some(OptInClass::SavedDisks)) => "Opt-in (saved disks)",
+        (Verdict::OptIn, Some(OptInClass::Caches)) => "Opt-in (caches)",
+        (Verdict::OptIn, Some(OptInClass::Residue)) => "Opt-in (residue)",
+        (Verdict::OptIn, None) => "Opt-in",
         (Verdict::Protected, _) => "Protected",
         (Verdict::Unknown, _) => "Unverifiable",
     }
@@ -171,7 +175,7 @@ pub struct Row {
     pub apparent: Option<String>,
     /// What Smolsweep may do with it.
     pub verdict: Verdict,
-    /// The verdict as every surface words it ("Reclaimable", "Cache: only if you include caches",
+    /// The verdict as every surface words it ("Reclaimable", "Opt-in (caches)",
     /// "Protected", "Unverifiable").
     pub verdict_label: &'static str,
     /// Whether a person may select it for deletion (reclaimable or opt-in).
@@ -266,7 +270,7 @@ pub struct MachineRow {
     pub product: Product,
     /// The smolvm machine name or Celesto sandbox id.
     pub name: String,
-    /// "machine" (smolvm) or "computer"/"sandbox" (Celesto, as the installed version says).
+    /// "sandbox" (Celesto) or "machine" (smolvm): [`Product::noun`], the one noun on every surface.
     pub noun: &'static str,
     /// The state a person should see (`running`, `stopped`,
     /// `stale: recorded running, process gone`, ...).
@@ -321,8 +325,12 @@ pub struct TotalsView {
     pub reclaimable_bytes: u64,
     /// `reclaimable_bytes` in words.
     pub reclaimable: String,
-    /// How many items "Reclaim" deletes.
+    /// How many items "Reclaim" deletes (paths; machines deleted through their product's CLI
+    /// are counted in `reclaimable_machines`).
     pub reclaimable_count: usize,
+    /// How many machines "Reclaim" deletes through their product's CLI (an ended one-off
+    /// machine): each is one reclaimable item row of the scan, as each path is.
+    pub reclaimable_machines: usize,
     /// Allocated bytes of the opt-in findings (freed only when their class is included).
     pub opt_in_bytes: u64,
     /// `opt_in_bytes` in words.
@@ -335,7 +343,8 @@ pub struct TotalsView {
     pub held_deleted: String,
     /// How many findings are shown, in every group.
     pub findings: usize,
-    /// `reclaimable_count` in words: "3 items".
+    /// `reclaimable_count` and `reclaimable_machines` in words: "3 items", "3 items and 1
+    /// machine".
     pub reclaimable_items: String,
     /// `opt_in_count` in words: "1 item".
     pub opt_in_items: String,
@@ -377,6 +386,12 @@ pub struct ScanView {
     /// The same for the window, the filter in words: "3 of 46 items match the filter (older
     /// than 7 days)." (absent when nothing is filtered).
     pub filter_line: Option<String>,
+    /// What the machine rows are called together, in each product's one noun ("Sandboxes and
+    /// machines"; [`ScanView::machines_heading`]).
+    pub machines_heading: &'static str,
+    /// The one line that stands for the VM processes of other HOMEs, folded ("2 VM processes
+    /// of other HOMEs: shown, never acted on."; absent when there are none).
+    pub other_homes_line: Option<String>,
 }
 
 impl ScanView {
@@ -400,6 +415,12 @@ impl ScanView {
 
     /// `r` is what is shown; `planned` the same findings with every machine, for the planner.
     fn build(r: &ScanReport, planned: &ScanReport, hidden: Option<Hidden>) -> ScanView {
+        let mut v = ScanView::build_rows(r, planned, hidden);
+        v.machines_heading = v.machines_heading();
+        v
+    }
+
+    fn build_rows(r: &ScanReport, planned: &ScanReport, hidden: Option<Hidden>) -> ScanView {
         let reclaim = Plan::from_scan(planned, &Selection::reclaimable());
         let groups = groups(r);
         ScanView {
@@ -411,13 +432,14 @@ impl ScanView {
                 reclaimable_bytes: estimate_bytes(&reclaim),
                 reclaimable: bytes(estimate_bytes(&reclaim)),
                 reclaimable_count: reclaim.delete_count(),
+                reclaimable_machines: machine_deletes(&reclaim),
                 opt_in_bytes: r.totals.opt_in_allocated_bytes,
                 opt_in: bytes(r.totals.opt_in_allocated_bytes),
                 opt_in_count: r.totals.opt_in_count as usize,
                 orphan_processes: orphans(r),
                 held_deleted: bytes(r.totals.held_deleted_bytes),
                 findings: groups.iter().map(|g| g.count).sum(),
-                reclaimable_items: plural(reclaim.delete_count(), "item", "items"),
+                reclaimable_items: items_and_machines(&reclaim),
                 opt_in_items: plural(r.totals.opt_in_count as usize, "item", "items"),
                 held_line: match r.totals.held_deleted_bytes {
                     0 => String::new(),
@@ -431,9 +453,29 @@ impl ScanView {
             groups,
             filter_note: hidden.as_ref().map(screen::filter_note),
             filter_line: hidden.as_ref().map(screen::filter_line),
+            machines_heading: "",
+            other_homes_line: screen::other_homes_line(r),
             hidden,
         }
     }
+}
+
+/// Machines and sandboxes a plan deletes through their product's CLI.
+fn machine_deletes(plan: &Plan) -> usize {
+    plan.actions
+        .iter()
+        .filter(|a| matches!(a.action, Action::DeleteMachine { .. }))
+        .count()
+}
+
+/// "42 items", "42 items and 1 machine": what a plan deletes, counted as its lines are.
+pub(crate) fn items_and_machines(plan: &Plan) -> String {
+    let mut parts = vec![plural(plan.delete_count(), "item", "items")];
+    parts.extend(vms(plan, |a| match a {
+        Action::DeleteMachine { product, .. } => Some(*product),
+        _ => None,
+    }));
+    parts.join(" and ")
 }
 
 fn orphans(r: &ScanReport) -> usize {
@@ -613,11 +655,7 @@ fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
     } else {
         m.effective_state.clone()
     };
-    let noun = match m.product {
-        Product::Smolvm => "machine",
-        Product::Celesto if celesto_says_computer(r) => "computer",
-        Product::Celesto => "sandbox",
-    };
+    let noun = m.product.noun();
     let stale = m.state == "running" && !m.alive;
     MachineRow {
         product: m.product,
@@ -664,17 +702,13 @@ pub fn report_json(r: &ScanReport) -> serde_json::Value {
     v
 }
 
+/// Which caches a plain `prune` takes, and why (issue 31, item 2): said where the scan offers
+/// `--include-caches`, as `prune --help` says it.
+pub const CACHES_BY_DEFAULT: &str = " (without it, only image caches of versions the installed \
+Celesto no longer uses go, as with its own `image prune`)";
+
 /// What a smolvm helper machine is, on every surface that lists machines.
 const HELPER_ROLE: &str = "helper machine of an image build";
-
-/// Whether the installed Celesto calls its sandboxes "computers" (0.1.10 and later).
-pub(crate) fn celesto_says_computer(r: &ScanReport) -> bool {
-    r.products
-        .iter()
-        .find(|p| p.product == Product::Celesto)
-        .and_then(|p| p.version.as_deref())
-        .is_some_and(crate::upstream::celesto_uses_computer_noun)
-}
 
 fn next_steps(r: &ScanReport, reclaim: &Plan, hidden: Option<&Hidden>) -> Vec<String> {
     let mut out = Vec::new();
@@ -683,11 +717,10 @@ fn next_steps(r: &ScanReport, reclaim: &Plan, hidden: Option<&Hidden>) -> Vec<St
         _ => String::new(),
     };
     if !reclaim.is_empty() {
-        let n = reclaim.delete_count();
         out.push(format!(
-            "`smolsweep prune{flags}` frees {} ({n} item{}).",
+            "`smolsweep prune{flags}` frees {} ({}).",
             bytes(estimate_bytes(reclaim)),
-            if n == 1 { "" } else { "s" }
+            items_and_machines(reclaim)
         ));
     }
     for class in [
@@ -704,8 +737,12 @@ fn next_steps(r: &ScanReport, reclaim: &Plan, hidden: Option<&Hidden>) -> Vec<St
         if n > 0 {
             let (name, flag) = class_label(class);
             out.push(format!(
-                "`smolsweep prune{flags} {flag}` also frees {} of {name}.",
-                bytes(n)
+                "`smolsweep prune{flags} {flag}` also frees {} of {name}{}.",
+                bytes(n),
+                match class {
+                    OptInClass::Caches => CACHES_BY_DEFAULT,
+                    _ => "",
+                }
             ));
         }
     }
@@ -852,12 +889,46 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// What a person reads for the id of something a plan left out: `celesto:x` for the key
+/// `machine:celesto:x`, "pid 12" for `pid:12`, a finding id as it is.
+pub fn skipped_target(id: &str) -> String {
+    if let Some(m) = id.strip_prefix("machine:") {
+        return m.to_string();
+    }
+    match id.strip_prefix("pid:") {
+        Some(pid) => format!("pid {pid}"),
+        None => id.to_string(),
+    }
+}
+
+/// "1 sandbox", "2 machines": the VMs of each product that `which` picks from the plan's
+/// actions, each in its product's one noun.
+fn vms(plan: &Plan, which: impl Fn(&Action) -> Option<Product>) -> Vec<String> {
+    Product::ALL
+        .iter()
+        .filter_map(|p| {
+            let n = plan
+                .actions
+                .iter()
+                .filter(|a| which(&a.action) == Some(*p))
+                .count();
+            (n > 0).then(|| p.count(n))
+        })
+        .collect()
+}
+
 /// The confirmation of `plan`.
 pub fn confirmation(plan: &Plan) -> Confirmation {
     let count = |f: fn(&Action) -> bool| plan.actions.iter().filter(|a| f(&a.action)).count();
     let deletes = count(|a| matches!(a, Action::DeletePath { .. }));
-    let machines = count(|a| matches!(a, Action::DeleteMachine { .. }));
-    let stops = count(|a| matches!(a, Action::StopMachine { .. }));
+    let machines = vms(plan, |a| match a {
+        Action::DeleteMachine { product, .. } => Some(*product),
+        _ => None,
+    });
+    let stops = vms(plan, |a| match a {
+        Action::StopMachine { product, .. } => Some(*product),
+        _ => None,
+    });
     let ends = count(|a| matches!(a, Action::SignalProcess { .. }));
     let detaches = count(|a| matches!(a, Action::Detach { .. }));
     let compacts = count(|a| matches!(a, Action::CompactDisk { .. }));
@@ -872,18 +943,16 @@ pub fn confirmation(plan: &Plan) -> Confirmation {
     });
     let est = estimate_bytes(plan);
     let mut parts = Vec::new();
-    match (deletes, machines) {
-        (0, 0) => {}
-        (d, 0) => parts.push(format!("delete {}", plural(d, "item", "items"))),
-        (0, m) => parts.push(format!("delete {}", plural(m, "machine", "machines"))),
-        (d, m) => parts.push(format!(
-            "delete {} and {}",
-            plural(d, "item", "items"),
-            plural(m, "machine", "machines")
-        )),
+    let mut deleted: Vec<String> = Vec::new();
+    if deletes > 0 {
+        deleted.push(plural(deletes, "item", "items"));
     }
-    if stops > 0 {
-        parts.push(format!("stop {}", plural(stops, "machine", "machines")));
+    deleted.extend(machines);
+    if !deleted.is_empty() {
+        parts.push(format!("delete {}", deleted.join(" and ")));
+    }
+    if !stops.is_empty() {
+        parts.push(format!("stop {}", stops.join(" and ")));
     }
     if ends > 0 {
         parts.push(format!(
@@ -926,7 +995,7 @@ pub fn confirmation(plan: &Plan) -> Confirmation {
         estimate_bytes: est,
         estimate: bytes(est),
         reclaim_label: reclaim_label(Some(est)),
-        lines: plan.actions.iter().map(|a| a.summary.clone()).collect(),
+        lines: plan.actions.iter().map(action_line).collect(),
         not_planned: plan
             .skipped_at_plan
             .iter()
@@ -950,6 +1019,12 @@ pub(crate) fn fix_for_path(r: &ScanReport, path: &Path) -> String {
             let flag = f.opt_in_class.map(|c| class_label(c).1).unwrap_or("");
             format!("smolsweep prune {flag}").trim_end().to_string()
         }
+        // A machine's or sandbox's own storage goes with it: `delete` (which stops a running
+        // one first) removes it, `stop` would not (issue 31).
+        _ if owning_machine(r, f).is_some() => match owning_machine(r, f) {
+            Some(m) => format!("smolsweep delete {}:{}", m.product.as_str(), m.name),
+            None => String::new(),
+        },
         // The scan's own "in use" judgement of it, not a second one.
         _ if !f.used_by.is_empty() => f
             .used_by
@@ -957,25 +1032,29 @@ pub(crate) fn fix_for_path(r: &ScanReport, path: &Path) -> String {
             .map(|pid| fix_for_process(r, *pid))
             .collect::<Vec<_>>()
             .join("; "),
-        _ => match (
-            &f.owner,
-            r.machines
-                .iter()
-                .find(|m| Some(&m.name) == f.owner.as_ref()),
-        ) {
-            (Some(o), Some(m)) => format!("smolsweep delete {}:{o}", m.product.as_str()),
-            _ => format!("check by hand: {}", crate::pathser::escape_text(&f.reason)),
-        },
+        _ => format!("check by hand: {}", crate::pathser::escape_text(&f.reason)),
     }
+}
+
+/// The recorded machine or sandbox of `f`'s product that `f` belongs to.
+fn owning_machine<'r>(r: &'r ScanReport, f: &Finding) -> Option<&'r Machine> {
+    let owner = f.owner.as_ref()?;
+    r.machines
+        .iter()
+        .find(|m| m.product == f.product && &m.name == owner)
 }
 
 /// The command that would end VM process `pid`, judged by the scan `r`.
 pub(crate) fn fix_for_process(r: &ScanReport, pid: u32) -> String {
     match r.processes.iter().find(|p| p.pid == pid) {
         Some(p) if p.is_this_homes_orphan() => format!("smolsweep reap {pid}"),
-        Some(p) if p.scope != Scope::ThisHome => {
-            format!("not this HOME's: ask its owner (kill {pid} as that user)")
-        }
+        // Whether it runs as another user or as this one under another HOME, the one thing
+        // that is true: only a Smolsweep run for its HOME acts on it (issue 31).
+        Some(p) if p.scope != Scope::ThisHome => format!(
+            "not this HOME's: Smolsweep acts on it only when run for the HOME it belongs to \
+(as its user, uid {})",
+            p.uid
+        ),
         Some(p) => match &p.owner {
             Some(o) => format!("smolsweep stop {}:{o}", p.product.as_str()),
             None => format!("kill {pid} (Smolsweep cannot prove whose VM it is)"),

@@ -69,7 +69,11 @@ fn stoppable<'r>(report: &ScanReport, m: &'r Machine) -> Result<&'r Machine, Str
     } else {
         &m.effective_state
     };
-    let mut why = format!("{} was not running ({state}); nothing to stop", m.name);
+    let mut why = format!(
+        "{} {} was not running ({state}); nothing to stop",
+        m.product.noun(),
+        m.name
+    );
     for p in report
         .processes
         .iter()

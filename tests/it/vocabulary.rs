@@ -204,7 +204,7 @@ fn a_name_both_products_use_must_say_which_it_means() {
     );
     let (code, out, err) = s.run(&["delete", "smolvm:twin", "--dry-run"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("smol-machines smolvm twin"), "{out}");
+    assert!(out.contains("smol-machines smolvm machine 'twin'"), "{out}");
 }
 
 #[test]
@@ -215,11 +215,18 @@ fn ids_the_verbose_scan_prints_are_the_ones_plan_takes() {
     let orphan = d.disk("gone1", "qcow2", 1 << 16, 1 << 14).unwrap();
     age_tree(&s.home.root, OLD).unwrap();
     let (_, out, _) = s.run(&["scan", "-v"]);
-    let line = out
-        .lines()
-        .find(|l| l.contains(&orphan.display().to_string()))
+    // An item's first line has its id, the next its path.
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.trim() == orphan.display().to_string())
         .unwrap_or_else(|| panic!("{out}"));
-    let id = line.split("id ").nth(1).unwrap().trim().to_string();
+    let id = lines[at - 1]
+        .split("id ")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .to_string();
     let plan = s.home.root.join("p.json");
     let (code, _, err) = s.run(&["plan", "--id", &id, "--out", plan.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
