@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use super::{strictly_inside, Action, Plan, PlannedAction, Selection, SkippedAtPlan};
 use crate::kind::Removal;
 use crate::model::{
-    find_machine, FileIdentity, Finding, Machine, NotReapable, Platform, ScanReport, 
-    Verdict, VmProcess,
+    find_machine, FileIdentity, Finding, Machine, NotReapable, Platform, ScanReport, Verdict,
+    VmProcess,
 };
 
 /// What the planner made of a selection.

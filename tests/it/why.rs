@@ -160,36 +160,11 @@ fn normalise(text: &str, root: &Path) -> String {
 }
 
 fn check(name: &str, got: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
-    if std::env::var_os("SMOLSWEEP_BLESS").is_some() {
-        std::fs::write(&path, got).unwrap();
-        return;
-    }
-    let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (SMOLSWEEP_BLESS=1 writes it)", path.display()));
-    if want != got {
-        let first = want
-            .lines()
-            .zip(got.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(want.lines().count().min(got.lines().count()));
-        panic!(
-            "{name} differs from line {}:\n--- want\n{}\n--- got\n{}",
-            first + 1,
-            want.lines()
-                .skip(first)
-                .take(6)
-                .collect::<Vec<_>>()
-                .join("\n"),
-            got.lines()
-                .skip(first)
-                .take(6)
-                .collect::<Vec<_>>()
-                .join("\n"),
-        );
-    }
+    smolsweep_fixtures::golden::check(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden"),
+        name,
+        got,
+    )
 }
 
 /// `smolsweep why TARGET` as the golden file shows it: the case, the exit code, stdout and

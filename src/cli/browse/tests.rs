@@ -123,23 +123,11 @@ fn is_group(a: &App, e: Entry, label: &str) -> bool {
 }
 
 fn check(name: &str, got: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
-    if std::env::var_os("SMOLSWEEP_BLESS").is_some() {
-        std::fs::write(&path, got).unwrap();
-        return;
-    }
-    let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (SMOLSWEEP_BLESS=1 writes it)", path.display()));
-    if want != got {
-        let first = want
-            .lines()
-            .zip(got.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(0);
-        panic!("{name} differs from line {}:\n--- got\n{got}", first + 1);
-    }
+    smolsweep_fixtures::golden::check(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden"),
+        name,
+        got,
+    )
 }
 
 /// The screens a person goes through: the list, a group opened with an item marked, the
