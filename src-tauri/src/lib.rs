@@ -38,6 +38,7 @@ mod watch;
 #[cfg(not(target_os = "linux"))]
 #[path = "watch_notify.rs"]
 mod watch;
+mod watch_core;
 mod watch_events;
 pub mod why;
 mod window;

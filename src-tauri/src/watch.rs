@@ -20,34 +20,28 @@
 //! ([`smolsweep::procs::exits`]): its exit (a disk no longer in use, a machine no longer
 //! running) wakes the scan loop like a file event, with no polling of the process table.
 //!
-//! Events are coalesced: after the first change the watcher waits for [`QUIET`] without further
-//! changes (at most [`MAX_WAIT`]), wakes the scan loop once, then ignores changes for
-//! [`MIN_SPACING`].
+//! Events are coalesced by the shared core (`watch_core`): after the first change it waits for a quiet
+//! moment (`QUIET`, at most `MAX_WAIT`), wakes the scan loop once, then ignores changes for a
+//! while (`MIN_SPACING`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
 use smolsweep::model::ScanReport;
-use smolsweep::scan::ExitWatch;
 use tauri::{AppHandle, Manager, Runtime};
 use tokio::sync::mpsc;
 
-use crate::state::AppState;
-
-pub const QUIET: Duration = Duration::from_secs(2);
-pub const MAX_WAIT: Duration = Duration::from_secs(10);
-pub const MIN_SPACING: Duration = Duration::from_secs(20);
+use crate::watch_core::{debounce, dirs_to_watch, Exits, WatchSet};
 
 pub(crate) struct WatchState {
     tx: mpsc::UnboundedSender<()>,
     current: Mutex<Option<DirWatcher>>,
     /// The VM processes of the latest report, waited for through pidfds.
-    exits: Mutex<Option<(VmSet, ExitWatch)>>,
+    exits: Exits,
     counts: Arc<Counts>,
 }
 
@@ -59,13 +53,6 @@ pub(crate) struct Counts {
     /// Reads that held an event asking for a rescan.
     scheduled: AtomicU64,
 }
-
-/// VM processes as (pid, start time).
-type VmSet = BTreeSet<(u32, u64)>;
-
-/// Watched directories, each with whether content writes in it are reported too (it holds an
-/// inventory).
-pub type WatchSet = BTreeMap<PathBuf, bool>;
 
 /// Entries created, removed, renamed or their attributes changed, and the directory itself
 /// removed or renamed: what every watched directory reports.
@@ -79,30 +66,6 @@ const STRUCTURE: WatchMask = WatchMask::CREATE
     .union(WatchMask::ONLYDIR);
 /// Content written: reported only by the directories of inventories.
 const CONTENT: WatchMask = WatchMask::MODIFY.union(WatchMask::CLOSE_WRITE);
-
-/// The directories worth watching, each without recursion: every existing root, and the
-/// directory of every finding and of every inventory a finding is re-checked against. Roots and
-/// inventory directories report content writes too; the others (disks, logs, machine
-/// directories: what a running VM writes into all day) only their entries' changes.
-pub fn dirs_to_watch(r: &ScanReport) -> WatchSet {
-    let mut out: WatchSet = r
-        .products
-        .iter()
-        .flat_map(|p| p.roots.values().map(|d| (d.clone(), true)))
-        .collect();
-    for f in &r.findings {
-        if let Some(parent) = f.path.parent() {
-            out.entry(parent.to_path_buf()).or_insert(false);
-        }
-        if let Some(rc) = &f.owner_recheck {
-            for i in rc.inventories.iter().filter_map(|i| i.parent()) {
-                out.insert(i.to_path_buf(), true);
-            }
-        }
-    }
-    out.retain(|p, _| p.is_dir());
-    out
-}
 
 /// An inventory or a lock: its content is what the scan judges by.
 fn is_inventory_or_lock(name: &OsStr) -> bool {
@@ -131,34 +94,14 @@ pub fn schedules_scan(mask: EventMask, name: Option<&OsStr>) -> bool {
 
 /// Start the debounce task. The watches are set by [`update`] after each scan.
 pub(crate) fn start<R: Runtime>(app: &AppHandle<R>) {
-    let (tx, mut rx) = mpsc::unbounded_channel::<()>();
+    let (tx, rx) = mpsc::unbounded_channel::<()>();
     app.manage(WatchState {
+        exits: Exits::new(tx.clone()),
         tx,
         current: Mutex::new(None),
-        exits: Mutex::new(None),
         counts: Arc::default(),
     });
-    let app = app.clone();
-    tauri::async_runtime::spawn(async move {
-        while rx.recv().await.is_some() {
-            let started = tokio::time::Instant::now();
-            loop {
-                let left = MAX_WAIT.saturating_sub(started.elapsed());
-                if left.is_zero() {
-                    break;
-                }
-                match tokio::time::timeout(QUIET.min(left), rx.recv()).await {
-                    Ok(Some(())) => continue,
-                    Ok(None) => return,
-                    Err(_) => break,
-                }
-            }
-            tracing::debug!("a finding may have changed: rescanning");
-            app.state::<AppState>().wake.notify_one();
-            tokio::time::sleep(MIN_SPACING).await;
-            while rx.try_recv().is_ok() {}
-        }
-    });
+    debounce(app, rx);
 }
 
 /// (inotify events read, reads that asked for a rescan) since the app started; `None` without
@@ -284,7 +227,7 @@ pub(crate) fn update<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
     let Some(ws) = app.try_state::<WatchState>() else {
         return;
     };
-    watch_exits(&ws, r);
+    ws.exits.watch(r);
     let want = dirs_to_watch(r);
     let mut cur = ws.current.lock().unwrap_or_else(|e| e.into_inner());
     if cur.is_none() {
@@ -301,33 +244,10 @@ pub(crate) fn update<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
     }
 }
 
-/// Wait for the report's VM processes to exit: an exit wakes the scan loop (through the same
-/// coalescing as file events), whose rescan re-reads the process table and, with the directory
-/// memo, walks nothing again. The watch is replaced only when the set of processes changes.
-fn watch_exits(ws: &WatchState, r: &ScanReport) {
-    watch_exit_set(
-        ws,
-        r.processes.iter().map(|p| (p.pid, p.start_time)).collect(),
-    );
-}
-
-fn watch_exit_set(ws: &WatchState, want: VmSet) {
-    let mut cur = ws.exits.lock().unwrap_or_else(|e| e.into_inner());
-    if cur.as_ref().is_some_and(|(have, _)| *have == want) {
-        return;
-    }
-    let tx = ws.tx.clone();
-    let pids: Vec<(u32, u64)> = want.iter().copied().collect();
-    let watch = ExitWatch::start(&pids, move |pid| {
-        tracing::debug!("VM process {pid} exited");
-        let _ = tx.send(());
-    });
-    *cur = Some((want, watch));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn content_writes_do_not_schedule_a_scan_unless_inventory_or_lock() {
@@ -422,42 +342,5 @@ mod tests {
         drop(w);
         std::thread::sleep(Duration::from_millis(300));
         assert!(rx.try_recv().is_err());
-    }
-
-    #[test]
-    fn a_vm_process_exit_wakes_the_scan_loop_without_a_file_event() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let ws = WatchState {
-            tx,
-            current: Mutex::new(None),
-            exits: Mutex::new(None),
-            counts: Arc::default(),
-        };
-        let mut vm = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
-        let pid = vm.id();
-        let start = smolsweep::exec::ProcessRef::current(pid)
-            .unwrap()
-            .start_time;
-        let set: BTreeSet<(u32, u64)> = [(pid, start)].into_iter().collect();
-        watch_exit_set(&ws, set.clone());
-        // The same set again keeps the same watch (no second thread, no second wake-up).
-        watch_exit_set(&ws, set);
-        std::thread::sleep(Duration::from_millis(200));
-        assert!(rx.try_recv().is_err(), "nothing exited yet");
-        vm.kill().unwrap();
-        vm.wait().unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while rx.try_recv().is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the VM process's exit woke nothing"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::thread::sleep(Duration::from_millis(200));
-        assert!(rx.try_recv().is_err(), "one exit, one wake-up");
     }
 }

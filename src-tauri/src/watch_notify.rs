@@ -21,91 +21,38 @@
 //! ([`smolsweep::procs::exits`]): its exit (a disk no longer in use, a machine no longer
 //! running) wakes the scan loop like a file event, with no polling of the process table.
 //!
-//! Events are coalesced: after the first change the watcher waits for [`QUIET`] without further
-//! changes (at most [`MAX_WAIT`]), wakes the scan loop once, then ignores changes for
-//! [`MIN_SPACING`].
+//! Events are coalesced by the shared core (`watch_core`): after the first change it waits for a quiet
+//! moment (`QUIET`, at most `MAX_WAIT`), wakes the scan loop once, then ignores changes for a
+//! while (`MIN_SPACING`).
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
 use smolsweep::model::ScanReport;
-use smolsweep::scan::ExitWatch;
 use tauri::{AppHandle, Manager, Runtime};
 use tokio::sync::mpsc;
 
-use crate::state::AppState;
+use crate::watch_core::{debounce, dirs_to_watch, Exits};
 use crate::watch_events::schedules_scan;
-
-pub const QUIET: Duration = Duration::from_secs(2);
-pub const MAX_WAIT: Duration = Duration::from_secs(10);
-pub const MIN_SPACING: Duration = Duration::from_secs(20);
 
 pub(crate) struct WatchState {
     tx: mpsc::UnboundedSender<()>,
     current: Mutex<Option<(BTreeSet<PathBuf>, notify::RecommendedWatcher)>>,
     /// The VM processes of the latest report, waited for through pidfds.
-    exits: Mutex<Option<(VmSet, ExitWatch)>>,
-}
-
-/// VM processes as (pid, start time).
-type VmSet = BTreeSet<(u32, u64)>;
-
-/// The directories worth watching, each without recursion: every existing root, and the
-/// directory of every finding and of every inventory a finding is re-checked against.
-pub fn dirs_to_watch(r: &ScanReport) -> BTreeSet<PathBuf> {
-    let mut out: BTreeSet<PathBuf> = r
-        .products
-        .iter()
-        .flat_map(|p| p.roots.values().cloned())
-        .collect();
-    for f in &r.findings {
-        if let Some(parent) = f.path.parent() {
-            out.insert(parent.to_path_buf());
-        }
-        if let Some(rc) = &f.owner_recheck {
-            out.extend(
-                rc.inventories
-                    .iter()
-                    .filter_map(|i| i.parent().map(Path::to_path_buf)),
-            );
-        }
-    }
-    out.retain(|p| p.is_dir());
-    out
+    exits: Exits,
 }
 
 /// Start the debounce task. The watches are set by [`update`] after each scan.
 pub(crate) fn start<R: Runtime>(app: &AppHandle<R>) {
-    let (tx, mut rx) = mpsc::unbounded_channel::<()>();
+    let (tx, rx) = mpsc::unbounded_channel::<()>();
     app.manage(WatchState {
+        exits: Exits::new(tx.clone()),
         tx,
         current: Mutex::new(None),
-        exits: Mutex::new(None),
     });
-    let app = app.clone();
-    tauri::async_runtime::spawn(async move {
-        while rx.recv().await.is_some() {
-            let started = tokio::time::Instant::now();
-            loop {
-                let left = MAX_WAIT.saturating_sub(started.elapsed());
-                if left.is_zero() {
-                    break;
-                }
-                match tokio::time::timeout(QUIET.min(left), rx.recv()).await {
-                    Ok(Some(())) => continue,
-                    Ok(None) => return,
-                    Err(_) => break,
-                }
-            }
-            tracing::debug!("a finding may have changed: rescanning");
-            app.state::<AppState>().wake.notify_one();
-            tokio::time::sleep(MIN_SPACING).await;
-            while rx.try_recv().is_ok() {}
-        }
-    });
+    debounce(app, rx);
 }
 
 /// A watcher that sends on `tx` for every event [`schedules_scan`] accepts.
@@ -152,8 +99,8 @@ pub(crate) fn update<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
     let Some(ws) = app.try_state::<WatchState>() else {
         return;
     };
-    watch_exits(&ws, r);
-    let want = dirs_to_watch(r);
+    ws.exits.watch(r);
+    let want: BTreeSet<PathBuf> = dirs_to_watch(r).into_keys().collect();
     let mut cur = ws.current.lock().unwrap_or_else(|e| e.into_inner());
     if cur.is_none() {
         match make_watcher(ws.tx.clone()) {
@@ -171,33 +118,10 @@ pub(crate) fn update<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
     }
 }
 
-/// Wait for the report's VM processes to exit: an exit wakes the scan loop (through the same
-/// coalescing as file events), whose rescan re-reads the process table and, with the directory
-/// memo, walks nothing again. The watch is replaced only when the set of processes changes.
-fn watch_exits(ws: &WatchState, r: &ScanReport) {
-    watch_exit_set(
-        ws,
-        r.processes.iter().map(|p| (p.pid, p.start_time)).collect(),
-    );
-}
-
-fn watch_exit_set(ws: &WatchState, want: VmSet) {
-    let mut cur = ws.exits.lock().unwrap_or_else(|e| e.into_inner());
-    if cur.as_ref().is_some_and(|(have, _)| *have == want) {
-        return;
-    }
-    let tx = ws.tx.clone();
-    let pids: Vec<(u32, u64)> = want.iter().copied().collect();
-    let watch = ExitWatch::start(&pids, move |pid| {
-        tracing::debug!("VM process {pid} exited");
-        let _ = tx.send(());
-    });
-    *cur = Some((want, watch));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     /// The real watcher on a disks directory: 40 writes into an in-use disk schedule nothing, a
     /// new orphan disk schedules a scan.
@@ -242,41 +166,5 @@ mod tests {
         std::fs::write(disks.join("another.qcow2"), b"x").unwrap();
         std::thread::sleep(Duration::from_millis(300));
         assert!(rx.try_recv().is_err());
-    }
-
-    #[test]
-    fn a_vm_process_exit_wakes_the_scan_loop_without_a_file_event() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let ws = WatchState {
-            tx,
-            current: Mutex::new(None),
-            exits: Mutex::new(None),
-        };
-        let mut vm = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
-        let pid = vm.id();
-        let start = smolsweep::exec::ProcessRef::current(pid)
-            .unwrap()
-            .start_time;
-        let set: BTreeSet<(u32, u64)> = [(pid, start)].into_iter().collect();
-        watch_exit_set(&ws, set.clone());
-        // The same set again keeps the same watch (no second thread, no second wake-up).
-        watch_exit_set(&ws, set);
-        std::thread::sleep(Duration::from_millis(200));
-        assert!(rx.try_recv().is_err(), "nothing exited yet");
-        vm.kill().unwrap();
-        vm.wait().unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while rx.try_recv().is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the VM process's exit woke nothing"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::thread::sleep(Duration::from_millis(200));
-        assert!(rx.try_recv().is_err(), "one exit, one wake-up");
     }
 }
