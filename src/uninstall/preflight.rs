@@ -289,17 +289,12 @@ pub fn gather_with(
     let installs = crate::install::detect_installs(platform, env);
     let mounts = layers_cs_mounts(&smol, &home, mount_table);
     let mut machines = machine_records(&smol, &cel, &home, &mut problems);
-    let processes = vm_processes_of_home(env, platform, procs);
+    // One scan: its VM processes, kept items and liveness are what the preflight reports.
+    let report = crate::scan::scan_with(&scan_options(env, platform), procs.to_vec());
+    let processes = this_homes(&report);
     let launchers = launchers_of(&smol, &home);
     let credentials = credentials_of(&smol, &cel, &home, &dot);
     let runtime_files = celesto_runtime_files(&cel.socket_dir, &machines, env.euid);
-    let opts = crate::scan::ScanOptions {
-        env: env.clone(),
-        platform,
-        age_guard: std::time::Duration::from_secs(120),
-        now: std::time::SystemTime::now(),
-    };
-    let report = crate::scan::scan_with(&opts, procs.to_vec());
     let kept = kept_items(&report);
     judge_liveness(&mut machines, &report);
 
@@ -767,17 +762,30 @@ pub fn vm_processes_of_home(
     platform: Platform,
     procs: &[RawProcess],
 ) -> Vec<VmProcess> {
-    let opts = crate::scan::ScanOptions {
+    this_homes(&crate::scan::scan_with(
+        &scan_options(env, platform),
+        procs.to_vec(),
+    ))
+}
+
+/// The VM processes of `report` that belong to this HOME.
+fn this_homes(report: &crate::model::ScanReport) -> Vec<VmProcess> {
+    report
+        .processes
+        .iter()
+        .filter(|p| p.scope == Scope::ThisHome)
+        .cloned()
+        .collect()
+}
+
+/// How the preflight scans: as `scan` does, now.
+fn scan_options(env: &EnvSnapshot, platform: Platform) -> crate::scan::ScanOptions {
+    crate::scan::ScanOptions {
         env: env.clone(),
         platform,
         age_guard: std::time::Duration::from_secs(120),
         now: std::time::SystemTime::now(),
-    };
-    crate::scan::scan_with(&opts, procs.to_vec())
-        .processes
-        .into_iter()
-        .filter(|p| p.scope == Scope::ThisHome)
-        .collect()
+    }
 }
 
 /// The preflight for people.
