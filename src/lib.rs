@@ -62,6 +62,7 @@ mod procs;
 mod product;
 mod qcow2;
 mod record;
+mod root_kind;
 mod roots;
 mod size;
 mod table;

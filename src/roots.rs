@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::env::EnvSnapshot;
 use crate::model::{Platform, Product};
+use crate::root_kind::RootKind;
 
 /// A candidate directory and why it is a candidate.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,15 +64,15 @@ pub(crate) struct SmolvmRootSet {
 
 impl SmolvmRootSet {
     /// The set's directories by their report names (`data_root`, `cache_root`, ...).
-    pub(crate) fn named_roots(&self) -> [(&'static str, &PathBuf); 7] {
+    pub(crate) fn named_roots(&self) -> [(RootKind, &PathBuf); 7] {
         [
-            ("data_root", &self.data_root),
-            ("cache_root", &self.cache_root),
-            ("pack_cache", &self.pack_cache),
-            ("libs_cache", &self.libs_cache),
-            ("registry_cache", &self.registry_cache),
-            ("image_archives", &self.image_archives),
-            ("config_dir", &self.config_dir),
+            (RootKind::DataRoot, &self.data_root),
+            (RootKind::CacheRoot, &self.cache_root),
+            (RootKind::PackCache, &self.pack_cache),
+            (RootKind::LibsCache, &self.libs_cache),
+            (RootKind::RegistryCache, &self.registry_cache),
+            (RootKind::ImageArchives, &self.image_archives),
+            (RootKind::ConfigDir, &self.config_dir),
         ]
     }
 }
@@ -497,7 +498,7 @@ fn smolvm_set(
 pub(crate) fn state_dir_candidates(
     env: &EnvSnapshot,
     platform: Platform,
-) -> Vec<(Product, &'static str, PathBuf, String)> {
+) -> Vec<(Product, RootKind, PathBuf, String)> {
     let smol = smolvm_roots(platform, env);
     let cel = celesto_roots(platform, env);
     let mut out = Vec::new();
@@ -506,14 +507,17 @@ pub(crate) fn state_dir_candidates(
             out.push((Product::Smolvm, kind, path.clone(), set.source.clone()));
         }
     }
-    for (kind, dirs) in [("data_dir", &cel.data_dirs), ("image_dir", &cel.image_dirs)] {
+    for (kind, dirs) in [
+        (RootKind::DataDir, &cel.data_dirs),
+        (RootKind::ImageDir, &cel.image_dirs),
+    ] {
         for d in dirs.iter().filter(|d| !is_system_path(&d.path)) {
             out.push((Product::Celesto, kind, d.path.clone(), d.source.clone()));
         }
     }
     out.push((
         Product::Celesto,
-        "celesto_home",
+        RootKind::CelestoHome,
         cel.home_dir.clone(),
         "default".into(),
     ));

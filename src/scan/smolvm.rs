@@ -14,6 +14,7 @@ use crate::roots::{smolvm_roots, SmolvmRootSet};
 
 use super::celesto::pid_list;
 use super::{Ctx, Draft};
+use crate::root_kind::RootKind;
 
 const P: Product = Product::Smolvm;
 
@@ -147,17 +148,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> SmolvmKnowledge {
         }
         for (i, v) in set.vms_dirs.iter().enumerate() {
             if v.is_dir() || i == 0 {
-                report_roots.insert(
-                    format!(
-                        "vms_dir{}{sfx}",
-                        if i == 0 {
-                            "".into()
-                        } else {
-                            format!("_{}", i + 1)
-                        }
-                    ),
-                    v.clone(),
-                );
+                report_roots.insert(format!("{}{sfx}", RootKind::VmsDir.key(i)), v.clone());
             }
         }
         let s = scan_set(ctx, set, &mut problems, &mut know);

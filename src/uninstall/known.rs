@@ -8,7 +8,6 @@
 //! entry is a change to these tables plus a fixture.
 
 use crate::model::Product;
-use crate::table::closed_table;
 
 /// How the entries directly inside a kind of state directory are recognised.
 #[derive(Clone, Copy)]
@@ -121,106 +120,88 @@ const CELESTO_IMAGE_DIR: Layout = Layout {
     shape: celesto_image_shape,
 };
 
-closed_table! {
-    /// What a state directory is (`StateDir::kind`), serialised as its name (`data_root`): its
-    /// product, what it is called, why an uninstall removes it, and the layout its entries are
-    /// checked against one by one (none: the directory is not checked entry by entry).
-    pub enum StateKind ("state directory kind") -> (Product, &'static str, &'static str, Option<Layout>) {
-        /// smolvm's data root (`~/.local/share/smolvm`): the machine DB, agent rootfs, usage files.
-        DataRoot => "data_root", (
-            Product::Smolvm,
+/// A state directory's kind (`StateDir::kind`) is the scan's root kind (`crate::root_kind`,
+/// serialised as its name, `data_root`); what the uninstall says and checks of each is here.
+pub use crate::root_kind::RootKind as StateKind;
+
+/// What the uninstall says of a kind of state directory and how it checks its entries: what it
+/// is called, why an uninstall removes it, and the layout its entries are checked against one by
+/// one (none: not checked entry by entry). `None` for a kind that is no state directory of its
+/// own.
+fn uninstall_row(k: StateKind) -> Option<(&'static str, &'static str, Option<Layout>)> {
+    match k {
+        StateKind::DataRoot => Some((
             "smolvm data",
             "The machine database, agent rootfs and usage files.",
             Some(SMOLVM_DATA_ROOT),
-        );
-        /// smolvm's cache root: every machine's disks (`vms/`), pack stores, restore caches.
-        CacheRoot => "cache_root", (
-            Product::Smolvm,
+        )),
+        StateKind::CacheRoot => Some((
             "smolvm machines and caches",
             "Every machine's disks (vms/), pack stores and restore caches (which hold guest RAM).",
             Some(SMOLVM_CACHE_ROOT),
-        );
-        /// Extracted `.smolmachine` packs.
-        PackCache => "pack_cache", (
-            Product::Smolvm,
+        )),
+        StateKind::PackCache => Some((
             "smolvm pack cache",
             "Extracted .smolmachine packs.",
             Some(HEX_CACHE),
-        );
-        /// Libraries unpacked by packed binaries.
-        LibsCache => "libs_cache", (
-            Product::Smolvm,
+        )),
+        StateKind::LibsCache => Some((
             "smolvm unpacked libraries",
             "Libraries unpacked by packed binaries.",
             Some(HEX_CACHE),
-        );
-        /// smolvm's registry blob cache (upstream's uninstaller leaves it).
-        RegistryCache => "registry_cache", (
-            Product::Smolvm,
+        )),
+        StateKind::RegistryCache => Some((
             "smolvm registry blob cache",
             "Left behind by upstream's own uninstaller.",
             Some(SMOLVM_REGISTRY_CACHE),
-        );
-        /// smolvm's image archives (upstream's uninstaller leaves them).
-        ImageArchives => "image_archives", (
-            Product::Smolvm,
+        )),
+        StateKind::ImageArchives => Some((
             "smolvm image archives",
             "Left behind by upstream's own uninstaller.",
             Some(SMOLVM_IMAGE_ARCHIVES),
-        );
-        /// smolvm's settings and registry credentials (`~/.config/smolvm`).
-        ConfigDir => "config_dir", (
-            Product::Smolvm,
+        )),
+        StateKind::ConfigDir => Some((
             "smolvm settings and registry credentials",
             "Asked for with --remove-credentials.",
             Some(SMOLVM_CONFIG_DIR),
-        );
-        /// Celesto's data directory: the sandbox inventory, disks, logs, snapshots, locks.
-        DataDir => "data_dir", (
-            Product::Celesto,
+        )),
+        StateKind::DataDir => Some((
             "Celesto data",
             "Sandbox inventory, disks, logs, snapshots and locks.",
             Some(CELESTO_DATA_DIR),
-        );
-        /// Celesto's image cache: downloaded images and kernels.
-        ImageDir => "image_dir", (
-            Product::Celesto,
+        )),
+        StateKind::ImageDir => Some((
             "Celesto image cache",
             "Downloaded images and kernels (rebuildable).",
             Some(CELESTO_IMAGE_DIR),
-        );
-        /// Celesto's home (`~/.celesto`): settings, SSH keys, host keys.
-        CelestoHome => "celesto_home", (
-            Product::Celesto,
+        )),
+        StateKind::CelestoHome => Some((
             "Celesto home: settings, SSH keys and host keys",
             "State of the product being uninstalled.",
             None,
-        );
+        )),
+        StateKind::VmsDir | StateKind::SocketDir => None,
     }
 }
 
 impl StateKind {
-    /// The product whose state directory this is.
-    pub const fn product(self) -> Product {
-        self.row().0
-    }
     /// What a directory of this kind is, in words ("smolvm machines and caches").
-    pub const fn label(self) -> &'static str {
-        self.row().1
+    pub fn label(self) -> &'static str {
+        uninstall_row(self).map_or(self.what(), |r| r.0)
     }
     /// What a directory of this kind holds (the why of the step that removes it).
-    pub const fn why(self) -> &'static str {
-        self.row().2
+    pub fn why(self) -> &'static str {
+        uninstall_row(self).map_or("", |r| r.1)
     }
     /// Whether entries of this kind of directory are checked one by one.
-    pub const fn has_layout(self) -> bool {
-        self.row().3.is_some()
+    pub fn has_layout(self) -> bool {
+        uninstall_row(self).is_some_and(|r| r.2.is_some())
     }
     /// Whether `name`, directly inside a directory of this kind, is something its product
     /// writes. A kind with no layout recognises nothing.
     pub fn recognises(self, name: &str) -> bool {
-        self.row()
-            .3
+        uninstall_row(self)
+            .and_then(|r| r.2)
             .is_some_and(|l| l.names.contains(&name) || (l.shape)(name))
     }
     /// Whether a directory of this kind with these entry names shows its product's layout. A

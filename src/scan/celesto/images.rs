@@ -12,6 +12,7 @@ use crate::scan::version::{cache_version, Version};
 use crate::scan::{Ctx, Draft};
 
 use super::*;
+use crate::root_kind::RootKind;
 
 /// Image caches, each once, named in the report's roots (`image_dir`, `image_dir_2`, ...).
 /// Versions in cache names are the version of the distribution that wrote them (celesto
@@ -41,11 +42,7 @@ pub(super) fn scan_image_dirs(
         if !dir.is_dir() || !seen_images.insert(canon(dir)) {
             continue;
         }
-        let key = if report_roots.contains_key("image_dir") {
-            format!("image_dir_{}", seen_images.len())
-        } else {
-            "image_dir".to_string()
-        };
+        let key = RootKind::ImageDir.key(seen_images.len() - 1);
         report_roots.insert(key, dir.clone());
         let mut dists = Vec::new();
         if cand.source == "CELESTO_IMAGE_DIR" || dir.ends_with(".celesto/images") || cand.preferred

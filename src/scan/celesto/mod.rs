@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use crate::fsread::{self};
 use crate::inventory::celesto::{read_celesto_db, valid_sandbox_id, CelestoInventory};
 use crate::model::{FindingKind, Machine, OwnerRecord, Product, ProductReport, Verdict};
+use crate::root_kind::RootKind;
 use crate::roots::{celesto_roots, CelestoRoots};
 
 use super::{Ctx, Draft};
@@ -172,11 +173,11 @@ pub(super) fn read_data_dirs(
         if !d.ok {
             problems.push(d.problem.clone());
         }
-        let key = if report_roots.keys().any(|k| k.starts_with("data_dir")) {
-            format!("data_dir_{}", report_roots.len() + 1)
-        } else {
-            "data_dir".to_string()
-        };
+        let nth = report_roots
+            .keys()
+            .filter(|k| RootKind::of_key(k) == Some(RootKind::DataDir))
+            .count();
+        let key = RootKind::DataDir.key(nth);
         report_roots.insert(key, dir.clone());
         dirs.push(d);
     }
@@ -322,11 +323,13 @@ pub(super) fn report_product(
 ) {
     let home_exists = roots.home_dir.is_dir();
     if home_exists {
-        report_roots.insert("home_dir".into(), roots.home_dir.clone());
+        report_roots.insert(RootKind::CelestoHome.key(0), roots.home_dir.clone());
     }
-    report_roots.insert("socket_dir".into(), roots.socket_dir.clone());
+    report_roots.insert(RootKind::SocketDir.key(0), roots.socket_dir.clone());
     let detected = !know.data_dirs.is_empty()
-        || report_roots.keys().any(|k| k.starts_with("image_dir"))
+        || report_roots
+            .keys()
+            .any(|k| RootKind::of_key(k) == Some(RootKind::ImageDir))
         || home_exists
         || ctx.installs.iter().any(|i| i.product == Product::Celesto);
     let version = ctx

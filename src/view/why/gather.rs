@@ -43,8 +43,8 @@ pub(super) fn roots_of(report: &ScanReport, env: &EnvSnapshot, platform: Platfor
             push(Some(p.product), root_what(key), path.clone());
         }
     }
-    for (product, key, path, _) in crate::roots::state_dir_candidates(env, platform) {
-        push(Some(product), root_what(key), path);
+    for (product, kind, path, _) in crate::roots::state_dir_candidates(env, platform) {
+        push(Some(product), kind.what(), path);
     }
     push(None, "shared directory", env.home.join(".smolvm"));
     for f in &report.findings {
@@ -57,27 +57,7 @@ pub(super) fn roots_of(report: &ScanReport, env: &EnvSnapshot, platform: Platfor
 
 /// A root's report name (`data_dir_2`, `cache_root`) in words.
 pub(super) fn root_what(key: &str) -> &'static str {
-    let mut k = key;
-    while let Some((head, tail)) = k.rsplit_once('_') {
-        if tail.is_empty() || !tail.bytes().all(|b| b.is_ascii_digit()) {
-            break;
-        }
-        k = head;
-    }
-    match k {
-        "data_dir" | "data_root" => "data directory",
-        "image_dir" => "image cache",
-        "home_dir" | "celesto_home" => "home directory",
-        "socket_dir" => "socket directory",
-        "cache_root" => "cache directory",
-        "pack_cache" => "pack cache",
-        "libs_cache" => "library cache",
-        "registry_cache" => "registry cache",
-        "image_archives" => "image archives",
-        "config_dir" => "configuration directory",
-        "vms_dir" => "machine directories",
-        _ => "state directory",
-    }
+    crate::root_kind::RootKind::of_key(key).map_or("state directory", |k| k.what())
 }
 
 pub(super) fn item(f: &Finding) -> Item {
