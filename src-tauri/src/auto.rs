@@ -13,8 +13,7 @@ use tauri::{AppHandle, Manager, Runtime};
 
 use crate::backend::{self, ReclaimOutcome};
 use crate::keeps::time_of;
-use crate::notes::Note;
-use crate::state::{lock, now_secs, AppState};
+use crate::state::{lock, now_secs, AppState, NO_SCAN_YET};
 
 /// What a scheduled scan's automatic step did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -81,30 +80,7 @@ pub async fn after_scan<R: Runtime>(app: &AppHandle<R>, report: &ScanReport) -> 
     // One notification per plan waiting: the same plan found again by the next scan is not
     // announced again.
     if new && lock(&st.settings).notifications {
-        let note = match reason {
-            AskReason::First => Note {
-                summary: format!(
-                    "Automatic clean-up: confirm the first run ({})",
-                    pv.estimate
-                ),
-                body: format!(
-                    "{}. Review it once; later runs go by themselves.",
-                    pv.headline
-                ),
-                review: true,
-                action: None,
-            },
-            AskReason::Cap => Note {
-                summary: format!(
-                    "Automatic clean-up needs you: {} is above your cap of {}",
-                    pv.estimate,
-                    pv.cap.clone().unwrap_or_default()
-                ),
-                body: format!("{}. Nothing was deleted.", pv.headline),
-                review: true,
-                action: None,
-            },
-        };
+        let note = smolsweep::view::auto::waiting_note(&pv);
         crate::notify::send_note(app, note, Some("settings"));
     }
     AutoStep::Asked { preview: pv }
@@ -146,7 +122,7 @@ pub async fn confirm<R: Runtime>(
         .filter(|p| p.digest == digest)
         .map(|p| p.reason)
         .ok_or(crate::state::PLAN_CHANGED)?;
-    let report = lock(&st.report).clone().ok_or("no scan has finished yet")?;
+    let report = lock(&st.report).clone().ok_or(NO_SCAN_YET)?;
     let (plan, _) = decide(&st, &report)?.ok_or(crate::state::PLAN_CHANGED)?;
     if plan.action_digest() != digest {
         *lock(&st.auto_pending) = None;

@@ -67,9 +67,7 @@ pub(crate) fn plan_reclaim(
     ids: Vec<String>,
 ) -> Result<PlanView, String> {
     let ids = in_view(&state, ids);
-    let report = lock(&state.report)
-        .clone()
-        .ok_or("no scan has finished yet")?;
+    let report = lock(&state.report).clone().ok_or(NO_SCAN_YET)?;
     Ok(backend::plan(&report, &ids))
 }
 
@@ -81,9 +79,7 @@ pub(crate) fn selection_estimate(
     ids: Vec<String>,
 ) -> Result<Confirmation, String> {
     let ids = in_view(&state, ids);
-    let report = lock(&state.report)
-        .clone()
-        .ok_or("no scan has finished yet")?;
+    let report = lock(&state.report).clone().ok_or(NO_SCAN_YET)?;
     Ok(backend::selection_estimate(&report, &ids))
 }
 

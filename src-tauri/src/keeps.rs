@@ -12,7 +12,7 @@ use smolsweep::model::FindingKind;
 use smolsweep::model::{Product, ScanReport};
 use tauri::{AppHandle, Manager, Runtime};
 
-use crate::state::{lock, AppState};
+use crate::state::{lock, AppState, NO_SCAN_YET};
 
 pub use smolsweep::view::keeps::{kind_choices, FilterInput, KeepLine, KindChoice};
 
@@ -87,7 +87,7 @@ pub fn target_of(r: &ScanReport, req: &KeepRequest) -> Result<Target, String> {
 /// Write a keep rule for `req` (through the core's `Keeps`); the caller rescans.
 pub fn add<R: Runtime>(app: &AppHandle<R>, req: &KeepRequest, why: &str) -> Result<String, String> {
     let st = app.state::<AppState>();
-    let report = lock(&st.report).clone().ok_or("no scan has finished yet")?;
+    let report = lock(&st.report).clone().ok_or(NO_SCAN_YET)?;
     let target = target_of(&report, req)?;
     let path = st
         .backend

@@ -49,13 +49,13 @@ pub async fn reclaim<R: Runtime>(
     let st = app.state::<AppState>();
     let out = {
         let _g = st.scan_lock.lock().await;
-        let report = lock(&st.report).clone().ok_or("no scan has finished yet")?;
+        let report = lock(&st.report).clone().ok_or(NO_SCAN_YET)?;
         let plan = backend::plan(&report, &ids);
         if digest.is_some_and(|d| d != plan.digest) {
             return Err(PLAN_CHANGED.into());
         }
         let Some(core) = plan.core.clone().filter(|_| !plan.steps.is_empty()) else {
-            return Err("nothing selected can be reclaimed".into());
+            return Err(NOTHING_TO_RECLAIM.into());
         };
         let (app2, origin) = (app.clone(), Origin::new(surface, "reclaim"));
         let started = now_secs();
@@ -112,7 +112,7 @@ pub async fn run_target<R: Runtime>(
     let st = app.state::<AppState>();
     let out = {
         let _g = st.scan_lock.lock().await;
-        let report = lock(&st.report).clone().ok_or("no scan has finished yet")?;
+        let report = lock(&st.report).clone().ok_or(NO_SCAN_YET)?;
         let plan = VmPlan::of(&report, &target, action, cascade);
         if digest.is_some_and(|d| d != plan.digest) {
             return Err(VM_PLAN_CHANGED.into());

@@ -17,6 +17,8 @@ use crate::desktop_notes::DesktopNotifier;
 use crate::notes::{Clock, Notifier, OrphanWatch, SystemClock};
 use crate::settings::Settings;
 
+pub use smolsweep::view::runs::{NOTHING_TO_RECLAIM, NO_SCAN_YET, PLAN_CHANGED, VM_PLAN_CHANGED};
+
 /// A window closed (hidden) this long without being shown again is destroyed, which ends its
 /// webview processes; "Open Smolsweep" then builds a new one.
 pub const RELEASE_HIDDEN_WINDOW_AFTER: Duration = Duration::from_secs(60);
@@ -37,14 +39,6 @@ pub const EV_PROGRESS: &str = "reclaim-progress";
 pub const EV_UNINSTALL_PROGRESS: &str = "uninstall-progress";
 /// Event asking the window to show a view (`overview`, `findings`, `uninstall`, ...).
 pub const EV_NAVIGATE: &str = "navigate";
-
-/// Why a confirmed reclaim did not run.
-pub const PLAN_CHANGED: &str =
-    "What would be reclaimed changed since it was shown (a scan ran in between); nothing was deleted. Review it again.";
-
-/// Why a confirmed Stop / End process / Delete did not run.
-pub const VM_PLAN_CHANGED: &str =
-    "What this would do changed since it was shown (a scan ran in between); nothing was done. Review it again.";
 
 /// The `review_view` of a notification whose action is the tray's reclaim (confirmed first).
 pub(crate) const RECLAIM_ACTION: &str = "reclaim";

@@ -291,44 +291,6 @@ pub fn apply_checks(
     Ok(plan)
 }
 
-/// The copyable report: choices, steps and outcomes (the core's [`urun::render`], as the CLI
-/// prints them), kept items, user commands, proof.
-pub fn render_report(plan: &UninstallPlan, run: Option<&RunReport>, proof: &Proof) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let products: Vec<&str> = plan.products.iter().map(|p| p.display_name()).collect();
-    let _ = writeln!(s, "Smolsweep uninstall report");
-    let _ = writeln!(s, "home={}", plan.home.display());
-    let _ = writeln!(s, "products={}", products.join(", "));
-    let _ = writeln!(
-        s,
-        "remove_credentials={} remove_path_block={}",
-        plan.options.remove_credentials, plan.options.remove_path_block
-    );
-    let _ = writeln!(s);
-    match run {
-        Some(r) => {
-            let _ = writeln!(s, "Steps:");
-            s.push_str(&urun::render(r));
-        }
-        None => {
-            let _ = writeln!(s, "Nothing was run.");
-        }
-    }
-    let left = uplan::render_leftovers(plan);
-    if !left.trim().is_empty() {
-        let _ = writeln!(s);
-        s.push_str(&left);
-        if !left.ends_with('\n') {
-            s.push('\n');
-        }
-    }
-    let _ = writeln!(s);
-    let _ = writeln!(s, "Proof (smolsweep verify):");
-    s.push_str(&verify::render_kv(proof));
-    s
-}
-
 fn proof_report(plan: &UninstallPlan, run: Option<&RunReport>, proof: Proof) -> ProofReport {
     let failed = proof.checks.iter().filter(|c| !c.ok).count();
     ProofReport {
@@ -339,7 +301,7 @@ fn proof_report(plan: &UninstallPlan, run: Option<&RunReport>, proof: Proof) -> 
         },
         clean: proof.is_clean(),
         kv: verify::render_kv(&proof),
-        report: render_report(plan, run, &proof),
+        report: smolsweep::uninstall::run::copyable_report(plan, run, &proof),
         proof,
     }
 }

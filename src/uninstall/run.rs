@@ -178,6 +178,48 @@ pub fn run_with(
     Ok(report)
 }
 
+/// The copyable report: choices, steps and outcomes (the core's [`render`], as the CLI
+/// prints them), kept items, user commands, proof.
+pub fn copyable_report(
+    plan: &UninstallPlan,
+    run: Option<&RunReport>,
+    proof: &super::verify::Proof,
+) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let products: Vec<&str> = plan.products.iter().map(|p| p.display_name()).collect();
+    let _ = writeln!(s, "Smolsweep uninstall report");
+    let _ = writeln!(s, "home={}", plan.home.display());
+    let _ = writeln!(s, "products={}", products.join(", "));
+    let _ = writeln!(
+        s,
+        "remove_credentials={} remove_path_block={}",
+        plan.options.remove_credentials, plan.options.remove_path_block
+    );
+    let _ = writeln!(s);
+    match run {
+        Some(r) => {
+            let _ = writeln!(s, "Steps:");
+            s.push_str(&render(r));
+        }
+        None => {
+            let _ = writeln!(s, "Nothing was run.");
+        }
+    }
+    let left = super::plan::render_leftovers(plan);
+    if !left.trim().is_empty() {
+        let _ = writeln!(s);
+        s.push_str(&left);
+        if !left.ends_with('\n') {
+            s.push('\n');
+        }
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "Proof (smolsweep verify):");
+    s.push_str(&super::verify::render_kv(proof));
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

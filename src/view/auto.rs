@@ -76,3 +76,33 @@ pub fn preview(plan: &CorePlan, reason: AskReason, cap: Option<u64>) -> AutoPrev
         status,
     }
 }
+
+/// The one notification for a run waiting for the user (its first run, or above the cap).
+pub fn waiting_note(pv: &AutoPreview) -> crate::view::notes::Note {
+    let (summary, body) = match pv.reason {
+        AskReason::First => (
+            format!(
+                "Automatic clean-up: confirm the first run ({})",
+                pv.estimate
+            ),
+            format!(
+                "{}. Review it once; later runs go by themselves.",
+                pv.headline
+            ),
+        ),
+        AskReason::Cap => (
+            format!(
+                "Automatic clean-up needs you: {} is above your cap of {}",
+                pv.estimate,
+                pv.cap.clone().unwrap_or_default()
+            ),
+            format!("{}. Nothing was deleted.", pv.headline),
+        ),
+    };
+    crate::view::notes::Note {
+        summary,
+        body,
+        review: true,
+        action: None,
+    }
+}

@@ -8,6 +8,18 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+/// Why a confirmed reclaim did not run: the plan made now is not the one shown.
+pub const PLAN_CHANGED: &str =
+    "What would be reclaimed changed since it was shown (a scan ran in between); nothing was deleted. Review it again.";
+/// Why a confirmed Stop / End process / Delete did not run: the plan made now is not the one
+/// shown.
+pub const VM_PLAN_CHANGED: &str =
+    "What this would do changed since it was shown (a scan ran in between); nothing was done. Review it again.";
+/// Why nothing can be planned yet.
+pub const NO_SCAN_YET: &str = "no scan has finished yet";
+/// Why a reclaim of the selection runs nothing.
+pub const NOTHING_TO_RECLAIM: &str = "nothing selected can be reclaimed";
+
 use crate::exec::{ExecReport, Outcome, ProgressEvent};
 use crate::model::{Product, ScanReport};
 use crate::plan::{Action, Plan as CorePlan, Selection};

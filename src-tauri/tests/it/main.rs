@@ -14,6 +14,7 @@ mod busy;
 mod display;
 mod mock;
 mod real_scan;
+mod shell_words;
 // A real QEMU VM watched through `/proc`: Linux only.
 #[cfg(target_os = "linux")]
 mod real_vm_window;
