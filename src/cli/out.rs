@@ -17,7 +17,7 @@ use std::io::{ErrorKind, Write};
 /// Write text for a person to stdout (and flush), fit to the terminal's width.
 pub fn print(s: &str) {
     match width() {
-        Some(w) => write_all(fit(s, w, !crate::cli::scan::utf8_locale()).as_bytes()),
+        Some(w) => write_all(fit(s, w, !utf8_locale()).as_bytes()),
         None => write_all(s.as_bytes()),
     }
 }
@@ -249,6 +249,17 @@ fn gone(e: &std::io::Error) -> ! {
 macro_rules! outln {
     () => { $crate::cli::out::println("") };
     ($($arg:tt)*) => { $crate::cli::out::println(&format!($($arg)*)) };
+}
+
+/// Whether the locale (the first of `LC_ALL`, `LC_CTYPE`, `LANG` that is set) is UTF-8;
+/// otherwise what is printed is folded to ASCII (`view::ascii`).
+pub(crate) fn utf8_locale() -> bool {
+    let locale = ["LC_ALL", "LC_CTYPE", "LANG"]
+        .iter()
+        .find_map(|k| std::env::var_os(k).filter(|v| !v.is_empty()))
+        .map(|v| v.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    locale.contains("utf-8") || locale.contains("utf8")
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ fn render_options(args: &ScanArgs, now: std::time::SystemTime) -> RenderOptions 
     let color = var("NO_COLOR").is_none()
         && (var("CLICOLOR_FORCE").is_some_and(|v| v != "0")
             || tty && var("TERM").is_none_or(|t| t != "dumb"));
-    let utf8 = utf8_locale();
+    let utf8 = crate::cli::out::utf8_locale();
     RenderOptions {
         width: terminal_width(tty),
         color,
@@ -50,17 +50,6 @@ fn render_options(args: &ScanArgs, now: std::time::SystemTime) -> RenderOptions 
         filter: args.filter.filter(),
         now,
     }
-}
-
-/// Whether the locale (the first of `LC_ALL`, `LC_CTYPE`, `LANG` that is set) is UTF-8;
-/// otherwise what is printed is folded to ASCII (`view::ascii`).
-pub(crate) fn utf8_locale() -> bool {
-    let locale = ["LC_ALL", "LC_CTYPE", "LANG"]
-        .iter()
-        .find_map(|k| std::env::var_os(k).filter(|v| !v.is_empty()))
-        .map(|v| v.to_string_lossy().to_ascii_lowercase())
-        .unwrap_or_default();
-    locale.contains("utf-8") || locale.contains("utf8")
 }
 
 /// `COLUMNS` when set, else the terminal's width, else 80.

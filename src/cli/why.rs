@@ -123,7 +123,7 @@ pub fn run(a: WhyArgs) -> i32 {
         crate::cli::out::json(&why);
     } else if why.found {
         let text = why.text();
-        crate::cli::out::print(&if crate::cli::scan::utf8_locale() {
+        crate::cli::out::print(&if crate::cli::out::utf8_locale() {
             text
         } else {
             smolsweep::view::ascii(&text)

@@ -44,7 +44,7 @@ pub fn run(args: BrowseArgs) -> i32 {
         eprintln!("smolsweep: {e:#}");
         return 1;
     }
-    let ascii = !crate::cli::scan::utf8_locale();
+    let ascii = !crate::cli::out::utf8_locale();
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let mut terminal = match ratatui::try_init() {
         Ok(t) => t,

@@ -9,7 +9,6 @@ use crate::plan::{Action, Plan, PlannedAction};
 
 use crate::uninstall::preflight::{Preflight, StateDir};
 
-use super::state_dirs::size_of;
 use super::*;
 
 /// Build the plan for `opts` from `pre` (pure).
@@ -410,4 +409,15 @@ pub(super) fn sort_entries(
         }
     }
     (own, foreign, secrets)
+}
+
+/// What removing `path` frees (entry sizes are not measured in the preflight: measured now,
+/// read-only).
+pub(super) fn size_of(pre: &Preflight, path: &Path) -> u64 {
+    // Entry sizes are not measured in the preflight; measure now (read-only).
+    let _ = pre;
+    crate::size::Sizer::new()
+        .measure(path)
+        .map(|m| m.allocated)
+        .unwrap_or(0)
 }

@@ -13,7 +13,7 @@ use crate::roots::is_system_path;
 
 use crate::uninstall::preflight::{Preflight, SharedDotSmolvm, StateDir, StateKind};
 
-use super::builder::{sort_entries, Builder};
+use super::builder::{size_of, sort_entries, Builder};
 use super::*;
 
 impl Builder<'_> {
@@ -573,13 +573,4 @@ pub(super) fn own_entries(d: &StateDir) -> Vec<PathBuf> {
         .filter(|e| e.name_str().is_some_and(|n| d.kind.recognises(n)))
         .map(|e| e.path)
         .collect()
-}
-
-pub(super) fn size_of(pre: &Preflight, path: &Path) -> u64 {
-    // Entry sizes are not measured in the preflight; measure now (read-only).
-    let _ = pre;
-    crate::size::Sizer::new()
-        .measure(path)
-        .map(|m| m.allocated)
-        .unwrap_or(0)
 }
