@@ -10,7 +10,10 @@ use std::path::Path;
 /// The string literals of `code` (its tests and log lines left out) that read as a sentence or
 /// a heading, with their line numbers.
 fn sentences(code: &str) -> Vec<(usize, String)> {
-    let code = code.split("#[cfg(test)]\nmod tests").next().unwrap_or_default();
+    let code = code
+        .split("#[cfg(test)]\nmod tests")
+        .next()
+        .unwrap_or_default();
     let mut out = Vec::new();
     for (i, line) in code.lines().enumerate() {
         let t = line.trim_start();

@@ -292,41 +292,16 @@ pub fn exited(pid: u32) -> bool {
     }
 }
 
-/// A process standing in for a smol-machines VMM, owned by the test: a copy of `sleep` named
-/// `smolvm`, running in a machine directory. (The report file describes it; the real process
-/// scan's own tests cover the exact VMM argv shapes.)
-pub struct FakeVmm {
-    pub child: Child,
-    pub pid: u32,
-    pub start_time: u64,
+/// The stand-in VMM the report files describe (the fixtures crate's).
+pub use smolsweep_fixtures::vmm::SleepingVmm as FakeVmm;
+
+/// A stand-in VMM as a report file describes it: an orphan of this HOME (no record owns it).
+pub trait AsOrphan {
+    fn as_orphan(&self, machine: &str, held: u64) -> VmProcess;
 }
 
-impl FakeVmm {
-    pub fn spawn(dir: &Path, machine: &str) -> FakeVmm {
-        let exe = dir.join("smolvm");
-        if !exe.exists() {
-            std::fs::copy("/bin/sleep", &exe).unwrap();
-        }
-        let mdir = dir.join("vms").join(machine);
-        std::fs::create_dir_all(&mdir).unwrap();
-        // `sleep` takes only durations: the machine dir is its working directory instead.
-        let child = Command::new(&exe)
-            .arg("600")
-            .current_dir(&mdir)
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        let start_time = smolsweep::exec::ProcessRef::current(pid)
-            .unwrap()
-            .start_time;
-        FakeVmm {
-            child,
-            pid,
-            start_time,
-        }
-    }
-
-    pub fn as_orphan(&self, machine: &str, held: u64) -> VmProcess {
+impl AsOrphan for FakeVmm {
+    fn as_orphan(&self, machine: &str, held: u64) -> VmProcess {
         VmProcess {
             pid: self.pid,
             start_time: self.start_time,
@@ -344,13 +319,6 @@ impl FakeVmm {
             fds_readable: true,
             kept: None,
         }
-    }
-}
-
-impl Drop for FakeVmm {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
