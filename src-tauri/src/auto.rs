@@ -4,7 +4,7 @@
 //! above the cap always asks; one notification after each run.
 
 use serde::Serialize;
-use smolsweep::exec::{How};
+use smolsweep::exec::How;
 use smolsweep::model::ScanReport;
 use smolsweep::plan::Plan as CorePlan;
 use smolsweep::policy::Decision;

@@ -108,6 +108,11 @@ pub fn plan_of(report: &ScanReport, core: CorePlan) -> PlanView {
                 } => (finding_id.clone(), path.clone(), *expected_bytes),
                 Action::DeleteMachine { bytes, .. } => (String::new(), PathBuf::new(), *bytes),
                 Action::Detach { mountpoint } => (String::new(), mountpoint.clone(), 0),
+                Action::CompactDisk {
+                    path,
+                    expected_bytes,
+                    ..
+                } => (String::new(), path.clone(), *expected_bytes),
                 _ => (String::new(), PathBuf::new(), 0),
             };
             PlanStep {
@@ -281,6 +286,7 @@ fn path_of(a: &Action) -> PathBuf {
     match a {
         Action::DeletePath { path, .. } => path.clone(),
         Action::Detach { mountpoint } => mountpoint.clone(),
+        Action::CompactDisk { path, .. } => path.clone(),
         _ => PathBuf::new(),
     }
 }
@@ -687,6 +693,9 @@ pub struct HistoryRun {
     pub counts: String,
     /// "est. 1.2 GB", or "" when nothing was estimated.
     pub estimated_line: String,
+    /// When it started, as `smolsweep history` writes it ("2026-12-03 04:36:22 +00:00",
+    /// [`crate::view::window::history_time`]).
+    pub started: String,
 }
 
 impl HistoryRun {
@@ -704,6 +713,7 @@ impl HistoryRun {
             counts += &format!(", {} failed", run.failed);
         }
         HistoryRun {
+            started: crate::view::window::history_time(run.started_at_ms),
             estimated_line: estimated
                 .as_ref()
                 .map(|e| format!("est. {e}"))
