@@ -403,8 +403,11 @@ function fitPaths() {
     while (i < fits.length - 1 && e.scrollWidth > e.clientWidth) e.textContent = fits[++i];
   }
 }
+// Fitted again whenever the list's width changes (the window resized, a view shown).
 let fitTimer;
-window.addEventListener("resize", () => { clearTimeout(fitTimer); fitTimer = setTimeout(fitPaths, 50); });
+const refit = () => { clearTimeout(fitTimer); fitTimer = setTimeout(fitPaths, 30); };
+window.addEventListener("resize", refit);
+new ResizeObserver(refit).observe($("#findings-list"));
 
 function renderFindings(v) {
   // Default selection: what the core selects by default; kept across rescans once touched.

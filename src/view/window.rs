@@ -246,7 +246,7 @@ impl WindowView {
         let others = view.processes.iter().filter(|p| !p.this_home).count();
         WindowView {
             badges,
-            compact_card: "Compactable (opt-in, not in the reclaimable total)",
+            compact_card: "Compactable (opt-in)",
             compact_button: view.compact.tray_label.as_ref().map(|l| format!("{l}…")),
             compact_machine: "Compact…",
             other_homes: (others > 0).then(|| {
