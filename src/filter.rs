@@ -135,8 +135,10 @@ pub struct Hidden {
     pub items: usize,
     /// Findings it lets through.
     pub matching: usize,
-    /// Machines and sandboxes it hid.
+    /// smolvm machines it hid.
     pub machines: usize,
+    /// Celesto sandboxes it hid.
+    pub sandboxes: usize,
     /// VM processes of this HOME it hid (other HOMEs' are not shown unfiltered either).
     pub processes: usize,
     /// The filter picks items by kind, age or size: no machine and no VM process is shown.
@@ -212,11 +214,17 @@ impl Filter {
         if self.is_empty() {
             return None;
         }
-        let (items, machines) = (report.findings.len(), report.machines.len());
+        let items = report.findings.len();
         self.apply(report, now);
-        report
-            .machines
-            .retain(|m| self.shows_machines_of(m.product));
+        let (mut machines, mut sandboxes) = (0, 0);
+        report.machines.retain(|m| {
+            let shown = self.shows_machines_of(m.product);
+            match m.product {
+                Product::Smolvm => machines += usize::from(!shown),
+                Product::Celesto => sandboxes += usize::from(!shown),
+            }
+            shown
+        });
         let mut processes = 0;
         report.processes.retain(|p| {
             let shown = self.shows_machines_of(p.product);
@@ -227,7 +235,8 @@ impl Filter {
         Some(Hidden {
             items,
             matching: report.findings.len(),
-            machines: machines - report.machines.len(),
+            machines,
+            sandboxes,
             processes,
             items_only: self.picks_items(),
             flags: self.flags(),

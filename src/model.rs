@@ -314,8 +314,37 @@ impl VmProcess {
     /// An orphan of this HOME: what `reap` ends, counts and notifies. The one rule every
     /// surface uses (another HOME's orphans are shown, never acted on).
     pub fn is_this_homes_orphan(&self) -> bool {
-        self.orphan && self.scope == Scope::ThisHome && self.kept.is_none()
+        self.reap_refusal(&[], false).is_none()
     }
+
+    /// Why this HOME may not end the process (`None`: it may): the one rule the planner, the
+    /// re-judge and every surface ask. Another HOME's is never signalled; a keep rule keeps it
+    /// unless the plan overrides that rule; a process its record owns is stopped through its
+    /// machine, unless `any_of_this_home` (an uninstall ends every VM process of this HOME).
+    pub fn reap_refusal(
+        &self,
+        overrides: &[String],
+        any_of_this_home: bool,
+    ) -> Option<NotReapable> {
+        if self.scope != Scope::ThisHome {
+            return Some(NotReapable::OtherHome);
+        }
+        if let Some(rule) = self.kept.as_ref().filter(|k| !overrides.contains(k)) {
+            return Some(NotReapable::Kept(rule.clone()));
+        }
+        (!self.orphan && !any_of_this_home).then(|| NotReapable::Owned(self.owner.clone()))
+    }
+}
+
+/// Why a VM process may not be ended ([`VmProcess::reap_refusal`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotReapable {
+    /// It runs for another HOME.
+    OtherHome,
+    /// A keep rule (its id) keeps it.
+    Kept(String),
+    /// Its record (the machine named, when known) owns it.
+    Owned(Option<String>),
 }
 
 /// Per-product status in a report.

@@ -25,6 +25,25 @@ impl Product {
             Product::Smolvm => "smolvm",
         }
     }
+    /// What every surface calls one of its VMs (issue 31: one noun per object): `sandbox` for
+    /// Celesto (whatever the installed version's CLI calls it), `machine` for smolvm.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Product::Celesto => "sandbox",
+            Product::Smolvm => "machine",
+        }
+    }
+    /// [`Product::noun`] for more than one: `sandboxes` or `machines`.
+    pub fn nouns(self) -> &'static str {
+        match self {
+            Product::Celesto => "sandboxes",
+            Product::Smolvm => "machines",
+        }
+    }
+    /// `1 sandbox`, `3 machines`: a count of its VMs in the one noun.
+    pub fn count(self, n: usize) -> String {
+        format!("{n} {}", if n == 1 { self.noun() } else { self.nouns() })
+    }
     /// Its name for a person: `Celesto SmolVM` or `smol-machines smolvm`.
     pub fn display_name(self) -> &'static str {
         match self {

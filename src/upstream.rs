@@ -129,8 +129,66 @@ pub(crate) const SMOLVM_INVENTORY: Inventory = Inventory {
 pub(crate) const INVENTORIES: &[Inventory] =
     &[CELESTO_INVENTORY, PYPI_SMOLVM_INVENTORY, SMOLVM_INVENTORY];
 
-/// The side files SQLite writes beside a database (`<name>-wal`, ...).
-const SIDE_FILES: [&str; 3] = ["wal", "shm", "journal"];
+crate::table::closed_table! {
+    /// A file SQLite writes beside a database, named `<database>-<value>`; the row says whether
+    /// it changes only when the database's content does (a reader writes `-shm` too).
+    pub(crate) enum SideFile ("SQLite side file") -> (bool,) {
+        Wal => "wal", (true,);
+        Shm => "shm", (false,);
+        Journal => "journal", (true,);
+    }
+}
+
+impl SideFile {
+    /// Whether it changes only when the database's content does.
+    fn follows_content(self) -> bool {
+        self.row().0
+    }
+
+    /// Its path beside `db`.
+    pub(crate) fn beside(self, db: &Path) -> PathBuf {
+        let mut s = db.as_os_str().to_owned();
+        s.push("-");
+        s.push(self.as_str());
+        PathBuf::from(s)
+    }
+}
+
+/// The database at `db` and every side file SQLite may write beside it: what is checked for a
+/// file that is not a regular file.
+pub(crate) fn db_files(db: &Path) -> Vec<PathBuf> {
+    std::iter::once(db.to_path_buf())
+        .chain(SideFile::ALL.iter().map(|s| s.beside(db)))
+        .collect()
+}
+
+/// The database at `db` and the side files that change with its content: what a reading is
+/// stamped with, and what a watcher's write means a rescan for.
+pub(crate) fn content_files(db: &Path) -> Vec<PathBuf> {
+    std::iter::once(db.to_path_buf())
+        .chain(
+            SideFile::ALL
+                .iter()
+                .filter(|s| s.follows_content())
+                .map(|s| s.beside(db)),
+        )
+        .collect()
+}
+
+/// Whether a file named `name` is an inventory database (`*.db`, `*.sqlite`) or a side file
+/// that changes with its content: a write to it can change what a scan finds.
+pub fn is_inventory_content(name: &str) -> bool {
+    let db = |n: &str| n.ends_with(".db") || n.ends_with(".sqlite");
+    db(name)
+        || SideFile::ALL
+            .iter()
+            .filter(|s| s.follows_content())
+            .any(|s| {
+                name.strip_suffix(s.as_str())
+                    .and_then(|n| n.strip_suffix('-'))
+                    .is_some_and(db)
+            })
+}
 
 /// The inventories of `product`, in the order of [`INVENTORIES`].
 pub(crate) fn inventories(product: Product) -> impl Iterator<Item = &'static Inventory> {
@@ -150,7 +208,7 @@ pub(crate) fn is_inventory_file(product: Product, name: &str) -> bool {
             rest.is_empty()
                 || rest
                     .strip_prefix('-')
-                    .is_some_and(|s| SIDE_FILES.contains(&s))
+                    .is_some_and(|s| SideFile::parse(s).is_some())
         })
     })
 }

@@ -5,7 +5,7 @@
 
 pub use crate::pathser::{escape_text, shown};
 pub use localtime::local_time;
-pub use screen::{FirstScreen, Fold};
+pub use screen::{FirstScreen, Fold, TableLine};
 use std::path::Path;
 pub use trend::{
     trend_growth, trend_notice, trend_sentence, trend_view, FreedRow, TrendRow, TrendSeries,
@@ -22,16 +22,22 @@ use crate::plan::{Action, Plan, Selection};
 /// An automatic clean-up waiting for the user.
 pub mod auto;
 mod compact;
+mod confirm;
 /// Keep rules and filter controls as the window shows them.
 pub mod keeps;
+/// The line a person reads for one planned action.
+mod lines;
 mod localtime;
 /// Low-space alerts: when the file system holding SmolVM state is low, and their words.
 pub mod lowspace;
+/// Choices not yet acted on: the quit question, marks of a group, machine and process actions.
+pub mod marks;
 /// Notifications' words, and which orphans are new.
 pub mod notes;
 /// A run of a plan as a person sees it: the plan confirmed, its outcome, its progress, History.
 pub mod runs;
 mod screen;
+mod treemap;
 mod trend;
 /// `why`: how Smolsweep judges one finding, path, machine or process, and on what evidence.
 pub mod why;
@@ -40,6 +46,14 @@ pub mod why;
 pub mod window;
 
 pub use compact::{compact_view, disk_sentence, CompactView};
+use confirm::vms;
+pub use confirm::{
+    closing_line, confirmation, estimate_bytes, freeing, outcome_line, reclaim_label,
+    selection_estimate, skipped_target, Confirmation,
+};
+pub(crate) use confirm::{fix_for_path, fix_for_process};
+pub use lines::action_line;
+pub use treemap::{treemap, Tile};
 
 /// Each product's name for a person (`Product::display_name`) by its serialised name, for the
 /// window's lines.
@@ -82,16 +96,15 @@ pub fn scan_state(scanning: bool, scanned_at: Option<u64>, failed: bool, now: u6
 }
 
 /// How a verdict is called on every surface: its [`verdict_word`], capitalised, with the opt-in
-/// class and what includes it.
+/// class in brackets ("Opt-in (caches)"): one word per verdict (issue 31); the flag that
+/// includes a class is [`class_label`]'s.
 pub(crate) fn verdict_label(v: Verdict, class: Option<OptInClass>) -> &'static str {
     match (v, class) {
         (Verdict::Reclaimable, _) => "Reclaimable",
-        (Verdict::OptIn, Some(OptInClass::SavedDisks)) => {
-            "Saved disk: only if you include saved disks"
-        }
-        (Verdict::OptIn, Some(OptInClass::Caches)) => "Cache: only if you include caches",
-        (Verdict::OptIn, Some(OptInClass::Residue)) => "Residue: only if you include residue",
-        (Verdict::OptIn, None) => "Only if you include it",
+        (Verdict::OptIn, Some(OptInClass::SavedDisks)) => "Opt-in (saved disks)",
+        (Verdict::OptIn, Some(OptInClass::Caches)) => "Opt-in (caches)",
+        (Verdict::OptIn, Some(OptInClass::Residue)) => "Opt-in (residue)",
+        (Verdict::OptIn, None) => "Opt-in",
         (Verdict::Protected, _) => "Protected",
         (Verdict::Unknown, _) => "Unverifiable",
     }
@@ -174,7 +187,7 @@ pub struct Row {
     pub apparent: Option<String>,
     /// What Smolsweep may do with it.
     pub verdict: Verdict,
-    /// The verdict as every surface words it ("Reclaimable", "Cache: only if you include caches",
+    /// The verdict as every surface words it ("Reclaimable", "Opt-in (caches)",
     /// "Protected", "Unverifiable").
     pub verdict_label: &'static str,
     /// Whether a person may select it for deletion (reclaimable or opt-in).
@@ -269,7 +282,7 @@ pub struct MachineRow {
     pub product: Product,
     /// The smolvm machine name or Celesto sandbox id.
     pub name: String,
-    /// "machine" (smolvm) or "computer"/"sandbox" (Celesto, as the installed version says).
+    /// "sandbox" (Celesto) or "machine" (smolvm): [`Product::noun`], the one noun on every surface.
     pub noun: &'static str,
     /// The state a person should see (`running`, `stopped`,
     /// `stale: recorded running, process gone`, ...).
@@ -324,8 +337,12 @@ pub struct TotalsView {
     pub reclaimable_bytes: u64,
     /// `reclaimable_bytes` in words.
     pub reclaimable: String,
-    /// How many items "Reclaim" deletes.
+    /// How many items "Reclaim" deletes (paths; machines deleted through their product's CLI
+    /// are counted in `reclaimable_machines`).
     pub reclaimable_count: usize,
+    /// How many machines "Reclaim" deletes through their product's CLI (an ended one-off
+    /// machine): each is one reclaimable item row of the scan, as each path is.
+    pub reclaimable_machines: usize,
     /// Allocated bytes of the opt-in findings (freed only when their class is included).
     pub opt_in_bytes: u64,
     /// `opt_in_bytes` in words.
@@ -338,7 +355,8 @@ pub struct TotalsView {
     pub held_deleted: String,
     /// How many findings are shown, in every group.
     pub findings: usize,
-    /// `reclaimable_count` in words: "3 items".
+    /// `reclaimable_count` and `reclaimable_machines` in words: "3 items", "3 items and 1
+    /// machine".
     pub reclaimable_items: String,
     /// `opt_in_count` in words: "1 item".
     pub opt_in_items: String,
@@ -380,6 +398,12 @@ pub struct ScanView {
     /// The same for the window, the filter in words: "3 of 46 items match the filter (older
     /// than 7 days)." (absent when nothing is filtered).
     pub filter_line: Option<String>,
+    /// What the machine rows are called together, in each product's one noun ("Sandboxes and
+    /// machines"; [`ScanView::machines_heading`]).
+    pub machines_heading: &'static str,
+    /// The one line that stands for the VM processes of other HOMEs, folded ("2 VM processes
+    /// of other HOMEs: shown, never acted on."; absent when there are none).
+    pub other_homes_line: Option<String>,
 }
 
 impl ScanView {
@@ -403,6 +427,12 @@ impl ScanView {
 
     /// `r` is what is shown; `planned` the same findings with every machine, for the planner.
     fn build(r: &ScanReport, planned: &ScanReport, hidden: Option<Hidden>) -> ScanView {
+        let mut v = ScanView::build_rows(r, planned, hidden);
+        v.machines_heading = v.machines_heading();
+        v
+    }
+
+    fn build_rows(r: &ScanReport, planned: &ScanReport, hidden: Option<Hidden>) -> ScanView {
         let reclaim = Plan::from_scan(planned, &Selection::reclaimable());
         let groups = groups(r);
         ScanView {
@@ -414,13 +444,14 @@ impl ScanView {
                 reclaimable_bytes: estimate_bytes(&reclaim),
                 reclaimable: bytes(estimate_bytes(&reclaim)),
                 reclaimable_count: reclaim.delete_count(),
+                reclaimable_machines: machine_deletes(&reclaim),
                 opt_in_bytes: r.totals.opt_in_allocated_bytes,
                 opt_in: bytes(r.totals.opt_in_allocated_bytes),
                 opt_in_count: r.totals.opt_in_count as usize,
                 orphan_processes: orphans(r),
                 held_deleted: bytes(r.totals.held_deleted_bytes),
                 findings: groups.iter().map(|g| g.count).sum(),
-                reclaimable_items: plural(reclaim.delete_count(), "item", "items"),
+                reclaimable_items: items_and_machines(&reclaim),
                 opt_in_items: plural(r.totals.opt_in_count as usize, "item", "items"),
                 held_line: match r.totals.held_deleted_bytes {
                     0 => String::new(),
@@ -434,9 +465,29 @@ impl ScanView {
             groups,
             filter_note: hidden.as_ref().map(screen::filter_note),
             filter_line: hidden.as_ref().map(screen::filter_line),
+            machines_heading: "",
+            other_homes_line: screen::other_homes_line(r),
             hidden,
         }
     }
+}
+
+/// Machines and sandboxes a plan deletes through their product's CLI.
+fn machine_deletes(plan: &Plan) -> usize {
+    plan.actions
+        .iter()
+        .filter(|a| matches!(a.action, Action::DeleteMachine { .. }))
+        .count()
+}
+
+/// "42 items", "42 items and 1 machine": what a plan deletes, counted as its lines are.
+pub(crate) fn items_and_machines(plan: &Plan) -> String {
+    let mut parts = vec![plural(plan.delete_count(), "item", "items")];
+    parts.extend(vms(plan, |a| match a {
+        Action::DeleteMachine { product, .. } => Some(*product),
+        _ => None,
+    }));
+    parts.join(" and ")
 }
 
 fn orphans(r: &ScanReport) -> usize {
@@ -616,11 +667,7 @@ fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
     } else {
         m.effective_state.clone()
     };
-    let noun = match m.product {
-        Product::Smolvm => "machine",
-        Product::Celesto if celesto_says_computer(r) => "computer",
-        Product::Celesto => "sandbox",
-    };
+    let noun = m.product.noun();
     let stale = m.state == "running" && !m.alive;
     MachineRow {
         product: m.product,
@@ -667,17 +714,13 @@ pub fn report_json(r: &ScanReport) -> serde_json::Value {
     v
 }
 
+/// Which caches a plain `prune` takes, and why (issue 31, item 2): said where the scan offers
+/// `--include-caches`, as `prune --help` says it.
+pub const CACHES_BY_DEFAULT: &str = " (without it, only image caches of versions the installed \
+Celesto no longer uses go, as with its own `image prune`)";
+
 /// What a smolvm helper machine is, on every surface that lists machines.
 const HELPER_ROLE: &str = "helper machine of an image build";
-
-/// Whether the installed Celesto calls its sandboxes "computers" (0.1.10 and later).
-pub(crate) fn celesto_says_computer(r: &ScanReport) -> bool {
-    r.products
-        .iter()
-        .find(|p| p.product == Product::Celesto)
-        .and_then(|p| p.version.as_deref())
-        .is_some_and(crate::upstream::celesto_uses_computer_noun)
-}
 
 fn next_steps(r: &ScanReport, reclaim: &Plan, hidden: Option<&Hidden>) -> Vec<String> {
     let mut out = Vec::new();
@@ -686,11 +729,10 @@ fn next_steps(r: &ScanReport, reclaim: &Plan, hidden: Option<&Hidden>) -> Vec<St
         _ => String::new(),
     };
     if !reclaim.is_empty() {
-        let n = reclaim.delete_count();
         out.push(format!(
-            "`smolsweep prune{flags}` frees {} ({n} item{}).",
+            "`smolsweep prune{flags}` frees {} ({}).",
             bytes(estimate_bytes(reclaim)),
-            if n == 1 { "" } else { "s" }
+            items_and_machines(reclaim)
         ));
     }
     for class in [
@@ -707,8 +749,12 @@ fn next_steps(r: &ScanReport, reclaim: &Plan, hidden: Option<&Hidden>) -> Vec<St
         if n > 0 {
             let (name, flag) = class_label(class);
             out.push(format!(
-                "`smolsweep prune{flags} {flag}` also frees {} of {name}.",
-                bytes(n)
+                "`smolsweep prune{flags} {flag}` also frees {} of {name}{}.",
+                bytes(n),
+                match class {
+                    OptInClass::Caches => CACHES_BY_DEFAULT,
+                    _ => "",
+                }
             ));
         }
     }
@@ -732,259 +778,8 @@ fn next_steps(r: &ScanReport, reclaim: &Plan, hidden: Option<&Hidden>) -> Vec<St
     out
 }
 
-/// Bytes a plan is expected to free: the plan's one estimate ([`Plan::estimate_of`]), the
-/// number the confirmation, the journal, the result JSON, the tray and the window all show.
-pub fn estimate_bytes(plan: &Plan) -> u64 {
-    plan.estimated_bytes
-}
-
-/// The confirmation for findings chosen one by one (the window's and the tray's selection).
-pub fn selection_estimate(report: &ScanReport, ids: &[String]) -> Confirmation {
-    let sel = Selection {
-        ids: ids.to_vec(),
-        ..Default::default()
-    };
-    confirmation(&Plan::from_scan(report, &sel))
-}
-
-/// What a confirmation says, on every surface, for one plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Confirmation {
-    /// "Delete 12 items (3.4 GB) and end 2 VM processes"
-    pub headline: String,
-    /// The estimate in bytes and in words.
-    pub estimate_bytes: u64,
-    /// `estimate_bytes` in words.
-    pub estimate: String,
-    /// One line per action, in the order they run.
-    pub lines: Vec<String>,
-    /// What was selected but will not be done, and why.
-    pub not_planned: Vec<String>,
-    /// The Reclaim button's label for it ([`reclaim_label`]): "Reclaim 2.0 MB…".
-    pub reclaim_label: String,
-}
-
-/// The label of a Reclaim button or menu item that frees about `bytes`: "Reclaim 2.0 MB…";
-/// "Reclaim…" when nothing is reclaimable.
-pub fn reclaim_label(bytes: Option<u64>) -> String {
-    match bytes {
-        None => "Reclaim…".to_string(),
-        Some(b) => format!("Reclaim {}…", human_bytes(b)),
-    }
-}
-
-impl Confirmation {
-    /// "Delete 1 item; about 2.0 MB to free." as one sentence (the plan line); a plan that
-    /// frees nothing (a stop) says only what it does.
-    pub fn sentence(&self) -> String {
-        if self.estimate_bytes > 0 {
-            format!("{}; about {} to free.", self.headline, self.estimate)
-        } else {
-            format!("{}.", self.headline)
-        }
-    }
-
-    /// The question asked before it runs, without the question mark: "Delete 3 items and end
-    /// 1 VM process, freeing about 2.0 MB".
-    pub fn question(&self) -> String {
-        freeing(&self.headline, self.estimate_bytes)
-    }
-}
-
-/// What a plan does and what it frees, as one clause: "Delete 3 items, freeing about 2.0 MB"
-/// (the words of every confirmation, the uninstall's included); nothing is said of bytes when
-/// it frees none.
-pub fn freeing(what: &str, bytes: u64) -> String {
-    if bytes > 0 {
-        format!("{what}, freeing about {}", human_bytes(bytes))
-    } else {
-        what.to_string()
-    }
-}
-
-/// The one closing line of a run or dry run, on every surface: "Dry run: nothing changed;
-/// it would free about 2.0 MB.", "3 done, 1 skipped, 0 failed. Freed 1.9 MB (measured; about
-/// 2.0 MB estimated)." A run that frees nothing (a stop) names no bytes.
-pub fn closing_line(r: &crate::exec::ExecReport) -> String {
-    if r.dry_run {
-        return match r.estimated_bytes {
-            0 => "Dry run: nothing changed.".to_string(),
-            b => format!(
-                "Dry run: nothing changed; it would free about {}.",
-                bytes(b)
-            ),
-        };
-    }
-    let counts = format!(
-        "{} done, {} skipped, {} failed",
-        r.done().count(),
-        r.skipped().count(),
-        r.failed().count()
-    );
-    if r.estimated_bytes == 0 && r.freed_bytes == 0 {
-        return format!("{counts}.");
-    }
-    format!(
-        "{counts}. Freed {} (measured; about {} estimated).",
-        bytes(r.freed_bytes),
-        bytes(r.estimated_bytes)
-    )
-}
-
-/// One action's result as a run lists it: `done`, `would`, `skipped` or `FAILED`, then the
-/// action's summary (and why, for a skip or a failure; what it freed, for a measured delete).
-pub fn outcome_line(summary: &str, outcome: &crate::exec::Outcome, freed_bytes: u64) -> String {
-    use crate::exec::Outcome;
-    match outcome {
-        Outcome::Done { .. } if freed_bytes > 0 => format!(
-            "done     {summary}: freed {} (measured)",
-            bytes(freed_bytes)
-        ),
-        Outcome::Done { .. } => format!("done     {summary}"),
-        Outcome::WouldDo { .. } => format!("would    {summary}"),
-        Outcome::Skipped { why, .. } => {
-            format!("skipped  {summary}: {}", crate::pathser::escape_text(why))
-        }
-        Outcome::Failed { error } => {
-            format!("FAILED   {summary}: {}", crate::pathser::escape_text(error))
-        }
-    }
-}
-
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// The confirmation of `plan`.
-pub fn confirmation(plan: &Plan) -> Confirmation {
-    let count = |f: fn(&Action) -> bool| plan.actions.iter().filter(|a| f(&a.action)).count();
-    let deletes = count(|a| matches!(a, Action::DeletePath { .. }));
-    let machines = count(|a| matches!(a, Action::DeleteMachine { .. }));
-    let stops = count(|a| matches!(a, Action::StopMachine { .. }));
-    let ends = count(|a| matches!(a, Action::SignalProcess { .. }));
-    let detaches = count(|a| matches!(a, Action::Detach { .. }));
-    let compacts = count(|a| matches!(a, Action::CompactDisk { .. }));
-    let removes = count(|a| {
-        matches!(
-            a,
-            Action::RemoveTree { .. }
-                | Action::RemoveDirIfEmpty { .. }
-                | Action::RemoveLauncher { .. }
-                | Action::RemovePathBlock { .. }
-        )
-    });
-    let est = estimate_bytes(plan);
-    let mut parts = Vec::new();
-    match (deletes, machines) {
-        (0, 0) => {}
-        (d, 0) => parts.push(format!("delete {}", plural(d, "item", "items"))),
-        (0, m) => parts.push(format!("delete {}", plural(m, "machine", "machines"))),
-        (d, m) => parts.push(format!(
-            "delete {} and {}",
-            plural(d, "item", "items"),
-            plural(m, "machine", "machines")
-        )),
-    }
-    if stops > 0 {
-        parts.push(format!("stop {}", plural(stops, "machine", "machines")));
-    }
-    if ends > 0 {
-        parts.push(format!(
-            "end {}",
-            plural(ends, "VM process", "VM processes")
-        ));
-    }
-    if detaches > 0 {
-        parts.push(format!(
-            "detach {}",
-            plural(detaches, "disk image", "disk images")
-        ));
-    }
-    if compacts > 0 {
-        parts.push(format!("compact {}", plural(compacts, "disk", "disks")));
-    }
-    if removes > 0 {
-        parts.push(format!(
-            "remove {} of the installation",
-            plural(removes, "entry", "entries")
-        ));
-    }
-    let headline = match parts.len() {
-        0 => "Nothing to do".to_string(),
-        _ => {
-            let last = parts.pop().unwrap_or_default();
-            let s = if parts.is_empty() {
-                last
-            } else {
-                format!("{} and {last}", parts.join(", "))
-            };
-            let mut c = s.chars();
-            c.next()
-                .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
-                .unwrap_or_default()
-        }
-    };
-    Confirmation {
-        headline,
-        estimate_bytes: est,
-        estimate: bytes(est),
-        reclaim_label: reclaim_label(Some(est)),
-        lines: plan.actions.iter().map(|a| a.summary.clone()).collect(),
-        not_planned: plan
-            .skipped_at_plan
-            .iter()
-            .map(|s| crate::pathser::escape_text(&s.why))
-            .collect(),
-    }
-}
-
-/// The command that would remove what is left at `path`, judged by the scan `r`: one that
-/// will accept it, or what to do by hand when no Smolsweep command would.
-pub(crate) fn fix_for_path(r: &ScanReport, path: &Path) -> String {
-    let Some(f) = r.findings.iter().find(|f| f.path == path) else {
-        return format!(
-            "check {} by hand: the scan does not judge it",
-            crate::pathser::shown(path)
-        );
-    };
-    match f.verdict {
-        Verdict::Reclaimable => "smolsweep prune".into(),
-        Verdict::OptIn => {
-            let flag = f.opt_in_class.map(|c| class_label(c).1).unwrap_or("");
-            format!("smolsweep prune {flag}").trim_end().to_string()
-        }
-        // The scan's own "in use" judgement of it, not a second one.
-        _ if !f.used_by.is_empty() => f
-            .used_by
-            .iter()
-            .map(|pid| fix_for_process(r, *pid))
-            .collect::<Vec<_>>()
-            .join("; "),
-        _ => match (
-            &f.owner,
-            r.machines
-                .iter()
-                .find(|m| Some(&m.name) == f.owner.as_ref()),
-        ) {
-            (Some(o), Some(m)) => format!("smolsweep delete {}:{o}", m.product.as_str()),
-            _ => format!("check by hand: {}", crate::pathser::escape_text(&f.reason)),
-        },
-    }
-}
-
-/// The command that would end VM process `pid`, judged by the scan `r`.
-pub(crate) fn fix_for_process(r: &ScanReport, pid: u32) -> String {
-    match r.processes.iter().find(|p| p.pid == pid) {
-        Some(p) if p.is_this_homes_orphan() => format!("smolsweep reap {pid}"),
-        Some(p) if p.scope != Scope::ThisHome => {
-            format!("not this HOME's: ask its owner (kill {pid} as that user)")
-        }
-        Some(p) => match &p.owner {
-            Some(o) => format!("smolsweep stop {}:{o}", p.product.as_str()),
-            None => format!("kill {pid} (Smolsweep cannot prove whose VM it is)"),
-        },
-        None => format!("kill {pid} (it is not a VM process the scan knows)"),
-    }
 }
 
 /// `s` with the typographic characters this project prints replaced by ASCII, for terminals
@@ -1047,359 +842,5 @@ mod tests {
     #[test]
     fn ascii_folds_what_this_project_prints() {
         assert_eq!(ascii("a — b → c…"), "a - b -> c...");
-    }
-}
-
-// ---- Treemap ----------------------------------------------------------------------------------
-
-/// One item of the treemap: a finding's rectangle (product → kind → item, area = allocated
-/// bytes), in the units of the `width` × `height` asked of [`treemap`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Tile {
-    /// Finding id.
-    pub id: String,
-    /// The product whose state it is.
-    pub product: Product,
-    /// What the finding is.
-    pub kind: FindingKind,
-    /// The kind's label ("Orphaned disks").
-    pub kind_label: &'static str,
-    /// The path, escaped for display.
-    pub path: String,
-    /// The path shortened from the middle (the full one is `path`).
-    pub short_path: String,
-    /// Allocated bytes: the tile's area.
-    pub bytes: u64,
-    /// `bytes` in words.
-    pub size: String,
-    /// The apparent size, in words (shown on hover).
-    pub apparent: String,
-    /// What Smolsweep may do with it.
-    pub verdict: Verdict,
-    /// The verdict as every surface words it.
-    pub verdict_label: &'static str,
-    /// Distance of its left edge from the area's left.
-    pub x: f64,
-    /// Distance of its top edge from the area's top.
-    pub y: f64,
-    /// Its width.
-    pub w: f64,
-    /// Its height.
-    pub h: f64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct TileRect {
-    x: f64,
-    y: f64,
-    w: f64,
-    h: f64,
-}
-
-/// Squarified layout (Bruls, Huizing, van Wijk) of `sizes` (any order) in `r`: one rectangle per
-/// size, in the order given, areas proportional to the sizes.
-fn squarify(sizes: &[f64], r: TileRect) -> Vec<TileRect> {
-    let total: f64 = sizes.iter().sum();
-    let zero = TileRect {
-        x: r.x,
-        y: r.y,
-        w: 0.0,
-        h: 0.0,
-    };
-    let mut out = vec![zero; sizes.len()];
-    if total <= 0.0 || r.w <= 0.0 || r.h <= 0.0 {
-        return out;
-    }
-    let mut order: Vec<usize> = (0..sizes.len()).filter(|&i| sizes[i] > 0.0).collect();
-    order.sort_by(|&a, &b| sizes[b].total_cmp(&sizes[a]));
-    let scale = r.w * r.h / total;
-    let area = |i: usize| sizes[i] * scale;
-    let worst = |row: &[usize], short: f64| {
-        let s: f64 = row.iter().map(|&i| area(i)).sum();
-        let mx = row.iter().map(|&i| area(i)).fold(0.0, f64::max);
-        let mn = row.iter().map(|&i| area(i)).fold(f64::INFINITY, f64::min);
-        f64::max(short * short * mx / (s * s), s * s / (short * short * mn))
-    };
-    let mut rect = r;
-    let mut i = 0;
-    while i < order.len() {
-        let short = rect.w.min(rect.h);
-        let mut j = i + 1;
-        while j < order.len() && worst(&order[i..=j], short) <= worst(&order[i..j], short) {
-            j += 1;
-        }
-        let row = &order[i..j];
-        let s: f64 = row.iter().map(|&k| area(k)).sum();
-        if rect.w >= rect.h {
-            let cw = s / rect.h;
-            let mut y = rect.y;
-            for &k in row {
-                let hh = area(k) / cw;
-                out[k] = TileRect {
-                    x: rect.x,
-                    y,
-                    w: cw,
-                    h: hh,
-                };
-                y += hh;
-            }
-            rect = TileRect {
-                x: rect.x + cw,
-                w: (rect.w - cw).max(0.0),
-                ..rect
-            };
-        } else {
-            let rh = s / rect.w;
-            let mut x = rect.x;
-            for &k in row {
-                let ww = area(k) / rh;
-                out[k] = TileRect {
-                    x,
-                    y: rect.y,
-                    w: ww,
-                    h: rh,
-                };
-                x += ww;
-            }
-            rect = TileRect {
-                y: rect.y + rh,
-                h: (rect.h - rh).max(0.0),
-                ..rect
-            };
-        }
-        i = j;
-    }
-    out
-}
-
-/// The treemap of a scan in a `width` × `height` area: products, then kinds, then items, each
-/// squarified by allocated bytes; items of no allocated bytes are left out (no area to draw).
-pub fn treemap(r: &ScanReport, width: f64, height: f64) -> Vec<Tile> {
-    use std::collections::BTreeMap;
-    let mut tree: BTreeMap<Product, BTreeMap<FindingKind, Vec<&Finding>>> = BTreeMap::new();
-    for f in r.findings.iter().filter(|f| f.allocated_bytes > 0) {
-        tree.entry(f.product)
-            .or_default()
-            .entry(f.kind)
-            .or_default()
-            .push(f);
-    }
-    let sum = |fs: &[&Finding]| fs.iter().map(|f| f.allocated_bytes as f64).sum::<f64>();
-    let products: Vec<_> = tree.into_iter().collect();
-    let p_sizes: Vec<f64> = products
-        .iter()
-        .map(|(_, kinds)| kinds.values().map(|v| sum(v)).sum())
-        .collect();
-    let whole = TileRect {
-        x: 0.0,
-        y: 0.0,
-        w: width,
-        h: height,
-    };
-    let mut tiles = Vec::new();
-    for ((_, kinds), pr) in products.iter().zip(squarify(&p_sizes, whole)) {
-        let kinds: Vec<_> = kinds.iter().collect();
-        let k_sizes: Vec<f64> = kinds.iter().map(|(_, v)| sum(v)).collect();
-        for ((_, items), kr) in kinds.iter().zip(squarify(&k_sizes, pr)) {
-            let i_sizes: Vec<f64> = items.iter().map(|f| f.allocated_bytes as f64).collect();
-            for (f, ir) in items.iter().zip(squarify(&i_sizes, kr)) {
-                tiles.push(Tile {
-                    id: f.id.clone(),
-                    product: f.product,
-                    kind: f.kind,
-                    kind_label: f.kind.label(),
-                    path: crate::pathser::shown(&f.path),
-                    short_path: short_path(&f.path, 48),
-                    bytes: f.allocated_bytes,
-                    size: bytes(f.allocated_bytes),
-                    apparent: bytes(f.apparent_bytes),
-                    verdict: f.verdict,
-                    verdict_label: verdict_label(f.verdict, f.opt_in_class),
-                    x: ir.x,
-                    y: ir.y,
-                    w: ir.w,
-                    h: ir.h,
-                });
-            }
-        }
-    }
-    tiles
-}
-
-#[cfg(test)]
-mod treemap_tests {
-    use super::*;
-
-    fn rect_of(t: &Tile) -> TileRect {
-        TileRect {
-            x: t.x,
-            y: t.y,
-            w: t.w,
-            h: t.h,
-        }
-    }
-
-    #[test]
-    fn squarified_areas_are_proportional_inside_and_disjoint() {
-        let sizes = [6.0, 6.0, 4.0, 3.0, 2.0, 2.0, 1.0, 0.0];
-        let r = TileRect {
-            x: 0.0,
-            y: 0.0,
-            w: 6.0,
-            h: 4.0,
-        };
-        let out = squarify(&sizes, r);
-        assert_eq!(out.len(), sizes.len());
-        for (s, t) in sizes.iter().zip(&out) {
-            assert!((t.w * t.h - s).abs() < 1e-9, "{s} -> {t:?}");
-            assert!(t.x >= -1e-9 && t.y >= -1e-9);
-            assert!(t.x + t.w <= 6.0 + 1e-9 && t.y + t.h <= 4.0 + 1e-9, "{t:?}");
-        }
-        for (i, a) in out.iter().enumerate() {
-            for b in &out[i + 1..] {
-                let ox = (a.x + a.w).min(b.x + b.w) - a.x.max(b.x);
-                let oy = (a.y + a.h).min(b.y + b.h) - a.y.max(b.y);
-                assert!(ox <= 1e-9 || oy <= 1e-9, "{a:?} overlaps {b:?}");
-            }
-        }
-        // Squarified: the big tiles are not slivers.
-        assert!(out[0].w / out[0].h < 3.0 && out[0].h / out[0].w < 3.0);
-        assert_eq!(squarify(&[0.0], r)[0].w, 0.0);
-    }
-
-    #[test]
-    fn a_scan_s_treemap_nests_products_and_kinds_and_keeps_every_byte() {
-        let mk = |product, kind, name: &str, bytes: u64, verdict| Finding {
-            id: name.into(),
-            product,
-            kind,
-            path: std::path::PathBuf::from(format!("/h/{name}")),
-            owner: None,
-            apparent_bytes: bytes * 2,
-            allocated_bytes: bytes,
-            verdict,
-            reason: String::new(),
-            opt_in_class: None,
-            identity: None,
-            is_dir: false,
-            root: None,
-            mounts_inside: vec![],
-            owner_recheck: None,
-            refs: vec![],
-            kept: None,
-            newest_change_ns: 0,
-            used_by: Vec::new(),
-            needed_by: Vec::new(),
-        };
-        let findings = vec![
-            mk(
-                Product::Celesto,
-                FindingKind::CelestoOrphanDisk,
-                "a",
-                600,
-                Verdict::Reclaimable,
-            ),
-            mk(
-                Product::Celesto,
-                FindingKind::CelestoOrphanDisk,
-                "b",
-                200,
-                Verdict::Reclaimable,
-            ),
-            mk(
-                Product::Celesto,
-                FindingKind::CelestoOrphanLog,
-                "c",
-                100,
-                Verdict::Reclaimable,
-            ),
-            mk(
-                Product::Smolvm,
-                FindingKind::SmolvmPackCache,
-                "d",
-                100,
-                Verdict::OptIn,
-            ),
-            mk(
-                Product::Smolvm,
-                FindingKind::SmolvmPackCache,
-                "z",
-                0,
-                Verdict::OptIn,
-            ),
-        ];
-        let r = ScanReport {
-            schema: SCAN_SCHEMA.into(),
-            home: "/h".into(),
-            platform: Platform::Linux,
-            products: vec![],
-            findings,
-            machines: vec![],
-            processes: vec![],
-            totals: Totals::default(),
-            scanned_at: 0,
-            scanned_at_ns: 0,
-            duration_ms: 0,
-            compact: Default::default(),
-        };
-        let t = treemap(&r, 100.0, 10.0);
-        assert_eq!(t.len(), 4, "no tile for nothing");
-        let total: f64 = t.iter().map(|t| t.w * t.h).sum();
-        assert!((total - 1000.0).abs() < 1e-6);
-        let a = t.iter().find(|t| t.id == "a").unwrap();
-        assert!((a.w * a.h - 600.0).abs() < 1e-6);
-        assert_eq!(a.apparent, bytes(1200));
-        assert_eq!(a.kind_label, FindingKind::CelestoOrphanDisk.label());
-        // The Celesto product occupies one block: its tiles' bounding box has its area.
-        let cel: Vec<TileRect> = t
-            .iter()
-            .filter(|t| t.product == Product::Celesto)
-            .map(rect_of)
-            .collect();
-        let x0 = cel.iter().map(|r| r.x).fold(f64::INFINITY, f64::min);
-        let x1 = cel.iter().map(|r| r.x + r.w).fold(0.0, f64::max);
-        let y0 = cel.iter().map(|r| r.y).fold(f64::INFINITY, f64::min);
-        let y1 = cel.iter().map(|r| r.y + r.h).fold(0.0, f64::max);
-        assert!(((x1 - x0) * (y1 - y0) - 900.0).abs() < 1e-6);
-    }
-
-    /// Issue 17: a kept machine or VM process offers no Stop, Delete or End process in the
-    /// window, and says why in the core's words.
-    #[test]
-    fn kept_machines_and_processes_offer_no_action_and_say_why() {
-        let m: Machine = serde_json::from_value(serde_json::json!({
-            "product": "smolvm", "name": "m2", "state": "running", "pid": 7,
-            "alive": true, "kept": "ab12cd34"
-        }))
-        .unwrap();
-        let p: VmProcess = serde_json::from_value(serde_json::json!({
-            "pid": 8, "start_time": 1, "product": "smolvm", "shape": "smolvm.boot_vm",
-            "owner": "m2", "orphan": true, "scope": "this_home", "held_deleted_bytes": 0,
-            "kept": "ab12cd34"
-        }))
-        .unwrap();
-        let r: ScanReport = serde_json::from_value(serde_json::json!({
-            "schema": SCAN_SCHEMA, "home": "/h", "platform": "linux", "products": [],
-            "findings": [], "machines": [m.clone()], "processes": [p.clone()],
-            "totals": Totals::default(), "scanned_at": 0, "duration_ms": 0
-        }))
-        .unwrap();
-        let row = machine_row(&r, &m);
-        assert!(!row.can_stop && !row.can_delete, "{row:?}");
-        assert!(row
-            .kept
-            .as_deref()
-            .unwrap()
-            .starts_with("Kept by you (keep rule ab12cd34"));
-        let row = process_row(&p);
-        assert!(!row.can_end, "{row:?}");
-        assert!(row.kept.is_some());
-        let free = VmProcess { kept: None, ..p };
-        assert!(
-            process_row(&free).can_end,
-            "the same orphan without a rule can be ended"
-        );
-        let free = Machine { kept: None, ..m };
-        assert!(machine_row(&r, &free).can_delete);
     }
 }

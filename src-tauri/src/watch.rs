@@ -107,11 +107,7 @@ pub fn dirs_to_watch(r: &ScanReport) -> WatchSet {
 /// An inventory or a lock: its content is what the scan judges by.
 fn is_inventory_or_lock(name: &OsStr) -> bool {
     let name = name.to_str().unwrap_or_default();
-    name.ends_with(".db")
-        || name.ends_with(".db-wal")
-        || name.ends_with(".db-journal")
-        || name.ends_with(".sqlite")
-        || name.ends_with(".lock")
+    smolsweep::scan::is_inventory_content(name) || name.ends_with(".lock")
 }
 
 /// Whether an inotify event (its mask and the name of the entry, if any) can change what a scan

@@ -12,11 +12,7 @@ use notify_types::event::{AccessKind, AccessMode, Event, EventKind, MetadataKind
 /// An inventory or a lock: its content is what the scan judges by.
 fn is_inventory_or_lock(p: &Path) -> bool {
     let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    name.ends_with(".db")
-        || name.ends_with(".db-wal")
-        || name.ends_with(".db-journal")
-        || name.ends_with(".sqlite")
-        || name.ends_with(".lock")
+    smolsweep::scan::is_inventory_content(name) || name.ends_with(".lock")
 }
 
 /// Whether a file system event can change what a scan finds.

@@ -335,9 +335,18 @@ pub fn examples(path: &str) -> &'static [(&'static str, &'static str)] {
 pub fn examples_text(path: &str) -> String {
     let ex = examples(path);
     let width = ex.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+    // A command and its comment side by side where they fit the terminal, else the comment
+    // on the line under its command (issue 31: help fits the width).
+    let side_by_side = crate::cli::out::width().is_none_or(|w| {
+        ex.iter()
+            .all(|(_, what)| 2 + width + 4 + what.chars().count() <= w)
+    });
     let mut s = String::from("Examples:\n");
     for (cmd, what) in ex {
-        s.push_str(&format!("  {cmd:<width$}  # {what}\n"));
+        match side_by_side {
+            true => s.push_str(&format!("  {cmd:<width$}  # {what}\n")),
+            false => s.push_str(&format!("  {cmd}\n      # {what}\n")),
+        }
     }
     s.pop();
     s
@@ -507,17 +516,27 @@ pub fn render_man(cmd: clap::Command, path: &str, w: &mut dyn Write) -> std::io:
     Ok(())
 }
 
-/// `smolsweep kinds`: one row per kind: short name, JSON id, label.
-pub fn kinds_table() -> String {
+/// `smolsweep kinds`: one row per kind: short name, JSON id, label; where the three do not fit
+/// `width` columns (a terminal's), the JSON id goes on a line of its own under the short name.
+pub fn kinds_table(width: Option<usize>) -> String {
     let rows: Vec<(String, &str, &str)> = FindingKind::ALL
         .iter()
         .map(|k| (k.short().to_string(), k.as_str(), k.label()))
         .collect();
     let w0 = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(5);
     let w1 = rows.iter().map(|r| r.1.len()).max().unwrap_or(0);
-    let mut s = format!("{:<w0$}  {:<w1$}  LABEL\n", "SHORT", "JSON ID");
-    for (short, id, label) in rows {
-        s.push_str(&format!("{short:<w0$}  {id:<w1$}  {label}\n"));
+    let w2 = rows.iter().map(|r| r.2.len()).max().unwrap_or(0);
+    let mut s = String::new();
+    if width.is_none_or(|w| w0 + w1 + w2 + 4 <= w) {
+        s.push_str(&format!("{:<w0$}  {:<w1$}  LABEL\n", "SHORT", "JSON ID"));
+        for (short, id, label) in rows {
+            s.push_str(&format!("{short:<w0$}  {id:<w1$}  {label}\n"));
+        }
+    } else {
+        s.push_str(&format!("{:<w0$}  LABEL\n  JSON ID\n", "SHORT"));
+        for (short, id, label) in rows {
+            s.push_str(&format!("{short:<w0$}  {label}\n  {id}\n"));
+        }
     }
     s.push_str(
         "\n`--kind` takes the short name (the label as the scan shows it) or the JSON id; a short \
@@ -561,7 +580,7 @@ mod tests {
 
     #[test]
     fn the_kinds_table_has_one_row_per_kind() {
-        let t = kinds_table();
+        let t = kinds_table(None);
         for k in FindingKind::ALL {
             assert!(
                 t.lines().any(|l| l.starts_with(k.short())

@@ -271,7 +271,7 @@ fn parse() -> Result<(Cli, Vec<String>), i32> {
         }
     };
     if kind_help_asked(&matches) {
-        out::print(&help::kinds_table());
+        out::print(&help::kinds_table(out::width()));
         return Err(0);
     }
     if let Some(msg) = conflicting_output(&cli) {
@@ -329,15 +329,15 @@ pub fn main() -> i32 {
         Command::Trend(a) => trend::run(a),
         Command::Why(a) => why::run(a),
         Command::Kinds => {
-            out::print(&help::kinds_table());
+            out::print(&help::kinds_table(out::width()));
             0
         }
         Command::Completions { shell } => {
-            out::print(&completions(shell));
+            out::raw(&completions(shell));
             0
         }
         Command::Man { out_dir: None } => {
-            out::print(&man_page());
+            out::raw(&man_page());
             0
         }
         Command::Man { out_dir: Some(dir) } => match write_man_pages(&dir) {

@@ -1,5 +1,12 @@
 //! Everything the CLI prints to stdout goes through here.
 //!
+//! Text for a person fits the terminal (issue 31, item 6): at a terminal, or wherever `COLUMNS`
+//! says how wide the screen is, a line longer than that is wrapped at spaces, its continuation
+//! indented under the column it continues (a table's or the help's last column), and a path
+//! longer than a whole line is shortened from the middle; a pipe without `COLUMNS` keeps whole
+//! lines. Machine-readable output (JSON, Prometheus, completions, man pages) goes out
+//! [`raw`], never changed.
+//!
 //! A reader that stops early (`smolsweep scan | head -1`) closes the pipe; the next write fails
 //! with `BrokenPipe`. Like `ls`, the process then ends quietly with exit code 0 instead of
 //! panicking (Rust's `println!` panics, exit 101). Any other write error ends it with code 1
@@ -7,17 +14,203 @@
 
 use std::io::{ErrorKind, Write};
 
-/// Write `s` verbatim to stdout (and flush).
+/// Write text for a person to stdout (and flush), fit to the terminal's width.
 pub fn print(s: &str) {
-    write_all(s.as_bytes());
+    match width() {
+        Some(w) => write_all(fit(s, w, !crate::cli::scan::utf8_locale()).as_bytes()),
+        None => write_all(s.as_bytes()),
+    }
 }
 
-/// Write `s` and a newline to stdout (and flush).
+/// Write text for a person and a newline to stdout (and flush), fit as [`print`] fits it.
 pub fn println(s: &str) {
     let mut buf = String::with_capacity(s.len() + 1);
     buf.push_str(s);
     buf.push('\n');
-    write_all(buf.as_bytes());
+    print(&buf);
+}
+
+/// Write `s` verbatim to stdout (and flush): machine-readable output.
+pub fn raw(s: &str) {
+    write_all(s.as_bytes());
+}
+
+/// The width a person's text is fit to: `COLUMNS` when set, else the terminal's; `None` for a
+/// pipe without `COLUMNS` (its lines stay whole).
+pub fn width() -> Option<usize> {
+    use std::io::IsTerminal;
+    if let Some(n) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<usize>().ok())
+    {
+        return Some(n.max(20));
+    }
+    if std::io::stdout().is_terminal() {
+        return crate::cli::progress::columns(libc::STDOUT_FILENO).map(|n| n.max(20));
+    }
+    None
+}
+
+/// Columns `s` takes: characters, colour sequences taking none.
+fn columns(s: &str) -> usize {
+    let mut n = 0;
+    let mut esc = false;
+    for c in s.chars() {
+        match (esc, c) {
+            (false, '\x1b') => esc = true,
+            (true, 'm') => esc = false,
+            (true, _) => {}
+            (false, _) => n += 1,
+        }
+    }
+    n
+}
+
+/// Columns a word is laid out as: [`columns`], except that a number of four or more digits (a
+/// process id) counts as seven, the most a pid has: lines break in the same places whatever
+/// the pids are (the reviewed text of the suite does not depend on them), and never wider.
+pub(crate) fn layout_columns(word: &str) -> usize {
+    let digits = word.chars().filter(char::is_ascii_digit).count();
+    let number = word
+        .trim_start_matches('(')
+        .trim_end_matches([')', ',', '.', ';', ':'])
+        .chars()
+        .all(|c| c.is_ascii_digit());
+    match number && digits >= 4 {
+        true => columns(word) + 7usize.saturating_sub(digits),
+        false => columns(word),
+    }
+}
+
+/// Every line of `s` in at most `w` columns (see the module's doc).
+pub fn fit(s: &str, w: usize, ascii: bool) -> String {
+    let mut out = String::with_capacity(s.len() + s.len() / 8);
+    for line in s.split_inclusive('\n') {
+        let (body, nl) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        let lines = fit_line(body, w, ascii);
+        out.push_str(&lines.join("\n"));
+        out.push_str(nl);
+    }
+    out
+}
+
+/// Where a wrapped line's continuation starts: under the last column (after the last run of
+/// two or more spaces) that leaves it room, else under the line's own indent.
+fn hang(line: &str, w: usize) -> usize {
+    let chars: Vec<char> = line.chars().collect();
+    let lead = chars.iter().take_while(|c| **c == ' ').count();
+    let mut best = None;
+    let mut i = lead;
+    while i + 1 < chars.len() {
+        if chars[i] == ' ' && chars[i + 1] == ' ' {
+            let mut j = i;
+            while j < chars.len() && chars[j] == ' ' {
+                j += 1;
+            }
+            if j < w && w - j >= 20 {
+                best = Some(j);
+            }
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    best.unwrap_or(lead.min(w / 4))
+}
+
+/// `word` in `room` columns: a path shortened from the middle, anything else cut into pieces.
+fn pieces(word: &str, room: usize, ascii: bool) -> Vec<String> {
+    let chars: Vec<char> = word.chars().collect();
+    if chars.len() <= room || room < 8 || word.contains('\x1b') {
+        return vec![word.to_string()];
+    }
+    if word.contains('/') {
+        let ell = if ascii { "..." } else { "…" };
+        let keep = room - ell.chars().count();
+        let tail = keep * 2 / 3;
+        let head: String = chars[..keep - tail].iter().collect();
+        let end: String = chars[chars.len() - tail..].iter().collect();
+        return vec![format!("{head}{ell}{end}")];
+    }
+    chars.chunks(room).map(|c| c.iter().collect()).collect()
+}
+
+/// The words of `line` after its indent, each with the spaces before it beyond one; a date and
+/// the time after it ("2026-12-03 04:36:22") are one word, never broken apart.
+fn words(line: &str) -> Vec<(usize, String)> {
+    let is_date = |s: &str| {
+        let b = s.as_bytes();
+        b.len() == 10
+            && b[4] == b'-'
+            && b[7] == b'-'
+            && s.replace('-', "").bytes().all(|c| c.is_ascii_digit())
+    };
+    let is_time = |s: &str| {
+        let b = s.as_bytes();
+        b.len() >= 5 && b[2] == b':' && b[..2].iter().all(u8::is_ascii_digit)
+    };
+    let mut out: Vec<(usize, String)> = Vec::new();
+    let mut gap = 0;
+    for tok in line.split(' ') {
+        if tok.is_empty() {
+            gap += 1;
+            continue;
+        }
+        match out.last_mut() {
+            Some((_, prev)) if gap == 0 && is_date(prev) && is_time(tok) => {
+                prev.push(' ');
+                prev.push_str(tok);
+            }
+            _ => out.push((gap, tok.to_string())),
+        }
+        gap = 0;
+    }
+    out
+}
+
+fn fit_line(line: &str, w: usize, ascii: bool) -> Vec<String> {
+    if columns(line) <= w {
+        return vec![line.to_string()];
+    }
+    let lead = line.chars().take_while(|c| *c == ' ').count();
+    let hang = hang(line, w);
+    let mut lines = Vec::new();
+    let mut cur = " ".repeat(lead);
+    let mut cur_w = lead;
+    let mut empty = true;
+    for (gap, tok) in words(&line[lead..]) {
+        let tok = tok.as_str();
+        let sep = if empty { 0 } else { gap + 1 };
+        let tw = layout_columns(tok);
+        if !empty && cur_w + sep + tw > w {
+            lines.push(std::mem::replace(&mut cur, " ".repeat(hang)));
+            cur_w = hang;
+            empty = true;
+        }
+        let room = w - cur_w - if empty { 0 } else { sep };
+        for (k, piece) in pieces(tok, room.max(w.saturating_sub(hang)), ascii)
+            .into_iter()
+            .enumerate()
+        {
+            if k > 0 || (!empty && cur_w + sep + layout_columns(&piece) > w) {
+                lines.push(std::mem::replace(&mut cur, " ".repeat(hang)));
+                cur_w = hang;
+                empty = true;
+            }
+            if !empty {
+                cur.push_str(&" ".repeat(sep));
+                cur_w += sep;
+            }
+            cur_w += layout_columns(&piece);
+            cur.push_str(&piece);
+            empty = false;
+        }
+    }
+    lines.push(cur);
+    lines
 }
 
 /// Write `bytes` to stdout; on a broken pipe end the process with code 0.
@@ -33,7 +226,7 @@ pub fn write_all(bytes: &[u8]) {
 /// then a newline).
 pub fn json<T: serde::Serialize + ?Sized>(v: &T) {
     match serde_json::to_string_pretty(v) {
-        Ok(s) => println(&s),
+        Ok(s) => raw(&format!("{s}\n")),
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "smolsweep: cannot write JSON: {e}");
             std::process::exit(1);
@@ -56,4 +249,29 @@ fn gone(e: &std::io::Error) -> ! {
 macro_rules! outln {
     () => { $crate::cli::out::println("") };
     ($($arg:tt)*) => { $crate::cli::out::println(&format!($($arg)*)) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit;
+
+    #[test]
+    fn fitting_wraps_under_the_last_column_and_shortens_long_paths() {
+        let help = "  -n, --dry-run                 Show the preflight and the plan; change nothing at all, not even the journal";
+        let got = fit(help, 60, false);
+        for l in got.lines() {
+            assert!(l.chars().count() <= 60, "{l:?}");
+        }
+        assert_eq!(
+            got.lines().nth(1).unwrap().find(|c| c != ' '),
+            Some(32),
+            "{got}"
+        );
+        let path = format!("  reclaimable   /home/u/{}/disk.ext4  1 MB", "d".repeat(90));
+        let got = fit(&path, 50, true);
+        assert!(got.lines().all(|l| l.len() <= 50), "{got}");
+        assert!(got.contains("...") && got.contains("disk.ext4"), "{got}");
+        // What fits, and the line ends, stay as they were.
+        assert_eq!(fit("a  b\n\nc\n", 80, false), "a  b\n\nc\n");
+    }
 }

@@ -18,7 +18,7 @@ use smolsweep::exec::{self, Confirmed, ExecReport, How, Outcome};
 use smolsweep::journal;
 use smolsweep::model::{human_bytes, OptInClass, ScanReport};
 use smolsweep::plan::{Action, Plan, Selection, SkippedAtPlan};
-use smolsweep::view::{escape_text, shown};
+use smolsweep::view::{self, escape_text, shown};
 
 use super::progress::{self, outcome_line, Progress, Style};
 
@@ -508,7 +508,7 @@ pub fn plan(a: PlanArgs) -> i32 {
         }
         if to_stdout {
             // Only the plan, so `plan --out - > p.json` or `| jq` read it.
-            crate::cli::out::println(&plan.to_json_pretty());
+            crate::cli::out::raw(&(plan.to_json_pretty() + "\n"));
             return 0;
         }
         if let Err(e) = std::fs::write(&a.out, plan.to_json_pretty() + "\n") {
@@ -755,7 +755,7 @@ fn print_plan(plan: &Plan) {
     let c = smolsweep::view::confirmation(plan);
     crate::outln!("Plan {}: {}", &plan.id[..12], c.sentence());
     for a in &plan.actions {
-        crate::outln!("  {}", a.summary);
+        crate::outln!("  {}", view::action_line(a));
         if let Action::DeletePath { mounts_inside, .. } = &a.action {
             for m in mounts_inside {
                 crate::outln!("      mount point inside, left in place: {}", shown(m));
@@ -765,7 +765,7 @@ fn print_plan(plan: &Plan) {
     if !plan.skipped_at_plan.is_empty() {
         crate::outln!("Not planned:");
         for s in &plan.skipped_at_plan {
-            crate::outln!("  {}: {}", s.id, escape_text(&s.why));
+            crate::outln!("  {}: {}", view::skipped_target(&s.id), escape_text(&s.why));
         }
     }
 }
@@ -773,7 +773,11 @@ fn print_plan(plan: &Plan) {
 /// One stderr line per named target that was not planned.
 fn print_refused(refused: &[SkippedAtPlan]) {
     for s in refused {
-        eprintln!("smolsweep: {}: {}", s.id, escape_text(&s.why));
+        eprintln!(
+            "smolsweep: {}: {}",
+            view::skipped_target(&s.id),
+            escape_text(&s.why)
+        );
     }
 }
 

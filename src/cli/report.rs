@@ -89,11 +89,10 @@ pub fn render_with(r: &ScanReport, o: &RenderOptions) -> String {
         s = s.trim_start_matches('\n').to_string(); // -q: the one line, no blank line first
     } else if o.verbose {
         header(&mut s, &v, o, &paint);
-        let all: Vec<&Group> = v.groups.iter().collect();
-        if all.is_empty() && v.hidden.is_none() {
+        if v.groups.is_empty() && v.hidden.is_none() {
             let _ = writeln!(s, "Nothing of either SmolVM found.");
         }
-        summary_table(&mut s, &all, o, &paint);
+        summary_table(&mut s, &v.table_lines(), o, &paint);
         totals_line(&mut s, &v, &paint);
         machines(&mut s, &v, &paint);
         compact(&mut s, &v, o, &paint, true);
@@ -129,16 +128,21 @@ fn wrap(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
     let mut lines = Vec::new();
     let mut cur = first.to_string();
     let mut empty = true;
+    // Laid out as the output fits it (a pid counts as its widest, `out::layout_columns`).
+    let mut cur_w = first.chars().count();
     for word in &words {
-        let n = word.chars().count() + usize::from(!empty);
-        if !empty && cur.chars().count() + n > width {
+        let n = crate::cli::out::layout_columns(word) + usize::from(!empty);
+        if !empty && cur_w + n > width {
             lines.push(std::mem::replace(&mut cur, rest.to_string()));
+            cur_w = rest.chars().count();
             empty = true;
         }
         if !empty {
             cur.push(' ');
+            cur_w += 1;
         }
         cur.push_str(word);
+        cur_w += crate::cli::out::layout_columns(word);
         empty = false;
     }
     lines.push(cur);
@@ -168,20 +172,30 @@ fn first_screen(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) 
         v.machines_line(o.width, o.ascii),
         v.processes_line(o.width, o.ascii, o.all_homes),
     ];
-    for (l, label) in lines.iter().zip(["Machines:", "VM processes:"]) {
-        if let Some(l) = l {
-            let rest = l.strip_prefix(label).unwrap_or(l);
-            let _ = writeln!(tail, "{}{rest}", paint.bold(label));
-        }
+    for l in lines.iter().flatten() {
+        let (label, rest) = l.split_at(l.find(':').map_or(0, |i| i + 1));
+        let _ = writeln!(tail, "{}{rest}", paint.bold(label));
     }
     compact(&mut tail, v, o, paint, false);
     items(&mut tail, v, o, paint);
     next_steps(&mut tail, v, o, paint);
     let used = head.lines().count() + tail.lines().count() + usize::from(any_rows > 0);
-    let screen = v.first_screen(SCREEN_LINES.saturating_sub(used).max(2));
+    // The rows get what is left, less the folded line's (it may wrap).
+    let mut rows = SCREEN_LINES.saturating_sub(used).max(2);
+    let (screen, more) = loop {
+        let screen = v.first_screen(rows);
+        let more = screen
+            .more_line()
+            .map(|l| wrap(&l, o.width, "", "  "))
+            .unwrap_or_default();
+        if rows <= 2 || screen.rows.len() + more.len() + used <= SCREEN_LINES {
+            break (screen, more);
+        }
+        rows -= 1;
+    };
     s.push_str(&head);
     summary_table(s, &screen.rows, o, paint);
-    if let Some(l) = screen.more_line() {
+    for l in more {
         let _ = writeln!(s, "{}", paint.dim(&l));
     }
     s.push_str(&tail);
@@ -246,49 +260,38 @@ fn fit(text: &str, w: usize, ascii: bool) -> String {
     out
 }
 
-fn dash_or(n: u64) -> String {
-    if n == 0 {
-        "-".into()
-    } else {
-        view::bytes(n)
-    }
-}
-
-fn summary_table(s: &mut String, groups: &[&Group], o: &RenderOptions, paint: &Paint) {
-    if groups.is_empty() {
+fn summary_table(s: &mut String, lines: &[view::TableLine<'_>], o: &RenderOptions, paint: &Paint) {
+    if lines.is_empty() {
         return;
     }
-    // WHAT takes what the number columns leave: PRODUCT 7, ITEMS 5, SIZE 9, RECLAIMABLE 11,
-    // OPT-IN 9, two spaces between columns.
-    let fixed = 7 + 5 + 9 + 11 + 9 + 5 * 2;
-    let longest = groups.iter().map(|g| g.label.chars().count()).max();
+    // WHAT takes what the other columns leave: PRODUCT 7, ITEMS 5, SIZE 9, VERDICT 12, two
+    // spaces between columns.
+    let fixed = 7 + 5 + 9 + 12 + 4 * 2;
+    let longest = lines.iter().map(|l| l.group.label.chars().count()).max();
     let what = o
         .width
         .saturating_sub(fixed + 1)
         .clamp(12, longest.unwrap_or(12).max(12));
-    let line = |what_col: &str, p: &str, n: &str, size: &str, rec: &str, opt: &str| {
-        format!("{what_col:<what$}  {p:<7}  {n:>5}  {size:>9}  {rec:>11}  {opt:>9}")
+    let line = |what_col: &str, p: &str, n: &str, size: &str, verdict: &str| {
+        format!("{what_col:<what$}  {p:<7}  {n:>5}  {size:>9}  {verdict}")
     };
     let _ = writeln!(
         s,
         "{}",
-        paint.bold(line("WHAT", "PRODUCT", "ITEMS", "SIZE", "RECLAIMABLE", "OPT-IN").trim_end())
+        paint.bold(line("WHAT", "PRODUCT", "ITEMS", "SIZE", "VERDICT").trim_end())
     );
-    for g in groups {
+    for l in lines {
         let row = line(
-            &fit(g.label, what, o.ascii),
-            g.product.as_str(),
-            &g.count.to_string(),
-            &g.size,
-            &dash_or(g.reclaimable_bytes),
-            &dash_or(g.opt_in_bytes),
+            &fit(l.group.label, what, o.ascii),
+            l.group.product.as_str(),
+            &l.count.to_string(),
+            &l.size,
+            l.word,
         );
-        let row = if g.reclaimable_bytes > 0 {
-            paint.green(&row)
-        } else if g.bytes == 0 && g.opt_in_bytes == 0 {
-            paint.dim(&row)
-        } else {
-            row
+        let row = match l.verdict {
+            Verdict::Reclaimable => paint.green(&row),
+            Verdict::OptIn => row,
+            _ => paint.dim(&row),
         };
         let _ = writeln!(s, "{}", row.trim_end());
     }
@@ -298,14 +301,12 @@ fn totals_line(s: &mut String, v: &ScanView, paint: &Paint) {
     let t = &v.totals;
     let _ = writeln!(
         s,
-        "\n{} {} in {} item{}; opt-in: {} in {} item{}.",
+        "\n{} {} in {}; opt-in: {} in {}.",
         paint.bold("Reclaimable:"),
         paint.green(&t.reclaimable),
-        t.reclaimable_count,
-        if t.reclaimable_count == 1 { "" } else { "s" },
+        t.reclaimable_items,
         t.opt_in,
-        t.opt_in_count,
-        if t.opt_in_count == 1 { "" } else { "s" },
+        t.opt_in_items,
     );
 }
 
@@ -313,7 +314,7 @@ fn machines(s: &mut String, v: &ScanView, paint: &Paint) {
     if v.machines.is_empty() {
         return;
     }
-    let _ = writeln!(s, "\n{}", paint.bold("Machines"));
+    let _ = writeln!(s, "\n{}", paint.bold(v.machines_heading()));
     for m in &v.machines {
         let pid = m.pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
         let size = m
@@ -422,7 +423,9 @@ fn processes(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
 fn listed<'v>(v: &'v ScanView, o: &RenderOptions) -> Vec<&'v Group> {
     v.groups
         .iter()
-        .filter(|g| o.verbose || o.kinds.contains(&g.kind))
+        // Under `--kind` the view holds the chosen kinds' items whole (their companions, logs
+        // and locks too): every one of them is listed, as every one is counted.
+        .filter(|_| o.verbose || !o.kinds.is_empty())
         .collect()
 }
 
@@ -439,7 +442,9 @@ fn items(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
             )),
             paint.dim(&format!("- {}", g.meaning))
         );
-        let path_w = o.width.saturating_sub(2 + 14 + 2 + 12).max(20);
+        // An item is three lines: its verdict, size and id; its path; why (issue 31: a row
+        // fits the terminal; the path is whole under -v, shortened from the middle otherwise).
+        let path_w = o.width.saturating_sub(6).max(20);
         for r in &g.rows {
             let size = match &r.apparent {
                 Some(a) => format!("{} (apparent {a})", r.size),
@@ -458,10 +463,12 @@ fn items(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
             };
             let _ = writeln!(
                 s,
-                "  {word}  {path}  {size}  {}\n      {}",
+                "  {word}  {size}  {}\n      {path}",
                 paint.dim(&format!("id {}", r.id)),
-                r.reason
             );
+            for l in wrap(&r.reason, o.width, "      ", "      ") {
+                let _ = writeln!(s, "{l}");
+            }
         }
     }
 }
@@ -479,7 +486,7 @@ fn next_steps(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
             .hidden
             .as_ref()
             .map_or(String::new(), |h| format!(" {}", h.flags));
-        let example = v.first_screen(1).rows.first().map(|g| g.kind.short());
+        let example = v.first_screen(1).rows.first().map(|l| l.group.kind.short());
         steps.push(match example {
             Some(k) if o.kinds.is_empty() => {
                 format!("`smolsweep scan -v{flags}` lists every item; `--kind {k}` one kind.")

@@ -99,11 +99,11 @@ pub fn run(args: ScanArgs) -> i32 {
     // Everything shown is narrowed: findings (totals recounted), machines and VM processes.
     let _hidden = args.filter.filter().narrow(&mut report, opts.now);
     if args.format.as_deref() == Some("prometheus") {
-        crate::cli::out::print(&crate::cli::prom::render(&report));
+        crate::cli::out::raw(&crate::cli::prom::render(&report));
         return 0;
     }
     match serde_json::to_string_pretty(&smolsweep::view::report_json(&report)) {
-        Ok(s) => crate::cli::out::println(&s),
+        Ok(s) => crate::cli::out::raw(&format!("{s}\n")),
         Err(e) => {
             eprintln!("smolsweep: {e}");
             return 1;

@@ -128,7 +128,7 @@ fn print_proof(proof: &Proof, json: bool) {
     if json {
         crate::cli::out::json(proof);
     } else {
-        crate::cli::out::print(&verify::render_kv(proof));
+        crate::cli::out::raw(&verify::render_kv(proof));
     }
 }
 
@@ -240,7 +240,7 @@ impl Session<'_> {
         }
         if let Some(p) = proof {
             crate::outln!();
-            crate::cli::out::print(&verify::render_kv(p));
+            crate::cli::out::raw(&verify::render_kv(p));
         }
     }
 

@@ -21,7 +21,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::model::{Machine, ScanReport, Scope, Verdict};
+use crate::model::{Machine, NotReapable, ScanReport, Verdict};
 use crate::plan::{strictly_inside, Action, Plan};
 use crate::scan::{ProcIndex, ScanOptions};
 
@@ -461,22 +461,25 @@ fn judge_process(
             "process {pid} is another process than the one planned; nothing signalled"
         ));
     }
-    if p.scope != Scope::ThisHome {
-        return Err(format!(
-            "process {pid} is not this HOME's VM process now; nothing signalled"
-        ));
-    }
-    if let Some(rule) = p.kept.as_ref().filter(|k| !overrides.contains(k)) {
-        return Err(format!(
-            "process {pid} is {}; nothing signalled",
-            crate::keep::kept_why(rule)
-        ));
-    }
-    if !p.orphan && !uninstall {
-        let owner = p.owner.as_deref().unwrap_or("a recorded machine");
-        return Err(format!(
-            "process {pid} is no longer an orphan: it belongs to {owner} now; nothing signalled"
-        ));
+    match p.reap_refusal(overrides, uninstall) {
+        None => {}
+        Some(NotReapable::OtherHome) => {
+            return Err(format!(
+                "process {pid} is not this HOME's VM process now; nothing signalled"
+            ))
+        }
+        Some(NotReapable::Kept(rule)) => {
+            return Err(format!(
+                "process {pid} is {}; nothing signalled",
+                crate::keep::kept_why(&rule)
+            ))
+        }
+        Some(NotReapable::Owned(owner)) => {
+            let owner = owner.as_deref().unwrap_or("a recorded machine");
+            return Err(format!(
+                "process {pid} is no longer an orphan: it belongs to {owner} now; nothing signalled"
+            ));
+        }
     }
     Ok(())
 }

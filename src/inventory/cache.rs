@@ -21,7 +21,6 @@ use std::sync::{LazyLock, Mutex};
 
 use super::celesto::{read_celesto_db, CelestoInventory};
 use super::smolvm::{read_smolvm_inventory, SmolvmInventory};
-use super::sqlite_ro::side;
 use super::InventoryError;
 
 type FileStamp = Option<(u64, u64, u64, i64, i64, i64, i64)>;
@@ -63,8 +62,8 @@ fn stamp(db: &Path) -> Stamp {
     }
     let mut out = Vec::new();
     for f in &files {
-        for s in ["", "-wal", "-journal"] {
-            out.push(file_stamp(&side(f, s)));
+        for p in crate::upstream::content_files(f) {
+            out.push(file_stamp(&p));
         }
     }
     out

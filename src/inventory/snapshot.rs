@@ -21,12 +21,13 @@ use std::fs::File;
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
 
 use super::InventoryError;
+use crate::upstream::SideFile;
 
 /// How long a locked inventory is waited for.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -115,17 +116,11 @@ fn io(path: &Path, e: impl std::fmt::Display) -> InventoryError {
     }
 }
 
-fn wal_path(path: &Path, suffix: &str) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
-}
-
 /// Read the database bytes, with committed WAL frames applied.
 fn read_image(path: &Path, timeout: Duration) -> Result<Vec<u8>, InventoryError> {
     let deadline = Instant::now() + timeout;
-    let wal = wal_path(path, "-wal");
-    let journal = wal_path(path, "-journal");
+    let wal = SideFile::Wal.beside(path);
+    let journal = SideFile::Journal.beside(path);
     loop {
         let mut f = match open_noatime(path) {
             Ok(f) => f,

@@ -3,7 +3,7 @@
 
 #[cfg(test)]
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use rusqlite::types::Value;
@@ -142,13 +142,6 @@ fn orphan_references(
 #[cfg(test)]
 pub fn open_noatime(path: &Path) -> std::io::Result<File> {
     crate::fsread::open_regular(path)
-}
-
-/// `<path><suffix>`, e.g. the `-wal` beside a database.
-pub(crate) fn side(path: &Path, suffix: &str) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
 }
 
 /// Maps a SQLite error to the inventory error a scanner acts on.

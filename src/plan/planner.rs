@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use super::{strictly_inside, Action, Plan, PlannedAction, Selection, SkippedAtPlan};
 use crate::kind::Removal;
 use crate::model::{
-    find_machine, FileIdentity, Finding, Machine, Platform, ScanReport, Scope, Verdict, VmProcess,
+    find_machine, FileIdentity, Finding, Machine, NotReapable, Platform, ScanReport, Verdict,
+    VmProcess,
 };
 
 /// What the planner made of a selection.
@@ -69,7 +70,11 @@ fn stoppable<'r>(report: &ScanReport, m: &'r Machine) -> Result<&'r Machine, Str
     } else {
         &m.effective_state
     };
-    let mut why = format!("{} was not running ({state}); nothing to stop", m.name);
+    let mut why = format!(
+        "{} {} was not running ({state}); nothing to stop",
+        m.product.noun(),
+        m.name
+    );
     for p in report
         .processes
         .iter()
@@ -528,21 +533,19 @@ impl<'r> Planner<'r> {
 /// Whether an asked-for process may be reaped: `Err(Some(why))` when it is refused,
 /// `Err(None)` when it is passed over silently (another HOME's, not asked for by pid).
 fn reapable(p: &VmProcess, asked: bool) -> Result<(), Option<String>> {
-    if p.scope != Scope::ThisHome {
-        return Err(asked.then(|| "belongs to another HOME; never signalled".into()));
-    }
-    if let Some(rule) = &p.kept {
-        return Err(Some(crate::keep::kept_why(rule)));
-    }
-    if p.orphan {
-        return Ok(());
-    }
-    Err(Some(match p.owner.as_deref() {
-        Some(o) => {
-            format!("the VM of {o}, which its record owns: stop it with `smolsweep stop {o}`")
+    match p.reap_refusal(&[], false) {
+        None => Ok(()),
+        Some(NotReapable::OtherHome) => {
+            Err(asked.then(|| "belongs to another HOME; never signalled".into()))
         }
-        None => "owned by a recorded machine; stop that machine instead".into(),
-    }))
+        Some(NotReapable::Kept(rule)) => Err(Some(crate::keep::kept_why(&rule))),
+        Some(NotReapable::Owned(Some(o))) => Err(Some(format!(
+            "the VM of {o}, which its record owns: stop it with `smolsweep stop {o}`"
+        ))),
+        Some(NotReapable::Owned(None)) => Err(Some(
+            "owned by a recorded machine; stop that machine instead".into(),
+        )),
+    }
 }
 
 /// Why a selected finding is never deleted, if it is not.

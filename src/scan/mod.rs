@@ -24,6 +24,8 @@ pub use crate::procs::exits::ExitWatch;
 /// The walk a scan sizes paths with (hard links and overlaps counted once per sizer), for tools
 /// that measure a tree the way the scan does.
 pub use crate::size::{Measure, Sizer};
+/// Whether a file name is an inventory database or a side file that changes with its content.
+pub use crate::upstream::is_inventory_content;
 pub(crate) use procindex::ProcIndex;
 
 /// What a scan looks at.

@@ -229,8 +229,7 @@ fn scan_set(
 
 /// Something other than a file or a symlink where the machine database (or its WAL, SHM) lives.
 fn flag_odd_db_files(ctx: &mut Ctx<'_>, set: &SmolvmRootSet) {
-    for suffix in ["", "-wal", "-shm"] {
-        let p = crate::inventory::sqlite_ro::side(&set.db_path, suffix);
+    for p in crate::upstream::db_files(&set.db_path) {
         let Some(m) = fsread::lstat(&p) else { continue };
         if m.file_type().is_file() || m.file_type().is_symlink() {
             continue;

@@ -820,9 +820,20 @@ pub fn render(p: &Preflight) -> String {
             d.other_entries.len()
         );
     }
-    let _ = writeln!(s, "\nMachines: {}", p.machines.len());
+    let counts: Vec<String> = Product::ALL
+        .iter()
+        .map(|&pr| pr.count(p.machines.iter().filter(|m| m.product == pr).count()))
+        .collect();
+    let _ = writeln!(s, "\n{}:", counts.join(", "));
     for m in &p.machines {
-        let _ = writeln!(s, "  {} {} ({})", m.product.as_str(), m.name, m.state);
+        let _ = writeln!(
+            s,
+            "  {} {} {} ({})",
+            m.product.as_str(),
+            m.product.noun(),
+            m.name,
+            m.state
+        );
     }
     let _ = writeln!(s, "VM processes of this HOME: {}", p.processes.len());
     for v in &p.processes {

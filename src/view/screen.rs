@@ -1,101 +1,233 @@
 //! The first screen of a scan (issue 19): what frees something, largest first, one line for
-//! every kind that frees nothing, one line for the machines and one for the VM processes, so
-//! that the answer fits 24 lines of 80 columns. The sentences are here, beside the rest of
+//! the items that free nothing, one line for the machines and one for the VM processes, so
+//! that the answer fits 24 lines of 80 columns. Every item a total counts is in a line of the
+//! same screen (issue 31): a table line is a kind's items that share a verdict, a folded line
+//! counts reclaimable and opt-in items apart, and "nothing to free" is said only of items no
+//! total counts. The sentences are here, beside the rest of
 //! the view; the CLI only lays them out.
 
 use serde::Serialize;
 
 use super::{bytes, Group, ScanView};
 use crate::filter::Hidden;
+use crate::model::{Product, Verdict};
 
-/// Kinds folded into one line: how many, how many items they hold, and their bytes.
+/// Table lines folded into one line: how many items of each verdict class they hold, and
+/// their bytes, never added across classes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Fold {
-    /// Kinds (groups) folded.
-    pub kinds: usize,
-    /// Findings they hold.
-    pub items: usize,
-    /// The bytes the line names: what they free (rows that did not fit), or their size (kinds
-    /// that free nothing).
-    pub bytes: u64,
+    /// Lines (kind and verdict) folded.
+    pub lines: usize,
+    /// Reclaimable items they hold.
+    pub reclaimable_items: usize,
+    /// The bytes of those.
+    pub reclaimable_bytes: u64,
+    /// Opt-in items they hold.
+    pub opt_in_items: usize,
+    /// The bytes of those.
+    pub opt_in_bytes: u64,
+    /// Protected items they hold.
+    pub protected_items: usize,
+    /// Unverifiable items they hold.
+    pub unknown_items: usize,
+    /// The bytes of the protected and unverifiable ones.
+    pub left_bytes: u64,
 }
 
-/// The first screen's part of a scan's groups.
+impl Fold {
+    fn of(lines: &[TableLine<'_>]) -> Fold {
+        let mut f = Fold {
+            lines: lines.len(),
+            ..Fold::default()
+        };
+        for l in lines {
+            match l.verdict {
+                Verdict::Reclaimable => {
+                    f.reclaimable_items += l.count;
+                    f.reclaimable_bytes += l.bytes;
+                }
+                Verdict::OptIn => {
+                    f.opt_in_items += l.count;
+                    f.opt_in_bytes += l.bytes;
+                }
+                Verdict::Protected => f.protected_items += l.count,
+                Verdict::Unknown => f.unknown_items += l.count,
+            }
+            if !l.frees() {
+                f.left_bytes += l.bytes;
+            }
+        }
+        f
+    }
+}
+
+/// One line of the scan's table: the items of one kind that share a verdict, so that every
+/// count a screen states is the sum of the lines it counts (a kind whose items have two
+/// verdicts is two lines).
+#[derive(Debug, Clone, Serialize)]
+pub struct TableLine<'v> {
+    /// The kind's group.
+    #[serde(skip)]
+    pub group: &'v Group,
+    /// The verdict its items share.
+    pub verdict: Verdict,
+    /// That verdict's one word ("reclaimable", "opt-in", "protected", "unverifiable").
+    pub word: &'static str,
+    /// Items of the kind with that verdict (0-byte ones too).
+    pub count: usize,
+    /// Their allocated bytes.
+    pub bytes: u64,
+    /// `bytes` for a person.
+    pub size: String,
+}
+
+impl TableLine<'_> {
+    /// Whether a prune frees these items (with or without an opt-in flag).
+    pub fn frees(&self) -> bool {
+        matches!(self.verdict, Verdict::Reclaimable | Verdict::OptIn)
+    }
+}
+
+/// The first screen's part of a scan's table.
 #[derive(Debug, Clone, Serialize)]
 pub struct FirstScreen<'v> {
-    /// The groups that free something (reclaimable or opt-in bytes), largest first: as many
-    /// as were asked for.
-    pub rows: Vec<&'v Group>,
-    /// The groups that free something but did not fit (`kinds` 0: none).
+    /// The lines whose items a prune frees (reclaimable or opt-in, 0-byte items included),
+    /// largest first: as many as were asked for.
+    pub rows: Vec<TableLine<'v>>,
+    /// The lines that free something but did not fit (`lines` 0: none).
     pub more: Fold,
-    /// The groups that free nothing: protected, unverifiable, or empty (`kinds` 0: none).
+    /// The lines that free nothing: protected or unverifiable (`lines` 0: none).
     pub nothing: Fold,
 }
 
-/// What a group frees: its reclaimable and opt-in bytes.
-fn frees(g: &Group) -> u64 {
-    g.reclaimable_bytes + g.opt_in_bytes
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+fn rank(v: Verdict) -> u8 {
+    match v {
+        Verdict::Reclaimable => 0,
+        Verdict::OptIn => 1,
+        Verdict::Protected => 2,
+        Verdict::Unknown => 3,
+    }
+}
+
 impl ScanView {
-    /// The groups that free something, largest first (by what they free, then by what is
-    /// reclaimable without asking); at most `max_rows` of them as rows, the rest folded.
+    /// Every line of the table (`-v`): a kind's items that share a verdict, reclaimable ones
+    /// first, then opt-in, protected and unverifiable, largest first within each.
+    pub fn table_lines(&self) -> Vec<TableLine<'_>> {
+        let mut out = Vec::new();
+        for g in &self.groups {
+            for v in [
+                Verdict::Reclaimable,
+                Verdict::OptIn,
+                Verdict::Protected,
+                Verdict::Unknown,
+            ] {
+                let rows = g.rows.iter().filter(|r| r.verdict == v);
+                let (count, bytes) = rows.fold((0, 0), |(n, b), r| (n + 1, b + r.bytes));
+                if count > 0 {
+                    out.push(TableLine {
+                        group: g,
+                        verdict: v,
+                        word: super::verdict_word(v),
+                        count,
+                        bytes,
+                        size: super::bytes(bytes),
+                    });
+                }
+            }
+        }
+        out.sort_by(|a, b| {
+            (rank(a.verdict), std::cmp::Reverse(a.bytes))
+                .cmp(&(rank(b.verdict), std::cmp::Reverse(b.bytes)))
+        });
+        out
+    }
+
+    /// The lines that free something, in the table's order (what a plain `prune` frees first,
+    /// largest first; then the opt-in ones); at most `max_rows` of them as rows, the rest
+    /// folded.
     pub fn first_screen(&self, max_rows: usize) -> FirstScreen<'_> {
-        let mut freeing: Vec<&Group> = self.groups.iter().filter(|g| frees(g) > 0).collect();
-        freeing.sort_by_key(|g| std::cmp::Reverse((frees(g), g.reclaimable_bytes)));
-        let fold = |gs: &[&Group], size: fn(&Group) -> u64| Fold {
-            kinds: gs.len(),
-            items: gs.iter().map(|g| g.count).sum(),
-            bytes: gs.iter().map(|g| size(g)).sum(),
-        };
-        let nothing: Vec<&Group> = self.groups.iter().filter(|g| frees(g) == 0).collect();
+        let (mut freeing, nothing): (Vec<TableLine>, Vec<TableLine>) =
+            self.table_lines().into_iter().partition(TableLine::frees);
         // One row is given up to the line that folds the rest: folding one row saves nothing.
         let shown = if freeing.len() <= max_rows {
             freeing.len()
         } else {
             max_rows.saturating_sub(1).max(1)
         };
+        let more = Fold::of(&freeing[shown..]);
+        freeing.truncate(shown);
         FirstScreen {
-            more: fold(&freeing[shown..], frees),
-            nothing: fold(&nothing, |g| g.bytes),
-            rows: freeing[..shown].to_vec(),
+            more,
+            nothing: Fold::of(&nothing),
+            rows: freeing,
+        }
+    }
+    /// What the scan's VMs are called together, each product's in its one noun ([`Product::noun`]):
+    /// "Sandboxes and machines" when both products' are listed (or, with none listed, both
+    /// products are found), else "Sandboxes" or "Machines".
+    pub fn machines_heading(&self) -> &'static str {
+        let has = |p: Product| match self.machines.is_empty() {
+            false => self.machines.iter().any(|m| m.product == p),
+            true => self
+                .products
+                .iter()
+                .any(|l| l.product == p && l.status != "not found"),
+        };
+        match (has(Product::Celesto), has(Product::Smolvm)) {
+            (true, true) => "Sandboxes and machines",
+            (true, false) => "Sandboxes",
+            _ => "Machines",
         }
     }
 
-    /// "Machines: 17 (1 running) — celesto 8: fire1, vm-abc123, …; smolvm 9: booted, …", fit to
+    /// "Sandboxes 8 (1 running): fire1, vm-abc123, …; machines 9: booted, …", each product's in
+    /// its one noun ([`Product::nouns`]), fit to
     /// `width` columns (`ascii`: as [`super::ascii`] will print it); the running ones are named
     /// first. `None` under a filter that picks items (kind, age, size).
     pub fn machines_line(&self, width: usize, ascii: bool) -> Option<String> {
         if self.hidden.as_ref().is_some_and(|h| h.items_only) {
             return None;
         }
+        let heading = self.machines_heading();
         if self.machines.is_empty() {
-            return Some("Machines: none.".into());
+            return Some(format!("{heading}: none."));
         }
-        let running = self
-            .machines
-            .iter()
-            .filter(|m| m.state == "running")
-            .count();
-        let head = format!("Machines: {} ({running} running)", self.machines.len());
         let mut lists: Vec<(String, Vec<String>)> = Vec::new();
-        for m in self
-            .machines
-            .iter()
-            .filter(|m| m.state == "running")
-            .chain(self.machines.iter().filter(|m| m.state != "running"))
-        {
-            let name = super::escape_text(&m.name);
-            match lists.iter_mut().find(|(p, _)| p == m.product.as_str()) {
-                Some((_, names)) => names.push(name),
-                None => lists.push((m.product.as_str().to_string(), vec![name])),
+        for p in Product::ALL {
+            let of = |running: bool| {
+                self.machines
+                    .iter()
+                    .filter(move |m| m.product == p && (m.state == "running") == running)
+            };
+            let n = of(true).count() + of(false).count();
+            if n == 0 {
+                continue;
             }
+            let noun = match lists.is_empty() {
+                true => capitalised(p.nouns()),
+                false => p.nouns().to_string(),
+            };
+            let label = match of(true).count() {
+                0 => format!("{noun} {n}"),
+                r => format!("{noun} {n} ({r} running)"),
+            };
+            let names = of(true)
+                .chain(of(false))
+                .map(|m| super::escape_text(&m.name));
+            lists.push((label, names.collect()));
         }
-        Some(fit_lists(&head, lists, "", width, ascii))
+        Some(fit_lists("", lists, "", width, ascii))
     }
 
     /// "VM processes: 2 (1 orphaned) — fire1 (Celesto QEMU VM, pid 12), …", fit to `width`
@@ -149,42 +281,80 @@ impl ScanView {
 }
 
 impl FirstScreen<'_> {
-    /// "… and 14 more kinds free 1.9 MB (30 items)." for the rows that did not fit.
+    /// "… 14 more lines: 1.2 MB reclaimable (20 items), 700 kB opt-in (10 items)." for the rows
+    /// that did not fit; reclaimable and opt-in bytes are never added together.
     pub fn more_line(&self) -> Option<String> {
-        (self.more.kinds > 0).then(|| {
-            format!(
-                "… and {} more {} free {} ({}).",
-                self.more.kinds,
-                if self.more.kinds == 1 {
-                    "kind"
-                } else {
-                    "kinds"
-                },
-                bytes(self.more.bytes),
-                plural(self.more.items, "item", "items")
-            )
-        })
-    }
-
-    /// "Nothing to free in the other 24 kinds (41.2 MB protected or unverifiable)." for
-    /// the kinds that free nothing (`rows_shown`: whether any row came before it).
-    pub fn nothing_line(&self, rows_shown: bool) -> Option<String> {
-        if self.nothing.kinds == 0 {
+        let m = &self.more;
+        if m.lines == 0 {
             return None;
         }
-        let kinds = match (rows_shown, self.nothing.kinds) {
-            (true, 1) => "the other kind".to_string(),
-            (true, n) => format!("the other {n} kinds"),
-            (false, n) => format!("the {}", plural(n, "kind", "kinds")),
+        let mut parts = Vec::new();
+        if m.reclaimable_items > 0 {
+            parts.push(format!(
+                "{} reclaimable ({})",
+                bytes(m.reclaimable_bytes),
+                plural(m.reclaimable_items, "item", "items")
+            ));
+        }
+        if m.opt_in_items > 0 {
+            parts.push(format!(
+                "{} opt-in ({})",
+                bytes(m.opt_in_bytes),
+                plural(m.opt_in_items, "item", "items")
+            ));
+        }
+        Some(format!(
+            "… {}: {}.",
+            plural(m.lines, "more line", "more lines"),
+            parts.join(", ")
+        ))
+    }
+
+    /// "Left alone: 52 more items (23.5 MB), protected or unverifiable." for the items that
+    /// free nothing (`rows_shown`: whether any row came before it; without: "Nothing to free:
+    /// …"), said only of items no total counts.
+    pub fn nothing_line(&self, rows_shown: bool) -> Option<String> {
+        let n = &self.nothing;
+        let items = n.protected_items + n.unknown_items;
+        if items == 0 {
+            return None;
+        }
+        let what = match (n.protected_items, n.unknown_items) {
+            (_, 0) => "protected",
+            (0, _) => "unverifiable",
+            _ => "protected or unverifiable",
         };
-        Some(match self.nothing.bytes {
-            0 => format!("Nothing to free in {kinds} (all empty)."),
-            b => format!(
-                "Nothing to free in {kinds} ({} protected or unverifiable).",
-                bytes(b)
+        let size = match n.left_bytes {
+            0 => "0 B".to_string(),
+            b => bytes(b),
+        };
+        Some(match rows_shown {
+            true => format!(
+                "Left alone: {} ({size}), {what}.",
+                plural(items, "more item", "more items")
+            ),
+            false => format!(
+                "Nothing to free: {} ({size}), {what}.",
+                plural(items, "item", "items")
             ),
         })
     }
+}
+
+/// "2 VM processes of other HOMEs: shown, never acted on." for the window's folded group of
+/// them; `None` when there are none.
+pub(super) fn other_homes_line(r: &crate::model::ScanReport) -> Option<String> {
+    let n = r
+        .processes
+        .iter()
+        .filter(|p| p.scope != crate::model::Scope::ThisHome)
+        .count();
+    (n > 0).then(|| {
+        format!(
+            "{} of other HOMEs: shown, never acted on.",
+            plural(n, "VM process", "VM processes")
+        )
+    })
 }
 
 /// "3 of 46 items match --older-than 7d; not shown: 17 machines." or, when none match, "None
@@ -208,8 +378,11 @@ fn note_of(h: &Hidden, what: &str) -> String {
         (n, m) => format!("{m} of {n} items match {what}"),
     };
     let mut not_shown = Vec::new();
+    if h.sandboxes > 0 {
+        not_shown.push(Product::Celesto.count(h.sandboxes));
+    }
     if h.machines > 0 {
-        not_shown.push(plural(h.machines, "machine", "machines"));
+        not_shown.push(Product::Smolvm.count(h.machines));
     }
     if h.processes > 0 {
         not_shown.push(plural(h.processes, "VM process", "VM processes"));
@@ -246,12 +419,15 @@ fn fit_lists(
                 }
                 let label = match label.is_empty() {
                     true => String::new(),
-                    false => format!("{label} {}: ", names.len()),
+                    false => format!("{label}: "),
                 };
                 format!("{label}{}", shown.join(", "))
             })
             .collect();
-        format!("{head}{dash}{}{tail}", parts.join("; "))
+        match head.is_empty() {
+            true => format!("{}{tail}", parts.join("; ")),
+            false => format!("{head}{dash}{}{tail}", parts.join("; ")),
+        }
     };
     let mut taken = vec![0; lists.len()];
     loop {
@@ -281,8 +457,8 @@ mod tests {
     #[test]
     fn lists_fit_the_width_taking_names_in_turn() {
         let lists = vec![
-            ("celesto".to_string(), vec!["aaaa".to_string(); 10]),
-            ("smolvm".to_string(), vec!["bbbb".to_string(); 10]),
+            ("celesto 10".to_string(), vec!["aaaa".to_string(); 10]),
+            ("smolvm 10".to_string(), vec!["bbbb".to_string(); 10]),
         ];
         let s = fit_lists("Machines: 20", lists.clone(), ".", 60, false);
         assert!(s.chars().count() <= 60, "{s}");
@@ -302,7 +478,8 @@ mod tests {
         let h = Hidden {
             items: 46,
             matching: 0,
-            machines: 17,
+            machines: 9,
+            sandboxes: 8,
             processes: 1,
             items_only: true,
             flags: "--older-than 3650d".into(),
@@ -310,11 +487,12 @@ mod tests {
         };
         assert_eq!(
             filter_note(&h),
-            "None of the 46 items match --older-than 3650d; not shown: 17 machines, 1 VM process."
+            "None of the 46 items match --older-than 3650d; not shown: 8 sandboxes, 9 machines, 1 VM process."
         );
         let h = Hidden {
             matching: 3,
             machines: 0,
+            sandboxes: 0,
             processes: 0,
             ..h.clone()
         };
@@ -407,7 +585,7 @@ mod filter_tests {
         assert!(!next.contains("101"), "{next}");
         assert_eq!(
             v.filter_note.as_deref(),
-            Some("1 of 2 items matches --product smolvm; not shown: 1 machine, 1 VM process.")
+            Some("1 of 2 items matches --product smolvm; not shown: 1 sandbox, 1 VM process.")
         );
         // Unfiltered, both are there and nothing is said about a filter.
         let all = ScanView::filtered(&r, &Filter::default(), SystemTime::now());
@@ -417,6 +595,24 @@ mod filter_tests {
             .next_steps
             .iter()
             .any(|s| s.contains("`smolsweep reap` ends 2")));
+    }
+
+    /// Issue 31: the window gets the machines' heading in each product's noun and one line for
+    /// other HOMEs' VM processes, as data.
+    #[test]
+    fn the_window_gets_the_machines_heading_and_the_other_homes_line() {
+        let mut r = both_products();
+        let v = ScanView::of(&r);
+        assert_eq!(v.machines_heading, "Sandboxes and machines");
+        assert_eq!(v.other_homes_line, None);
+        r.processes[0].scope = Scope::Foreign;
+        r.machines.retain(|m| m.product == Product::Smolvm);
+        let v = ScanView::of(&r);
+        assert_eq!(v.machines_heading, "Machines");
+        assert_eq!(
+            v.other_homes_line.as_deref(),
+            Some("1 VM process of other HOMEs: shown, never acted on.")
+        );
     }
 
     /// Issue 19: `--older-than 3650d` said "Nothing of either SmolVM found." beside findings.
@@ -431,7 +627,7 @@ mod filter_tests {
         assert!(v.groups.is_empty() && v.machines.is_empty() && v.processes.is_empty());
         assert_eq!(
             v.filter_note.as_deref(),
-            Some("None of the 2 items match --older-than 3650d; not shown: 2 machines, 2 VM processes.")
+            Some("None of the 2 items match --older-than 3650d; not shown: 1 sandbox, 1 machine, 2 VM processes.")
         );
         assert!(v.next_steps.is_empty(), "{:?}", v.next_steps);
         assert!(v.machines_line(80, false).is_none());

@@ -211,13 +211,13 @@ fn exit_codes_named_targets_absent_or_refused_exit_1_not_nothing_to_do() {
     // The refusal says what was not found, on stderr.
     let o = s.run(&["stop", "nosuch", "--yes"]);
     assert!(
-        stderr(&o).contains("machine:nosuch: no machine or sandbox with that name"),
+        stderr(&o).contains("smolsweep: nosuch: no machine or sandbox with that name"),
         "{}",
         text(&o)
     );
     assert!(!stdout(&o).contains("Nothing to do."), "{}", text(&o));
     let o = s.run(&["reap", "1", "--yes"]);
-    assert!(stderr(&o).contains("pid:1"), "{}", text(&o));
+    assert!(stderr(&o).contains("smolsweep: pid 1: "), "{}", text(&o));
 }
 
 #[test]
@@ -477,7 +477,7 @@ fn quiet_prints_only_the_closing_line() {
     // Errors still reach stderr.
     let o = s.run(&["stop", "nosuch", "-y", "-q"]);
     assert_eq!(code(&o), 1);
-    assert!(stderr(&o).contains("machine:nosuch"), "{}", text(&o));
+    assert!(stderr(&o).contains("smolsweep: nosuch: "), "{}", text(&o));
 }
 
 #[test]

@@ -11,7 +11,7 @@ use smolsweep::exec::{self, Confirmed, ExecContext, How, Outcome, RealRunner, Re
 use smolsweep::plan::{Action, Plan};
 use smolsweep_fixtures::disks::{debugfs_w, ext4_image, run as tool, s, to_qcow2};
 use smolsweep_fixtures::smolvm::{DiskSet, Smolvm};
-use smolsweep_fixtures::vmm::{self, FakeVmm, Shape};
+use smolsweep_fixtures::vmm::{self};
 use smolsweep_fixtures::{age_tree, Scratch, OLD};
 
 fn run(sc: &Scratch, args: &[&str]) -> String {
@@ -210,22 +210,6 @@ fn compactable_bytes_in_the_prometheus_export_pass_promtool_and_equal_the_json()
     );
 }
 
-fn boot_vm(dir: &Path, sc: &Scratch, open: &Path) -> FakeVmm {
-    vmm::spawn(
-        &vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR"))),
-        &Shape {
-            argv: vec![
-                "/proc/self/exe".into(),
-                "_boot-vm".into(),
-                dir.join("boot-config.json").display().to_string(),
-            ],
-            comm: Some("libkrun VM"),
-            open: Some(open),
-            home: Some(&sc.home.root),
-        },
-    )
-}
-
 /// Hazard: estimating a disk a VM is writing reads a file system in flux. A disk a process
 /// holds is not estimated at all.
 #[test]
@@ -238,7 +222,12 @@ fn compact_held_disk_is_not_estimated() {
         .unwrap()
         .vms_dir()
         .join(Smolvm::hash("web"));
-    let _vm = boot_vm(&dir, &sc, &h.web_storage);
+    let _vm = vmm::boot_vm_holding(
+        &vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        &sc.home.root,
+        &dir,
+        Some(&h.web_storage),
+    );
     let v: Value = serde_json::from_str(&run(&sc, &["scan", "--json"])).unwrap();
     let disks = v["compact"]["disks"].as_array().unwrap();
     assert!(
@@ -410,7 +399,12 @@ fn compact_refuses_a_machine_started_or_a_disk_held_since_the_plan() {
     assert!(!plan.actions.is_empty(), "{plan:#?}");
     let was = allocated(&h.web_storage);
     let dir = h.web_storage.parent().unwrap();
-    let vm = boot_vm(dir, &sc, &h.web_storage);
+    let vm = vmm::boot_vm_holding(
+        &vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        &sc.home.root,
+        dir,
+        Some(&h.web_storage),
+    );
     let r = execute(&sc, &plan);
     assert!(
         skipped(&r, &h.web_storage).contains("not compacted"),

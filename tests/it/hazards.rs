@@ -24,7 +24,7 @@ use smolsweep::model::{
 use smolsweep::plan::{Action, Plan, Selection};
 use smolsweep::scan::{scan, ScanOptions};
 use smolsweep_fixtures::smolvm::{DiskSet, Smolvm};
-use smolsweep_fixtures::vmm::{self, FakeVmm, Shape};
+use smolsweep_fixtures::vmm::{self, Shape};
 use smolsweep_fixtures::{age_tree, hold_flock, Home, Layout, OLD};
 
 // ---------------------------------------------------------------------------------------------
@@ -275,24 +275,6 @@ const PRUNE_DRY_RUN_EVERYTHING: &[&str] = &[
 
 fn standin() -> PathBuf {
     vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR")))
-}
-
-/// A smolvm `_boot-vm` VMM as 1.32.2 runs it on Linux (argv[0] `/proc/self/exe`, comm
-/// `libkrun VM`), booting from `vm_dir`, started under `home`, optionally holding `open` open.
-fn boot_vm(vm_dir: &Path, home: &Home, open: Option<&Path>) -> FakeVmm {
-    vmm::spawn(
-        &standin(),
-        &Shape {
-            argv: vec![
-                "/proc/self/exe".into(),
-                "_boot-vm".into(),
-                vm_dir.join("boot-config.json").display().to_string(),
-            ],
-            comm: Some("libkrun VM"),
-            open,
-            home: Some(&home.root),
-        },
-    )
 }
 
 /// `/proc/<pid>/stat` state letter, `None` once the pid is gone.
@@ -698,7 +680,7 @@ fn hazard_4_dangling_dir_that_a_process_uses_or_that_just_changed_is_protected()
     age_tree(t.path(), OLD).unwrap();
     let young = sm.dangling_dir("vm-young1").unwrap();
     // A VMM booting from one dir; a launching CLI (not a VMM) holding the other's vm.lock.
-    let vmm = boot_vm(&booting, &home, None);
+    let vmm = vmm::boot_vm_holding(&standin(), &home.root, &booting, None);
     let cli = vmm::spawn(
         &standin(),
         &Shape {
@@ -823,7 +805,7 @@ fn hazard_6_liveness_comes_from_pid_and_start_time_never_from_vm_lock() {
     let sm = home.smolvm().unwrap();
     // Running, detached: its CLI exited, so nobody holds its vm.lock.
     let live_dir = sm.machine_dir("live1", raw(1 << 16, 1 << 16)).unwrap();
-    let vmm = boot_vm(&live_dir, &home, None);
+    let vmm = vmm::boot_vm_holding(&standin(), &home.root, &live_dir, None);
     let st = ProcessRef::current(vmm.pid())
         .expect("the stand-in runs")
         .start_time;
@@ -883,7 +865,7 @@ fn hazard_10_vm_left_running_without_record_or_dir_is_an_orphan_and_is_reaped() 
     let sm = home.smolvm().unwrap();
     sm.record("other", json!({})).unwrap();
     let never_made = sm.vms_dir().join(Smolvm::hash("vm-ctrlc1"));
-    let vmm = boot_vm(&never_made, &home, None);
+    let vmm = vmm::boot_vm_holding(&standin(), &home.root, &never_made, None);
     let pid = vmm.pid();
 
     let r = scan_home(&home);
@@ -955,7 +937,7 @@ fn hazard_11_bytes_a_vmm_holds_in_deleted_files_are_reported() {
         f.write_all(&smolsweep_fixtures::noise(len, 787)).unwrap();
         f.sync_all().unwrap();
     }
-    let vmm = boot_vm(&dir, &home, Some(&storage));
+    let vmm = vmm::boot_vm_holding(&standin(), &home.root, &dir, Some(&storage));
 
     let before = scan_home(&home);
     assert_eq!(process(&before, vmm.pid()).held_deleted_bytes, 0);

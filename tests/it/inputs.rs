@@ -477,3 +477,41 @@ fn a_non_utf8_xdg_variable_is_refused_by_name() {
     let r = run_watched(c, s.dir());
     assert_eq!(r.code, 0, "{}", r.text());
 }
+
+/// Every file SQLite may write beside an inventory comes from one table (issue 30): a named pipe
+/// where any of them belongs — `-shm` beside Celesto's database, `-journal` beside smolvm's,
+/// which each product's check once left out — is an odd file of its own, never read, and the
+/// scan does not wait on it.
+#[test]
+fn a_named_pipe_in_place_of_any_sqlite_side_file_is_an_odd_file_and_never_read() {
+    let s = Scratch::new();
+    let cel = s.home.celesto_data_dir().unwrap();
+    let sm = s.home.smolvm().unwrap();
+    sm.record("m1", serde_json::json!({})).unwrap();
+    let mut pipes = Vec::new();
+    for db in [&cel.db, &sm.db] {
+        for side in ["-wal", "-shm", "-journal"] {
+            let mut p = db.as_os_str().to_owned();
+            p.push(side);
+            let p = PathBuf::from(p);
+            if !p.exists() {
+                mkfifo(&p);
+                pipes.push(p);
+            }
+        }
+    }
+    assert!(pipes.len() >= 4, "{pipes:?}");
+    let ran = run(&s, &["scan", "--json"]);
+    assert_eq!(ran.code, 0, "{}", ran.text());
+    let report: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    for p in &pipes {
+        let f = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == p.display().to_string())
+            .unwrap_or_else(|| panic!("{} is not a finding:\n{}", p.display(), ran.text()));
+        assert!(f["kind"].as_str().unwrap().ends_with(".odd_file"), "{f}");
+        assert_eq!(f["verdict"], "unknown", "{f}");
+    }
+}

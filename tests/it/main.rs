@@ -10,6 +10,7 @@ mod cli_conventions;
 mod cli_e2e;
 mod cli_help;
 mod compact;
+mod counts;
 mod fixtures_selftest;
 mod fleet;
 mod golden;
@@ -19,6 +20,7 @@ mod incremental;
 mod inputs;
 mod items;
 mod keep;
+mod nouns;
 mod one_number;
 mod pipeline;
 mod procmemo;
@@ -31,10 +33,12 @@ mod scan;
 mod screen;
 mod trend;
 mod truthful;
+mod two_things;
 mod uninstall;
 mod upstream_compare;
 mod vocabulary;
 mod why;
+mod widths;
 
 /// Scan options for a fixture HOME on Linux: its environment with a plain `PATH`, this
 /// process's euid, the usual 120 s age guard, now.

@@ -15,7 +15,7 @@ use smolsweep::scan::{scan, ScanOptions};
 use smolsweep::target::{plan_for, Target, VmAction};
 use smolsweep::tray::{TrayModel, TraySettings};
 use smolsweep_fixtures::smolvm::{DiskSet, Smolvm};
-use smolsweep_fixtures::vmm::{self, FakeVmm, Shape};
+use smolsweep_fixtures::vmm::{self, FakeVmm};
 use smolsweep_fixtures::{age_tree, Home, Layout, OLD};
 
 const BASE_PATH: &str = "/usr/bin:/bin";
@@ -208,7 +208,12 @@ fn deleting_a_machine_of_either_product_frees_what_it_owns_on_every_surface() {
 fn stopping_a_machine_names_no_bytes_to_free() {
     let s = Seeded::new();
     let sm = s.home.smolvm().unwrap();
-    let vm = boot_vm(&s, &sm.vms_dir().join(Smolvm::hash("m1")), None);
+    let vm = vmm::boot_vm_holding(
+        &vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        &s.home.root,
+        &sm.vms_dir().join(Smolvm::hash("m1")),
+        None,
+    );
     let st = smolsweep::exec::ProcessRef::current(vm.pid())
         .unwrap()
         .start_time;
@@ -226,24 +231,6 @@ fn stopping_a_machine_names_no_bytes_to_free() {
     );
 }
 
-/// A stand-in smolvm `_boot-vm` of this HOME booting from `dir`, holding `open` open.
-fn boot_vm(s: &Seeded, dir: &Path, open: Option<&Path>) -> FakeVmm {
-    let bin = vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR")));
-    vmm::spawn(
-        &bin,
-        &Shape {
-            argv: vec![
-                "/proc/self/exe".into(),
-                "_boot-vm".into(),
-                dir.join("boot-config.json").display().to_string(),
-            ],
-            comm: Some("libkrun VM"),
-            open,
-            home: Some(&s.home.root),
-        },
-    )
-}
-
 /// A stand-in `_boot-vm` of this HOME whose machine directory is gone, holding its deleted disk.
 fn orphan_holding_a_deleted_disk(s: &Seeded, len: usize) -> FakeVmm {
     let dir = s
@@ -255,7 +242,12 @@ fn orphan_holding_a_deleted_disk(s: &Seeded, len: usize) -> FakeVmm {
     std::fs::create_dir_all(&dir).unwrap();
     let disk = dir.join("storage.raw");
     std::fs::write(&disk, smolsweep_fixtures::noise(len, 19)).unwrap();
-    let v = boot_vm(s, &dir, Some(&disk));
+    let v = vmm::boot_vm_holding(
+        &vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        &s.home.root,
+        &dir,
+        Some(&disk),
+    );
     std::fs::remove_dir_all(&dir).unwrap();
     v
 }

@@ -13,7 +13,7 @@ use smolsweep::journal::{Journal, JournalEntry};
 use smolsweep::model::{Product, ScanReport};
 use smolsweep::plan::{Action, Plan, PlanError, PlannedAction, Selection};
 use smolsweep::scan::scan;
-use smolsweep_fixtures::vmm::{self, FakeVmm, Shape};
+use smolsweep_fixtures::vmm::{self, Shape};
 use smolsweep_fixtures::{age_tree, Home, Layout, OLD};
 
 fn scan_home(home: &Home) -> ScanReport {
@@ -74,22 +74,6 @@ fn skipped_why(o: &Outcome) -> &str {
 
 fn standin() -> PathBuf {
     vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR")))
-}
-
-fn boot_vm(vm_dir: &Path, home: &Home, open: Option<&Path>) -> FakeVmm {
-    vmm::spawn(
-        &standin(),
-        &Shape {
-            argv: vec![
-                "/proc/self/exe".into(),
-                "_boot-vm".into(),
-                vm_dir.join("boot-config.json").display().to_string(),
-            ],
-            comm: Some("libkrun VM"),
-            open,
-            home: Some(&home.root),
-        },
-    )
 }
 
 fn alive(pid: u32) -> bool {
@@ -160,7 +144,7 @@ fn vmm_boots_from_a_planned_dangling_dir_is_skipped() {
         "{plan:#?}"
     );
     // smolvm #787: a `_boot-vm` starts from that directory, holding its storage open.
-    let vm = boot_vm(&dir, &home, Some(&dir.join("storage.raw")));
+    let vm = vmm::boot_vm_holding(&standin(), &home.root, &dir, Some(&dir.join("storage.raw")));
     let r = execute(&home, &plan, &Recorder::default());
     let why = skipped_why(outcome_for(&r, &dir));
     assert!(!why.is_empty());
@@ -203,7 +187,7 @@ fn record_appears_before_a_reap_skips_it() {
     sm.record("other", json!({})).unwrap();
     let dir = sm.dangling_dir("late").unwrap();
     age_tree(&home.root, OLD).unwrap();
-    let vm = boot_vm(&dir, &home, None);
+    let vm = vmm::boot_vm_holding(&standin(), &home.root, &dir, None);
     let sel = Selection {
         reap_orphans: true,
         ..Default::default()

@@ -636,7 +636,10 @@ fn json_report_has_the_contract_fields_and_stable_ids() {
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("RECLAIMABLE"), "{text}");
+    assert!(
+        text.contains("VERDICT") && text.contains("reclaimable"),
+        "{text}"
+    );
     assert!(text.contains("Orphaned disks"), "{text}");
     assert!(
         !text.contains("orphan_disk"),

@@ -115,7 +115,10 @@ fn a_filter_that_matches_nothing_says_how_many_it_hid() {
     );
     assert!(!text.contains("Nothing of either SmolVM found"), "{text}");
     // Nor are machines shown as if they matched.
-    assert!(!text.contains("Machines:"), "{text}");
+    assert!(
+        !text.contains("Sandboxes 8") && !text.contains("machines 9:"),
+        "{text}"
+    );
     assert!(
         text.contains("not shown:") && text.contains("machines"),
         "{text}"
@@ -137,7 +140,7 @@ fn product_filter_hides_the_other_products_machines_and_processes() {
     ] {
         let text = stdout(&run(&home, args));
         assert!(text.contains("items match --product smolvm"), "{text}");
-        assert!(text.contains("not shown: 8 machines"), "{text}");
+        assert!(text.contains("not shown: 8 sandboxes"), "{text}");
         for celesto in [
             "celesto  ",
             "celesto 8",

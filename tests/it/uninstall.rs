@@ -577,15 +577,6 @@ fn stand_in_vmm(argv: &[String], comm: &str, home: Option<&Path>) -> FakeVmm {
     )
 }
 
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            let after = &s[s.rfind(')').unwrap() + 2..];
-            !after.starts_with('Z')
-        })
-        .unwrap_or(false)
-}
-
 #[test]
 fn hazard_28_verify_names_the_audited_home_and_sees_only_its_vms() {
     let (_ta, a) = scratch_home();
@@ -620,7 +611,7 @@ fn hazard_28_verify_names_the_audited_home_and_sees_only_its_vms() {
     let o = smolsweep(&a, &[], &["uninstall", "--product", "smolvm", "--yes"]);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    assert!(!alive(vmm.pid()), "the VM process survived:\n{t}");
+    assert!(!vmm::alive(vmm.pid()), "the VM process survived:\n{t}");
     assert!(!vm_dir.exists());
     assert_clean(&a, &[], "all");
 }
@@ -866,7 +857,7 @@ mod library {
             .unwrap_or_else(|| panic!("{:#?}", r.records));
         assert!(why.contains(&vm.pid().to_string()), "{why}");
         assert!(disk.exists(), "a running VM's disk was removed");
-        assert!(alive(vm.pid()));
+        assert!(vmm::alive(vm.pid()));
     }
 
     #[test]
@@ -1050,7 +1041,7 @@ sys.exit(2)
         // The stop cannot sync (skipped, said why), the delete reaps the VMM and succeeds on
         // the retry.
         assert!(t.contains("Deleted machine: demo"), "{t}");
-        assert!(!alive(vmm.pid()), "{t}");
+        assert!(!vmm::alive(vmm.pid()), "{t}");
         let log = std::fs::read_to_string(home.join("cli.log")).unwrap();
         assert_eq!(
             log.lines()

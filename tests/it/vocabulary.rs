@@ -9,8 +9,8 @@
 use std::path::Path;
 
 use serde_json::{json, Value};
-use smolsweep_fixtures::vmm::{self, FakeVmm, Shape};
-use smolsweep_fixtures::{age_tree, smolvm::DiskSet, Home, Scratch, OLD};
+use smolsweep_fixtures::vmm::{self, FakeVmm};
+use smolsweep_fixtures::{age_tree, smolvm::DiskSet, Scratch, OLD};
 
 fn scratch() -> Scratch {
     Scratch::new()
@@ -40,24 +40,6 @@ impl Run for Scratch {
     }
 }
 
-/// A smolvm `_boot-vm` stand-in booting from `vm_dir` under `home` (argv and comm as 1.32.2).
-fn boot_vm(vm_dir: &Path, home: &Home) -> FakeVmm {
-    let bin = vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR")));
-    vmm::spawn(
-        &bin,
-        &Shape {
-            argv: vec![
-                "/proc/self/exe".into(),
-                "_boot-vm".into(),
-                vm_dir.join("boot-config.json").display().to_string(),
-            ],
-            comm: Some("libkrun VM"),
-            open: None,
-            home: Some(&home.root),
-        },
-    )
-}
-
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
@@ -82,7 +64,11 @@ fn stop_of_a_machine_that_is_not_running_says_what_happened_and_names_the_reap()
         )
         .unwrap();
     age_tree(&s.home.root, OLD).unwrap();
-    let mut vm = boot_vm(&dir, &s.home);
+    let mut vm = vmm::boot_vm(
+        &vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        &s.home.root,
+        &dir,
+    );
     let pid = vm.pid();
 
     let (code, out, err) = s.run(&["stop", "m1", "-y"]);
@@ -118,7 +104,11 @@ fn a_machine_booted_by_a_live_smolvm_command_is_not_called_an_orphan() {
     age_tree(&s.home.root, OLD).unwrap();
     let lock = std::fs::File::open(dir.join("vm.lock")).unwrap();
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
-    let vm = boot_vm(&dir, &s.home);
+    let vm = vmm::boot_vm(
+        &vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        &s.home.root,
+        &dir,
+    );
     let v = s.json(&["scan", "--json"]);
     let p = v["processes"]
         .as_array()
@@ -144,7 +134,11 @@ fn verify_fix_hints_name_commands_that_accept_them() {
     sm.record("kept", json!({})).unwrap();
     let ghost = sm.dangling_dir("ghost").unwrap();
     age_tree(&s.home.root, OLD).unwrap();
-    let orphan_vm = boot_vm(&ghost, &s.home);
+    let orphan_vm = vmm::boot_vm(
+        &vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        &s.home.root,
+        &ghost,
+    );
 
     let (_, out, err) = s.run(&["verify"]);
     let fix_of = |needle: &str| -> String {
@@ -204,7 +198,7 @@ fn a_name_both_products_use_must_say_which_it_means() {
     );
     let (code, out, err) = s.run(&["delete", "smolvm:twin", "--dry-run"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("smol-machines smolvm twin"), "{out}");
+    assert!(out.contains("smol-machines smolvm machine 'twin'"), "{out}");
 }
 
 #[test]
@@ -215,11 +209,18 @@ fn ids_the_verbose_scan_prints_are_the_ones_plan_takes() {
     let orphan = d.disk("gone1", "qcow2", 1 << 16, 1 << 14).unwrap();
     age_tree(&s.home.root, OLD).unwrap();
     let (_, out, _) = s.run(&["scan", "-v"]);
-    let line = out
-        .lines()
-        .find(|l| l.contains(&orphan.display().to_string()))
+    // An item's first line has its id, the next its path.
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.trim() == orphan.display().to_string())
         .unwrap_or_else(|| panic!("{out}"));
-    let id = line.split("id ").nth(1).unwrap().trim().to_string();
+    let id = lines[at - 1]
+        .split("id ")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .to_string();
     let plan = s.home.root.join("p.json");
     let (code, _, err) = s.run(&["plan", "--id", &id, "--out", plan.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
@@ -277,7 +278,11 @@ fn words_home() -> (Scratch, FakeVmm) {
         .to_string();
     let (code, out, err) = s.run(&["keep", "add", &disk, "--why", "my disk"]);
     assert_eq!(code, 0, "{out}{err}");
-    let vm = boot_vm(&ghost, &s.home);
+    let vm = vmm::boot_vm(
+        &vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        &s.home.root,
+        &ghost,
+    );
     (s, vm)
 }
 

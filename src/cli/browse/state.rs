@@ -8,15 +8,32 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use smolsweep::exec::{ExecReport, ProgressEvent};
 use smolsweep::model::{FindingKind, ScanReport};
 use smolsweep::plan::{Plan, Selection};
+use smolsweep::view::runs::VmAction;
 use smolsweep::view::{self, Confirmation, Group, Row, ScanView};
 
-/// One line of the list: a group (a kind of finding) or one of its rows.
+/// One line of the list: a group (a kind of finding) or one of its rows; the machines'
+/// heading or one machine or sandbox; the VM processes' heading or one VM process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Entry {
     /// `groups[i]` of the view.
     Group(usize),
     /// `groups[g].rows[r]` of the view.
     Row(usize, usize),
+    /// The heading of the view's machines.
+    Machines,
+    /// `machines[i]` of the view.
+    Machine(usize),
+    /// The heading of the view's VM processes.
+    Processes,
+    /// `processes[i]` of the view.
+    Process(usize),
+}
+
+impl Entry {
+    /// A heading: a group, the machines' or the VM processes'.
+    pub fn is_heading(self) -> bool {
+        matches!(self, Entry::Group(_) | Entry::Machines | Entry::Processes)
+    }
 }
 
 /// The plan the marked items make, and its confirmation, while it is being reviewed.
@@ -59,6 +76,8 @@ pub(crate) enum Screen {
     Running(Running),
     /// The run is over.
     Finished(Finished),
+    /// Leaving with marks pending: the question (the list stays drawn under it).
+    Quit,
 }
 
 /// What the terminal loop must do after a key.
@@ -83,6 +102,9 @@ pub(crate) struct App {
     pub order: Vec<usize>,
     /// Kinds whose group is open (kept across a rescan).
     pub open: BTreeSet<FindingKind>,
+    /// The machines' and the VM processes' sections are open.
+    pub open_machines: bool,
+    pub open_processes: bool,
     /// Index into [`App::entries`].
     pub cursor: usize,
     /// First entry drawn (set by the renderer so the cursor stays in sight).
@@ -110,6 +132,8 @@ impl App {
             view: None,
             order: Vec::new(),
             open: BTreeSet::new(),
+            open_machines: false,
+            open_processes: false,
             cursor: 0,
             offset: 0,
             page: 10,
@@ -131,8 +155,10 @@ impl App {
             .first_screen(usize::MAX)
             .rows
             .iter()
-            .filter_map(|f| view.groups.iter().position(|g| std::ptr::eq(g, *f)))
+            .filter_map(|f| view.groups.iter().position(|g| std::ptr::eq(g, f.group)))
             .collect();
+        let mut seen = BTreeSet::new();
+        order.retain(|i| seen.insert(*i));
         let rest: Vec<usize> = (0..view.groups.len())
             .filter(|i| !order.contains(i))
             .collect();
@@ -152,8 +178,7 @@ impl App {
         let entries = self.entries();
         let same = |e: &Entry| self.identity(*e) == was;
         let group = |e: &Entry| {
-            matches!(e, Entry::Group(_))
-                && self.identity(*e).map(|i| i.0) == was.as_ref().map(|i| i.0)
+            e.is_heading() && self.identity(*e).map(|i| i.0) == was.as_ref().map(|i| i.0.clone())
         };
         self.cursor = match (
             entries.iter().position(same),
@@ -164,14 +189,26 @@ impl App {
         };
     }
 
-    /// What an entry stands for across scans: its kind, and its finding id for a row.
-    fn identity(&self, e: Entry) -> Option<(FindingKind, Option<String>)> {
+    /// What an entry stands for across scans: its section (a kind, the machines, the VM
+    /// processes), and for a row its finding id, machine or process.
+    fn identity(&self, e: Entry) -> Option<(String, Option<String>)> {
+        let v = self.view.as_ref()?;
         match e {
-            Entry::Group(g) => self.group(g).map(|grp| (grp.kind, None)),
+            Entry::Group(g) => self.group(g).map(|grp| (grp.kind.to_string(), None)),
             Entry::Row(g, r) => {
-                let kind = self.group(g)?.kind;
+                let kind = self.group(g)?.kind.to_string();
                 self.row(g, r).map(|row| (kind, Some(row.id.clone())))
             }
+            Entry::Machines => Some(("machines".into(), None)),
+            Entry::Machine(i) => v.machines.get(i).map(|m| {
+                let key = format!("{}:{}", m.product.as_str(), m.name);
+                ("machines".to_string(), Some(key))
+            }),
+            Entry::Processes => Some(("processes".into(), None)),
+            Entry::Process(i) => v.processes.get(i).map(|p| {
+                let key = format!("{}:{}", p.pid, p.start_time);
+                ("processes".to_string(), Some(key))
+            }),
         }
     }
 
@@ -185,6 +222,18 @@ impl App {
             out.push(Entry::Group(g));
             if self.open.contains(&v.groups[g].kind) {
                 out.extend((0..v.groups[g].rows.len()).map(|r| Entry::Row(g, r)));
+            }
+        }
+        if !v.machines.is_empty() {
+            out.push(Entry::Machines);
+            if self.open_machines {
+                out.extend((0..v.machines.len()).map(Entry::Machine));
+            }
+        }
+        if !v.processes.is_empty() {
+            out.push(Entry::Processes);
+            if self.open_processes {
+                out.extend((0..v.processes.len()).map(Entry::Process));
             }
         }
         out
@@ -233,12 +282,19 @@ impl App {
         match &mut self.screen {
             Screen::Scanning | Screen::Running(_) => Effect::None,
             Screen::Help => {
-                if k.code == KeyCode::Char('q') {
-                    return Effect::Quit;
-                }
                 self.screen = Screen::List;
-                Effect::None
+                match k.code {
+                    KeyCode::Char('q') => self.quit(),
+                    _ => Effect::None,
+                }
             }
+            Screen::Quit => match k.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') => Effect::Quit,
+                _ => {
+                    self.screen = Screen::List;
+                    Effect::None
+                }
+            },
             Screen::Review(r) => match k.code {
                 KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => {
                     Effect::Run(Box::new(r.plan.clone()))
@@ -274,7 +330,7 @@ impl App {
         let n = self.entries().len();
         let page = self.page.max(1);
         match k.code {
-            KeyCode::Char('q') | KeyCode::Esc => return Effect::Quit,
+            KeyCode::Char('q') | KeyCode::Esc => return self.quit(),
             KeyCode::Char('?') => self.screen = Screen::Help,
             KeyCode::Char('r') => return Effect::Rescan,
             KeyCode::Down | KeyCode::Char('j') => self.cursor = (self.cursor + 1).min(n.max(1) - 1),
@@ -287,13 +343,80 @@ impl App {
             KeyCode::Left | KeyCode::Char('h') => self.close(),
             KeyCode::Char(' ') => self.mark(),
             KeyCode::Char('d') => self.review(),
+            KeyCode::Char('s') => self.vm_review(VmAction::Stop),
+            KeyCode::Char('e') => self.vm_review(VmAction::Reap),
+            KeyCode::Char('x') => self.vm_review(VmAction::Delete),
             _ => {}
         }
         Effect::None
     }
 
+    /// `q` or Esc: leave, or with marks pending ask first (the marks stay if the answer is no).
+    fn quit(&mut self) -> Effect {
+        if self.marked.is_empty() {
+            return Effect::Quit;
+        }
+        self.screen = Screen::Quit;
+        Effect::None
+    }
+
+    /// The question [`Screen::Quit`] asks: the core's, with the marked items' estimate.
+    pub fn quit_question(&self) -> String {
+        let estimate = match &self.report {
+            Some(r) => view::selection_estimate(r, &self.marked).estimate,
+            None => view::bytes(0),
+        };
+        view::marks::quit_question(self.marked.len(), &estimate)
+    }
+
+    /// `s`, `e`, `x` on a machine or VM process row: the window's Stop, End process and Delete,
+    /// planned by the core for that target (`view::runs`) and reviewed like the marked items'
+    /// plan; what the planner refuses is said in its words.
+    fn vm_review(&mut self, action: VmAction) {
+        let (Some(report), Some(v)) = (&self.report, &self.view) else {
+            return;
+        };
+        let vp = match self.current() {
+            Some(Entry::Machine(i)) => match v.machines.get(i) {
+                Some(m) => view::runs::machine_plan(report, m.product, &m.name, action, false),
+                None => return,
+            },
+            Some(Entry::Process(i)) => match v.processes.get(i) {
+                Some(p) => view::runs::vm_plan(report, p.pid, p.start_time, action, false),
+                None => return,
+            },
+            _ => return,
+        };
+        match vp.core.filter(|p| !p.is_empty()) {
+            Some(plan) => {
+                self.screen = Screen::Review(Box::new(Review {
+                    plan,
+                    confirmation: vp.confirmation,
+                    scroll: 0,
+                }))
+            }
+            None => {
+                let why: Vec<String> = vp.refused.iter().map(|r| r.reason.clone()).collect();
+                self.status = Some(match why.is_empty() {
+                    true => vp.confirmation.sentence(),
+                    false => format!("{}: {}", vp.not_done, why.join("; ")),
+                });
+            }
+        }
+    }
+
     /// Enter opens or closes the group under the cursor; Right and `l` only open it.
     fn toggle_open(&mut self, code: KeyCode) {
+        let current = self.current();
+        let section = match current {
+            Some(Entry::Machines) => Some(&mut self.open_machines),
+            Some(Entry::Processes) => Some(&mut self.open_processes),
+            _ => None,
+        };
+        if let Some(open) = section {
+            *open = !*open || code != KeyCode::Enter;
+            return;
+        }
         let Some(Entry::Group(g)) = self.current() else {
             return;
         };
@@ -308,9 +431,23 @@ impl App {
     /// Close the group under the cursor, or the one of the row under it (the cursor goes to
     /// the group).
     fn close(&mut self) {
-        let g = match self.current() {
-            Some(Entry::Group(g)) | Some(Entry::Row(g, _)) => g,
+        let heading = match self.current() {
+            Some(Entry::Machines | Entry::Machine(_)) => {
+                self.open_machines = false;
+                Entry::Machines
+            }
+            Some(Entry::Processes | Entry::Process(_)) => {
+                self.open_processes = false;
+                Entry::Processes
+            }
+            Some(Entry::Group(g) | Entry::Row(g, _)) => Entry::Group(g),
             None => return,
+        };
+        let Entry::Group(g) = heading else {
+            if let Some(i) = self.entries().iter().position(|e| *e == heading) {
+                self.cursor = i;
+            }
+            return;
         };
         if let Some(kind) = self.group(g).map(|g| g.kind) {
             self.open.remove(&kind);
@@ -342,6 +479,14 @@ impl App {
                     .collect(),
                 None => return,
             },
+            Some(Entry::Machines | Entry::Machine(_)) => {
+                self.status = Some(view::marks::act_instead(view::marks::MACHINE_ACTIONS));
+                return;
+            }
+            Some(Entry::Processes | Entry::Process(_)) => {
+                self.status = Some(view::marks::act_instead(view::marks::PROCESS_ACTIONS));
+                return;
+            }
             None => return,
         };
         if ids.is_empty() {

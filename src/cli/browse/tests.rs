@@ -123,23 +123,11 @@ fn is_group(a: &App, e: Entry, label: &str) -> bool {
 }
 
 fn check(name: &str, got: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
-    if std::env::var_os("SMOLSWEEP_BLESS").is_some() {
-        std::fs::write(&path, got).unwrap();
-        return;
-    }
-    let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (SMOLSWEEP_BLESS=1 writes it)", path.display()));
-    if want != got {
-        let first = want
-            .lines()
-            .zip(got.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(0);
-        panic!("{name} differs from line {}:\n--- got\n{got}", first + 1);
-    }
+    smolsweep_fixtures::golden::check(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden"),
+        name,
+        got,
+    )
 }
 
 /// The screens a person goes through: the list, a group opened with an item marked, the
@@ -160,6 +148,18 @@ fn walk(s: &Scanned, ascii: bool, w: u16, h: u16) -> String {
     out += &format!("=== review {w}x{h}\n");
     out += &render(&mut a, w, h);
     key(&mut a, KeyCode::Esc);
+    key(&mut a, KeyCode::Char('h'));
+    out += &format!("=== collapsed, its mark counted {w}x{h}\n");
+    out += &render(&mut a, w, h);
+    assert!(matches!(key(&mut a, KeyCode::Char('q')), Effect::None));
+    out += &format!("=== quit with a mark pending {w}x{h}\n");
+    out += &render(&mut a, w, h);
+    key(&mut a, KeyCode::Char('n'));
+    go_to(&mut a, |_, e| e == Entry::Machines);
+    key(&mut a, KeyCode::Enter);
+    key(&mut a, KeyCode::Char('j'));
+    out += &format!("=== machines {w}x{h}\n");
+    out += &render(&mut a, w, h);
     key(&mut a, KeyCode::Char('?'));
     out += &format!("=== help {w}x{h}\n");
     out += &render(&mut a, w, h);
@@ -175,6 +175,9 @@ fn browse_screens_match_the_reviewed_text_at_80x24_and_120x40() {
     let ascii = walk(&s, true, 80, 24);
     assert!(ascii.is_ascii(), "LANG=C gets ASCII only:\n{ascii}");
     check("browse-80x24-lang-c.txt", &ascii);
+    let ascii = walk(&s, true, 120, 40);
+    assert!(ascii.is_ascii(), "LANG=C gets ASCII only:\n{ascii}");
+    check("browse-120x40-lang-c.txt", &ascii);
     for internal in ["orphan_disk", "smolvm.boot_vm", "celesto.qemu", "[opt_in"] {
         assert!(
             !small.contains(internal),
@@ -295,4 +298,177 @@ fn a_rescan_keeps_the_cursor_on_the_same_item_and_drops_gone_marks() {
         panic!("a row")
     };
     assert_eq!(a.row(g, r).unwrap().id, here);
+}
+
+/// Issue 31: `q` or Esc with marks pending asked nothing and the marks were gone. Now both ask
+/// (from the list and from the help); `n` or Esc stays with the marks, `y` quits; with
+/// nothing marked they quit at once.
+#[test]
+fn quitting_with_marks_pending_asks() {
+    let s = scanned();
+    let mut a = app(&s, false);
+    assert!(matches!(key(&mut a, KeyCode::Char('q')), Effect::Quit));
+    go_to(&mut a, |a, e| is_group(a, e, "Orphaned disks"));
+    key(&mut a, KeyCode::Char(' '));
+    let marked = a.marked.clone();
+    for quit in [KeyCode::Char('q'), KeyCode::Esc] {
+        for stay in [KeyCode::Char('n'), KeyCode::Esc] {
+            assert!(matches!(key(&mut a, quit), Effect::None));
+            assert!(matches!(a.screen, Screen::Quit));
+            let text = render(&mut a, 80, 24);
+            assert!(text.contains(&a.quit_question()), "{text}");
+            assert!(matches!(key(&mut a, stay), Effect::None));
+            assert!(matches!(a.screen, Screen::List));
+            assert_eq!(a.marked, marked, "the marks stay");
+        }
+    }
+    key(&mut a, KeyCode::Char('?'));
+    assert!(matches!(key(&mut a, KeyCode::Char('q')), Effect::None));
+    assert!(matches!(a.screen, Screen::Quit), "q on the help asks too");
+    assert!(matches!(key(&mut a, KeyCode::Char('y')), Effect::Quit));
+}
+
+/// Issue 31: after `n` in the review one more Esc quit and the marks were gone.
+#[test]
+fn after_n_in_the_review_the_marks_stay() {
+    let s = scanned();
+    let mut a = app(&s, false);
+    go_to(&mut a, |a, e| is_group(a, e, "Orphaned disks"));
+    key(&mut a, KeyCode::Char(' '));
+    let marked = a.marked.clone();
+    key(&mut a, KeyCode::Char('d'));
+    key(&mut a, KeyCode::Char('n'));
+    assert_eq!(a.marked, marked);
+    assert!(matches!(key(&mut a, KeyCode::Esc), Effect::None));
+    assert!(matches!(a.screen, Screen::Quit));
+    assert_eq!(a.marked, marked);
+}
+
+/// Issue 31: a collapsed group with marked items showed no mark.
+#[test]
+fn a_collapsed_group_shows_its_marks_count() {
+    let s = scanned();
+    let mut a = app(&s, true);
+    go_to(&mut a, |a, e| is_group(a, e, "Orphaned disks"));
+    key(&mut a, KeyCode::Enter);
+    key(&mut a, KeyCode::Char('j'));
+    key(&mut a, KeyCode::Char(' '));
+    key(&mut a, KeyCode::Char('j'));
+    key(&mut a, KeyCode::Char(' '));
+    key(&mut a, KeyCode::Char('h'));
+    assert!(!a.entries().iter().any(|e| matches!(e, Entry::Row(..))));
+    let text = render(&mut a, 80, 24);
+    let line = text
+        .lines()
+        .find(|l| l.contains("Orphaned disks"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("(2 marked)"), "{line}");
+}
+
+/// Issue 31: VM processes were not listed (no End process). Machines and VM processes are
+/// rows whose keys are the window's actions, planned by the core exactly as the window plans
+/// them (`view::runs`), reviewed like the marked items' plan and run by the same executor.
+#[test]
+fn machines_and_processes_are_rows_with_the_windows_actions() {
+    use smolsweep::view::runs::{machine_plan, vm_plan, VmAction};
+    let s = scanned();
+    let mut report = s.report.clone();
+    report.processes.push(
+        serde_json::from_value(serde_json::json!({
+            "pid": 4_000_001u32, "start_time": 7, "product": "smolvm",
+            "shape": "smolvm.boot_vm", "owner": "ghost-vm", "orphan": true,
+            "scope": "this_home", "held_deleted_bytes": 0, "reason": "an orphan",
+        }))
+        .unwrap(),
+    );
+    let mut a = App::new(false, false);
+    a.load(report.clone(), ScanView::of(&report));
+    go_to(&mut a, |_, e| e == Entry::Machines);
+    key(&mut a, KeyCode::Enter);
+    let (i, m) = a
+        .view
+        .as_ref()
+        .unwrap()
+        .machines
+        .iter()
+        .enumerate()
+        .find(|(_, m)| m.can_stop)
+        .map(|(i, m)| (i, m.clone()))
+        .expect("a running machine in the fixture");
+    go_to(&mut a, |_, e| e == Entry::Machine(i));
+    key(&mut a, KeyCode::Char('s'));
+    let Screen::Review(r) = &a.screen else {
+        panic!("review: {:?}", a.status)
+    };
+    let want = machine_plan(&report, m.product, &m.name, VmAction::Stop, false);
+    assert_eq!(
+        Some(&r.plan.actions),
+        want.core.as_ref().map(|p| &p.actions)
+    );
+    assert_eq!(r.confirmation, want.confirmation);
+    key(&mut a, KeyCode::Char('n'));
+    go_to(&mut a, |_, e| e == Entry::Processes);
+    key(&mut a, KeyCode::Enter);
+    let i = a
+        .view
+        .as_ref()
+        .unwrap()
+        .processes
+        .iter()
+        .position(|p| p.pid == 4_000_001)
+        .unwrap();
+    go_to(&mut a, |_, e| e == Entry::Process(i));
+    key(&mut a, KeyCode::Char('e'));
+    let Screen::Review(r) = &a.screen else {
+        panic!("review: {:?}", a.status)
+    };
+    let want = vm_plan(&report, 4_000_001, 7, VmAction::Reap, false);
+    assert_eq!(
+        Some(&r.plan.actions),
+        want.core.as_ref().map(|p| &p.actions)
+    );
+    match key(&mut a, KeyCode::Char('y')) {
+        Effect::Run(plan) => {
+            assert_eq!(Some(&plan.actions), want.core.as_ref().map(|p| &p.actions))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Issue 31: under LANG=C the detail text stopped mid-sentence. Every word of the longest
+/// reason is on the screen, at 80x24 in ASCII.
+#[test]
+fn detail_text_wraps_never_cuts_under_lang_c() {
+    let s = scanned();
+    let mut a = app(&s, true);
+    let (kind, id) = a
+        .view
+        .as_ref()
+        .unwrap()
+        .groups
+        .iter()
+        .flat_map(|g| g.rows.iter().map(move |r| (g.kind, r)))
+        .max_by_key(|(_, r)| r.reason.len() + r.path.len())
+        .map(|(k, r)| (k, r.id.clone()))
+        .unwrap();
+    a.open.insert(kind);
+    go_to(
+        &mut a,
+        |a, e| matches!(e, Entry::Row(g, r) if a.row(g, r).is_some_and(|r| r.id == id)),
+    );
+    let text = render(&mut a, 80, 24);
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for l in ui::detail(&a) {
+        let want = smolsweep::view::ascii(&l)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        for word in want.split(' ') {
+            assert!(flat.contains(word), "{word:?} is cut:\n{text}");
+        }
+        assert!(
+            flat.contains(&want[want.len().saturating_sub(30)..]),
+            "{text}"
+        );
+    }
 }

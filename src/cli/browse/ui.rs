@@ -26,7 +26,7 @@ pub(crate) fn draw(f: &mut Frame, app: &mut App) {
             let s = smolsweep::tray::TrayModel::scanning().status;
             f.render_widget(Paragraph::new(text(app, &s)), area);
         }
-        Screen::List => list_screen(f, app, area),
+        Screen::List | Screen::Quit => list_screen(f, app, area),
         Screen::Help => help_screen(f, app, area),
         Screen::Review(r) => review_screen(f, app, &r, area),
         Screen::Running(r) => running_screen(f, app, &r, area),
@@ -139,9 +139,10 @@ fn table_line(lead: String, what: &str, w: usize, c: [&str; 5]) -> String {
     .to_string()
 }
 
-/// "-" for nothing, else the bytes in the core's words.
-fn dash_or(n: u64) -> String {
-    if n == 0 {
+/// "-" for no item, else the bytes in the core's words ("0 B" for items of no bytes: they
+/// are counted, so they are shown).
+fn dash_or(items: usize, n: u64) -> String {
+    if items == 0 {
         "-".into()
     } else {
         view::bytes(n)
@@ -164,21 +165,35 @@ fn entry_line(app: &App, e: Entry, at_cursor: bool, width: usize) -> Line<'stati
                 (false, true) => "+",
             };
             let what = what_width(app, width);
+            // Marked items are counted on their group, open or closed (issue 31).
+            let marked = grp
+                .rows
+                .iter()
+                .filter(|r| app.marked.contains(&r.id))
+                .count();
+            let label = match marked {
+                0 => fit(app, grp.label, what),
+                n => {
+                    let tail = format!(" ({})", view::marks::marked_count(n));
+                    let room = what.saturating_sub(tail.chars().count());
+                    fit(app, grp.label, room) + &tail
+                }
+            };
             let s = table_line(
                 format!("{cursor}{marker} "),
-                &fit(app, grp.label, what),
+                &label,
                 what,
                 [
                     grp.product.as_str(),
                     &grp.count.to_string(),
                     &grp.size,
-                    &dash_or(grp.reclaimable_bytes),
-                    &dash_or(grp.opt_in_bytes),
+                    &dash_or(grp.reclaimable_count, grp.reclaimable_bytes),
+                    &dash_or(grp.opt_in_count, grp.opt_in_bytes),
                 ],
             );
-            let color = if grp.reclaimable_bytes > 0 {
+            let color = if grp.reclaimable_count > 0 {
                 Color::Green
-            } else if grp.opt_in_bytes > 0 {
+            } else if grp.opt_in_count > 0 {
                 Color::Yellow
             } else {
                 Color::Reset
@@ -186,12 +201,93 @@ fn entry_line(app: &App, e: Entry, at_cursor: bool, width: usize) -> Line<'stati
             (s, color)
         }
         Entry::Row(g, r) => row_line(app, g, r, cursor, width),
+        Entry::Machines | Entry::Processes => section_line(app, e, cursor),
+        Entry::Machine(i) => machine_line(app, i, cursor, width),
+        Entry::Process(i) => process_line(app, i, cursor, width),
     };
     let mut st = style(app, color);
     if at_cursor {
         st = st.add_modifier(Modifier::REVERSED);
     }
     Line::styled(text(app, &s), st)
+}
+
+/// The open/closed marker of a section.
+fn marker(app: &App, open: bool) -> &'static str {
+    match (open, app.ascii) {
+        (true, false) => "▾",
+        (false, false) => "▸",
+        (true, true) => "-",
+        (false, true) => "+",
+    }
+}
+
+/// The heading of the machines or the VM processes, with how many there are.
+fn section_line(app: &App, e: Entry, cursor: &str) -> (String, Color) {
+    let Some(v) = &app.view else {
+        return (String::new(), Color::Reset);
+    };
+    let (open, heading, n) = match e {
+        Entry::Machines => (app.open_machines, v.machines_heading(), v.machines.len()),
+        _ => (
+            app.open_processes,
+            view::marks::PROCESSES_HEADING,
+            v.processes.len(),
+        ),
+    };
+    let s = format!("{cursor}{} {heading} ({n})", marker(app, open));
+    (s, Color::Reset)
+}
+
+/// A machine's or sandbox's line: product, noun, name, state, size (as `scan -v` lists them).
+fn machine_line(app: &App, i: usize, cursor: &str, width: usize) -> (String, Color) {
+    let Some(m) = app.view.as_ref().and_then(|v| v.machines.get(i)) else {
+        return (String::new(), Color::Reset);
+    };
+    let size = m
+        .size
+        .as_deref()
+        .map(|x| format!(", {x}"))
+        .unwrap_or_default();
+    let s = format!(
+        "{cursor}     {:<8} {:<8} {} {}{size}",
+        m.product.as_str(),
+        m.noun,
+        view::escape_text(&m.name),
+        m.state_label
+    );
+    let color = if m.stale { Color::Yellow } else { Color::Reset };
+    (fit(app, &s, width), color)
+}
+
+/// A VM process's line: pid, what it is, whose, and whether it is an orphan.
+fn process_line(app: &App, i: usize, cursor: &str, width: usize) -> (String, Color) {
+    let Some(p) = app.view.as_ref().and_then(|v| v.processes.get(i)) else {
+        return (String::new(), Color::Reset);
+    };
+    let mut tags = Vec::new();
+    if !p.this_home {
+        tags.push("another HOME's".to_string());
+    }
+    if p.orphan {
+        tags.push("orphan".to_string());
+    }
+    let s = format!(
+        "{cursor}     pid {:<8} {} {} {}",
+        p.pid,
+        p.what,
+        p.owner
+            .as_deref()
+            .map(view::escape_text)
+            .unwrap_or("-".into()),
+        tags.join(", ")
+    );
+    let color = if p.can_end {
+        Color::Yellow
+    } else {
+        Color::Reset
+    };
+    (fit(app, s.trim_end(), width), color)
 }
 
 /// A finding's line: its mark box, size, verdict word and path (shortened from the middle by
@@ -247,8 +343,58 @@ pub(crate) fn detail(app: &App) -> Vec<String> {
             Some(grp) => vec![format!("{}: {}", grp.label, grp.meaning)],
             None => Vec::new(),
         },
+        Some(Entry::Machines) => vec![view::marks::MACHINE_ACTIONS.to_string()],
+        Some(Entry::Processes) => vec![view::marks::PROCESS_ACTIONS.to_string()],
+        Some(Entry::Machine(i)) => machine_detail(app, i),
+        Some(Entry::Process(i)) => process_detail(app, i),
         None => Vec::new(),
     }
+}
+
+/// A machine's detail: what it is, its state and role, and what can be done with it.
+fn machine_detail(app: &App, i: usize) -> Vec<String> {
+    let Some(m) = app.view.as_ref().and_then(|v| v.machines.get(i)) else {
+        return Vec::new();
+    };
+    let mut out = vec![format!(
+        "{} {} {}: {}",
+        m.product.display_name(),
+        m.noun,
+        view::escape_text(&m.name),
+        m.state_label
+    )];
+    out.extend(m.role.map(str::to_string));
+    out.extend(m.kept.clone());
+    out.push(machine_actions(m));
+    out
+}
+
+fn machine_actions(m: &view::MachineRow) -> String {
+    match (m.can_stop, m.can_delete) {
+        (true, true) => view::marks::MACHINE_ACTIONS.to_string(),
+        (false, true) => view::marks::MACHINE_DELETE_ONLY.to_string(),
+        _ => view::marks::no_action("a keep rule keeps it"),
+    }
+}
+
+fn process_actions(p: &view::ProcessRow) -> String {
+    match (p.this_home, p.can_end) {
+        (true, true) => view::marks::PROCESS_ACTIONS.to_string(),
+        (true, false) => view::marks::PROCESS_STOP_ONLY.to_string(),
+        (false, _) => view::marks::no_action("it is another HOME's VM process"),
+    }
+}
+
+/// A VM process's detail: the scan's reason, and what can be done with it.
+fn process_detail(app: &App, i: usize) -> Vec<String> {
+    let Some(p) = app.view.as_ref().and_then(|v| v.processes.get(i)) else {
+        return Vec::new();
+    };
+    let mut out = vec![p.reason.clone()];
+    out.extend(p.held_deleted.as_deref().map(view::marks::holds_deleted));
+    out.extend(p.kept.clone());
+    out.push(process_actions(p));
+    out
 }
 
 /// The status line: a refusal or the last run's closing line, else the marked items' plan
@@ -280,15 +426,74 @@ fn rule(app: &App, width: usize) -> Line<'static> {
     Line::raw(if app.ascii { "-" } else { "─" }.repeat(width))
 }
 
+/// `s` broken at spaces into lines of at most `w` columns; a word longer than a line is cut
+/// into pieces, so nothing is lost (issue 31: the detail text wraps, never cuts).
+pub(crate) fn wrap_text(s: &str, w: usize) -> Vec<String> {
+    let w = w.max(1);
+    let mut lines = Vec::new();
+    let mut cur = String::new();
+    for word in s.split(' ') {
+        let chars: Vec<char> = word.chars().collect();
+        for piece in chars.chunks(w) {
+            let piece: String = piece.iter().collect();
+            let len = cur.chars().count();
+            if len > 0 && len + 1 + piece.chars().count() > w {
+                lines.push(std::mem::take(&mut cur));
+            }
+            if !cur.is_empty() {
+                cur.push(' ');
+            }
+            cur.push_str(&piece);
+        }
+    }
+    lines.push(cur);
+    lines
+}
+
+/// The list's bottom lines: the detail of the entry under the cursor, the status (or the
+/// quit question) and the keys, each wrapped to `width`.
+fn bottom(app: &App, width: usize) -> (Vec<String>, Vec<String>, String) {
+    let detail: Vec<String> = detail(app)
+        .iter()
+        .flat_map(|l| wrap_text(&text(app, l), width))
+        .collect();
+    let status = match app.screen {
+        Screen::Quit => app.quit_question(),
+        _ => status_line(app),
+    };
+    let v = app.view.as_ref();
+    let keys = match (&app.screen, app.current()) {
+        (Screen::Quit, _) => view::marks::QUIT_KEYS.to_string(),
+        (_, Some(Entry::Machine(i))) => match v.and_then(|v| v.machines.get(i)) {
+            Some(m) => format!("{}  h close  q quit", machine_actions(m)),
+            None => String::new(),
+        },
+        (_, Some(Entry::Process(i))) => match v.and_then(|v| v.processes.get(i)) {
+            Some(p) => format!("{}  h close  q quit", process_actions(p)),
+            None => String::new(),
+        },
+        _ if app.ascii => {
+            "j k move  Enter open  Space mark  d review  r rescan  ? help  q quit".into()
+        }
+        _ => "↑↓ jk move  Enter open  Space mark  d review  r rescan  ? help  q quit".into(),
+    };
+    (detail, wrap_text(&text(app, &status), width), keys)
+}
+
 fn list_screen(f: &mut Frame, app: &mut App, area: Rect) {
     let width = area.width as usize;
     let head = head_lines(app, width);
-    let [top, list, sep, det, status, keys] = Layout::vertical([
+    let (detail, status, keys) = bottom(app, width);
+    // The detail takes the lines it needs (at least 3), leaving the list at least 3.
+    let fixed = head.len() + 1 + status.len() + 1;
+    let room = (area.height as usize).saturating_sub(fixed + 3);
+    let det_h = detail.len().max(3).min(room.max(1));
+    let [top, list, sep, det, status_area, keys_area] = Layout::vertical([
         Constraint::Length(head.len() as u16),
         Constraint::Min(1),
         Constraint::Length(1),
-        Constraint::Length(3),
-        Constraint::Length(1),
+        Constraint::Length(det_h as u16),
+        Constraint::Length(status.len() as u16),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -310,23 +515,14 @@ fn list_screen(f: &mut Frame, app: &mut App, area: Rect) {
         .collect();
     f.render_widget(Paragraph::new(lines), list);
     f.render_widget(Paragraph::new(rule(app, width)), sep);
-    let detail: Vec<Line> = detail(app)
-        .iter()
-        .map(|l| Line::raw(text(app, l)))
+    let detail: Vec<Line> = detail.into_iter().map(Line::raw).collect();
+    f.render_widget(Paragraph::new(detail), det);
+    let status: Vec<Line> = status
+        .into_iter()
+        .map(|l| Line::styled(l, bold()))
         .collect();
-    f.render_widget(Paragraph::new(detail).wrap(Wrap { trim: false }), det);
-    f.render_widget(
-        Paragraph::new(Line::styled(text(app, &status_line(app)), bold())),
-        status,
-    );
-    f.render_widget(
-        Paragraph::new(keys_line(
-            app,
-            "↑↓ jk move  Enter open  Space mark  d review  r rescan  ? help  q quit",
-            "j k move  Enter open  Space mark  d review  r rescan  ? help  q quit",
-        )),
-        keys,
-    );
+    f.render_widget(Paragraph::new(status), status_area);
+    f.render_widget(Paragraph::new(keys_line(app, &keys, &keys)), keys_area);
 }
 
 fn help_screen(f: &mut Frame, app: &App, area: Rect) {
@@ -341,7 +537,7 @@ fn help_screen(f: &mut Frame, app: &App, area: Rect) {
         "Enter → l"
     };
     let left = if app.ascii { "Left h" } else { "← h" };
-    let keys: [(&str, &str); 10] = [
+    let keys: [(&str, &str); 13] = [
         (arrows, "move"),
         ("PgUp PgDn", "move a page"),
         ("g G Home End", "first, last"),
@@ -355,9 +551,12 @@ fn help_screen(f: &mut Frame, app: &App, area: Rect) {
             "d",
             "review the marked items' plan (y runs it, n goes back)",
         ),
+        ("s", "stop the machine or sandbox (or the VM process's)"),
+        ("e", "end the orphaned VM process"),
+        ("x", "delete the machine or sandbox"),
         ("r", "scan again"),
         ("?", "this help"),
-        ("q Esc", "quit"),
+        ("q Esc", "quit (asks first while items are marked)"),
     ];
     let mut lines = vec![Line::styled("Keys", bold()), Line::raw("")];
     for (k, what) in keys {

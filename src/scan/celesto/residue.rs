@@ -348,8 +348,7 @@ pub(super) fn scan_socket_dir(
 /// a directory) is a finding of its own: unknown, never read, never deleted.
 pub(super) fn odd_inventory_files(ctx: &mut Ctx<'_>, dir: &Path, dbs: &[PathBuf]) {
     for db in dbs {
-        for suffix in ["", "-wal", "-journal"] {
-            let p = crate::inventory::sqlite_ro::side(db, suffix);
+        for p in crate::upstream::db_files(db) {
             let Some(m) = fsread::lstat(&p) else { continue };
             let ft = m.file_type();
             if ft.is_file() || ft.is_symlink() {

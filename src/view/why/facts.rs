@@ -83,7 +83,7 @@ pub struct ProcessFacts {
 pub struct Record {
     /// Whose inventory.
     pub product: Product,
-    /// "machine", "sandbox" or "computer", as the product says.
+    /// "sandbox" or "machine": [`Product::noun`].
     pub noun: &'static str,
     /// Machine name or sandbox id.
     pub name: String,

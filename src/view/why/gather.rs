@@ -11,9 +11,7 @@ use crate::procs::RawProcess;
 
 use super::facts::*;
 use super::WhyFacts;
-use crate::view::{
-    celesto_says_computer, class_label, confirmation, fix_for_process, verdict_word,
-};
+use crate::view::{class_label, confirmation, fix_for_process, verdict_word};
 
 // ---- Facts ------------------------------------------------------------------------------------
 
@@ -96,12 +94,8 @@ pub(super) fn item(f: &Finding) -> Item {
     }
 }
 
-pub(super) fn record(r: &ScanReport, m: &Machine) -> Record {
-    let noun = match m.product {
-        Product::Smolvm => "machine",
-        Product::Celesto if celesto_says_computer(r) => "computer",
-        Product::Celesto => "sandbox",
-    };
+pub(super) fn record(m: &Machine) -> Record {
+    let noun = m.product.noun();
     Record {
         product: m.product,
         noun,
@@ -236,7 +230,7 @@ pub(super) fn finding_why(facts: &WhyFacts, f: &Finding, why: &mut Why) {
         .machines
         .iter()
         .find(|m| m.product == f.product && Some(m.name.as_str()) == owner)
-        .map(|m| record(r, m));
+        .map(record);
     if why.record.is_none() {
         if let Some(rc) = &f.owner_recheck {
             why.unclaimed_in = rc.inventories.clone();
@@ -303,7 +297,7 @@ pub(super) fn free_finding(facts: &WhyFacts, f: &Finding) -> Free {
             .actions
             .iter()
             .filter(|a| !matches!(&a.action, Action::DeletePath { path, .. } if path == &f.path))
-            .map(|a| crate::pathser::escape_text(&a.summary))
+            .map(|a| crate::pathser::escape_text(&crate::view::action_line(a)))
             .collect();
         if !free.also.is_empty() {
             free.only_this = only_this(r, f);
@@ -377,7 +371,7 @@ pub(super) fn blocked(facts: &WhyFacts, f: &Finding) -> Vec<String> {
     if let Some(m) = owner {
         out.push(format!(
             "It belongs to {} {}, which exists: `smolsweep delete {}:{}` deletes it with everything of it.",
-            record(r, m).noun,
+            record(m).noun,
             m.name,
             m.product.as_str(),
             m.name
@@ -453,7 +447,7 @@ pub(super) fn machine_why(facts: &WhyFacts, product: Product, name: &str, why: &
         why.found = !why.items.is_empty();
         return;
     };
-    why.record = Some(record(r, m));
+    why.record = Some(record(m));
     why.compact = r
         .compact
         .disks
@@ -489,7 +483,7 @@ pub(super) fn machine_why(facts: &WhyFacts, product: Product, name: &str, why: &
         also: plan
             .actions
             .iter()
-            .map(|a| crate::pathser::escape_text(&a.summary))
+            .map(|a| crate::pathser::escape_text(&crate::view::action_line(a)))
             .collect(),
         only_this: None,
         blocked: plan
@@ -518,7 +512,7 @@ pub(super) fn process_why(facts: &WhyFacts, pid: u32, why: &mut Why) {
             .machines
             .iter()
             .find(|m| m.product == v.product && Some(m.name.as_str()) == v.owner.as_deref())
-            .map(|m| record(r, m));
+            .map(record);
         let mut free = Free::default();
         if v.is_this_homes_orphan() {
             let plan = Plan::from_scan(

@@ -353,10 +353,7 @@ pub(super) fn render_machine(why: &Why, product: Product, name: &str, out: &mut 
                 format!(
                     "No {} {} {shown} is recorded, and the scan found nothing of it.",
                     product.display_name(),
-                    match product {
-                        Product::Smolvm => "machine",
-                        Product::Celesto => "sandbox",
-                    }
+                    product.noun()
                 ),
             ));
             return;
@@ -449,12 +446,13 @@ pub(super) fn render_process(why: &Why, pid: u32, out: &mut Vec<Line>) {
             vm.product.display_name()
         ),
     ));
+    // Another HOME's: the scan's reason says so already (once, issue 31).
     let whose = match (vm.orphan, vm.this_home) {
-        (_, false) => "It belongs to another HOME: shown, never acted on.",
-        (true, true) => "No inventory record owns it: it is an orphan of this HOME.",
-        (false, true) => "It is this HOME's, and a record owns it.",
+        (_, false) => String::new(),
+        (true, true) => "No inventory record owns it: it is an orphan of this HOME. ".into(),
+        (false, true) => "It is this HOME's, and a record owns it. ".into(),
     };
-    out.push(line("Whose", format!("{whose} {}", vm.reason)));
+    out.push(line("Whose", format!("{whose}{}", vm.reason)));
     if let Some(rec) = &why.record {
         out.push(line("Record", record_words(rec)));
     }
@@ -476,7 +474,22 @@ pub(super) fn render_process(why: &Why, pid: u32, out: &mut Vec<Line>) {
 pub(super) fn render_place(why: &Why, p: &Path, out: &mut Vec<Line>) {
     let shown = crate::pathser::shown(p);
     if !why.found {
-        out.push(line("", format!("Nothing is at {shown}.")));
+        // One sentence for what is not there (issue 31): not also "it is no leftover".
+        let s = match &why.place {
+            Some(Place::Under { root, .. }) if root.path != p => format!(
+                "Nothing is at {shown}, in {}, {} {}: there is nothing to count or delete.",
+                crate::pathser::shown(&root.path),
+                root.product
+                    .map(|p| format!("{}'s", p.display_name()))
+                    .unwrap_or_else(|| "both SmolVMs'".into()),
+                root.what
+            ),
+            _ => format!("Nothing is at {shown}."),
+        };
+        out.push(line("", s));
+        if matches!(&why.place, Some(Place::Under { .. }) | None) {
+            return;
+        }
     }
     match &why.place {
         Some(Place::Under { root, findings }) if root.path == p => {
