@@ -417,7 +417,6 @@ function renderFindings(v) {
   state.selected = new Set([...state.selected].filter((id) => byId.has(id) && byId.get(id).selectable));
   if (!v.groups.length) { $("#findings-list").replaceChildren(el("div", { class: "empty", text: "Nothing to reclaim." })); updateSelection(); return; }
   const out = [];
-  const badges = (state.status.window || {}).badges || {};
   v.groups.forEach((g, gi) => {
     const hid = `group-h-${gi}`;
     const trs = g.rows.map((f) => {
@@ -440,8 +439,7 @@ function renderFindings(v) {
         el("td", { class: "sel" }, box),
         pathCell(f, el("div", { class: "effect small muted", text: f.effect }), keptLine),
         el("td", { class: "verdict" },
-          kept ? el("span", { class: "badge kept", text: "kept by you" }) : el("span", { class: `badge ${f.verdict}`, text: badges[f.verdict] || f.verdict_label }),
-          !kept && badges[f.verdict] && badges[f.verdict] !== f.verdict_label ? el("div", { class: "verdict-note small muted", text: f.verdict_label }) : null,
+          kept ? el("span", { class: "badge kept", text: "kept by you" }) : el("span", { class: `badge ${f.verdict}`, text: f.verdict_label }),
           kept ? null : keepControl({ by: "finding", id: f.id }, f.path),
           whyButton({ by: "finding", id: f.id }, f.path)),
         size);
@@ -506,7 +504,7 @@ function renderVms(v) {
           m.can_stop ? button("stop", "Stop", "secondary") : null,
           m.can_delete ? button("delete", "Delete", "danger") : null));
     });
-    parts.push(el("h2", { id: "h-machines", text: "Machines and sandboxes" }), el("div", { class: "group", role: "list", "aria-labelledby": "h-machines" }, rows));
+    parts.push(el("h2", { id: "h-machines", text: v.machines_heading }), el("div", { class: "group", role: "list", "aria-labelledby": "h-machines" }, rows));
   }
   const processRow = (p) => {
     const who = p.owner || `pid ${p.pid}`;
@@ -530,7 +528,7 @@ function renderVms(v) {
   if (others.length) {
     const open = !!($("#other-homes") || {}).open;
     parts.push(el("details", { id: "other-homes", class: "group other-homes", open },
-      el("summary", { id: "h-other-homes", text: win.other_homes }),
+      el("summary", { id: "h-other-homes", text: v.other_homes_line }),
       el("div", { role: "list", "aria-labelledby": "h-other-homes" }, others.map(processRow))));
   }
   list.replaceChildren(...parts);

@@ -44,8 +44,7 @@ pub struct Status {
     /// The treemap of what the filter shows (`smolsweep::view::treemap`, in a
     /// [`TREEMAP_W`] × [`TREEMAP_H`] area).
     pub treemap: Vec<smolsweep::view::Tile>,
-    /// What only the window shows beside `view`: the badges' short words, the compaction's
-    /// labels, the fold of other HOMEs' VM processes, paths that fit
+    /// What only the window shows beside `view`: the compaction's labels and paths that fit
     /// (`smolsweep::view::window::WindowView`).
     pub window: Option<WindowView>,
 }

@@ -1,6 +1,6 @@
 //! What only the desktop window and tray show, as data: the compaction they confirm and report,
-//! the "Why?" dialog as labelled sections, the verdict badges' short words, paths shortened to
-//! the width they get, History's times, and the Running VMs' fold of other HOMEs' processes.
+//! the "Why?" dialog as labelled sections, paths shortened to the width they get, and History's
+//! times.
 //! The window draws these as they are; none of its words is its own.
 
 use std::collections::BTreeMap;
@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::exec::ExecReport;
-use crate::model::{ScanReport, Verdict};
+use crate::model::ScanReport;
 use crate::view::notes::Note;
 use crate::view::runs::{plan_of, PlanView, ReclaimOutcome, StepStatus};
 use crate::view::why::{Free, Line, Why};
@@ -208,12 +208,11 @@ impl WhyPanel {
     }
 }
 
-/// What the window shows beside the scan's view: its short words and what it folds.
+/// What the window shows beside the scan's view (which carries the rows' short verdict labels,
+/// the machines' heading and the line of other HOMEs' VM processes): the compaction's labels
+/// and the paths that fit.
 #[derive(Debug, Clone, Serialize)]
 pub struct WindowView {
-    /// A verdict's badge by its JSON name: one short word ([`crate::view::verdict_word`],
-    /// capitalised); the row's `verdict_label` says the rest beside it.
-    pub badges: BTreeMap<String, String>,
     /// The compaction card's label.
     pub compact_card: &'static str,
     /// The compaction button's label ("Compact 3 disks: 12 GB…"), absent when nothing is
@@ -221,9 +220,6 @@ pub struct WindowView {
     pub compact_button: Option<String>,
     /// A machine row's compaction button.
     pub compact_machine: &'static str,
-    /// The heading of the group other HOMEs' VM processes are folded into ("3 VM processes of
-    /// other HOMEs: shown only, never signalled"), absent when there is none.
-    pub other_homes: Option<String>,
     /// Every finding's path shortened to fit ([`path_fits`]), by finding id.
     pub paths: BTreeMap<String, Vec<String>>,
 }
@@ -231,30 +227,10 @@ pub struct WindowView {
 impl WindowView {
     /// The window's view beside `view`, the scan view of `report`.
     pub fn of(report: &ScanReport, view: &ScanView) -> WindowView {
-        let badges = [
-            Verdict::Reclaimable,
-            Verdict::OptIn,
-            Verdict::Protected,
-            Verdict::Unknown,
-        ]
-        .into_iter()
-        .filter_map(|v| {
-            let key = serde_json::to_value(v).ok()?.as_str()?.to_string();
-            Some((key, capitalised(crate::view::verdict_word(v))))
-        })
-        .collect();
-        let others = view.processes.iter().filter(|p| !p.this_home).count();
         WindowView {
-            badges,
             compact_card: "Compactable (opt-in)",
             compact_button: view.compact.tray_label.as_ref().map(|l| format!("{l}…")),
             compact_machine: "Compact…",
-            other_homes: (others > 0).then(|| {
-                format!(
-                    "{} of other HOMEs: shown only, never signalled",
-                    plural(others, "VM process", "VM processes")
-                )
-            }),
             paths: report
                 .findings
                 .iter()
@@ -262,13 +238,6 @@ impl WindowView {
                 .collect(),
         }
     }
-}
-
-fn capitalised(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
 }
 
 /// A machine's compaction target as `compact_plan` takes it (`smolvm:web`).
@@ -440,17 +409,17 @@ mod tests {
         assert_eq!(p.only_this.as_deref(), Some("smolsweep prune --id abc"));
     }
 
-    /// Hazard: the opt-in badge says a whole sentence and wraps into five lines.
     #[test]
-    fn opt_in_badge_is_one_short_word() {
+    fn nothing_compactable_offers_no_compaction_button() {
         let t = tempfile::tempdir().unwrap();
-        let r = report(t.path(), vec![]);
+        let r = report(t.path(), vec![disk(&t.path().join("d.raw"), "d", 0)]);
         let w = WindowView::of(&r, &ScanView::of(&r));
-        assert_eq!(w.badges["opt_in"], "Opt-in");
-        assert_eq!(w.badges["reclaimable"], "Reclaimable");
-        assert_eq!(w.badges["unknown"], "Unverifiable");
-        assert!(w.badges.values().all(|b| !b.contains(' ')));
-        assert_eq!(w.other_homes, None);
         assert_eq!(w.compact_button, None);
+        let r = report(
+            t.path(),
+            vec![disk(&t.path().join("d.raw"), "d", 2_000_000)],
+        );
+        let w = WindowView::of(&r, &ScanView::of(&r));
+        assert_eq!(w.compact_button.as_deref(), Some("Compact 1 disk: 2.0 MB…"));
     }
 }
