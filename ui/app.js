@@ -405,7 +405,7 @@ function fitPaths() {
 }
 // Fitted again whenever the list's width changes (the window resized, a view shown).
 let fitTimer;
-const refit = () => { clearTimeout(fitTimer); fitTimer = setTimeout(fitPaths, 30); };
+const refit = () => { clearTimeout(fitTimer); fitTimer = setTimeout(() => requestAnimationFrame(fitPaths), 30); };
 window.addEventListener("resize", refit);
 new ResizeObserver(refit).observe($("#findings-list"));
 

@@ -23,7 +23,7 @@ pub struct PlanStep {
     pub path: PathBuf,
     /// The path shortened from the middle for display (`view::short_path`).
     pub short_path: String,
-    /// The core's words for the action (`Action::summary`, as `smolsweep prune` prints it).
+    /// The core's words for the action (`view::action_line`, as `smolsweep prune` prints it).
     pub summary: String,
     /// Allocated bytes the scan measured for it.
     pub allocated_bytes: u64,
@@ -119,7 +119,7 @@ pub fn plan_of(report: &ScanReport, core: CorePlan) -> PlanView {
                 short_path: crate::view::short_path(&path, 72),
                 id,
                 path,
-                summary: a.summary.clone(),
+                summary: crate::view::action_line(a),
                 allocated_bytes: bytes,
             }
         })
@@ -461,7 +461,7 @@ impl VmPlan {
             target: t.target.clone(),
             steps: core
                 .iter()
-                .flat_map(|c| c.actions.iter().map(|a| a.summary.clone()))
+                .flat_map(|c| c.actions.iter().map(crate::view::action_line))
                 .collect(),
             refused: t
                 .refused()
@@ -621,8 +621,13 @@ impl VmOutcome {
                             Outcome::Skipped { why, .. } => (ActionStatus::Skipped, why.clone()),
                             Outcome::Failed { error } => (ActionStatus::Failed, error.clone()),
                         };
-                        ActionResult {
+                        // The line the plan was confirmed with (`view::action_line`).
+                        let planned = crate::plan::PlannedAction {
+                            action: rec.action.clone(),
                             summary: rec.summary.clone(),
+                        };
+                        ActionResult {
+                            summary: crate::view::action_line(&planned),
                             status,
                             message,
                         }

@@ -261,17 +261,22 @@ async fn paths_shorten_from_the_middle_never_break_mid_name_at_800x600() {
     nav(&c, "findings").await;
     for (w, h) in [(800, 600), (1280, 800)] {
         c.set_window_size(w, h).await.ok();
-        tokio::time::sleep(Duration::from_millis(400)).await;
-        let rows = js(
-            &c,
-            &format!(
-                "{LINES} return [...document.querySelectorAll('tr.finding')].map((r) => {{ \
-                   const p = r.querySelector('.path'); \
-                   return [r.dataset.id, p.textContent, lines(p), p.scrollWidth - p.clientWidth]; }})"
-            ),
-        )
-        .await;
-        let rows: Vec<(String, String, f64, i64)> = serde_json::from_value(rows).unwrap();
+        // The window resizes asynchronously: the rows as they are once every path fits (or
+        // as they are after 5 s).
+        let script = format!(
+            "{LINES} return [...document.querySelectorAll('tr.finding')].map((r) => {{ \
+               const p = r.querySelector('.path'); \
+               return [r.dataset.id, p.textContent, lines(p), p.scrollWidth - p.clientWidth]; }})"
+        );
+        let mut rows: Vec<(String, String, f64, i64)> = vec![];
+        for _ in 0..50 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            rows = serde_json::from_value(js(&c, &script).await).unwrap();
+            let width = js(&c, "return window.innerWidth").await;
+            if width == json!(w) && rows.iter().all(|r| r.2 <= 1.2 && r.3 <= 0) {
+                break;
+            }
+        }
         assert_eq!(rows.len(), l.s.report.findings.len());
         let mut shortened = 0;
         for (id, text, lines, over) in &rows {
