@@ -2,7 +2,7 @@
 # Display-server tests of the desktop app: the real tray menu over D-Bus (dbusmenu), real
 # notifications through dunst, and the real window through WebDriver (tauri-driver +
 # WebKitWebDriver). Runs the `#[ignore]`d tests of
-# src-tauri/tests/it/{display,webdriver,wizard_window,real_scan,real_vm_window}.rs under Xvfb and
+# src-tauri/tests/it/{display,webdriver,window_look,wizard_window,real_scan,real_vm_window}.rs under Xvfb and
 # a private session bus; screenshots go to docs/screenshots/. real_vm_window boots a real QEMU
 # Celesto sandbox: it needs what scripts/setup/20-real-tools.sh and 30-qemu-vm.sh export
 # (scripts/test.sh sources them first), and fails without it.
@@ -46,10 +46,10 @@ trap 'kill $dunst_pid 2>/dev/null || true' EXIT
 gdbus wait --session --timeout 10 org.freedesktop.Notifications
 
 export SMOLSWEEP_SCREENSHOTS="$PWD/docs/screenshots"
-# The desktop crate's test binary `it`, its modules display, webdriver, wizard_window, real_scan
-# and real_vm_window. `--workspace` as above, so nothing is rebuilt (`-p smolsweep-desktop`
+# The desktop crate's test binary `it`, its modules display, webdriver, window_look,
+# wizard_window, real_scan and real_vm_window. `--workspace` as above, so nothing is rebuilt (`-p smolsweep-desktop`
 # resolves features differently); the core crate's `it` runs too and has none of these. A
 # test-name filter of the caller's (an argument not starting with `-`) replaces the modules.
-filters=(display:: webdriver:: wizard_window:: real_scan:: real_vm_window::)
+filters=(display:: webdriver:: window_look:: wizard_window:: real_scan:: real_vm_window::)
 for a in "$@"; do [[ $a == -* ]] || filters=(); done
 cargo test --workspace -q --no-fail-fast --test it -- --ignored --test-threads=1 ${filters[@]+"${filters[@]}"} "$@"

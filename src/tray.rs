@@ -121,6 +121,9 @@ pub enum TrayEntry {
 pub enum TrayAction {
     /// "Reclaim…": confirm and reclaim what [`TrayModel::reclaim_ids`] names.
     Reclaim,
+    /// "Compact 3 disks: 12 GB…": plan the compaction of every disk with something to give
+    /// back (`target::compact_plan` with no target), confirm it and run it.
+    Compact,
     /// "Rescan now": scan again.
     Rescan,
     /// "Open Smolsweep": show the window.
@@ -161,6 +164,7 @@ impl TrayAction {
         }
         Some(match id {
             ids::RECLAIM => TrayAction::Reclaim,
+            ids::COMPACT => TrayAction::Compact,
             ids::RESCAN => TrayAction::Rescan,
             ids::OPEN => TrayAction::Open,
             ids::UNINSTALL => TrayAction::Uninstall,
@@ -201,7 +205,7 @@ pub struct TrayModel {
     /// Every entry of the menu, in display order.
     pub entries: Vec<TrayEntry>,
     /// "Compact 3 disks: 12 GB…" (id [`ids::COMPACT`]) when the disks of stopped machines and
-    /// saved disks hold space their guests freed: the entry the shell puts after "Reclaim", to
+    /// saved disks hold space their guests freed: also in `entries`, right after "Reclaim", to
     /// plan, confirm with the core's sentence and run a compaction of every such disk
     /// (`target::compact_plan` with no target), as `smolsweep compact` does. Its own figure,
     /// opt-in: never part of "Reclaim" or the status.
@@ -313,23 +317,27 @@ fn compact_item(report: &ScanReport) -> Option<TrayItem> {
     Some(TrayItem::new(ids::COMPACT, format!("{label}…"), true))
 }
 
-/// The menu's fixed tail: Reclaim (enabled, with its size, when something is reclaimable),
-/// Rescan, Open, Uninstall and Quit.
-fn action_entries(reclaimable: Option<u64>) -> Vec<TrayEntry> {
+/// The menu's fixed tail: Reclaim (enabled, with its size, when something is reclaimable), the
+/// compaction entry when there is one, Rescan, Open, Uninstall and Quit.
+fn action_entries(reclaimable: Option<u64>, compact: Option<&TrayItem>) -> Vec<TrayEntry> {
     let reclaim_label = crate::view::reclaim_label(reclaimable);
-    vec![
+    let mut v = vec![
         TrayEntry::Separator,
         TrayEntry::Item(TrayItem::new(
             ids::RECLAIM,
             reclaim_label,
             reclaimable.is_some(),
         )),
+    ];
+    v.extend(compact.cloned().map(TrayEntry::Item));
+    v.extend([
         TrayEntry::Item(TrayItem::new(ids::RESCAN, "Rescan now", true)),
         TrayEntry::Item(TrayItem::new(ids::OPEN, "Open Smolsweep", true)),
         TrayEntry::Separator,
         TrayEntry::Item(TrayItem::new(ids::UNINSTALL, "Uninstall SmolVM…", true)),
         TrayEntry::Item(TrayItem::new(ids::QUIT, "Quit", true)),
-    ]
+    ]);
+    v
 }
 
 impl TrayModel {
@@ -372,7 +380,8 @@ impl TrayModel {
 
         let mut entries = vec![TrayEntry::Item(TrayItem::new(ids::STATUS, &status, false))];
         entries.extend(vm_entries(&report.processes));
-        entries.extend(action_entries(reclaimable));
+        let compact = compact_item(report);
+        entries.extend(action_entries(reclaimable, compact.as_ref()));
 
         TrayModel {
             status,
@@ -381,7 +390,7 @@ impl TrayModel {
             reclaim_ids,
             reclaim_bytes,
             entries,
-            compact: compact_item(report),
+            compact,
         }
     }
 
@@ -398,7 +407,7 @@ impl TrayModel {
     pub fn scanning() -> TrayModel {
         let status = "Scanning…".to_string();
         let mut entries = vec![TrayEntry::Item(TrayItem::new(ids::STATUS, &status, false))];
-        entries.extend(action_entries(None));
+        entries.extend(action_entries(None, None));
         TrayModel {
             tooltip: format!("Smolsweep — {status}"),
             icon: IconState::Clean,
@@ -685,6 +694,7 @@ mod tests {
     fn every_action_id_round_trips() {
         for (id, a) in [
             (ids::RECLAIM, TrayAction::Reclaim),
+            (ids::COMPACT, TrayAction::Compact),
             (ids::RESCAN, TrayAction::Rescan),
             (ids::OPEN, TrayAction::Open),
             (ids::UNINSTALL, TrayAction::Uninstall),
@@ -794,6 +804,12 @@ mod tests {
         assert_eq!(m.status, "Nothing to reclaim");
         assert_eq!(m.reclaim_bytes, 0);
         assert!(!m.item(ids::RECLAIM).unwrap().enabled);
+        // In the menu right after "Reclaim", and a click on it maps back to the compaction.
+        let ids: Vec<&str> = m.items().iter().map(|i| i.id.as_str()).collect();
+        let at = ids.iter().position(|i| *i == ids::RECLAIM).unwrap();
+        assert_eq!(ids[at + 1], ids::COMPACT, "{ids:?}");
+        assert_eq!(m.item(ids::COMPACT), Some(&item));
+        assert_eq!(TrayAction::from_id(&item.id), Some(TrayAction::Compact));
         // Nothing compactable: no entry.
         r.compact = crate::model::CompactReport::of(vec![disk("d", 0, Some("x"))]);
         assert_eq!(

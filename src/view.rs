@@ -41,6 +41,9 @@ mod treemap;
 mod trend;
 /// `why`: how Smolsweep judges one finding, path, machine or process, and on what evidence.
 pub mod why;
+/// What only the desktop window and tray show: the compaction they confirm, "Why?" as labelled
+/// sections, paths that fit, History's times.
+pub mod window;
 
 pub use compact::{compact_view, disk_sentence, CompactView};
 use confirm::vms;

@@ -50,6 +50,7 @@ function show(view, focus) {
     if (b.dataset.view === view) b.setAttribute("aria-current", "page"); else b.removeAttribute("aria-current");
   });
   if (view === "history") loadHistory();
+  if (view === "findings") fitPaths();
   if (view === "settings") loadSettings();
   // Moving to a view from inside the page (not from the nav) puts the focus on its heading.
   if (focus) { const h = $(`#view-${view} h1`); if (h) h.focus(); }
@@ -86,6 +87,7 @@ function render(status) {
   $("#t-optin-n").textContent = t.opt_in_items;
   $("#t-orphans").textContent = String(t.orphan_processes);
   $("#t-held").textContent = t.held_line;
+  renderCompact(v, status.window);
   $("#nav-count").textContent = t.findings ? String(t.findings) : "";
   const nVms = v.machines.length + v.processes.length;
   $("#nav-vms").textContent = nVms ? String(nVms) : "";
@@ -96,6 +98,19 @@ function render(status) {
   renderFindings(v);
   renderVms(v);
 }
+
+// Space inside disks (opt-in, never in the reclaimable total): the core's figure and line, and
+// the compaction of every disk with something to give back.
+function renderCompact(v, win) {
+  const c = v.compact;
+  $("#c-label").textContent = win.compact_card;
+  $("#t-compact").textContent = c.size;
+  $("#t-compact-line").textContent = c.line || c.detail || "";
+  const b = $("#compact-btn");
+  b.classList.toggle("hidden", !win.compact_button);
+  b.textContent = win.compact_button || "";
+}
+$("#compact-btn").addEventListener("click", () => planCompact(null, $("#compact-result")));
 
 // Banners on every view: a product the scan cannot vouch for (newer than known, an inventory
 // that does not prove itself), with the core's sentence.
@@ -324,12 +339,34 @@ function keepControl(request, what) {
   return wrap;
 }
 
-// "Why?": the core's answer for a row (the same text `smolsweep why` prints), shown as it is.
+// "Why?": the core's answer for a row (the sentences `smolsweep why` prints), under their labels,
+// with the command that frees it to copy.
 async function showWhy(target, what, from) {
   let w;
   try { w = await invoke("why_of", { target }); } catch (e) { toast(String(e)); return; }
+  const p = w.panel;
   $("#why-title").textContent = `Why? ${what}`;
-  $("#why-text").textContent = w.text;
+  const rows = p.sections.map((sec) => {
+    const paras = [];
+    let items = null;
+    for (const l of sec.lines) {
+      if (l.item) {
+        if (!items) { items = el("ul", { class: "why-items" }); paras.push(items); }
+        items.append(el("li", { text: l.text }));
+      } else {
+        items = null;
+        paras.push(el("p", { text: l.text }));
+      }
+    }
+    return sec.label
+      ? [el("dt", { text: sec.label }), el("dd", {}, paras)]
+      : [el("dd", { class: "why-head" }, paras)];
+  });
+  const cmd = (label, c) => [el("dt", { text: label }), el("dd", { class: "why-command" }, el("code", { text: c }), " ",
+    el("button", { type: "button", class: "copy small", "aria-label": `${p.copy} ${c}`, onclick: () => copyPath(c) }, p.copy))];
+  if (p.command) rows.push(cmd(p.command_label, p.command));
+  if (p.only_this) rows.push(cmd(p.command_label, p.only_this));
+  $("#why-body").replaceChildren(el("dl", { class: "why" }, rows.flat()));
   const d = $("#why-dialog");
   d.returnTo = from;
   d.showModal();
@@ -346,13 +383,31 @@ $("#why-dialog").addEventListener("close", () => {
   if (d.returnTo && d.returnTo.isConnected) d.returnTo.focus();
 });
 
+// A path shortened from the middle to fit its line: the core offers it at a few widths
+// (`view::window::path_fits`), the longest that fits on one line is shown.
 function pathCell(row, extra, more) {
+  const fits = ((state.status.window || {}).paths || {})[row.id];
   return el("td", {},
     el("div", { class: "pathline" },
-      el("span", { class: "path", title: row.path, text: row.short_path }),
+      el("span", { class: "path", title: row.path, text: row.short_path, dataset: fits ? { fits: JSON.stringify(fits) } : {} }),
       el("button", { type: "button", class: "copy small", "aria-label": `Copy path ${row.path}`, title: "Copy the full path", onclick: () => copyPath(row.path) }, "Copy")),
     el("div", { class: "reason", text: row.reason }), extra, more);
 }
+
+function fitPaths() {
+  for (const e of $$(".path[data-fits]")) {
+    if (!e.clientWidth) continue;
+    const fits = JSON.parse(e.dataset.fits);
+    let i = 0;
+    e.textContent = fits[0];
+    while (i < fits.length - 1 && e.scrollWidth > e.clientWidth) e.textContent = fits[++i];
+  }
+}
+// Fitted again whenever the list's width changes (the window resized, a view shown).
+let fitTimer;
+const refit = () => { clearTimeout(fitTimer); fitTimer = setTimeout(() => requestAnimationFrame(fitPaths), 30); };
+window.addEventListener("resize", refit);
+new ResizeObserver(refit).observe($("#findings-list"));
 
 function renderFindings(v) {
   // Default selection: what the core selects by default; kept across rescans once touched.
@@ -398,6 +453,7 @@ function renderFindings(v) {
       el("table", { "aria-labelledby": hid }, el("tbody", {}, trs))));
   });
   $("#findings-list").replaceChildren(...out);
+  fitPaths();
   updateSelection();
 }
 
@@ -422,15 +478,18 @@ async function updateSelection() {
   btn.dataset.estimate = c.estimate;
 }
 
+// This HOME's machines and VM processes first; other HOMEs' VM processes folded into one group
+// with the core's count (they are shown only: every action on them would be refused).
 function renderVms(v) {
   const list = $("#vms-list");
+  const win = state.status.window || {};
   if (!v.machines.length && !v.processes.length) { list.replaceChildren(el("div", { class: "empty", text: "No machine or sandbox, and no SmolVM VM is running." })); return; }
   const parts = [];
   if (v.machines.length) {
     const rows = v.machines.map((m) => {
       const label = `${m.noun} ${m.name}`;
       const button = (action, text, cls) => el("button", { type: "button", class: cls, dataset: { action }, "aria-label": `${text} ${label}`, onclick: () => planMachine(m, action, false) }, text);
-      const meta = [m.pid ? `pid ${m.pid}` : "", m.size ? m.size : ""].filter(Boolean).join(" · ");
+      const meta = [m.pid ? `pid ${m.pid}` : "", m.size ? m.size : "", m.compactable || ""].filter(Boolean).join(" · ");
       return el("div", { class: "vm machine", role: "listitem", dataset: { product: m.product, name: m.name, stale: m.stale ? "1" : "" } },
         el("div", {},
           el("div", {}, el("b", { text: `${m.noun} ${m.name}` }), " ",
@@ -441,27 +500,36 @@ function renderVms(v) {
         el("div", { class: "buttons" },
           whyButton({ by: "machine", product: m.product, name: m.name }, label),
           keepControl({ by: "machine", product: m.product, name: m.name }, label),
+          m.compactable ? el("button", { type: "button", class: "secondary", dataset: { action: "compact" }, "aria-label": `${win.compact_machine} ${label}`, onclick: () => planCompact({ product: m.product, name: m.name }, $("#vm-result")) }, win.compact_machine) : null,
           m.can_stop ? button("stop", "Stop", "secondary") : null,
           m.can_delete ? button("delete", "Delete", "danger") : null));
     });
-    parts.push(el("h2", { id: "h-machines", text: "Machines and sandboxes" }), el("div", { class: "group", role: "list", "aria-labelledby": "h-machines" }, rows));
+    parts.push(el("h2", { id: "h-machines", text: v.machines_heading }), el("div", { class: "group", role: "list", "aria-labelledby": "h-machines" }, rows));
   }
-  if (v.processes.length) {
-    const rows = v.processes.map((p) => {
-      const who = p.owner || `pid ${p.pid}`;
-      const meta = [`pid ${p.pid}`, p.what, p.this_home ? "" : "another HOME: shown only, never signalled", p.held_deleted ? `holds ${p.held_deleted} of deleted files` : ""].filter(Boolean).join(" · ");
-      return el("div", { class: "vm process", role: "listitem", dataset: { pid: p.pid } },
-        el("div", {},
-          el("div", {}, el("b", { text: who }), " ",
-            el("span", { class: `badge ${p.orphan ? "orphan" : "state"}`, text: p.orphan ? "orphaned" : "running" })),
-          el("div", { class: "meta", text: meta }),
-          p.reason ? el("div", { class: "meta", text: p.reason }) : null,
-          p.kept ? el("div", { class: "meta kept", text: p.kept }) : null),
-        el("div", { class: "buttons" },
-          p.this_home ? whyButton({ by: "process", pid: p.pid }, `process ${p.pid}`) : null,
-          p.can_end ? el("button", { type: "button", class: "danger", dataset: { action: "reap" }, "aria-label": `End process ${p.pid} (${who})`, onclick: () => planVm(p, "reap", false) }, "End process") : null));
-    });
-    parts.push(el("h2", { id: "h-processes", text: "VM processes" }), el("div", { class: "group", role: "list", "aria-labelledby": "h-processes" }, rows));
+  const processRow = (p) => {
+    const who = p.owner || `pid ${p.pid}`;
+    const meta = [`pid ${p.pid}`, p.what, p.held_deleted ? `holds ${p.held_deleted} of deleted files` : ""].filter(Boolean).join(" · ");
+    return el("div", { class: "vm process", role: "listitem", dataset: { pid: p.pid, home: p.this_home ? "this" : "other" } },
+      el("div", {},
+        el("div", {}, el("b", { text: who }), " ",
+          el("span", { class: `badge ${p.orphan ? "orphan" : "state"}`, text: p.orphan ? "orphaned" : "running" })),
+        el("div", { class: "meta", text: meta }),
+        p.reason ? el("div", { class: "meta", text: p.reason }) : null,
+        p.kept ? el("div", { class: "meta kept", text: p.kept }) : null),
+      el("div", { class: "buttons" },
+        p.this_home ? whyButton({ by: "process", pid: p.pid }, `process ${p.pid}`) : null,
+        p.can_end ? el("button", { type: "button", class: "danger", dataset: { action: "reap" }, "aria-label": `End process ${p.pid} (${who})`, onclick: () => planVm(p, "reap", false) }, "End process") : null));
+  };
+  const mine = v.processes.filter((p) => p.this_home);
+  const others = v.processes.filter((p) => !p.this_home);
+  if (mine.length) {
+    parts.push(el("h2", { id: "h-processes", text: "VM processes" }), el("div", { class: "group", role: "list", "aria-labelledby": "h-processes" }, mine.map(processRow)));
+  }
+  if (others.length) {
+    const open = !!($("#other-homes") || {}).open;
+    parts.push(el("details", { id: "other-homes", class: "group other-homes", open },
+      el("summary", { id: "h-other-homes", text: v.other_homes_line }),
+      el("div", { role: "list", "aria-labelledby": "h-other-homes" }, others.map(processRow))));
   }
   list.replaceChildren(...parts);
 }
@@ -530,6 +598,45 @@ $("#reclaim-btn").addEventListener("click", async () => {
   });
 });
 
+// Compact the disks of one machine (or every disk with something to give back): the core's plan
+// and words; the result goes to `box`.
+async function planCompact(machine, box) {
+  rememberOpener();
+  let ask;
+  try { ask = await invoke("plan_compact", { machine }); } catch (e) { toast(String(e)); return; }
+  const plan = ask.plan;
+  state.pending = { kind: "compact", digest: plan.digest, machine, box };
+  openConfirm({
+    title: ask.title,
+    confirmation: plan.confirmation,
+    items: plan.steps.map((s) => el("li", { title: s.path || null }, el("span", { class: "line", text: s.summary }))),
+    refused: plan.refused,
+    go: ask.ok,
+    enabled: plan.steps.length > 0,
+  });
+}
+
+async function runCompact(pend) {
+  const box = pend.box;
+  box.className = "result";
+  box.replaceChildren(el("p", { class: "small", text: `${$("#confirm-headline").textContent}…` }));
+  try {
+    const out = await invoke("execute_compact", { machine: pend.machine, digest: pend.digest });
+    const other = out.steps.filter((s) => s.status !== "removed");
+    box.className = `result${other.length ? " partial" : ""}`;
+    box.replaceChildren(
+      el("p", { class: "compact-summary", text: out.summary }),
+      ...(other.length ? [el("ul", { class: "small" }, other.map((s) => el("li", { text: `${s.status}: ${s.path} — ${s.message}` })))] : []),
+      ...(out.refused_line ? [el("p", { class: "small muted", text: out.refused_line })] : []),
+      ...(out.journal_error ? [el("p", { class: "small", text: out.journal_error })] : []));
+  } catch (e) {
+    box.className = "result partial";
+    box.replaceChildren(el("p", { text: String(e) }));
+  } finally {
+    refresh();
+  }
+}
+
 function showVmPlan(plan, action) {
   state.pending = { kind: "vm", plan };
   openConfirm({
@@ -582,6 +689,7 @@ $("#confirm-dialog").addEventListener("close", async () => {
   opener = null;
   if ($("#confirm-dialog").returnValue !== "go" || !pend) return;
   if (pend.kind === "vm") return runVm(pend.plan);
+  if (pend.kind === "compact") return runCompact(pend);
   const ids = [...state.selected];
   state.busy = true; updateSelection();
   $("#result").classList.add("hidden");
@@ -661,7 +769,7 @@ async function loadHistory() {
     const outcomes = r.outcomes.map((o) => el("div", { class: "reason", dataset: { outcome: o.outcome } },
       `${o.outcome}: ${o.summary}${o.why ? ` — ${o.why}` : ""}${o.error ? ` — ${o.error}` : ""}`));
     return el("tr", { dataset: { plan: r.plan_id } },
-      el("td", { text: new Date(r.started_at_ms).toLocaleString() }),
+      el("td", { class: "when", text: r.started }),
       el("td", { class: "origin", text: r.origin ? `${r.origin.surface} · ${r.origin.command}` : "—" }),
       el("td", {}, el("div", { text: r.counts }), outcomes),
       el("td", { class: "size", text: !r.finished ? "did not finish" : r.freed || "—" }),

@@ -462,13 +462,19 @@ mod tests {
 
         let stop = vm_plan(&r, 10, 1, VmAction::Stop, false);
         assert_eq!(stop.command, "stop");
-        assert_eq!(stop.steps, ["stop smol-machines smolvm web (running)"]);
+        assert_eq!(
+            stop.steps,
+            ["stop smol-machines smolvm machine 'web' (running)"]
+        );
         assert!(stop.refused.is_empty());
         assert_eq!(stop.digest, stop.core.as_ref().unwrap().action_digest());
 
         let del = vm_plan(&r, 10, 1, VmAction::Delete, false);
         assert_eq!(del.command, "delete");
-        assert_eq!(del.steps, ["delete smol-machines smolvm web (2.0 MB)"]);
+        assert_eq!(
+            del.steps,
+            ["delete smol-machines smolvm machine 'web' (2.0 MB)"]
+        );
 
         // Stop of an orphan ends its process; an owned VM's process is never reaped.
         let end = vm_plan(&r, 11, 1, VmAction::Stop, false);

@@ -2,11 +2,12 @@
 
 use smolsweep::model::{Product, ScanReport};
 use smolsweep::tray::TrayModel;
+use smolsweep::view::window::{self as window_view, CompactAsk};
 use smolsweep::view::Confirmation;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 
 use crate::backend::{
-    self, History, PlanView, ReclaimOutcome, VmAction, VmOutcome, VmPlan, VmTarget,
+    self, History, MachineRef, PlanView, ReclaimOutcome, VmAction, VmOutcome, VmPlan, VmTarget,
 };
 use crate::menu::refresh;
 use crate::runs::*;
@@ -91,6 +92,37 @@ pub(crate) async fn execute_reclaim<R: Runtime>(
 ) -> Result<ReclaimOutcome, String> {
     let ids = in_view(&app.state::<AppState>(), ids);
     reclaim(&app, ids, digest, "window").await
+}
+
+/// The compaction the window asks about: every disk with something to give back, or the
+/// disks of one machine or sandbox (`product`, `name`), with the core's words.
+#[tauri::command]
+pub(crate) fn plan_compact(
+    state: tauri::State<'_, AppState>,
+    machine: Option<MachineRef>,
+) -> Result<CompactAsk, String> {
+    let report = lock(&state.report)
+        .clone()
+        .ok_or("no scan has finished yet")?;
+    let plan = window_view::compact_plan(&report, &compact_targets(machine))?;
+    Ok(window_view::compact_ask(plan))
+}
+
+/// Run the compaction the window showed (`digest`), through the one executor.
+#[tauri::command]
+pub(crate) async fn execute_compact<R: Runtime>(
+    app: AppHandle<R>,
+    machine: Option<MachineRef>,
+    digest: Option<String>,
+) -> Result<ReclaimOutcome, String> {
+    compact(&app, compact_targets(machine), digest, "window").await
+}
+
+fn compact_targets(machine: Option<MachineRef>) -> Vec<String> {
+    machine
+        .map(|m| window_view::machine_target(m.product, &m.name))
+        .into_iter()
+        .collect()
 }
 
 /// Keep a finding, a machine or a kind (a core keep rule), then rescan.

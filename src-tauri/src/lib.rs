@@ -52,7 +52,7 @@ pub use desktop_notes::DesktopNotifier;
 pub use menu::{build_menu, refresh, tray_icon};
 pub use notes::{Clock, Note, Notifier, OrphanWatch, SystemClock};
 pub use notify::set_clock;
-pub use runs::{plan_vm, reclaim, run_target, run_vm};
+pub use runs::{compact, plan_vm, reclaim, run_target, run_vm};
 pub use scan::{scan_now, watch_counts};
 pub use scheduler::scheduled_scan;
 pub use settings::Settings;
@@ -93,6 +93,8 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, deps: Deps) -> Builder<R> {
             commands::rescan,
             commands::plan_reclaim,
             commands::execute_reclaim,
+            commands::plan_compact,
+            commands::execute_compact,
             commands::get_history,
             commands::get_trend,
             commands::selection_estimate,

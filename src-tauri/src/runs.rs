@@ -4,6 +4,7 @@
 
 use smolsweep::exec::{Confirmed, ExecReport, How, Origin, ProgressEvent};
 use smolsweep::plan::Plan as CorePlan;
+use smolsweep::view::window as window_view;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 
 use crate::backend::{self, ReclaimOutcome, VmAction, VmOutcome, VmPlan, VmTarget};
@@ -69,6 +70,44 @@ pub async fn reclaim<R: Runtime>(
     };
     if lock(&st.settings).notifications {
         send_note(app, notes::reclaim_note(&out), None);
+    }
+    let _ = scan_now(app).await;
+    Ok(out)
+}
+
+/// Compact the disks `targets` names (every disk with something to give back when empty),
+/// planned from the latest scan as `smolsweep compact` plans it, through the core executor
+/// (journaled with `surface` and `compact`), notify, and rescan. `digest` is the fingerprint of
+/// the plan the user confirmed: when a scan in between changed it, nothing runs.
+pub async fn compact<R: Runtime>(
+    app: &AppHandle<R>,
+    targets: Vec<String>,
+    digest: Option<String>,
+    surface: &str,
+) -> Result<ReclaimOutcome, String> {
+    let st = app.state::<AppState>();
+    let out = {
+        let _g = st.scan_lock.lock().await;
+        let report = lock(&st.report).clone().ok_or("no scan has finished yet")?;
+        let plan = window_view::compact_plan(&report, &targets)?;
+        if digest.is_some_and(|d| d != plan.digest) {
+            return Err(window_view::COMPACT_PLAN_CHANGED.into());
+        }
+        let Some(core) = plan.core.clone().filter(|_| !plan.steps.is_empty()) else {
+            return Err(window_view::compact_ask(plan).message);
+        };
+        let (app2, origin) = (app.clone(), Origin::new(surface, "compact"));
+        let started = now_secs();
+        let progress = Box::new(move |core: &CorePlan, e: &ProgressEvent| {
+            if let Some(p) = backend::progress_of(core, e) {
+                let _ = app2.emit(EV_PROGRESS, p);
+            }
+        });
+        let r = execute(&st, &_g, core, (How::Click, origin), progress).await;
+        window_view::compact_outcome(&plan, r, started)
+    };
+    if lock(&st.settings).notifications {
+        send_note(app, window_view::compact_note(&out), None);
     }
     let _ = scan_now(app).await;
     Ok(out)

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use serde::Serialize;
 use smolsweep::model::{Product, ScanReport};
 use smolsweep::tray::TrayModel;
+use smolsweep::view::window::WindowView;
 use smolsweep::view::ScanView;
 
 use crate::keeps;
@@ -43,6 +44,9 @@ pub struct Status {
     /// The treemap of what the filter shows (`smolsweep::view::treemap`, in a
     /// [`TREEMAP_W`] × [`TREEMAP_H`] area).
     pub treemap: Vec<smolsweep::view::Tile>,
+    /// What only the window shows beside `view`: the compaction's labels and paths that fit
+    /// (`smolsweep::view::window::WindowView`).
+    pub window: Option<WindowView>,
 }
 
 /// The treemap's layout area (the window scales it to its width; the aspect is the window's).
@@ -57,7 +61,12 @@ pub(crate) fn status(st: &AppState) -> Status {
     let error = lock(&st.scan_error).clone();
     let filter = lock(&st.filter).clone();
     let now = keeps::time_of(lock(&st.clock).now());
+    let view = report.as_ref().map(|r| ScanView::filtered(r, &filter, now));
     Status {
+        window: report
+            .as_ref()
+            .zip(view.as_ref())
+            .map(|(r, v)| WindowView::of(r, v)),
         keeps: keep_lines,
         kept,
         filter: lock(&st.filter_input).clone(),
@@ -69,7 +78,7 @@ pub(crate) fn status(st: &AppState) -> Status {
             .as_ref()
             .map(|r| smolsweep::view::treemap(r, TREEMAP_W, TREEMAP_H))
             .unwrap_or_default(),
-        view: report.as_ref().map(|r| ScanView::filtered(r, &filter, now)),
+        view,
         newer: report
             .as_ref()
             .map(smolsweep::view::newer_products)

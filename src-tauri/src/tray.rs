@@ -30,6 +30,7 @@ pub fn handle_menu_id<R: Runtime>(app: &AppHandle<R>, id: &str) {
         TrayAction::Uninstall => show_window(app, Some("uninstall")),
         TrayAction::Quit => app.exit(0),
         TrayAction::Reclaim => confirm_tray_reclaim(app),
+        TrayAction::Compact => confirm_tray_compact(app),
         TrayAction::Stop { pid, start_time } => {
             confirm_tray_vm(app, pid, start_time, VmAction::Stop)
         }
@@ -97,6 +98,33 @@ pub(crate) fn confirm_tray_reclaim<R: Runtime>(app: &AppHandle<R>) {
             tauri::async_runtime::spawn(async move {
                 if let Err(e) = reclaim(&app2, ids, Some(digest), "tray").await {
                     tracing::warn!("reclaim: {e}");
+                }
+            });
+        }
+    });
+}
+
+/// The native confirmation for the tray's "Compact 3 disks: 12 GB…": the compaction of every
+/// disk with something to give back, planned from the latest scan, asked with the core's
+/// sentence; "yes" runs exactly that plan (a notification tells what it gave back). A plan of
+/// nothing is told with the planner's reasons, and nothing runs.
+pub(crate) fn confirm_tray_compact<R: Runtime>(app: &AppHandle<R>) {
+    let Some(report) = lock(&app.state::<AppState>().report).clone() else {
+        return;
+    };
+    let ask = match smolsweep::view::window::compact_plan(&report, &[]) {
+        Ok(plan) => smolsweep::view::window::compact_ask(plan),
+        Err(e) => return tracing::warn!("compact: {e}"),
+    };
+    if ask.plan.steps.is_empty() {
+        return tell(app, &ask.title, &ask.message);
+    }
+    let (app2, digest) = (app.clone(), ask.plan.digest.clone());
+    confirm(app, &ask.title, &ask.message, ask.ok, move |yes| {
+        if yes {
+            tauri::async_runtime::spawn(async move {
+                if let Err(e) = compact(&app2, vec![], Some(digest), "tray").await {
+                    tracing::warn!("compact: {e}");
                 }
             });
         }

@@ -1,10 +1,12 @@
 //! "Why?" on a finding row, a machine row or a VM process row: the core's answer
-//! (`smolsweep::view::why`) for the scan the window shows, the same text `smolsweep why` prints,
-//! shown verbatim.
+//! (`smolsweep::view::why`) for the scan the window shows: the sentences `smolsweep why` prints,
+//! under their labels in the window (`smolsweep::view::window::WhyPanel`), as text in the tray's
+//! native dialog.
 
 use serde::{Deserialize, Serialize};
 use smolsweep::model::Product;
 use smolsweep::view::why::{explain, Asked, Why, WhyFacts};
+use smolsweep::view::window::WhyPanel;
 
 /// What a row asks about.
 #[derive(Debug, Clone, Deserialize)]
@@ -28,11 +30,14 @@ impl WhyTarget {
     }
 }
 
-/// The answer: the core's text (shown as it is) and its facts.
+/// The answer: the core's text, the same as labelled sections for the window's dialog, and its
+/// facts.
 #[derive(Debug, Clone, Serialize)]
 pub struct WhyShown {
-    /// `Why::text`: what `smolsweep why` prints.
+    /// `Why::text`: what `smolsweep why` prints (the tray's native dialog shows it).
     pub text: String,
+    /// The window's dialog: the same sentences under their labels, and the command to copy.
+    pub panel: WhyPanel,
     /// The facts behind it.
     pub why: Why,
 }
@@ -52,6 +57,7 @@ pub fn why_of_report(
     }
     Ok(WhyShown {
         text: why.text(),
+        panel: WhyPanel::of(&why),
         why,
     })
 }

@@ -35,7 +35,7 @@ pub struct PlanStep {
     pub path: PathBuf,
     /// The path shortened from the middle for display (`view::short_path`).
     pub short_path: String,
-    /// The core's words for the action (`Action::summary`, as `smolsweep prune` prints it).
+    /// The core's words for the action (`view::action_line`, as `smolsweep prune` prints it).
     pub summary: String,
     /// Allocated bytes the scan measured for it.
     pub allocated_bytes: u64,
@@ -120,13 +120,18 @@ pub fn plan_of(report: &ScanReport, core: CorePlan) -> PlanView {
                 } => (finding_id.clone(), path.clone(), *expected_bytes),
                 Action::DeleteMachine { bytes, .. } => (String::new(), PathBuf::new(), *bytes),
                 Action::Detach { mountpoint } => (String::new(), mountpoint.clone(), 0),
+                Action::CompactDisk {
+                    path,
+                    expected_bytes,
+                    ..
+                } => (String::new(), path.clone(), *expected_bytes),
                 _ => (String::new(), PathBuf::new(), 0),
             };
             PlanStep {
                 short_path: crate::view::short_path(&path, 72),
                 id,
                 path,
-                summary: a.summary.clone(),
+                summary: crate::view::action_line(a),
                 allocated_bytes: bytes,
             }
         })
@@ -293,6 +298,7 @@ fn path_of(a: &Action) -> PathBuf {
     match a {
         Action::DeletePath { path, .. } => path.clone(),
         Action::Detach { mountpoint } => mountpoint.clone(),
+        Action::CompactDisk { path, .. } => path.clone(),
         _ => PathBuf::new(),
     }
 }
@@ -467,7 +473,7 @@ impl VmPlan {
             target: t.target.clone(),
             steps: core
                 .iter()
-                .flat_map(|c| c.actions.iter().map(|a| a.summary.clone()))
+                .flat_map(|c| c.actions.iter().map(crate::view::action_line))
                 .collect(),
             refused: t
                 .refused()
@@ -627,8 +633,13 @@ impl VmOutcome {
                             Outcome::Skipped { why, .. } => (ActionStatus::Skipped, why.clone()),
                             Outcome::Failed { error } => (ActionStatus::Failed, error.clone()),
                         };
-                        ActionResult {
+                        // The line the plan was confirmed with (`view::action_line`).
+                        let planned = crate::plan::PlannedAction {
+                            action: rec.action.clone(),
                             summary: rec.summary.clone(),
+                        };
+                        ActionResult {
+                            summary: crate::view::action_line(&planned),
                             status,
                             message,
                         }
@@ -699,6 +710,9 @@ pub struct HistoryRun {
     pub counts: String,
     /// "est. 1.2 GB", or "" when nothing was estimated.
     pub estimated_line: String,
+    /// When it started, as `smolsweep history` writes it ("2026-12-03 04:36:22 +00:00",
+    /// [`crate::view::window::history_time`]).
+    pub started: String,
 }
 
 impl HistoryRun {
@@ -716,6 +730,7 @@ impl HistoryRun {
             counts += &format!(", {} failed", run.failed);
         }
         HistoryRun {
+            started: crate::view::window::history_time(run.started_at_ms),
             estimated_line: estimated
                 .as_ref()
                 .map(|e| format!("est. {e}"))

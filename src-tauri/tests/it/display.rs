@@ -227,8 +227,10 @@ fn installed_deb_carries_app_cli_desktop_entry_and_icons_and_shows_the_tray_menu
     let items = menu_with(&bus, &path, &want, |l| item(l, &want).is_some());
     assert!(item(&items, "Rescan now").is_some());
     assert!(item(&items, "Quit").is_some());
-    // "Quit" ends it.
-    click_label(&bus, &path, "Quit").unwrap();
+    // "Quit" ends it (it may end before it answers the click: the bus then says no reply).
+    if let Err(e) = click_label(&bus, &path, "Quit") {
+        assert!(e.contains("NoReply"), "{e}");
+    }
     let mut app = app;
     wait_for(10, "the app to quit", || {
         app.child.try_wait().ok().flatten()
@@ -415,4 +417,120 @@ fn a_confirmed_automatic_clean_up_runs_after_the_scheduled_scan_with_one_notific
         "one notification per run"
     );
     assert!(!app.log_text().contains("panicked"));
+}
+
+/// Click the first button of the native dialog titled `title` (the one that goes ahead: the
+/// left half of the button row at its bottom), after a screenshot named `shot`.
+fn accept_dialog(title: &str, shot: &str) {
+    let win = wait_for(20, "the confirmation dialog", || {
+        run("xdotool", &["search", "--name", title])
+            .ok()
+            .and_then(|o| o.lines().next().map(str::to_string))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    screenshot(shot);
+    let geo = run("xdotool", &["getwindowgeometry", &win]).unwrap();
+    let (w, h) = geo
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Geometry: "))
+        .and_then(|g| g.split_once('x'))
+        .map(|(w, h)| (w.parse::<i32>().unwrap(), h.parse::<i32>().unwrap()))
+        .unwrap();
+    run(
+        "xdotool",
+        &[
+            "mousemove",
+            "--window",
+            &win,
+            &(w / 4).to_string(),
+            &(h - 16).to_string(),
+            "click",
+            "1",
+        ],
+    )
+    .unwrap();
+}
+
+/// Issue 32: the tray's "Compact 1 disk: …" right after Reclaim, on a HOME whose stopped
+/// sandbox has a real qcow2 disk with 12 MiB its guest freed (estimated by the CLI's scan).
+/// A click asks in a native dialog with the core's words; accepted, the compaction runs through
+/// the executor (re-judged on the real system), the disk shrinks and stays clean, the run is
+/// the tray's in the journal, and a notification says what it gave back.
+#[test]
+#[ignore = "needs a display server: run scripts/desktop-tests.sh"]
+fn tray_compact_follows_reclaim_and_compacts_after_the_native_dialog() {
+    use smolsweep_fixtures::disks::{allocated, debugfs_w, ext4_image, to_qcow2};
+    let mut s = Scratch::with_leftovers();
+    let disk = s.home.join(".local/state/celesto/disks/sb-live.qcow2");
+    let raw = ext4_image(
+        s.dir.path(),
+        "sb-live.raw",
+        "128M",
+        &[("big", 12), ("keep", 2)],
+        &[],
+    );
+    debugfs_w(&raw, "rm /big");
+    std::fs::remove_file(&disk).unwrap();
+    to_qcow2(&raw, &disk);
+    // The scan's estimate of it, as the CLI makes it on this HOME.
+    let out = std::process::Command::new(cli())
+        .args(["scan", "--json"])
+        .env_clear()
+        .envs(
+            s.app_env()
+                .into_iter()
+                .filter(|(k, _)| k != "SMOLSWEEP_REPORT_FILE"),
+        )
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output()
+        .unwrap();
+    let scanned: smolsweep::model::ScanReport = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(
+        scanned.compact.compactable_disks, 1,
+        "{:#?}",
+        scanned.compact
+    );
+    s.report.compact = scanned.compact.clone();
+    s.save();
+    let before = allocated(&disk);
+
+    let (_app, bus, path) = started(&s, "compact");
+    let label = format!(
+        "Compact 1 disk: {}…",
+        human_bytes(scanned.compact.compactable_bytes)
+    );
+    let items = menu_with(&bus, &path, &label, |l| item(l, &label).is_some());
+    let l = labels(&items);
+    let at = l.iter().position(|x| x.starts_with("Reclaim ")).unwrap();
+    assert_eq!(l[at + 1], label, "{l:?}");
+    assert!(item(&items, &label).unwrap().enabled);
+    screenshot("tray-menu-compact");
+    click_label(&bus, &path, "Compact ").unwrap();
+    accept_dialog("Compact 1 disk", "tray-compact-dialog");
+    let done = wait_for(60, "the compaction's run to finish", || {
+        s.runs().pop().filter(|r| r.freed_bytes.is_some())
+    });
+    assert_eq!(
+        done.origin,
+        Some(smolsweep::exec::Origin::new("tray", "compact"))
+    );
+    assert_eq!(
+        (done.done, done.skipped, done.failed),
+        (1, 0, 0),
+        "{done:?}"
+    );
+    let after = allocated(&disk);
+    assert!(after + (10 << 20) < before, "{before} -> {after}");
+    run("qemu-img", &["check", disk.to_str().unwrap()]).expect("qemu-img check is clean");
+    let want = format!(
+        "Compacted 1 disk: gave back {}",
+        human_bytes(done.freed_bytes.unwrap())
+    );
+    wait_for(20, &want, || {
+        dunst_history()
+            .iter()
+            .any(|(app, sum, _)| app == "Smolsweep" && *sum == want)
+            .then_some(())
+    });
 }

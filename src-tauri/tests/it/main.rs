@@ -1,7 +1,7 @@
 //! Every integration test of the desktop crate, in one binary: one link instead of one per file.
 //! A file's tests are named `<file>::…`: `cargo test -p smolsweep-desktop --test it mock::` runs
-//! `mock.rs`. The `#[ignore]`d ones (`display`, `webdriver`, `wizard_window`, `real_scan`,
-//! `real_vm_window`) need a display server (and `real_vm_window` a real QEMU VM):
+//! `mock.rs`. The `#[ignore]`d ones (`display`, `webdriver`, `wizard_window`, `window_look`,
+//! `real_scan`, `real_vm_window`) need a display server (and `real_vm_window` a real QEMU VM):
 //! `scripts/desktop-tests.sh` runs them.
 //!
 //! All of them share one process and run in parallel with each other, so a test changes nothing
@@ -20,5 +20,6 @@ mod shell_words;
 mod real_vm_window;
 mod ui;
 mod webdriver;
+mod window_look;
 mod wizard;
 mod wizard_window;

@@ -467,7 +467,7 @@ fn window_vm_actions_run_the_confirmed_core_plan_and_are_journaled() {
             500,
             "stop",
             "stop",
-            "stop smol-machines smolvm web (running)",
+            "stop smol-machines smolvm machine 'web' (running)",
             "stop web",
             "Stop 1 machine",
         ),
@@ -475,7 +475,7 @@ fn window_vm_actions_run_the_confirmed_core_plan_and_are_journaled() {
             500,
             "delete",
             "delete",
-            "delete smol-machines smolvm web (3.0 MB)",
+            "delete smol-machines smolvm machine 'web' (3.0 MB)",
             "delete web",
             "Delete 1 machine",
         ),
@@ -527,7 +527,11 @@ fn window_vm_actions_run_the_confirmed_core_plan_and_are_journaled() {
             json!({"surface": "window", "command": command})
         );
         assert_eq!(run["plan_id"], out["plan_id"]);
-        assert_eq!(run["outcomes"][0]["summary"], summary);
+        // The journal keeps the action's own summary (`Action::describe`); the window shows
+        // the line a person reads for it (`view::action_line`), as the CLI prints it.
+        let journaled = run["outcomes"][0]["summary"].as_str().unwrap();
+        let verb = summary.split(' ').next().unwrap();
+        assert!(journaled.starts_with(verb), "{journaled} / {summary}");
     }
 }
 
@@ -1718,4 +1722,278 @@ fn the_tray_vm_entry_has_why_with_the_cores_text() {
     // Nothing ran: "Why?" only tells.
     std::thread::sleep(Duration::from_millis(200));
     assert!(w.fake.calls.lock().unwrap().is_empty());
+}
+
+// ---- Issue 32: compaction from the tray and the window --------------------------------------
+
+/// A real raw ext4 disk of smolvm machine `owner` (stopped) in this world's HOME, 12 MiB
+/// written and deleted inside, estimated as the scan would (`compactable` bytes).
+fn add_compactable_disk(w: &World, owner: &str) -> (PathBuf, u64) {
+    use smolsweep_fixtures::disks::{allocated, debugfs_w, ext4_image};
+    let dir = w.home.join(format!("state/{owner}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let img = ext4_image(&dir, "storage.raw", "64M", &[("big", 12), ("keep", 1)], &[]);
+    debugfs_w(&img, "rm /big");
+    let before = allocated(&img);
+    let compactable = 12 << 20;
+    let mut r = w.fake.report.lock().unwrap();
+    let mut m = machine(owner, None);
+    (m.state, m.effective_state, m.alive) = ("stopped".into(), "stopped".into(), false);
+    r.machines.push(m);
+    let mut disks = r.compact.disks.clone();
+    disks.push(smolsweep::model::DiskEstimate {
+        product: Product::Smolvm,
+        owner: Some(owner.into()),
+        saved: false,
+        path: img.clone(),
+        format: Some("raw".into()),
+        allocated_bytes: before,
+        compactable_bytes: compactable,
+        guest_free_bytes: compactable,
+        read_bytes: 0,
+        cannot_tell: None,
+        needs: None,
+    });
+    r.compact = smolsweep::model::CompactReport::of(disks);
+    (img, before)
+}
+
+/// Issue 32: "Compact 1 disk: 12.6 MB…" right after Reclaim in the native menu; a click asks
+/// first (declined: nothing runs), and once accepted runs the core's compaction plan through
+/// the executor, journaled as the tray's, the disk smaller, and a notification with what it
+/// gave back. Its bytes are never in the reclaimable total.
+#[test]
+fn tray_compact_follows_reclaim_asks_first_and_runs_through_the_executor() {
+    let declined = world(0, false);
+    let (img, before) = add_compactable_disk(&declined, "web");
+    call(&declined, "rescan", json!({})).unwrap();
+    handle_menu_id(declined.app.handle(), "compact");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(runs(&declined).is_empty());
+    assert_eq!(smolsweep_fixtures::disks::allocated(&img), before);
+
+    let w = world(0, true);
+    let (img, before) = add_compactable_disk(&w, "web");
+    let st = call(&w, "rescan", json!({})).unwrap();
+    let label = format!(
+        "Compact 1 disk: {}…",
+        smolsweep::model::human_bytes(12 << 20)
+    );
+    let items = menu_items(&w);
+    let at = items.iter().position(|i| i.0 == "reclaim").unwrap();
+    assert_eq!(
+        (
+            items[at + 1].0.as_str(),
+            items[at + 1].1.as_str(),
+            items[at + 1].2
+        ),
+        ("compact", label.as_str(), true),
+        "{items:?}"
+    );
+    // Its own figure: never in the reclaimable total.
+    let r = &st["report"];
+    assert_eq!(
+        st["view"]["totals"]["reclaimable_bytes"],
+        r["totals"]["reclaimable_allocated_bytes"]
+    );
+    handle_menu_id(w.app.handle(), "compact");
+    wait_for(|| runs(&w).first().is_some_and(|r| r["finished"] == true));
+    let run = &runs(&w)[0];
+    assert_eq!(
+        run["origin"],
+        json!({"surface": "tray", "command": "compact"})
+    );
+    assert_eq!(
+        (run["done"].clone(), run["skipped"].clone()),
+        (json!(1), json!(0)),
+        "{run}"
+    );
+    let after = smolsweep_fixtures::disks::allocated(&img);
+    assert!(after + (10 << 20) < before, "{before} -> {after}");
+    wait_for(|| {
+        w.notes
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|n| n.summary.starts_with("Compacted 1 disk: gave back "))
+    });
+    // Nothing else ran: no finding was deleted.
+    assert!(w.home.join("state/orphan-a.qcow2").exists());
+}
+
+/// Issue 32: the window shows compactable per machine and in total (opt-in, beside the
+/// reclaimable total, not in it), and compacts one machine's disks with the core's sentence;
+/// a plan that changed before "yes" compacts nothing.
+#[test]
+fn window_compacts_a_machines_disks_with_the_cores_sentence() {
+    let w = world(0, true);
+    let (img, before) = add_compactable_disk(&w, "web");
+    let st = call(&w, "rescan", json!({})).unwrap();
+    let size = smolsweep::model::human_bytes(12 << 20);
+    assert_eq!(st["view"]["compact"]["size"], json!(size));
+    assert_eq!(
+        st["window"]["compact_button"],
+        json!(format!("Compact 1 disk: {size}…"))
+    );
+    let m = st["view"]["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "web")
+        .unwrap();
+    assert_eq!(m["compactable"], json!(format!("{size} compactable")));
+    let machine = json!({ "product": "smolvm", "name": "web" });
+    let ask = call(&w, "plan_compact", json!({ "machine": machine })).unwrap();
+    assert_eq!(ask["title"], "Compact 1 disk");
+    assert_eq!(ask["ok"], "Compact");
+    assert_eq!(ask["plan"]["confirmation"]["headline"], "Compact 1 disk");
+    assert!(
+        ask["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("Compact 1 disk, freeing about {size}?")),
+        "{ask}"
+    );
+    assert_eq!(
+        ask["plan"]["steps"][0]["path"],
+        json!(img.display().to_string())
+    );
+    let stale = call(
+        &w,
+        "execute_compact",
+        json!({ "machine": machine, "digest": "not-the-plan" }),
+    )
+    .unwrap_err();
+    assert_eq!(stale, json!(smolsweep::view::window::COMPACT_PLAN_CHANGED));
+    assert!(runs(&w).is_empty());
+    let out = call(
+        &w,
+        "execute_compact",
+        json!({ "machine": machine, "digest": ask["plan"]["digest"] }),
+    )
+    .unwrap();
+    assert!(
+        out["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("Compacted 1 disk; estimated {size}, measured ")),
+        "{out}"
+    );
+    assert!(smolsweep_fixtures::disks::allocated(&img) < before);
+    let run = &runs(&w)[0];
+    assert_eq!(
+        run["origin"],
+        json!({"surface": "window", "command": "compact"})
+    );
+    // A machine with no disk to compact is refused by name.
+    let e = call(
+        &w,
+        "plan_compact",
+        json!({ "machine": { "product": "smolvm", "name": "nope" } }),
+    )
+    .unwrap_err();
+    assert!(e.as_str().unwrap().contains("smolvm:nope"), "{e}");
+}
+
+// ---- Issue 31 item 10: the window, looked at as a person -------------------------------------
+
+/// Hazard: "Why?" as the CLI's column text in a monospace box. The window gets the same
+/// sentences under their labels, and the command to copy.
+#[test]
+fn why_dialog_is_labelled_sections_with_the_command_to_copy() {
+    let w = world(0, false);
+    call(&w, "rescan", json!({})).unwrap();
+    let id = ids_by_verdict(&w, "reclaimable")[0].clone();
+    let v = call(
+        &w,
+        "why_of",
+        json!({ "target": { "by": "finding", "id": id } }),
+    )
+    .unwrap();
+    let p = &v["panel"];
+    let labels: Vec<&str> = p["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["label"].as_str().unwrap())
+        .collect();
+    assert!(
+        labels.contains(&"Verdict") && labels.contains(&"To free"),
+        "{labels:?}"
+    );
+    // One section per label, each sentence once, none of the text's column padding.
+    let mut seen = labels.clone();
+    seen.dedup();
+    assert_eq!(seen, labels);
+    let sentences: Vec<&str> = p["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["lines"].as_array().unwrap())
+        .map(|l| l["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(sentences.len(), v["why"]["lines"].as_array().unwrap().len());
+    assert!(sentences.iter().all(|s| !s.starts_with(' ')));
+    assert!(
+        p["command"]
+            .as_str()
+            .unwrap()
+            .starts_with("smolsweep prune"),
+        "{p}"
+    );
+    assert_eq!(p["copy"], "Copy");
+}
+
+/// Hazard: History in the locale's format ("12/3/2026, 5:29:36 AM") where the CLI writes
+/// "2026-12-03 04:36:22 +00:00": the run's time is the core's, in the CLI's format.
+#[test]
+fn history_time_is_the_clis_format_from_the_core() {
+    let w = world(0, true);
+    call(&w, "rescan", json!({})).unwrap();
+    let ids = ids_by_verdict(&w, "reclaimable");
+    call(&w, "execute_reclaim", json!({ "ids": ids })).unwrap();
+    let run = &runs(&w)[0];
+    let ms = run["started_at_ms"].as_u64().unwrap();
+    assert_eq!(
+        run["started"],
+        json!(smolsweep::view::window::history_time(ms))
+    );
+}
+
+/// Hazard: Running VMs opening with every other HOME's VM process expanded. The core counts
+/// them in the one line of the folded group; this HOME's stay rows of their own.
+#[test]
+fn other_homes_vm_processes_fold_into_one_group_with_a_count() {
+    let w = world(0, false);
+    {
+        let mut r = w.fake.report.lock().unwrap();
+        r.processes.push(orphan(4321));
+        for pid in [5001, 5002] {
+            r.processes.push(VmProcess {
+                scope: Scope::Foreign,
+                orphan: false,
+                ..orphan(pid)
+            });
+        }
+    }
+    let st = call(&w, "rescan", json!({})).unwrap();
+    assert_eq!(
+        st["view"]["other_homes_line"],
+        json!("2 VM processes of other HOMEs: shown, never acted on.")
+    );
+    let this_home: Vec<bool> = st["view"]["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["this_home"].as_bool().unwrap())
+        .collect();
+    assert_eq!(this_home.iter().filter(|t| **t).count(), 1);
+    // Every finding's path comes shortened to fit, longest first, the whole path first.
+    let r = &st["report"]["findings"][0];
+    let fits = st["window"]["paths"][r["id"].as_str().unwrap()]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(fits[0], r["path"]);
 }

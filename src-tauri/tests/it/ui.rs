@@ -108,3 +108,31 @@ fn ui_word_check_catches_the_old_helpers() {
         assert!(caught, "{old}");
     }
 }
+
+/// Issue 31 item 10, hazard: History in the locale's format ("12/3/2026, 5:29:36 AM") beside
+/// the CLI's "2026-12-03 04:36:22 +00:00". The window formats no time or date of its own: every
+/// time it shows is the core's text.
+#[test]
+fn history_time_is_never_formatted_by_the_window() {
+    let formats = |c: &str| {
+        ["toLocale", "new Date(", "Date.now(", "Intl."]
+            .iter()
+            .any(|f| c.contains(f))
+    };
+    assert!(formats(
+        "el(\"td\", { text: new Date(r.started_at_ms).toLocaleString() }),"
+    ));
+    let mut bad = vec![];
+    for (path, text) in ui_scripts() {
+        for (n, line) in text.lines().enumerate() {
+            if formats(code(line)) {
+                bad.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "the window formats times:\n{}",
+        bad.join("\n")
+    );
+}

@@ -1,0 +1,425 @@
+//! What only the desktop window and tray show, as data: the compaction they confirm and report,
+//! the "Why?" dialog as labelled sections, paths shortened to the width they get, and History's
+//! times.
+//! The window draws these as they are; none of its words is its own.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::exec::ExecReport;
+use crate::model::ScanReport;
+use crate::view::notes::Note;
+use crate::view::runs::{plan_of, PlanView, ReclaimOutcome, StepStatus};
+use crate::view::why::{Free, Line, Why};
+use crate::view::{plural, ScanView};
+
+/// Why a confirmed compaction did not run: a scan in between changed its plan.
+pub const COMPACT_PLAN_CHANGED: &str =
+    "What would be compacted changed since it was shown (a scan ran in between); nothing was compacted. Review it again.";
+
+/// The compaction of `targets` (machines as `product:name`, or disk paths; every disk with
+/// something to give back when empty), planned as `smolsweep compact` plans it, as the window
+/// and the tray confirm it.
+pub fn compact_plan(report: &ScanReport, targets: &[String]) -> Result<PlanView, String> {
+    crate::target::compact_plan(report, targets).map(|core| plan_of(report, core))
+}
+
+/// A compaction's native confirmation (the tray's) and the window's dialog title and button.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CompactAsk {
+    /// "Compact 2 disks", or "Nothing to compact".
+    pub title: String,
+    /// The core's question and the actions, one per line; what is not planned and why.
+    pub message: String,
+    /// The button that runs it.
+    pub ok: &'static str,
+    /// The plan it asks about.
+    pub plan: PlanView,
+}
+
+/// What the tray and the window ask before a compaction of `plan` runs.
+pub fn compact_ask(plan: PlanView) -> CompactAsk {
+    let c = &plan.confirmation;
+    let mut message = match plan.steps.is_empty() {
+        true => "Nothing can be compacted now, so nothing will run.".to_string(),
+        false => format!(
+            "{}?\n\nOnly blocks the guest's file system calls free are released; each disk is \
+             checked again as it is compacted.\n",
+            c.question()
+        ),
+    };
+    for l in &c.lines {
+        message.push_str(&format!("\n• {l}"));
+    }
+    for n in &c.not_planned {
+        message.push_str(&format!("\n• Not compacted: {n}"));
+    }
+    CompactAsk {
+        title: match plan.steps.is_empty() {
+            true => "Nothing to compact".into(),
+            false => c.headline.clone(),
+        },
+        message,
+        ok: "Compact",
+        plan,
+    }
+}
+
+/// What a compaction of `plan` did ([`ReclaimOutcome::of`], in a compaction's words).
+pub fn compact_outcome(
+    plan: &PlanView,
+    result: Result<ExecReport, String>,
+    started_at: u64,
+) -> ReclaimOutcome {
+    let mut out = ReclaimOutcome::of(plan, result, started_at);
+    let done = out.count(StepStatus::Removed);
+    out.summary = format!(
+        "Compacted {}; estimated {}, measured {}.",
+        plural(done, "disk", "disks"),
+        out.estimated,
+        out.measured
+    );
+    out.refused_line = match out.refused.len() {
+        0 => String::new(),
+        n => format!(
+            "{} not planned (nothing to give back, or it cannot tell).",
+            plural(n, "disk was", "disks were")
+        ),
+    };
+    out
+}
+
+/// The notification after a compaction.
+pub fn compact_note(out: &ReclaimOutcome) -> Note {
+    let done = out.count(StepStatus::Removed);
+    let summary = match done {
+        0 => "Nothing compacted".to_string(),
+        n => format!(
+            "Compacted {}: gave back {}",
+            plural(n, "disk", "disks"),
+            out.measured
+        ),
+    };
+    let mut lines: Vec<String> = out
+        .steps
+        .iter()
+        .filter(|s| s.status != StepStatus::Removed)
+        .map(|s| format!("{}: {}", crate::view::short_path(&s.path, 48), s.message))
+        .collect();
+    lines.insert(0, out.summary.clone());
+    lines.extend(out.journal_error.clone());
+    Note {
+        summary,
+        body: lines.join("\n"),
+        review: false,
+        action: None,
+    }
+}
+
+/// `ms` since the epoch as every History shows it: `2026-12-03 04:36:22 +00:00`, in the local
+/// time zone (`TZ`, else /etc/localtime), as `smolsweep history` prints it.
+pub fn history_time(ms: u64) -> String {
+    match crate::view::local_time((ms / 1000) as i64) {
+        Some(t) => t.format("%Y-%m-%d %H:%M:%S %:z").to_string(),
+        None => format!("{ms} ms after the epoch"),
+    }
+}
+
+/// The widths (characters) a path is offered in, longest first.
+const PATH_WIDTHS: [usize; 7] = [120, 96, 72, 60, 48, 40, 32];
+
+/// A path shortened from the middle ([`crate::view::short_path`]) to each of a few widths,
+/// longest first, without repeats: the window shows the longest that fits on one line.
+pub fn path_fits(path: &Path) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in PATH_WIDTHS {
+        let s = crate::view::short_path(path, w);
+        if out.last() != Some(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// One section of the "Why?" dialog: a label and its sentences.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WhySection {
+    /// "Verdict", "Processes", …; "" for the lines that name what was asked.
+    pub label: &'static str,
+    /// Its sentences, each wrapped by the window as a paragraph.
+    pub lines: Vec<WhyLine>,
+}
+
+/// One sentence of a section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WhyLine {
+    /// The sentence.
+    pub text: String,
+    /// An item of the list the sentence before introduces (the actions a command also takes).
+    pub item: bool,
+}
+
+/// `why` as the window's dialog shows it: the core's sentences under their labels, and the
+/// command to copy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WhyPanel {
+    /// The sections, in order.
+    pub sections: Vec<WhySection>,
+    /// The smallest command that frees it, to copy (absent when none does).
+    pub command: Option<String>,
+    /// The command that frees only this one, when `command` takes more.
+    pub only_this: Option<String>,
+    /// The copy button's label.
+    pub copy: &'static str,
+    /// The label of the command's row.
+    pub command_label: &'static str,
+}
+
+impl WhyPanel {
+    /// The panel of `why`: consecutive lines under one topic make one section.
+    pub fn of(why: &Why) -> WhyPanel {
+        WhyPanel::from_lines(&why.lines, why.free.as_ref())
+    }
+
+    fn from_lines(lines: &[Line], free: Option<&Free>) -> WhyPanel {
+        let mut sections: Vec<WhySection> = Vec::new();
+        for l in lines {
+            let line = WhyLine {
+                item: l.text.starts_with("  "),
+                text: l.text.trim_start().to_string(),
+            };
+            match sections.last_mut() {
+                Some(s) if s.label == l.topic => s.lines.push(line),
+                _ => sections.push(WhySection {
+                    label: l.topic,
+                    lines: vec![line],
+                }),
+            }
+        }
+        WhyPanel {
+            sections,
+            command: free.and_then(|f| f.command.clone()),
+            only_this: free.and_then(|f| f.only_this.clone()),
+            copy: "Copy",
+            command_label: "Command",
+        }
+    }
+}
+
+/// What the window shows beside the scan's view (which carries the rows' short verdict labels,
+/// the machines' heading and the line of other HOMEs' VM processes): the compaction's labels
+/// and the paths that fit.
+#[derive(Debug, Clone, Serialize)]
+pub struct WindowView {
+    /// The compaction card's label.
+    pub compact_card: &'static str,
+    /// The compaction button's label ("Compact 3 disks: 12 GB…"), absent when nothing is
+    /// compactable.
+    pub compact_button: Option<String>,
+    /// A machine row's compaction button.
+    pub compact_machine: &'static str,
+    /// Every finding's path shortened to fit ([`path_fits`]), by finding id.
+    pub paths: BTreeMap<String, Vec<String>>,
+}
+
+impl WindowView {
+    /// The window's view beside `view`, the scan view of `report`.
+    pub fn of(report: &ScanReport, view: &ScanView) -> WindowView {
+        WindowView {
+            compact_card: "Compactable (opt-in)",
+            compact_button: view.compact.tray_label.as_ref().map(|l| format!("{l}…")),
+            compact_machine: "Compact…",
+            paths: report
+                .findings
+                .iter()
+                .map(|f| (f.id.clone(), path_fits(&f.path)))
+                .collect(),
+        }
+    }
+}
+
+/// A machine's compaction target as `compact_plan` takes it (`smolvm:web`).
+pub fn machine_target(product: crate::model::Product, name: &str) -> String {
+    format!("{}:{name}", product.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CompactReport, DiskEstimate, Platform, Product, Totals, SCAN_SCHEMA};
+
+    fn report(home: &Path, disks: Vec<DiskEstimate>) -> ScanReport {
+        ScanReport {
+            schema: SCAN_SCHEMA.into(),
+            home: home.into(),
+            platform: Platform::Linux,
+            products: vec![],
+            findings: vec![],
+            machines: vec![],
+            processes: vec![],
+            totals: Totals::default(),
+            scanned_at: 0,
+            scanned_at_ns: 0,
+            duration_ms: 0,
+            compact: CompactReport::of(disks),
+        }
+    }
+
+    fn disk(path: &Path, owner: &str, compactable: u64) -> DiskEstimate {
+        std::fs::write(path, b"disk").unwrap();
+        DiskEstimate {
+            product: Product::Smolvm,
+            owner: Some(owner.into()),
+            saved: false,
+            path: path.into(),
+            format: Some("raw".into()),
+            allocated_bytes: 3 * compactable.max(1),
+            compactable_bytes: compactable,
+            guest_free_bytes: compactable,
+            read_bytes: 0,
+            cannot_tell: None,
+            needs: None,
+        }
+    }
+
+    /// The compaction is asked with the core's sentence and its actions; a disk with nothing
+    /// to give back is named as not compacted, and a plan of nothing asks nothing.
+    #[test]
+    fn compaction_is_asked_with_the_cores_sentence_and_says_what_it_leaves() {
+        let t = tempfile::tempdir().unwrap();
+        let r = report(
+            t.path(),
+            vec![
+                disk(&t.path().join("web.raw"), "web", 12_000_000),
+                disk(&t.path().join("db.raw"), "db", 0),
+            ],
+        );
+        let ask = compact_ask(compact_plan(&r, &[]).unwrap());
+        assert_eq!(ask.title, "Compact 1 disk");
+        assert_eq!(ask.ok, "Compact");
+        assert!(
+            ask.message
+                .starts_with("Compact 1 disk, freeing about 12.0 MB?\n"),
+            "{}",
+            ask.message
+        );
+        assert!(ask
+            .message
+            .contains("\n• Not compacted: nothing free inside"));
+        assert_eq!(ask.plan.steps.len(), 1);
+        assert_eq!(ask.plan.steps[0].path, t.path().join("web.raw"));
+        let web = compact_plan(&r, &[machine_target(Product::Smolvm, "web")]).unwrap();
+        assert_eq!(web.steps.len(), 1);
+        let none = compact_ask(compact_plan(&r, &["smolvm:db".into()]).unwrap());
+        assert_eq!(none.title, "Nothing to compact");
+        assert!(none.plan.steps.is_empty());
+        assert!(compact_plan(&r, &["smolvm:nope".into()]).is_err());
+    }
+
+    #[test]
+    fn a_compaction_that_did_not_run_says_so_in_its_note() {
+        let t = tempfile::tempdir().unwrap();
+        let r = report(
+            t.path(),
+            vec![disk(&t.path().join("web.raw"), "web", 12_000_000)],
+        );
+        let plan = compact_plan(&r, &[]).unwrap();
+        let out = compact_outcome(&plan, Err("not run: the journal".into()), 0);
+        assert_eq!(
+            out.summary,
+            "Compacted 0 disks; estimated 12.0 MB, measured 0 B."
+        );
+        let n = compact_note(&out);
+        assert_eq!(n.summary, "Nothing compacted");
+        assert!(
+            n.body.contains("web.raw: not run: the journal"),
+            "{}",
+            n.body
+        );
+    }
+
+    /// Hazard: History in the locale's format while the CLI writes another.
+    #[test]
+    fn history_time_is_the_clis_format() {
+        let ms = 1_796_115_907_123;
+        let s = history_time(ms);
+        let want = crate::view::local_time(1_796_115_907)
+            .unwrap()
+            .format("%Y-%m-%d %H:%M:%S %:z")
+            .to_string();
+        assert_eq!(s, want);
+        let b = s.as_bytes();
+        assert_eq!(s.len(), 26, "{s}");
+        assert_eq!(
+            (b[4], b[7], b[10], b[13], b[16], b[19]),
+            (b'-', b'-', b' ', b':', b':', b' ')
+        );
+        assert!(matches!(b[20], b'+' | b'-'), "{s}");
+    }
+
+    /// Paths are offered shortened from the middle, longest first, each within its width.
+    #[test]
+    fn paths_fit_by_shortening_from_the_middle() {
+        let p = Path::new("/home/someone/.local/state/celesto/disks/sb-0123456789abcdef.qcow2");
+        let v = path_fits(p);
+        assert_eq!(v[0], p.display().to_string(), "a path that fits is whole");
+        assert!(v
+            .windows(2)
+            .all(|w| w[0].chars().count() > w[1].chars().count()));
+        let last = v.last().unwrap();
+        assert_eq!(last.chars().count(), 32);
+        assert!(last.contains('…') && last.ends_with("ef.qcow2"), "{last}");
+    }
+
+    #[test]
+    fn why_is_labelled_sections_and_the_command_to_copy() {
+        let l = |topic: &'static str, text: &str| Line {
+            topic,
+            text: text.into(),
+        };
+        let lines = vec![
+            l("", "/x/disk.qcow2 (id abc)"),
+            l("Verdict", "reclaimable: no sandbox owns it."),
+            l("To free", "`smolsweep prune`: Delete 2 items."),
+            l("To free", "It also does this:"),
+            l("To free", "  delete /x/other"),
+        ];
+        let free = Some(Free {
+            command: Some("smolsweep prune".into()),
+            plan: None,
+            estimated_bytes: 0,
+            also: vec![],
+            only_this: Some("smolsweep prune --id abc".into()),
+            blocked: vec![],
+        });
+        let p = WhyPanel::from_lines(&lines, free.as_ref());
+        let labels: Vec<&str> = p.sections.iter().map(|s| s.label).collect();
+        assert_eq!(labels, ["", "Verdict", "To free"]);
+        assert_eq!(p.sections[2].lines.len(), 3);
+        assert_eq!(
+            p.sections[2].lines[2],
+            WhyLine {
+                text: "delete /x/other".into(),
+                item: true
+            }
+        );
+        assert_eq!(p.command.as_deref(), Some("smolsweep prune"));
+        assert_eq!(p.only_this.as_deref(), Some("smolsweep prune --id abc"));
+    }
+
+    #[test]
+    fn nothing_compactable_offers_no_compaction_button() {
+        let t = tempfile::tempdir().unwrap();
+        let r = report(t.path(), vec![disk(&t.path().join("d.raw"), "d", 0)]);
+        let w = WindowView::of(&r, &ScanView::of(&r));
+        assert_eq!(w.compact_button, None);
+        let r = report(
+            t.path(),
+            vec![disk(&t.path().join("d.raw"), "d", 2_000_000)],
+        );
+        let w = WindowView::of(&r, &ScanView::of(&r));
+        assert_eq!(w.compact_button.as_deref(), Some("Compact 1 disk: 2.0 MB…"));
+    }
+}
