@@ -4,7 +4,7 @@
 //! label.
 
 pub use crate::pathser::{escape_text, shown};
-pub use localtime::local_time;
+pub use localtime::{history_time, local_time};
 pub use screen::{FirstScreen, Fold, TableLine};
 use std::path::Path;
 pub use trend::{

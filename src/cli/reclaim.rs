@@ -744,11 +744,9 @@ fn runs_named<'r, T>(
 
 /// `YYYY-MM-DD HH:MM:SS +HH:MM` in the local time zone (`TZ`, else /etc/localtime) from
 /// milliseconds since the epoch.
+/// A time as every History shows it (the core's `view::history_time`).
 fn local_time(ms: u64) -> String {
-    match smolsweep::view::local_time((ms / 1000) as i64) {
-        Some(t) => t.format("%Y-%m-%d %H:%M:%S %:z").to_string(),
-        None => format!("{} ms after the epoch", ms),
-    }
+    smolsweep::view::history_time(ms)
 }
 
 fn print_plan(plan: &Plan) {

@@ -22,6 +22,15 @@ fn utc_offset(secs: i64) -> Option<FixedOffset> {
     FixedOffset::east_opt(i32::try_from(tm.tm_gmtoff).ok()?)
 }
 
+/// `ms` since the epoch as every History shows it: `2026-12-03 04:36:22 +00:00`, in the local
+/// time zone (`TZ`, else /etc/localtime), as `smolsweep history` prints it.
+pub fn history_time(ms: u64) -> String {
+    match local_time((ms / 1000) as i64) {
+        Some(t) => t.format("%Y-%m-%d %H:%M:%S %:z").to_string(),
+        None => format!("{ms} ms after the epoch"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

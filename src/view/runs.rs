@@ -711,7 +711,7 @@ pub struct HistoryRun {
     /// "est. 1.2 GB", or "" when nothing was estimated.
     pub estimated_line: String,
     /// When it started, as `smolsweep history` writes it ("2026-12-03 04:36:22 +00:00",
-    /// [`crate::view::window::history_time`]).
+    /// [`crate::view::history_time`]).
     pub started: String,
 }
 
@@ -730,7 +730,7 @@ impl HistoryRun {
             counts += &format!(", {} failed", run.failed);
         }
         HistoryRun {
-            started: crate::view::window::history_time(run.started_at_ms),
+            started: crate::view::history_time(run.started_at_ms),
             estimated_line: estimated
                 .as_ref()
                 .map(|e| format!("est. {e}"))

@@ -118,15 +118,6 @@ pub fn compact_note(out: &ReclaimOutcome) -> Note {
     }
 }
 
-/// `ms` since the epoch as every History shows it: `2026-12-03 04:36:22 +00:00`, in the local
-/// time zone (`TZ`, else /etc/localtime), as `smolsweep history` prints it.
-pub fn history_time(ms: u64) -> String {
-    match crate::view::local_time((ms / 1000) as i64) {
-        Some(t) => t.format("%Y-%m-%d %H:%M:%S %:z").to_string(),
-        None => format!("{ms} ms after the epoch"),
-    }
-}
-
 /// The widths (characters) a path is offered in, longest first.
 const PATH_WIDTHS: [usize; 7] = [120, 96, 72, 60, 48, 40, 32];
 
@@ -249,6 +240,7 @@ pub fn machine_target(product: crate::model::Product, name: &str) -> String {
 mod tests {
     use super::*;
     use crate::model::{CompactReport, DiskEstimate, Platform, Product, Totals, SCAN_SCHEMA};
+    use crate::view::history_time;
 
     fn report(home: &Path, disks: Vec<DiskEstimate>) -> ScanReport {
         ScanReport {

@@ -318,10 +318,7 @@ async fn history_time_text_equals_the_cores_format() {
         &format!("#history-list tr[data-plan='{}'] td.when", run.plan_id),
     )
     .await;
-    assert_eq!(
-        when,
-        smolsweep::view::window::history_time(run.started_at_ms)
-    );
+    assert_eq!(when, smolsweep::view::history_time(run.started_at_ms));
     let b = when.as_bytes();
     assert_eq!(when.len(), 26, "{when}");
     assert_eq!(
