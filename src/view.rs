@@ -48,7 +48,7 @@ pub mod window;
 pub use compact::{compact_view, disk_sentence, CompactView};
 use confirm::vms;
 pub use confirm::{
-    closing_line, confirmation, estimate_bytes, freeing, outcome_line, reclaim_label,
+    closing_line, confirmation, estimate_bytes, freeing, outcome_line, reclaim_label, run_note,
     selection_estimate, skipped_target, Confirmation,
 };
 pub(crate) use confirm::{fix_for_path, fix_for_process};

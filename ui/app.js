@@ -560,7 +560,7 @@ function openConfirm({ title, confirmation, items, refused, go, enabled, cascade
   $("#confirm-about").classList.toggle("hidden", !confirmation.estimate_bytes);
   $("#confirm-list").replaceChildren(...items);
   $("#confirm-list").classList.toggle("hidden", !items.length);
-  $("#confirm-note").textContent = items.length ? "Each action is checked again against the system as it is when it runs; nothing else is touched." : "Nothing can be done, so nothing will run.";
+  $("#confirm-note").textContent = confirmation.note;
   $("#confirm-refused").replaceChildren(...(refused.length
     ? [el("p", { class: "small muted", text: items.length ? "Not included:" : "Not planned:" }), el("ul", { class: "small" }, refused.map((x) => el("li", { text: `${x.path || x.id}: ${x.reason}` })))]
     : []));

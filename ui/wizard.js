@@ -113,10 +113,9 @@
 
   function enterChoices() {
     const p = wz.pre;
-    const has = (prod) => p.installs.some((i) => i.product === prod) || p.state_dirs.some((d) => d.product === prod && d.exists) || p.machines.some((m) => m.product === prod);
     if (!$("input[name='wz-product']:checked")) {
-      const def = has("smolvm") && !has("celesto") ? "smolvm" : has("celesto") && !has("smolvm") ? "celesto" : "all";
-      $(`input[name='wz-product'][value='${def}']`).checked = true;
+      // The core's choice: the only product found here, else both.
+      $(`input[name='wz-product'][value='${p.default_product}']`).checked = true;
     }
     $("#wz-creds-list").replaceChildren(...p.credentials.map((c) => el("li", {}, el("code", { text: c.path }), ` ${c.what}`)));
     $("#wz-pathblock-list").replaceChildren(...p.path_blocks.map((b) => el("li", {}, el("code", { text: `${b.file}:${b.line}` }), ` ${b.lines.filter((l) => l.trim()).join(" ")}`)));

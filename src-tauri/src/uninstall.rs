@@ -75,6 +75,8 @@ pub struct PreflightShown {
     pub state_dir_lines: Vec<String>,
     /// What each VM process is, in `processes` order: "Celesto SmolVM · Celesto QEMU VM · …".
     pub process_lines: Vec<String>,
+    /// The product the choices page offers first (`uninstall::plan::default_choice`).
+    pub default_product: ProductChoice,
 }
 
 impl From<Preflight> for PreflightShown {
@@ -110,6 +112,7 @@ impl From<Preflight> for PreflightShown {
             })
             .collect();
         PreflightShown {
+            default_product: uplan::default_choice(&preflight),
             preflight,
             product_names: smolsweep::view::product_names(),
             dot_smolvm_line,

@@ -39,6 +39,17 @@ pub struct Confirmation {
     pub not_planned: Vec<String>,
     /// The Reclaim button's label for it ([`reclaim_label`]): "Reclaim 2.0 MB…".
     pub reclaim_label: String,
+    /// How it runs, under the lines ([`run_note`]).
+    pub note: String,
+}
+
+/// What a confirmation says of how its plan runs: each action checked again as it runs, or
+/// that nothing will (a plan with no action).
+pub fn run_note(has_actions: bool) -> String {
+    match has_actions {
+        true => "Each action is checked again against the system as it is when it runs; nothing else is touched.".into(),
+        false => "Nothing can be done, so nothing will run.".into(),
+    }
 }
 
 /// The label of a Reclaim button or menu item that frees about `bytes`: "Reclaim 2.0 MB…";
@@ -234,6 +245,7 @@ pub fn confirmation(plan: &Plan) -> Confirmation {
         estimate_bytes: est,
         estimate: bytes(est),
         reclaim_label: reclaim_label(Some(est)),
+        note: run_note(!plan.actions.is_empty()),
         lines: plan.actions.iter().map(action_line).collect(),
         not_planned: plan
             .skipped_at_plan

@@ -433,6 +433,7 @@ impl TargetPlan {
                 reclaim_label: crate::view::reclaim_label(Some(0)),
                 lines: vec![],
                 not_planned: vec![s.why.clone()],
+                note: crate::view::run_note(false),
             },
         }
     }
@@ -440,11 +441,11 @@ impl TargetPlan {
     /// The confirmation's question: what runs and how it is checked, or that nothing can run.
     pub fn question(&self) -> String {
         match &self.plan {
-            Ok(p) if !p.actions.is_empty() => format!(
-                "{} Each action is checked again against the system as it is when it runs; nothing else is touched.",
-                crate::view::confirmation(p).sentence()
-            ),
-            _ => "Nothing can be done, so nothing will run.".into(),
+            Ok(p) if !p.actions.is_empty() => {
+                let c = crate::view::confirmation(p);
+                format!("{} {}", c.sentence(), c.note)
+            }
+            _ => crate::view::run_note(false),
         }
     }
 }

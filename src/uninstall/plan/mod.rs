@@ -39,6 +39,21 @@ pub enum ProductChoice {
     All,
 }
 
+/// The product an uninstall offers first for `pre`: the only one found here (installed, with
+/// state, or with machines), else both.
+pub fn default_choice(pre: &crate::uninstall::preflight::Preflight) -> ProductChoice {
+    let has = |prod: Product| {
+        pre.installs.iter().any(|i| i.product == prod)
+            || pre.state_dirs.iter().any(|d| d.product == prod && d.exists)
+            || pre.machines.iter().any(|m| m.product == prod)
+    };
+    match (has(Product::Smolvm), has(Product::Celesto)) {
+        (true, false) => ProductChoice::Smolvm,
+        (false, true) => ProductChoice::Celesto,
+        _ => ProductChoice::All,
+    }
+}
+
 impl ProductChoice {
     /// The products chosen.
     pub fn products(self) -> Vec<Product> {
@@ -409,6 +424,30 @@ mod tests {
             label: String::new(),
             size: String::new(),
         }
+    }
+
+    /// Hazard (issue 30): the wizard's page decided which product to offer first by itself.
+    #[test]
+    fn the_uninstall_offers_the_only_product_found_first_else_both() {
+        let home = Path::new("/h");
+        let mut p = pre(home);
+        assert_eq!(default_choice(&p), ProductChoice::All);
+        p.state_dirs.push(dir(
+            Product::Smolvm,
+            "data_root",
+            home.join(".local/share/smolvm"),
+        ));
+        assert_eq!(default_choice(&p), ProductChoice::Smolvm);
+        p.state_dirs[0].exists = false;
+        assert_eq!(default_choice(&p), ProductChoice::All);
+        p.state_dirs.push(dir(
+            Product::Celesto,
+            "data_dir",
+            home.join(".local/state/celesto"),
+        ));
+        assert_eq!(default_choice(&p), ProductChoice::Celesto);
+        p.state_dirs[0].exists = true;
+        assert_eq!(default_choice(&p), ProductChoice::All);
     }
 
     fn opts(product: ProductChoice) -> UninstallOptions {
