@@ -18,7 +18,9 @@ use rustix::io::Errno;
 
 use super::{OpenFile, RawProcess};
 
+mod lease;
 mod table_memo;
+pub(crate) use lease::nobody_holds;
 pub(crate) use table_memo::TableMemo;
 
 const PROC: &str = "/proc";
@@ -39,8 +41,10 @@ pub(crate) fn list_processes() -> Vec<RawProcess> {
 pub(crate) enum Depth {
     /// Everything the "in use" rule asks: open files, working and root directories, maps.
     Whole,
-    /// Identity, owner and command line of every process; everything only of a process
-    /// shaped like a VMM (whose files decide whose VM it is and what it holds).
+    /// Identity, owner, command line, working and root directories of every process;
+    /// everything only of a process shaped like a VMM (whose files decide whose VM it is and
+    /// what it holds). Whether anyone else holds a file open is asked of the kernel
+    /// ([`nobody_holds`]) before the rest of the table is read.
     Identities,
 }
 
@@ -252,6 +256,8 @@ fn read_rest(
         let vmm = super::shape::may_be_vmm(&p);
         if depth == Depth::Whole || vmm {
             read_uses(dir, &mut p, s);
+        } else {
+            read_places(dir, &mut p, s);
         }
         // Only a VMM's executable and environment decide anything (whose HOME started it).
         if vmm {
@@ -280,11 +286,16 @@ fn read_uses(dir: BorrowedFd<'_>, p: &mut RawProcess, s: &mut Scratch) {
         }
         None => p.fds_readable = false,
     }
-    p.cwd = read_link(dir, c"cwd", &mut s.link).map(path_of);
-    p.root = read_link(dir, c"root", &mut s.link).map(path_of);
+    read_places(dir, p, s);
     if read_file(dir, c"maps", &mut s.file).is_ok() {
         p.mapped = parse_maps(&s.file);
     }
+}
+
+/// A process's working and root directories.
+fn read_places(dir: BorrowedFd<'_>, p: &mut RawProcess, s: &mut Scratch) {
+    p.cwd = read_link(dir, c"cwd", &mut s.link).map(path_of);
+    p.root = read_link(dir, c"root", &mut s.link).map(path_of);
 }
 
 fn gone(e: Errno) -> bool {

@@ -79,6 +79,18 @@ pub fn list() -> Vec<RawProcess> {
     os::list_processes()
 }
 
+/// Whether nothing at `path` (a regular file, or every regular file below a directory) is open
+/// anywhere, by the kernel's own count (Linux leases; `false` elsewhere, or when held or the
+/// kernel cannot tell, or after `budget` files were asked about): then no process holds or
+/// maps it, and the table's open files and maps need not be read to know it.
+pub(crate) fn nobody_holds(
+    path: &std::path::Path,
+    devino: Option<(u64, u64)>,
+    budget: &mut usize,
+) -> bool {
+    os::nobody_holds(path, devino, budget)
+}
+
 /// Every process's identity and command line, and everything of the processes shaped like a
 /// VMM: what a scan needs while it has no path to judge (the rest of the table is read by
 /// [`list`] the first time it has one). macOS reads the same as [`list`] (`ps` is one read).

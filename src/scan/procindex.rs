@@ -17,20 +17,34 @@ use super::Ctx;
 
 /// The process table, indexed for in-use checks.
 ///
-/// Built either from the whole table ([`ProcIndex::build`]) or from every process's identity
-/// with the whole table read later ([`ProcIndex::deferred`]): then the first question about a
-/// path reads it, and a scan that never asks one (a HOME with nothing of SmolVM) never reads
-/// the open files, maps and directories of every process on the machine.
+/// Built either from the whole table ([`ProcIndex::build`]) or from every process's identity,
+/// arguments and working directories ([`ProcIndex::deferred`]): then whether anything asked
+/// about is held open or mapped is asked of the kernel first ([`crate::procs::nobody_holds`]),
+/// and only when something is (or the kernel cannot tell) is the whole table read, once, to
+/// name who. A scan of a HOME whose leftovers nobody holds never reads the open files and maps
+/// of every process on the machine.
 #[derive(Debug, Default)]
 pub(crate) struct ProcIndex {
     pub raw: Vec<RawProcess>,
     /// Index into `raw` and the VMM shape of that process.
     pub vmms: Vec<(usize, VmmShape)>,
-    /// What every process uses, built from `raw` or from the whole table read by `whole`.
-    uses: OnceLock<Uses>,
-    /// Reads the whole table, when `raw` holds identities only (taken on first use).
+    /// What `raw` says processes use (everything, for an index of the whole table).
+    known: OnceLock<Uses>,
+    /// A deferred index's: what the whole table says, read by `whole` on first need.
+    held: OnceLock<Uses>,
+    /// Reads the whole process table, for a deferred index until it is read.
     whole: Mutex<Option<ReadTable>>,
+    /// Files the kernel may still be asked about before the whole table is read anyway.
+    budget: Mutex<usize>,
 }
+
+/// How many files a deferred index asks the kernel about at most ([`ProcIndex::deferred`]), per
+/// process on the machine (and at least [`KERNEL_QUESTIONS_MIN`]): a question costs a few
+/// plain system calls, reading a process's open files two through `/proc` per descriptor, so
+/// past that the table costs less, and a tree too large to ask about costs at most about what
+/// the table would have.
+const KERNEL_QUESTIONS_PER_PROCESS: usize = 4;
+const KERNEL_QUESTIONS_MIN: usize = 256;
 
 /// Reads the whole process table ([`crate::procs::list`], or a stand-in in tests).
 pub(crate) type ReadTable = fn() -> Vec<RawProcess>;
@@ -89,6 +103,31 @@ impl Uses {
     }
 }
 
+impl Uses {
+    /// Pids of the processes that use the path whose [`path_key`] is `pk` (with identity
+    /// `devino`, when known) or anything below it.
+    fn users(&self, pk: &[u8], devino: Option<(u64, u64)>) -> Vec<u32> {
+        let mut pids: Vec<u32> = Vec::new();
+        if let Some(k) = devino {
+            let start = self.open.partition_point(|(d, _)| *d < k);
+            pids.extend(
+                self.open[start..]
+                    .iter()
+                    .take_while(|(d, _)| *d == k)
+                    .map(|(_, i)| *i),
+            );
+        }
+        let start = self.used.partition_point(|(q, _)| **q < *pk);
+        pids.extend(
+            self.used[start..]
+                .iter()
+                .take_while(|(q, _)| q.starts_with(pk) && q.get(pk.len()).is_none_or(|&b| b == 0))
+                .map(|(_, pid)| *pid),
+        );
+        pids
+    }
+}
+
 /// A path as bytes that order the way its components do: each component written after a 0
 /// byte (no name holds one), so `/a/b` is `\0/\0a\0b`. Whatever lies below `/a` (`/a` itself,
 /// `/a/…`) starts with `\0/\0a` followed by nothing or a 0, and sorts before `/ab`, so it is
@@ -122,38 +161,51 @@ fn path_key(path: &Path, out: &mut Vec<u8>) {
 impl ProcIndex {
     pub(crate) fn build(raw: Vec<RawProcess>, _euid: u32) -> Self {
         let vmms = vmms_of(&raw);
-        let uses = OnceLock::from(Uses::build(&raw, &vmms));
+        let known = OnceLock::from(Uses::build(&raw, &vmms));
         ProcIndex {
             raw,
             vmms,
-            uses,
-            whole: Mutex::new(None),
+            known,
+            ..Default::default()
         }
     }
 
-    /// An index of `identities` (every process's identity and command line, and everything of
-    /// the VMM-shaped ones: [`crate::procs::list_identities`]) whose first in-use question
-    /// reads the whole table with `whole` and asks it.
+    /// An index of `identities` (every process's identity, command line and working
+    /// directories, and everything of the VMM-shaped ones: [`crate::procs::list_identities`])
+    /// that reads the whole table with `whole` the first time the kernel says a file asked
+    /// about is held, or cannot tell.
     pub(crate) fn deferred(identities: Vec<RawProcess>, whole: ReadTable) -> Self {
         ProcIndex {
             vmms: vmms_of(&identities),
-            raw: identities,
-            uses: OnceLock::new(),
             whole: Mutex::new(Some(whole)),
+            budget: Mutex::new(
+                (KERNEL_QUESTIONS_PER_PROCESS * identities.len()).max(KERNEL_QUESTIONS_MIN),
+            ),
+            raw: identities,
+            ..Default::default()
         }
     }
 
-    fn uses(&self) -> &Uses {
-        self.uses.get_or_init(|| {
-            let whole = self.whole.lock().unwrap_or_else(|e| e.into_inner()).take();
-            match whole {
-                Some(read) => {
-                    let raw = read();
-                    Uses::build(&raw, &vmms_of(&raw))
-                }
-                None => Uses::build(&self.raw, &self.vmms),
-            }
-        })
+    fn known(&self) -> &Uses {
+        self.known
+            .get_or_init(|| Uses::build(&self.raw, &self.vmms))
+    }
+
+    /// The whole table's uses when `path` (or anything below it) may be held: for a deferred
+    /// index, unless the kernel says nothing there is open; once read, always.
+    fn held(&self, path: &Path, devino: Option<(u64, u64)>) -> Option<&Uses> {
+        if let Some(held) = self.held.get() {
+            return Some(held);
+        }
+        let mut whole = self.whole.lock().unwrap_or_else(|e| e.into_inner());
+        let read = (*whole)?;
+        let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());
+        if crate::procs::nobody_holds(path, devino, &mut budget) {
+            return None;
+        }
+        *whole = None;
+        let raw = read();
+        Some(self.held.get_or_init(|| Uses::build(&raw, &vmms_of(&raw))))
     }
 
     /// **The one "in use" rule.** Pids of processes (of any user whose table could be read) that
@@ -163,26 +215,12 @@ impl ProcIndex {
     /// directory there, map it, or boot a smolvm machine from it. The scan and the executor's
     /// re-judge both ask this.
     pub(crate) fn in_use(&self, path: &Path, devino: Option<(u64, u64)>) -> Vec<u32> {
-        let uses = self.uses();
-        let mut pids: Vec<u32> = Vec::new();
-        if let Some(k) = devino {
-            let start = uses.open.partition_point(|(d, _)| *d < k);
-            pids.extend(
-                uses.open[start..]
-                    .iter()
-                    .take_while(|(d, _)| *d == k)
-                    .map(|(_, i)| *i),
-            );
-        }
         let mut pk = Vec::new();
         path_key(path, &mut pk);
-        let start = uses.used.partition_point(|(q, _)| **q < *pk);
-        pids.extend(
-            uses.used[start..]
-                .iter()
-                .take_while(|(q, _)| q.starts_with(&pk) && q.get(pk.len()).is_none_or(|&b| b == 0))
-                .map(|(_, pid)| *pid),
-        );
+        let mut pids = self.known().users(&pk, devino);
+        if let Some(held) = self.held(path, devino) {
+            pids.extend(held.users(&pk, devino));
+        }
         pids.sort_unstable();
         pids.dedup();
         pids
@@ -263,8 +301,12 @@ fn facets<'a>(
     // A root of `/` is every process's; only a chroot names a directory.
     let root = p.root.iter().filter(|r| r.as_os_str() != "/");
     let named = p.argv.iter().skip(1).filter(|a| a.starts_with('/'));
+    // An unlinked file is held by its identity alone: its old name is nobody's now (a new file
+    // there is another file), and the kernel's count ([`crate::procs::nobody_holds`]) cannot
+    // reach it through a name either.
     (p.open_files
         .iter()
+        .filter(|f| !f.deleted)
         .map(|f| (Usage::HoldsOpen, f.path.as_path())))
     .chain(named.map(|a| (Usage::Names, Path::new(a.as_str()))))
     .chain(

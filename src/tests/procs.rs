@@ -5,6 +5,7 @@
 //! real program. Every process is killed by its own PID when its guard drops.
 
 use std::io::Write;
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -636,8 +637,11 @@ fn the_identity_read_takes_no_files_of_a_plain_process_but_everything_of_a_vmm()
     let p = ids.iter().find(|p| p.pid == plain.pid()).expect("listed");
     assert!(p.argv.iter().any(|a| a == "-c"), "{:?}", p.argv);
     assert!(p.start_time > 0);
+    // Its working directory is read (a cheap link), its open files and maps are not.
     assert!(
-        p.open_files.is_empty() && p.cwd.is_none() && p.mapped.is_empty(),
+        p.open_files.is_empty()
+            && p.cwd == Some(tmp.path().canonicalize().unwrap())
+            && p.mapped.is_empty(),
         "{p:?}"
     );
     let v = ids.iter().find(|p| p.pid == vm.pid()).expect("listed");
@@ -649,11 +653,13 @@ fn the_identity_read_takes_no_files_of_a_plain_process_but_everything_of_a_vmm()
 
 #[test]
 fn a_file_held_by_a_process_missing_from_the_identities_is_in_use() {
-    // The identities were read before the process started (or without its files): the first
-    // in-use question reads the whole table, and that finds it.
-    static HOLDER: std::sync::Mutex<Option<(PathBuf, u32)>> = std::sync::Mutex::new(None);
+    // The identities were read before the process started (or without its files): the kernel
+    // says the file is held, the first in-use question reads the whole table, and that finds
+    // it.
+    type Held = (PathBuf, u32, (u64, u64));
+    static HOLDER: std::sync::Mutex<Option<Held>> = std::sync::Mutex::new(None);
     fn whole() -> Vec<RawProcess> {
-        let (path, pid) = HOLDER.lock().unwrap().clone().expect("set");
+        let (path, pid, (dev, ino)) = HOLDER.lock().unwrap().clone().expect("set");
         vec![RawProcess {
             pid,
             start_time: 7,
@@ -662,8 +668,8 @@ fn a_file_held_by_a_process_missing_from_the_identities_is_in_use() {
             open_files: vec![crate::procs::OpenFile {
                 path,
                 deleted: false,
-                dev: 1,
-                ino: 2,
+                dev,
+                ino,
                 allocated: 0,
             }],
             ..Default::default()
@@ -671,14 +677,19 @@ fn a_file_held_by_a_process_missing_from_the_identities_is_in_use() {
     }
     let tmp = scratch();
     let disk = tmp.path().join("disks/a.qcow2");
-    *HOLDER.lock().unwrap() = Some((disk.clone(), 4242));
+    std::fs::create_dir_all(disk.parent().unwrap()).unwrap();
+    std::fs::write(&disk, b"disk").unwrap();
+    let holder = fake(&["cp"], None, Some(&disk));
+    let m = std::fs::metadata(&disk).unwrap();
+    let devino = (m.dev(), m.ino());
+    *HOLDER.lock().unwrap() = Some((disk.clone(), holder.pid(), devino));
     let idx = crate::scan::ProcIndex::deferred(Vec::new(), whole);
-    assert!(idx.by_pid(4242).is_none());
-    assert_eq!(idx.in_use(&disk, None), vec![4242]);
-    assert_eq!(idx.in_use(disk.parent().unwrap(), None), vec![4242]);
+    assert!(idx.by_pid(holder.pid()).is_none());
+    assert_eq!(idx.in_use(&disk, None), vec![holder.pid()]);
+    assert_eq!(idx.in_use(disk.parent().unwrap(), None), vec![holder.pid()]);
     assert_eq!(
-        idx.in_use(&tmp.path().join("other"), Some((1, 2))),
-        vec![4242]
+        idx.in_use(&tmp.path().join("other"), Some(devino)),
+        vec![holder.pid()]
     );
 }
 
@@ -714,10 +725,89 @@ fn a_scan_with_nothing_to_judge_never_reads_the_whole_table() {
     let r = scan();
     assert!(r.findings.is_empty(), "{:?}", r.findings);
     assert_eq!(WHOLE_READS.load(Ordering::SeqCst), 0, "nothing to judge");
-    // A disk with no inventory row is judged: "in use?" reads the whole table, once.
+    // A disk with no inventory row is judged, and nobody holds it: the kernel says so, and the
+    // whole table is not read either.
     let data = home.celesto_data_dir().expect("celesto data dir");
-    std::fs::write(data.disks().join("lost.qcow2"), vec![1u8; 4096]).unwrap();
+    let disk = data.disks().join("lost.qcow2");
+    std::fs::write(&disk, vec![1u8; 4096]).unwrap();
     let r = scan();
-    assert!(!r.findings.is_empty());
+    let lost = r
+        .findings
+        .iter()
+        .find(|f| f.path == disk)
+        .expect("lost disk judged");
+    assert!(!lost.reason.contains("using it"), "{}", lost.reason);
+    assert_eq!(WHOLE_READS.load(Ordering::SeqCst), 0, "nobody holds it");
+    // A process that is no VMM holds it: the whole table is read, once, and names it.
+    let holder = fake(&["holder"], None, Some(&disk));
+    let r = scan();
+    let lost = r
+        .findings
+        .iter()
+        .find(|f| f.path == disk)
+        .expect("lost disk judged");
+    assert!(
+        lost.reason.contains(&holder.pid().to_string()),
+        "{}",
+        lost.reason
+    );
     assert_eq!(WHOLE_READS.load(Ordering::SeqCst), 1, "read once per scan");
+}
+
+#[test]
+fn a_file_held_by_a_process_whose_descriptors_cannot_be_listed_is_still_held() {
+    // The kernel's count sees every holder: a file mapped after its descriptor was closed, a
+    // hard link to it held under another name, a file deep below a directory.
+    let tmp = scratch();
+    let dir = tmp.path().join("a/b/c");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("disk.raw");
+    std::fs::write(&file, vec![0u8; 8192]).unwrap();
+    let mut budget = 100;
+    let free = |p: &Path, b: &mut usize| crate::procs::nobody_holds(p, None, b);
+    assert!(free(&file, &mut budget));
+    assert!(free(tmp.path(), &mut budget));
+    let other = tmp.path().join("other-name");
+    std::fs::hard_link(&file, &other).unwrap();
+    let mut holder = fake(&["holder"], None, Some(&other));
+    assert!(!free(&file, &mut budget), "held under another name");
+    assert!(!free(tmp.path(), &mut budget), "held below the directory");
+    holder.kill().unwrap();
+    assert!(free(&file, &mut budget));
+    let mut mapper = python_with(
+        "f = open(os.environb[b'P'], 'rb')\nm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\nf.close()",
+        &file,
+        None,
+    );
+    assert!(
+        !free(&file, &mut budget),
+        "mapped with its descriptor closed"
+    );
+    mapper.kill().unwrap();
+    // The budget spent, the kernel is not asked: "cannot tell".
+    let mut none = 0;
+    assert!(!free(&file, &mut none));
+    // A named pipe, a socket and a link below a directory are nothing anyone holds open as a
+    // file, and asking about them neither blocks nor follows the link.
+    let odd = tmp.path().join("odd");
+    std::fs::create_dir(&odd).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        odd.join("fifo"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&file, odd.join("link")).unwrap();
+    let mut held_target = fake(&["holder"], None, Some(&file));
+    assert!(
+        free(&odd, &mut budget),
+        "a link to a held file is not the file"
+    );
+    assert!(
+        free(&odd.join("link"), &mut budget),
+        "a link is not followed"
+    );
+    held_target.kill().unwrap();
 }

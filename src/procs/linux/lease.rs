@@ -1,0 +1,148 @@
+//! Whether any open file description anywhere holds a file, asked of the kernel itself: a write
+//! lease (`fcntl(F_SETLEASE, F_WRLCK)`) is granted only when the file has no open description
+//! but the one asking (`fs/locks.c`, `check_conflicting_open`: the inode's read and write
+//! counts). Every holder counts, whoever it is: a process of another user or mount namespace
+//! whose `/proc/<pid>/fd` cannot be read, a file mapped after its descriptor was closed, a
+//! running executable, a loop device's backing file. The lease is released at once; it is
+//! only ever asked of regular files this user owns (the kernel's rule for leases).
+//!
+//! It answers "nobody" or "cannot tell", never who: when a file is held (or the kernel cannot
+//! say), the caller reads the whole process table to name the holders. What it does not see
+//! is a descriptor opened with `O_PATH` (it can neither read nor write).
+//!
+//! While the lease is held (two system calls), another process opening the file waits for it
+//! to be released (`O_NONBLOCK` opens fail with `EWOULDBLOCK` instead), and the kernel sends
+//! this process `SIGIO`; its default action ends a process, so it is ignored first when nothing
+//! else handles it.
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::Path;
+use std::sync::Once;
+
+use rustix::fs::{fstat, openat, statat, AtFlags, FileType, Mode, OFlags, RawDir};
+use rustix::io::Errno;
+
+/// Whether nothing at `path` (a regular file, or every regular file below a directory) is open
+/// anywhere, by the kernel's own count. `devino`, when given, is the identity the file must
+/// still have. `budget` is how many files may still be asked about (it is spent as they are);
+/// `false` means "held, or cannot tell" and the caller reads the process table.
+pub(crate) fn nobody_holds(path: &Path, devino: Option<(u64, u64)>, budget: &mut usize) -> bool {
+    ignore_sigio();
+    match free_at(rustix::fs::CWD, path, devino, budget, 0) {
+        Ok(free) => free,
+        // Nothing is there to hold, unless an identity was asked about: that file may be held
+        // under another name.
+        Err(Errno::NOENT) => devino.is_none(),
+        Err(_) => false,
+    }
+}
+
+/// Deeper than this, a tree is left to the process table.
+const MAX_DEPTH: usize = 64;
+
+/// Whether nothing at `name` in `dir` is held ([`nobody_holds`]), looked at without following a
+/// link. Only regular files and directories are opened: a link, a pipe, a socket or a device
+/// is never what a process holds open as a file (the table's open files are regular files
+/// only), and opening a device could do something.
+fn free_at<P: rustix::path::Arg + Copy>(
+    dir: BorrowedFd<'_>,
+    name: P,
+    devino: Option<(u64, u64)>,
+    budget: &mut usize,
+    depth: usize,
+) -> Result<bool, Errno> {
+    let st = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
+    let kind = FileType::from_raw_mode(st.st_mode);
+    if !matches!(kind, FileType::RegularFile | FileType::Directory) {
+        return Ok(true);
+    }
+    let mut flags =
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    if kind == FileType::Directory {
+        flags |= OFlags::DIRECTORY;
+    }
+    // A scan changes no timestamp: no access time either (refused on what another user owns).
+    let fd = match openat(dir, name, flags | OFlags::NOATIME, Mode::empty()) {
+        Err(Errno::PERM) => openat(dir, name, flags, Mode::empty())?,
+        opened => opened?,
+    };
+    // The same file as looked at (and as asked about), or it changed meanwhile: cannot tell.
+    let now = fstat(&fd)?;
+    let same = (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino);
+    if !same || devino.is_some_and(|k| k != (now.st_dev, now.st_ino)) {
+        return Ok(false);
+    }
+    Ok(match kind {
+        FileType::Directory => dir_free(fd, budget, depth),
+        _ => take(budget) && lease_free(fd.as_fd()),
+    })
+}
+
+/// Whether no regular file below the open directory `dir` is held ([`nobody_holds`]).
+fn dir_free(dir: OwnedFd, budget: &mut usize, depth: usize) -> bool {
+    if depth > MAX_DEPTH {
+        return false;
+    }
+    let mut buf = vec![std::mem::MaybeUninit::uninit(); 8192];
+    let mut entries = RawDir::new(&dir, &mut buf);
+    while let Some(entry) = entries.next() {
+        let Ok(entry) = entry else { return false };
+        let name = entry.file_name();
+        if matches!(name.to_bytes(), b"." | b"..") {
+            continue;
+        }
+        let free = match free_at(dir.as_fd(), name, None, budget, depth + 1) {
+            Ok(free) => free,
+            // Removed meanwhile: nothing to hold.
+            Err(e) => e == Errno::NOENT,
+        };
+        if !free {
+            return false;
+        }
+    }
+    true
+}
+
+fn take(budget: &mut usize) -> bool {
+    match budget.checked_sub(1) {
+        Some(left) => {
+            *budget = left;
+            true
+        }
+        None => false,
+    }
+}
+
+/// Whether a write lease on the open regular file `fd` is granted (no other open description:
+/// held otherwise, or the kernel cannot tell: another owner, no leases on this file system);
+/// a granted one is released at once.
+fn lease_free(fd: BorrowedFd<'_>) -> bool {
+    let raw = fd.as_raw_fd();
+    // SAFETY: `fcntl` on a descriptor this function borrows, with integer arguments only.
+    if unsafe { libc::fcntl(raw, libc::F_SETLEASE, libc::F_WRLCK) } != 0 {
+        return false;
+    }
+    // SAFETY: as above. Closing the descriptor would release it too; this does it at once.
+    unsafe { libc::fcntl(raw, libc::F_SETLEASE, libc::F_UNLCK) };
+    true
+}
+
+/// A lease broken while held sends `SIGIO`, whose default action ends the process: ignored,
+/// unless something already handles it.
+fn ignore_sigio() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: reads the current action into a zeroed struct, and replaces it only when it
+        // is the default one; no handler of this crate is installed.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(libc::SIGIO, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction == libc::SIG_DFL
+            {
+                let mut ign: libc::sigaction = std::mem::zeroed();
+                ign.sa_sigaction = libc::SIG_IGN;
+                libc::sigaction(libc::SIGIO, &ign, std::ptr::null_mut());
+            }
+        }
+    });
+}
