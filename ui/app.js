@@ -372,9 +372,9 @@ function keepControl(request, what) {
 // "Why?": the core's answer for a row (the sentences `smolsweep why` prints), under their labels,
 // with the command that frees it to copy.
 async function showWhy(target, what, from) {
-  let w;
-  try { w = await invoke("why_of", { target }); } catch (e) { toast(String(e)); return; }
-  const p = w.panel;
+  let answer;
+  try { answer = await invoke("why_of", { target }); } catch (e) { toast(String(e)); return; }
+  const p = answer.panel;
   $("#why-title").textContent = w("why_what", { what });
   const rows = p.sections.map((sec) => {
     const paras = [];

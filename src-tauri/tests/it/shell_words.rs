@@ -575,6 +575,52 @@ fn the_windows_words_are_the_cores_table_and_all_of_it() {
     );
 }
 
+/// Whether `code` names something of its own `w` or `wn`, hiding the word lookup (`let w;`
+/// in a function made its `w("why_what")` call the command's answer).
+fn hides_the_lookup(code: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        let toks: Vec<&str> = line
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))
+            .filter(|t| !t.is_empty())
+            .collect();
+        let binds = toks.windows(2).any(|p| {
+            ["let", "const", "var", "function"].contains(&p[0]) && ["w", "wn"].contains(&p[1])
+        });
+        let param = [
+            "(w)", "(w,", " w =>", "(wn)", "(wn,", " wn =>", ", w)", ", wn)",
+        ]
+        .iter()
+        .any(|p| line.contains(p));
+        let defines = line.starts_with("function w(") || line.starts_with("function wn(");
+        if (binds || param) && !defines {
+            out.push((n + 1, line.trim().to_string()));
+        }
+    }
+    out
+}
+
+/// No script hides the word lookup behind a name of its own.
+#[test]
+fn no_window_script_hides_the_word_lookup() {
+    assert_eq!(
+        hides_the_lookup("function w(key, holes) {\n  let w;\n  items.map((w) => w.id);\n"),
+        [
+            (2, "let w;".to_string()),
+            (3, "items.map((w) => w.id);".to_string())
+        ]
+    );
+    let mut found = Vec::new();
+    for (name, text) in ui_files() {
+        if name.ends_with(".js") {
+            for (n, l) in hides_the_lookup(&text) {
+                found.push(format!("ui/{name}:{n}: {l}"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
 /// The check itself: a sentence, a heading, a button's word and a lowercase phrase in a script
 /// or the page are found; keys, class lists, selectors, ids and commands in `<code>` are not.
 #[test]
