@@ -85,6 +85,12 @@ pub fn ago(then: u64, now: u64) -> String {
     }
 }
 
+/// A scan interval for a person, in minutes rounded up: "1 minute", "90 minutes" (the
+/// window's settings show it for an interval their list does not offer).
+pub fn interval_minutes(secs: u64) -> String {
+    plural(secs.div_ceil(60) as usize, "minute", "minutes")
+}
+
 /// The scan line, the tray's status and the window's findings while a scan runs.
 pub const SCANNING: &str = "Scanning…";
 
