@@ -193,6 +193,10 @@ pub struct TrayModel {
     /// The first line of the menu: the reclaimable total, "Nothing to reclaim", "Scanning…", or
     /// "Can't verify: …" naming what could not be read.
     pub status: String,
+    /// Whether `status` says what could not be verified ("Can't verify: …"): the window shows
+    /// it as a warning.
+    #[serde(default)]
+    pub cannot_verify: bool,
     /// Which icon the tray shows.
     pub icon: IconState,
     /// Tooltip text (status plus orphan count).
@@ -358,7 +362,9 @@ impl TrayModel {
             .filter(|p| p.is_this_homes_orphan())
             .count();
 
-        let status = match first_problem(report) {
+        let problem = first_problem(report);
+        let cannot_verify = problem.is_some();
+        let status = match problem {
             Some(problem) => format!("Can't verify: {problem}"),
             None => match reclaimable {
                 None => "Nothing to reclaim".to_string(),
@@ -385,6 +391,7 @@ impl TrayModel {
 
         TrayModel {
             status,
+            cannot_verify,
             icon,
             tooltip,
             reclaim_ids,
@@ -405,7 +412,7 @@ impl TrayModel {
 
     /// The menu before the first scan has finished.
     pub fn scanning() -> TrayModel {
-        let status = "Scanning…".to_string();
+        let status = crate::view::SCANNING.to_string();
         let mut entries = vec![TrayEntry::Item(TrayItem::new(ids::STATUS, &status, false))];
         entries.extend(action_entries(None, None));
         TrayModel {
@@ -416,6 +423,7 @@ impl TrayModel {
             entries,
             compact: None,
             status,
+            cannot_verify: false,
         }
     }
 
@@ -423,6 +431,7 @@ impl TrayModel {
     pub fn scan_failed(problem: &str) -> TrayModel {
         let mut m = TrayModel::scanning();
         m.status = format!("Can't verify: {problem}");
+        m.cannot_verify = true;
         m.tooltip = format!("Smolsweep — {}", m.status);
         if let Some(TrayEntry::Item(i)) = m.entries.first_mut() {
             i.label = m.status.clone();

@@ -44,12 +44,14 @@ pub mod why;
 /// What only the desktop window and tray show: the compaction they confirm, "Why?" as labelled
 /// sections, paths that fit, History's times.
 pub mod window;
+/// The window's fixed words (headings, labels, buttons, empty states), by key.
+pub mod words;
 
 pub use compact::{compact_view, disk_sentence, CompactView};
 use confirm::vms;
 pub use confirm::{
     closing_line, confirmation, estimate_bytes, freeing, outcome_line, reclaim_label, run_note,
-    selection_estimate, skipped_target, Confirmation,
+    selection_estimate, skipped_target, Confirmation, RECLAIM,
 };
 pub(crate) use confirm::{fix_for_path, fix_for_process};
 pub use lines::action_line;
@@ -83,15 +85,24 @@ pub fn ago(then: u64, now: u64) -> String {
     }
 }
 
+/// A scan interval for a person, in minutes rounded up: "1 minute", "90 minutes" (the
+/// window's settings show it for an interval their list does not offer).
+pub fn interval_minutes(secs: u64) -> String {
+    plural(secs.div_ceil(60) as usize, "minute", "minutes")
+}
+
+/// The scan line, the tray's status and the window's findings while a scan runs.
+pub const SCANNING: &str = "Scanning…";
+
 /// What the window's scan line says: "Scanning…", "Scanned 4 min ago", or "" after a failed
 /// first scan (the error is shown instead).
 pub fn scan_state(scanning: bool, scanned_at: Option<u64>, failed: bool, now: u64) -> String {
     match (scanning, scanned_at) {
-        (true, _) => "Scanning…".into(),
+        (true, _) => SCANNING.into(),
         (false, Some(0)) => "Scan complete".into(),
         (false, Some(t)) => format!("Scanned {}", ago(t, now)),
         (false, None) if failed => String::new(),
-        (false, None) => "Scanning…".into(),
+        (false, None) => SCANNING.into(),
     }
 }
 

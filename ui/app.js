@@ -27,6 +27,36 @@ function el(tag, attrs = {}, ...children) {
   return e;
 }
 
+// ---- words ------------------------------------------------------------------------------------
+
+// The window's fixed words are the core's (`smolsweep::view::words`), sent once at start by
+// `get_words`: `w(key)` is one, `w(key, { what })` one with its holes filled with data as it
+// is; `wn(key, { hole: node })` the same as nodes, a hole standing for an element. The page's
+// own elements name theirs with `data-word` (their content; `data-inline`: the element itself
+// gives way to the word), `data-hole` (an element kept in its hole) and
+// `data-word-title` / `data-word-aria-label` / `data-word-placeholder`.
+let WORDS = {};
+function w(key, holes) {
+  const t = WORDS[key];
+  if (t === undefined) return key;
+  return holes ? t.replace(/\{(\w+)\}/g, (m, h) => (h in holes ? String(holes[h]) : m)) : t;
+}
+function wn(key, holes = {}) {
+  return w(key).split(/\{(\w+)\}/).flatMap((part, i) => (i % 2 ? [holes[part] ?? `{${part}}`] : part ? [part] : [])).flat();
+}
+function fillWords(root = document) {
+  for (const e of $$("[data-word]", root)) {
+    const holes = {};
+    for (const h of $$("[data-hole]", e)) holes[h.dataset.hole] = h;
+    const nodes = wn(e.dataset.word, holes);
+    if (e.hasAttribute("data-inline")) e.replaceWith(...nodes); else e.replaceChildren(...nodes);
+  }
+  for (const a of ["title", "aria-label", "placeholder"]) {
+    for (const e of $$(`[data-word-${a}]`, root)) e.setAttribute(a, w(e.getAttribute(`data-word-${a}`)));
+  }
+}
+const wordsReady = invoke("get_words").then((t) => { WORDS = t; fillWords(); });
+
 // `pending` is what the open confirmation would run: a reclaim ({ kind: "reclaim", digest }) or a
 // VM / machine action ({ kind: "vm", plan }), each with the fingerprint of the core plan it shows.
 let state = { status: null, selected: new Set(), touched: false, busy: false, pending: null, estimateSeq: 0 };
@@ -74,10 +104,10 @@ function render(status) {
   $("#scan-state").textContent = status.scan_state;
   const line = $("#status-line");
   line.textContent = status.tray.status;
-  line.classList.toggle("warn", status.tray.status.startsWith("Can't verify"));
+  line.classList.toggle("warn", !!status.tray.cannot_verify);
   renderBanners(status);
   if (!v) {
-    $("#findings-list").replaceChildren(el("div", { class: "empty", text: status.error || "Scanning…" }));
+    $("#findings-list").replaceChildren(el("div", { class: "empty", text: status.error || w("scanning") }));
     return;
   }
   const t = v.totals;
@@ -122,14 +152,14 @@ function renderBanners(status) {
     const newer = (status.newer || []).includes(p.product);
     out.push(el("div", { class: "banner", role: "status", dataset: { product: p.product, newer: newer ? "1" : "" } },
       el("b", { text: `${p.name}: ` }), p.problems.join(" "),
-      newer ? el("button", { class: "secondary small", type: "button", onclick: () => show("settings", true) }, `Settings: accept newer ${p.name}`) : null));
+      newer ? el("button", { class: "secondary small", type: "button", onclick: () => show("settings", true) }, w("settings_accept_newer", { product: p.name })) : null));
   }
   if (status.auto) {
     const a = status.auto;
     out.unshift(el("div", { class: "banner", role: "status", id: "auto-banner" },
-      el("b", { text: "Automatic clean-up waits for you: " }),
+      el("b", { text: `${w("auto_waits")} ` }),
       a.banner,
-      el("button", { class: "secondary small", type: "button", onclick: () => show("settings", true) }, "Review")));
+      el("button", { class: "secondary small", type: "button", onclick: () => show("settings", true) }, w("review"))));
   }
   $("#banners").replaceChildren(...out);
   renderAuto(status);
@@ -154,18 +184,18 @@ function renderAuto(status) {
 function renderKeeps(status) {
   const list = $("#keep-list");
   const rules = status.keeps || [];
-  if (!rules.length) { list.replaceChildren(el("p", { class: "muted small", text: "Nothing is kept. Use Keep on a finding or a machine." })); return; }
+  if (!rules.length) { list.replaceChildren(el("p", { class: "muted small", text: w("nothing_kept") })); return; }
   list.replaceChildren(el("ul", { class: "keep-list" }, rules.map((r) => el("li", { dataset: { rule: r.id } },
     el("span", { text: `${r.line} ` }),
-    el("button", { type: "button", class: "secondary small", "aria-label": `Stop keeping ${r.what}`, onclick: async () => {
+    el("button", { type: "button", class: "secondary small", "aria-label": w("stop_keeping", { what: r.what }), onclick: async () => {
       try { render(await invoke("remove_keep", { id: r.id })); } catch (e) { toast(String(e)); }
-    } }, "Remove")))));
+    } }, w("remove"))))));
 }
 
 function renderFilter(status) {
   const sel = $("#f-kind");
   const want = (status.filter.kinds || [])[0] || "";
-  const opts = [el("option", { value: "", text: "Every kind" }), ...(status.kinds || []).map((k) => el("option", { value: k.kind, text: k.label }))];
+  const opts = [el("option", { value: "", text: w("every_kind") }), ...(status.kinds || []).map((k) => el("option", { value: k.kind, text: k.label }))];
   if (want && !(status.kinds || []).some((k) => k.kind === want)) opts.push(el("option", { value: want, text: want }));
   sel.replaceChildren(...opts);
   sel.value = want;
@@ -194,9 +224,9 @@ $("#f-clear").addEventListener("click", () => { $("#f-age").value = ""; $("#f-si
 // (the verdict colours of style.css, as the treemap and the badges use them).
 function renderChart(v) {
   const chart = $("#space-chart");
-  if (!v.legend.length) { chart.replaceChildren(el("div", { class: "empty", text: "Nothing from either SmolVM holds any space." })); return; }
+  if (!v.legend.length) { chart.replaceChildren(el("div", { class: "empty", text: w("nothing_holds_space") })); return; }
   const bar = el("div", { class: "bar", "aria-hidden": "true" });
-  const legend = el("ul", { class: "legend", "aria-label": "Space by kind" });
+  const legend = el("ul", { class: "legend", "aria-label": w("space_by_kind") });
   v.legend.forEach((e) => {
     const seg = el("div", { class: "seg", title: `${e.label}: ${e.size}, ${e.verdict_word}`, dataset: { verdict: e.verdict } });
     seg.style.width = `${e.percent}%`;
@@ -211,11 +241,11 @@ const TM_W = 1000, TM_H = 260;
 function renderTreemap(status) {
   const box = $("#treemap");
   const tiles = status.treemap || [];
-  if (!tiles.length) { box.replaceChildren(el("div", { class: "empty", text: "Nothing to draw." })); return; }
+  if (!tiles.length) { box.replaceChildren(el("div", { class: "empty", text: w("nothing_to_draw") })); return; }
   box.replaceChildren(...tiles.map((t) => {
     const name = t.short_path.split("/").pop();
-    const tip = `${t.path}\n${t.kind_label} · ${t.verdict_label}\n${t.size} on disk, ${t.apparent} apparent`;
-    const tile = el("button", { type: "button", class: `tile ${t.verdict}`, title: tip, "aria-label": `${name}: ${t.size}, ${t.verdict_label}. Select it`, dataset: { id: t.id, verdict: t.verdict } },
+    const tip = w("tile_tip", { path: t.path, kind: t.kind_label, verdict: t.verdict_label, size: t.size, apparent: t.apparent });
+    const tile = el("button", { type: "button", class: `tile ${t.verdict}`, title: tip, "aria-label": w("tile_select", { name, size: t.size, verdict: t.verdict_label }), dataset: { id: t.id, verdict: t.verdict } },
       t.w > 40 && t.h > 14 ? name : "");
     tile.style.left = `${(t.x / TM_W) * 100}%`;
     tile.style.top = `${(t.y / TM_H) * 100}%`;
@@ -279,7 +309,7 @@ function renderTrendTable(tv) {
       el("thead", {}, el("tr", {}, tv.columns.map((c) => el("th", { scope: "col", text: c })))),
       el("tbody", {}, s.rows.map((r) => el("tr", {}, r.cells.map((c, i) => el(i ? "td" : "th", i ? { text: c } : { scope: "row", text: c })))))));
   }
-  if (tv.freed.length) parts.push(el("ul", { class: "trend-freed", "aria-label": "Reclaimed" }, tv.freed.map((f) => el("li", { text: f.label }))));
+  if (tv.freed.length) parts.push(el("ul", { class: "trend-freed", "aria-label": w("reclaimed") }, tv.freed.map((f) => el("li", { text: f.label }))));
   $("#trend-table").replaceChildren(...parts);
 }
 
@@ -287,7 +317,7 @@ function renderTrendTable(tv) {
 function pickFinding(id) {
   show("findings");
   const row = $(`tr.finding[data-id="${CSS.escape(id)}"]`);
-  if (!row) { toast("That item is not in the list"); return; }
+  if (!row) { toast(w("not_in_list")); return; }
   const box = $("input.select", row);
   if (box && !box.disabled && !box.checked) {
     state.touched = true;
@@ -303,7 +333,7 @@ function pickFinding(id) {
 
 function renderNextSteps(v) {
   const box = $("#next-steps");
-  box.replaceChildren(...(v.next_steps.length ? [el("h2", { text: "From the command line" }), el("ul", { class: "small" }, v.next_steps.map((s) => el("li", { text: s })))] : []));
+  box.replaceChildren(...(v.next_steps.length ? [el("h2", { text: w("from_command_line") }), el("ul", { class: "small" }, v.next_steps.map((s) => el("li", { text: s })))] : []));
 }
 
 async function copyPath(path) {
@@ -317,18 +347,18 @@ async function copyPath(path) {
     document.execCommand("copy");
     ta.remove();
   }
-  toast(`Copied ${path}`);
+  toast(w("copied_path", { path }));
 }
 
 // "Keep": a core keep rule for a finding or a machine, with an optional why; then a rescan.
 function keepControl(request, what) {
   const wrap = el("div", { class: "keep-form" });
-  const start = el("button", { type: "button", class: "secondary small keep", "aria-label": `Keep ${what}`, title: "Never plan, count or notify this again" }, "Keep");
+  const start = el("button", { type: "button", class: "secondary small keep", "aria-label": w("keep_what", { what }), title: w("keep_title") }, w("keep"));
   start.addEventListener("click", () => {
-    const why = el("input", { size: 14, placeholder: "why (optional)", "aria-label": `Why keep ${what}` });
-    const ok = el("button", { type: "button", class: "primary small keep-ok", "aria-label": `Keep ${what} now` }, "Keep");
+    const why = el("input", { size: 14, placeholder: w("why_optional"), "aria-label": w("why_keep", { what }) });
+    const ok = el("button", { type: "button", class: "primary small keep-ok", "aria-label": w("keep_now", { what }) }, w("keep"));
     const go = async () => {
-      try { render(await invoke("keep_item", { request, why: why.value })); toast(`Kept ${what}`); } catch (e) { toast(String(e)); }
+      try { render(await invoke("keep_item", { request, why: why.value })); toast(w("kept_what", { what })); } catch (e) { toast(String(e)); }
     };
     ok.addEventListener("click", go);
     why.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); go(); } });
@@ -342,10 +372,10 @@ function keepControl(request, what) {
 // "Why?": the core's answer for a row (the sentences `smolsweep why` prints), under their labels,
 // with the command that frees it to copy.
 async function showWhy(target, what, from) {
-  let w;
-  try { w = await invoke("why_of", { target }); } catch (e) { toast(String(e)); return; }
-  const p = w.panel;
-  $("#why-title").textContent = `Why? ${what}`;
+  let answer;
+  try { answer = await invoke("why_of", { target }); } catch (e) { toast(String(e)); return; }
+  const p = answer.panel;
+  $("#why-title").textContent = w("why_what", { what });
   const rows = p.sections.map((sec) => {
     const paras = [];
     let items = null;
@@ -373,7 +403,7 @@ async function showWhy(target, what, from) {
 }
 
 function whyButton(target, what) {
-  const b = el("button", { type: "button", class: "secondary small why", "aria-label": `Why? ${what}`, title: "How Smolsweep judges it, and on what evidence" }, "Why?");
+  const b = el("button", { type: "button", class: "secondary small why", "aria-label": w("why_what", { what }), title: w("why_title") }, w("why"));
   b.addEventListener("click", () => showWhy(target, what, b));
   return b;
 }
@@ -390,7 +420,7 @@ function pathCell(row, extra, more) {
   return el("td", {},
     el("div", { class: "pathline" },
       el("span", { class: "path", title: row.path, text: row.short_path, dataset: fits ? { fits: JSON.stringify(fits) } : {} }),
-      el("button", { type: "button", class: "copy small", "aria-label": `Copy path ${row.path}`, title: "Copy the full path", onclick: () => copyPath(row.path) }, "Copy")),
+      el("button", { type: "button", class: "copy small", "aria-label": w("copy_path", { path: row.path }), title: w("copy_full_path"), onclick: () => copyPath(row.path) }, w("copy"))),
     el("div", { class: "reason", text: row.reason }), extra, more);
 }
 
@@ -415,13 +445,13 @@ function renderFindings(v) {
   const byId = new Map(rows.map((r) => [r.id, r]));
   if (!state.touched) state.selected = new Set(rows.filter((r) => r.selected_by_default).map((r) => r.id));
   state.selected = new Set([...state.selected].filter((id) => byId.has(id) && byId.get(id).selectable));
-  if (!v.groups.length) { $("#findings-list").replaceChildren(el("div", { class: "empty", text: "Nothing to reclaim." })); updateSelection(); return; }
+  if (!v.groups.length) { $("#findings-list").replaceChildren(el("div", { class: "empty", text: w("nothing_to_reclaim") })); updateSelection(); return; }
   const out = [];
   v.groups.forEach((g, gi) => {
     const hid = `group-h-${gi}`;
     const trs = g.rows.map((f) => {
       const box = el("input", {
-        type: "checkbox", class: "select", "aria-label": `Select ${f.path}`,
+        type: "checkbox", class: "select", "aria-label": w("select_path", { path: f.path }),
         disabled: !f.selectable, checked: f.selectable && state.selected.has(f.id),
         title: f.effect,
       });
@@ -431,7 +461,7 @@ function renderFindings(v) {
         updateSelection();
       });
       const size = f.apparent
-        ? el("td", { class: "size" }, f.size, el("div", { class: "reason", text: `${f.apparent} apparent` }))
+        ? el("td", { class: "size" }, f.size, el("div", { class: "reason", text: w("apparent", { size: f.apparent }) }))
         : el("td", { class: "size", text: f.size });
       const kept = (state.status.kept || {})[f.id];
       const keptLine = kept ? el("div", { class: "kept-line small", text: kept.kept_line }) : null;
@@ -439,7 +469,7 @@ function renderFindings(v) {
         el("td", { class: "sel" }, box),
         pathCell(f, el("div", { class: "effect small muted", text: f.effect }), keptLine),
         el("td", { class: "verdict" },
-          kept ? el("span", { class: "badge kept", text: "kept by you" }) : el("span", { class: `badge ${f.verdict}`, text: f.verdict_label }),
+          kept ? el("span", { class: "badge kept", text: w("kept_by_you") }) : el("span", { class: `badge ${f.verdict}`, text: f.verdict_label }),
           kept ? null : keepControl({ by: "finding", id: f.id }, f.path),
           whyButton({ by: "finding", id: f.id }, f.path)),
         size);
@@ -464,15 +494,15 @@ async function updateSelection() {
   const btn = $("#reclaim-btn");
   const seq = ++state.estimateSeq;
   if (!ids.length || !state.status || !state.status.view) {
-    $("#selection-summary").textContent = "Nothing selected";
+    $("#selection-summary").textContent = w("nothing_selected");
     btn.disabled = true;
-    btn.textContent = "Reclaim…";
+    btn.textContent = w("reclaim_button");
     return;
   }
   let c;
   try { c = await invoke("selection_estimate", { ids }); } catch (e) { toast(String(e)); return; }
   if (seq !== state.estimateSeq) return;
-  $("#selection-summary").textContent = `${ids.length} selected · ${c.headline}`;
+  $("#selection-summary").textContent = `${w("n_selected", { n: ids.length })} · ${c.headline}`;
   btn.disabled = state.busy || !c.lines.length;
   btn.textContent = c.reclaim_label;
   btn.dataset.estimate = c.estimate;
@@ -483,13 +513,13 @@ async function updateSelection() {
 function renderVms(v) {
   const list = $("#vms-list");
   const win = state.status.window || {};
-  if (!v.machines.length && !v.processes.length) { list.replaceChildren(el("div", { class: "empty", text: "No machine or sandbox, and no SmolVM VM is running." })); return; }
+  if (!v.machines.length && !v.processes.length) { list.replaceChildren(el("div", { class: "empty", text: w("no_vms") })); return; }
   const parts = [];
   if (v.machines.length) {
     const rows = v.machines.map((m) => {
       const label = `${m.noun} ${m.name}`;
       const button = (action, text, cls) => el("button", { type: "button", class: cls, dataset: { action }, "aria-label": `${text} ${label}`, onclick: () => planMachine(m, action, false) }, text);
-      const meta = [m.pid ? `pid ${m.pid}` : "", m.size ? m.size : "", m.compactable || ""].filter(Boolean).join(" · ");
+      const meta = [m.pid ? w("pid", { pid: m.pid }) : "", m.size ? m.size : "", m.compactable || ""].filter(Boolean).join(" · ");
       return el("div", { class: "vm machine", role: "listitem", dataset: { product: m.product, name: m.name, stale: m.stale ? "1" : "" } },
         el("div", {},
           el("div", {}, el("b", { text: `${m.noun} ${m.name}` }), " ",
@@ -501,29 +531,29 @@ function renderVms(v) {
           whyButton({ by: "machine", product: m.product, name: m.name }, label),
           keepControl({ by: "machine", product: m.product, name: m.name }, label),
           m.compactable ? el("button", { type: "button", class: "secondary", dataset: { action: "compact" }, "aria-label": `${win.compact_machine} ${label}`, onclick: () => planCompact({ product: m.product, name: m.name }, $("#vm-result")) }, win.compact_machine) : null,
-          m.can_stop ? button("stop", "Stop", "secondary") : null,
-          m.can_delete ? button("delete", "Delete", "danger") : null));
+          m.can_stop ? button("stop", w("stop"), "secondary") : null,
+          m.can_delete ? button("delete", w("delete"), "danger") : null));
     });
     parts.push(el("h2", { id: "h-machines", text: v.machines_heading }), el("div", { class: "group", role: "list", "aria-labelledby": "h-machines" }, rows));
   }
   const processRow = (p) => {
-    const who = p.owner || `pid ${p.pid}`;
-    const meta = [`pid ${p.pid}`, p.what, p.held_deleted ? `holds ${p.held_deleted} of deleted files` : ""].filter(Boolean).join(" · ");
+    const who = p.owner || w("pid", { pid: p.pid });
+    const meta = [w("pid", { pid: p.pid }), p.what, p.held_deleted ? w("holds_deleted", { size: p.held_deleted }) : ""].filter(Boolean).join(" · ");
     return el("div", { class: "vm process", role: "listitem", dataset: { pid: p.pid, home: p.this_home ? "this" : "other" } },
       el("div", {},
         el("div", {}, el("b", { text: who }), " ",
-          el("span", { class: `badge ${p.orphan ? "orphan" : "state"}`, text: p.orphan ? "orphaned" : "running" })),
+          el("span", { class: `badge ${p.orphan ? "orphan" : "state"}`, text: p.orphan ? w("orphaned") : w("running") })),
         el("div", { class: "meta", text: meta }),
         p.reason ? el("div", { class: "meta", text: p.reason }) : null,
         p.kept ? el("div", { class: "meta kept", text: p.kept }) : null),
       el("div", { class: "buttons" },
-        p.this_home ? whyButton({ by: "process", pid: p.pid }, `process ${p.pid}`) : null,
-        p.can_end ? el("button", { type: "button", class: "danger", dataset: { action: "reap" }, "aria-label": `End process ${p.pid} (${who})`, onclick: () => planVm(p, "reap", false) }, "End process") : null));
+        p.this_home ? whyButton({ by: "process", pid: p.pid }, w("process", { pid: p.pid })) : null,
+        p.can_end ? el("button", { type: "button", class: "danger", dataset: { action: "reap" }, "aria-label": w("end_process_of", { pid: p.pid, who }), onclick: () => planVm(p, "reap", false) }, w("end_process")) : null));
   };
   const mine = v.processes.filter((p) => p.this_home);
   const others = v.processes.filter((p) => !p.this_home);
   if (mine.length) {
-    parts.push(el("h2", { id: "h-processes", text: "VM processes" }), el("div", { class: "group", role: "list", "aria-labelledby": "h-processes" }, mine.map(processRow)));
+    parts.push(el("h2", { id: "h-processes", text: w("vm_processes") }), el("div", { class: "group", role: "list", "aria-labelledby": "h-processes" }, mine.map(processRow)));
   }
   if (others.length) {
     const open = !!($("#other-homes") || {}).open;
@@ -562,7 +592,7 @@ function openConfirm({ title, confirmation, items, refused, go, enabled, cascade
   $("#confirm-list").classList.toggle("hidden", !items.length);
   $("#confirm-note").textContent = confirmation.note;
   $("#confirm-refused").replaceChildren(...(refused.length
-    ? [el("p", { class: "small muted", text: items.length ? "Not included:" : "Not planned:" }), el("ul", { class: "small" }, refused.map((x) => el("li", { text: `${x.path || x.id}: ${x.reason}` })))]
+    ? [el("p", { class: "small muted", text: items.length ? w("not_included") : w("not_planned") }), el("ul", { class: "small" }, refused.map((x) => el("li", { text: `${x.path || x.id}: ${x.reason}` })))]
     : []));
   $("#confirm-cascade-row").classList.toggle("hidden", cascade === undefined);
   $("#confirm-cascade").checked = !!cascade;
@@ -695,7 +725,7 @@ $("#confirm-dialog").addEventListener("close", async () => {
   $("#result").classList.add("hidden");
   $("#progress").classList.remove("hidden");
   $("#progress-fill").style.width = "0";
-  $("#progress-text").textContent = "Starting…";
+  $("#progress-text").textContent = w("starting");
   try {
     // The fingerprint of what was shown: if a scan changed the plan since, nothing runs.
     const out = await invoke("execute_reclaim", { ids, digest: pend.digest });
@@ -703,7 +733,7 @@ $("#confirm-dialog").addEventListener("close", async () => {
     state.touched = false;
   } catch (e) {
     $("#result").className = "result partial";
-    $("#result").replaceChildren(el("h2", { text: "Reclaim failed" }), el("p", { text: String(e) }));
+    $("#result").replaceChildren(el("h2", { text: w("reclaim_failed") }), el("p", { text: String(e) }));
   } finally {
     state.busy = false;
     $("#progress").classList.add("hidden");
@@ -738,7 +768,7 @@ function showResult(out) {
   const box = $("#result");
   box.className = `result${other.length ? " partial" : ""}`;
   box.replaceChildren(
-    el("h2", {}, "Freed ", el("span", { id: "result-measured", text: out.measured })),
+    el("h2", {}, wn("freed_measured", { measured: el("span", { id: "result-measured", text: out.measured }) })),
     el("p", { class: "small", id: "result-summary", text: out.summary }),
     ...(other.length ? [el("ul", { class: "small" }, other.map((s) => el("li", { text: `${s.status}: ${s.path} — ${s.message}` })))] : []),
     ...(out.refused_line ? [el("p", { class: "small muted", text: out.refused_line })] : []),
@@ -748,7 +778,7 @@ function showResult(out) {
 listen("reclaim-progress", (e) => {
   const p = e.payload;
   $("#progress-fill").style.width = `${(p.done / Math.max(p.total, 1)) * 100}%`;
-  $("#progress-text").textContent = `${p.done} of ${p.total}: ${p.path}`;
+  $("#progress-text").textContent = w("progress_line", { done: p.done, total: p.total, path: p.path });
 });
 
 // ---- history and settings --------------------------------------------------------------------
@@ -760,19 +790,19 @@ async function loadHistory() {
   const list = $("#history-list");
   const notes = [];
   if (h.error) notes.push(el("p", { class: "problem small", text: h.error }));
-  if (h.journal) notes.push(el("p", { class: "muted small" }, "Journal: ", el("code", { text: h.journal }), " (also read by ", el("code", { text: "smolsweep history" }), ")."));
-  if (h.legacy) notes.push(el("p", { class: "muted small" }, "Reclaims recorded by older versions of this window are in ", el("code", { text: h.legacy }), "; they were not imported."));
+  if (h.journal) notes.push(el("p", { class: "muted small" }, wn("history_journal", { journal: el("code", { text: h.journal }), command: el("code", { text: w("history_command") }) })));
+  if (h.legacy) notes.push(el("p", { class: "muted small" }, wn("history_legacy", { legacy: el("code", { text: h.legacy }) })));
   if (h.damaged_line) notes.push(el("p", { class: "muted small", text: h.damaged_line }));
   $("#history-note").replaceChildren(...notes);
-  if (!h.runs.length) { list.replaceChildren(el("div", { class: "empty", text: "Nothing has run yet." })); return; }
-  list.replaceChildren(el("div", { class: "group" }, el("table", { "aria-label": "Runs, newest first" }, el("tbody", {}, h.runs.map((r) => {
+  if (!h.runs.length) { list.replaceChildren(el("div", { class: "empty", text: w("nothing_has_run") })); return; }
+  list.replaceChildren(el("div", { class: "group" }, el("table", { "aria-label": w("runs_newest_first") }, el("tbody", {}, h.runs.map((r) => {
     const outcomes = r.outcomes.map((o) => el("div", { class: "reason", dataset: { outcome: o.outcome } },
       `${o.outcome}: ${o.summary}${o.why ? ` — ${o.why}` : ""}${o.error ? ` — ${o.error}` : ""}`));
     return el("tr", { dataset: { plan: r.plan_id } },
       el("td", { class: "when", text: r.started }),
       el("td", { class: "origin", text: r.origin ? `${r.origin.surface} · ${r.origin.command}` : "—" }),
       el("td", {}, el("div", { text: r.counts }), outcomes),
-      el("td", { class: "size", text: !r.finished ? "did not finish" : r.freed || "—" }),
+      el("td", { class: "size", text: !r.finished ? w("did_not_finish") : r.freed || "—" }),
       el("td", { class: "size muted", text: r.estimated_line }));
   })))));
 }
@@ -812,7 +842,7 @@ async function saveSettings() {
   };
   try {
     state.settings = await invoke("set_settings", { settings });
-    $("#settings-saved").textContent = "Saved.";
+    $("#settings-saved").textContent = w("saved");
   } catch (e) {
     $("#settings-saved").textContent = String(e);
   }
@@ -825,11 +855,14 @@ $("#settings-form").addEventListener("submit", (e) => e.preventDefault());
 async function refresh() { render(await invoke("get_status")); }
 
 $("#rescan-btn").addEventListener("click", async () => {
-  $("#scan-state").textContent = "Scanning…";
+  $("#scan-state").textContent = w("scanning");
   try { render(await invoke("rescan")); } catch (e) { $("#scan-state").textContent = String(e); }
 });
 
-listen("status-updated", (e) => render(e.payload));
-listen("navigate", (e) => show(e.payload));
-show((location.hash || "#overview").slice(1));
-refresh();
+// Nothing is drawn before the words are in.
+wordsReady.then(() => {
+  listen("status-updated", (e) => render(e.payload));
+  listen("navigate", (e) => show(e.payload));
+  show((location.hash || "#overview").slice(1));
+  refresh();
+});

@@ -1,5 +1,5 @@
 // The uninstall wizard: preflight → choices → plan → confirmation → progress → proof.
-// Loaded after app.js and uses its helpers ($, $$, el, invoke, listen, toast).
+// Loaded after app.js and uses its helpers ($, $$, el, invoke, listen, toast, w, wn, wordsReady).
 // Everything is done by the shell's uninstall_* commands, which call the core.
 "use strict";
 
@@ -43,7 +43,7 @@
   // A command shown for the user to run (never run by Smolsweep), with a copy button.
   function cmdLine(command, why) {
     const code = el("code", { class: "wz-cmd", text: command });
-    const btn = el("button", { class: "secondary small-btn", type: "button", text: "Copy" });
+    const btn = el("button", { class: "secondary small-btn", type: "button", text: w("copy") });
     btn.addEventListener("click", async () => {
       const ok = await copyText(command);
       if (!ok) {
@@ -53,14 +53,14 @@
         sel.removeAllRanges();
         sel.addRange(r);
       }
-      btn.textContent = ok ? "Copied" : "Selected";
+      btn.textContent = ok ? w("copied") : w("selected");
     });
     return el("li", { class: "wz-cmdrow" }, code, btn, why ? el("div", { class: "reason", text: why }) : null);
   }
 
   function section(title, items, empty) {
     const box = el("div", { class: "group wz-sec" }, el("header", {}, el("span", { text: title }), el("span", { class: "size", text: items.length ? String(items.length) : "" })));
-    if (!items.length) box.append(el("div", { class: "wz-none muted small", text: empty || "None found." }));
+    if (!items.length) box.append(el("div", { class: "wz-none muted small", text: empty || w("none_found") }));
     else box.append(el("ul", { class: "wz-items" }, items));
     return box;
   }
@@ -74,21 +74,21 @@
   function renderPreflight(p) {
     const body = $("#wz-pre-body");
     const parts = [];
-    parts.push(el("p", { class: "small" }, "Audited home: ", el("code", { text: p.home })));
-    parts.push(section("Installations", p.installs.map((i) =>
-      item(i.path, `${pname(i.product)} · ${i.method}${i.distribution ? " (" + i.distribution + ")" : ""} · ${i.version || "version unknown"}`)), "No installation found."));
+    parts.push(el("p", { class: "small" }, wn("audited_home", { home: el("code", { text: p.home }) })));
+    parts.push(section(w("installations"), p.installs.map((i) =>
+      item(i.path, `${pname(i.product)} · ${i.method}${i.distribution ? " (" + i.distribution + ")" : ""} · ${i.version || w("version_unknown")}`)), w("no_installation")));
     const dot = p.dot_smolvm;
     const dirItems = p.state_dirs.map((d, i) => d.exists ? item(d.path, p.state_dir_lines[i], d.size) : null).filter(Boolean);
     if (dot) dirItems.push(item(dot.path, p.dot_smolvm_line));
-    parts.push(section("State directories", dirItems, "No state directory found."));
-    parts.push(section("Machines", p.machines.map((m) => item(m.name, `${pname(m.product)} · ${m.state}${m.pid ? " · pid " + m.pid : ""}`)), "No machine."));
-    parts.push(section("VM processes of this home", p.processes.map((v, i) => item(`pid ${v.pid}`, p.process_lines[i])), "No VM process is running."));
-    parts.push(section("Mounts", p.mounts.map((m) => item(m)), p.mounts_checked ? "No mount." : "The mount table could not be read."));
-    parts.push(section("Launchers", p.launchers.map((l) => item(l.path, `→ ${l.target}`)), "No launcher."));
-    parts.push(section("PATH blocks", p.path_blocks.map((b) => item(`${b.file}:${b.line}`, b.lines.join(" ⏎ "))), "No PATH block."));
-    parts.push(section("Credentials and keys (left in place unless you ask)", p.credentials.map((c) => item(c.path, `${pname(c.product)} · ${c.what}`)), "None."));
-    const sys = section("System files that need root", p.system.map((s) => cmdLine(s.command, `${pname(s.product)} · ${s.what}`)), "None.");
-    if (p.system.length) sys.append(el("div", { class: "wz-none muted small", text: "Smolsweep never runs these: copy them and run them yourself if you want them gone." }));
+    parts.push(section(w("state_directories"), dirItems, w("no_state_directory")));
+    parts.push(section(w("machines"), p.machines.map((m) => item(m.name, `${pname(m.product)} · ${m.state}${m.pid ? " · " + w("pid", { pid: m.pid }) : ""}`)), w("no_machine")));
+    parts.push(section(w("vm_processes_here"), p.processes.map((v, i) => item(w("pid", { pid: v.pid }), p.process_lines[i])), w("no_vm_process")));
+    parts.push(section(w("mounts"), p.mounts.map((m) => item(m)), p.mounts_checked ? w("no_mount") : w("mount_table_unread")));
+    parts.push(section(w("launchers"), p.launchers.map((l) => item(l.path, `→ ${l.target}`)), w("no_launcher")));
+    parts.push(section(w("path_blocks"), p.path_blocks.map((b) => item(`${b.file}:${b.line}`, b.lines.join(" ⏎ "))), w("no_path_block")));
+    parts.push(section(w("credentials_and_keys"), p.credentials.map((c) => item(c.path, `${pname(c.product)} · ${c.what}`)), w("none")));
+    const sys = section(w("system_files"), p.system.map((s) => cmdLine(s.command, `${pname(s.product)} · ${s.what}`)), w("none"));
+    if (p.system.length) sys.append(el("div", { class: "wz-none muted small", text: w("never_runs_these") }));
     parts.push(sys);
     if (p.problems.length) parts.push(...p.problems.map((e) => el("div", { class: "problem small", text: e })));
     body.replaceChildren(...parts);
@@ -97,7 +97,7 @@
   async function loadPreflight() {
     wz.loaded = true;
     $("#wz-pre-next").disabled = true;
-    $("#wz-pre-body").replaceChildren(el("div", { class: "empty", text: "Looking…" }));
+    $("#wz-pre-body").replaceChildren(el("div", { class: "empty", text: w("looking") }));
     page("preflight");
     try {
       const p = await invoke("uninstall_preflight");
@@ -125,13 +125,12 @@
   // ---- 3. plan --------------------------------------------------------------------------------
 
   // The core names its CLI flags; here they are the choices of step 2.
-  const HOW = { "--remove-credentials": "the “Credentials and keys” choice", "--remove-path-block": "the “PATH lines” choice" };
-  const how = (h) => HOW[h] || h;
+  const how = (h) => ({ "--remove-credentials": w("how_credentials"), "--remove-path-block": w("how_path_block") })[h] || h;
 
   function leftovers(plan, into) {
     const parts = [];
-    if (plan.kept.length) parts.push(section("Left in place", plan.kept.map((k) => item(k.path, `${k.what} — remove with ${how(k.how)}`))));
-    if (plan.user_commands.length) parts.push(section("Run these yourself (Smolsweep does not)", plan.user_commands.map((c) => cmdLine(c.command, c.why))));
+    if (plan.kept.length) parts.push(section(w("left_in_place"), plan.kept.map((k) => item(k.path, w("remove_with", { what: k.what, how: how(k.how) })))));
+    if (plan.user_commands.length) parts.push(section(w("run_yourself"), plan.user_commands.map((c) => cmdLine(c.command, c.why))));
     for (const n of plan.notes) parts.push(el("p", { class: "muted small", text: n }));
     into.replaceChildren(...parts);
   }
@@ -161,7 +160,7 @@
         el("td", {}, el("div", { text: s.summary }), s.why ? el("div", { class: "reason", text: s.why }) : null),
         el("td", { class: "size", text: plan.sizes[i] }));
     });
-    if (!rows.length) rows.push(el("tr", {}, el("td", { class: "empty", text: "Nothing to do: nothing of the chosen product was found." })));
+    if (!rows.length) rows.push(el("tr", {}, el("td", { class: "empty", text: w("nothing_to_do") })));
     $("#wz-plan-steps").replaceChildren(...rows);
     leftovers(plan, $("#wz-plan-left"));
     showTicks(plan);
@@ -197,14 +196,15 @@
       .map(([s, i]) => el("li", { dataset: { index: String(i) } }, el("span", { text: s.summary }), wz.plan.sizes[i] ? el("span", { class: "wz-size", text: wz.plan.sizes[i] }) : null)));
     const skipped = wz.plan.steps.filter((s) => !s.checked);
     $("#wz-confirm-skipped").replaceChildren(...(skipped.length
-      ? [section("Skipped (unticked)", skipped.map((s) => item(s.summary)))] : []));
+      ? [section(w("skipped_unticked"), skipped.map((s) => item(s.summary)))] : []));
     leftovers(wz.plan, $("#wz-confirm-left"));
     page("confirm");
   }
 
   // ---- 5. progress ----------------------------------------------------------------------------
 
-  const OUTCOME = { done: "done", skipped: "skipped", failed: "failed" };
+  // An outcome's word (none for an outcome the window does not know).
+  const outcomeWord = (o) => ({ done: w("outcome_done"), skipped: w("outcome_skipped"), failed: w("outcome_failed") })[o];
   function outcomeText(r) {
     return r.outcome === "done" ? r.detail : r.outcome === "skipped" ? r.why : r.error;
   }
@@ -214,8 +214,8 @@
     const p = e.payload;
     const pct = p.total ? Math.round((100 * p.done) / p.total) : 0;
     $("#wz-progress-fill").style.width = `${Math.min(90, pct)}%`;
-    $("#wz-progress-text").textContent = `${p.summary || "Step"}: ${OUTCOME[p.result.outcome] || p.result.outcome}`;
-    $("#wz-progress-list").append(el("li", { class: `wz-o-${p.result.outcome}` }, el("span", { text: p.summary }), el("span", { class: "wz-tag", text: OUTCOME[p.result.outcome] })));
+    $("#wz-progress-text").textContent = `${p.summary || w("step")}: ${outcomeWord(p.result.outcome) || p.result.outcome}`;
+    $("#wz-progress-list").append(el("li", { class: `wz-o-${p.result.outcome}` }, el("span", { text: p.summary }), el("span", { class: "wz-tag", text: outcomeWord(p.result.outcome) })));
   });
 
   async function run() {
@@ -223,7 +223,7 @@
     wz.running = true;
     $("#wz-progress-list").replaceChildren();
     $("#wz-progress-fill").style.width = "4%";
-    $("#wz-progress-text").textContent = "Stopping machines and processes, then removing files…";
+    $("#wz-progress-text").textContent = w("stopping_then_removing");
     page("progress");
     try {
       const res = await invoke("uninstall_run", { plan: wz.plan });
@@ -232,7 +232,7 @@
     } catch (e) {
       // Refused before anything ran (the plan changed, nothing ticked, no journal).
       toast(String(e));
-      $("#wz-confirm-summary").textContent = `Nothing was done: ${e}`;
+      $("#wz-confirm-summary").textContent = w("nothing_was_done", { error: e });
       page("confirm");
     } finally {
       wz.running = false;
@@ -247,19 +247,19 @@
     box.classList.toggle("partial", !pr.clean);
     box.dataset.result = proof.result;
     box.replaceChildren(
-      el("h2", {}, pr.clean ? "Uninstalled: nothing is left" : "Something is left"),
-      el("div", {}, el("code", { id: "wz-result-line", text: `result=${proof.result}` }), " ", el("span", { class: "muted small", text: `audited_home=${proof.audited_home}` })),
+      el("h2", {}, pr.clean ? w("uninstalled_clean") : w("something_left")),
+      el("div", {}, el("code", { id: "wz-result-line", text: w("proof_result", { result: proof.result }) }), " ", el("span", { class: "muted small", text: w("proof_home", { home: proof.audited_home }) })),
       freed ? el("div", { class: "small", text: freed }) : null,
-      ...(runReport ? runReport.backups.map((b) => el("div", { class: "small" }, "Backup: ", el("code", { text: b }))) : []));
-    $("#wz-checks").replaceChildren(section("Checks", proof.checks.map((c) =>
+      ...(runReport ? runReport.backups.map((b) => el("div", { class: "small" }, wn("backup", { path: el("code", { text: b }) }))) : []));
+    $("#wz-checks").replaceChildren(section(w("checks"), proof.checks.map((c) =>
       el("li", { class: c.ok ? "wz-o-done" : "wz-o-failed", dataset: { key: c.key } },
-        el("div", { class: "wz-item" }, el("span", { text: c.key }), el("span", { class: "wz-tag", text: c.ok ? c.value : "FAIL" })),
-        ...(c.ok ? [] : [el("div", { class: "reason", text: `found: ${c.value}` })]),
-        ...(c.remaining || []).map((r) => el("div", { class: "reason wz-remains" }, `remains: ${r.what} — `, el("b", { text: "fix: " }), r.fix))))));
+        el("div", { class: "wz-item" }, el("span", { text: c.key }), el("span", { class: "wz-tag", text: c.ok ? c.value : w("fail") })),
+        ...(c.ok ? [] : [el("div", { class: "reason", text: w("found", { value: c.value }) })]),
+        ...(c.remaining || []).map((r) => el("div", { class: "reason wz-remains" }, wn("remains", { what: r.what, fix: [el("b", { text: w("fix") }), ` ${r.fix}`] })))))));
     if (pr.failed_line) $("#wz-checks").prepend(el("p", { class: "status warn", text: pr.failed_line }));
-    $("#wz-outcomes").replaceChildren(...(runReport ? [section("Steps", runReport.records.map((r) =>
+    $("#wz-outcomes").replaceChildren(...(runReport ? [section(w("steps"), runReport.records.map((r) =>
       el("li", { class: `wz-o-${r.result.outcome}`, dataset: { index: String(r.index) } },
-        el("div", { class: "wz-item" }, el("span", { text: `${r.index + 1}. ${r.summary}` }), el("span", { class: "wz-tag", text: OUTCOME[r.result.outcome] })),
+        el("div", { class: "wz-item" }, el("span", { text: `${r.index + 1}. ${r.summary}` }), el("span", { class: "wz-tag", text: outcomeWord(r.result.outcome) })),
         el("div", { class: "reason", text: outcomeText(r.result) }))))] : []));
     if (wz.plan) leftovers(wz.plan, $("#wz-proof-left"));
     $("#wz-report").value = pr.report;
@@ -285,7 +285,7 @@
     const ta = $("#wz-report");
     const ok = await copyText(ta.value, ta);
     if (!ok) { ta.focus(); ta.select(); }
-    $("#wz-copied").textContent = ok ? "Copied to the clipboard." : "Selected: press Ctrl+C (⌘C) to copy.";
+    $("#wz-copied").textContent = ok ? w("copied_clipboard") : w("selected_press");
   });
 
   // Look when the view is first shown (from the nav, the tray's "Uninstall SmolVM…" or #uninstall),
@@ -295,6 +295,9 @@
     if (!view.classList.contains("active") || wz.running) return;
     if (!wz.loaded || wz.page === "preflight") loadPreflight();
   };
-  new MutationObserver(entered).observe(view, { attributes: true, attributeFilter: ["class"] });
-  entered();
+  // Once the window's words are in (app.js).
+  wordsReady.then(() => {
+    new MutationObserver(entered).observe(view, { attributes: true, attributeFilter: ["class"] });
+    entered();
+  });
 })();

@@ -22,6 +22,13 @@ pub(crate) fn get_status(state: tauri::State<'_, AppState>) -> Status {
     status(&state)
 }
 
+/// The window's fixed words by key (`smolsweep::view::words`): its headings, labels, buttons
+/// and empty states, asked once at start; the window holds none of its own.
+#[tauri::command]
+pub(crate) fn get_words() -> std::collections::BTreeMap<&'static str, &'static str> {
+    smolsweep::view::words::window_words()
+}
+
 #[tauri::command]
 pub(crate) fn get_report(state: tauri::State<'_, AppState>) -> Option<ScanReport> {
     lock(&state.report).clone()

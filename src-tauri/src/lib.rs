@@ -86,6 +86,7 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, deps: Deps) -> Builder<R> {
         .manage(uninstall::WizardState::default())
         .invoke_handler(tauri::generate_handler![
             commands::get_status,
+            commands::get_words,
             commands::get_report,
             commands::get_tray_model,
             commands::get_settings,

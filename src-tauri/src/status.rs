@@ -104,15 +104,14 @@ pub(crate) fn status(st: &AppState) -> Status {
 pub struct SettingsShown {
     #[serde(flatten)]
     pub settings: Settings,
-    /// "90 minutes".
+    /// "90 minutes" (`smolsweep::view::interval_minutes`).
     pub scan_interval_label: String,
 }
 
 impl From<Settings> for SettingsShown {
     fn from(settings: Settings) -> Self {
-        let m = settings.scan_interval_secs.div_ceil(60);
         SettingsShown {
-            scan_interval_label: format!("{m} minute{}", if m == 1 { "" } else { "s" }),
+            scan_interval_label: smolsweep::view::interval_minutes(settings.scan_interval_secs),
             settings,
         }
     }

@@ -52,11 +52,14 @@ pub fn run_note(has_actions: bool) -> String {
     }
 }
 
+/// The Reclaim button's label when nothing is reclaimable (or nothing is selected).
+pub const RECLAIM: &str = "Reclaim…";
+
 /// The label of a Reclaim button or menu item that frees about `bytes`: "Reclaim 2.0 MB…";
 /// "Reclaim…" when nothing is reclaimable.
 pub fn reclaim_label(bytes: Option<u64>) -> String {
     match bytes {
-        None => "Reclaim…".to_string(),
+        None => RECLAIM.to_string(),
         Some(b) => format!("Reclaim {}…", human_bytes(b)),
     }
 }

@@ -24,6 +24,7 @@ use crate::exec::{ExecReport, Outcome, ProgressEvent};
 use crate::model::{Product, ScanReport};
 use crate::plan::{Action, Plan as CorePlan, Selection};
 use crate::target::TargetPlan;
+use crate::view::words::Word;
 use crate::view::Confirmation;
 
 /// One thing the plan will do, as the confirmation lists it.
@@ -416,9 +417,9 @@ impl TargetPlan {
     /// The confirmation button's word.
     pub fn ok(&self) -> &'static str {
         match self.does {
-            VmAction::Stop => "Stop",
-            VmAction::Delete => "Delete",
-            VmAction::Reap => "End process",
+            VmAction::Stop => Word::Stop.text(),
+            VmAction::Delete => Word::Delete.text(),
+            VmAction::Reap => Word::EndProcess.text(),
         }
     }
 

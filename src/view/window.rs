@@ -193,7 +193,7 @@ impl WhyPanel {
             sections,
             command: free.and_then(|f| f.command.clone()),
             only_this: free.and_then(|f| f.only_this.clone()),
-            copy: "Copy",
+            copy: crate::view::words::Word::Copy.text(),
             command_label: "Command",
         }
     }

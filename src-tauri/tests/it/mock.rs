@@ -1994,3 +1994,17 @@ fn other_homes_vm_processes_fold_into_one_group_with_a_count() {
         .clone();
     assert_eq!(fits[0], r["path"]);
 }
+
+/// The window asks for its fixed words once at start: `get_words` is the core's table, every
+/// word by its key (`smolsweep::view::words`).
+#[test]
+fn the_window_is_sent_the_cores_words_by_key() {
+    let w = world(0, true);
+    let v = call(&w, "get_words", json!({})).unwrap();
+    let got = v.as_object().unwrap();
+    assert_eq!(got.len(), smolsweep::view::words::Word::ALL.len());
+    for word in smolsweep::view::words::Word::ALL {
+        assert_eq!(got[word.key()], word.text(), "{}", word.key());
+    }
+    assert_eq!(got["nothing_to_reclaim"], "Nothing to reclaim.");
+}

@@ -90,3 +90,596 @@ mod tests {
     let got = sentences(code);
     assert_eq!(got, vec![(3, "Freed {} of space".to_string())]);
 }
+
+// ---- the window (`ui/`) --------------------------------------------------------------------
+
+/// A string literal of a window script as the word check reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Lit {
+    line: usize,
+    /// Its text; each `${…}` of a template literal stands as `\u{1}`.
+    text: String,
+    /// Where it stands: a word's key (`w("…")`), a person reads it (`text:`, `title:`,
+    /// `"aria-label":`, `placeholder:`, `.textContent =`, `toast(…)`, an element's child in
+    /// `el(tag, attrs, …)`), a class list or a selector (neither is read), or elsewhere.
+    place: Place,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Key,
+    Read,
+    Code,
+    Other,
+}
+
+/// One open bracket of a script while it is read.
+#[derive(Debug, Clone, Default)]
+struct Level {
+    /// The function called, for a `(` right after a name.
+    call: String,
+    /// Which argument (or element) is being read: commas seen at this level.
+    arg: usize,
+    /// An object's property being read (`text`, `aria-label`, `class`, …).
+    prop: String,
+    /// The next name or string may be a property's name (after `{` or `,` in an object).
+    expect_key: bool,
+    brace: bool,
+    /// `.textContent = …` / `.className = …` up to the next `;` or `,`.
+    assign: Option<Place>,
+}
+
+const READ_PROPS: [&str; 4] = ["text", "title", "aria-label", "placeholder"];
+const READ_ASSIGN: [&str; 4] = ["textContent", "innerText", "title", "placeholder"];
+const READ_CALLS: [&str; 3] = ["toast", "createTextNode", "alert"];
+const CODE_CALLS: [&str; 11] = [
+    "$",
+    "$$",
+    "querySelector",
+    "querySelectorAll",
+    "closest",
+    "matches",
+    "createElement",
+    "createElementNS",
+    "add",
+    "remove",
+    "toggle",
+];
+
+/// The string literals of a script with where each stands (see [`Lit`]).
+fn literals(code: &str) -> Vec<Lit> {
+    let chars: Vec<char> = code.chars().collect();
+    let mut out = Vec::new();
+    let mut line = 1;
+    let mut i = 0;
+    scan(&chars, &mut i, &mut line, Place::Other, false, &mut out);
+    out
+}
+
+/// Reads code from `i` to the end, or (`in_template`) to the `}` closing a `${`.
+fn scan(
+    c: &[char],
+    i: &mut usize,
+    line: &mut usize,
+    base: Place,
+    in_template: bool,
+    out: &mut Vec<Lit>,
+) {
+    let mut stack: Vec<Level> = Vec::new();
+    // The last significant token: a name (`Some(name)`), or punctuation (`None` with `last_punct`).
+    let mut last_name: Option<String> = None;
+    let mut last_punct: char = '(';
+    let mut after_dot = false;
+    let mut pending_assign: Option<String> = None;
+    // `.textContent = …` outside any bracket, up to the `;`.
+    let mut top_assign: Option<Place> = None;
+    while *i < c.len() {
+        let ch = c[*i];
+        let next = c.get(*i + 1).copied().unwrap_or('\0');
+        if ch == '\n' {
+            *line += 1;
+            *i += 1;
+            continue;
+        }
+        if ch.is_whitespace() {
+            *i += 1;
+            continue;
+        }
+        if ch == '/' && next == '/' {
+            while *i < c.len() && c[*i] != '\n' {
+                *i += 1;
+            }
+            continue;
+        }
+        if ch == '/' && next == '*' {
+            *i += 2;
+            while *i + 1 < c.len() && !(c[*i] == '*' && c[*i + 1] == '/') {
+                if c[*i] == '\n' {
+                    *line += 1;
+                }
+                *i += 1;
+            }
+            *i += 2;
+            continue;
+        }
+        // Where a literal here stands.
+        let place = |stack: &[Level]| -> Place {
+            let Some(l) = stack.last() else {
+                return top_assign.unwrap_or(base);
+            };
+            if let Some(p) = l.assign {
+                return p;
+            }
+            if l.brace {
+                return match l.prop.as_str() {
+                    p if READ_PROPS.contains(&p) => Place::Read,
+                    "class" => Place::Code,
+                    _ => base,
+                };
+            }
+            match l.call.as_str() {
+                "w" | "wn" if l.arg == 0 => Place::Key,
+                "el" | "svgEl" if l.arg == 0 => Place::Code,
+                "el" | "svgEl" if l.arg >= 2 => Place::Read,
+                f if READ_CALLS.contains(&f) => Place::Read,
+                f if CODE_CALLS.contains(&f) => Place::Code,
+                _ => base,
+            }
+        };
+        if ch == '"' || ch == '\'' || ch == '`' {
+            let start_line = *line;
+            let mut text = String::new();
+            *i += 1;
+            let here = place(&stack);
+            while *i < c.len() && c[*i] != ch {
+                match c[*i] {
+                    '\\' => {
+                        text.push(c.get(*i + 1).copied().unwrap_or('\\'));
+                        *i += 2;
+                    }
+                    '$' if ch == '`' && c.get(*i + 1) == Some(&'{') => {
+                        *i += 2;
+                        text.push('\u{1}');
+                        let inner = match here {
+                            Place::Key => Place::Other,
+                            p => p,
+                        };
+                        scan(c, i, line, inner, true, out);
+                    }
+                    x => {
+                        if x == '\n' {
+                            *line += 1;
+                        }
+                        text.push(x);
+                        *i += 1;
+                    }
+                }
+            }
+            *i += 1;
+            // A property's name is no literal.
+            let mut j = *i;
+            while j < c.len() && c[j] == ' ' {
+                j += 1;
+            }
+            let is_key =
+                stack.last().is_some_and(|l| l.brace && l.expect_key) && c.get(j) == Some(&':');
+            if is_key {
+                let l = stack.last_mut().unwrap();
+                l.prop = text;
+                l.expect_key = false;
+            } else {
+                out.push(Lit {
+                    line: start_line,
+                    text,
+                    place: here,
+                });
+                if let Some(l) = stack.last_mut() {
+                    l.expect_key = false;
+                }
+            }
+            last_name = None;
+            last_punct = 'x';
+            after_dot = false;
+            continue;
+        }
+        if ch.is_ascii_alphanumeric() || ch == '_' || ch == '$' {
+            let s = *i;
+            while *i < c.len() && (c[*i].is_ascii_alphanumeric() || c[*i] == '_' || c[*i] == '$') {
+                *i += 1;
+            }
+            let name: String = c[s..*i].iter().collect();
+            let mut j = *i;
+            while j < c.len() && c[j] == ' ' {
+                j += 1;
+            }
+            let colon = c.get(j) == Some(&':');
+            if let Some(l) = stack.last_mut() {
+                if l.brace && l.expect_key && colon {
+                    l.prop = name.clone();
+                }
+                l.expect_key = false;
+            }
+            pending_assign = after_dot.then(|| name.clone());
+            last_name = Some(name);
+            after_dot = false;
+            continue;
+        }
+        // Punctuation.
+        let regex_ok = last_name.as_deref().map_or(true, |n| n == "return")
+            && "(,=:[!&|?{};+-*%<>~^".contains(last_punct);
+        if ch == '/' && regex_ok {
+            *i += 1;
+            let mut class = false;
+            while *i < c.len() {
+                match c[*i] {
+                    '\\' => *i += 1,
+                    '[' => class = true,
+                    ']' => class = false,
+                    '/' if !class => break,
+                    _ => {}
+                }
+                *i += 1;
+            }
+            *i += 1;
+            while *i < c.len() && c[*i].is_ascii_alphabetic() {
+                *i += 1;
+            }
+            last_name = None;
+            last_punct = 'x';
+            continue;
+        }
+        match ch {
+            '(' | '[' | '{' => {
+                let call = match (ch, &last_name) {
+                    ('(', Some(n)) => n.clone(),
+                    _ => String::new(),
+                };
+                stack.push(Level {
+                    call,
+                    brace: ch == '{',
+                    expect_key: ch == '{',
+                    ..Default::default()
+                });
+            }
+            ')' | ']' | '}' => {
+                let closed = stack.pop();
+                if closed.is_none() && ch == '}' && in_template {
+                    *i += 1;
+                    return;
+                }
+            }
+            ',' => {
+                if let Some(l) = stack.last_mut() {
+                    l.arg += 1;
+                    l.prop.clear();
+                    l.assign = None;
+                    l.expect_key = l.brace;
+                }
+            }
+            ';' => {
+                if let Some(l) = stack.last_mut() {
+                    l.assign = None;
+                }
+            }
+            '=' if next != '='
+                && c.get(i.wrapping_sub(1))
+                    .is_some_and(|p| !"=!<>".contains(*p)) =>
+            {
+                let p = match pending_assign.take().as_deref() {
+                    Some(n) if READ_ASSIGN.contains(&n) => Some(Place::Read),
+                    Some("className") => Some(Place::Code),
+                    _ => None,
+                };
+                if p.is_some() {
+                    match stack.last_mut() {
+                        Some(l) => l.assign = p,
+                        None => top_assign = p,
+                    }
+                }
+            }
+            _ => {}
+        }
+        if ch == ';' && stack.is_empty() {
+            top_assign = None;
+        }
+        after_dot = ch == '.';
+        if ch != '.' {
+            pending_assign = None;
+        }
+        last_name = None;
+        last_punct = ch;
+        *i += 1;
+    }
+}
+
+/// DOM names a script compares with, not words a person reads.
+const DOM_NAMES: [&str; 4] = ["Enter", "Escape", "Tab", "use strict"];
+
+/// Whether `s` holds two words in a row (`kept by you`, `holds \u{1} of deleted files`).
+fn two_words(s: &str) -> bool {
+    let word = |t: &str| {
+        let t = t.trim_matches(|c: char| "().,:;!?…“”\"'".contains(c));
+        !t.is_empty() && t.chars().all(|c| c.is_ascii_alphabetic() || c == '\'')
+    };
+    let toks: Vec<&str> = s.split_whitespace().collect();
+    toks.windows(2).any(|p| word(p[0]) && word(p[1]))
+}
+
+/// The literals of a window script that hold a word a person reads: a capitalised word
+/// anywhere (`"Keep"`, `"Nothing to reclaim."`), any letter where a person reads it
+/// (`text: "orphaned"`, `` toast(`Copied ${path}`) ``), or two words in a row outside a class
+/// list or a selector (`"kept by you"`). A word's key (`w("keep")`) is none of these.
+fn ui_script_words(code: &str) -> Vec<(usize, String)> {
+    literals(code)
+        .into_iter()
+        .filter(|l| l.place != Place::Key && !DOM_NAMES.contains(&l.text.as_str()))
+        .filter(|l| {
+            let t = &l.text;
+            let capital = t
+                .as_bytes()
+                .windows(2)
+                .any(|p| p[0].is_ascii_uppercase() && p[1].is_ascii_lowercase());
+            let letter = t.chars().any(|c| c.is_ascii_alphabetic());
+            capital
+                || (l.place == Place::Read && letter)
+                || (l.place != Place::Code && two_words(t))
+        })
+        .map(|l| (l.line, l.text.replace('\u{1}', "${…}")))
+        .collect()
+}
+
+/// The keys a window script looks words up by (`w("…")`, `wn("…")`).
+fn ui_script_keys(code: &str) -> Vec<String> {
+    literals(code)
+        .into_iter()
+        .filter(|l| l.place == Place::Key)
+        .map(|l| l.text)
+        .collect()
+}
+
+/// The page's words and keys: text outside `<code>` (commands and paths, as typed) and
+/// `<title>` (the app's name before a script runs) and the `title`, `aria-label`,
+/// `placeholder` and `alt` attributes that hold a letter; the keys of `data-word`,
+/// `data-word-title`, `data-word-aria-label` and `data-word-placeholder`.
+fn html_words(html: &str) -> (Vec<(usize, String)>, Vec<String>) {
+    let (mut words, mut keys) = (Vec::new(), Vec::new());
+    let mut quiet = 0usize;
+    let line_at = |pos: usize| html[..pos].matches('\n').count() + 1;
+    let mut pos = 0;
+    while pos < html.len() {
+        let Some(lt) = html[pos..].find('<').map(|x| x + pos) else {
+            break;
+        };
+        let text = html[pos..lt].trim();
+        if quiet == 0 && text.chars().any(|c| c.is_ascii_alphabetic()) {
+            words.push((line_at(pos), text.to_string()));
+        }
+        if html[lt..].starts_with("<!--") {
+            pos = html[lt..]
+                .find("-->")
+                .map(|x| lt + x + 3)
+                .unwrap_or(html.len());
+            continue;
+        }
+        let gt = html[lt..].find('>').map(|x| lt + x).unwrap_or(html.len());
+        let tag = &html[lt + 1..gt];
+        pos = gt + 1;
+        let name: String = tag
+            .trim_start_matches('/')
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        if ["code", "title", "script", "style"].contains(&name.as_str()) {
+            match tag.starts_with('/') {
+                true => quiet = quiet.saturating_sub(1),
+                false => quiet += 1,
+            }
+        }
+        // Attributes: name="value" (or 'value').
+        let mut rest = &tag[name.len().min(tag.len())..];
+        while let Some(eq) = rest.find("=\"").or_else(|| rest.find("='")) {
+            let attr = rest[..eq]
+                .rsplit(|c: char| c.is_whitespace())
+                .next()
+                .unwrap_or("");
+            let q = rest.as_bytes()[eq + 1] as char;
+            let after = &rest[eq + 2..];
+            let end = after.find(q).unwrap_or(after.len());
+            let value = &after[..end];
+            if ["title", "aria-label", "placeholder", "alt"].contains(&attr)
+                && value.chars().any(|c| c.is_ascii_alphabetic())
+            {
+                words.push((line_at(lt), format!("{attr}={value:?}")));
+            }
+            if attr == "data-word" || attr.starts_with("data-word-") {
+                keys.push(value.to_string());
+            }
+            rest = &after[(end + 1).min(after.len())..];
+        }
+    }
+    (words, keys)
+}
+
+fn ui_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui")
+}
+
+/// Every script and page of the window, by name.
+fn ui_files() -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = std::fs::read_dir(ui_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "js" || x == "html"))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            (name, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect();
+    out.sort();
+    let names: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(
+        ["app.js", "index.html", "wizard.js"]
+            .iter()
+            .all(|n| names.contains(n)),
+        "{names:?}"
+    );
+    out
+}
+
+/// The shell only draws, its window included (issue 30): no script or page of `ui/` holds a
+/// word a person reads; each is the core's (`smolsweep::view::words`), looked up by key.
+#[test]
+fn the_window_holds_no_word_of_its_own() {
+    let mut found = Vec::new();
+    for (name, text) in ui_files() {
+        let words = match name.ends_with(".html") {
+            true => html_words(&text).0,
+            false => ui_script_words(&text),
+        };
+        for (n, w) in words {
+            found.push(format!("ui/{name}:{n}: {w:?}"));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "words in the window (they belong in smolsweep::view::words):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The window's vocabulary is closed: every key `ui/` looks up is in the core's table, and
+/// every word of the table is used by `ui/`.
+#[test]
+fn the_windows_words_are_the_cores_table_and_all_of_it() {
+    use smolsweep::view::words::Word;
+    let mut used = std::collections::BTreeSet::new();
+    for (name, text) in ui_files() {
+        let keys = match name.ends_with(".html") {
+            true => html_words(&text).1,
+            false => ui_script_keys(&text),
+        };
+        assert!(!keys.is_empty(), "{name} looks up no word");
+        used.extend(keys);
+    }
+    let table: std::collections::BTreeSet<String> =
+        Word::ALL.iter().map(|w| w.key().to_string()).collect();
+    let unknown: Vec<&String> = used.difference(&table).collect();
+    let unused: Vec<&String> = table.difference(&used).collect();
+    assert!(
+        unknown.is_empty(),
+        "keys the window uses that the core has no word for: {unknown:?}"
+    );
+    assert!(
+        unused.is_empty(),
+        "words of the core's table the window never uses: {unused:?}"
+    );
+}
+
+/// Whether `code` names something of its own `w` or `wn`, hiding the word lookup (`let w;`
+/// in a function made its `w("why_what")` call the command's answer).
+fn hides_the_lookup(code: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        let toks: Vec<&str> = line
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))
+            .filter(|t| !t.is_empty())
+            .collect();
+        let binds = toks.windows(2).any(|p| {
+            ["let", "const", "var", "function"].contains(&p[0]) && ["w", "wn"].contains(&p[1])
+        });
+        let param = [
+            "(w)", "(w,", " w =>", "(wn)", "(wn,", " wn =>", ", w)", ", wn)",
+        ]
+        .iter()
+        .any(|p| line.contains(p));
+        let defines = line.starts_with("function w(") || line.starts_with("function wn(");
+        if (binds || param) && !defines {
+            out.push((n + 1, line.trim().to_string()));
+        }
+    }
+    out
+}
+
+/// No script hides the word lookup behind a name of its own.
+#[test]
+fn no_window_script_hides_the_word_lookup() {
+    assert_eq!(
+        hides_the_lookup("function w(key, holes) {\n  let w;\n  items.map((w) => w.id);\n"),
+        [
+            (2, "let w;".to_string()),
+            (3, "items.map((w) => w.id);".to_string())
+        ]
+    );
+    let mut found = Vec::new();
+    for (name, text) in ui_files() {
+        if name.ends_with(".js") {
+            for (n, l) in hides_the_lookup(&text) {
+                found.push(format!("ui/{name}:{n}: {l}"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// The check itself: a sentence, a heading, a button's word and a lowercase phrase in a script
+/// or the page are found; keys, class lists, selectors, ids and commands in `<code>` are not.
+#[test]
+fn a_word_in_the_window_is_found_and_a_key_class_or_selector_is_not() {
+    let js = r##"
+"use strict";
+function f(p, what) {
+  $("#findings-list").replaceChildren(el("div", { class: "empty", text: "Nothing to reclaim." }));
+  const b = el("button", { type: "button", class: "secondary small keep", "aria-label": `Keep ${what}` }, "Keep");
+  el("span", { class: `badge ${p.orphan ? "orphan" : "state"}`, text: p.orphan ? "orphaned" : "running" });
+  el("td", {}, "kept by you");
+  $("#scan-state").textContent = "scanning";
+  toast(`copied ${p.path}`);
+  // "A comment is no word a person reads"
+  el("p", { class: "muted small", text: w("nothing_kept") }, wn("history_journal", { journal: el("code", { text: p.j }) }));
+  $$("nav button[data-view]").forEach((x) => x.classList.toggle("active", x.dataset.view === "overview"));
+  invoke("keep_item", { request: { by: "finding", id: p.id }, why: "" });
+  const re = /\{(\w+)\}/g; const half = p.w / 2; if (e.key === "Enter") go();
+  const meta = [w("pid", { pid: p.pid }), p.held ? w("holds_deleted", { size: p.held }) : ""].join(" · ");
+}
+"##;
+    let got: Vec<String> = ui_script_words(js).into_iter().map(|(_, t)| t).collect();
+    assert_eq!(
+        got,
+        [
+            "Nothing to reclaim.",
+            "Keep ${…}",
+            "Keep",
+            "orphaned",
+            "running",
+            "kept by you",
+            "scanning",
+            "copied ${…}",
+        ]
+    );
+    assert_eq!(
+        ui_script_keys(js),
+        ["nothing_kept", "history_journal", "pid", "holds_deleted"]
+    );
+    let html = r##"<!doctype html>
+<html lang="en"><head><title>Smolsweep</title></head>
+<body>
+  <!-- Words in a comment are no words -->
+  <nav id="nav" aria-label="Sections"><button type="button" data-view="overview" class="active" data-word="overview"></button></nav>
+  <h2 id="h-space">Space by kind</h2>
+  <label class="row"><input type="checkbox" id="s-notify"> <span data-word="notify_me" data-inline></span></label>
+  <p class="muted small" data-word="auto_note"><code data-hole="command">systemctl --user enable --now smolsweep-auto.timer</code></p>
+  <input id="f-age" size="5" placeholder="7d" data-word-aria-label="auto_min_age">
+  <div class="card"><div id="t-optin" class="big">–</div></div>
+</body></html>
+"##;
+    let (words, keys) = html_words(html);
+    assert_eq!(
+        words,
+        [
+            (5, "aria-label=\"Sections\"".to_string()),
+            (6, "Space by kind".to_string()),
+            (9, "placeholder=\"7d\"".to_string()),
+        ]
+    );
+    assert_eq!(keys, ["overview", "notify_me", "auto_note", "auto_min_age"]);
+}
