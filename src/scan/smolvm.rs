@@ -12,8 +12,8 @@ use crate::model::{
 };
 use crate::roots::{smolvm_roots, SmolvmRootSet};
 
-use super::celesto::pid_list;
-use super::{Ctx, Draft};
+use super::ctx::pid_list;
+use super::ctx::{Ctx, Draft};
 use crate::root_kind::RootKind;
 
 const P: Product = Product::Smolvm;
@@ -233,7 +233,7 @@ fn flag_odd_db_files(ctx: &mut Ctx<'_>, set: &SmolvmRootSet) {
                         Verdict::Unknown,
                         format!(
                     "{} where smolvm keeps its machine database; never read and never deleted.",
-                    super::celesto::capitalized(fsread::type_name(m.file_type()))
+                    super::ctx::capitalized(fsread::type_name(m.file_type()))
                 ),
                     ),
             );

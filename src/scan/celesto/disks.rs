@@ -8,7 +8,7 @@ use crate::fsread::{self, Entry};
 use crate::inventory::celesto::{valid_sandbox_id, CelestoInventory};
 use crate::model::{FindingKind, OptInClass, Verdict};
 
-use crate::scan::{Ctx, Draft};
+use crate::scan::ctx::{pid_list, Ctx, Draft};
 
 use super::*;
 
@@ -286,7 +286,7 @@ impl DataDir<'_> {
         let (create_lock, lock_held) = self.create_lock(ctx, &g.id);
         let newest = std::iter::once(&g.disk.meta)
             .chain(g.companions.iter().map(|c| &c.meta))
-            .map(crate::scan::mtime_ns)
+            .map(crate::scan::ctx::mtime_ns)
             .max()
             .unwrap_or(0);
         let age = age_ns(ctx, newest);
@@ -406,7 +406,7 @@ impl DataDir<'_> {
             .owner(id)
             .root(&self.disks_dir);
         let (create_lock, creating) = self.create_lock(ctx, id);
-        let age_ns = age_ns(ctx, crate::scan::mtime_ns(&e.meta));
+        let age_ns = age_ns(ctx, crate::scan::ctx::mtime_ns(&e.meta));
         if let Some(db) = self.db_of(id) {
             d.verdict(
                 Verdict::Protected,

@@ -8,8 +8,8 @@ use crate::fsread::{self};
 use crate::model::{FindingKind, OptInClass, Product, Verdict};
 use crate::roots::CelestoRoots;
 
+use crate::scan::ctx::{Ctx, Draft};
 use crate::scan::version::{cache_version, Version};
-use crate::scan::{Ctx, Draft};
 
 use super::*;
 use crate::root_kind::RootKind;

@@ -23,7 +23,7 @@ use crate::model::{FindingKind, Machine, OwnerRecord, Product, ProductReport, Ve
 use crate::root_kind::RootKind;
 use crate::roots::{celesto_roots, CelestoRoots};
 
-use super::{Ctx, Draft};
+use super::ctx::{Ctx, Draft};
 
 pub(super) const P: Product = Product::Celesto;
 
@@ -402,19 +402,4 @@ pub(super) fn sandboxes_as_machines(
             kept: None,
         });
     }
-}
-
-/// `a named pipe` → `A named pipe`.
-pub(crate) fn capitalized(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
-}
-
-pub(crate) fn pid_list(pids: &[u32]) -> String {
-    pids.iter()
-        .map(|p| p.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
 }

@@ -8,7 +8,7 @@ use crate::fsread::{self, Entry};
 use crate::inventory::celesto::{valid_sandbox_id, CelestoInventory};
 use crate::model::{FindingKind, OptInClass, OwnerRecord, Verdict};
 
-use crate::scan::{Ctx, Draft};
+use crate::scan::ctx::{capitalized, Ctx, Draft};
 
 use super::*;
 
