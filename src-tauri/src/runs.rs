@@ -36,10 +36,123 @@ pub(crate) async fn execute(
     .unwrap_or_else(|e| Err(format!("the run failed: {e}")))
 }
 
+/// What one kind of confirmed run asks of its plan: what a changed plan says, whether the
+/// window follows its progress, the journal's command, the fingerprint shown, the core plan to
+/// execute (or why nothing runs) and the outcome.
+trait RunKind {
+    type Plan: Send + 'static;
+    type Outcome;
+    const CHANGED: &'static str;
+    const PROGRESS: bool;
+    fn command(plan: &Self::Plan) -> &str;
+    fn digest(plan: &Self::Plan) -> &str;
+    fn core(plan: &Self::Plan) -> Result<CorePlan, String>;
+    fn outcome(plan: &Self::Plan, r: Result<ExecReport, String>, started: u64) -> Self::Outcome;
+}
+
+/// A reclaim of findings (the window's and the tray's).
+struct Reclaim;
+impl RunKind for Reclaim {
+    type Plan = backend::PlanView;
+    type Outcome = ReclaimOutcome;
+    const CHANGED: &'static str = PLAN_CHANGED;
+    const PROGRESS: bool = true;
+    fn command(_: &Self::Plan) -> &str {
+        "reclaim"
+    }
+    fn digest(plan: &Self::Plan) -> &str {
+        &plan.digest
+    }
+    fn core(plan: &Self::Plan) -> Result<CorePlan, String> {
+        let core = plan.core.clone().filter(|_| !plan.steps.is_empty());
+        core.ok_or_else(|| NOTHING_TO_RECLAIM.into())
+    }
+    fn outcome(plan: &Self::Plan, r: Result<ExecReport, String>, started: u64) -> ReclaimOutcome {
+        ReclaimOutcome::of(plan, r, started)
+    }
+}
+
+/// A compaction of disks.
+struct Compact;
+impl RunKind for Compact {
+    type Plan = backend::PlanView;
+    type Outcome = ReclaimOutcome;
+    const CHANGED: &'static str = window_view::COMPACT_PLAN_CHANGED;
+    const PROGRESS: bool = true;
+    fn command(_: &Self::Plan) -> &str {
+        "compact"
+    }
+    fn digest(plan: &Self::Plan) -> &str {
+        &plan.digest
+    }
+    fn core(plan: &Self::Plan) -> Result<CorePlan, String> {
+        let core = plan.core.clone().filter(|_| !plan.steps.is_empty());
+        core.ok_or_else(|| window_view::compact_ask(plan.clone()).message)
+    }
+    fn outcome(plan: &Self::Plan, r: Result<ExecReport, String>, started: u64) -> ReclaimOutcome {
+        window_view::compact_outcome(plan, r, started)
+    }
+}
+
+/// Stop / End process / Delete of one VM or machine.
+struct Vm;
+impl RunKind for Vm {
+    type Plan = VmPlan;
+    type Outcome = VmOutcome;
+    const CHANGED: &'static str = VM_PLAN_CHANGED;
+    const PROGRESS: bool = false;
+    fn command(plan: &VmPlan) -> &str {
+        &plan.command
+    }
+    fn digest(plan: &VmPlan) -> &str {
+        &plan.digest
+    }
+    fn core(plan: &VmPlan) -> Result<CorePlan, String> {
+        let core = plan.core.clone().filter(|_| !plan.steps.is_empty());
+        core.ok_or_else(|| plan.lines().join("; "))
+    }
+    fn outcome(plan: &VmPlan, r: Result<ExecReport, String>, _: u64) -> VmOutcome {
+        VmOutcome::of(plan, r)
+    }
+}
+
+/// The one confirmed run: under the scan lock, `plan_of` the latest scan; when it no longer has
+/// the `digest` that was shown nothing runs (the user reviews again), nor when it plans nothing
+/// (it says why); otherwise it runs through [`execute`], journaled with `surface` and the kind's
+/// command, its progress sent to the window when the kind has it.
+async fn run_confirmed<R: Runtime, K: RunKind>(
+    app: &AppHandle<R>,
+    plan_of: impl FnOnce(&smolsweep::model::ScanReport) -> Result<K::Plan, String>,
+    digest: Option<String>,
+    surface: &str,
+) -> Result<K::Outcome, String> {
+    let st = app.state::<AppState>();
+    let _g = st.scan_lock.lock().await;
+    let report = lock(&st.report).clone().ok_or(NO_SCAN_YET)?;
+    let plan = plan_of(&report)?;
+    if digest.is_some_and(|d| d != K::digest(&plan)) {
+        return Err(K::CHANGED.into());
+    }
+    let core = K::core(&plan)?;
+    let origin = Origin::new(surface, K::command(&plan));
+    let started = now_secs();
+    let app2 = app.clone();
+    let progress: OnFinished = match K::PROGRESS {
+        true => Box::new(move |core: &CorePlan, e: &ProgressEvent| {
+            if let Some(p) = backend::progress_of(core, e) {
+                let _ = app2.emit(EV_PROGRESS, p);
+            }
+        }),
+        false => Box::new(|_, _| {}),
+    };
+    let r = execute(&st, &_g, core, (How::Click, origin), progress).await;
+    Ok(K::outcome(&plan, r, started))
+}
+
 /// Execute the plan for `ids` against the latest scan through the core executor (journaled
 /// with `surface` and `reclaim`), notify, and rescan.
 ///
-/// `digest` is the fingerprint of the plan the user confirmed ([`backend::Plan::digest`]): when
+/// `digest` is the fingerprint of the plan the user confirmed ([`backend::PlanView::digest`]): when
 /// a scan in between changed what the plan would do, nothing runs and the user reviews again.
 pub async fn reclaim<R: Runtime>(
     app: &AppHandle<R>,
@@ -47,27 +160,9 @@ pub async fn reclaim<R: Runtime>(
     digest: Option<String>,
     surface: &str,
 ) -> Result<ReclaimOutcome, String> {
+    let plan_of = |report: &_| Ok(backend::plan(report, &ids));
+    let out = run_confirmed::<R, Reclaim>(app, plan_of, digest, surface).await?;
     let st = app.state::<AppState>();
-    let out = {
-        let _g = st.scan_lock.lock().await;
-        let report = lock(&st.report).clone().ok_or(NO_SCAN_YET)?;
-        let plan = backend::plan(&report, &ids);
-        if digest.is_some_and(|d| d != plan.digest) {
-            return Err(PLAN_CHANGED.into());
-        }
-        let Some(core) = plan.core.clone().filter(|_| !plan.steps.is_empty()) else {
-            return Err(NOTHING_TO_RECLAIM.into());
-        };
-        let (app2, origin) = (app.clone(), Origin::new(surface, "reclaim"));
-        let started = now_secs();
-        let progress = Box::new(move |core: &CorePlan, e: &ProgressEvent| {
-            if let Some(p) = backend::progress_of(core, e) {
-                let _ = app2.emit(EV_PROGRESS, p);
-            }
-        });
-        let r = execute(&st, &_g, core, (How::Click, origin), progress).await;
-        ReclaimOutcome::of(&plan, r, started)
-    };
     if lock(&st.settings).notifications {
         send_note(app, notes::reclaim_note(&out), None);
     }
@@ -85,27 +180,9 @@ pub async fn compact<R: Runtime>(
     digest: Option<String>,
     surface: &str,
 ) -> Result<ReclaimOutcome, String> {
+    let plan_of = |report: &_| window_view::compact_plan(report, &targets);
+    let out = run_confirmed::<R, Compact>(app, plan_of, digest, surface).await?;
     let st = app.state::<AppState>();
-    let out = {
-        let _g = st.scan_lock.lock().await;
-        let report = lock(&st.report).clone().ok_or("no scan has finished yet")?;
-        let plan = window_view::compact_plan(&report, &targets)?;
-        if digest.is_some_and(|d| d != plan.digest) {
-            return Err(window_view::COMPACT_PLAN_CHANGED.into());
-        }
-        let Some(core) = plan.core.clone().filter(|_| !plan.steps.is_empty()) else {
-            return Err(window_view::compact_ask(plan).message);
-        };
-        let (app2, origin) = (app.clone(), Origin::new(surface, "compact"));
-        let started = now_secs();
-        let progress = Box::new(move |core: &CorePlan, e: &ProgressEvent| {
-            if let Some(p) = backend::progress_of(core, e) {
-                let _ = app2.emit(EV_PROGRESS, p);
-            }
-        });
-        let r = execute(&st, &_g, core, (How::Click, origin), progress).await;
-        window_view::compact_outcome(&plan, r, started)
-    };
     if lock(&st.settings).notifications {
         send_note(app, window_view::compact_note(&out), None);
     }
@@ -148,21 +225,8 @@ pub async fn run_target<R: Runtime>(
     (action, cascade): (VmAction, bool),
     digest: Option<String>,
 ) -> Result<VmOutcome, String> {
-    let st = app.state::<AppState>();
-    let out = {
-        let _g = st.scan_lock.lock().await;
-        let report = lock(&st.report).clone().ok_or(NO_SCAN_YET)?;
-        let plan = VmPlan::of(&report, &target, action, cascade);
-        if digest.is_some_and(|d| d != plan.digest) {
-            return Err(VM_PLAN_CHANGED.into());
-        }
-        let Some(core) = plan.core.clone().filter(|_| !plan.steps.is_empty()) else {
-            return Err(plan.lines().join("; "));
-        };
-        let origin = Origin::new(surface, &plan.command);
-        let r = execute(&st, &_g, core, (How::Click, origin), Box::new(|_, _| {})).await;
-        VmOutcome::of(&plan, r)
-    };
+    let plan_of = |report: &_| Ok(VmPlan::of(report, &target, action, cascade));
+    let out = run_confirmed::<R, Vm>(app, plan_of, digest, surface).await?;
     let _ = scan_now(app).await;
     Ok(out)
 }

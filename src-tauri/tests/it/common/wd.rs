@@ -96,16 +96,19 @@ pub async fn connect(port: u16) -> Client {
     );
     let mut b = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new());
     b.capabilities(caps);
-    // tauri-driver listens before its native driver does: retry the first session briefly.
+    // tauri-driver listens before its native driver does, and a session starts the app: on a
+    // loaded machine (the CI's other phases run beside) that takes more than the 10 s it was
+    // given once, so the first session is retried for up to a minute.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let mut last = None;
-    for _ in 0..20 {
+    while std::time::Instant::now() < deadline {
         match b.connect(&format!("http://127.0.0.1:{port}")).await {
             Ok(c) => return c,
             Err(e) => last = Some(e),
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    panic!("a WebDriver session with the app: {last:?}")
+    panic!("a WebDriver session with the app within 60 s: {last:?}")
 }
 
 /// Save a screenshot as `$SMOLSWEEP_SCREENSHOTS/<name>.png` (when that is set).
