@@ -6,7 +6,6 @@
 //! protect `victim.qcow2` (Celesto B4).
 
 use std::collections::HashMap;
-#[cfg(test)]
 use std::collections::HashSet;
 #[cfg(all(test, target_os = "linux"))]
 use std::fs;
@@ -400,8 +399,7 @@ fn names_path_with_identity(p: &RawProcess, path: &Path, identity: Option<(u64, 
 
 /// Allocated bytes of unlinked files `p` still holds open, each inode counted once
 /// (a lower bound when its fds were unreadable).
-#[cfg(test)]
-pub fn held_deleted_bytes(p: &RawProcess) -> u64 {
+pub(crate) fn held_deleted_bytes(p: &RawProcess) -> u64 {
     let mut seen = HashSet::new();
     p.open_files
         .iter()

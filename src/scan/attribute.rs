@@ -1,7 +1,6 @@
 //! Whose VM each VMM-shaped process is: attributed to this HOME's products by what the scan
 //! knows of them (records, machine directories, data directories), with the reason.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::model::{Product, Scope, VmProcess};
@@ -11,15 +10,6 @@ use crate::procs::RawProcess;
 use super::celesto::CelestoKnowledge;
 use super::ctx::Ctx;
 use super::smolvm::SmolvmKnowledge;
-
-fn held_deleted(p: &RawProcess) -> u64 {
-    let mut seen = HashSet::new();
-    p.open_files
-        .iter()
-        .filter(|f| f.deleted && seen.insert((f.dev, f.ino)))
-        .map(|f| f.allocated)
-        .sum()
-}
 
 fn under_any(path: &Path, roots: &[PathBuf]) -> bool {
     roots.iter().any(|r| path.starts_with(r))
@@ -207,7 +197,7 @@ fn vm_process(p: &RawProcess, shape: &VmmShape, claim: Claim) -> VmProcess {
         } else {
             Scope::Foreign
         },
-        held_deleted_bytes: held_deleted(p),
+        held_deleted_bytes: crate::procs::shape::held_deleted_bytes(p),
         uid: p.uid,
         comm: p.comm.clone(),
         argv: p.argv.clone(),
