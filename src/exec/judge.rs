@@ -170,7 +170,7 @@ impl Rejudge {
             use std::os::unix::fs::MetadataExt;
             (m.dev(), m.ino())
         });
-        let users = self.procs().in_use(path, devino);
+        let users = self.procs().users(path, devino);
         if users.is_empty() {
             Ok(())
         } else {
@@ -315,12 +315,8 @@ impl Judge for Rejudge {
                     use std::os::unix::fs::MetadataExt;
                     (m.dev(), m.ino())
                 });
-                let users: Vec<u32> = self
-                    .procs()
-                    .in_use(path, devino)
-                    .into_iter()
-                    .filter(|p| *p != std::process::id())
-                    .collect();
+                let mut users = self.procs().users(path, devino);
+                users.pids.retain(|p| *p != std::process::id());
                 match users.is_empty() {
                     true => Ok(()),
                     false => Err(format!(

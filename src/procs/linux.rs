@@ -20,7 +20,7 @@ use super::{OpenFile, RawProcess};
 
 mod lease;
 mod table_memo;
-pub(crate) use lease::nobody_holds;
+pub(crate) use lease::holders;
 pub(crate) use table_memo::TableMemo;
 
 const PROC: &str = "/proc";
@@ -44,7 +44,7 @@ pub(crate) enum Depth {
     /// Identity, owner, command line, working and root directories of every process;
     /// everything only of a process shaped like a VMM (whose files decide whose VM it is and
     /// what it holds). Whether anyone else holds a file open is asked of the kernel
-    /// ([`nobody_holds`]) before the rest of the table is read.
+    /// ([`holders`]) before the rest of the table is read.
     Identities,
 }
 

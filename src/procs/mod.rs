@@ -79,16 +79,28 @@ pub fn list() -> Vec<RawProcess> {
     os::list_processes()
 }
 
-/// Whether nothing at `path` (a regular file, or every regular file below a directory) is open
-/// anywhere, by the kernel's own count (Linux leases; `false` elsewhere, or when held or the
-/// kernel cannot tell, or after `budget` files were asked about): then no process holds or
-/// maps it, and the table's open files and maps need not be read to know it.
-pub(crate) fn nobody_holds(
+/// What the kernel says of who holds a file open ([`holders`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Holders {
+    /// No open description of it (of anything below a directory) exists anywhere.
+    Nobody,
+    /// One does: a process holds or maps it, whoever it is.
+    Someone,
+    /// The kernel was not asked or cannot say (another owner's file, no leases on that file
+    /// system or platform, the budget spent, the file changed while asked).
+    CannotTell,
+}
+
+/// Whether anything at `path` (a regular file, or any regular file below a directory) is open
+/// anywhere, by the kernel's own count (Linux leases; "cannot tell" elsewhere), asking about at
+/// most `budget` files. Nobody: no process holds or maps it, and the table's open files and
+/// maps need not be read to know it.
+pub(crate) fn holders(
     path: &std::path::Path,
     devino: Option<(u64, u64)>,
     budget: &mut usize,
-) -> bool {
-    os::nobody_holds(path, devino, budget)
+) -> Holders {
+    os::holders(path, devino, budget)
 }
 
 /// Every process's identity and command line, and everything of the processes shaped like a

@@ -19,10 +19,14 @@ pub(crate) fn list_identities() -> Vec<RawProcess> {
     list_processes()
 }
 
-/// Whether nothing at `path` is held open: only Linux's leases tell, so "cannot tell" here
-/// (the whole table is read).
-pub(crate) fn nobody_holds(_path: &Path, _devino: Option<(u64, u64)>, _budget: &mut usize) -> bool {
-    false
+/// Who holds `path` open: only Linux's leases tell, so "cannot tell" here (the whole table is
+/// read).
+pub(crate) fn holders(
+    _path: &Path,
+    _devino: Option<(u64, u64)>,
+    _budget: &mut usize,
+) -> super::Holders {
+    super::Holders::CannotTell
 }
 
 /// The unlinked files `pid` holds open: not measured without `/proc`.

@@ -12,7 +12,7 @@ use crate::locks::HeldLocks;
 use crate::model::*;
 use crate::size::Sizer;
 
-use super::procindex::ProcIndex;
+use super::procindex::{ProcIndex, Users};
 
 /// What a scan looks at.
 #[derive(Debug, Clone)]
@@ -163,8 +163,17 @@ impl Ctx<'_> {
             reason = format!("{reason} It could not be examined, so it is left alone.");
         }
         // The one "in use" rule, over every kind: whatever a process uses is never reclaimed.
-        let users = self.procs.in_use(&d.path, identity.map(|i| (i.dev, i.ino)));
-        if matches!(verdict, Verdict::Reclaimable | Verdict::OptIn) && !users.is_empty() {
+        let devino = identity.map(|i| (i.dev, i.ino));
+        let deletable = matches!(verdict, Verdict::Reclaimable | Verdict::OptIn);
+        // Only what would otherwise be deleted asks the kernel about holders it cannot see.
+        let users = match deletable {
+            true => self.procs.users(&d.path, devino),
+            false => Users {
+                pids: self.procs.in_use(&d.path, devino),
+                unseen: false,
+            },
+        };
+        if deletable && !users.is_empty() {
             verdict = Verdict::Protected;
             opt_in_class = None;
             reason = format!("{reason} {}", in_use_sentence(&users));
@@ -214,7 +223,7 @@ impl Ctx<'_> {
             refs,
             kept: None,
             newest_change_ns: newest,
-            used_by: users,
+            used_by: users.pids,
             needed_by: Vec::new(),
         });
     }
@@ -224,13 +233,13 @@ impl Ctx<'_> {
     }
 }
 
-/// Why something used by `pids` is left alone (one sentence, for every surface).
-pub(crate) fn in_use_sentence(pids: &[u32]) -> String {
-    let list = pids
-        .iter()
-        .map(|p| p.to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
+/// Why something `users` use is left alone (one sentence, for every surface).
+pub(crate) fn in_use_sentence(users: &Users) -> String {
+    if users.pids.is_empty() {
+        return "But a process Smolsweep cannot see (another user's, or one in another container) has it open right now, so it is left alone.".to_string();
+    }
+    let pids = &users.pids;
+    let list = pid_list(pids);
     let (s, is) = if pids.len() == 1 {
         ("", "is")
     } else {

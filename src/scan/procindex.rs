@@ -8,13 +8,13 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use crate::procs::shape::{detect_all, VmmShape};
-use crate::procs::RawProcess;
+use crate::procs::{Holders, RawProcess};
 
 /// The process table, indexed for in-use checks.
 ///
 /// Built either from the whole table ([`ProcIndex::build`]) or from every process's identity,
 /// arguments and working directories ([`ProcIndex::deferred`]): then whether anything asked
-/// about is held open or mapped is asked of the kernel first ([`crate::procs::nobody_holds`]),
+/// about is held open or mapped is asked of the kernel first ([`crate::procs::holders`]),
 /// and only when something is (or the kernel cannot tell) is the whole table read, once, to
 /// name who. A scan of a HOME whose leftovers nobody holds never reads the open files and maps
 /// of every process on the machine.
@@ -33,13 +33,33 @@ pub(crate) struct ProcIndex {
     budget: Mutex<usize>,
 }
 
-/// How many files a deferred index asks the kernel about at most ([`ProcIndex::deferred`]), per
+/// Who uses a path ([`ProcIndex::users`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Users {
+    /// The processes the table shows using it.
+    pub pids: Vec<u32>,
+    /// None does, but the kernel counts an open description of it: a holder Smolsweep cannot
+    /// see.
+    pub unseen: bool,
+}
+
+impl Users {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.pids.is_empty() && !self.unseen
+    }
+}
+
+/// How many files an index asks the kernel about at most ([`ProcIndex::deferred`]), per
 /// process on the machine (and at least [`KERNEL_QUESTIONS_MIN`]): a question costs a few
 /// plain system calls, reading a process's open files two through `/proc` per descriptor, so
 /// past that the table costs less, and a tree too large to ask about costs at most about what
 /// the table would have.
 const KERNEL_QUESTIONS_PER_PROCESS: usize = 4;
 const KERNEL_QUESTIONS_MIN: usize = 256;
+
+fn kernel_questions(processes: usize) -> usize {
+    (KERNEL_QUESTIONS_PER_PROCESS * processes).max(KERNEL_QUESTIONS_MIN)
+}
 
 /// Reads the whole process table ([`crate::procs::list`], or a stand-in in tests).
 pub(crate) type ReadTable = fn() -> Vec<RawProcess>;
@@ -158,6 +178,7 @@ impl ProcIndex {
         let vmms = vmms_of(&raw);
         let known = OnceLock::from(Uses::build(&raw, &vmms));
         ProcIndex {
+            budget: Mutex::new(kernel_questions(raw.len())),
             raw,
             vmms,
             known,
@@ -173,9 +194,7 @@ impl ProcIndex {
         ProcIndex {
             vmms: vmms_of(&identities),
             whole: Mutex::new(Some(whole)),
-            budget: Mutex::new(
-                (KERNEL_QUESTIONS_PER_PROCESS * identities.len()).max(KERNEL_QUESTIONS_MIN),
-            ),
+            budget: Mutex::new(kernel_questions(identities.len())),
             raw: identities,
             ..Default::default()
         }
@@ -187,20 +206,31 @@ impl ProcIndex {
     }
 
     /// The whole table's uses when `path` (or anything below it) may be held: for a deferred
-    /// index, unless the kernel says nothing there is open; once read, always.
-    fn held(&self, path: &Path, devino: Option<(u64, u64)>) -> Option<&Uses> {
+    /// index, unless the kernel says nothing there is open; once read, always. With what the
+    /// kernel said, when it was asked.
+    fn held(&self, path: &Path, devino: Option<(u64, u64)>) -> (Option<&Uses>, Holders) {
         if let Some(held) = self.held.get() {
-            return Some(held);
+            return (Some(held), Holders::CannotTell);
         }
         let mut whole = self.whole.lock().unwrap_or_else(|e| e.into_inner());
-        let read = (*whole)?;
-        let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());
-        if crate::procs::nobody_holds(path, devino, &mut budget) {
-            return None;
+        let Some(read) = *whole else {
+            return (None, Holders::CannotTell);
+        };
+        let said = self.ask_kernel(path, devino);
+        if said == Holders::Nobody {
+            return (None, said);
         }
         *whole = None;
         let raw = read();
-        Some(self.held.get_or_init(|| Uses::build(&raw, &vmms_of(&raw))))
+        (
+            Some(self.held.get_or_init(|| Uses::build(&raw, &vmms_of(&raw)))),
+            said,
+        )
+    }
+
+    fn ask_kernel(&self, path: &Path, devino: Option<(u64, u64)>) -> Holders {
+        let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());
+        crate::procs::holders(path, devino, &mut budget)
     }
 
     /// **The one "in use" rule.** Pids of processes (of any user whose table could be read) that
@@ -208,17 +238,35 @@ impl ProcIndex {
     /// inode, so a renamed or hard-linked file counts), name it as an argument (a QEMU
     /// `-drive file=` counts, never a substring: upstream B4), have their working or root
     /// directory there, map it, or boot a smolvm machine from it. The scan and the executor's
-    /// re-judge both ask this.
+    /// re-judge both ask this ([`ProcIndex::users`], which also tells a holder it cannot see).
     pub(crate) fn in_use(&self, path: &Path, devino: Option<(u64, u64)>) -> Vec<u32> {
+        self.answer(path, devino).0
+    }
+
+    /// [`ProcIndex::in_use`], and, when no process it shows uses `path`, whether the kernel still
+    /// counts an open description of it: a holder Smolsweep cannot see (another user's process,
+    /// one in another container, a loop device), for whom what it holds is left alone too.
+    pub(crate) fn users(&self, path: &Path, devino: Option<(u64, u64)>) -> Users {
+        let (pids, said) = self.answer(path, devino);
+        let unseen = pids.is_empty()
+            && match said {
+                Holders::CannotTell => self.ask_kernel(path, devino) == Holders::Someone,
+                said => said == Holders::Someone,
+            };
+        Users { pids, unseen }
+    }
+
+    fn answer(&self, path: &Path, devino: Option<(u64, u64)>) -> (Vec<u32>, Holders) {
         let mut pk = Vec::new();
         path_key(path, &mut pk);
         let mut pids = self.known().users(&pk, devino);
-        if let Some(held) = self.held(path, devino) {
+        let (held, said) = self.held(path, devino);
+        if let Some(held) = held {
             pids.extend(held.users(&pk, devino));
         }
         pids.sort_unstable();
         pids.dedup();
-        pids
+        (pids, said)
     }
 
     /// Pids of processes that hold `path` open (same device and inode) or name it exactly as an
@@ -297,7 +345,7 @@ fn facets<'a>(
     let root = p.root.iter().filter(|r| r.as_os_str() != "/");
     let named = p.argv.iter().skip(1).filter(|a| a.starts_with('/'));
     // An unlinked file is held by its identity alone: its old name is nobody's now (a new file
-    // there is another file), and the kernel's count ([`crate::procs::nobody_holds`]) cannot
+    // there is another file), and the kernel's count ([`crate::procs::holders`]) cannot
     // reach it through a name either.
     (p.open_files
         .iter()

@@ -346,6 +346,7 @@ fn used_by(r: &crate::model::ScanReport, path: &Path) -> Vec<u32> {
 #[test]
 fn what_deletes_never_reads_the_remembered_table() {
     use crate::exec::{Confirmed, ExecContext, How, Outcome, Rejudge, UnwiredRunner};
+    use crate::model::Verdict;
     use crate::plan::{Action, Plan, Selection};
     use crate::scan::memo::{scan_with_memo, ScanMemo};
 
@@ -387,7 +388,16 @@ fn what_deletes_never_reads_the_remembered_table() {
         &fresh,
         &Selection::reclaimable()
     )));
-    // Even a plan made from what the app showed is refused when it runs.
+    // The kernel still counts the holder the stale memo lost: the app's scan leaves it alone as
+    // held by a process it cannot see.
+    let g = shown.findings.iter().find(|f| f.path == ghost).unwrap();
+    assert_eq!(g.verdict, Verdict::Protected, "{}", g.reason);
+    assert!(g.reason.contains("cannot see"), "{}", g.reason);
+    // Even a plan made from a view that missed that too is refused when it runs.
+    let mut shown = shown;
+    for f in shown.findings.iter_mut().filter(|f| f.path == ghost) {
+        f.verdict = Verdict::Reclaimable;
+    }
     let plan = Plan::from_scan(&shown, &Selection::reclaimable());
     assert!(deletes_ghost(&plan));
     let mut judge = Rejudge::new(opts(&home));

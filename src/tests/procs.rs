@@ -764,7 +764,9 @@ fn a_file_held_by_a_process_whose_descriptors_cannot_be_listed_is_still_held() {
     let file = dir.join("disk.raw");
     std::fs::write(&file, vec![0u8; 8192]).unwrap();
     let mut budget = 100;
-    let free = |p: &Path, b: &mut usize| crate::procs::nobody_holds(p, None, b);
+    let free = |p: &Path, b: &mut usize| {
+        crate::procs::holders(p, None, b) == crate::procs::Holders::Nobody
+    };
     assert!(free(&file, &mut budget));
     assert!(free(tmp.path(), &mut budget));
     let other = tmp.path().join("other-name");
@@ -810,4 +812,53 @@ fn a_file_held_by_a_process_whose_descriptors_cannot_be_listed_is_still_held() {
         "a link is not followed"
     );
     held_target.kill().unwrap();
+}
+
+#[test]
+fn a_file_held_only_by_a_process_smolsweep_cannot_see_is_left_alone() {
+    // The table shows no process (as when the holder is another user's, or in another
+    // container), but the kernel counts an open description: the file is held by someone
+    // Smolsweep cannot see, and a scan leaves it alone with that reason.
+    let tmp = scratch();
+    let home =
+        smolsweep_fixtures::Home::new(tmp.path(), smolsweep_fixtures::Layout::Linux).expect("home");
+    let data = home.celesto_data_dir().expect("celesto data dir");
+    let held = data.disks().join("held-elsewhere.qcow2");
+    let free = data.disks().join("free.qcow2");
+    std::fs::write(&held, vec![1u8; 4096]).unwrap();
+    std::fs::write(&free, vec![1u8; 4096]).unwrap();
+    smolsweep_fixtures::age_tree(&home.root, smolsweep_fixtures::OLD).unwrap();
+    let _holder = fake(&["holder"], None, Some(&held));
+
+    let idx = crate::scan::ProcIndex::build(Vec::new(), 0);
+    assert!(idx.in_use(&held, None).is_empty(), "the table shows nobody");
+    let users = idx.users(&held, None);
+    assert!(users.unseen && users.pids.is_empty(), "{users:?}");
+    assert!(!idx.users(&free, None).unseen);
+    assert!(
+        !idx.users(&data.disks(), None).is_empty(),
+        "below a directory"
+    );
+
+    let mut env = crate::env::EnvSnapshot::from_pairs(home.root.clone(), home.env_vars());
+    env.euid = rustix::process::geteuid().as_raw();
+    let opts = crate::scan::ScanOptions {
+        env,
+        platform: crate::model::Platform::Linux,
+        age_guard: Duration::from_secs(120),
+        now: std::time::SystemTime::now(),
+    };
+    let r = crate::scan::scan_with(&opts, Vec::new());
+    let f = |p: &Path| {
+        r.findings
+            .iter()
+            .find(|f| f.path == p)
+            .expect("judged")
+            .clone()
+    };
+    let h = f(&held);
+    assert_eq!(h.verdict, crate::model::Verdict::Protected, "{}", h.reason);
+    assert!(h.reason.contains("cannot see"), "{}", h.reason);
+    assert!(h.used_by.is_empty());
+    assert_eq!(f(&free).verdict, crate::model::Verdict::Reclaimable);
 }

@@ -6,8 +6,9 @@
 //! running executable, a loop device's backing file. The lease is released at once; it is
 //! only ever asked of regular files this user owns (the kernel's rule for leases).
 //!
-//! It answers "nobody" or "cannot tell", never who: when a file is held (or the kernel cannot
-//! say), the caller reads the whole process table to name the holders. What it does not see
+//! It answers "nobody", "someone" or "cannot tell", never who: when a file is held (or the
+//! kernel cannot say), the caller reads the whole process table to name the holders; a holder
+//! the table does not show is one Smolsweep cannot see, and what it holds is left alone. What it does not see
 //! is a descriptor opened with `O_PATH` (it can neither read nor write).
 //!
 //! While the lease is held (two system calls), another process opening the file waits for it
@@ -22,25 +23,26 @@ use std::sync::Once;
 use rustix::fs::{fstat, openat, statat, AtFlags, FileType, Mode, OFlags, RawDir};
 use rustix::io::Errno;
 
-/// Whether nothing at `path` (a regular file, or every regular file below a directory) is open
+use crate::procs::Holders;
+
+/// Whether anything at `path` (a regular file, or any regular file below a directory) is open
 /// anywhere, by the kernel's own count. `devino`, when given, is the identity the file must
-/// still have. `budget` is how many files may still be asked about (it is spent as they are);
-/// `false` means "held, or cannot tell" and the caller reads the process table.
-pub(crate) fn nobody_holds(path: &Path, devino: Option<(u64, u64)>, budget: &mut usize) -> bool {
+/// still have. `budget` is how many files may still be asked about (it is spent as they are).
+pub(crate) fn holders(path: &Path, devino: Option<(u64, u64)>, budget: &mut usize) -> Holders {
     ignore_sigio();
     match free_at(rustix::fs::CWD, path, devino, budget, 0) {
-        Ok(free) => free,
+        Ok(h) => h,
         // Nothing is there to hold, unless an identity was asked about: that file may be held
         // under another name.
-        Err(Errno::NOENT) => devino.is_none(),
-        Err(_) => false,
+        Err(Errno::NOENT) if devino.is_none() => Holders::Nobody,
+        Err(_) => Holders::CannotTell,
     }
 }
 
 /// Deeper than this, a tree is left to the process table.
 const MAX_DEPTH: usize = 64;
 
-/// Whether nothing at `name` in `dir` is held ([`nobody_holds`]), looked at without following a
+/// Who holds `name` in `dir` ([`holders`]), looked at without following a
 /// link. Only regular files and directories are opened: a link, a pipe, a socket or a device
 /// is never what a process holds open as a file (the table's open files are regular files
 /// only), and opening a device could do something.
@@ -50,11 +52,11 @@ fn free_at<P: rustix::path::Arg + Copy>(
     devino: Option<(u64, u64)>,
     budget: &mut usize,
     depth: usize,
-) -> Result<bool, Errno> {
+) -> Result<Holders, Errno> {
     let st = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
     let kind = FileType::from_raw_mode(st.st_mode);
     if !matches!(kind, FileType::RegularFile | FileType::Directory) {
-        return Ok(true);
+        return Ok(Holders::Nobody);
     }
     let mut flags =
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
@@ -70,37 +72,42 @@ fn free_at<P: rustix::path::Arg + Copy>(
     let now = fstat(&fd)?;
     let same = (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino);
     if !same || devino.is_some_and(|k| k != (now.st_dev, now.st_ino)) {
-        return Ok(false);
+        return Ok(Holders::CannotTell);
     }
     Ok(match kind {
-        FileType::Directory => dir_free(fd, budget, depth),
-        _ => take(budget) && lease_free(fd.as_fd()),
+        FileType::Directory => dir_holders(fd, budget, depth),
+        _ if take(budget) => lease(fd.as_fd()),
+        _ => Holders::CannotTell,
     })
 }
 
-/// Whether no regular file below the open directory `dir` is held ([`nobody_holds`]).
-fn dir_free(dir: OwnedFd, budget: &mut usize, depth: usize) -> bool {
+/// Whether any regular file below the open directory `dir` is held ([`holders`]): the first
+/// answer other than "nobody" is the directory's.
+fn dir_holders(dir: OwnedFd, budget: &mut usize, depth: usize) -> Holders {
     if depth > MAX_DEPTH {
-        return false;
+        return Holders::CannotTell;
     }
     let mut buf = vec![std::mem::MaybeUninit::uninit(); 8192];
     let mut entries = RawDir::new(&dir, &mut buf);
     while let Some(entry) = entries.next() {
-        let Ok(entry) = entry else { return false };
+        let Ok(entry) = entry else {
+            return Holders::CannotTell;
+        };
         let name = entry.file_name();
         if matches!(name.to_bytes(), b"." | b"..") {
             continue;
         }
-        let free = match free_at(dir.as_fd(), name, None, budget, depth + 1) {
-            Ok(free) => free,
+        let h = match free_at(dir.as_fd(), name, None, budget, depth + 1) {
+            Ok(h) => h,
             // Removed meanwhile: nothing to hold.
-            Err(e) => e == Errno::NOENT,
+            Err(Errno::NOENT) => Holders::Nobody,
+            Err(_) => Holders::CannotTell,
         };
-        if !free {
-            return false;
+        if h != Holders::Nobody {
+            return h;
         }
     }
-    true
+    Holders::Nobody
 }
 
 fn take(budget: &mut usize) -> bool {
@@ -113,18 +120,21 @@ fn take(budget: &mut usize) -> bool {
     }
 }
 
-/// Whether a write lease on the open regular file `fd` is granted (no other open description:
-/// held otherwise, or the kernel cannot tell: another owner, no leases on this file system);
-/// a granted one is released at once.
-fn lease_free(fd: BorrowedFd<'_>) -> bool {
+/// Whether a write lease on the open regular file `fd` is granted (no other open description),
+/// refused because another description exists (`EAGAIN`: held), or cannot be asked (another
+/// owner, no leases on this file system); a granted one is released at once.
+fn lease(fd: BorrowedFd<'_>) -> Holders {
     let raw = fd.as_raw_fd();
     // SAFETY: `fcntl` on a descriptor this function borrows, with integer arguments only.
     if unsafe { libc::fcntl(raw, libc::F_SETLEASE, libc::F_WRLCK) } != 0 {
-        return false;
+        return match Errno::from_io_error(&std::io::Error::last_os_error()) {
+            Some(Errno::AGAIN) => Holders::Someone,
+            _ => Holders::CannotTell,
+        };
     }
     // SAFETY: as above. Closing the descriptor would release it too; this does it at once.
     unsafe { libc::fcntl(raw, libc::F_SETLEASE, libc::F_UNLCK) };
-    true
+    Holders::Nobody
 }
 
 /// A lease broken while held sends `SIGIO`, whose default action ends the process: ignored,
