@@ -315,8 +315,9 @@ impl Judge for Rejudge {
                     use std::os::unix::fs::MetadataExt;
                     (m.dev(), m.ino())
                 });
-                let mut users = self.procs().users(path, devino);
-                users.pids.retain(|p| *p != std::process::id());
+                let users = self
+                    .procs()
+                    .users_but(path, devino, Some(std::process::id()));
                 match users.is_empty() {
                     true => Ok(()),
                     false => Err(format!(

@@ -247,7 +247,19 @@ impl ProcIndex {
     /// counts an open description of it: a holder Smolsweep cannot see (another user's process,
     /// one in another container, a loop device), for whom what it holds is left alone too.
     pub(crate) fn users(&self, path: &Path, devino: Option<(u64, u64)>) -> Users {
-        let (pids, said) = self.answer(path, devino);
+        self.users_but(path, devino, None)
+    }
+
+    /// [`ProcIndex::users`] leaving out process `me` (Smolsweep itself, which names the disk it
+    /// compacts on its command line): a holder it cannot see is still asked about.
+    pub(crate) fn users_but(
+        &self,
+        path: &Path,
+        devino: Option<(u64, u64)>,
+        me: Option<u32>,
+    ) -> Users {
+        let (mut pids, said) = self.answer(path, devino);
+        pids.retain(|p| Some(*p) != me);
         let unseen = pids.is_empty()
             && match said {
                 Holders::CannotTell => self.ask_kernel(path, devino) == Holders::Someone,

@@ -862,3 +862,25 @@ fn a_file_held_only_by_a_process_smolsweep_cannot_see_is_left_alone() {
     assert!(h.used_by.is_empty());
     assert_eq!(f(&free).verdict, crate::model::Verdict::Reclaimable);
 }
+
+#[test]
+fn a_disk_smolsweep_itself_names_is_still_asked_of_the_kernel() {
+    // `smolsweep compact DISK` names the disk on its own command line; leaving itself out of
+    // the users must not skip the question of a holder it cannot see.
+    let tmp = scratch();
+    let disk = tmp.path().join("disk.raw");
+    std::fs::write(&disk, vec![0u8; 4096]).unwrap();
+    let me = RawProcess {
+        pid: std::process::id(),
+        start_time: 7,
+        argv: vec!["smolsweep".into(), "compact".into(), s(&disk).into()],
+        fds_readable: true,
+        ..Default::default()
+    };
+    let idx = crate::scan::ProcIndex::build(vec![me], 0);
+    let mine = Some(std::process::id());
+    assert!(idx.users_but(&disk, None, mine).is_empty(), "nobody else");
+    let _holder = fake(&["holder"], None, Some(&disk));
+    let users = idx.users_but(&disk, None, mine);
+    assert!(users.unseen && users.pids.is_empty(), "{users:?}");
+}

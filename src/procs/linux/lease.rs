@@ -58,6 +58,11 @@ fn free_at<P: rustix::path::Arg + Copy>(
     if !matches!(kind, FileType::RegularFile | FileType::Directory) {
         return Ok(Holders::Nobody);
     }
+    // Every file or directory opened spends the budget: a tree of many empty directories is
+    // bounded too.
+    if !take(budget) {
+        return Ok(Holders::CannotTell);
+    }
     let mut flags =
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
     if kind == FileType::Directory {
@@ -76,8 +81,7 @@ fn free_at<P: rustix::path::Arg + Copy>(
     }
     Ok(match kind {
         FileType::Directory => dir_holders(fd, budget, depth),
-        _ if take(budget) => lease(fd.as_fd()),
-        _ => Holders::CannotTell,
+        _ => lease(fd.as_fd()),
     })
 }
 
