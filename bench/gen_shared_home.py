@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Generate a HOME whose smolvm state is laid out like a busy smol-machines node (issue 11):
-`~/.cache/smolvm/vms/_shared/<sha256>/` pack stores (80 by default, each an unpacked rootfs:
+`~/.cache/smolvm/vms/_shared/<crc8>/` pack stores (80 by default, each an unpacked rootfs:
 nested usr/lib/... directories of small files, a few larger files, some hard links) plus
-`~/.cache/smolvm-pack/<hash>/` pack-cache entries, FILES files in all.
+`~/.cache/smolvm-pack/<crc8>/` pack-cache entries, FILES files in all. Each store has the
+records upstream writes beside it (`<crc8>.lock`, `<crc8>.artifact-sha256`).
 
 usage: gen_shared_home.py HOME FILES [--entries N] [--packs N]
 Prints the number of files written."""
 import hashlib
 import os
 import sys
+import zlib
 
 home, files = sys.argv[1], int(sys.argv[2])
 entries = 80
@@ -28,8 +30,14 @@ os.makedirs(shared, exist_ok=True)
 os.makedirs(pack_cache, exist_ok=True)
 
 # 90 % of the files in _shared, the rest in the pack cache.
-units = [(os.path.join(shared, hashlib.sha256(b"s%d" % i).hexdigest()), "shared") for i in range(entries)]
-units += [(os.path.join(pack_cache, hashlib.sha256(b"p%d" % i).hexdigest()[:16]), "pack") for i in range(packs)]
+units = [(os.path.join(shared, "%08x" % zlib.crc32(b"s%d" % i)), "shared") for i in range(entries)]
+units += [(os.path.join(pack_cache, "%08x" % zlib.crc32(b"p%d" % i)), "pack") for i in range(packs)]
+for root, kind in units:
+    if kind == "shared":
+        with open(root + ".lock", "w"):
+            pass
+        with open(root + ".artifact-sha256", "w") as fh:
+            fh.write(hashlib.sha256(root.encode()).hexdigest() + "\n")
 shared_files = files * 9 // 10 if packs else files
 per = []
 for i, (_, kind) in enumerate(units):

@@ -2,23 +2,31 @@
 //! one may name another): a disk whose chain runs through a file needs that file, whatever kind
 //! of leftover the file is on its own.
 //!
-//! [`link`] reads the header of every file finding once per scan and records, on each finding
-//! a chain runs through (the backing file, or a directory holding it), the disks that need it
-//! (`Finding::needed_by`). [`protect`] then protects whatever a surviving disk needs (alive, in
-//! use, kept, unverifiable); what only disks that are themselves reclaimable need stays
+//! [`link`] reads the header of every disk once per scan and records, on each finding a chain
+//! runs through (the backing file, or a directory holding it), the findings whose disks need it
+//! (`Finding::needed_by`), and declares each link as a hold of the reference graph
+//! (`crate::reach`), which protects whatever a surviving disk needs (alive, in use, kept,
+//! recorded, unverifiable); what only disks that are themselves reclaimable need stays
 //! reclaimable, and the planner deletes it only together with all of them, after them.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::model::{Finding, ScanReport, Verdict};
+use crate::model::{Finding, Hold, Holder, ScanReport, Via};
 
 /// The longest chain followed (QEMU's own limit is far larger; real chains are short).
 const MAX_DEPTH: usize = 16;
 
-/// Fill `needed_by` on every finding a disk's backing chain runs through. `memo` is the scan's
-/// own: a header the scan has already read is not read again while its file is unchanged.
-pub(crate) fn link(report: &mut ScanReport, memo: &mut crate::qcow2::ChainMemo) {
+/// Every link of every disk's backing chain, as a [`Via::Backing`] hold of the disk's finding
+/// on the finding the link is (or lies in): edges of the reference graph (`crate::reach`,
+/// which also fills `needed_by` from them). The disks read are every file finding and the disks inside directory
+/// findings that hold some (a machine's `storage.qcow2`, its fork generations' frozen layers, a
+/// pause record's pinned layers: `disks_of`). `memo` is the scan's own: a header the scan has
+/// already read is not read again while its file is unchanged.
+pub(crate) fn link(
+    report: &ScanReport,
+    memo: &mut crate::qcow2::ChainMemo,
+) -> Vec<(PathBuf, Hold)> {
     let is_file = |f: &Finding| f.identity.is_some_and(|i| i.is_regular());
     let by_inode: HashMap<(u64, u64), usize> = report
         .findings
@@ -34,27 +42,79 @@ pub(crate) fn link(report: &mut ScanReport, memo: &mut crate::qcow2::ChainMemo) 
         .map(|(i, f)| (f.path.as_path(), i))
         .collect();
     let mut needed: Vec<Vec<usize>> = vec![Vec::new(); report.findings.len()];
-    for (d, disk) in report
-        .findings
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| is_file(f))
-    {
-        let (chain, ids) = crate::qcow2::chain_in(memo, &disk.path, MAX_DEPTH);
-        for (link, id) in chain.links.iter().zip(ids) {
-            for j in holders(link, id, &by_inode, &by_path) {
-                let holder = &report.findings[j].path;
-                if j != d && !disk.path.starts_with(holder) && !needed[j].contains(&d) {
-                    needed[j].push(d);
+    let mut holds: Vec<(PathBuf, Hold)> = Vec::new();
+    for (d, owner) in report.findings.iter().enumerate() {
+        for disk in disks_of(owner) {
+            let (chain, ids) = crate::qcow2::chain_in(memo, &disk, MAX_DEPTH);
+            for (link, id) in chain.links.iter().zip(ids) {
+                for j in holders(link, id, &by_inode, &by_path) {
+                    let holder = &report.findings[j].path;
+                    if j != d && !disk.starts_with(holder) && !needed[j].contains(&d) {
+                        needed[j].push(d);
+                        holds.push((
+                            holder.clone(),
+                            Hold {
+                                by: Holder::Path(owner.path.clone()),
+                                via: Via::Backing,
+                                through: Some(disk.clone()),
+                            },
+                        ));
+                    }
                 }
             }
         }
     }
-    let paths: Vec<PathBuf> = report.findings.iter().map(|f| f.path.clone()).collect();
-    for (f, needs) in report.findings.iter_mut().zip(needed) {
-        f.needed_by = needs.into_iter().map(|d| paths[d].clone()).collect();
-        f.needed_by.sort();
+    holds
+}
+
+/// The most disk files read inside one directory finding.
+const MAX_DISKS_IN_DIR: usize = 64;
+
+/// The disks a finding holds whose backing chains are read: a regular file is one; a machine
+/// directory holds those the layout table says declare a backing file (its disks, and each fork
+/// generation's frozen layers under `d/<gen>/`); a pause record's pinned layers are files in it.
+/// Bounded ([`MAX_DISKS_IN_DIR`]); links are never followed.
+fn disks_of(f: &Finding) -> Vec<PathBuf> {
+    use crate::layout::{self, Declares, Place, Sub};
+    if f.identity.is_some_and(|i| i.is_regular()) {
+        return vec![f.path.clone()];
     }
+    if !f.is_dir {
+        return Vec::new();
+    }
+    let files_in = |dir: &Path| -> Vec<PathBuf> {
+        crate::fsread::read_dir_or_empty(dir)
+            .into_iter()
+            .filter(|e| e.is_file())
+            .map(|e| e.path)
+            .collect()
+    };
+    let mut out = Vec::new();
+    if layout::smolvm::MACHINE_DIR_KINDS.contains(&f.kind) {
+        for r in layout::rows_at(Place::In(Sub::SmolvmMachine))
+            .filter(|r| r.declares.contains(&Declares::QcowBacking))
+        {
+            let layout::Name::Exact(n) = r.name else {
+                continue;
+            };
+            let p = f.path.join(n);
+            match crate::fsread::lstat(&p) {
+                Some(m) if m.is_file() => out.push(p),
+                Some(m) if m.is_dir() => {
+                    for g in crate::fsread::read_dir_or_empty(&p) {
+                        if g.is_dir() {
+                            out.extend(files_in(&g.path));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    } else if f.kind == crate::model::FindingKind::SmolvmPauseRecord {
+        out = files_in(&f.path);
+    }
+    out.truncate(MAX_DISKS_IN_DIR);
+    out
 }
 
 /// The findings that are `link` (the same inode: `id`, as the chain `stat`ed it) or a
@@ -75,38 +135,6 @@ fn holders(
         }
     }
     out
-}
-
-/// Protect every finding that a surviving disk needs (one that is protected or cannot be
-/// verified: alive, in use, kept). Pure and idempotent: applied again after keep rules change.
-pub(crate) fn protect(report: &mut ScanReport) {
-    let surviving: HashMap<PathBuf, bool> = report
-        .findings
-        .iter()
-        .map(|f| {
-            let survives = matches!(f.verdict, Verdict::Protected | Verdict::Unknown);
-            (f.path.clone(), survives)
-        })
-        .collect();
-    for f in &mut report.findings {
-        if !matches!(f.verdict, Verdict::Reclaimable | Verdict::OptIn) {
-            continue;
-        }
-        let Some(disk) = f
-            .needed_by
-            .iter()
-            .find(|d| surviving.get(*d).copied().unwrap_or(true))
-        else {
-            continue;
-        };
-        f.verdict = Verdict::Protected;
-        f.opt_in_class = None;
-        f.reason = format!(
-            "The disk {} backs onto it, and that disk stays: deleting this would break it. {}",
-            crate::pathser::shown(disk),
-            f.reason
-        );
-    }
 }
 
 /// Why `f` cannot be deleted now because a disk still needs it: one of its `needed_by` disks

@@ -50,9 +50,9 @@ impl Items {
     /// Group `findings` into items: the findings of one sandbox or machine (product and owner)
     /// that have a principal among them. Pure.
     pub(crate) fn of(findings: &[Finding]) -> Items {
-        let mut by_owner: HashMap<(Product, &str), Vec<usize>> = HashMap::new();
+        let mut by_owner: HashMap<(Product, String), Vec<usize>> = HashMap::new();
         for (i, f) in findings.iter().enumerate() {
-            if let (Some(o), false) = (f.owner.as_deref(), f.kind.part() == Part::Alone) {
+            if let (Some(o), false) = (item_key(f), f.kind.part() == Part::Alone) {
                 by_owner.entry((f.product, o)).or_default().push(i);
             }
         }
@@ -167,6 +167,21 @@ pub(crate) fn hold_together(report: &mut crate::model::ScanReport) {
     }
 }
 
+/// What binds the members of `f`'s item: its sandbox or machine, or for a shared image store
+/// entry and its records (`_shared/<crc8>` and `_shared/<crc8>.*`, which have no owner) the
+/// entry's path.
+fn item_key(f: &Finding) -> Option<String> {
+    use FindingKind as K;
+    match f.kind {
+        K::SmolvmSharedPack | K::SmolvmSharedPackSidecar => {
+            let name = f.path.file_name()?.to_str()?;
+            let crc = name.split('.').next()?;
+            Some(format!("\0{}", f.path.with_file_name(crc).display()))
+        }
+        _ => f.owner.clone(),
+    }
+}
+
 /// The role of `f` in an item with a principal (`saved`: the item's disk is a saved one).
 fn role_of(f: &Finding, saved: bool) -> Option<Role> {
     match f.kind.part() {
@@ -225,6 +240,7 @@ mod tests {
             newest_change_ns: 0,
             used_by: Vec::new(),
             needed_by: Vec::new(),
+            held_by: Vec::new(),
         }
     }
 

@@ -403,9 +403,8 @@ impl Keeps {
     }
 
     /// Protect every finding a rule keeps, item by item: a rule on an item's principal (the disk,
-    /// the machine directory; by path, owner or kind) keeps every member of the item; a rule on
-    /// a member judged by the item (a companion, the marker, the log) keeps that member, the
-    /// principal and what the principal needs (its marker); a rule on a lock keeps the lock.
+    /// the machine directory; by path, owner or kind), or on a member judged by it (a companion,
+    /// the marker, the log), keeps every member of the item; a rule on a lock keeps the lock.
     fn apply_findings(&self, report: &mut ScanReport) {
         let direct: Vec<Option<&Rule>> = report
             .findings
@@ -419,13 +418,12 @@ impl Keeps {
                 g.iter()
                     .find_map(|&i| items.role(i).filter(|r| pick(*r)).and(direct[i]))
             };
-            let whole = by(&|r| r == Role::Principal);
-            let core = by(&|r| matches!(r, Role::Dependent | Role::Needs));
+            // A rule on the principal, or on a member judged by it, keeps the whole item: what
+            // holds a member holds its principal, and the principal holds its members.
+            let whole = by(&|r| r == Role::Principal)
+                .or_else(|| by(&|r| matches!(r, Role::Dependent | Role::Needs)));
             for &i in g {
-                with[i] = match items.role(i) {
-                    Some(Role::Principal | Role::Needs) => whole.or(core),
-                    _ => whole,
-                };
+                with[i] = whole;
             }
         }
         for (i, f) in report.findings.iter_mut().enumerate() {
@@ -444,12 +442,25 @@ impl Keeps {
     }
 }
 
-/// What stays keeps what it needs: a surviving disk its backing files, a surviving member of an
-/// item the disk it is judged by (and that disk, in turn, its backing files).
+/// What stays keeps what it reaches: the reference graph marked from everything that stays
+/// (`crate::reach`: backing files, leases, records, pauses, drives), and a surviving member of
+/// an item the disk it is judged by; until nothing more changes (each round protects at least
+/// one more finding, so it ends).
 fn hold_together(report: &mut ScanReport) {
-    crate::chains::protect(report);
-    crate::items::hold_together(report);
-    crate::chains::protect(report);
+    loop {
+        let staying = |r: &ScanReport| {
+            r.findings
+                .iter()
+                .filter(|f| matches!(f.verdict, Verdict::Protected | Verdict::Unknown))
+                .count()
+        };
+        let before = staying(report);
+        crate::reach::mark(report);
+        crate::items::hold_together(report);
+        if staying(report) == before {
+            return;
+        }
+    }
 }
 
 /// `YYYY-MM-DD` (UTC) of a time in seconds since the epoch.

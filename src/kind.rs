@@ -124,6 +124,14 @@ kinds! {
     CelestoForwardResidue => "celesto.forward_residue", Celesto, "Port forwards", "Port forwards left by deleted sandboxes.", Leftover, Delete;
     CelestoSocketResidue => "celesto.socket_residue", Celesto, "Sockets", "Sockets of sandboxes that no longer run.", Leftover, Delete;
     CelestoLibkrunConfig => "celesto.libkrun_config", Celesto, "Launcher configs", "libkrun launcher configs of sandboxes that no longer run.", Leftover, Delete;
+    CelestoCustomImage => "celesto.custom_image", Celesto, "Custom image builds", "Root file systems built from your Dockerfiles and templates, one per build context; built again when needed (Celesto's own prune never removes them).", Rebuild, Delete;
+    CelestoCustomImageTmp => "celesto.custom_image_tmp", Celesto, "Interrupted custom builds", "Half-written root file systems of custom image builds that were killed.", Leftover, Delete;
+    CelestoS3Image => "celesto.s3_image", Celesto, "S3 images", "Images downloaded from S3; downloaded again when needed.", Rebuild, Delete;
+    CelestoCloudInitSeed => "celesto.cloud_init_seed", Celesto, "Cloud-init seeds", "Cloud-init seed disks no sandbox attaches; made again when needed.", Leftover, Delete;
+    CelestoMacosImage => "celesto.macos_image", Celesto, "macOS images", "macOS image bundles Celesto built (tens of GB); built again when needed.", Rebuild, Delete;
+    CelestoMacosImageFailed => "celesto.macos_image_failed", Celesto, "Failed macOS image builds", "macOS image bundles without a manifest: builds that did not finish.", Leftover, Delete;
+    CelestoOldLume => "celesto.old_lume", Celesto, "Old lume installs", "Versions of the lume tool the installed Celesto no longer uses.", Leftover, Delete;
+    CelestoDashboardAssets => "celesto.dashboard_assets", Celesto, "Dashboard assets", "Web assets of the Celesto dashboard; downloaded again when needed.", Rebuild, Delete;
     CelestoMountPoint => "celesto.mount_point", Celesto, "Mount points", "A file system is mounted here; never walked into or deleted through.", Live, Never;
     CelestoOddFile => "celesto.odd_file", Celesto, "Not regular files", "A named pipe, socket or device where Celesto stores a file; never read or deleted.", Unverified, Never;
     CelestoUnrecognised => "celesto.unrecognised", Celesto, "Unrecognised files", "Names Celesto does not write; left alone.", Unverified, Never;
@@ -138,8 +146,13 @@ kinds! {
     SmolvmYoungDir => "smolvm.young_dir", Smolvm, "New machine directories", "Machine directories changed moments ago: a machine may be being created.", Live, Never;
     SmolvmReservedDir => "smolvm.reserved_dir", Smolvm, "Reserved machine directories", "Directories smolvm reserves for a machine name.", Live, Never;
     SmolvmForkLock => "smolvm.fork_lock", Smolvm, "Fork locks", "Lock files of fork operations.", Leftover, Delete;
-    SmolvmSharedPack => "smolvm.shared_pack", Smolvm, "Shared image store", "Entries of smolvm's shared image store; those no machine references are rebuilt when needed.", Rebuild, Delete;
-    SmolvmCowBases => "smolvm.cow_bases", Smolvm, "Copy-on-write bases", "Immutable disk bases; rebuilt when a machine needs them.", Rebuild, Delete;
+    SmolvmSharedPack => "smolvm.shared_pack", Smolvm, "Shared image store", "Entries of smolvm's shared image store; those no machine leases are rebuilt when needed.", Rebuild, Delete;
+    SmolvmSharedPackSidecar => "smolvm.shared_pack_record", Smolvm, "Shared image store records", "Digest, lock and source records of shared image store entries; they go with their entry.", Rebuild, Delete;
+    SmolvmCowBases => "smolvm.cow_bases", Smolvm, "Copy-on-write bases", "Immutable disk bases of machines made from packs; those no machine's disk backs onto are rebuilt when needed.", Rebuild, Delete;
+    SmolvmPauseRecord => "smolvm.pause_record", Smolvm, "Pause records", "Disk layers pinned for paused machines; left over once the machine's directory is gone.", Leftover, Delete;
+    SmolvmInitStaging => "smolvm.init_staging", Smolvm, "Interrupted init bakes", "Staging folders of init-layer bakes whose process is gone; smolvm's own cache limit never counts them.", Leftover, Delete;
+    SmolvmUsageLog => "smolvm.usage_log", Smolvm, "Usage log", "smolvm's log of machine events and its install id; a new id is made when needed.", Rebuild, Delete;
+    SmolvmNetworkDir => "smolvm.network_dir", Smolvm, "Network sockets", "Socket folders of inter-VM networks; left over once no smolvm VM runs.", Leftover, Delete;
     SmolvmRestoreCache => "smolvm.restore_cache", Smolvm, "Restore cache", "Clones of recently restored checkpoints; only a speed-up.", Rebuild, Delete;
     SmolvmCheckpointUnpack => "smolvm.checkpoint_unpack", Smolvm, "Unpacked checkpoints", "Checkpoints unpacked for a restore; unpacked again when needed.", Rebuild, Delete;
     SmolvmPackCache => "smolvm.pack_cache", Smolvm, "Pack cache", "Downloaded machine packs; downloaded again when needed.", Rebuild, Delete;
@@ -210,12 +223,14 @@ impl FindingKind {
             | K::SmolvmMachineDir
             | K::SmolvmReferencedDir
             | K::SmolvmYoungDir
-            | K::SmolvmReservedDir => Part::Principal,
+            | K::SmolvmReservedDir
+            | K::SmolvmSharedPack => Part::Principal,
             K::CelestoDiskCompanion
             | K::CelestoSavedCompanion
             | K::CelestoSandboxDiskCompanion
             | K::CelestoYoungCompanion
-            | K::CelestoInUseCompanion => Part::Companion,
+            | K::CelestoInUseCompanion
+            | K::SmolvmSharedPackSidecar => Part::Companion,
             K::CelestoOrphanLog
             | K::CelestoSavedLog
             | K::CelestoSandboxLog
@@ -243,8 +258,19 @@ impl FindingKind {
             | K::CelestoOddFile
             | K::CelestoUnrecognised
             | K::SmolvmForkLock
-            | K::SmolvmSharedPack
+            | K::CelestoCustomImage
+            | K::CelestoCustomImageTmp
+            | K::CelestoS3Image
+            | K::CelestoCloudInitSeed
+            | K::CelestoMacosImage
+            | K::CelestoMacosImageFailed
+            | K::CelestoOldLume
+            | K::CelestoDashboardAssets
             | K::SmolvmCowBases
+            | K::SmolvmPauseRecord
+            | K::SmolvmInitStaging
+            | K::SmolvmUsageLog
+            | K::SmolvmNetworkDir
             | K::SmolvmRestoreCache
             | K::SmolvmCheckpointUnpack
             | K::SmolvmPackCache
@@ -393,7 +419,9 @@ mod tests {
         for k in FindingKind::ALL {
             let s = k.short();
             assert!(
-                !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
+                !s.is_empty()
+                    && s.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
                 "{k}: {s:?}"
             );
             assert!(FindingKind::named(s).contains(k), "{k}: {s}");

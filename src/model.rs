@@ -189,6 +189,68 @@ pub struct Finding {
         with = "crate::pathser::many"
     )]
     pub needed_by: Vec<PathBuf>,
+    /// What reaches it from upstream's own records (a record, a lease, a disk's backing chain,
+    /// a pause, a row's drive): while any of these holds, it is in no plan, whatever the flags.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_by: Vec<Hold>,
+}
+
+crate::table::closed_table! {
+    /// How one thing holds another in the reference graph.
+    pub enum Via ("reference") -> (&'static str,) {
+        /// A qcow2 disk names it in its backing chain.
+        Backing => "backing", ("backs onto it");
+        /// A machine's `.pack-shared` leases this shared extraction.
+        Lease => "lease", ("leases it");
+        /// A shared extraction's artifact digest keys these copy-on-write bases.
+        Digest => "digest", ("keeps its copy-on-write bases under its digest");
+        /// A record of a shared extraction (`<crc8>.*`) belongs to the extraction.
+        Sidecar => "sidecar", ("is the extraction this record belongs to");
+        /// A pause record belongs to the paused machine's directory.
+        Pause => "pause", ("is the paused machine this belongs to");
+        /// A sandbox's inventory row names it as its root file system, kernel, initrd or drive.
+        Drive => "drive", ("boots from it or attaches it");
+    }
+}
+
+impl Via {
+    /// The reference in words ("backs onto it").
+    pub const fn what(self) -> &'static str {
+        self.row().0
+    }
+}
+
+/// What holds a path, and how (see [`Finding::held_by`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Hold {
+    /// What holds it.
+    pub by: Holder,
+    /// How.
+    pub via: Via,
+    /// The file that declares the reference (the disk whose header names it, the `.pack-shared`
+    /// file, the inventory), when it is not the holder itself.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::pathser::opt"
+    )]
+    pub through: Option<PathBuf>,
+}
+
+/// What holds a path: a path (a finding's, or one outside every finding, which nothing deletes),
+/// or a record in an inventory.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Holder {
+    /// A path.
+    Path(#[serde(with = "crate::pathser::one")] PathBuf),
+    /// A machine's or sandbox's record.
+    Record {
+        /// Whose inventory.
+        product: Product,
+        /// The machine name or sandbox id.
+        name: String,
+    },
 }
 
 /// Stable finding id: 16 hex characters of SHA-256 over product, kind and path.

@@ -876,6 +876,7 @@ mod tests {
             newest_change_ns: 0,
             used_by: Vec::new(),
             needed_by: Vec::new(),
+            held_by: Vec::new(),
         }
     }
 

@@ -117,7 +117,7 @@ impl FileKey {
 /// hundreds of overlays is `stat`ed once). Lives as long as one scan, never longer.
 #[derive(Default)]
 pub(crate) struct ChainMemo {
-    headers: HashMap<FileKey, Result<Option<Header>, (io::ErrorKind, String)>>,
+    headers: HashMap<FileKey, Kept>,
     backing: HashMap<PathBuf, Option<FileKey>>,
 }
 
@@ -125,10 +125,14 @@ impl ChainMemo {
     /// The header of `path`, whose `stat` (following a symlink, as the read does) gave `key`:
     /// kept from an earlier read of the same file, or read now.
     fn header(&mut self, path: &Path, key: Option<FileKey>) -> io::Result<Option<Header>> {
-        if let Some(kept) = key.and_then(|k| self.headers.get(&k)) {
-            return kept
-                .clone()
-                .map_err(|(kind, msg)| io::Error::new(kind, msg));
+        let kept = key.and_then(|k| {
+            self.headers
+                .get(&k)
+                .cloned()
+                .or_else(|| remembered(k).inspect(|h| _ = self.headers.insert(k, h.clone())))
+        });
+        if let Some(kept) = kept {
+            return kept.map_err(|(kind, msg)| io::Error::new(kind, msg));
         }
         let (result, read_key) = match read_header_keyed(path) {
             Ok((h, k)) => (Ok(h), k),
@@ -139,6 +143,7 @@ impl ChainMemo {
                 Ok(h) => Ok(h.clone()),
                 Err(e) => Err((e.kind(), e.to_string())),
             };
+            remember(k, &kept);
             self.headers.insert(k, kept);
         }
         result
@@ -153,6 +158,31 @@ impl ChainMemo {
         self.backing.insert(path.to_path_buf(), k);
         k
     }
+}
+
+/// A header read, or why it could not be.
+type Kept = Result<Option<Header>, (io::ErrorKind, String)>;
+
+/// Headers read by earlier scans of this process (the app's rescans), by the identity of the
+/// file they were read from: a file with the same device, inode, mtime and size has the same
+/// header, so a rescan `stat`s each disk and reads no header again. Bounded (emptied when
+/// full), like the compaction estimates' cache.
+static HEADERS: std::sync::Mutex<Option<HashMap<FileKey, Kept>>> = std::sync::Mutex::new(None);
+/// Most headers kept across scans.
+const HEADERS_MAX: usize = 8192;
+
+fn remembered(k: FileKey) -> Option<Kept> {
+    let cache = HEADERS.lock().unwrap_or_else(|e| e.into_inner());
+    cache.as_ref()?.get(&k).cloned()
+}
+
+fn remember(k: FileKey, h: &Kept) {
+    let mut cache = HEADERS.lock().unwrap_or_else(|e| e.into_inner());
+    let map = cache.get_or_insert_with(HashMap::new);
+    if map.len() >= HEADERS_MAX {
+        map.clear();
+    }
+    map.insert(k, h.clone());
 }
 
 fn open_noatime(path: &Path) -> io::Result<File> {
@@ -517,12 +547,19 @@ mod tests {
         };
         create(&base, &overlay);
         let reads = || HEADER_READS.with(|n| n.get());
+        let start = reads();
         let fresh = chain(&overlay, 8);
         let mut memo = ChainMemo::default();
-        let start = reads();
         let (c1, ids) = chain_in(&mut memo, &overlay, 8);
         let (c2, _) = chain_in(&mut memo, &overlay, 8);
         assert_eq!(reads() - start, 1, "the second question reuses the header");
+        // A later scan (a new memo) of the unchanged file reads no header again either.
+        let (c2b, _) = chain_in(&mut ChainMemo::default(), &overlay, 8);
+        assert_eq!(
+            (reads() - start, &c2b),
+            (1, &c1),
+            "a rescan reuses it by identity"
+        );
         assert_eq!(c1, fresh, "the memo changes no answer");
         assert_eq!(c2, c1);
         let m = fs::metadata(&base).unwrap();

@@ -53,9 +53,24 @@ pub(crate) struct Ctx<'a> {
     pub products: Vec<ProductReport>,
     /// The qcow2 headers and backing files this scan has read (each read once per scan).
     pub chains: crate::qcow2::ChainMemo,
+    /// References upstream's records declare (a lease, a digest, a pause, a row's drive), by
+    /// the path they reach: the reference graph's edges besides backing chains (`crate::reach`).
+    pub holds: Vec<(PathBuf, Hold)>,
 }
 
 impl Ctx<'_> {
+    /// Declare that `by` holds `target` (`via`, declared in `through`).
+    pub(crate) fn hold(&mut self, target: &Path, by: Holder, via: Via, through: Option<&Path>) {
+        self.holds.push((
+            target.to_path_buf(),
+            Hold {
+                by,
+                via,
+                through: through.map(Path::to_path_buf),
+            },
+        ));
+    }
+
     /// An inventory read afresh (`fresh`), or, in an incremental rescan, its last reading
     /// while its files are unchanged (`reuse`, from [`crate::inventory::cache`]).
     pub(crate) fn read_inventory<T>(
@@ -201,6 +216,7 @@ impl Ctx<'_> {
                 newest_change_ns: 0,
                 used_by: Vec::new(),
                 needed_by: Vec::new(),
+                held_by: Vec::new(),
             });
         }
         let (reason, refs) = crate::upstream::split_refs(&reason);
@@ -225,6 +241,7 @@ impl Ctx<'_> {
             newest_change_ns: newest,
             used_by: users.pids,
             needed_by: Vec::new(),
+            held_by: Vec::new(),
         });
     }
 

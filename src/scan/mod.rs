@@ -78,6 +78,7 @@ pub(crate) fn scan_sized(
         machines: Vec::new(),
         products: Vec::new(),
         chains: crate::qcow2::ChainMemo::default(),
+        holds: Vec::new(),
     };
     let cel = celesto::scan(&mut ctx);
     let smol = smolvm::scan(&mut ctx);
@@ -127,7 +128,10 @@ pub(crate) fn scan_sized(
     report.products.sort_by_key(|p| p.product);
     celesto_machine_bytes(&mut report);
     drift_guard(&mut report, &opts.env, &ctx.installs);
-    crate::chains::link(&mut report, &mut ctx.chains);
+    let mut holds = std::mem::take(&mut ctx.holds);
+    holds.extend(crate::chains::link(&report, &mut ctx.chains));
+    crate::reach::attach(&mut report, holds);
+    crate::reach::hard_links(&mut report);
     crate::keep::apply_for(&mut report, &opts.env);
     report.compact = crate::compact::survey(&report);
     report.compute_totals();

@@ -4,6 +4,7 @@
 
 mod detach;
 mod inventory;
+mod layout;
 mod machines;
 // `/proc` and real processes read through it: Linux only.
 #[cfg(target_os = "linux")]

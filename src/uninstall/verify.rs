@@ -5,9 +5,10 @@
 //!   run (it deletes ephemeral machines' directories);
 //! * VM directories are looked for where smolvm really keeps them for every user root set,
 //!   `SMOLVM_DATA_DIR` included (hazard 19: upstream looks in `$SMOLVM_DATA_DIR/vms`);
-//! * the exclusions are complete (`_shared`, `_restore-base`, `_restore-checkpoints`,
-//!   `_cow-bases`, `checkpoint-unpack`, dotfiles and lock files), and empty directories are not
-//!   state (hazard 29: `ls vms | wc -l` is not a leak check);
+//! * the exclusions are complete (what the layout table says a `vms/` holds besides machines:
+//!   `_shared`, `_restore-base`, `_restore-checkpoints`, `_cow-bases`, `checkpoint-unpack`,
+//!   dotfiles and lock files), and empty directories are not state (hazard 29: `ls vms | wc -l`
+//!   is not a leak check);
 //! * VM processes are found by shape (comm `libkrun VM` / `VM:*`, argv `_boot-vm`, Celesto VMMs),
 //!   never by `pgrep -f`, and tied to the audited HOME by their paths;
 //! * the audited HOME is named in the output (hazard 28: a check run under another HOME proves
@@ -28,15 +29,6 @@ use super::preflight::{read_celesto_rows, read_smolvm_machines};
 
 /// Schema name of the proof.
 pub(crate) const PROOF_SCHEMA: &str = "smolsweep.verify/1";
-
-/// Entries of a `vms/` directory that are never machines.
-pub(crate) const VMS_EXCLUDED: [&str; 5] = [
-    "_shared",
-    "_restore-base",
-    "_restore-checkpoints",
-    "_cow-bases",
-    "checkpoint-unpack",
-];
 
 /// What to check.
 #[derive(Debug, Clone, Default)]
@@ -269,7 +261,7 @@ impl<'a> Audit<'a> {
                             .unwrap_or(0);
                         continue;
                     }
-                    if VMS_EXCLUDED.contains(&name.as_str()) {
+                    if crate::layout::never_a_machine(&name) {
                         continue;
                     }
                     match crate::fsread::read_dir(&e.path) {

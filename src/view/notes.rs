@@ -345,6 +345,7 @@ mod tests {
             newest_change_ns: 0,
             used_by: Vec::new(),
             needed_by: Vec::new(),
+            held_by: Vec::new(),
         });
         assert!(w
             .observe(&r, 1000)

@@ -244,6 +244,7 @@ mod treemap_tests {
             newest_change_ns: 0,
             used_by: Vec::new(),
             needed_by: Vec::new(),
+            held_by: Vec::new(),
         };
         let findings = vec![
             mk(

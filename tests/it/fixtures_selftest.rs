@@ -184,7 +184,8 @@ fn celesto_rows_sessions_and_snapshots_read_back() {
             "stale-pause",
             "stale-run",
             "stopped1",
-            "vm-abc123"
+            "vm-abc123",
+            "vm-custom1"
         ]
     );
     for (id, status, pid, cfg) in &rows {

@@ -170,7 +170,7 @@ fn scan_first_screen_fits_80x24() {
         let plain = text.replace("\x1b[1m", "").replace("\x1b[0m", "");
         for needed in [
             "Reclaimable:",
-            "Sandboxes 8 (1 running): fire1",
+            "Sandboxes 9 (1 running): fire1",
             "VM processes:",
             "Next:",
             "Orphaned disks",

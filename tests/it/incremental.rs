@@ -61,7 +61,7 @@ fn fixture() -> Fixture {
     let shared = home.path(".cache/smolvm/vms/_shared");
     let pack = home.path(".cache/smolvm-pack");
     for s in 0..4 {
-        let store = shared.join(format!("{s:064x}"));
+        let store = shared.join(format!("{:08x}", 0x1a2b_3c40 + s));
         for d in 0..5 {
             for f in 0..6 {
                 write(
@@ -282,7 +282,7 @@ fn a_new_hard_link_to_a_remembered_file_is_not_counted_twice() {
     let memo = ScanMemo::new();
     rescan_equals_full(&fx, &memo);
     rescan_equals_full(&fx, &memo);
-    let store = fx.areas[0].join(format!("{:064x}", 1));
+    let store = fx.areas[0].join(format!("{:08x}", 0x1a2b_3c40 + 1));
     let file = store.join("rootfs/usr/lib/p3/f3.so");
     fs::hard_link(&file, store.join("rootfs/usr/again.so")).unwrap();
     rescan_equals_full(&fx, &memo);
@@ -308,7 +308,7 @@ fn unchanged_trees_are_reused_whole_and_a_change_deep_inside_one_is_seen() {
     assert!(st.reused > 40, "{st:?}");
     // Five levels down in one store.
     let deep = fx.areas[0]
-        .join(format!("{:064x}", 2))
+        .join(format!("{:08x}", 0x1a2b_3c40 + 2))
         .join("rootfs/usr/lib/p4");
     write(&deep.join("new.so"), 12_345);
     let st = rescan_equals_full(&fx, &memo);
@@ -341,7 +341,7 @@ fn a_name_moved_in_a_walked_tree_is_reported_and_a_write_in_place_is_not() {
     let st = rescan_equals_full(&fx, &memo);
     assert!(!st.names_moved && st.new_dirs == 0, "{st:?}");
     let dir = fx.areas[0]
-        .join(format!("{:064x}", 2))
+        .join(format!("{:08x}", 0x1a2b_3c40 + 2))
         .join("rootfs/usr/lib/p4");
     let mut f = fs::OpenOptions::new()
         .append(true)

@@ -189,28 +189,31 @@ fn prune_kind_orphaned_disks_takes_their_companions_and_logs() {
     assert_no_survivor_demoted(&s, &before, "prune --kind orphaned-disks");
 }
 
-/// A rule on a log alone keeps the log and what its verdict depends on (its disk and marker);
-/// the disk's other companion may still go, and the plan line says its disk stays.
+/// A rule on a log keeps the whole item (issue 37): what holds a member holds its disk, and the
+/// disk holds its members, so the disk's backup companion stays too (it was deleted before), for
+/// a saved disk and for an orphan alike.
 #[test]
-fn a_log_whose_disk_is_kept() {
+fn a_rule_on_an_orphans_log_keeps_its_backup_companion_too() {
     let s = Scratch::new();
     let d = s.home.celesto_data_dir().unwrap();
     d.row("live1", "stopped", "qemu", None).unwrap();
     let item = saved(&d, "logk", "qcow2");
+    let orphan = vec![
+        d.disk("gone2", "qcow2", 1 << 16, 1 << 14).unwrap(),
+        d.companion("gone2.qcow2", ".create-backup-1a2b", 4096)
+            .unwrap(),
+        d.log("gone2", 200).unwrap(),
+    ];
     age_tree(&s.home.root, OLD).unwrap();
-    let (code, out) = run(&s, &["keep", "add", item[3].to_str().unwrap()]);
-    assert_eq!(code, 0, "{out}");
+    for log in [&item[3], &orphan[2]] {
+        let (code, out) = run(&s, &["keep", "add", log.to_str().unwrap()]);
+        assert_eq!(code, 0, "{out}");
+    }
     let before = scan(&s);
-    let (code, out) = run(&s, &["prune", "-n", "--include-saved"]);
-    assert_eq!(code, 0, "{out}");
-    assert!(
-        out.contains("stays, and removing this alone changes nothing about it"),
-        "{out}"
-    );
     let (code, out) = run(&s, &["prune", "-y", "--include-saved"]);
     assert_eq!(code, 0, "{out}");
-    all_there(&[item[0].clone(), item[1].clone(), item[3].clone()], &out);
-    all_gone(&[item[2].clone()], &out);
+    all_there(&item, &out);
+    all_there(&orphan, &out);
     assert_no_survivor_demoted(&s, &before, "prune --include-saved");
 }
 

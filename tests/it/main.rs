@@ -25,6 +25,7 @@ mod one_number;
 mod pipeline;
 mod procmemo;
 // A real QEMU VM watched through `/proc`: Linux only.
+mod reach;
 #[cfg(target_os = "linux")]
 mod real_vm;
 mod reclaim;

@@ -99,6 +99,7 @@ fn finding_sized(root: &Path, path: &Path, verdict: Verdict, walk: bool) -> Find
         newest_change_ns: 0,
         used_by: Vec::new(),
         needed_by: Vec::new(),
+        held_by: Vec::new(),
     }
 }
 

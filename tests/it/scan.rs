@@ -63,19 +63,31 @@ fn allowed(label: &str) -> Vec<Option<Verdict>> {
         | "empty_dir"
         | "name_only_dir"
         | "free_lock"
-        | "dead_ephemeral_dir" => {
+        | "dead_ephemeral_dir"
+        | "shared_record_orphan"
+        | "pause_record"
+        | "init_staging"
+        | "network_dir"
+        | "custom_image_killed"
+        | "seed"
+        | "macos_image_failed"
+        | "old_lume" => {
             vec![Some(Reclaimable)]
         }
+        "custom_image_in_use" | "seed_in_use" | "current_lume" => vec![Some(Protected)],
         "saved" | "orphan_firmware" | "orphan_snapshot" | "cow_base" | "restore_cache"
         | "checkpoint_unpack" | "init_layers" | "image_seeds" | "pack_cache" | "libs_cache"
-        | "registry_cache" | "image_archive" => vec![Some(OptIn)],
+        | "registry_cache" | "image_archive" | "cache_shared" | "shared_record" | "usage_log"
+        | "custom_image" | "s3_image" | "macos_image" | "dashboard_assets" => {
+            vec![Some(OptIn)]
+        }
         "orphan_companion" | "orphan_browser_dir" => vec![Some(Reclaimable), Some(OptIn)],
-        // `_shared` itself is judged entry by entry.
-        "cache_shared" => vec![Some(OptIn), None],
         // PyPI smolvm content in ~/.smolvm: Celesto's to judge, never smol-machines'.
         "legacy_home_entry" => vec![None, Some(Protected), Some(Reclaimable), Some(OptIn)],
         "unrecognised" => vec![Some(Unknown), None],
         "pack_mount" => vec![Some(Protected), None],
+        // Left over once no Celesto VM runs (the name says nothing of whose it was).
+        "gvproxy_socket" => vec![Some(Reclaimable), Some(Protected)],
         // Never offered: not findings, or shown as protected.
         _ => vec![None, Some(Protected)],
     }

@@ -116,7 +116,7 @@ fn a_filter_that_matches_nothing_says_how_many_it_hid() {
     assert!(!text.contains("Nothing of either SmolVM found"), "{text}");
     // Nor are machines shown as if they matched.
     assert!(
-        !text.contains("Sandboxes 8") && !text.contains("machines 9:"),
+        !text.contains("Sandboxes 9") && !text.contains("machines 9:"),
         "{text}"
     );
     assert!(
@@ -140,10 +140,10 @@ fn product_filter_hides_the_other_products_machines_and_processes() {
     ] {
         let text = stdout(&run(&home, args));
         assert!(text.contains("items match --product smolvm"), "{text}");
-        assert!(text.contains("not shown: 8 sandboxes"), "{text}");
+        assert!(text.contains("not shown: 9 sandboxes"), "{text}");
         for celesto in [
             "celesto  ",
-            "celesto 8",
+            "celesto 9",
             "fire1",
             "vm-abc123",
             "Celesto QEMU",

@@ -244,7 +244,11 @@ fn why_texts_match_the_reviewed_text() {
     let in_use = finding_path(&v, ends("disks/inuse1.qcow2"));
     let dangling = finding_path(&v, |f| f["kind"] == "smolvm.dangling_dir");
     let data_dir = s.home.path(".local/state/celesto");
-    let under = s.home.path(".local/share/smolvm/notes.txt");
+    // Inside what the layout table says is never a finding (smolvm serve's volumes: user data).
+    let under = s
+        .home
+        .path(".local/share/smolvm/volumes/web-data/notes.txt");
+    std::fs::create_dir_all(under.parent().unwrap()).unwrap();
     std::fs::write(&under, "mine").unwrap();
     let outside = s.dir().join("notes.txt");
     std::fs::write(&outside, "mine").unwrap();

@@ -149,6 +149,7 @@ fn file_finding(root: &Path, name: &str, verdict: Verdict, class: Option<OptInCl
         newest_change_ns: 0,
         used_by: Vec::new(),
         needed_by: Vec::new(),
+        held_by: Vec::new(),
     }
 }
 

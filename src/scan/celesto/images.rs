@@ -80,12 +80,21 @@ pub(crate) fn scan_tmp_restore_image(ctx: &mut Ctx<'_>) {
     }
 }
 
-/// Image-build staging dirs (`<images>/<name>/.build-<8 hex>/`) a killed build left, and macOS
+/// Image-build staging dirs (`<images>/<name>/.build-<8 hex>/`, or `<images>/.build-<8 hex>/`) a
+/// killed build left, and macOS
 /// restore images (`<images>/macos/.downloads/*.ipsw`), several GB each.
 pub(super) fn build_staging_and_restore_images(ctx: &mut Ctx<'_>, dir: &Path) {
     let hex8 = |n: &str| n.len() == 8 && n.bytes().all(|b| b.is_ascii_hexdigit());
-    for image in fsread::read_dir_or_empty(dir).iter().filter(|e| e.is_dir()) {
-        for e in fsread::read_dir_or_empty(&image.path) {
+    // In an image's own folder (`<name>/.build-…`), and at the top (older releases).
+    let mut parents = vec![dir.to_path_buf()];
+    parents.extend(
+        fsread::read_dir_or_empty(dir)
+            .into_iter()
+            .filter(|e| e.is_dir())
+            .map(|e| e.path),
+    );
+    for parent in &parents {
+        for e in fsread::read_dir_or_empty(parent) {
             let Some(tag) = e.name_str().and_then(|n| n.strip_prefix(".build-")) else {
                 continue;
             };
@@ -99,7 +108,7 @@ pub(super) fn build_staging_and_restore_images(ctx: &mut Ctx<'_>, dir: &Path) {
                 .map(|d| d.as_nanos() as i128)
                 .unwrap_or(0)
                 - newest;
-            let d = Draft::new(P, FindingKind::CelestoBuildStaging, &e.path).root(&image.path);
+            let d = Draft::new(P, FindingKind::CelestoBuildStaging, &e.path).root(parent);
             let d = if age < ctx.opts.age_guard.as_nanos() as i128 {
                 d.verdict(Verdict::Protected, "Staging folder of an image build that changed moments ago: the build may be running.")
             } else {
@@ -140,6 +149,16 @@ pub(super) fn scan_image_dir(
     build_staging_and_restore_images(ctx, dir);
     for e in fsread::read_dir_or_empty(dir) {
         let Some(name) = e.name_str() else { continue };
+        // What the layout table says is no image cache (locks, builds, downloads) is judged
+        // elsewhere or never.
+        let row = crate::layout::row(crate::layout::Place::Root(RootKind::ImageDir), name);
+        if row.is_some_and(|r| {
+            r.kinds()
+                .iter()
+                .all(|k| *k != FindingKind::CelestoImageCache)
+        }) {
+            continue;
+        }
         let Some(ver) = cache_version(name) else {
             continue; // s3/, custom/, macos/ and unversioned names: never touched
         };

@@ -5,6 +5,7 @@
 //! outside its data directory, sockets, odd inventory files) and `images` (image caches and
 //! restore images).
 
+mod builds;
 mod disks;
 mod images;
 mod residue;
@@ -135,6 +136,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
         .flat_map(|d| d.live.iter().cloned())
         .collect();
     let depends = image_dependencies(&dirs, &mut ctx.chains);
+    builds::declare_drives(ctx, &dirs);
 
     for d in &dirs {
         for inv in &d.invs {
@@ -144,11 +146,31 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>) -> CelestoKnowledge {
     for (i, d) in dirs.iter().enumerate() {
         let live = know.data_dirs[i].live.clone();
         scan_data_dir(ctx, &d.dir, &d.invs, &live, d.ok, &d.problem, &vmm_ids);
+        builds::scan_dashboard(ctx, &d.dir);
     }
     scan_forwards(ctx, &roots, &vmm_ids, &live_all, &know, all_ok);
     // Sockets and libkrun configs in /tmp.
     scan_socket_dir(ctx, &roots.socket_dir, &live_all, &vmm_ids, &know, all_ok);
     scan_image_dirs(ctx, &roots, &depends, &mut report_roots);
+    let problem = dirs
+        .iter()
+        .find(|d| !d.ok)
+        .map(|d| d.problem.clone())
+        .unwrap_or_default();
+    for dir in report_roots
+        .iter()
+        .filter(|(k, _)| RootKind::of_key(k) == Some(RootKind::ImageDir))
+        .map(|(_, v)| v.clone())
+        .collect::<Vec<_>>()
+    {
+        builds::scan_builds(ctx, &dir, all_ok, &problem);
+    }
+    let installed = ctx
+        .installs
+        .iter()
+        .find(|i| i.product == P && i.distribution.as_deref().unwrap_or("celesto") == "celesto")
+        .and_then(|i| i.version.clone());
+    builds::scan_lume(ctx, &roots.home_dir, installed.as_deref());
     report_product(ctx, &roots, &know, report_roots, problems, all_ok);
     know
 }

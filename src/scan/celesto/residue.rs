@@ -304,6 +304,10 @@ pub(super) fn scan_socket_dir(
     use std::os::unix::fs::MetadataExt;
     for e in fsread::read_dir_or_empty(sock_dir) {
         let Some(name) = e.name_str() else { continue };
+        if name.starts_with("krun-gvproxy-") {
+            gvproxy_socket(ctx, sock_dir, &e, vmm_ids);
+            continue;
+        }
         let parsed = if let Some(r) = name
             .strip_prefix("libkrun-")
             .and_then(|r| r.strip_suffix(".json"))
@@ -367,4 +371,37 @@ pub(super) fn odd_inventory_files(ctx: &mut Ctx<'_>, dir: &Path, dbs: &[PathBuf]
             );
         }
     }
+}
+
+/// `krun-gvproxy-<8 hex>.sock` (macOS): the network socket of a libkrun sandbox's gvproxy,
+/// unlinked when the launcher exits normally. This user's socket is left over while no Celesto
+/// VM runs (the name says nothing of which sandbox's it was).
+fn gvproxy_socket(
+    ctx: &mut Ctx<'_>,
+    sock_dir: &Path,
+    e: &Entry,
+    vmm_ids: &HashMap<String, Vec<u32>>,
+) {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let shape = e
+        .name_str()
+        .and_then(|n| n.strip_prefix("krun-gvproxy-"))
+        .and_then(|r| r.strip_suffix(".sock"))
+        .is_some_and(|h| crate::layout::Name::Hex(8).matches(h));
+    if !shape || e.meta.uid() != ctx.opts.env.euid || !e.meta.file_type().is_socket() {
+        return; // not ours to judge
+    }
+    let d = Draft::new(P, FindingKind::CelestoSocketResidue, &e.path).root(sock_dir);
+    let d = if vmm_ids.is_empty() {
+        d.verdict(
+            Verdict::Reclaimable,
+            "Network socket of a libkrun sandbox's gvproxy that outlived its launcher; no Celesto VM runs.",
+        )
+    } else {
+        d.verdict(
+            Verdict::Protected,
+            "Network socket of a libkrun sandbox's gvproxy; a Celesto VM is running and may use it.",
+        )
+    };
+    ctx.add(d);
 }

@@ -200,6 +200,59 @@ pub struct Line {
     pub text: String,
 }
 
+/// What the layout table says a path is: what its product writes there, and how upstream cleans it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Upstream {
+    /// What it is, in words.
+    pub what: &'static str,
+    /// How upstream itself cleans it.
+    pub cleans: &'static str,
+    /// The first verified version that writes it.
+    pub since: &'static str,
+    /// Why it is never a finding of its own, when it is not.
+    pub never: Option<&'static str>,
+    /// The references it declares, in words.
+    pub declares: Vec<&'static str>,
+    /// The directory of entries it holds, each judged on its own, when it holds one.
+    pub holds: Option<&'static str>,
+    /// Whether the path is that entry itself, not something inside it.
+    pub exact: bool,
+}
+
+/// One step of the chain that holds a finding, nearest first (like `nix why-depends`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeldStep {
+    /// How the holder holds what came before.
+    pub via: Via,
+    /// That, in words ("backs onto it").
+    pub how: &'static str,
+    /// The holder: a finding's path, or absent for a record.
+    #[serde(with = "crate::pathser::opt")]
+    pub by: Option<PathBuf>,
+    /// The step in words.
+    pub text: String,
+}
+
+/// What the reference graph says of a finding (`crate::reach`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reach {
+    /// Held: the chain from what holds it to the root that stays.
+    Held {
+        /// The steps, nearest first.
+        chain: Vec<HeldStep>,
+        /// Why the last holder stays (a record, or the holder's own verdict).
+        root: String,
+    },
+    /// Nothing that stays reaches it, and what was read to know that.
+    Nothing {
+        /// Machine and sandbox records read.
+        records: usize,
+        /// Leases (`.pack-shared`) read.
+        leases: usize,
+    },
+}
+
 /// Everything `why` says about one target: the facts and their sentences.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Why {
@@ -234,6 +287,10 @@ pub struct Why {
     /// Files its own backing chain runs through.
     #[serde(with = "crate::pathser::many")]
     pub backs_onto: Vec<PathBuf>,
+    /// What holds it in the reference graph, or that nothing does.
+    pub reach: Option<Reach>,
+    /// What its product writes there, from the layout table.
+    pub upstream: Option<Upstream>,
     /// What a machine owns, what a process uses, or a gone sandbox's leftovers.
     pub items: Vec<Item>,
     /// Machines branched from the machine.
@@ -267,6 +324,8 @@ impl Why {
             keep_rule: None,
             needed_by: Vec::new(),
             backs_onto: Vec::new(),
+            reach: None,
+            upstream: None,
             items: Vec::new(),
             branches: Vec::new(),
             version: None,

@@ -218,6 +218,8 @@ pub(super) fn finding_why(facts: &WhyFacts, f: &Finding, why: &mut Why) {
     }
     why.keep_rule = f.kept.as_deref().map(|k| keep_facts(facts, k));
     why.needed_by = f.needed_by.clone();
+    why.reach = reach_of(r, f);
+    why.upstream = upstream_of(r, &f.path);
     if f.identity.is_some_and(|i| i.is_regular()) {
         why.backs_onto = crate::qcow2::backing_chain(&f.path, 16);
     }
@@ -328,21 +330,8 @@ pub(super) fn blocked(facts: &WhyFacts, f: &Finding) -> Vec<String> {
             None => format!("Process {pid} uses it: {fix}."),
         });
     }
-    let stays: Vec<&PathBuf> = f
-        .needed_by
-        .iter()
-        .filter(|d| {
-            r.findings
-                .iter()
-                .find(|g| &g.path == *d)
-                .is_none_or(|g| matches!(g.verdict, Verdict::Protected | Verdict::Unknown))
-        })
-        .collect();
-    for d in stays {
-        out.push(format!(
-            "The disk {} backs onto it and stays, so it stays too.",
-            crate::pathser::shown(d)
-        ));
+    if let Some((h, holder)) = crate::reach::chain(r, f).first() {
+        out.push(crate::reach::sentence(h, *holder));
     }
     let owner = r
         .machines
@@ -394,6 +383,7 @@ pub(super) fn path_why(facts: &WhyFacts, p: &Path, why: &mut Why) {
     if crate::fsread::lstat(p).is_none() {
         why.found = false;
     }
+    why.upstream = upstream_of(r, p);
     let root = facts
         .roots
         .iter()
@@ -514,3 +504,81 @@ pub(super) fn process_why(facts: &WhyFacts, pid: u32, why: &mut Why) {
 }
 
 // ---- Sentences --------------------------------------------------------------------------------
+
+/// What the reference graph says of `f`: the chain that holds it, or, for what may go, that
+/// nothing staying reaches it. `None` for what stays on its own (in use, recorded, kept).
+pub(super) fn reach_of(r: &ScanReport, f: &Finding) -> Option<Reach> {
+    let chain = crate::reach::chain(r, f);
+    if chain.is_empty() {
+        if !matches!(f.verdict, Verdict::Reclaimable | Verdict::OptIn) {
+            return None;
+        }
+        let leases = r
+            .findings
+            .iter()
+            .flat_map(|g| &g.held_by)
+            .filter(|h| h.via == Via::Lease)
+            .count();
+        return Some(Reach::Nothing {
+            records: r.machines.len(),
+            leases,
+        });
+    }
+    let steps = chain
+        .iter()
+        .map(|(h, holder)| HeldStep {
+            via: h.via,
+            how: h.via.what(),
+            by: holder.map(|g| g.path.clone()),
+            text: crate::reach::sentence(h, *holder),
+        })
+        .collect();
+    let root = match chain.last() {
+        Some((h, None)) => match &h.by {
+            Holder::Record { product, name } => format!(
+                "{} {} '{name}' is recorded in its inventory: a record is a root, and nothing it reaches is offered.",
+                product.display_name(),
+                product.noun()
+            ),
+            Holder::Path(p) => format!(
+                "{} is no leftover Smolsweep would delete: it stays.",
+                crate::pathser::shown(p)
+            ),
+        },
+        Some((_, Some(g))) => format!(
+            "{} stays ({}): {}",
+            crate::pathser::shown(&g.path),
+            g.verdict.as_str(),
+            crate::upstream::split_refs(&g.reason).0
+        ),
+        None => String::new(),
+    };
+    Some(Reach::Held { chain: steps, root })
+}
+
+/// What the layout table says `p` is, below the deepest root of the report that holds it.
+pub(super) fn upstream_of(r: &ScanReport, p: &Path) -> Option<Upstream> {
+    let (kind, root) = r
+        .products
+        .iter()
+        .flat_map(|pr| &pr.roots)
+        .filter_map(|(k, v)| Some((crate::root_kind::RootKind::of_key(k)?, v)))
+        .filter(|(_, v)| p.starts_with(v) && p != v.as_path())
+        .max_by_key(|(_, v)| v.components().count())?;
+    let (row, exact) = crate::layout::row_of(kind, root, p)?;
+    Some(Upstream {
+        what: row.what,
+        cleans: row.cleans,
+        since: row.since,
+        never: match row.is {
+            crate::layout::Is::Never(n) => Some(n.what()),
+            _ => None,
+        },
+        declares: row.declares.iter().map(|d| d.what()).collect(),
+        holds: match row.is {
+            crate::layout::Is::Holds(crate::layout::Place::In(s)) => Some(s.what()),
+            _ => None,
+        },
+        exact,
+    })
+}

@@ -100,7 +100,9 @@ pub(super) fn render_finding(why: &Why, out: &mut Vec<Line>) {
     render_processes(why, out);
     render_record(why, out);
     render_keep(why, out);
+    render_reach(why, out);
     render_chain(why, out);
+    render_upstream(why, out);
     render_version(why, out);
     render_free(why, out);
     render_compact(why, out);
@@ -248,6 +250,51 @@ pub(super) fn render_keep(why: &Why, out: &mut Vec<Line>) {
     out.push(line("Keep rule", text));
 }
 
+/// "Held": the chain from this finding to the root that holds it, nearest first; or that
+/// nothing staying reaches what may go, and what was read to know it.
+pub(super) fn render_reach(why: &Why, out: &mut Vec<Line>) {
+    match &why.reach {
+        Some(Reach::Held { chain, root }) => {
+            for (i, step) in chain.iter().enumerate() {
+                let then = if i == 0 { "" } else { "That is held in turn: " };
+                out.push(line("Held", format!("{then}{}", step.text)));
+            }
+            out.push(line("Held", root.clone()));
+        }
+        Some(Reach::Nothing { records, leases }) => out.push(line(
+            "Held",
+            format!(
+                "Nothing that stays reaches it: {records} machine and sandbox record{}, {leases} lease{} and the backing chain of every disk found were read.",
+                if *records == 1 { "" } else { "s" },
+                if *leases == 1 { "" } else { "s" },
+            ),
+        )),
+        None => {}
+    }
+}
+
+/// "Upstream": what the product writes there (the layout table), what it declares, and how
+/// upstream itself cleans it.
+pub(super) fn render_upstream(why: &Why, out: &mut Vec<Line>) {
+    let Some(u) = &why.upstream else { return };
+    let text = if u.exact {
+        let declares = match u.declares.as_slice() {
+            [] => String::new(),
+            d => format!(" ({})", d.join("; ")),
+        };
+        format!(
+            "It is {}{declares}, written since {}; upstream cleans it: {}.",
+            u.what, u.since, u.cleans
+        )
+    } else {
+        format!(
+            "It lies in {}, written since {}; upstream cleans it: {}.",
+            u.what, u.since, u.cleans
+        )
+    };
+    out.push(line("Upstream", text));
+}
+
 pub(super) fn render_chain(why: &Why, out: &mut Vec<Line>) {
     let shown = |v: &[PathBuf]| {
         v.iter()
@@ -256,13 +303,16 @@ pub(super) fn render_chain(why: &Why, out: &mut Vec<Line>) {
             .join(", ")
     };
     if why.needed_by.is_empty() && why.backs_onto.is_empty() {
-        out.push(line("Backing", "No disk's backing chain runs through it."));
+        out.push(line(
+            "Backing",
+            "No disk's backing chain, lease or pause runs through it.",
+        ));
     }
     if !why.needed_by.is_empty() {
         out.push(line(
             "Backing",
             format!(
-                "{} back{} onto it (directly or down the chain): it goes only with {}, after {}.",
+                "{} need{} it (a disk's backing chain, a lease or a pause runs through it): it goes only with {}, after {}.",
                 shown(&why.needed_by),
                 if why.needed_by.len() == 1 { "s" } else { "" },
                 if why.needed_by.len() == 1 {
@@ -511,11 +561,28 @@ pub(super) fn render_place(why: &Why, p: &Path, out: &mut Vec<Line>) {
                 .product
                 .map(|p| format!("{}'s", p.display_name()))
                 .unwrap_or_else(|| "both SmolVMs'".into());
-            let mut s = format!(
-                "{shown} lies in {}, {whose} {}, but it is no leftover the scan recognises: Smolsweep neither counts nor deletes it.",
-                crate::pathser::shown(&root.path),
-                root.what
-            );
+            let mut s = match &why.upstream {
+                Some(u) if u.holds.is_some() => format!(
+                    "{shown} lies in {}, {whose} {}: it is {}; Smolsweep judges what is in it ({}) one by one, never the directory itself.",
+                    crate::pathser::shown(&root.path),
+                    root.what,
+                    u.what,
+                    u.holds.unwrap_or_default()
+                ),
+                Some(u) => format!(
+                    "{shown} lies in {}, {whose} {}: it {} {}{}, so Smolsweep never counts or deletes it.",
+                    crate::pathser::shown(&root.path),
+                    root.what,
+                    if u.exact { "is" } else { "lies in" },
+                    u.what,
+                    u.never.map(|n| format!(" ({n})")).unwrap_or_default()
+                ),
+                None => format!(
+                    "{shown} lies in {}, {whose} {}, but it is no leftover the scan recognises: Smolsweep neither counts nor deletes it.",
+                    crate::pathser::shown(&root.path),
+                    root.what
+                ),
+            };
             if *findings > 0 {
                 s.push_str(&format!(
                     " It holds {findings} item{} the scan judges one by one (`smolsweep scan -v` lists them).",

@@ -200,6 +200,7 @@ impl Scratch {
             newest_change_ns: 0,
             used_by: Vec::new(),
             needed_by: Vec::new(),
+            held_by: Vec::new(),
         };
         self.report.findings.push(f.clone());
         f

@@ -16,6 +16,11 @@ use super::ctx::pid_list;
 use super::ctx::{Ctx, Draft};
 use crate::root_kind::RootKind;
 
+mod caches;
+mod stores;
+
+pub(crate) use caches::scan_tmp_trees;
+
 const P: Product = Product::Smolvm;
 
 /// One root set as the scan understood it.
@@ -186,6 +191,8 @@ struct SetScan<'s> {
     reserved: HashMap<String, (String, Option<i64>)>,
     /// smolvm VM processes that may be using the set's caches right now.
     busy: Vec<u32>,
+    /// Every machine directory's lease on a shared extraction (`.pack-shared`).
+    leases: Vec<stores::Lease>,
 }
 
 fn scan_set(
@@ -205,13 +212,15 @@ fn scan_set(
         .filter_map(|r| record_machine(ctx, set, r, know))
         .collect();
     s.busy = busy_pids(ctx, set, running_pids);
+    s.leases = stores::read_leases(set);
     for vms in &set.vms_dirs {
         for e in fsread::read_dir_or_empty(vms) {
             s.judge_vms_entry(ctx, vms, &e);
         }
     }
+    s.declare_leases(ctx);
+    s.judge_data_root(ctx);
     s.judge_cache_root(ctx);
-    judge_registry_tokens(ctx, set);
     s.judge_pack_cache(ctx);
     s.judge_libs_cache(ctx);
     s.judge_download_caches(ctx);
@@ -378,22 +387,6 @@ fn busy_pids(ctx: &Ctx<'_>, set: &SmolvmRootSet, mut busy: Vec<u32>) -> Vec<u32>
     busy
 }
 
-/// Registry pull tokens (1.23+): credentials, shown and kept (uninstall removes them only
-/// with --remove-credentials).
-fn judge_registry_tokens(ctx: &mut Ctx<'_>, set: &SmolvmRootSet) {
-    let tokens = set.cache_root.join("registry-tokens");
-    if fsread::lstat(&tokens).is_some() {
-        ctx.add(
-            Draft::new(P, FindingKind::SmolvmRegistryTokens, &tokens)
-                .root(&set.cache_root)
-                .verdict(
-                    Verdict::Protected,
-                    "Registry pull tokens (credentials): never part of a reclaim; `smolsweep uninstall --remove-credentials` removes them.",
-                ),
-        );
-    }
-}
-
 impl<'s> SetScan<'s> {
     /// Read the set's machine database; the set is not ok when that fails.
     fn read(ctx: &Ctx<'_>, set: &'s SmolvmRootSet) -> Self {
@@ -421,6 +414,7 @@ impl<'s> SetScan<'s> {
             reserved: live_reservations(ctx, &reservations),
             records,
             busy: Vec::new(),
+            leases: Vec::new(),
         }
     }
 
@@ -459,31 +453,34 @@ impl<'s> SetScan<'s> {
         ctx.add(self.gate(self.cache(d, what, busy_what)));
     }
 
-    /// One entry of a `vms/` directory.
+    /// One entry of a `vms/` directory, judged by what the layout table says it is.
     fn judge_vms_entry(&self, ctx: &mut Ctx<'_>, vms: &Path, e: &fsread::Entry) {
+        use crate::layout::{Is, Place, Sub};
         let Some(name) = e.name_str().map(str::to_string) else {
             return;
         };
         let d = Draft::new(P, FindingKind::SmolvmUnrecognised, &e.path).root(vms);
-        if let Some(rest) = name.strip_prefix('.') {
-            return self.judge_fork_lock(ctx, e, d, rest);
-        }
         let dir = |kind| Draft::new(P, kind, &e.path).root(vms);
-        match name.as_str() {
-            "_shared" => self.judge_shared_packs(ctx, e),
-            "_cow-bases" => self.add_cache(
-                ctx,
-                dir(FindingKind::SmolvmCowBases),
-                "Immutable copy-on-write disk bases; rebuilt when a machine needs them.",
-                "Copy-on-write disk bases",
-            ),
-            "_restore-base" | "_restore-checkpoints" => self.add_cache(
+        let Some(row) = crate::layout::row(Place::Root(RootKind::VmsDir), &name) else {
+            return ctx.add(d.verdict(
+                Verdict::Unknown,
+                "Not a machine directory name smolvm uses; left alone.",
+            ));
+        };
+        match (row.is, row.kinds().first()) {
+            (Is::Never(_), _) => {}
+            (Is::Holds(Place::In(Sub::SmolvmShared)), _) => self.judge_shared(ctx, e),
+            (Is::Holds(Place::In(Sub::SmolvmCowBases)), _) => self.judge_cow_bases(ctx, e),
+            (Is::FoundHolding(_, Sub::SmolvmMachine), _) if e.is_dir() => {
+                self.judge_machine_dir(ctx, e, &name, d)
+            }
+            (_, Some(FindingKind::SmolvmRestoreCache)) => self.add_cache(
                 ctx,
                 dir(FindingKind::SmolvmRestoreCache),
                 "Clones of recently restored checkpoints, guest memory included; survives every smolvm command and is only a speed-up.",
                 "Restore cache holding guest memory",
             ),
-            "checkpoint-unpack" => {
+            (_, Some(FindingKind::SmolvmCheckpointUnpack)) => {
                 if !fsread::read_dir_or_empty(&e.path).is_empty() {
                     self.add_cache(
                         ctx,
@@ -493,10 +490,17 @@ impl<'s> SetScan<'s> {
                     );
                 }
             }
-            n if is_hash16(n) && e.is_dir() => self.judge_machine_dir(ctx, e, n, d),
+            (_, Some(FindingKind::SmolvmPauseRecord)) => self.judge_pause_record(ctx, vms, e),
+            (_, Some(FindingKind::SmolvmForkLock)) => {
+                self.judge_fork_lock(ctx, e, d, name.strip_prefix('.').unwrap_or(&name))
+            }
             _ => ctx.add(d.verdict(
                 Verdict::Unknown,
-                "Not a machine directory name smolvm uses; left alone.",
+                format!(
+                    "Named like {}, but is {}; left alone.",
+                    row.what,
+                    fsread::type_name(e.meta.file_type())
+                ),
             )),
         }
     }
@@ -538,28 +542,6 @@ impl<'s> SetScan<'s> {
             d.verdict(Verdict::Reclaimable, format!("Lock file of '{mname}' that no process holds, and no machine has that name; smolvm leaves these behind, even for names that never existed."))
         };
         ctx.add(self.gate(d));
-    }
-
-    /// The stores in `vms/_shared`: kept while a machine points at them.
-    fn judge_shared_packs(&self, ctx: &mut Ctx<'_>, e: &fsread::Entry) {
-        let refs = pack_shared_refs(self.set);
-        for c in fsread::read_dir_or_empty(&e.path) {
-            let cname = c.name_str().unwrap_or_default().to_string();
-            let d = Draft::new(P, FindingKind::SmolvmSharedPack, &c.path).root(&e.path);
-            let d = if refs.iter().any(|r| r.contains(&cname)) {
-                d.verdict(
-                    Verdict::Protected,
-                    "Shared pack store that a machine points at (.pack-shared).",
-                )
-            } else {
-                self.cache(
-                    d,
-                    "Shared pack store no machine points at; rebuilt from the pack when needed.",
-                    "Shared pack store no machine points at",
-                )
-            };
-            ctx.add(self.gate(d));
-        }
     }
 
     /// A directory named like a machine's (`vms/<hash16>`): of a record, of a reservation, or
@@ -681,100 +663,6 @@ impl<'s> SetScan<'s> {
         };
         Draft { kind, ..d }.verdict(verdict, reason)
     }
-
-    /// Caches under the cache root beside the machine directories.
-    fn judge_cache_root(&self, ctx: &mut Ctx<'_>) {
-        for (sub, kind, what) in [
-            (
-                "init-layers",
-                FindingKind::SmolvmInitLayers,
-                "Image layers baked for --oci-cache runs; rebuilt when needed.",
-            ),
-            (
-                "image-seeds",
-                FindingKind::SmolvmImageSeeds,
-                "Seed images for fast machine creation; rebuilt when needed. smolvm trims it itself above SMOLVM_IMAGE_SEED_MAX_BYTES.",
-            ),
-            (
-                "agent-rootfs-tars",
-                FindingKind::SmolvmAgentRootfsTars,
-                "Unpacked agent root file system archives; rebuilt when needed.",
-            ),
-            (
-                "rootfs",
-                FindingKind::SmolvmRootfsCache,
-                "Root file systems extracted for SDK runs; rebuilt when needed.",
-            ),
-        ] {
-            let p = self.set.cache_root.join(sub);
-            if fsread::lstat(&p).is_some_and(|m| m.is_dir()) {
-                let d = Draft::new(P, kind, &p).root(&self.set.cache_root);
-                self.add_cache(ctx, d, what, what.trim_end_matches('.'));
-            }
-        }
-    }
-
-    /// Extracted `.smolmachine` packs: kept while a live process holds a lease or uses them.
-    fn judge_pack_cache(&self, ctx: &mut Ctx<'_>) {
-        for e in fsread::read_dir_or_empty(&self.set.pack_cache) {
-            if !e.is_dir() {
-                continue;
-            }
-            let mut users: Vec<u32> = fsread::read_dir_or_empty(&e.path.join("leases"))
-                .iter()
-                .filter_map(|l| l.name_str()?.parse().ok())
-                .filter(|pid| ctx.procs.by_pid(*pid).is_some())
-                .collect();
-            users.extend(ctx.procs.users_below(&e.path));
-            let d = Draft::new(P, FindingKind::SmolvmPackCache, &e.path).root(&self.set.pack_cache);
-            let d = if !users.is_empty() {
-                d.verdict(
-                    Verdict::Protected,
-                    format!(
-                        "Extracted .smolmachine pack in use by process {}.",
-                        pid_list(&users)
-                    ),
-                )
-            } else {
-                d.opt_in(OptInClass::Caches, format!("Extracted .smolmachine pack with no active lease; extracted again on the next run. {}", cap_note(ctx, "SMOLVM_PACK_CACHE_MAX_BYTES", "10 % of its file system, at least 5 GiB")))
-            };
-            ctx.add(self.gate(d));
-        }
-    }
-
-    /// Libraries a packed smolvm binary unpacked: kept while it runs.
-    fn judge_libs_cache(&self, ctx: &mut Ctx<'_>) {
-        for e in fsread::read_dir_or_empty(&self.set.libs_cache) {
-            let d = Draft::new(P, FindingKind::SmolvmLibsCache, &e.path).root(&self.set.libs_cache);
-            let held = e.is_file() && ctx.locks.is_held(e.meta.dev(), e.meta.ino());
-            let users = ctx.procs.users_below(&e.path);
-            let d = if held || !users.is_empty() {
-                d.verdict(
-                    Verdict::Protected,
-                    "Libraries of a packed smolvm binary that is running.",
-                )
-            } else {
-                d.opt_in(
-                    OptInClass::Caches,
-                    "Libraries unpacked by a packed smolvm binary; unpacked again when it runs.",
-                )
-            };
-            ctx.add(self.gate(d));
-        }
-    }
-
-    /// The registry blob cache and the local image archives.
-    fn judge_download_caches(&self, ctx: &mut Ctx<'_>) {
-        for (p, kind, what) in [
-            (&self.set.registry_cache, FindingKind::SmolvmRegistryCache, "Registry blob cache; downloaded again when needed. smolvm trims it itself above SMOLVM_BLOB_CACHE_MAX_BYTES."),
-            (&self.set.image_archives, FindingKind::SmolvmImageArchives, "Local image archives (from v1.23 also images fetched for machines without network); fetched again when needed."),
-        ] {
-            if fsread::lstat(p).is_some_and(|m| m.is_dir()) {
-                let d = Draft::new(P, kind, p.as_path());
-                self.add_cache(ctx, d, what, what.split(';').next().unwrap_or(what));
-            }
-        }
-    }
 }
 
 /// A machine directory whose machine is being created right now.
@@ -791,72 +679,4 @@ fn reserved_dir(d: Draft, rname: &str, owner_pid: Option<i64>) -> Draft {
         Verdict::Protected,
         format!("Machine directory of '{rname}', which is being created right now (a create reservation{by}); left alone."),
     )
-}
-
-/// Whether smolvm trims a cache by itself: the cap variable as set here, or its default.
-fn cap_note(ctx: &Ctx<'_>, var: &str, default: &str) -> String {
-    match ctx.opts.env.var(var) {
-        Some(v) => format!("smolvm trims it itself above {var}={v}."),
-        None => format!("smolvm trims it itself above {var} (default {default})."),
-    }
-}
-
-/// Temporary trees of interrupted image builds and init bakes in this user's temporary
-/// directory (`$TMPDIR`, else `/tmp`): reclaimable when this user's, settled, and unused.
-pub(crate) fn scan_tmp_trees(ctx: &mut Ctx<'_>) {
-    let tmp = ctx
-        .opts
-        .env
-        .var("TMPDIR")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .unwrap_or_else(|| PathBuf::from("/tmp"));
-    for name in ["smolvm-image-seeds", "smolvm-init-layers"] {
-        let p = tmp.join(name);
-        let Some(m) = fsread::lstat(&p) else { continue };
-        let d = Draft::new(P, FindingKind::SmolvmTmpBuildTree, &p).root(&tmp);
-        let newest = fsread::newest_mtime(&p).unwrap_or(i128::MAX);
-        let d = if !m.is_dir() {
-            d.verdict(
-                Verdict::Unknown,
-                format!(
-                    "Named like smolvm's temporary build tree but is {}; left alone.",
-                    fsread::type_name(m.file_type())
-                ),
-            )
-        } else if m.uid() != ctx.opts.env.euid {
-            d.verdict(
-                Verdict::Protected,
-                "smolvm's temporary build tree of another user; never touched.",
-            )
-        } else if ago(ctx, newest) < ctx.opts.age_guard {
-            d.verdict(
-                Verdict::Protected,
-                "smolvm's temporary build tree, changed moments ago: a build may be running.",
-            )
-        } else {
-            d.verdict(Verdict::Reclaimable, "Temporary tree an interrupted smolvm image build or init bake left behind; no smolvm process uses it.")
-        };
-        ctx.add(d);
-    }
-}
-
-/// Contents of every machine's `.pack-shared` pointer.
-fn pack_shared_refs(set: &SmolvmRootSet) -> Vec<String> {
-    let mut refs = Vec::new();
-    for v in &set.vms_dirs {
-        for e in fsread::read_dir_or_empty(v) {
-            let p = e.path.join(".pack-shared");
-            if let Some(m) = fsread::lstat(&p) {
-                if m.file_type().is_symlink() {
-                    if let Ok(t) = std::fs::read_link(&p) {
-                        refs.push(t.to_string_lossy().into_owned());
-                    }
-                } else if let Ok(b) = fsread::read_small(&p, 4096) {
-                    refs.push(String::from_utf8_lossy(&b).trim().to_string());
-                }
-            }
-        }
-    }
-    refs
 }
