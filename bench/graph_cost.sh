@@ -34,8 +34,8 @@ source "$repo/scripts/setup/20-real-tools.sh" >/dev/null
 T="$(mktemp -d "${TMPDIR:-/tmp}/smolsweep-graph.XXXXXX")"
 if [ "$keep" = 1 ]; then trap 'echo "kept $T" >&2' EXIT; else trap 'rm -rf "$T"' EXIT; fi
 
-echo "building both sides (release; REV kept built in $B for the next run)" >&2
 B="${TMPDIR:-/tmp}/smolsweep-graph-base-$base"
+echo "building both sides (release; REV kept built in $B for the next run)" >&2
 [ -d "$B/src" ] || git -C "$repo" worktree add -q --detach "$B/src" "$base"
 (cd "$B/src" && CARGO_TARGET_DIR="$B/target" cargo build -q --release --bin smolsweep --example measure_rescan)
 (cd "$repo" && cargo build -q --release --bin smolsweep --example measure_rescan --example gen_graph_home)
