@@ -49,17 +49,9 @@ fn stopped(m: &Machine) -> bool {
     !m.alive && !NOT_AT_REST.contains(&m.state.as_str())
 }
 
-/// Whether a process other than this one uses it: Smolsweep's own process names a disk on its
-/// command line (`smolsweep compact DISK`), which is no use of it.
+/// Whether a process uses it (Smolsweep's own process never counts: the scan leaves it out).
 fn used(pids: &[u32]) -> bool {
-    pids.iter().any(|p| *p != std::process::id())
-}
-
-/// Whether Celesto's `.retained` marker of disk `path` exists.
-fn has_marker(path: &Path) -> bool {
-    let mut marker = path.as_os_str().to_owned();
-    marker.push(".retained");
-    Path::new(&marker).exists()
+    !pids.is_empty()
 }
 
 fn celesto(r: &ScanReport, f: &Finding) -> Option<Candidate> {
@@ -69,9 +61,6 @@ fn celesto(r: &ScanReport, f: &Finding) -> Option<Candidate> {
     let saved = match f.kind {
         FindingKind::CelestoSavedDisk => true,
         FindingKind::CelestoSandboxDisk => false,
-        // Named only by Smolsweep's own command line: a saved disk still, when it has its
-        // `.retained` marker.
-        FindingKind::CelestoInUseDisk if has_marker(&f.path) => true,
         _ => return None,
     };
     if !saved {
