@@ -129,7 +129,7 @@ pub(crate) fn scan_sized(
     drift_guard(&mut report, &opts.env, &ctx.installs);
     crate::chains::link(&mut report, &mut ctx.chains);
     crate::keep::apply_for(&mut report, &opts.env);
-    report.compact = crate::compact::survey(&report);
+    report.compact = crate::compact::survey(&report, &opts.env);
     report.compute_totals();
     report
 }

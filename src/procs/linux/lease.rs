@@ -124,6 +124,14 @@ fn take(budget: &mut usize) -> bool {
     }
 }
 
+/// Whether any other open description than the one of `fd` (an open regular file this user
+/// owns) exists anywhere: the executor asks it of the image it holds open itself, immediately
+/// before each writing step of a compaction.
+pub(crate) fn holders_of_open(fd: BorrowedFd<'_>) -> Holders {
+    ignore_sigio();
+    lease(fd)
+}
+
 /// Whether a write lease on the open regular file `fd` is granted (no other open description),
 /// refused because another description exists (`EAGAIN`: held), or cannot be asked (another
 /// owner, no leases on this file system); a granted one is released at once.
