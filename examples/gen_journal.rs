@@ -1,9 +1,11 @@
 //! Write a large journal for the journal-read benchmark (`bench/journal.sh`).
 //!
-//! `cargo run --release --example gen_journal -- OUT MB [ACTIONS]`
+//! `cargo run --release --example gen_journal -- OUT MB [ACTIONS [LAST_MB]]`
 //! Appends finished runs of ACTIONS (default 200) orphan-disk deletions each to OUT, as the
 //! journal writes them (one JSON line per entry), until OUT holds at least MB megabytes (10^6
-//! bytes). Run `n` starts at `n` seconds after the epoch and frees `n` bytes; prints the number
+//! bytes). Run `n` starts at `n` seconds after the epoch and frees `n` bytes. With LAST_MB, one
+//! more run follows that was interrupted right after its `plan_started` line, a plan of as many
+//! deletions as make that line LAST_MB megabytes: the journal's newest line. Prints the number
 //! of runs written.
 
 use std::io::Write;
@@ -87,7 +89,7 @@ fn main() -> ExitCode {
         args.first(),
         args.get(1).and_then(|m| m.parse::<u64>().ok()),
     ) else {
-        eprintln!("usage: gen_journal OUT MB [ACTIONS]");
+        eprintln!("usage: gen_journal OUT MB [ACTIONS [LAST_MB]]");
         return ExitCode::from(2);
     };
     let actions = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(200);
@@ -110,6 +112,19 @@ fn main() -> ExitCode {
                 eprintln!("{out}: {e}");
                 return ExitCode::FAILURE;
             }
+        }
+    }
+    if let Some(last_mb) = args.get(3).and_then(|m| m.parse::<u64>().ok()) {
+        n += 1;
+        let one = serde_json::to_vec(&PlannedAction::of(delete(0)))
+            .expect("an action serialises")
+            .len() as u64;
+        let started = run(n, (last_mb * 1_000_000 / one) as usize).swap_remove(0);
+        let mut line = serde_json::to_vec(&started).expect("an entry serialises");
+        line.push(b'\n');
+        if let Err(e) = w.write_all(&line) {
+            eprintln!("{out}: {e}");
+            return ExitCode::FAILURE;
         }
     }
     if let Err(e) = w.flush() {

@@ -14,9 +14,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::{Plan, PlannedAction};
 
+mod lines;
 mod tail;
 use crate::record::{ActionRecord, ExecReport, FsMeasure, Origin, Outcome};
-pub use tail::{read_newest, run_ids, runs_of, runs_started_after, Newest, RunIds};
+pub use lines::MAX_LINE;
+pub use tail::{read_newest, run_ids, runs_of, runs_started_after, CutLine, Newest, RunIds};
 
 /// File name of the journal inside the data directory.
 pub const JOURNAL_FILE: &str = "journal.jsonl";

@@ -590,6 +590,7 @@ pub fn history(a: HistoryArgs) -> i32 {
             "runs": shown_runs,
             "older_runs_not_shown": older,
             "damaged_lines": contents.damaged_lines,
+            "cut_lines": contents.cut_lines,
         }));
         return 0;
     }
@@ -598,6 +599,9 @@ pub fn history(a: HistoryArgs) -> i32 {
     }
     for r in shown_runs {
         crate::outln!("{}", run_line(r));
+    }
+    for c in &contents.cut_lines {
+        crate::outln!("({})", smolsweep::view::runs::cut_line(c));
     }
     if older > 0 {
         crate::outln!(
@@ -667,7 +671,7 @@ fn history_of_run(a: &HistoryArgs, path: &Path, given: &str) -> std::io::Result<
     };
     let from = named.iter().map(|r| r.offset).min().unwrap_or(0);
     let plans: Vec<&str> = named.iter().map(|r| r.plan_id.as_str()).collect();
-    let mut of_plan = journal::runs_of(path, from, &plans)?;
+    let (mut of_plan, cut) = journal::runs_of(path, from, &plans)?;
     of_plan.retain(|r| named.iter().any(|n| n.run_id == r.run_id));
     of_plan.reverse();
     if a.json {
@@ -675,8 +679,12 @@ fn history_of_run(a: &HistoryArgs, path: &Path, given: &str) -> std::io::Result<
             "schema": "smolsweep.history/1",
             "journal": path,
             "runs": of_plan,
+            "cut_lines": cut,
         }));
         return Ok(0);
+    }
+    for c in &cut {
+        crate::outln!("({})", smolsweep::view::runs::cut_line(c));
     }
     for r in &of_plan {
         crate::outln!("{}", run_line(r));

@@ -16,6 +16,7 @@
 //! extent of a raw image (at most [`MAX_EXTENTS`]). An estimate is reused while the disk and
 //! every file of its chain keep their device, inode, size and mtime ([`estimate_cached`]).
 
+pub(crate) mod child;
 pub(crate) mod ext4;
 mod plan;
 pub(crate) mod qmap;
@@ -23,7 +24,7 @@ mod survey;
 pub(crate) mod tools;
 
 pub use plan::compact_plan;
-pub(crate) use survey::survey;
+pub(crate) use survey::{other_names, survey};
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -227,6 +228,13 @@ pub(crate) fn qcow2_discard_ranges(path: &Path) -> Result<Vec<(u64, u64)>, Canno
     Ok(out)
 }
 
+/// Device and inode of every file of the qcow2 image at `path` and of its backing chain, as
+/// the estimate reads them (the top first).
+pub(crate) fn qcow2_files(path: &Path) -> Result<Vec<(u64, u64)>, CannotTell> {
+    let file = open_disk(path).map_err(|e| CannotTell(format!("it could not be opened: {e}")))?;
+    Ok(qmap::Chain::open(path, file, Budget::new())?.files())
+}
+
 /// The byte ranges of `file` below `end` that hold data (`SEEK_DATA`/`SEEK_HOLE`).
 fn data_extents(file: &File, end: u64) -> Result<Vec<(u64, u64)>, CannotTell> {
     use rustix::fs::{seek, SeekFrom};
@@ -273,16 +281,20 @@ fn free_in(map: &ext4::FreeMap, start: u64, end: u64, grain: u64) -> u64 {
     total
 }
 
-/// Identity of a file: device, inode, size, mtime (ns).
-type Ident = (u64, u64, u64, i128);
+/// Identity of a file: device, inode, size, mtime and ctime (ns). The ctime too: a compaction
+/// gives a disk back the timestamps it had (its guest's files are unchanged), and only the
+/// ctime, which nothing can set back, tells its estimate is old.
+type Ident = (u64, u64, u64, i128, i128);
 
 fn ident(path: &Path) -> Option<Ident> {
     let m = std::fs::metadata(path).ok()?;
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
     Some((
         m.dev(),
         m.ino(),
         m.size(),
-        i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        ns(m.mtime(), m.mtime_nsec()),
+        ns(m.ctime(), m.ctime_nsec()),
     ))
 }
 

@@ -27,6 +27,15 @@ const OFFSET_MASK: u64 = 0x00ff_ffff_ffff_fe00;
 const COMPRESSED: u64 = 1 << 62;
 const ZERO: u64 = 1;
 
+/// Whether QEMU reads a file name through a protocol (`file:`, `nbd:`, `json:`…) rather than
+/// as a path: a colon before any slash (QEMU's `path_has_protocol`). Such a backing name is
+/// not resolved here: `file:/a/base.raw` is `/a/base.raw` to QEMU, and a relative one is
+/// relative to QEMU's working directory, not to the image's.
+pub(crate) fn has_protocol(name: &str) -> bool {
+    name.find([':', '/'])
+        .is_some_and(|i| name.as_bytes()[i] == b':')
+}
+
 /// One qcow2 file of a chain.
 struct Layer {
     file: File,
@@ -149,6 +158,13 @@ impl Chain {
             let Some(name) = h.backing_file else {
                 break Base::None;
             };
+            if has_protocol(&name) {
+                return Err(CannotTell(format!(
+                    "its backing file is named {:?}, which QEMU reads through a protocol, not \
+                     as the path it looks like",
+                    crate::pathser::escape_text(&name)
+                )));
+            }
             let next = crate::qcow2::resolve(&current, &name);
             let file = open_disk(&next).map_err(|e| {
                 CannotTell(format!(
@@ -241,6 +257,20 @@ impl Chain {
             done += n;
         }
         Ok(())
+    }
+
+    /// Device and inode of every file of the chain read, the top first (a raw base last).
+    pub(crate) fn files(&self) -> Vec<(u64, u64)> {
+        let base = match &self.base {
+            Base::Raw { file, .. } => Some(file),
+            Base::None => None,
+        };
+        self.layers
+            .iter()
+            .map(|l| &l.file)
+            .chain(base)
+            .filter_map(|f| f.metadata().ok().map(|m| (m.dev(), m.ino())))
+            .collect()
     }
 
     /// Cluster size of the top layer, in bytes.

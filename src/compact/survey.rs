@@ -7,6 +7,7 @@
 //! * smolvm: `storage.*` and `overlay.*` (`raw`, `qcow2`, `ext4`) in the directory of a machine
 //!   whose VM is not alive, when no process uses that directory.
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::model::{
@@ -49,17 +50,9 @@ fn stopped(m: &Machine) -> bool {
     !m.alive && !NOT_AT_REST.contains(&m.state.as_str())
 }
 
-/// Whether a process other than this one uses it: Smolsweep's own process names a disk on its
-/// command line (`smolsweep compact DISK`), which is no use of it.
+/// Whether a process uses it (Smolsweep's own process never counts: the scan leaves it out).
 fn used(pids: &[u32]) -> bool {
-    pids.iter().any(|p| *p != std::process::id())
-}
-
-/// Whether Celesto's `.retained` marker of disk `path` exists.
-fn has_marker(path: &Path) -> bool {
-    let mut marker = path.as_os_str().to_owned();
-    marker.push(".retained");
-    Path::new(&marker).exists()
+    !pids.is_empty()
 }
 
 fn celesto(r: &ScanReport, f: &Finding) -> Option<Candidate> {
@@ -69,9 +62,6 @@ fn celesto(r: &ScanReport, f: &Finding) -> Option<Candidate> {
     let saved = match f.kind {
         FindingKind::CelestoSavedDisk => true,
         FindingKind::CelestoSandboxDisk => false,
-        // Named only by Smolsweep's own command line: a saved disk still, when it has its
-        // `.retained` marker.
-        FindingKind::CelestoInUseDisk if has_marker(&f.path) => true,
         _ => return None,
     };
     if !saved {
@@ -102,8 +92,18 @@ fn smolvm(r: &ScanReport, m: &Machine) -> Vec<Candidate> {
         .collect()
 }
 
-/// The estimate of one disk, as the report carries it.
-fn estimate_of((product, owner, saved, path): Candidate) -> DiskEstimate {
+/// Why a disk with more than one name is not compacted: compacting it in place changes what
+/// every other name reads too (an image hard-linked from outside SmolVM's state, say).
+pub(crate) fn other_names(links: u64) -> String {
+    format!(
+        "give it one name: it has {links} (hard links), and compacting it would change the \
+         file behind every other name too"
+    )
+}
+
+/// The estimate of one disk, as the report carries it; `cache` is the scan's cache of tool
+/// versions.
+fn estimate_of((product, owner, saved, path): Candidate, cache: &Path) -> DiskEstimate {
     let mut d = DiskEstimate {
         product,
         owner,
@@ -124,9 +124,12 @@ fn estimate_of((product, owner, saved, path): Candidate) -> DiskEstimate {
             d.compactable_bytes = e.compactable_bytes;
             d.guest_free_bytes = e.guest_free_bytes;
             d.read_bytes = e.read_bytes;
+            let links = std::fs::symlink_metadata(&d.path).map_or(1, |m| m.nlink());
             // The tools matter only where there is something to compact.
-            if e.compactable_bytes > 0 {
-                match super::tools::check(e.format) {
+            if e.compactable_bytes > 0 && links > 1 {
+                d.needs = Some(other_names(links));
+            } else if e.compactable_bytes > 0 {
+                match super::tools::check(e.format, Some(cache)) {
                     Ok(needs) => d.needs = needs,
                     Err(why) => {
                         d.compactable_bytes = 0;
@@ -145,13 +148,14 @@ fn estimate_of((product, owner, saved, path): Candidate) -> DiskEstimate {
 }
 
 fn allocated(path: &Path) -> u64 {
-    use std::os::unix::fs::MetadataExt;
     std::fs::metadata(path).map_or(0, |m| m.blocks() * 512)
 }
 
-/// The compaction estimates of a scan's disks.
-pub(crate) fn survey(r: &ScanReport) -> CompactReport {
+/// The compaction estimates of a scan's disks, made in the environment `env` (whose data
+/// directory holds the scan's cache of tool versions).
+pub(crate) fn survey(r: &ScanReport, env: &crate::env::EnvSnapshot) -> CompactReport {
+    let cache = crate::keep::path_for(env, r.platform).with_file_name(super::tools::CACHE_FILE);
     let mut found: Vec<Candidate> = r.findings.iter().filter_map(|f| celesto(r, f)).collect();
     found.extend(r.machines.iter().flat_map(|m| smolvm(r, m)));
-    CompactReport::of(found.into_iter().map(estimate_of).collect())
+    CompactReport::of(found.into_iter().map(|c| estimate_of(c, &cache)).collect())
 }

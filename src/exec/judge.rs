@@ -166,19 +166,25 @@ impl Rejudge {
 
     /// The one "in use" rule on a process table no older than [`PROC_REFRESH`].
     fn not_in_use(&mut self, path: &Path) -> Result<(), String> {
+        match self.users_of(path) {
+            None => Ok(()),
+            Some(who) => Err(format!("not deleted: {who}")),
+        }
+    }
+
+    /// Who uses `path` by the one "in use" rule, in words ("process 42 (qemu) holds it open"),
+    /// or `None`.
+    fn users_of(&mut self, path: &Path) -> Option<String> {
         let devino = crate::fsread::lstat(path).map(|m| {
             use std::os::unix::fs::MetadataExt;
             (m.dev(), m.ino())
         });
         let users = self.procs().users(path, devino);
-        if users.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "not deleted: {}",
-                crate::scan::in_use_sentence(&users).trim_start_matches("But ")
-            ))
-        }
+        (!users.is_empty()).then(|| {
+            crate::scan::in_use_sentence(&users)
+                .trim_start_matches("But ")
+                .to_string()
+        })
     }
 
     fn procs(&mut self) -> &ProcIndex {
@@ -310,20 +316,9 @@ impl Judge for Rejudge {
                     &plan.keep_overrides,
                     (*product, path, identity),
                 )?;
-                // Smolsweep's own process names the disk on its command line: no use of it.
-                let devino = crate::fsread::lstat(path).map(|m| {
-                    use std::os::unix::fs::MetadataExt;
-                    (m.dev(), m.ino())
-                });
-                let users = self
-                    .procs()
-                    .users_but(path, devino, Some(std::process::id()));
-                match users.is_empty() {
-                    true => Ok(()),
-                    false => Err(format!(
-                        "not compacted: {}",
-                        crate::scan::in_use_sentence(&users).trim_start_matches("But ")
-                    )),
+                match self.users_of(path) {
+                    None => Ok(()),
+                    Some(who) => Err(format!("not compacted: {who}")),
                 }
             }
         }

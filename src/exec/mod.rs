@@ -586,8 +586,9 @@ fn run_action(
             product,
             path,
             format,
+            identity,
             ..
-        } => compact::run(*product, path, format),
+        } => compact::run(*product, path, format, identity),
     }
 }
 

@@ -1,28 +1,60 @@
 //! Reading a journal from its end: what `history -n N`, the space history and every scan
-//! (which records a point of it) need are the newest runs, so they read backwards, in chunks,
-//! and stop as soon as they have them. Memory stays flat in the journal's size: the chunk, the
-//! longest line and the entries kept.
+//! (which records a point of it) need are the newest runs, so they read backwards and stop as
+//! soon as they have them. Memory stays flat in the journal's size and in the length of its
+//! lines ([`super::lines`]): a window, a line of at most [`MAX_LINE`] bytes (a longer one is
+//! read as its head and tail and shown cut, with its size: [`CutLine`]), and the entries kept.
+//! The space history reads only the fields it shows: a `plan_started` line's head (never its
+//! actions), and passes `action` lines over unread.
 
-use std::fs::File;
-use std::io::{self, BufRead};
-use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::io;
+use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
+#[cfg(test)]
+use super::lines::CHUNK;
+use super::lines::{forward, Backwards, Line, MAX_LINE};
 use super::{runs, JournalEntry, RunSummary};
-
-/// The first chunk read from the end; a line longer than what is held doubles the next read.
-const CHUNK: usize = 64 * 1024;
+use crate::record::Origin;
 
 /// How a `plan_started` line starts (serde writes the tag first).
 const PLAN_STARTED: &[u8] = b"{\"event\":\"plan_started\"";
 /// How an `action` line starts.
 const ACTION: &[u8] = b"{\"event\":\"action\"";
+/// How much of a line the space history reads: its fields before a `plan_started` line's
+/// actions, a whole `plan_finished` line.
+const HEAD: usize = 64 * 1024;
+
+/// A journal line longer than [`MAX_LINE`]: read as its head and tail, shown cut.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CutLine {
+    /// Byte offset where it starts.
+    pub offset: u64,
+    /// Its length in bytes.
+    pub bytes: u64,
+    /// Its event (`plan_started`, `action`, `plan_finished`), when its head names one.
+    pub event: Option<String>,
+    /// The plan it belongs to, when its head names one.
+    pub plan_id: Option<String>,
+}
+
+impl CutLine {
+    fn of(line: &Line) -> CutLine {
+        let ids = ids_of(&line.head);
+        CutLine {
+            offset: line.offset,
+            bytes: line.len,
+            event: ids.as_ref().map(|i| i.event.clone()),
+            plan_id: ids.map(|i| i.plan_id),
+        }
+    }
+}
 
 /// What [`read_newest`] found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Newest {
     /// The entries of the newest runs, in file order, from the `plan_started` line of the oldest
-    /// of them to the end.
+    /// of them to the end. A cut `plan_started` line is here without its actions.
     pub entries: Vec<JournalEntry>,
     /// Runs (`plan_started` lines) before those, counted without being read as entries.
     pub runs_before: usize,
@@ -30,62 +62,83 @@ pub struct Newest {
     /// does not parse; before it, every line not shaped like an entry (one JSON object of an
     /// event per line), as a crash's truncated line is not.
     pub damaged_lines: Vec<usize>,
+    /// Lines of the part read too long to read whole, newest first.
+    pub cut_lines: Vec<CutLine>,
 }
 
-/// The lines of a file from the last to the first.
-struct Backwards {
-    file: File,
-    /// File offset of `buf[0]`.
-    start: u64,
-    /// Bytes `[start, start + buf.len())` not yet returned; they end at a line end or the end.
-    buf: Vec<u8>,
+/// The fields every line starts with (`{"event":…,"at_ms":…,"plan_id":…`).
+#[derive(Deserialize)]
+struct Ids {
+    #[serde(default)]
+    event: String,
+    plan_id: String,
+    #[serde(default)]
+    at_ms: u64,
 }
 
-impl Backwards {
-    fn open(path: &Path) -> io::Result<Option<Backwards>> {
-        let file = match crate::fsread::open_regular(path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let start = file.metadata()?.len();
-        Ok(Some(Backwards {
-            file,
-            start,
-            buf: Vec::new(),
-        }))
+/// The fields a line's head starts with, read from its first bytes alone.
+fn ids_of(head: &[u8]) -> Option<Ids> {
+    const KEY: &[u8] = b"\"plan_id\":\"";
+    let at = memchr::memmem::find(head, KEY)? + KEY.len();
+    let end = at + memchr::memchr(b'"', &head[at..])?;
+    let mut json = head[..=end].to_vec();
+    json.push(b'}');
+    serde_json::from_slice(&json).ok()
+}
+
+/// The fields of a `plan_started` line before its actions.
+#[derive(Deserialize)]
+struct StartedHead {
+    at_ms: u64,
+    plan_id: String,
+    #[serde(with = "crate::pathser::one")]
+    home: PathBuf,
+    estimated_bytes: u64,
+}
+
+/// A `plan_started` entry read from the head of its line, without its actions; with the
+/// origin its end names when `origin` (read from the tail of a cut line).
+fn started_head(line: &Line, origin: bool) -> Option<JournalEntry> {
+    const KEY: &[u8] = b",\"actions\":";
+    let at = memchr::memmem::find(&line.head, KEY)?;
+    let mut json = line.head[..at].to_vec();
+    json.push(b'}');
+    let h: StartedHead = serde_json::from_slice(&json).ok()?;
+    let end = match line.cut() {
+        true => &line.tail,
+        false => &line.head,
+    };
+    Some(JournalEntry::PlanStarted {
+        at_ms: h.at_ms,
+        plan_id: h.plan_id,
+        home: h.home,
+        estimated_bytes: h.estimated_bytes,
+        actions: Vec::new(),
+        origin: origin.then(|| origin_of(end)).flatten(),
+    })
+}
+
+/// The origin at the end of a `plan_started` line (`…],"origin":{…}}`).
+fn origin_of(end: &[u8]) -> Option<Origin> {
+    #[derive(Deserialize)]
+    struct Only {
+        origin: Option<Origin>,
     }
-
-    /// The line before those returned so far (without its newline) and the offset it starts
-    /// at; `None` once the start of the file is passed.
-    fn prev(&mut self) -> io::Result<Option<(u64, Vec<u8>)>> {
-        loop {
-            let body = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
-            if let Some(i) = body.iter().rposition(|b| *b == b'\n') {
-                let line = body[i + 1..].to_vec();
-                self.buf.truncate(i + 1);
-                return Ok(Some((self.start + i as u64 + 1, line)));
-            }
-            if self.start == 0 {
-                if self.buf.is_empty() {
-                    return Ok(None);
-                }
-                let line = body.to_vec();
-                self.buf.clear();
-                return Ok(Some((0, line)));
-            }
-            let n = (CHUNK.max(self.buf.len()) as u64).min(self.start);
-            let mut more = vec![0; n as usize];
-            self.file.read_exact_at(&mut more, self.start - n)?;
-            more.extend_from_slice(&self.buf);
-            self.buf = more;
-            self.start -= n;
-        }
-    }
+    const KEY: &[u8] = b"],\"origin\":";
+    let at = memchr::memmem::rfind(end, KEY)?;
+    let mut json = b"{".to_vec();
+    json.extend_from_slice(&end[at + 2..]);
+    serde_json::from_slice::<Only>(&json).ok()?.origin
 }
 
-fn blank(line: &[u8]) -> bool {
-    line.iter().all(|b| b.is_ascii_whitespace())
+/// The entry a line read whole or cut gives: a cut `plan_started` line its head, any other
+/// cut line none.
+fn entry_of(line: &Line) -> Result<Option<JournalEntry>, ()> {
+    match line.cut() {
+        true if line.head.starts_with(PLAN_STARTED) => Ok(started_head(line, true)),
+        true => Ok(None),
+        false => serde_json::from_slice(&line.head).map(Some).map_err(|_| ()),
+    }
 }
 
 /// The newest `count` runs of the journal at `path`: read from the end until the `count`-th
@@ -100,30 +153,31 @@ pub fn read_newest(path: &Path, count: usize) -> io::Result<Newest> {
     let mut read_lines = 0usize;
     let mut damaged_from_end = Vec::new();
     let mut started = 0usize;
-    // Where the part read starts (nothing read: the end).
-    let mut stop = back.start;
     while started < count {
-        let Some((at, line)) = back.prev()? else {
+        let Some(line) = back.prev()? else {
             break;
         };
         read_lines += 1;
-        stop = at;
-        if blank(&line) {
+        if line.blank() {
             continue;
         }
-        match serde_json::from_slice::<JournalEntry>(&line) {
-            Ok(e) => {
+        if line.cut() {
+            out.cut_lines.push(CutLine::of(&line));
+        }
+        match entry_of(&line) {
+            Ok(Some(e)) => {
                 started += usize::from(matches!(e, JournalEntry::PlanStarted { .. }));
                 out.entries.push(e);
             }
-            Err(_) => damaged_from_end.push(read_lines),
+            Ok(None) => {}
+            Err(()) => damaged_from_end.push(read_lines),
         }
     }
     out.entries.reverse();
     let older = if started < count {
         Older::default()
     } else {
-        count_older(path, stop)?
+        count_older(path, back.start())?
     };
     out.runs_before = older.runs;
     out.damaged_lines = older.damaged;
@@ -144,51 +198,55 @@ struct Older {
     damaged: Vec<usize>,
 }
 
+/// Count the lines of the journal before byte `stop`, looking at their first and last bytes
+/// only.
 fn count_older(path: &Path, stop: u64) -> io::Result<Older> {
-    use std::io::Read;
-    let file = crate::fsread::open_regular(path)?;
-    let mut r = io::BufReader::with_capacity(CHUNK, file.take(stop));
     let mut o = Older::default();
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        if r.read_until(b'\n', &mut line)? == 0 {
-            return Ok(o);
-        }
+    forward(path, (0, Some(stop)), (64, 16), |seen| {
         o.lines += 1;
-        let body = line.strip_suffix(b"\n").unwrap_or(&line);
-        if blank(body) {
-            continue;
+        let end = if seen.tail.is_empty() {
+            seen.head
+        } else {
+            seen.tail
+        };
+        let ws = |b: &[u8]| b.iter().all(|b| b.is_ascii_whitespace());
+        if ws(seen.head) && ws(end) {
+            return;
         }
-        let shaped = body.starts_with(b"{\"event\":\"") && body.trim_ascii_end().ends_with(b"}");
+        let shaped =
+            seen.head.starts_with(b"{\"event\":\"") && end.trim_ascii_end().ends_with(b"}");
         if !shaped {
             o.damaged.push(o.lines);
-        } else if body.starts_with(PLAN_STARTED) {
+        } else if seen.head.starts_with(PLAN_STARTED) {
             o.runs += 1;
         }
-    }
+    })?;
+    Ok(o)
 }
 
 /// The runs of the journal at `path` started after `after_ms` (milliseconds since the epoch),
 /// oldest first, without their actions: what the space history adds. Read from the end up to
-/// the first run started at or before `after_ms`; `action` lines are passed over unread.
+/// the first run started at or before `after_ms`; `action` lines are passed over unread, and of
+/// a `plan_started` line only the head is read.
 pub fn runs_started_after(path: &Path, after_ms: u64) -> io::Result<Vec<RunSummary>> {
     let Some(mut back) = Backwards::open(path)? else {
         return Ok(Vec::new());
     };
     let mut entries = Vec::new();
-    while let Some((_, line)) = back.prev()? {
-        if blank(&line) || line.starts_with(ACTION) {
+    while let Some((start, len)) = back.prev_span()? {
+        if len == 0 || back.starts_with(start, ACTION) {
             continue;
         }
-        let Ok(mut e) = serde_json::from_slice::<JournalEntry>(&line) else {
+        let line = back.line(start, len, HEAD)?;
+        let e = match line.head.starts_with(PLAN_STARTED) {
+            true => started_head(&line, false),
+            false if line.cut() => None,
+            false => serde_json::from_slice::<JournalEntry>(&line.head).ok(),
+        };
+        let Some(e) = e else {
             continue;
         };
-        let mut done = false;
-        if let JournalEntry::PlanStarted { at_ms, actions, .. } = &mut e {
-            done = *at_ms <= after_ms;
-            *actions = Vec::new();
-        }
+        let done = matches!(e, JournalEntry::PlanStarted { at_ms, .. } if at_ms <= after_ms);
         entries.push(e);
         if done {
             break;
@@ -212,50 +270,19 @@ pub struct RunIds {
     pub offset: u64,
 }
 
-/// The fields of a line that say which run it belongs to (the rest passed over unread).
-#[derive(serde::Deserialize)]
-struct Ids {
-    plan_id: String,
-    #[serde(default)]
-    at_ms: u64,
-}
-
-/// Calls `each` with the offset and bytes (without the newline) of every line of the journal at
-/// `path` from byte `from` on, one line held at a time. A missing file has no lines.
-fn each_line(path: &Path, from: u64, mut each: impl FnMut(u64, &[u8])) -> io::Result<()> {
-    use std::io::{Seek, SeekFrom};
-    let mut file = match crate::fsread::open_regular(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    file.seek(SeekFrom::Start(from))?;
-    let mut r = io::BufReader::with_capacity(CHUNK, file);
-    let (mut at, mut line) = (from, Vec::new());
-    loop {
-        line.clear();
-        let n = r.read_until(b'\n', &mut line)?;
-        if n == 0 {
-            return Ok(());
-        }
-        each(at, line.strip_suffix(b"\n").unwrap_or(&line));
-        at += n as u64;
-    }
-}
-
 /// Every run of the journal at `path`, oldest first, by its ids: what a run id or plan id given
-/// by a person is looked up in. Only the ids of `plan_started` lines are read.
+/// by a person is looked up in. Only the ids at the head of `plan_started` lines are read.
 pub fn run_ids(path: &Path) -> io::Result<Vec<RunIds>> {
     let mut out = Vec::new();
-    each_line(path, 0, |offset, line| {
-        if !line.starts_with(PLAN_STARTED) {
+    forward(path, (0, None), (512, 0), |seen| {
+        if !seen.head.starts_with(PLAN_STARTED) {
             return;
         }
-        if let Ok(ids) = serde_json::from_slice::<Ids>(line) {
+        if let Some(ids) = ids_of(seen.head) {
             out.push(RunIds {
                 run_id: super::run_id(&ids.plan_id, ids.at_ms),
                 plan_id: ids.plan_id,
-                offset,
+                offset: seen.offset,
             });
         }
     })?;
@@ -263,17 +290,34 @@ pub fn run_ids(path: &Path) -> io::Result<Vec<RunIds>> {
 }
 
 /// The runs of the plans `plan_ids` in the journal at `path`, from the `plan_started` line at
-/// byte `from` on, oldest first, with every item: only their lines are read as entries.
-pub fn runs_of(path: &Path, from: u64, plan_ids: &[&str]) -> io::Result<Vec<RunSummary>> {
+/// byte `from` on, oldest first, with every item, and their lines too long to read whole: only
+/// their lines are read as entries, each at most [`MAX_LINE`] long.
+pub fn runs_of(
+    path: &Path,
+    from: u64,
+    plan_ids: &[&str],
+) -> io::Result<(Vec<RunSummary>, Vec<CutLine>)> {
     let mut entries = Vec::new();
-    each_line(path, from, |_, line| {
-        let ours = serde_json::from_slice::<Ids>(line)
-            .is_ok_and(|ids| plan_ids.contains(&ids.plan_id.as_str()));
-        if let Some(e) = ours.then(|| serde_json::from_slice(line).ok()).flatten() {
+    let mut cut = Vec::new();
+    forward(path, (from, None), (MAX_LINE, super::lines::TAIL), |seen| {
+        let ours = ids_of(seen.head).is_some_and(|ids| plan_ids.contains(&ids.plan_id.as_str()));
+        if !ours {
+            return;
+        }
+        let line = Line {
+            offset: seen.offset,
+            len: seen.len,
+            head: seen.head.to_vec(),
+            tail: seen.tail.to_vec(),
+        };
+        if line.cut() {
+            cut.push(CutLine::of(&line));
+        }
+        if let Ok(Some(e)) = entry_of(&line) {
             entries.push(e);
         }
     })?;
-    Ok(runs(&entries))
+    Ok((runs(&entries), cut))
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use super::{OpenFile, RawProcess};
 
 mod lease;
 mod table_memo;
-pub(crate) use lease::holders;
+pub(crate) use lease::{holders, holders_of_open};
 pub(crate) use table_memo::TableMemo;
 
 const PROC: &str = "/proc";

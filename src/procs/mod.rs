@@ -103,6 +103,13 @@ pub(crate) fn holders(
     os::holders(path, devino, budget)
 }
 
+/// Whether any open description of the file open at `fd` exists other than `fd`'s own, by the
+/// kernel's count (Linux leases; "cannot tell" elsewhere): what the executor asks of a disk it
+/// holds open itself.
+pub(crate) fn holders_of_open(fd: std::os::fd::BorrowedFd<'_>) -> Holders {
+    os::holders_of_open(fd)
+}
+
 /// Every process's identity and command line, and everything of the processes shaped like a
 /// VMM: what a scan needs while it has no path to judge (the rest of the table is read by
 /// [`list`] the first time it has one). macOS reads the same as [`list`] (`ps` is one read).

@@ -29,6 +29,11 @@ pub(crate) fn holders(
     super::Holders::CannotTell
 }
 
+/// Whether another open description than `fd`'s exists: only Linux's leases tell.
+pub(crate) fn holders_of_open(_fd: std::os::fd::BorrowedFd<'_>) -> super::Holders {
+    super::Holders::CannotTell
+}
+
 /// The unlinked files `pid` holds open: not measured without `/proc`.
 pub(crate) fn deleted_open_files(_pid: u32) -> Vec<((u64, u64), u64)> {
     Vec::new()

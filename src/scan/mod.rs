@@ -133,7 +133,7 @@ pub(crate) fn scan_sized(
     crate::reach::attach(&mut report, holds);
     crate::reach::hard_links(&mut report);
     crate::keep::apply_for(&mut report, &opts.env);
-    report.compact = crate::compact::survey(&report);
+    report.compact = crate::compact::survey(&report, &opts.env);
     report.compute_totals();
     report
 }

@@ -90,6 +90,10 @@ fn vmms_of(raw: &[RawProcess]) -> Vec<(usize, VmmShape)> {
 }
 
 impl Uses {
+    /// What the processes of `raw` use, Smolsweep's own process left out: it names what it
+    /// acts on on its command line (`smolsweep compact DISK`), may work in a SmolVM directory
+    /// and holds what it measures or compacts open, and none of that is a use of anything, in
+    /// any scan.
     fn build(raw: &[RawProcess], vmms: &[(usize, VmmShape)]) -> Self {
         let mut u = Uses::default();
         let mut key = Vec::new();
@@ -97,7 +101,8 @@ impl Uses {
             path_key(q, &mut key);
             used.push((key.as_slice().into(), pid));
         };
-        for p in raw {
+        let me = std::process::id();
+        for p in raw.iter().filter(|p| p.pid != me) {
             for f in &p.open_files {
                 u.open.push(((f.dev, f.ino), p.pid));
             }
@@ -105,7 +110,7 @@ impl Uses {
                 add(&mut u.used, q, p.pid);
             }
         }
-        for (i, s) in vmms {
+        for (i, s) in vmms.iter().filter(|(i, _)| raw[*i].pid != me) {
             for q in boot_paths(s) {
                 add(&mut u.used, q, raw[*i].pid);
             }
@@ -247,19 +252,7 @@ impl ProcIndex {
     /// counts an open description of it: a holder Smolsweep cannot see (another user's process,
     /// one in another container, a loop device), for whom what it holds is left alone too.
     pub(crate) fn users(&self, path: &Path, devino: Option<(u64, u64)>) -> Users {
-        self.users_but(path, devino, None)
-    }
-
-    /// [`ProcIndex::users`] leaving out process `me` (Smolsweep itself, which names the disk it
-    /// compacts on its command line): a holder it cannot see is still asked about.
-    pub(crate) fn users_but(
-        &self,
-        path: &Path,
-        devino: Option<(u64, u64)>,
-        me: Option<u32>,
-    ) -> Users {
-        let (mut pids, said) = self.answer(path, devino);
-        pids.retain(|p| Some(*p) != me);
+        let (pids, said) = self.answer(path, devino);
         let unseen = pids.is_empty()
             && match said {
                 Holders::CannotTell => self.ask_kernel(path, devino) == Holders::Someone,

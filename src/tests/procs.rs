@@ -865,8 +865,9 @@ fn a_file_held_only_by_a_process_smolsweep_cannot_see_is_left_alone() {
 
 #[test]
 fn a_disk_smolsweep_itself_names_is_still_asked_of_the_kernel() {
-    // `smolsweep compact DISK` names the disk on its own command line; leaving itself out of
-    // the users must not skip the question of a holder it cannot see.
+    // `smolsweep compact DISK` names the disk on its own command line and works in its
+    // directory: Smolsweep's own process is no user of it, and leaving itself out must not skip
+    // the question of a holder it cannot see.
     let tmp = scratch();
     let disk = tmp.path().join("disk.raw");
     std::fs::write(&disk, vec![0u8; 4096]).unwrap();
@@ -874,13 +875,17 @@ fn a_disk_smolsweep_itself_names_is_still_asked_of_the_kernel() {
         pid: std::process::id(),
         start_time: 7,
         argv: vec!["smolsweep".into(), "compact".into(), s(&disk).into()],
+        cwd: Some(tmp.path().to_path_buf()),
         fds_readable: true,
         ..Default::default()
     };
     let idx = crate::scan::ProcIndex::build(vec![me], 0);
-    let mine = Some(std::process::id());
-    assert!(idx.users_but(&disk, None, mine).is_empty(), "nobody else");
+    assert!(idx.users(&disk, None).is_empty(), "nobody else");
+    assert!(
+        idx.in_use(tmp.path(), None).is_empty(),
+        "nobody works there"
+    );
     let _holder = fake(&["holder"], None, Some(&disk));
-    let users = idx.users_but(&disk, None, mine);
+    let users = idx.users(&disk, None);
     assert!(users.unseen && users.pids.is_empty(), "{users:?}");
 }

@@ -745,6 +745,31 @@ impl HistoryRun {
     }
 }
 
+/// A journal line too long to read whole ([`crate::journal::CutLine`]), in words: where it
+/// is, what it is, its size, and that it is shown cut.
+pub fn cut_line(c: &crate::journal::CutLine) -> String {
+    let escape = crate::pathser::escape_text;
+    let what = match (c.event.as_deref(), c.plan_id.as_deref()) {
+        (Some(e), Some(p)) => format!(
+            "{} line of plan {}",
+            escape(e),
+            escape(p).get(..12).unwrap_or(p)
+        ),
+        _ => "line".to_string(),
+    };
+    format!(
+        "The journal's {what} at byte {} is {}, longer than the {} read whole: shown cut{}.",
+        c.offset,
+        crate::view::bytes(c.bytes),
+        crate::view::bytes(crate::journal::MAX_LINE as u64),
+        match c.event.as_deref() {
+            Some("plan_started") => " (its planned actions are not listed)",
+            Some("action") => " (that item is not listed)",
+            _ => "",
+        }
+    )
+}
+
 /// Read the core journal at `journal` (a missing file is an empty history).
 pub fn history(journal: Option<&Path>, legacy: Option<&Path>) -> History {
     let mut h = History {

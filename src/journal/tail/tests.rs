@@ -1,7 +1,7 @@
 use super::*;
 use crate::journal::read;
 use crate::plan::{Action, PlannedAction};
-use crate::record::{ActionRecord, Outcome};
+use crate::record::{ActionRecord, Origin, Outcome};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -91,13 +91,13 @@ fn lines_longer_than_a_chunk_are_read_whole() {
     let p = t.path().join("journal.jsonl");
     let mut f = std::fs::File::create(&p).unwrap();
     for n in 1..=3 {
-        for e in run_lines(n, 2000, true) {
+        for e in run_lines(n, 8000, true) {
             let mut line = serde_json::to_vec(&e).unwrap();
             line.push(b'\n');
             f.write_all(&line).unwrap();
         }
     }
-    let first = serde_json::to_vec(&run_lines(1, 2000, true)[0]).unwrap();
+    let first = serde_json::to_vec(&run_lines(1, 8000, true)[0]).unwrap();
     assert!(first.len() > 2 * CHUNK, "{}", first.len());
     let n = read_newest(&p, 2).unwrap();
     assert_eq!(runs(&n.entries), runs(&read(&p).unwrap().entries)[1..]);
@@ -150,8 +150,108 @@ fn a_runs_ids_find_it_as_the_whole_read_does() {
         .collect();
     assert_eq!(by_ids, as_read);
     for (r, want) in ids.iter().zip(&all) {
-        let got = runs_of(&p, r.offset, &[r.plan_id.as_str()]).unwrap();
+        let (got, cut) = runs_of(&p, r.offset, &[r.plan_id.as_str()]).unwrap();
         assert_eq!(got, vec![want.clone()], "{}", r.run_id);
+        assert!(cut.is_empty());
     }
     assert!(run_ids(&t.path().join("none")).unwrap().is_empty());
+}
+
+/// Append `entries` to the journal at `p`, one line each.
+fn append(p: &Path, entries: &[JournalEntry]) {
+    let mut f = std::fs::OpenOptions::new().append(true).open(p).unwrap();
+    for e in entries {
+        let mut line = serde_json::to_vec(e).unwrap();
+        line.push(b'\n');
+        f.write_all(&line).unwrap();
+    }
+}
+
+/// Hazard: a journal whose newest line is very long (a run interrupted after writing the
+/// `plan_started` line of a huge plan) made `history -n 1` hold and parse the whole line, and
+/// the space history too. Every reader holds at most a window, a line's head of [`MAX_LINE`]
+/// and its tail: the line is shown cut, with its size, its run with the fields its head and
+/// tail give (when, plan, HOME, estimate, origin), and the older runs are counted as before.
+#[test]
+fn a_journal_whose_newest_line_is_longer_than_the_limit_is_read_in_bounded_memory() {
+    let t = tempfile::tempdir().unwrap();
+    let p = journal(t.path(), 20);
+    let before = runs(&read(&p).unwrap().entries);
+    let huge = JournalEntry::PlanStarted {
+        at_ms: 21_000,
+        plan_id: format!("{:064x}", 21),
+        home: "/home/u".into(),
+        estimated_bytes: 10,
+        actions: (0..100_000).map(|i| PlannedAction::of(action(i))).collect(),
+        origin: Some(Origin::new("prune", "cli")),
+    };
+    let len = serde_json::to_vec(&huge).unwrap().len();
+    assert!(len > 3 * MAX_LINE, "{len}");
+    append(&p, std::slice::from_ref(&huge));
+    let bound = MAX_LINE + super::super::lines::TAIL + 2 * CHUNK;
+
+    let _ = super::super::lines::held();
+    let n = read_newest(&p, 1).unwrap();
+    assert!(
+        super::super::lines::held() <= bound,
+        "held more than a line's head"
+    );
+    assert_eq!(n.runs_before, 20);
+    assert_eq!(n.damaged_lines, read(&p).unwrap().damaged_lines);
+    assert_eq!(n.cut_lines.len(), 1, "{:?}", n.cut_lines);
+    let c = &n.cut_lines[0];
+    assert_eq!(
+        (c.bytes, c.event.as_deref()),
+        (len as u64, Some("plan_started"))
+    );
+    assert_eq!(c.plan_id.as_deref(), Some(format!("{:064x}", 21).as_str()));
+    let r = &runs(&n.entries)[0];
+    assert_eq!((r.started_at_ms, r.estimated_bytes), (21_000, 10));
+    assert_eq!(r.origin, Some(Origin::new("prune", "cli")));
+    assert_eq!((r.planned_actions, r.finished), (0, false));
+
+    // The space history: only the heads it shows.
+    let _ = super::super::lines::held();
+    let after = runs_started_after(&p, 0).unwrap();
+    assert!(super::super::lines::held() <= HEAD + 2 * CHUNK);
+    assert_eq!(after.len(), before.len() + 1);
+    assert_eq!(after.last().map(|r| r.started_at_ms), Some(21_000));
+
+    // `history RUN`: found by its ids, its run read with the line cut.
+    let ids = run_ids(&p).unwrap();
+    let last = ids.last().unwrap();
+    let _ = super::super::lines::held();
+    let (got, cut) = runs_of(&p, last.offset, &[last.plan_id.as_str()]).unwrap();
+    assert!(super::super::lines::held() <= bound);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].origin, Some(Origin::new("prune", "cli")));
+    assert_eq!(cut, n.cut_lines);
+    let said = crate::view::runs::cut_line(c);
+    assert!(
+        said.contains("plan_started line of plan 000000000000 at byte")
+            && said.contains("shown cut (its planned actions are not listed)"),
+        "{said}"
+    );
+}
+
+/// A cut `action` line is shown cut and counted nowhere else; the runs around it read as before.
+#[test]
+fn an_action_line_longer_than_the_limit_is_shown_cut() {
+    let t = tempfile::tempdir().unwrap();
+    let p = journal(t.path(), 4);
+    let mut lines = run_lines(5, 2, true);
+    if let JournalEntry::Action { record, .. } = &mut lines[1] {
+        record.outcome = Outcome::skipped("x".repeat(MAX_LINE + 10));
+    }
+    append(&p, &lines);
+    let n = read_newest(&p, 1).unwrap();
+    assert_eq!(n.cut_lines.len(), 1, "{:?}", n.cut_lines);
+    assert_eq!(n.cut_lines[0].event.as_deref(), Some("action"));
+    let r = &runs(&n.entries)[0];
+    assert_eq!((r.done, r.skipped, r.finished), (1, 0, true));
+    assert!(
+        n.damaged_lines.iter().all(|l| *l < 20),
+        "{:?}",
+        n.damaged_lines
+    );
 }
