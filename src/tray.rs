@@ -792,6 +792,7 @@ mod tests {
             read_bytes: 4096,
             cannot_tell: cannot_tell.map(String::from),
             needs: None,
+            kept: None,
         }
     }
 

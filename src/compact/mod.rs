@@ -23,7 +23,7 @@ mod survey;
 pub(crate) mod tools;
 
 pub use plan::compact_plan;
-pub(crate) use survey::survey;
+pub(crate) use survey::{apply_keeps, survey};
 
 use std::collections::HashMap;
 use std::fs::File;

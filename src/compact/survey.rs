@@ -6,11 +6,16 @@
 //!   its sandbox's VM is not alive; a saved disk ([`FindingKind::CelestoSavedDisk`]).
 //! * smolvm: `storage.*` and `overlay.*` (`raw`, `qcow2`, `ext4`) in the directory of a machine
 //!   whose VM is not alive, when no process uses that directory.
+//!
+//! A disk a keep rule keeps is listed with its rule and never read: keep rules shape what is
+//! estimated, counted, offered and planned for compaction exactly as for deletion ([`kept_by`],
+//! the rule the executor's re-judge asks too). A Celesto disk the scan could not verify is no
+//! candidate at all.
 
 use std::path::{Path, PathBuf};
 
 use crate::model::{
-    CompactReport, DiskEstimate, Finding, FindingKind, Machine, Product, ScanReport,
+    CompactReport, DiskEstimate, Finding, FindingKind, Machine, Product, ScanReport, Verdict,
 };
 
 /// smolvm's disk file names in a machine directory.
@@ -25,6 +30,22 @@ const SMOLVM_DISKS: [&str; 6] = [
 
 /// A disk to estimate: product, owner, saved, path.
 type Candidate = (Product, Option<String>, bool, PathBuf);
+
+/// The keep rule that keeps the disk at `path` of `owner`: its machine's or sandbox's, or a
+/// rule on a finding that is the disk or holds it (a machine directory).
+fn kept_by(r: &ScanReport, product: Product, owner: Option<&str>, path: &Path) -> Option<String> {
+    let by_machine = r
+        .machines
+        .iter()
+        .filter(|m| m.product == product && owner == Some(m.name.as_str()))
+        .find_map(|m| m.kept.clone());
+    by_machine.or_else(|| {
+        r.findings
+            .iter()
+            .filter(|f| f.path == path || path.starts_with(&f.path))
+            .find_map(|f| f.kept.clone())
+    })
+}
 
 fn machine<'a>(r: &'a ScanReport, product: Product, name: &str) -> Option<&'a Machine> {
     r.machines
@@ -63,7 +84,7 @@ fn has_marker(path: &Path) -> bool {
 }
 
 fn celesto(r: &ScanReport, f: &Finding) -> Option<Candidate> {
-    if used(&f.used_by) || f.is_dir {
+    if used(&f.used_by) || f.is_dir || f.verdict == Verdict::Unknown {
         return None;
     }
     let saved = match f.kind {
@@ -102,8 +123,8 @@ fn smolvm(r: &ScanReport, m: &Machine) -> Vec<Candidate> {
         .collect()
 }
 
-/// The estimate of one disk, as the report carries it.
-fn estimate_of((product, owner, saved, path): Candidate) -> DiskEstimate {
+/// The estimate of one disk, as the report carries it: a kept one is not read.
+fn estimate_of((product, owner, saved, path): Candidate, kept: Option<String>) -> DiskEstimate {
     let mut d = DiskEstimate {
         product,
         owner,
@@ -116,7 +137,12 @@ fn estimate_of((product, owner, saved, path): Candidate) -> DiskEstimate {
         cannot_tell: None,
         needs: None,
         path,
+        kept,
     };
+    if d.kept.is_some() {
+        d.allocated_bytes = allocated(&d.path);
+        return d;
+    }
     match super::estimate_cached(&d.path) {
         Ok(e) => {
             d.format = Some(e.format.as_str().to_string());
@@ -149,9 +175,39 @@ fn allocated(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.blocks() * 512)
 }
 
-/// The compaction estimates of a scan's disks.
+/// The compaction estimates of a scan's disks (after its keep rules were applied).
 pub(crate) fn survey(r: &ScanReport) -> CompactReport {
     let mut found: Vec<Candidate> = r.findings.iter().filter_map(|f| celesto(r, f)).collect();
     found.extend(r.machines.iter().flat_map(|m| smolvm(r, m)));
-    CompactReport::of(found.into_iter().map(estimate_of).collect())
+    let disks = found
+        .into_iter()
+        .map(|c| {
+            let kept = kept_by(r, c.0, c.1.as_deref(), &c.3);
+            estimate_of(c, kept)
+        })
+        .collect();
+    CompactReport::of(disks)
+}
+
+/// Keep rules applied again to a report that was estimated already (the app after "Keep", a
+/// run after the keep file changed): a disk a rule now keeps loses its estimate and counts
+/// nowhere; one no rule keeps any more is estimated again. `unreadable`: the keep file could
+/// not be read, so every disk may be kept.
+pub(crate) fn apply_keeps(r: &mut ScanReport, unreadable: bool) {
+    let disks = std::mem::take(&mut r.compact.disks);
+    let disks = disks
+        .into_iter()
+        .map(|d| {
+            let kept = match unreadable {
+                true => Some(crate::keep::UNREADABLE.to_string()),
+                false => kept_by(r, d.product, d.owner.as_deref(), &d.path),
+            };
+            match (&d.kept, kept) {
+                (None, None) => d,
+                (Some(_), None) => estimate_of((d.product, d.owner, d.saved, d.path), None),
+                (_, Some(rule)) => estimate_of((d.product, d.owner, d.saved, d.path), Some(rule)),
+            }
+        })
+        .collect();
+    r.compact = CompactReport::of(disks);
 }

@@ -273,6 +273,7 @@ mod tests {
             read_bytes: 0,
             cannot_tell: None,
             needs: None,
+            kept: None,
         }
     }
 

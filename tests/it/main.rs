@@ -10,6 +10,7 @@ mod cli_conventions;
 mod cli_e2e;
 mod cli_help;
 mod compact;
+mod compact_faces;
 mod counts;
 mod fixtures_selftest;
 mod fleet;

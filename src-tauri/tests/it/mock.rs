@@ -1753,6 +1753,7 @@ fn add_compactable_disk(w: &World, owner: &str) -> (PathBuf, u64) {
         read_bytes: 0,
         cannot_tell: None,
         needs: None,
+        kept: None,
     });
     r.compact = smolsweep::model::CompactReport::of(disks);
     (img, before)

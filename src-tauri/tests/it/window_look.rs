@@ -60,6 +60,7 @@ fn look() -> Look {
         read_bytes: 65_536,
         cannot_tell: None,
         needs: None,
+        kept: None,
     }]);
     let machine = format!("stray-{}", std::process::id());
     let mut vmms = vec![FakeVmm::spawn(s.dir.path(), &machine)];
