@@ -119,8 +119,10 @@ function render(status) {
   $("#t-held").textContent = t.held_line;
   renderCompact(v, status.window);
   $("#nav-count").textContent = t.findings ? String(t.findings) : "";
-  const nVms = v.machines.length + v.processes.length;
-  $("#nav-vms").textContent = nVms ? String(nVms) : "";
+  // The core's one count of running VMs (this HOME's; other HOMEs' apart), as the tray, the
+  // CLI and browse show it.
+  $("#nav-vms").textContent = v.vms.running ? String(v.vms.running) : "";
+  $("#vms-count").textContent = v.vms_line;
   renderChart(v);
   renderTreemap(status);
   loadTrend();
@@ -592,7 +594,7 @@ function openConfirm({ title, confirmation, items, refused, go, enabled, cascade
   $("#confirm-list").classList.toggle("hidden", !items.length);
   $("#confirm-note").textContent = confirmation.note;
   $("#confirm-refused").replaceChildren(...(refused.length
-    ? [el("p", { class: "small muted", text: items.length ? w("not_included") : w("not_planned") }), el("ul", { class: "small" }, refused.map((x) => el("li", { text: `${x.path || x.id}: ${x.reason}` })))]
+    ? [el("p", { class: "small muted", text: w("not_planned") }), el("ul", { class: "small" }, refused.map((x) => el("li", { text: x.line })))]
     : []));
   $("#confirm-cascade-row").classList.toggle("hidden", cascade === undefined);
   $("#confirm-cascade").checked = !!cascade;

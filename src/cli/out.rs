@@ -140,9 +140,27 @@ fn pieces(word: &str, room: usize, ascii: bool) -> Vec<String> {
     chars.chunks(room).map(|c| c.iter().collect()).collect()
 }
 
-/// The words of `line` after its indent, each with the spaces before it beyond one; a date and
-/// the time after it ("2026-12-03 04:36:22") are one word, never broken apart.
-fn words(line: &str) -> Vec<(usize, String)> {
+/// Whether `tok` is a number a unit may follow ("12.6", "(1.5", "about 3"): digits with at most
+/// one decimal point, after an opening parenthesis or quote.
+fn is_number(tok: &str) -> bool {
+    let t = tok.trim_start_matches(['(', '[', '"', '~']);
+    !t.is_empty()
+        && t.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && t.chars().filter(|c| *c == '.').count() <= 1
+        && t.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// Whether `tok` is a unit of bytes as the core writes sizes ("MB", "kB),", "GiB;").
+fn is_unit(tok: &str) -> bool {
+    const UNITS: [&str; 11] = [
+        "B", "kB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "bytes",
+    ];
+    UNITS.contains(&tok.trim_end_matches([')', ']', ',', '.', ';', ':', '"']))
+}
+
+/// Whether a line may not break between `prev` and `tok`: a number and its unit ("12.6 MB"), a
+/// date and the time after it ("2026-12-03 04:36:22").
+pub(crate) fn glued(prev: &str, tok: &str) -> bool {
     let is_date = |s: &str| {
         let b = s.as_bytes();
         b.len() == 10
@@ -154,6 +172,13 @@ fn words(line: &str) -> Vec<(usize, String)> {
         let b = s.as_bytes();
         b.len() >= 5 && b[2] == b':' && b[..2].iter().all(u8::is_ascii_digit)
     };
+    (is_date(prev) && is_time(tok)) || (is_number(prev) && is_unit(tok))
+}
+
+/// The words of `line` after its indent, each with the spaces before it beyond one; a date and
+/// the time after it ("2026-12-03 04:36:22"), and a number and its unit ("12.6 MB"), are one
+/// word, never broken apart.
+fn words(line: &str) -> Vec<(usize, String)> {
     let mut out: Vec<(usize, String)> = Vec::new();
     let mut gap = 0;
     for tok in line.split(' ') {
@@ -162,7 +187,7 @@ fn words(line: &str) -> Vec<(usize, String)> {
             continue;
         }
         match out.last_mut() {
-            Some((_, prev)) if gap == 0 && is_date(prev) && is_time(tok) => {
+            Some((_, prev)) if gap == 0 && glued(last_word(prev), tok) => {
                 prev.push(' ');
                 prev.push_str(tok);
             }
@@ -171,6 +196,11 @@ fn words(line: &str) -> Vec<(usize, String)> {
         gap = 0;
     }
     out
+}
+
+/// The last space-separated word of `s` (a word already glued is "a b").
+fn last_word(s: &str) -> &str {
+    s.rsplit(' ').next().unwrap_or(s)
 }
 
 fn fit_line(line: &str, w: usize, ascii: bool) -> Vec<String> {
@@ -276,6 +306,28 @@ mod tests {
         assert_eq!(layout_columns("4321"), layout_columns("1234567"));
         assert_eq!(layout_columns("(1"), 2);
         assert_eq!(layout_columns("8"), 1);
+    }
+
+    /// Hazard (issue 39, item 7): a plan line broke "about 12.6 MB" into "about 12.6" and "MB".
+    #[test]
+    fn a_plan_line_never_splits_a_number_from_its_unit() {
+        let line = "  compact smol-machines smolvm disk /tmp/.tmpbo4Amw/home/.cache/smolvm/vms/ca0df2c95aa144c1/storage.raw of m1 (about 12.6 MB free inside to give back)";
+        for w in 40..line.len() {
+            let got = fit(line, w, false);
+            for l in got.lines() {
+                assert!(
+                    !l.trim_end().ends_with("12.6") && !l.trim_start().starts_with("MB"),
+                    "{w}: {got}"
+                );
+            }
+        }
+        let got = fit(
+            "freed 3 kB), then 1.5 GiB; and 2026-12-03 04:36:22 then",
+            20,
+            false,
+        );
+        assert!(got.contains("3 kB),") && got.contains("1.5 GiB;"), "{got}");
+        assert!(got.contains("2026-12-03 04:36:22"), "{got}");
     }
 
     #[test]

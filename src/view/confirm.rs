@@ -143,15 +143,34 @@ pub fn outcome_line(summary: &str, outcome: &crate::exec::Outcome, freed_bytes: 
 }
 
 /// What a person reads for the id of something a plan left out: `celesto:x` for the key
-/// `machine:celesto:x`, "pid 12" for `pid:12`, a finding id as it is.
+/// `machine:celesto:x`, "pid 12" for `pid:12`, the disk's path for `disk:PATH`, a finding id as
+/// it is.
 pub fn skipped_target(id: &str) -> String {
     if let Some(m) = id.strip_prefix("machine:") {
         return m.to_string();
+    }
+    if let Some(d) = id.strip_prefix("disk:") {
+        return d.to_string();
     }
     match id.strip_prefix("pid:") {
         Some(pid) => format!("pid {pid}"),
         None => id.to_string(),
     }
+}
+
+/// The heading of what a plan left out, on every surface (the CLI, the window's and the native
+/// dialogs, `browse`).
+pub const NOT_PLANNED: &str = "Not planned:";
+
+/// One thing a plan left out, as every surface lists it under [`NOT_PLANNED`]: what it is (its
+/// path when known, else [`skipped_target`]) and why: "/…/overlay.raw: cannot tell what
+/// compacting would give back (not an ext4 file system)".
+pub fn not_planned_line(id: &str, why: &str, path: Option<&std::path::Path>) -> String {
+    let what = match path {
+        Some(p) => crate::pathser::shown(p),
+        None => skipped_target(id),
+    };
+    format!("{what}: {}", crate::pathser::escape_text(why))
 }
 
 /// "1 sandbox", "2 machines": the VMs of each product that `which` picks from the plan's
@@ -253,7 +272,7 @@ pub fn confirmation(plan: &Plan) -> Confirmation {
         not_planned: plan
             .skipped_at_plan
             .iter()
-            .map(|s| crate::pathser::escape_text(&s.why))
+            .map(|s| not_planned_line(&s.id, &s.why, None))
             .collect(),
     }
 }

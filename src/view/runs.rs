@@ -51,6 +51,9 @@ pub struct Refusal {
     pub path: Option<PathBuf>,
     /// The planner's reason, in words.
     pub reason: String,
+    /// What every surface lists under "Not planned:" for it ([`crate::view::not_planned_line`]).
+    #[serde(default)]
+    pub line: String,
 }
 
 /// Exactly what a reclaim will do, shown before it runs: the core's plan for the chosen
@@ -140,10 +143,14 @@ pub fn plan_of(report: &ScanReport, core: CorePlan) -> PlanView {
     let refused = core
         .skipped_at_plan
         .iter()
-        .map(|s| Refusal {
-            id: s.id.clone(),
-            path: report.finding(&s.id).map(|f| f.path.clone()),
-            reason: s.why.clone(),
+        .map(|s| {
+            let path = report.finding(&s.id).map(|f| f.path.clone());
+            Refusal {
+                line: crate::view::not_planned_line(&s.id, &s.why, path.as_deref()),
+                id: s.id.clone(),
+                path,
+                reason: s.why.clone(),
+            }
         })
         .collect();
     PlanView {
@@ -283,8 +290,14 @@ impl ReclaimOutcome {
         );
         out.refused_line = match out.refused.len() {
             0 => String::new(),
-            1 => "1 selected item was not included (kept or not verified).".into(),
-            n => format!("{n} selected items were not included (kept or not verified)."),
+            1 => format!(
+                "{} 1 selected item (kept or not verified).",
+                crate::view::NOT_PLANNED
+            ),
+            n => format!(
+                "{} {n} selected items (kept or not verified).",
+                crate::view::NOT_PLANNED
+            ),
         };
         out
     }
@@ -433,7 +446,7 @@ impl TargetPlan {
                 estimate: crate::view::bytes(0),
                 reclaim_label: crate::view::reclaim_label(Some(0)),
                 lines: vec![],
-                not_planned: vec![s.why.clone()],
+                not_planned: vec![crate::view::not_planned_line(&s.id, &s.why, None)],
                 note: crate::view::run_note(false),
             },
         }
@@ -481,6 +494,7 @@ impl VmPlan {
                 .refused()
                 .into_iter()
                 .map(|s| Refusal {
+                    line: crate::view::not_planned_line(&s.id, &s.why, None),
                     id: s.id,
                     path: None,
                     reason: s.why,

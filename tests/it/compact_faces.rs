@@ -192,3 +192,164 @@ fn keep_id(sc: &Scratch) -> String {
         serde_json::from_str(&std::fs::read_to_string(sc.data.join("keep.json")).unwrap()).unwrap();
     v["rules"][0]["id"].as_str().unwrap().to_string()
 }
+
+/// Hazard (issue 39, item 4): compaction was offered only where nobody looks. The first
+/// screen's "Next:" names `smolsweep compact` when something is compactable; `why` of a machine
+/// and of a disk gives the command; a machine named to `compact` while it runs is told that it
+/// runs and how to stop it.
+#[test]
+fn compaction_is_named_where_people_look_first_screen_why_and_a_running_machine() {
+    let sc = Scratch::new();
+    let disks = stopped_machines(&sc, &["m1"]);
+    let r = scan(&sc);
+    let total = smolsweep::view::bytes(r.compact.compactable_bytes);
+    let (_, first, _) = cli(&sc, &["scan"]);
+    let next = &first[first.find("Next:").expect("next steps")..];
+    assert!(
+        next.contains(&format!(
+            "`smolsweep compact` gives back {total} inside 1 disk"
+        )),
+        "{first}"
+    );
+    // `why` of the machine and of its disk.
+    let (code, why_m, _) = cli(&sc, &["why", "smolvm:m1"]);
+    assert_eq!(code, 0, "{why_m}");
+    assert!(
+        why_m.contains("`smolsweep compact smolvm:m1` gives back about"),
+        "{why_m}"
+    );
+    let (code, why_d, _) = cli(&sc, &["why", disks[0].to_str().unwrap()]);
+    assert_eq!(code, 0, "{why_d}");
+    assert!(
+        why_d.contains(&format!("`smolsweep compact {}`", disks[0].display())),
+        "{why_d}"
+    );
+    // The command `why` gives is one `compact` takes.
+    let (code, dry, err) = cli(&sc, &["compact", "-n", "smolvm:m1"]);
+    assert_eq!(code, 0, "{dry}{err}");
+
+    // Started (recorded running with a live VM): `compact m1` says it runs and how to stop it.
+    let sm = sc.home.smolvm().unwrap();
+    let bin = smolsweep_fixtures::vmm::standin_bin(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let vm = smolsweep_fixtures::vmm::boot_vm(&bin, &sc.home.root, disks[0].parent().unwrap());
+    sm.record("m1", json!({"state": "running", "pid": vm.pid()}))
+        .unwrap();
+    let (code, out, err) = cli(&sc, &["compact", "m1"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("smolvm:m1 runs ("), "{err}");
+    assert!(
+        err.contains(
+            "stop it with `smolsweep stop smolvm:m1`, then run `smolsweep compact smolvm:m1`"
+        ),
+        "{err}"
+    );
+    let (_, first, _) = cli(&sc, &["scan"]);
+    assert!(
+        !first.contains("smolsweep compact"),
+        "nothing compactable now:\n{first}"
+    );
+}
+
+/// Hazard (issue 39, item 4): a disk left out of a compaction was "Not planned: disk:/…" in the
+/// CLI, "Not included: disk:/…" in the window and a dialog line that named no disk. One wording
+/// on every surface: under "Not planned:", the disk's path and why.
+#[test]
+fn a_skipped_disk_is_worded_one_way_on_every_surface() {
+    let sc = Scratch::new();
+    let disks = stopped_machines(&sc, &["m1"]);
+    let overlay = disks[0].with_file_name("overlay.raw");
+    let r = scan(&sc);
+    let line = format!(
+        "{}: cannot tell what compacting would give back (not an ext4 file system)",
+        overlay.display()
+    );
+    // The CLI's plan.
+    let (_, dry, _) = cli(&sc, &["compact", "-n"]);
+    // (The terminal's width wraps it; its continuations are indented.)
+    let flat = dry.replace("\n  ", "\n").replace("\n", " ");
+    assert!(flat.contains(&format!("Not planned: {line}")), "{dry}");
+    // The window's dialog (its refusals and its heading) and the tray's native dialog.
+    let plan = smolsweep::view::window::compact_plan(&r, &[]).unwrap();
+    assert_eq!(plan.refused.len(), 1, "{:#?}", plan.refused);
+    assert_eq!(plan.refused[0].line, line);
+    assert_eq!(plan.confirmation.not_planned, vec![line.clone()]);
+    let ask = smolsweep::view::window::compact_ask(plan);
+    assert!(
+        ask.message.contains(&format!("Not planned:\n• {line}")),
+        "{}",
+        ask.message
+    );
+    assert_eq!(
+        smolsweep::view::words::Word::NotPlanned.text(),
+        smolsweep::view::NOT_PLANNED
+    );
+}
+
+/// Hazard (issue 39, item 4): `browse` showed machines without the space inside their disks and
+/// could not compact them. Its machine row shows what compacting gives back, and `c` there
+/// plans `smolsweep compact NAME`, reviews it and runs it through the executor (journaled as
+/// browse), the disk smaller afterwards.
+#[test]
+fn browse_shows_compactable_space_on_a_machine_row_and_compacts_it() {
+    use crate::browse::{quote, Tmux};
+    let sc = Scratch::new();
+    let disks = stopped_machines(&sc, &["m1"]);
+    let before = smolsweep_fixtures::disks::allocated(&disks[0]);
+    let r = scan(&sc);
+    let size = smolsweep::view::bytes(r.compact.compactable_bytes);
+    let tmux = Tmux::new(sc.dir());
+    let mut env: Vec<String> = sc
+        .home
+        .env_vars()
+        .into_iter()
+        .map(|(k, v)| format!("{k}={}", quote(Path::new(&v))))
+        .collect();
+    env.push(format!("SMOLSWEEP_DATA_DIR={}", quote(&sc.data)));
+    env.extend([
+        "PATH=/usr/bin:/bin:/usr/sbin:/sbin".into(),
+        "LANG=C.UTF-8".into(),
+        "TERM=screen".into(),
+    ]);
+    let cmd = format!(
+        "env -i {} {} browse",
+        env.join(" "),
+        quote(Path::new(env!("CARGO_BIN_EXE_smolsweep")))
+    );
+    tmux.ok(&[
+        "new-session",
+        "-d",
+        "-s",
+        "b",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &cmd,
+    ]);
+    tmux.cursor_to("Machines (1)");
+    tmux.keys(&["Enter"]);
+    tmux.cursor_to("smolvm   machine  m1");
+    let row = tmux.screen();
+    assert!(row.contains(&format!("{size} compactable")), "{row}");
+    assert!(row.contains("c Compact"), "{row}");
+    tmux.keys(&["c"]);
+    let review = tmux.wait_for("the question", |s| s.contains("? [y/N]"));
+    assert!(review.contains("Compact 1 disk"), "{review}");
+    assert!(
+        review.contains("Not planned:"),
+        "the overlay, worded as everywhere:\n{review}"
+    );
+    tmux.keys(&["y"]);
+    let done = tmux.wait_for("the closing line", |s| s.contains(" failed"));
+    assert!(done.contains("1 done, 0 skipped, 0 failed"), "{done}");
+    assert!(
+        smolsweep_fixtures::disks::allocated(&disks[0]) + (11 << 20) <= before,
+        "the disk gave its free space back"
+    );
+    let (_, history, _) = cli(&sc, &["history", "--json"]);
+    let v: Value = serde_json::from_str(&history).unwrap();
+    assert_eq!(v["runs"][0]["origin"]["command"], "browse", "{v}");
+    tmux.keys(&["x"]);
+    tmux.wait_for("the list again", |s| s.contains("q quit"));
+    tmux.keys(&["q"]);
+}

@@ -323,7 +323,7 @@ fn tray_icon_shows_orphans_and_opens_its_menu_in_a_tray_host() {
     s.save();
     let (_app, bus, path) = started(&s, "tray-orphans");
     menu_with(&bus, &path, "the orphan in the menu", |l| {
-        item(l, "1 VM still running").is_some()
+        item(l, "Running VMs: 1 (1 orphaned)").is_some()
     });
     std::thread::sleep(std::time::Duration::from_secs(1));
     let shot = dir.path().join("orphans.png");

@@ -1978,7 +1978,7 @@ fn other_homes_vm_processes_fold_into_one_group_with_a_count() {
     let st = call(&w, "rescan", json!({})).unwrap();
     assert_eq!(
         st["view"]["other_homes_line"],
-        json!("2 VM processes of other HOMEs: shown, never acted on.")
+        json!("VM processes of other HOMEs: 2 (shown, never acted on).")
     );
     let this_home: Vec<bool> = st["view"]["processes"]
         .as_array()

@@ -172,7 +172,7 @@ async fn running_vms_folds_other_homes_into_one_group_with_a_count() {
     let summary = text_of(&c, "#other-homes > summary").await;
     assert_eq!(
         summary,
-        "3 VM processes of other HOMEs: shown, never acted on."
+        "VM processes of other HOMEs: 3 (shown, never acted on)."
     );
     let order = js(
         &c,

@@ -116,6 +116,18 @@ pub fn explain(facts: &WhyFacts, asked: &Asked) -> Why {
         Asked::Machine { product, name } => machine_why(facts, *product, name, &mut why),
         Asked::Process(pid) => process_why(facts, *pid, &mut why),
     }
+    // A disk inside what the scan judges as a whole (a smolvm machine's `storage.raw` in its
+    // directory) is estimated on its own: its estimate and its command are said too.
+    if let (Asked::Path(p), true) = (asked, why.compact.is_empty()) {
+        why.compact = facts
+            .report
+            .compact
+            .disks
+            .iter()
+            .filter(|d| d.path == *p)
+            .cloned()
+            .collect();
+    }
     why.lines = render(&why);
     why
 }

@@ -106,10 +106,37 @@ pub(super) fn render_finding(why: &Why, out: &mut Vec<Line>) {
     render_compact(why, out);
 }
 
-/// "Compact": one sentence per disk estimated (opt-in, never in the reclaimable total).
+/// "Compact": one sentence per disk estimated (opt-in, never in the reclaimable total), then the
+/// command that gives back what they hold (issue 39, item 4): `smolsweep compact smolvm:web`
+/// for a machine or sandbox, `smolsweep compact PATH` for a disk.
 pub(super) fn render_compact(why: &Why, out: &mut Vec<Line>) {
     for d in &why.compact {
         out.push(line("Compact", disk_sentence(d)));
+    }
+    let open = why.compact.iter().filter(|d| d.kept.is_none());
+    let n: u64 = open.clone().map(|d| d.compactable_bytes).sum();
+    let Some(first) = open.clone().find(|d| d.compactable_bytes > 0) else {
+        return;
+    };
+    let target = match &why.asked {
+        Asked::Machine { product, name } => format!("{}:{name}", product.as_str()),
+        _ => shell_word(&crate::pathser::shown(&first.path)),
+    };
+    out.push(line(
+        "Compact",
+        format!(
+            "`smolsweep compact {target}` gives back about {} (opt-in, not in the reclaimable total).",
+            bytes(n)
+        ),
+    ));
+}
+
+/// `s` as one word of a shell command: as it is when it needs no quoting, else single-quoted.
+fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%,".contains(c);
+    match !s.is_empty() && s.chars().all(plain) {
+        true => s.to_string(),
+        false => format!("'{}'", s.replace('\'', r"'\''")),
     }
 }
 
