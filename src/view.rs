@@ -25,6 +25,8 @@ mod compact;
 mod confirm;
 /// Keep rules and filter controls as the window shows them.
 pub mod keeps;
+/// What the desktop app says before it has a window: its help, and why it cannot start.
+pub mod launch;
 /// The line a person reads for one planned action.
 mod lines;
 mod localtime;
@@ -578,7 +580,10 @@ fn groups(r: &ScanReport) -> Vec<Group> {
                     label: f.kind.label(),
                     meaning: f.kind.meaning(),
                     risk: f.kind.risk(),
-                    risk_label: f.kind.risk().label(),
+                    risk_label: match f.kind.risk() {
+                        Risk::Live => LIVE_NOT_IN_USE,
+                        r => r.label(),
+                    },
                     count: 0,
                     bytes: 0,
                     size: String::new(),
@@ -592,6 +597,10 @@ fn groups(r: &ScanReport) -> Vec<Group> {
             }
         };
         let g = &mut out[i];
+        // "in use" is said only of a group where a process uses something (issue 39, item 7).
+        if g.risk == Risk::Live && !f.used_by.is_empty() {
+            g.risk_label = g.risk.label();
+        }
         g.count += 1;
         g.bytes += f.allocated_bytes;
         match f.verdict {
@@ -699,14 +708,15 @@ fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
         m.effective_state.clone()
     };
     let noun = m.product.noun();
-    let stale = m.state == "running" && !m.alive;
+    let stale = stale_record(m);
     MachineRow {
         product: m.product,
         name: m.name.clone(),
         noun,
         running: m.alive,
         stale,
-        state_label: match stale {
+        // Said once: the scan's state may say it already ("stale: recorded running, …").
+        state_label: match stale && !state.starts_with("stale") {
             true => format!("{state} (stale: its VM process is gone)"),
             false => state.clone(),
         },
@@ -723,6 +733,18 @@ fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
             b => Some(format!("{} compactable", bytes(b))),
         },
     }
+}
+
+/// Whether `m`'s record says its VM runs while that VM is gone: recorded running, or (a Celesto
+/// sandbox, whose paused guest stays a live QEMU or Firecracker process) recorded paused with a
+/// pid that is dead. A smolvm machine pauses to a checkpoint on disk: no process is expected.
+fn stale_record(m: &Machine) -> bool {
+    let expects_process = match m.state.as_str() {
+        "running" => true,
+        "paused" => m.product == Product::Celesto && m.pid.is_some(),
+        _ => false,
+    };
+    expects_process && !m.alive
 }
 
 /// The scan report as JSON, with what the text surfaces say about each machine beside its
@@ -750,6 +772,10 @@ pub fn report_json(r: &ScanReport) -> serde_json::Value {
 /// `--include-caches`, as `prune --help` says it.
 pub const CACHES_BY_DEFAULT: &str = " (without it, only image caches of versions the installed \
 Celesto no longer uses go, as with its own `image prune`)";
+
+/// The risk of a group of what belongs to something that exists, when no process uses any of
+/// it ("in use" is said only where one does).
+pub const LIVE_NOT_IN_USE: &str = "belongs to what exists";
 
 /// What a smolvm helper machine is, on every surface that lists machines.
 const HELPER_ROLE: &str = "helper machine of an image build";
@@ -861,8 +887,16 @@ pub fn ascii(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
-            '—' | '–' => out.push('-'),
+            '—' | '–' | '−' | '─' => out.push('-'),
             '→' => out.push_str("->"),
+            '←' => out.push_str("<-"),
+            '↑' => out.push_str("Up"),
+            '↓' => out.push_str("Down"),
+            '·' => out.push('-'),
+            '•' => out.push('*'),
+            '≥' => out.push_str(">="),
+            '▾' => out.push('-'),
+            '▸' => out.push('+'),
             '…' => out.push_str("..."),
             '‘' | '’' => out.push('\''),
             '“' | '”' => out.push('"'),

@@ -14,10 +14,20 @@
 
 use std::io::{ErrorKind, Write};
 
-/// Write text for a person to stdout (and flush), fit to the terminal's width.
+/// Write text for a person to stdout (and flush), fit to the terminal's width; ASCII only when
+/// the locale is not UTF-8 (`view::ascii`), whichever command wrote it.
 pub fn print(s: &str) {
+    let ascii = !utf8_locale();
+    let folded;
+    let s = match ascii {
+        true => {
+            folded = smolsweep::view::ascii(s);
+            folded.as_str()
+        }
+        false => s,
+    };
     match width() {
-        Some(w) => write_all(fit(s, w, !utf8_locale()).as_bytes()),
+        Some(w) => write_all(fit(s, w, ascii).as_bytes()),
         None => write_all(s.as_bytes()),
     }
 }
@@ -66,11 +76,38 @@ fn columns(s: &str) -> usize {
     n
 }
 
-/// Columns a word is laid out as: [`columns`], except that a number of four or more digits, or a
-/// number closing a parenthesis ("(process 812),"), is a process id and counts as seven, the
-/// most a pid has: lines break in the same places whatever the pids are (the reviewed text of
-/// the suite does not depend on them; a fresh machine's pids are short), and never wider.
+/// Words a process id follows ("pid 812", "kill 812", "(process 812)").
+const PID_WORDS: [&str; 6] = ["pid", "pids", "process", "processes", "kill", "reap"];
+
+/// Whether `tok` is a process id after `prev`: a number after one of [`PID_WORDS`].
+fn is_pid_after(prev: &str, tok: &str) -> bool {
+    let prev = prev.trim_start_matches(['(', '`']).to_ascii_lowercase();
+    let n = tok.trim_end_matches([')', ',', '.', ';', ':', '`']);
+    PID_WORDS.contains(&prev.as_str()) && !n.is_empty() && n.chars().all(|c| c.is_ascii_digit())
+}
+
+/// Columns a word is laid out as: [`columns`], except that a process id counts as seven, the
+/// most a pid has: a number of four or more digits, a number closing a parenthesis ("(process
+/// 812),"), or a number after a word that names a pid ("kill 812", glued to it by [`glued`]).
+/// Lines break in the same places whatever the pids are (the reviewed text of the suite does
+/// not depend on them; a fresh machine's pids are short), and never wider.
 pub(crate) fn layout_columns(word: &str) -> usize {
+    if word.contains(' ') {
+        let parts: Vec<&str> = word.split(' ').collect();
+        return parts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| match i > 0 && is_pid_after(parts[i - 1], p) {
+                true => {
+                    let digits = p.chars().filter(char::is_ascii_digit).count();
+                    columns(p) + 7usize.saturating_sub(digits)
+                }
+                false => layout_columns(p),
+            })
+            .sum::<usize>()
+            + parts.len()
+            - 1;
+    }
     let digits = word.chars().filter(char::is_ascii_digit).count();
     let number = word
         .trim_start_matches('(')
@@ -159,7 +196,8 @@ fn is_unit(tok: &str) -> bool {
 }
 
 /// Whether a line may not break between `prev` and `tok`: a number and its unit ("12.6 MB"), a
-/// date and the time after it ("2026-12-03 04:36:22").
+/// date and the time after it ("2026-12-03 04:36:22"), a process id and the word that names it
+/// ("pid 3089", "kill 3089").
 pub(crate) fn glued(prev: &str, tok: &str) -> bool {
     let is_date = |s: &str| {
         let b = s.as_bytes();
@@ -172,7 +210,7 @@ pub(crate) fn glued(prev: &str, tok: &str) -> bool {
         let b = s.as_bytes();
         b.len() >= 5 && b[2] == b':' && b[..2].iter().all(u8::is_ascii_digit)
     };
-    (is_date(prev) && is_time(tok)) || (is_number(prev) && is_unit(tok))
+    (is_date(prev) && is_time(tok)) || (is_number(prev) && is_unit(tok)) || is_pid_after(prev, tok)
 }
 
 /// The words of `line` after its indent, each with the spaces before it beyond one; a date and
@@ -306,6 +344,14 @@ mod tests {
         assert_eq!(layout_columns("4321"), layout_columns("1234567"));
         assert_eq!(layout_columns("(1"), 2);
         assert_eq!(layout_columns("8"), 1);
+        // A short pid after the word that names it is laid out as a long one, and kept with it.
+        assert_eq!(layout_columns("kill 812"), layout_columns("kill 1234567"));
+        assert_eq!(
+            layout_columns("(process 812),"),
+            layout_columns("(process 1234567),")
+        );
+        assert!(super::glued("kill", "812") && super::glued("pid", "3089,"));
+        assert!(!super::glued("in", "812"));
     }
 
     /// Hazard (issue 39, item 7): a plan line broke "about 12.6 MB" into "about 12.6" and "MB".

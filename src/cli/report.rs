@@ -182,7 +182,14 @@ fn first_screen(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) 
     compact(&mut tail, v, o, paint, false);
     items(&mut tail, v, o, paint);
     next_steps(&mut tail, v, o, paint);
-    let used = head.lines().count() + tail.lines().count() + usize::from(any_rows > 0);
+    // The line of other HOMEs' VM processes counts whether or not this machine has any: what the
+    // first screen shows of this HOME does not depend on other people's VMs.
+    let others_absent =
+        v.other_homes_count.is_none() && v.processes_line(o.width, o.ascii, false).is_some();
+    let used = head.lines().count()
+        + tail.lines().count()
+        + usize::from(any_rows > 0)
+        + usize::from(others_absent);
     // The rows get what is left, less the folded line's (it may wrap).
     let mut rows = SCREEN_LINES.saturating_sub(used).max(2);
     let (screen, more) = loop {

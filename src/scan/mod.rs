@@ -19,6 +19,7 @@ pub(crate) mod ctx;
 pub mod memo;
 pub(crate) mod procindex;
 mod smolvm;
+mod story;
 pub(crate) mod version;
 
 /// Watching the VM processes a scan found, to hear the moment one exits (the app rescans then).
@@ -129,6 +130,7 @@ pub(crate) fn scan_sized(
     drift_guard(&mut report, &opts.env, &ctx.installs);
     crate::chains::link(&mut report, &mut ctx.chains);
     crate::keep::apply_for(&mut report, &opts.env);
+    story::tell(&mut report);
     report.compact = crate::compact::survey(&report);
     report.compute_totals();
     report

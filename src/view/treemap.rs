@@ -20,6 +20,9 @@ pub struct Tile {
     pub kind_label: &'static str,
     /// The path, escaped for display.
     pub path: String,
+    /// What the tile is labelled: a machine's name for its directory (smolvm names it by a
+    /// hash), else the file's name.
+    pub name: String,
     /// The path shortened from the middle (the full one is `path`).
     pub short_path: String,
     /// Allocated bytes: the tile's area.
@@ -126,6 +129,21 @@ fn squarify(sizes: &[f64], r: TileRect) -> Vec<TileRect> {
     out
 }
 
+/// A tile's label: the name of the machine a directory named by its hash belongs to (smolvm's
+/// `vms/<hash16>/`), else the file's name.
+fn tile_name(f: &Finding) -> String {
+    let file = f
+        .path
+        .file_name()
+        .map(|n| crate::pathser::shown(std::path::Path::new(n)))
+        .unwrap_or_default();
+    let hashed = file.len() == 16 && file.chars().all(|c| c.is_ascii_hexdigit());
+    match &f.owner {
+        Some(o) if hashed => crate::pathser::escape_text(o),
+        _ => file,
+    }
+}
+
 /// The treemap of a scan in a `width` × `height` area: products, then kinds, then items, each
 /// squarified by allocated bytes; items of no allocated bytes are left out (no area to draw).
 pub fn treemap(r: &ScanReport, width: f64, height: f64) -> Vec<Tile> {
@@ -163,6 +181,7 @@ pub fn treemap(r: &ScanReport, width: f64, height: f64) -> Vec<Tile> {
                     kind: f.kind,
                     kind_label: f.kind.label(),
                     path: crate::pathser::shown(&f.path),
+                    name: tile_name(f),
                     short_path: short_path(&f.path, 48),
                     bytes: f.allocated_bytes,
                     size: bytes(f.allocated_bytes),
@@ -315,6 +334,47 @@ mod treemap_tests {
         let y0 = cel.iter().map(|r| r.y).fold(f64::INFINITY, f64::min);
         let y1 = cel.iter().map(|r| r.y + r.h).fold(0.0, f64::max);
         assert!(((x1 - x0) * (y1 - y0) - 900.0).abs() < 1e-6);
+    }
+
+    /// Hazard (issue 39, item 7): the treemap labelled a smolvm machine's directory by its hash
+    /// ("4b5e57f6eb2f42b9"). A machine's tile says its name; a file's tile its file name.
+    #[test]
+    fn the_treemap_labels_machines_by_name_not_hash() {
+        let f = |path: &str, owner: Option<&str>| Finding {
+            id: path.into(),
+            product: Product::Smolvm,
+            kind: FindingKind::SmolvmMachineDir,
+            path: std::path::PathBuf::from(path),
+            owner: owner.map(String::from),
+            apparent_bytes: 10,
+            allocated_bytes: 10,
+            verdict: Verdict::Protected,
+            reason: String::new(),
+            opt_in_class: None,
+            identity: None,
+            is_dir: true,
+            root: None,
+            mounts_inside: vec![],
+            owner_recheck: None,
+            refs: vec![],
+            kept: None,
+            newest_change_ns: 0,
+            used_by: Vec::new(),
+            needed_by: Vec::new(),
+        };
+        assert_eq!(
+            tile_name(&f("/h/.cache/smolvm/vms/4b5e57f6eb2f42b9", Some("web"))),
+            "web"
+        );
+        assert_eq!(
+            tile_name(&f("/h/.cache/smolvm/vms/4b5e57f6eb2f42b9", None)),
+            "4b5e57f6eb2f42b9",
+            "no record: the hash is all there is"
+        );
+        assert_eq!(
+            tile_name(&f("/h/disks/orph1.ext4", Some("orph1"))),
+            "orph1.ext4"
+        );
     }
 
     /// Issue 17: a kept machine or VM process offers no Stop, Delete or End process in the

@@ -146,7 +146,6 @@ words! {
     HistoryLegacy = "history_legacy" => "Reclaims recorded by older versions of this window are in {legacy}; they were not imported.",
     NothingHasRun = "nothing_has_run" => "Nothing has run yet.",
     RunsNewestFirst = "runs_newest_first" => "Runs, newest first",
-    DidNotFinish = "did_not_finish" => "did not finish",
 
     // Settings.
     ScanEvery = "scan_every" => "Scan every",

@@ -38,7 +38,10 @@ fn normalise(text: &str, root: &Path) -> String {
     let text = text.replace(&root.display().to_string(), "<T>");
     let lines: Vec<&str> = text
         .split_inclusive('\n')
-        .filter(|l| !l.contains("of other HOMEs: ") || !l.contains("(--all-homes lists them)"))
+        .filter(|l| {
+            let plain = l.replace("\x1b[1m", "").replace("\x1b[0m", "");
+            !plain.contains("of other HOMEs: ") || !plain.contains("(--all-homes lists them)")
+        })
         .collect();
     // A "VM processes" heading left with nothing under it was there only for that count: it
     // goes with the blank line that closed its section.

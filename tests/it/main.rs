@@ -23,6 +23,7 @@ mod items;
 mod keep;
 mod nouns;
 mod one_number;
+mod one_story;
 mod pipeline;
 mod procmemo;
 // A real QEMU VM watched through `/proc`: Linux only.

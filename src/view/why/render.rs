@@ -120,7 +120,7 @@ pub(super) fn render_compact(why: &Why, out: &mut Vec<Line>) {
     };
     let target = match &why.asked {
         Asked::Machine { product, name } => format!("{}:{name}", product.as_str()),
-        _ => shell_word(&crate::pathser::shown(&first.path)),
+        _ => crate::view::confirm::shell_word(&crate::pathser::shown(&first.path)),
     };
     out.push(line(
         "Compact",
@@ -129,15 +129,6 @@ pub(super) fn render_compact(why: &Why, out: &mut Vec<Line>) {
             bytes(n)
         ),
     ));
-}
-
-/// `s` as one word of a shell command: as it is when it needs no quoting, else single-quoted.
-fn shell_word(s: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%,".contains(c);
-    match !s.is_empty() && s.chars().all(plain) {
-        true => s.to_string(),
-        false => format!("'{}'", s.replace('\'', r"'\''")),
-    }
 }
 
 pub(super) fn use_words(u: Use) -> &'static str {
@@ -385,19 +376,36 @@ pub(super) fn render_machine(why: &Why, product: Product, name: &str, out: &mut 
             ));
             return;
         }
-        out.push(line(
-            "",
-            format!(
+        let head = match (&why.reason, why.processes.is_empty()) {
+            (Some(story), false) => format!("{shown}: {story}"),
+            _ => format!(
                 "{shown}: no {} inventory records it any more; the scan found what it left behind.",
                 product.display_name()
             ),
-        ));
+        };
+        out.push(line("", head));
+        // Its VM still runs: the one story the scan tells of it, and the command that ends it.
+        for p in &why.processes {
+            let vm = p.vm.as_ref().map(vm_words).unwrap_or_default();
+            out.push(line(
+                "Processes",
+                format!("{}, {vm}, runs it.", process_words(p)),
+            ));
+        }
         render_items("Leftovers", why, out);
         render_version(why, out);
-        out.push(line(
-            "To free",
-            "`smolsweep why PATH` explains each; `smolsweep prune` frees those that are reclaimable.",
-        ));
+        if why.processes.is_empty() {
+            out.push(line(
+                "To free",
+                "`smolsweep why PATH` explains each; `smolsweep prune` frees those that are reclaimable.",
+            ));
+        } else {
+            render_free(why, out);
+            out.push(line(
+                "To free",
+                "Once its VM has ended, `smolsweep prune` frees what it left.",
+            ));
+        }
         return;
     };
     out.push(line("", format!("{} {shown}", rec.noun)));
