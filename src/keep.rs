@@ -472,10 +472,7 @@ pub(crate) fn apply_for(report: &mut ScanReport, env: &EnvSnapshot) {
 /// scan already judged, then shown by the app, gets the same verdicts and one problem line).
 pub fn apply_at(report: &mut ScanReport, path: &Path) {
     match Keeps::load(path) {
-        Ok(k) => {
-            k.apply(report);
-            crate::compact::apply_keeps(report, false);
-        }
+        Ok(k) => k.apply(report),
         Err(e) => {
             let problem = format!("Keep rules could not be read: {e}");
             for p in &mut report.products {
@@ -497,7 +494,6 @@ pub fn apply_at(report: &mut ScanReport, path: &Path) {
                 }
             }
             hold_together(report);
-            crate::compact::apply_keeps(report, true);
         }
     }
 }

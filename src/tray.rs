@@ -113,7 +113,8 @@ pub enum TrayEntry {
         label: String,
         /// Whether it can be opened.
         enabled: bool,
-        /// Its entries ("Stop", for an orphan "End the orphaned VM process", and "Why?").
+        /// Its entries: its one action ("End process" for an orphan, "Stop" for a VM its record
+        /// owns) and "Why?".
         items: Vec<TrayItem>,
     },
 }

@@ -820,18 +820,16 @@ async function loadHistory() {
 
 // History is read again whenever any surface (this window, the tray, the command line, the
 // uninstall, an automatic run) has journaled a run: the core's stamp of the journal changes.
+// Asked only while History is shown.
 let historyStamp = null;
 async function historyChanged() {
   let stamp;
   try { stamp = await invoke("get_history_stamp"); } catch (e) { return; }
-  if (historyStamp !== null && stamp !== historyStamp && state.view === "history") {
-    historyStamp = stamp;
-    await loadHistory();
-    return;
-  }
+  if (stamp === historyStamp) return;
   historyStamp = stamp;
+  await loadHistory();
 }
-setInterval(() => { if (!document.hidden) historyChanged(); }, 2000);
+setInterval(() => { if (state.view === "history") historyChanged(); }, 2000);
 
 async function loadSettings() {
   const s = await invoke("get_settings");

@@ -56,9 +56,17 @@ pub fn width() -> Option<usize> {
         return Some(n.max(20));
     }
     if std::io::stdout().is_terminal() {
-        return crate::cli::progress::columns(libc::STDOUT_FILENO).map(|n| n.max(20));
+        return terminal_columns(libc::STDOUT_FILENO).map(|n| n.max(20));
     }
     None
+}
+
+/// The width of the terminal on file descriptor `fd`, when it is one.
+pub(crate) fn terminal_columns(fd: libc::c_int) -> Option<usize> {
+    // SAFETY: TIOCGWINSZ fills the winsize it is given and reads nothing else.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
+    (r == 0 && ws.ws_col > 0).then_some(ws.ws_col as usize)
 }
 
 /// Columns `s` takes: characters, colour sequences taking none.

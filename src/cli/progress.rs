@@ -57,15 +57,7 @@ pub fn plan_bytes(plan: &Plan) -> Vec<u64> {
 
 /// The width of the terminal on stderr, when it is one.
 fn stderr_columns() -> Option<usize> {
-    columns(libc::STDERR_FILENO)
-}
-
-/// The width of the terminal on file descriptor `fd`, when it is one.
-pub(crate) fn columns(fd: libc::c_int) -> Option<usize> {
-    // SAFETY: TIOCGWINSZ fills the winsize it is given and reads nothing else.
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
-    (r == 0 && ws.ws_col > 0).then_some(ws.ws_col as usize)
+    crate::cli::out::terminal_columns(libc::STDERR_FILENO)
 }
 
 #[derive(Default)]

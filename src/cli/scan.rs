@@ -60,7 +60,7 @@ fn terminal_width(tty: bool) -> usize {
         return n;
     }
     if tty {
-        if let Some(n) = crate::cli::progress::columns(libc::STDOUT_FILENO) {
+        if let Some(n) = crate::cli::out::terminal_columns(libc::STDOUT_FILENO) {
             return n;
         }
     }

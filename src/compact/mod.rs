@@ -23,7 +23,8 @@ mod survey;
 pub(crate) mod tools;
 
 pub use plan::compact_plan;
-pub(crate) use survey::{apply_keeps, survey};
+pub use survey::apply_keeps_at;
+pub(crate) use survey::survey;
 
 use std::collections::HashMap;
 use std::fs::File;

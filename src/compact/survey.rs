@@ -189,11 +189,17 @@ pub(crate) fn survey(r: &ScanReport) -> CompactReport {
     CompactReport::of(disks)
 }
 
-/// Keep rules applied again to a report that was estimated already (the app after "Keep", a
-/// run after the keep file changed): a disk a rule now keeps loses its estimate and counts
-/// nowhere; one no rule keeps any more is estimated again. `unreadable`: the keep file could
-/// not be read, so every disk may be kept.
-pub(crate) fn apply_keeps(r: &mut ScanReport, unreadable: bool) {
+/// The keep rules saved at `path` applied to a report that was scanned and estimated already
+/// (the app's saved report, a window after "Keep"): what [`crate::keep::apply_at`] does, and a
+/// disk a rule now keeps loses its estimate and counts nowhere (one no rule keeps any more is
+/// estimated again); a keep file that cannot be read may keep every disk.
+pub fn apply_keeps_at(r: &mut ScanReport, path: &Path) {
+    let unreadable = crate::keep::Keeps::load(path).is_err();
+    crate::keep::apply_at(r, path);
+    apply_keeps(r, unreadable);
+}
+
+fn apply_keeps(r: &mut ScanReport, unreadable: bool) {
     let disks = std::mem::take(&mut r.compact.disks);
     let disks = disks
         .into_iter()

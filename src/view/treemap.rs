@@ -203,6 +203,32 @@ pub fn treemap(r: &ScanReport, width: f64, height: f64) -> Vec<Tile> {
 mod treemap_tests {
     use super::*;
 
+    /// A finding of `kind` at `path`, 10 bytes, of smolvm.
+    fn finding(path: &str, kind: FindingKind, verdict: Verdict) -> Finding {
+        Finding {
+            id: path.into(),
+            product: Product::Smolvm,
+            kind,
+            path: std::path::PathBuf::from(path),
+            owner: None,
+            apparent_bytes: 10,
+            allocated_bytes: 10,
+            verdict,
+            reason: String::new(),
+            opt_in_class: None,
+            identity: None,
+            is_dir: false,
+            root: None,
+            mounts_inside: vec![],
+            owner_recheck: None,
+            refs: vec![],
+            kept: None,
+            newest_change_ns: 0,
+            used_by: Vec::new(),
+            needed_by: Vec::new(),
+        }
+    }
+
     fn rect_of(t: &Tile) -> TileRect {
         TileRect {
             x: t.x,
@@ -242,27 +268,11 @@ mod treemap_tests {
 
     #[test]
     fn a_scan_s_treemap_nests_products_and_kinds_and_keeps_every_byte() {
-        let mk = |product, kind, name: &str, bytes: u64, verdict| Finding {
-            id: name.into(),
-            product,
-            kind,
-            path: std::path::PathBuf::from(format!("/h/{name}")),
-            owner: None,
-            apparent_bytes: bytes * 2,
-            allocated_bytes: bytes,
-            verdict,
-            reason: String::new(),
-            opt_in_class: None,
-            identity: None,
-            is_dir: false,
-            root: None,
-            mounts_inside: vec![],
-            owner_recheck: None,
-            refs: vec![],
-            kept: None,
-            newest_change_ns: 0,
-            used_by: Vec::new(),
-            needed_by: Vec::new(),
+        let mk = |product, kind, name: &str, bytes: u64, verdict| {
+            let mut f = finding(&format!("/h/{name}"), kind, verdict);
+            (f.id, f.product, f.apparent_bytes, f.allocated_bytes) =
+                (name.into(), product, bytes * 2, bytes);
+            f
         };
         let findings = vec![
             mk(
@@ -340,27 +350,10 @@ mod treemap_tests {
     /// ("4b5e57f6eb2f42b9"). A machine's tile says its name; a file's tile its file name.
     #[test]
     fn the_treemap_labels_machines_by_name_not_hash() {
-        let f = |path: &str, owner: Option<&str>| Finding {
-            id: path.into(),
-            product: Product::Smolvm,
-            kind: FindingKind::SmolvmMachineDir,
-            path: std::path::PathBuf::from(path),
-            owner: owner.map(String::from),
-            apparent_bytes: 10,
-            allocated_bytes: 10,
-            verdict: Verdict::Protected,
-            reason: String::new(),
-            opt_in_class: None,
-            identity: None,
-            is_dir: true,
-            root: None,
-            mounts_inside: vec![],
-            owner_recheck: None,
-            refs: vec![],
-            kept: None,
-            newest_change_ns: 0,
-            used_by: Vec::new(),
-            needed_by: Vec::new(),
+        let f = |path: &str, owner: Option<&str>| {
+            let mut f = finding(path, FindingKind::SmolvmMachineDir, Verdict::Protected);
+            f.owner = owner.map(String::from);
+            f
         };
         assert_eq!(
             tile_name(&f("/h/.cache/smolvm/vms/4b5e57f6eb2f42b9", Some("web"))),

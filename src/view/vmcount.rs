@@ -19,6 +19,8 @@ pub struct VmCount {
     pub orphans: usize,
     /// VM processes of other HOMEs: shown, never acted on, never in [`VmCount::running`].
     pub other_homes: usize,
+    /// This HOME's running VMs: the three above added (the window's badge).
+    pub running: usize,
 }
 
 impl VmCount {
@@ -31,9 +33,10 @@ impl VmCount {
                 .count()
         };
         let this_home = |p: &&crate::model::VmProcess| p.scope == Scope::ThisHome;
-        VmCount {
+        let mut c = VmCount {
             sandboxes: alive(Product::Celesto),
             machines: alive(Product::Smolvm),
+            running: 0,
             orphans: r
                 .processes
                 .iter()
@@ -41,7 +44,9 @@ impl VmCount {
                 .filter(|p| p.orphan)
                 .count(),
             other_homes: r.processes.iter().filter(|p| !this_home(p)).count(),
-        }
+        };
+        c.running = c.sandboxes + c.machines + c.orphans;
+        c
     }
 
     /// This HOME's running VMs: machines, sandboxes and orphaned VM processes.
@@ -99,6 +104,7 @@ mod tests {
             machines: 2,
             orphans: 1,
             other_homes: 3,
+            running: 4,
         };
         assert_eq!(c.running(), 4);
         assert_eq!(

@@ -102,6 +102,30 @@ impl Drop for Tmux {
     }
 }
 
+/// `env -i VARS PATH=… LANG=… TERM=screen smolsweep ARGS`, as a shell command line: the binary
+/// with `vars` and nothing else of this process's environment.
+pub(crate) fn command_line(
+    vars: Vec<(String, String)>,
+    path: &str,
+    lang: &str,
+    args: &str,
+) -> String {
+    let mut env: Vec<String> = vars
+        .into_iter()
+        .map(|(k, v)| format!("{k}={}", quote(Path::new(&v))))
+        .collect();
+    env.extend([
+        format!("PATH={path}"),
+        format!("LANG={lang}"),
+        "TERM=screen".into(),
+    ]);
+    format!(
+        "env -i {} {} {args}",
+        env.join(" "),
+        quote(Path::new(env!("CARGO_BIN_EXE_smolsweep")))
+    )
+}
+
 pub(crate) fn quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
 }
@@ -141,21 +165,12 @@ impl Scratch {
 
     /// `env -i VAR=… smolsweep ARGS`, as a shell command line.
     fn command_line(&self, args: &str, lang: &str) -> String {
-        let mut env: Vec<String> = self
-            .home
-            .env_vars()
-            .into_iter()
-            .map(|(k, v)| format!("{k}={}", quote(Path::new(&v))))
-            .collect();
-        env.push(format!("SMOLSWEEP_DATA_DIR={}", quote(&self.data())));
-        env.push("PATH=/usr/bin:/bin".into());
-        env.push(format!("LANG={lang}"));
-        env.push("TERM=screen".into());
-        format!(
-            "env -i {} {} {args}",
-            env.join(" "),
-            quote(Path::new(env!("CARGO_BIN_EXE_smolsweep")))
-        )
+        let mut vars = self.home.env_vars();
+        vars.push((
+            "SMOLSWEEP_DATA_DIR".into(),
+            self.data().display().to_string(),
+        ));
+        command_line(vars, "/usr/bin:/bin", lang, args)
     }
 }
 

@@ -267,3 +267,42 @@ fn the_quick_start_is_two_commands_and_ci_runs_test_sh_alone() {
         "{ci}"
     );
 }
+
+/// Hazard (issue 39, item 5): History listed a run of 26 actions as 26 lines. Its view shows the
+/// first two of the core's lines (what `smolsweep history RUN` prints) and folds the rest into
+/// "…and 24 more"; a run of three shows all three (folding one line saves nothing).
+#[test]
+fn history_folds_a_long_run_after_two_lines() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let d = home.celesto_data_dir().unwrap();
+    for i in 0..26 {
+        d.disk(&format!("gone{i:02}"), "qcow2", 1 << 16, 1 << 14)
+            .unwrap();
+    }
+    smolsweep_fixtures::age_tree(t.path(), OLD).unwrap();
+    let data = t.path().join("data");
+    let (code, v) = smolsweep(&home, &data, &["prune", "-y", "--json"], "/usr/bin:/bin");
+    assert_eq!(code, 0, "{v:#}");
+    let journal = data.join(smolsweep::journal::JOURNAL_FILE);
+    let h = smolsweep::view::runs::history(Some(&journal), None);
+    let run = &h.runs[0];
+    assert_eq!(run.lines.len(), 26);
+    assert_eq!(run.shown, 2);
+    assert_eq!(run.more.as_deref(), Some("…and 24 more"));
+    assert!(run.lines[0].starts_with("done "), "{:?}", run.lines[0]);
+    assert_eq!(run.origin_line, "cli · prune");
+    let stamp = smolsweep::view::runs::history_stamp(Some(&journal));
+    assert!(!stamp.is_empty());
+    // Another run, by any surface, changes the stamp the window watches.
+    for i in 0..3 {
+        d.disk(&format!("late{i}"), "qcow2", 1 << 16, 1 << 14)
+            .unwrap();
+    }
+    smolsweep_fixtures::age_tree(t.path(), OLD).unwrap();
+    let (code, _) = smolsweep(&home, &data, &["prune", "-y", "--json"], "/usr/bin:/bin");
+    assert_eq!(code, 0);
+    assert_ne!(smolsweep::view::runs::history_stamp(Some(&journal)), stamp);
+    let h = smolsweep::view::runs::history(Some(&journal), None);
+    assert_eq!((h.runs[0].shown, h.runs[0].more.is_none()), (3, true));
+}

@@ -161,7 +161,8 @@ fn a_kept_machines_disk_is_never_estimated_counted_offered_or_planned_for_compac
 }
 
 /// Hazard (issue 39, item 1): the window applies a rule saved after its scan to the report it
-/// shows; the disk that rule keeps stopped being offered only at the next scan.
+/// shows (`target::apply_keeps_at`); the disk that rule keeps stopped being offered only at the
+/// next scan.
 #[test]
 fn a_disk_kept_after_the_scan_is_no_longer_offered_for_compaction() {
     let sc = Scratch::new();
@@ -171,7 +172,7 @@ fn a_disk_kept_after_the_scan_is_no_longer_offered_for_compaction() {
     let (code, _, err) = cli(&sc, &["keep", "add", "smolvm:m2"]);
     assert_eq!(code, 0, "{err}");
     let keep_file = sc.data.join("keep.json");
-    smolsweep::keep::apply_at(&mut r, &keep_file);
+    smolsweep::target::apply_keeps_at(&mut r, &keep_file);
     assert!(disk(&r, &disks[1]).kept.is_some());
     assert_eq!(r.compact.compactable_disks, 1);
     let tray = TrayModel::from_report(&r, &TraySettings::default());
@@ -291,30 +292,16 @@ fn a_skipped_disk_is_worded_one_way_on_every_surface() {
 /// browse), the disk smaller afterwards.
 #[test]
 fn browse_shows_compactable_space_on_a_machine_row_and_compacts_it() {
-    use crate::browse::{quote, Tmux};
+    use crate::browse::{command_line, Tmux};
     let sc = Scratch::new();
     let disks = stopped_machines(&sc, &["m1"]);
     let before = smolsweep_fixtures::disks::allocated(&disks[0]);
     let r = scan(&sc);
     let size = smolsweep::view::bytes(r.compact.compactable_bytes);
     let tmux = Tmux::new(sc.dir());
-    let mut env: Vec<String> = sc
-        .home
-        .env_vars()
-        .into_iter()
-        .map(|(k, v)| format!("{k}={}", quote(Path::new(&v))))
-        .collect();
-    env.push(format!("SMOLSWEEP_DATA_DIR={}", quote(&sc.data)));
-    env.extend([
-        "PATH=/usr/bin:/bin:/usr/sbin:/sbin".into(),
-        "LANG=C.UTF-8".into(),
-        "TERM=screen".into(),
-    ]);
-    let cmd = format!(
-        "env -i {} {} browse",
-        env.join(" "),
-        quote(Path::new(env!("CARGO_BIN_EXE_smolsweep")))
-    );
+    let mut vars = sc.home.env_vars();
+    vars.push(("SMOLSWEEP_DATA_DIR".into(), sc.data.display().to_string()));
+    let cmd = command_line(vars, "/usr/bin:/bin:/usr/sbin:/sbin", "C.UTF-8", "browse");
     tmux.ok(&[
         "new-session",
         "-d",

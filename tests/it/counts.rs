@@ -281,23 +281,8 @@ fn one_vm_count_on_the_first_screen_the_tray_the_window_and_browse() {
 
     // browse, in a terminal, from the same saved scan.
     let tmux = crate::browse::Tmux::new(f.t.path());
-    let mut env: Vec<String> = f
-        .home
-        .env_vars()
-        .into_iter()
-        .map(|(k, v)| format!("{k}={}", crate::browse::quote(std::path::Path::new(&v))))
-        .collect();
-    env.extend([
-        "PATH=/usr/bin:/bin".into(),
-        "LANG=C.UTF-8".into(),
-        "TERM=screen".into(),
-    ]);
-    let cmd = format!(
-        "env -i {} {} browse --from-report {}",
-        env.join(" "),
-        crate::browse::quote(std::path::Path::new(env!("CARGO_BIN_EXE_smolsweep"))),
-        crate::browse::quote(&f.saved)
-    );
+    let args = format!("browse --from-report {}", crate::browse::quote(&f.saved));
+    let cmd = crate::browse::command_line(f.home.env_vars(), "/usr/bin:/bin", "C.UTF-8", &args);
     tmux.ok(&[
         "new-session",
         "-d",
