@@ -536,6 +536,11 @@ pub struct DiskEstimate {
     /// tool is there. The estimate is shown all the same.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub needs: Option<String>,
+    /// The keep rule that keeps it (its machine's or sandbox's, or one on the disk or what
+    /// holds it): a kept disk is never estimated, counted, offered or planned for compaction,
+    /// exactly as a kept item is never deleted (absent when no rule keeps it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
 }
 
 /// Every disk estimate of a scan, with their sums.
@@ -554,10 +559,12 @@ pub struct CompactReport {
 impl CompactReport {
     /// The report of `disks`, with their sums.
     pub fn of(disks: Vec<DiskEstimate>) -> Self {
+        // A kept disk counts nowhere (it is never estimated: its figures are 0 anyway).
+        let open = || disks.iter().filter(|d| d.kept.is_none());
         CompactReport {
-            compactable_bytes: disks.iter().map(|d| d.compactable_bytes).sum(),
-            compactable_disks: disks.iter().filter(|d| d.compactable_bytes > 0).count() as u64,
-            cannot_tell_disks: disks.iter().filter(|d| d.cannot_tell.is_some()).count() as u64,
+            compactable_bytes: open().map(|d| d.compactable_bytes).sum(),
+            compactable_disks: open().filter(|d| d.compactable_bytes > 0).count() as u64,
+            cannot_tell_disks: open().filter(|d| d.cannot_tell.is_some()).count() as u64,
             disks,
         }
     }
@@ -566,6 +573,7 @@ impl CompactReport {
     pub fn of_machine(&self, product: Product, name: &str) -> u64 {
         self.disks
             .iter()
+            .filter(|d| d.kept.is_none())
             .filter(|d| d.product == product && d.owner.as_deref() == Some(name))
             .map(|d| d.compactable_bytes)
             .sum()

@@ -6,7 +6,7 @@
 //! its namesake of the other; whether a refused delete would be planned with cascade — is decided
 //! here once, through the one planner, so no shell holds planning rules of its own.
 
-pub use crate::compact::compact_plan;
+pub use crate::compact::{apply_keeps_at, compact_plan};
 
 use serde::{Deserialize, Serialize};
 

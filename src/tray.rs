@@ -12,6 +12,8 @@ use crate::model::{human_bytes, Finding, OptInClass, ScanReport, Scope, Verdict,
 pub mod ids {
     pub(crate) const STATUS: &str = "status";
     pub(crate) const VMS_HEADER: &str = "vms";
+    /// The heading of other HOMEs' VM processes, apart from this HOME's.
+    pub(crate) const OTHER_HOMES_HEADER: &str = "vms.others";
     pub(crate) const RECLAIM: &str = "reclaim";
     /// "Compact 3 disks: 12 GB…" ([`super::TrayModel::compact`]).
     pub const COMPACT: &str = "compact";
@@ -111,7 +113,8 @@ pub enum TrayEntry {
         label: String,
         /// Whether it can be opened.
         enabled: bool,
-        /// Its entries ("Stop", for an orphan "End the orphaned VM process", and "Why?").
+        /// Its entries: its one action ("End process" for an orphan, "Stop" for a VM its record
+        /// owns) and "Why?".
         items: Vec<TrayItem>,
     },
 }
@@ -258,26 +261,41 @@ fn first_problem(report: &ScanReport) -> Option<String> {
         .next()
 }
 
-/// The surviving VMs: a header, then one entry each (nothing when none runs).
-fn vm_entries(processes: &[VmProcess]) -> Vec<TrayEntry> {
-    if processes.is_empty() {
+/// The surviving VMs: this HOME's under the one count's line ([`crate::view::VmCount`]: its
+/// running machines and sandboxes and its orphaned VM processes), one entry each; other HOMEs'
+/// apart, under their own count (nothing when no VM runs).
+fn vm_entries(report: &ScanReport) -> Vec<TrayEntry> {
+    let processes = &report.processes;
+    let count = crate::view::VmCount::of(report);
+    if processes.is_empty() && count.running() == 0 {
         return Vec::new();
     }
-    let n = processes.len();
-    let header = if n == 1 {
-        "1 VM still running".to_string()
-    } else {
-        format!("{n} VMs still running")
-    };
     let mut entries = vec![
         TrayEntry::Separator,
-        TrayEntry::Item(TrayItem::new(ids::VMS_HEADER, header, false)),
+        TrayEntry::Item(TrayItem::new(ids::VMS_HEADER, count.line(), false)),
     ];
-    entries.extend(processes.iter().map(vm_entry));
+    let this_home = |p: &&VmProcess| p.scope == Scope::ThisHome;
+    entries.extend(
+        processes
+            .iter()
+            .filter(this_home)
+            .filter(|p| p.orphan)
+            .chain(processes.iter().filter(this_home).filter(|p| !p.orphan))
+            .map(vm_entry),
+    );
+    if let Some(others) = count.other_homes_line() {
+        entries.push(TrayEntry::Item(TrayItem::new(
+            ids::OTHER_HOMES_HEADER,
+            others,
+            false,
+        )));
+        entries.extend(processes.iter().filter(|p| !this_home(p)).map(vm_entry));
+    }
     entries
 }
 
-/// One surviving VM: a submenu of what may be done to it, or (another HOME's) a plain item.
+/// One surviving VM: a submenu of what may be done to it, or (another HOME's) a plain item. An
+/// orphan is ended ("End process"), a VM its record owns is stopped ("Stop"): one action each.
 fn vm_entry(p: &VmProcess) -> TrayEntry {
     let key = format!("{}:{}", p.pid, p.start_time);
     // Another HOME's VM is shown, without actions: every one would be refused.
@@ -288,24 +306,26 @@ fn vm_entry(p: &VmProcess) -> TrayEntry {
             false,
         ));
     }
-    let mut items = vec![TrayItem::new(
-        format!("{}{key}", ids::STOP_PREFIX),
-        "Stop",
-        true,
-    )];
-    // Ending a process is only offered for processes no inventory owns.
-    if p.orphan {
-        items.push(TrayItem::new(
+    let act = match p.orphan {
+        true => TrayItem::new(
             format!("{}{key}", ids::REAP_PREFIX),
-            "End the orphaned VM process",
+            crate::view::words::Word::EndProcess.text(),
             true,
-        ));
-    }
-    items.push(TrayItem::new(
-        format!("{}{key}", ids::WHY_PREFIX),
-        "Why?",
-        true,
-    ));
+        ),
+        false => TrayItem::new(
+            format!("{}{key}", ids::STOP_PREFIX),
+            crate::view::words::Word::Stop.text(),
+            true,
+        ),
+    };
+    let items = vec![
+        act,
+        TrayItem::new(
+            format!("{}{key}", ids::WHY_PREFIX),
+            crate::view::words::Word::Why.text(),
+            true,
+        ),
+    ];
     TrayEntry::Submenu {
         id: format!("{}{key}", ids::VM_PREFIX),
         label: vm_label(p),
@@ -385,7 +405,7 @@ impl TrayModel {
         };
 
         let mut entries = vec![TrayEntry::Item(TrayItem::new(ids::STATUS, &status, false))];
-        entries.extend(vm_entries(&report.processes));
+        entries.extend(vm_entries(report));
         let compact = compact_item(report);
         entries.extend(action_entries(reclaimable, compact.as_ref()));
 
@@ -639,8 +659,12 @@ mod tests {
         assert!(m.item(ids::RECLAIM).unwrap().enabled);
     }
 
+    /// Hazard (issue 39, item 7): an orphan was offered "Stop" and "End the orphaned VM
+    /// process", two names for one thing. An orphan has one action, "End process" (the
+    /// window's and browse's word); a VM its record owns has "Stop". The header is the one
+    /// count of running VMs.
     #[test]
-    fn orphaned_vm_sets_orphan_icon_and_gets_stop_and_reap() {
+    fn an_orphan_has_one_action_name_end_process_not_stop_and_end() {
         let rep = report(
             vec![],
             vec![
@@ -653,35 +677,40 @@ mod tests {
         assert!(m.tooltip.contains("1 orphaned VM"));
         assert_eq!(
             m.item(ids::VMS_HEADER).unwrap().label,
-            "2 VMs still running"
+            crate::view::VmCount::of(&rep).line()
         );
-        let sub = m
-            .entries
-            .iter()
-            .find_map(|e| match e {
-                TrayEntry::Submenu {
-                    id, label, items, ..
-                } if id == "vm:100:4242" => Some((label.clone(), items.clone())),
-                _ => None,
-            })
-            .unwrap();
+        let sub = |want: &str| {
+            m.entries
+                .iter()
+                .find_map(|e| match e {
+                    TrayEntry::Submenu {
+                        id, label, items, ..
+                    } if id == want => Some((label.clone(), items.clone())),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        let (label, items) = sub("vm:100:4242");
         assert_eq!(
-            sub.0,
+            label,
             "smol-machines smolvm · m100 · orphaned · holds 3.0 GB deleted"
         );
-        // Stop, End, and "Why?" (issue 21).
-        assert_eq!(sub.1.len(), 3);
-        assert_eq!(sub.1[2].label, "Why?");
-        assert!(sub.1.iter().all(|i| i.enabled));
+        // One action, and "Why?" (issue 21).
+        let labels: Vec<&str> = items.iter().map(|i| i.label.as_str()).collect();
+        assert_eq!(labels, ["End process", "Why?"]);
+        assert!(items.iter().all(|i| i.enabled));
         assert_eq!(
-            TrayAction::from_id(&sub.1[1].id),
+            TrayAction::from_id(&items[0].id),
             Some(TrayAction::Reap {
                 pid: 100,
                 start_time: 4242
             })
         );
-        // A VM with an owner in the inventory can be stopped, not reaped.
-        assert!(m.item("vm.stop:200:4242").unwrap().enabled);
+        assert!(m.item("vm.stop:100:4242").is_none(), "no Stop of an orphan");
+        // A VM with an owner in the inventory is stopped, not ended.
+        let (_, items) = sub("vm:200:4242");
+        let labels: Vec<&str> = items.iter().map(|i| i.label.as_str()).collect();
+        assert_eq!(labels, ["Stop", "Why?"]);
         assert!(m.item("vm.reap:200:4242").is_none());
     }
 
@@ -793,6 +822,7 @@ mod tests {
             read_bytes: 4096,
             cannot_tell: cannot_tell.map(String::from),
             needs: None,
+            kept: None,
         }
     }
 

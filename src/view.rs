@@ -25,6 +25,8 @@ mod compact;
 mod confirm;
 /// Keep rules and filter controls as the window shows them.
 pub mod keeps;
+/// What the desktop app says before it has a window: its help, and why it cannot start.
+pub mod launch;
 /// The line a person reads for one planned action.
 mod lines;
 mod localtime;
@@ -39,6 +41,7 @@ pub mod runs;
 mod screen;
 mod treemap;
 mod trend;
+mod vmcount;
 /// `why`: how Smolsweep judges one finding, path, machine or process, and on what evidence.
 pub mod why;
 /// What only the desktop window and tray show: the compaction they confirm, "Why?" as labelled
@@ -50,12 +53,14 @@ pub mod words;
 pub use compact::{compact_view, disk_sentence, CompactView};
 use confirm::vms;
 pub use confirm::{
-    closing_line, confirmation, estimate_bytes, freeing, outcome_line, reclaim_label, run_note,
-    selection_estimate, skipped_target, Confirmation, RECLAIM,
+    closing_line, confirmation, estimate_bytes, freeing, not_planned_line, outcome_line,
+    reclaim_label, run_note, selection_estimate, skipped_target, Confirmation, NOT_PLANNED,
+    RECLAIM,
 };
 pub(crate) use confirm::{fix_for_path, fix_for_process};
 pub use lines::action_line;
 pub use treemap::{treemap, Tile};
+pub use vmcount::{VmCount, OTHER_HOMES, RUNNING_VMS};
 
 /// Each product's name for a person (`Product::display_name`) by its serialised name, for the
 /// window's lines.
@@ -302,6 +307,8 @@ pub struct MachineRow {
     pub pid: Option<u32>,
     /// Allocated bytes of its storage, in words (absent when nothing was measured).
     pub size: Option<String>,
+    /// Its VM is alive (pid and start time): one of the running VMs ([`VmCount`]).
+    pub running: bool,
     /// Recorded as running while its process is gone.
     pub stale: bool,
     /// The state as its badge says it: `state`, or "running (stale: its VM process is gone)".
@@ -396,6 +403,13 @@ pub struct ScanView {
     pub compact: CompactView,
     /// Every VM process of either product.
     pub processes: Vec<ProcessRow>,
+    /// How many VMs run: the one count every surface shows ([`VmCount`]).
+    pub vms: VmCount,
+    /// `vms` in words: "Running VMs: 4 (1 sandbox, 2 machines, 1 orphaned)".
+    pub vms_line: String,
+    /// Other HOMEs' VM processes in words, apart: "VM processes of other HOMEs: 2" (absent when
+    /// there are none).
+    pub other_homes_count: Option<String>,
     /// The overview's legend: kinds holding bytes, the rest folded into "Other".
     pub legend: Vec<LegendEntry>,
     /// What to do next, as commands (CLI) or buttons (window); under a filter, the commands
@@ -412,8 +426,8 @@ pub struct ScanView {
     /// What the machine rows are called together, in each product's one noun ("Sandboxes and
     /// machines"; [`ScanView::machines_heading`]).
     pub machines_heading: &'static str,
-    /// The one line that stands for the VM processes of other HOMEs, folded ("2 VM processes
-    /// of other HOMEs: shown, never acted on."; absent when there are none).
+    /// The one line that stands for the VM processes of other HOMEs, folded ("VM processes of
+    /// other HOMEs: 2 (shown, never acted on)."; absent when there are none).
     pub other_homes_line: Option<String>,
 }
 
@@ -433,7 +447,12 @@ impl ScanView {
         filter.apply(&mut items, now);
         let mut shown = r.clone();
         let hidden = filter.narrow(&mut shown, now);
-        ScanView::build(&shown, &items, hidden)
+        let mut v = ScanView::build(&shown, &items, hidden);
+        // A product filter says nothing of the other product (issue 39, item 7).
+        if !filter.products.is_empty() {
+            v.products.retain(|p| filter.products.contains(&p.product));
+        }
+        v
     }
 
     /// `r` is what is shown; `planned` the same findings with every machine, for the planner.
@@ -473,6 +492,9 @@ impl ScanView {
             machines: r.machines.iter().map(|m| machine_row(r, m)).collect(),
             compact: compact_view(r),
             processes: r.processes.iter().map(process_row).collect(),
+            vms: VmCount::of(r),
+            vms_line: VmCount::of(r).line(),
+            other_homes_count: VmCount::of(r).other_homes_line(),
             groups,
             filter_note: hidden.as_ref().map(screen::filter_note),
             filter_line: hidden.as_ref().map(screen::filter_line),
@@ -558,7 +580,10 @@ fn groups(r: &ScanReport) -> Vec<Group> {
                     label: f.kind.label(),
                     meaning: f.kind.meaning(),
                     risk: f.kind.risk(),
-                    risk_label: f.kind.risk().label(),
+                    risk_label: match f.kind.risk() {
+                        Risk::Live => LIVE_NOT_IN_USE,
+                        r => r.label(),
+                    },
                     count: 0,
                     bytes: 0,
                     size: String::new(),
@@ -572,6 +597,10 @@ fn groups(r: &ScanReport) -> Vec<Group> {
             }
         };
         let g = &mut out[i];
+        // "in use" is said only of a group where a process uses something (issue 39, item 7).
+        if g.risk == Risk::Live && !f.used_by.is_empty() {
+            g.risk_label = g.risk.label();
+        }
         g.count += 1;
         g.bytes += f.allocated_bytes;
         match f.verdict {
@@ -679,13 +708,15 @@ fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
         m.effective_state.clone()
     };
     let noun = m.product.noun();
-    let stale = m.state == "running" && !m.alive;
+    let stale = stale_record(m);
     MachineRow {
         product: m.product,
         name: m.name.clone(),
         noun,
+        running: m.alive,
         stale,
-        state_label: match stale {
+        // Said once: the scan's state may say it already ("stale: recorded running, …").
+        state_label: match stale && !state.starts_with("stale") {
             true => format!("{state} (stale: its VM process is gone)"),
             false => state.clone(),
         },
@@ -702,6 +733,18 @@ fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
             b => Some(format!("{} compactable", bytes(b))),
         },
     }
+}
+
+/// Whether `m`'s record says its VM runs while that VM is gone: recorded running, or (a Celesto
+/// sandbox, whose paused guest stays a live QEMU or Firecracker process) recorded paused with a
+/// pid that is dead. A smolvm machine pauses to a checkpoint on disk: no process is expected.
+fn stale_record(m: &Machine) -> bool {
+    let expects_process = match m.state.as_str() {
+        "running" => true,
+        "paused" => m.product == Product::Celesto && m.pid.is_some(),
+        _ => false,
+    };
+    expects_process && !m.alive
 }
 
 /// The scan report as JSON, with what the text surfaces say about each machine beside its
@@ -729,6 +772,10 @@ pub fn report_json(r: &ScanReport) -> serde_json::Value {
 /// `--include-caches`, as `prune --help` says it.
 pub const CACHES_BY_DEFAULT: &str = " (without it, only image caches of versions the installed \
 Celesto no longer uses go, as with its own `image prune`)";
+
+/// The risk of a group of what belongs to something that exists, when no process uses any of
+/// it ("in use" is said only where one does).
+pub const LIVE_NOT_IN_USE: &str = "belongs to what exists";
 
 /// What a smolvm helper machine is, on every surface that lists machines.
 const HELPER_ROLE: &str = "helper machine of an image build";
@@ -759,15 +806,24 @@ fn next_steps(r: &ScanReport, reclaim: &Plan, hidden: Option<&Hidden>) -> Vec<St
             .sum();
         if n > 0 {
             let (name, flag) = class_label(class);
+            // What a plain prune takes of Celesto's image caches is said only where they are.
+            let celesto_caches = r.findings.iter().any(|f| {
+                f.product == Product::Celesto
+                    && f.verdict == Verdict::OptIn
+                    && f.opt_in_class == Some(OptInClass::Caches)
+            });
             out.push(format!(
                 "`smolsweep prune{flags} {flag}` also frees {} of {name}{}.",
                 bytes(n),
                 match class {
-                    OptInClass::Caches => CACHES_BY_DEFAULT,
+                    OptInClass::Caches if celesto_caches => CACHES_BY_DEFAULT,
                     _ => "",
                 }
             ));
         }
+    }
+    if let Some(step) = compact_step(r, hidden) {
+        out.push(step);
     }
     let n = orphans(r);
     if n > 0 {
@@ -789,6 +845,38 @@ fn next_steps(r: &ScanReport, reclaim: &Plan, hidden: Option<&Hidden>) -> Vec<St
     out
 }
 
+/// "`smolsweep compact` gives back 25.2 MB inside 2 disks (opt-in, not in the reclaimable
+/// total)." when something is compactable (issue 39, item 4). `compact` takes no filter: under
+/// one, it is told the machines and sandboxes whose disks are shown.
+fn compact_step(r: &ScanReport, hidden: Option<&Hidden>) -> Option<String> {
+    let c = &r.compact;
+    if c.compactable_bytes == 0 || hidden.is_some_and(|h| h.items_only) {
+        return None;
+    }
+    let mut targets: Vec<String> = Vec::new();
+    if hidden.is_some() {
+        for d in c
+            .disks
+            .iter()
+            .filter(|d| d.kept.is_none() && d.compactable_bytes > 0)
+        {
+            let t = match &d.owner {
+                Some(o) => window::machine_target(d.product, o),
+                None => crate::pathser::shown(&d.path),
+            };
+            if !targets.contains(&t) {
+                targets.push(t);
+            }
+        }
+    }
+    let args: String = targets.iter().map(|t| format!(" {t}")).collect();
+    Some(format!(
+        "`smolsweep compact{args}` gives back {} inside {} (opt-in, not in the reclaimable total).",
+        bytes(c.compactable_bytes),
+        plural(c.compactable_disks as usize, "disk", "disks")
+    ))
+}
+
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
@@ -799,8 +887,16 @@ pub fn ascii(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
-            '—' | '–' => out.push('-'),
+            '—' | '–' | '−' | '─' => out.push('-'),
             '→' => out.push_str("->"),
+            '←' => out.push_str("<-"),
+            '↑' => out.push_str("Up"),
+            '↓' => out.push_str("Down"),
+            '·' => out.push('-'),
+            '•' => out.push('*'),
+            '≥' => out.push_str(">="),
+            '▾' => out.push('-'),
+            '▸' => out.push('+'),
             '…' => out.push_str("..."),
             '‘' | '’' => out.push('\''),
             '“' | '”' => out.push('"'),

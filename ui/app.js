@@ -74,6 +74,7 @@ function toast(msg) {
 
 function show(view, focus) {
   if (!$(`#view-${view}`)) view = "overview";
+  state.view = view;
   $$(".view").forEach((v) => v.classList.toggle("active", v.id === `view-${view}`));
   $$("nav button[data-view]").forEach((b) => {
     b.classList.toggle("active", b.dataset.view === view);
@@ -119,8 +120,10 @@ function render(status) {
   $("#t-held").textContent = t.held_line;
   renderCompact(v, status.window);
   $("#nav-count").textContent = t.findings ? String(t.findings) : "";
-  const nVms = v.machines.length + v.processes.length;
-  $("#nav-vms").textContent = nVms ? String(nVms) : "";
+  // The core's one count of running VMs (this HOME's; other HOMEs' apart), as the tray, the
+  // CLI and browse show it.
+  $("#nav-vms").textContent = v.vms.running ? String(v.vms.running) : "";
+  $("#vms-count").textContent = v.vms_line;
   renderChart(v);
   renderTreemap(status);
   loadTrend();
@@ -243,7 +246,7 @@ function renderTreemap(status) {
   const tiles = status.treemap || [];
   if (!tiles.length) { box.replaceChildren(el("div", { class: "empty", text: w("nothing_to_draw") })); return; }
   box.replaceChildren(...tiles.map((t) => {
-    const name = t.short_path.split("/").pop();
+    const name = t.name;
     const tip = w("tile_tip", { path: t.path, kind: t.kind_label, verdict: t.verdict_label, size: t.size, apparent: t.apparent });
     const tile = el("button", { type: "button", class: `tile ${t.verdict}`, title: tip, "aria-label": w("tile_select", { name, size: t.size, verdict: t.verdict_label }), dataset: { id: t.id, verdict: t.verdict } },
       t.w > 40 && t.h > 14 ? name : "");
@@ -592,7 +595,7 @@ function openConfirm({ title, confirmation, items, refused, go, enabled, cascade
   $("#confirm-list").classList.toggle("hidden", !items.length);
   $("#confirm-note").textContent = confirmation.note;
   $("#confirm-refused").replaceChildren(...(refused.length
-    ? [el("p", { class: "small muted", text: items.length ? w("not_included") : w("not_planned") }), el("ul", { class: "small" }, refused.map((x) => el("li", { text: `${x.path || x.id}: ${x.reason}` })))]
+    ? [el("p", { class: "small muted", text: w("not_planned") }), el("ul", { class: "small" }, refused.map((x) => el("li", { text: x.line })))]
     : []));
   $("#confirm-cascade-row").classList.toggle("hidden", cascade === undefined);
   $("#confirm-cascade").checked = !!cascade;
@@ -795,17 +798,38 @@ async function loadHistory() {
   if (h.damaged_line) notes.push(el("p", { class: "muted small", text: h.damaged_line }));
   $("#history-note").replaceChildren(...notes);
   if (!h.runs.length) { list.replaceChildren(el("div", { class: "empty", text: w("nothing_has_run") })); return; }
-  list.replaceChildren(el("div", { class: "group" }, el("table", { "aria-label": w("runs_newest_first") }, el("tbody", {}, h.runs.map((r) => {
-    const outcomes = r.outcomes.map((o) => el("div", { class: "reason", dataset: { outcome: o.outcome } },
-      `${o.outcome}: ${o.summary}${o.why ? ` — ${o.why}` : ""}${o.error ? ` — ${o.error}` : ""}`));
-    return el("tr", { dataset: { plan: r.plan_id } },
-      el("td", { class: "when", text: r.started }),
-      el("td", { class: "origin", text: r.origin ? `${r.origin.surface} · ${r.origin.command}` : "—" }),
-      el("td", {}, el("div", { text: r.counts }), outcomes),
-      el("td", { class: "size", text: !r.finished ? w("did_not_finish") : r.freed || "—" }),
-      el("td", { class: "size muted", text: r.estimated_line }));
-  })))));
+  // One run per item: its head (time, origin, counts, what it freed) wraps onto lines of its
+  // own on a narrow window instead of overlapping; its actions are the core's lines, a long run
+  // folded after the first ones ("…and 24 more", opened on a click).
+  list.replaceChildren(el("ol", { class: "group runs", "aria-label": w("runs_newest_first") }, h.runs.map((r) => {
+    const line = (t) => el("li", { class: "outcome", text: t });
+    const folded = r.more
+      ? [el("details", { class: "more" }, el("summary", { text: r.more }), el("ul", { class: "outcomes" }, r.lines.slice(r.shown).map(line)))]
+      : [];
+    return el("li", { class: "run", dataset: { plan: r.plan_id } },
+      el("div", { class: "run-head" },
+        el("span", { class: "when", text: r.started }),
+        el("span", { class: "origin", text: r.origin_line }),
+        el("span", { class: "counts", text: r.counts }),
+        el("span", { class: "freed", text: r.freed_line }),
+        r.estimated_line ? el("span", { class: "estimated muted", text: r.estimated_line }) : null),
+      el("ul", { class: "outcomes" }, r.lines.slice(0, r.shown).map(line)),
+      ...folded);
+  })));
 }
+
+// History is read again whenever any surface (this window, the tray, the command line, the
+// uninstall, an automatic run) has journaled a run: the core's stamp of the journal changes.
+// Asked only while History is shown.
+let historyStamp = null;
+async function historyChanged() {
+  let stamp;
+  try { stamp = await invoke("get_history_stamp"); } catch (e) { return; }
+  if (stamp === historyStamp) return;
+  historyStamp = stamp;
+  await loadHistory();
+}
+setInterval(() => { if (state.view === "history") historyChanged(); }, 2000);
 
 async function loadSettings() {
   const s = await invoke("get_settings");

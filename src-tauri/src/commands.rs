@@ -185,6 +185,13 @@ pub(crate) fn get_history(state: tauri::State<'_, AppState>) -> History {
     backend::history(journal.as_deref(), state.legacy_history_path().as_deref())
 }
 
+/// What changes whenever any surface journals a run (`smolsweep::view::runs::history_stamp`):
+/// the window reads History again when it does.
+#[tauri::command]
+pub(crate) fn get_history_stamp(state: tauri::State<'_, AppState>) -> String {
+    smolsweep::view::runs::history_stamp(state.backend.journal_path().as_deref())
+}
+
 /// The space history as the core's view: the series per product, the freed runs, the
 /// sentence, and a notice when its file was damaged.
 #[tauri::command]

@@ -19,7 +19,9 @@ pub(crate) fn tell<R: Runtime>(app: &AppHandle<R>, title: &str, msg: &str) {
     }
 }
 
-/// Ask a yes/no question with a native dialog (or the configured answer in tests).
+/// Ask a yes/no question with a native dialog (or the configured answer in tests). The action's
+/// button comes first and Cancel second (GTK lays them out in the order given), the order of
+/// the window's confirmation too.
 pub(crate) fn confirm<R: Runtime>(
     app: &AppHandle<R>,
     title: &str,
@@ -35,7 +37,7 @@ pub(crate) fn confirm<R: Runtime>(
             .kind(MessageDialogKind::Warning)
             .buttons(MessageDialogButtons::OkCancelCustom(
                 ok.to_string(),
-                "Cancel".to_string(),
+                smolsweep::view::words::Word::Cancel.text().to_string(),
             ))
             .show(f);
     } else {

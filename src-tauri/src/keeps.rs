@@ -32,12 +32,13 @@ pub(crate) fn filtered(st: &AppState, r: &ScanReport) -> ScanReport {
 }
 
 /// Apply the saved keep rules to a report from the backend, by the core's rule
-/// (`smolsweep::keep::apply_at`): a real scan has applied them already and applying again
-/// changes nothing; a saved report gets them the same way, unreadable rules included (then
-/// nothing is reclaimable).
+/// (`smolsweep::target::apply_keeps_at`: the keep rules, and the compaction estimates they
+/// shape): a real scan has applied them already and applying again changes nothing; a saved
+/// report gets them the same way, unreadable rules included (then nothing is reclaimable, and
+/// no disk is offered for compaction).
 pub(crate) fn apply_keeps(b: &dyn crate::backend::Backend, r: &mut ScanReport) {
     let Some(p) = b.keep_path() else { return };
-    smolsweep::keep::apply_at(r, &p);
+    smolsweep::target::apply_keeps_at(r, &p);
     r.compute_totals();
 }
 

@@ -28,6 +28,7 @@ mod runs;
 mod scan;
 mod scheduler;
 pub mod settings;
+mod start;
 mod state;
 mod status;
 mod tray;
@@ -97,6 +98,7 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, deps: Deps) -> Builder<R> {
             commands::plan_compact,
             commands::execute_compact,
             commands::get_history,
+            commands::get_history_stamp,
             commands::get_trend,
             commands::selection_estimate,
             commands::plan_vm_action,
@@ -178,6 +180,7 @@ pub fn run_app<R: Runtime>(builder: Builder<R>, context: tauri::Context<R>) {
 
 /// The desktop app's entry point.
 pub fn run() {
+    start::before_gui();
     let _ = menu::STARTED.set(std::time::Instant::now());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(

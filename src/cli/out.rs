@@ -14,10 +14,20 @@
 
 use std::io::{ErrorKind, Write};
 
-/// Write text for a person to stdout (and flush), fit to the terminal's width.
+/// Write text for a person to stdout (and flush), fit to the terminal's width; ASCII only when
+/// the locale is not UTF-8 (`view::ascii`), whichever command wrote it.
 pub fn print(s: &str) {
+    let ascii = !utf8_locale();
+    let folded;
+    let s = match ascii {
+        true => {
+            folded = smolsweep::view::ascii(s);
+            folded.as_str()
+        }
+        false => s,
+    };
     match width() {
-        Some(w) => write_all(fit(s, w, !utf8_locale()).as_bytes()),
+        Some(w) => write_all(fit(s, w, ascii).as_bytes()),
         None => write_all(s.as_bytes()),
     }
 }
@@ -46,9 +56,17 @@ pub fn width() -> Option<usize> {
         return Some(n.max(20));
     }
     if std::io::stdout().is_terminal() {
-        return crate::cli::progress::columns(libc::STDOUT_FILENO).map(|n| n.max(20));
+        return terminal_columns(libc::STDOUT_FILENO).map(|n| n.max(20));
     }
     None
+}
+
+/// The width of the terminal on file descriptor `fd`, when it is one.
+pub(crate) fn terminal_columns(fd: libc::c_int) -> Option<usize> {
+    // SAFETY: TIOCGWINSZ fills the winsize it is given and reads nothing else.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
+    (r == 0 && ws.ws_col > 0).then_some(ws.ws_col as usize)
 }
 
 /// Columns `s` takes: characters, colour sequences taking none.
@@ -66,11 +84,38 @@ fn columns(s: &str) -> usize {
     n
 }
 
-/// Columns a word is laid out as: [`columns`], except that a number of four or more digits, or a
-/// number closing a parenthesis ("(process 812),"), is a process id and counts as seven, the
-/// most a pid has: lines break in the same places whatever the pids are (the reviewed text of
-/// the suite does not depend on them; a fresh machine's pids are short), and never wider.
+/// Words a process id follows ("pid 812", "kill 812", "(process 812)").
+const PID_WORDS: [&str; 6] = ["pid", "pids", "process", "processes", "kill", "reap"];
+
+/// Whether `tok` is a process id after `prev`: a number after one of [`PID_WORDS`].
+fn is_pid_after(prev: &str, tok: &str) -> bool {
+    let prev = prev.trim_start_matches(['(', '`']).to_ascii_lowercase();
+    let n = tok.trim_end_matches([')', ',', '.', ';', ':', '`']);
+    PID_WORDS.contains(&prev.as_str()) && !n.is_empty() && n.chars().all(|c| c.is_ascii_digit())
+}
+
+/// Columns a word is laid out as: [`columns`], except that a process id counts as seven, the
+/// most a pid has: a number of four or more digits, a number closing a parenthesis ("(process
+/// 812),"), or a number after a word that names a pid ("kill 812", glued to it by [`glued`]).
+/// Lines break in the same places whatever the pids are (the reviewed text of the suite does
+/// not depend on them; a fresh machine's pids are short), and never wider.
 pub(crate) fn layout_columns(word: &str) -> usize {
+    if word.contains(' ') {
+        let parts: Vec<&str> = word.split(' ').collect();
+        return parts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| match i > 0 && is_pid_after(parts[i - 1], p) {
+                true => {
+                    let digits = p.chars().filter(char::is_ascii_digit).count();
+                    columns(p) + 7usize.saturating_sub(digits)
+                }
+                false => layout_columns(p),
+            })
+            .sum::<usize>()
+            + parts.len()
+            - 1;
+    }
     let digits = word.chars().filter(char::is_ascii_digit).count();
     let number = word
         .trim_start_matches('(')
@@ -140,9 +185,28 @@ fn pieces(word: &str, room: usize, ascii: bool) -> Vec<String> {
     chars.chunks(room).map(|c| c.iter().collect()).collect()
 }
 
-/// The words of `line` after its indent, each with the spaces before it beyond one; a date and
-/// the time after it ("2026-12-03 04:36:22") are one word, never broken apart.
-fn words(line: &str) -> Vec<(usize, String)> {
+/// Whether `tok` is a number a unit may follow ("12.6", "(1.5", "about 3"): digits with at most
+/// one decimal point, after an opening parenthesis or quote.
+fn is_number(tok: &str) -> bool {
+    let t = tok.trim_start_matches(['(', '[', '"', '~']);
+    !t.is_empty()
+        && t.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && t.chars().filter(|c| *c == '.').count() <= 1
+        && t.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// Whether `tok` is a unit of bytes as the core writes sizes ("MB", "kB),", "GiB;").
+fn is_unit(tok: &str) -> bool {
+    const UNITS: [&str; 11] = [
+        "B", "kB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "bytes",
+    ];
+    UNITS.contains(&tok.trim_end_matches([')', ']', ',', '.', ';', ':', '"']))
+}
+
+/// Whether a line may not break between `prev` and `tok`: a number and its unit ("12.6 MB"), a
+/// date and the time after it ("2026-12-03 04:36:22"), a process id and the word that names it
+/// ("pid 3089", "kill 3089").
+pub(crate) fn glued(prev: &str, tok: &str) -> bool {
     let is_date = |s: &str| {
         let b = s.as_bytes();
         b.len() == 10
@@ -154,6 +218,13 @@ fn words(line: &str) -> Vec<(usize, String)> {
         let b = s.as_bytes();
         b.len() >= 5 && b[2] == b':' && b[..2].iter().all(u8::is_ascii_digit)
     };
+    (is_date(prev) && is_time(tok)) || (is_number(prev) && is_unit(tok)) || is_pid_after(prev, tok)
+}
+
+/// The words of `line` after its indent, each with the spaces before it beyond one; a date and
+/// the time after it ("2026-12-03 04:36:22"), and a number and its unit ("12.6 MB"), are one
+/// word, never broken apart.
+fn words(line: &str) -> Vec<(usize, String)> {
     let mut out: Vec<(usize, String)> = Vec::new();
     let mut gap = 0;
     for tok in line.split(' ') {
@@ -162,7 +233,7 @@ fn words(line: &str) -> Vec<(usize, String)> {
             continue;
         }
         match out.last_mut() {
-            Some((_, prev)) if gap == 0 && is_date(prev) && is_time(tok) => {
+            Some((_, prev)) if gap == 0 && glued(last_word(prev), tok) => {
                 prev.push(' ');
                 prev.push_str(tok);
             }
@@ -171,6 +242,11 @@ fn words(line: &str) -> Vec<(usize, String)> {
         gap = 0;
     }
     out
+}
+
+/// The last space-separated word of `s` (a word already glued is "a b").
+fn last_word(s: &str) -> &str {
+    s.rsplit(' ').next().unwrap_or(s)
 }
 
 fn fit_line(line: &str, w: usize, ascii: bool) -> Vec<String> {
@@ -276,6 +352,36 @@ mod tests {
         assert_eq!(layout_columns("4321"), layout_columns("1234567"));
         assert_eq!(layout_columns("(1"), 2);
         assert_eq!(layout_columns("8"), 1);
+        // A short pid after the word that names it is laid out as a long one, and kept with it.
+        assert_eq!(layout_columns("kill 812"), layout_columns("kill 1234567"));
+        assert_eq!(
+            layout_columns("(process 812),"),
+            layout_columns("(process 1234567),")
+        );
+        assert!(super::glued("kill", "812") && super::glued("pid", "3089,"));
+        assert!(!super::glued("in", "812"));
+    }
+
+    /// Hazard (issue 39, item 7): a plan line broke "about 12.6 MB" into "about 12.6" and "MB".
+    #[test]
+    fn a_plan_line_never_splits_a_number_from_its_unit() {
+        let line = "  compact smol-machines smolvm disk /tmp/.tmpbo4Amw/home/.cache/smolvm/vms/ca0df2c95aa144c1/storage.raw of m1 (about 12.6 MB free inside to give back)";
+        for w in 40..line.len() {
+            let got = fit(line, w, false);
+            for l in got.lines() {
+                assert!(
+                    !l.trim_end().ends_with("12.6") && !l.trim_start().starts_with("MB"),
+                    "{w}: {got}"
+                );
+            }
+        }
+        let got = fit(
+            "freed 3 kB), then 1.5 GiB; and 2026-12-03 04:36:22 then",
+            20,
+            false,
+        );
+        assert!(got.contains("3 kB),") && got.contains("1.5 GiB;"), "{got}");
+        assert!(got.contains("2026-12-03 04:36:22"), "{got}");
     }
 
     #[test]

@@ -57,15 +57,7 @@ pub fn plan_bytes(plan: &Plan) -> Vec<u64> {
 
 /// The width of the terminal on stderr, when it is one.
 fn stderr_columns() -> Option<usize> {
-    columns(libc::STDERR_FILENO)
-}
-
-/// The width of the terminal on file descriptor `fd`, when it is one.
-pub(crate) fn columns(fd: libc::c_int) -> Option<usize> {
-    // SAFETY: TIOCGWINSZ fills the winsize it is given and reads nothing else.
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
-    (r == 0 && ws.ws_col > 0).then_some(ws.ws_col as usize)
+    crate::cli::out::terminal_columns(libc::STDERR_FILENO)
 }
 
 #[derive(Default)]
@@ -96,14 +88,25 @@ impl Progress {
     /// `bytes[i]` is what action `i` is expected to free; `estimate` the plan's total (the
     /// sum of `bytes` when `None`).
     pub fn new(style: Style, verbose: bool, bytes: Vec<u64>, estimate: Option<u64>) -> Progress {
-        let sum_bytes: u64 = bytes.iter().sum();
-        let total_bytes = estimate.unwrap_or(sum_bytes);
         let width = std::env::var("COLUMNS")
             .ok()
             .and_then(|c| c.parse::<usize>().ok())
             .or_else(stderr_columns)
-            .filter(|w| *w >= 40)
             .unwrap_or(80);
+        Progress::with_width(style, verbose, bytes, estimate, width)
+    }
+
+    /// [`Progress::new`] for a terminal `width` columns wide (at least 20 are used).
+    fn with_width(
+        style: Style,
+        verbose: bool,
+        bytes: Vec<u64>,
+        estimate: Option<u64>,
+        width: usize,
+    ) -> Progress {
+        let sum_bytes: u64 = bytes.iter().sum();
+        let total_bytes = estimate.unwrap_or(sum_bytes);
+        let width = width.max(20);
         Progress {
             style,
             verbose,
@@ -197,6 +200,10 @@ impl Progress {
             "#".repeat(filled),
             "-".repeat(BAR - filled)
         );
+        // A narrow terminal: the counts alone, cut to fit (the bar is redrawn on one line).
+        if line.chars().count() + 1 > self.width {
+            return counts.chars().take(self.width - 1).collect();
+        }
         let room = self.width.saturating_sub(line.chars().count() + 1);
         let s: String = if summary.chars().count() > room {
             let keep = room.saturating_sub(1);
@@ -230,11 +237,26 @@ impl Progress {
         }
     }
 
-    /// A whole line, above the bar when there is one.
+    /// A whole line, above the bar when there is one; at a terminal fit to its width (wrapped
+    /// at spaces, a long path shortened from the middle), ASCII when the locale is not UTF-8.
     fn line(&self, s: &str) {
         self.clear();
+        let text = self.fitted(s);
         let mut e = std::io::stderr().lock();
-        let _ = writeln!(e, "{s}");
+        let _ = writeln!(e, "{text}");
+    }
+
+    /// `s` as [`Progress::line`] writes it.
+    fn fitted(&self, s: &str) -> String {
+        if self.style != Style::Bar {
+            return s.to_string();
+        }
+        let ascii = !crate::cli::out::utf8_locale();
+        let s = match ascii {
+            true => smolsweep::view::ascii(s),
+            false => s.to_string(),
+        };
+        crate::cli::out::fit(&s, self.width, ascii)
     }
 }
 
@@ -259,6 +281,32 @@ mod tests {
         let l = p.bar_line(1, 2, 1 << 20, &"x".repeat(300));
         assert!(l.chars().count() <= 80, "{l}");
         assert!(l.starts_with("[#####---------------] 1/2 items"), "{l}");
+    }
+
+    /// Hazard (issue 39, item 7): progress lines ran past the terminal's edge (a narrow
+    /// terminal got an 80-column bar; a compaction's line per disk was a whole path long).
+    #[test]
+    fn progress_lines_fit_the_terminal() {
+        for width in [20, 30, 45, 80, 120] {
+            let p = Progress::with_width(Style::Bar, true, vec![1 << 30; 3], None, width);
+            let l = p.bar_line(1, 3, 1 << 30, &"delete file /x/y".repeat(20));
+            assert!(l.chars().count() < width, "{width}: {l}");
+            let line = format!(
+                "[1/3] {}",
+                outcome_line(
+                    &format!(
+                        "compact smol-machines smolvm disk /home/u/{}/storage.raw of m1",
+                        "d".repeat(90)
+                    ),
+                    &done(),
+                    12 << 20
+                )
+            );
+            for l in p.fitted(&line).lines() {
+                assert!(l.chars().count() <= width, "{width}: {l:?}");
+            }
+            assert!(p.fitted(&line).contains("12.6 MB"), "{}", p.fitted(&line));
+        }
     }
 
     #[test]

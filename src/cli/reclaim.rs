@@ -220,16 +220,21 @@ impl Where {
     }
 }
 
+/// The scan report saved at `f` (`--from-report`).
+pub(crate) fn saved_report(f: &Path) -> anyhow::Result<ScanReport> {
+    let text = smolsweep::input::read_input_text(
+        f,
+        smolsweep::input::MAX_REPORT_BYTES,
+        "a scan report Smolsweep wrote",
+    )?;
+    serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{} is not a scan report: {e}", shown(f)))
+}
+
 fn load_report(args: &ReportArgs) -> anyhow::Result<Scanned> {
     let opts = smolsweep::scan::ScanOptions::from_env()?;
     if let Some(f) = &args.from_report {
-        let text = smolsweep::input::read_input_text(
-            f,
-            smolsweep::input::MAX_REPORT_BYTES,
-            "a scan report Smolsweep wrote",
-        )?;
-        let report = serde_json::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("{} is not a scan report: {e}", shown(f)))?;
+        let report = saved_report(f)?;
         return Ok(Scanned {
             report,
             at: Where { opts, seed: None },
@@ -407,17 +412,44 @@ pub fn compact(a: CompactArgs) -> i32 {
         };
         let mode = Mode {
             run: &a.run,
-            // Disks nobody named that have nothing to give back are not refusals.
-            refused: match a.targets.is_empty() {
-                true => Vec::new(),
-                false => plan.skipped_at_plan.clone(),
-            },
+            refused: compact_refused(&plan, &a.targets),
             strict: !a.targets.is_empty(),
             all_skipped_refused: false,
             each: true,
         };
         run_plan_with(&plan, mode, &s.at, "compact")
     })
+}
+
+/// What of a compaction's named targets was refused: a disk named by its path that is not
+/// planned, and every disk of a machine or sandbox none of whose disks is. Disks nobody named,
+/// and a machine's disk with nothing to give back beside one that is compacted, are not
+/// refusals (the plan lists them under "Not planned:").
+fn compact_refused(plan: &Plan, targets: &[String]) -> Vec<SkippedAtPlan> {
+    let planned_for = |t: &str| {
+        plan.actions.iter().any(|a| match &a.action {
+            Action::CompactDisk { product, owner, .. } => {
+                let (p, name) = t.split_once(':').map_or((None, t), |(p, n)| (Some(p), n));
+                owner.as_deref() == Some(name) && p.is_none_or(|p| p == product.as_str())
+            }
+            _ => false,
+        })
+    };
+    let mut out = Vec::new();
+    for t in targets {
+        let by_path = t.contains('/');
+        for s in &plan.skipped_at_plan {
+            let disk = s.id.strip_prefix("disk:").unwrap_or(&s.id);
+            let named = match by_path {
+                true => Path::new(disk) == Path::new(t),
+                false => !planned_for(t),
+            };
+            if named && !out.contains(s) {
+                out.push(s.clone());
+            }
+        }
+    }
+    out
 }
 
 /// Whether `path` may be written with a plan: absent, or a Smolsweep plan already.
@@ -769,9 +801,9 @@ fn print_plan(plan: &Plan) {
         }
     }
     if !plan.skipped_at_plan.is_empty() {
-        crate::outln!("Not planned:");
+        crate::outln!("{}", view::NOT_PLANNED);
         for s in &plan.skipped_at_plan {
-            crate::outln!("  {}: {}", view::skipped_target(&s.id), escape_text(&s.why));
+            crate::outln!("  {}", view::not_planned_line(&s.id, &s.why, None));
         }
     }
 }
@@ -779,11 +811,7 @@ fn print_plan(plan: &Plan) {
 /// One stderr line per named target that was not planned.
 fn print_refused(refused: &[SkippedAtPlan]) {
     for s in refused {
-        eprintln!(
-            "smolsweep: {}: {}",
-            view::skipped_target(&s.id),
-            escape_text(&s.why)
-        );
+        eprintln!("smolsweep: {}", view::not_planned_line(&s.id, &s.why, None));
     }
 }
 

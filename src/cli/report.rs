@@ -117,7 +117,9 @@ fn wrap(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
     let mut quoted = false;
     for w in text.split(' ') {
         match words.last_mut() {
-            Some(last) if quoted => {
+            Some(last)
+                if quoted || crate::cli::out::glued(last.rsplit(' ').next().unwrap_or(last), w) =>
+            {
                 last.push(' ');
                 last.push_str(w);
             }
@@ -171,6 +173,7 @@ fn first_screen(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) 
     let lines = [
         v.machines_line(o.width, o.ascii),
         v.processes_line(o.width, o.ascii, o.all_homes),
+        v.other_homes_cli_line(o.all_homes),
     ];
     for l in lines.iter().flatten() {
         let (label, rest) = l.split_at(l.find(':').map_or(0, |i| i + 1));
@@ -179,7 +182,14 @@ fn first_screen(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) 
     compact(&mut tail, v, o, paint, false);
     items(&mut tail, v, o, paint);
     next_steps(&mut tail, v, o, paint);
-    let used = head.lines().count() + tail.lines().count() + usize::from(any_rows > 0);
+    // The line of other HOMEs' VM processes counts whether or not this machine has any: what the
+    // first screen shows of this HOME does not depend on other people's VMs.
+    let others_absent =
+        v.other_homes_count.is_none() && v.processes_line(o.width, o.ascii, false).is_some();
+    let used = head.lines().count()
+        + tail.lines().count()
+        + usize::from(any_rows > 0)
+        + usize::from(others_absent);
     // The rows get what is left, less the folded line's (it may wrap).
     let mut rows = SCREEN_LINES.saturating_sub(used).max(2);
     let (screen, more) = loop {
@@ -377,47 +387,46 @@ fn compact(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint, each:
 }
 
 fn processes(s: &mut String, v: &ScanView, o: &RenderOptions, paint: &Paint) {
-    let shown: Vec<_> = v
-        .processes
-        .iter()
-        .filter(|p| p.this_home || o.all_homes)
-        .collect();
-    let hidden = v.processes.len() - shown.len();
-    if shown.is_empty() && hidden == 0 {
-        return;
+    // This HOME's running VMs (the one count), its VM processes listed; other HOMEs' apart.
+    let (label, rest) = v
+        .vms_line
+        .split_at(v.vms_line.find(':').map_or(0, |i| i + 1));
+    let _ = writeln!(s, "\n{}{rest}", paint.bold(label));
+    for p in v.processes.iter().filter(|p| p.this_home) {
+        process(s, p, paint);
     }
-    let _ = writeln!(s, "\n{}", paint.bold("VM processes"));
-    for p in &shown {
-        let mut tags = Vec::new();
-        if !p.this_home {
-            tags.push("another HOME's".to_string());
+    if let Some(l) = v.other_homes_cli_line(o.all_homes) {
+        let (label, rest) = l.split_at(l.find(':').map_or(0, |i| i + 1));
+        let _ = writeln!(s, "{}{rest}", paint.bold(label));
+        if o.all_homes {
+            for p in v.processes.iter().filter(|p| !p.this_home) {
+                process(s, p, paint);
+            }
         }
-        if p.orphan {
-            tags.push(paint.yellow("orphan"));
-        }
-        if let Some(h) = &p.held_deleted {
-            tags.push(format!("holds {h} of deleted files"));
-        }
-        let _ = writeln!(
-            s,
-            "  pid {:<7} {:<22} {:<16} {}\n      {}",
-            p.pid,
-            p.what,
-            p.owner.as_deref().unwrap_or("-"),
-            tags.join(", "),
-            p.reason
-        );
     }
-    if hidden > 0 {
-        let _ = writeln!(
-            s,
-            "  {}",
-            paint.dim(&format!(
-                "and {hidden} VM process{} of other HOMEs (--all-homes lists them)",
-                if hidden == 1 { "" } else { "es" }
-            ))
-        );
+}
+
+/// One VM process of `-v`: pid, what, whose, its tags, and why.
+fn process(s: &mut String, p: &view::ProcessRow, paint: &Paint) {
+    let mut tags = Vec::new();
+    if !p.this_home {
+        tags.push("another HOME's".to_string());
     }
+    if p.orphan {
+        tags.push(paint.yellow("orphan"));
+    }
+    if let Some(h) = &p.held_deleted {
+        tags.push(format!("holds {h} of deleted files"));
+    }
+    let _ = writeln!(
+        s,
+        "  pid {:<7} {:<22} {:<16} {}\n      {}",
+        p.pid,
+        p.what,
+        p.owner.as_deref().unwrap_or("-"),
+        tags.join(", "),
+        p.reason
+    );
 }
 
 fn listed<'v>(v: &'v ScanView, o: &RenderOptions) -> Vec<&'v Group> {

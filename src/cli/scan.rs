@@ -28,6 +28,8 @@ pub struct ScanArgs {
     /// the timer's `auto` record every scan; a plain `scan` records nothing).
     #[arg(long)]
     pub record: bool,
+    #[command(flatten)]
+    pub report: crate::cli::reclaim::ReportArgs,
 }
 
 /// Terminal facts the renderer needs, read from the process's environment.
@@ -58,7 +60,7 @@ fn terminal_width(tty: bool) -> usize {
         return n;
     }
     if tty {
-        if let Some(n) = crate::cli::progress::columns(libc::STDOUT_FILENO) {
+        if let Some(n) = crate::cli::out::terminal_columns(libc::STDOUT_FILENO) {
             return n;
         }
     }
@@ -73,7 +75,16 @@ pub fn run(args: ScanArgs) -> i32 {
             return 1;
         }
     };
-    let mut report = scan(&opts);
+    let mut report = match &args.report.from_report {
+        Some(f) => match crate::cli::reclaim::saved_report(f) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("smolsweep: {e:#}");
+                return 1;
+            }
+        },
+        None => scan(&opts),
+    };
     if args.record {
         crate::cli::trend::record_scan(&report);
     }

@@ -39,6 +39,29 @@ fn absolute(path: &Path) -> PathBuf {
     out
 }
 
+/// The one product whose VM processes of this HOME or findings belong to `name`, which no
+/// inventory records.
+fn unrecorded(report: &smolsweep::model::ScanReport, name: &str) -> Option<Product> {
+    let vm = report
+        .processes
+        .iter()
+        .filter(|p| p.scope == smolsweep::model::Scope::ThisHome)
+        .filter(|p| p.owner.as_deref() == Some(name))
+        .map(|p| p.product);
+    let left = report
+        .findings
+        .iter()
+        .filter(|f| f.owner.as_deref() == Some(name))
+        .map(|f| f.product);
+    let mut products: Vec<Product> = vm.chain(left).collect();
+    products.sort();
+    products.dedup();
+    match products[..] {
+        [p] => Some(p),
+        _ => None,
+    }
+}
+
 /// What `target` names in `report`: `smolvm:NAME` / `celesto:ID`, a path, what it names in full
 /// (a finding id, a machine by its bare name, a running process; two of them: ambiguous), a
 /// unique prefix of a finding id, another process, or a relative path that exists. Err: why it
@@ -70,6 +93,12 @@ fn resolve(facts: &WhyFacts, target: &str) -> Result<Asked, String> {
     if let Ok(m) = smolsweep::plan::find_machine(report, target) {
         let (product, name) = (m.product, m.name.clone());
         let shown = format!("machine {}:{name}", product.as_str());
+        exact.push((shown, Asked::Machine { product, name }));
+    } else if let Some(product) = unrecorded(report, target) {
+        // A sandbox no inventory lists any more, whose VM or leftovers the scan found: the
+        // same object `why celesto:ID` explains (issue 39, item 6).
+        let shown = format!("{} {}:{target}", product.noun(), product.as_str());
+        let name = target.to_string();
         exact.push((shown, Asked::Machine { product, name }));
     }
     if let Some(pid) = pid.filter(|p| facts.has_process(*p)) {

@@ -24,6 +24,7 @@ mod survey;
 pub(crate) mod tools;
 
 pub use plan::compact_plan;
+pub use survey::apply_keeps_at;
 pub(crate) use survey::{other_names, survey};
 
 use std::collections::HashMap;

@@ -6,12 +6,17 @@
 //!   its sandbox's VM is not alive; a saved disk ([`FindingKind::CelestoSavedDisk`]).
 //! * smolvm: `storage.*` and `overlay.*` (`raw`, `qcow2`, `ext4`) in the directory of a machine
 //!   whose VM is not alive, when no process uses that directory.
+//!
+//! A disk a keep rule keeps is listed with its rule and never read: keep rules shape what is
+//! estimated, counted, offered and planned for compaction exactly as for deletion ([`kept_by`],
+//! the rule the executor's re-judge asks too). A Celesto disk the scan could not verify is no
+//! candidate at all.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::model::{
-    CompactReport, DiskEstimate, Finding, FindingKind, Machine, Product, ScanReport,
+    CompactReport, DiskEstimate, Finding, FindingKind, Machine, Product, ScanReport, Verdict,
 };
 
 /// smolvm's disk file names in a machine directory.
@@ -26,6 +31,22 @@ const SMOLVM_DISKS: [&str; 6] = [
 
 /// A disk to estimate: product, owner, saved, path.
 type Candidate = (Product, Option<String>, bool, PathBuf);
+
+/// The keep rule that keeps the disk at `path` of `owner`: its machine's or sandbox's, or a
+/// rule on a finding that is the disk or holds it (a machine directory).
+fn kept_by(r: &ScanReport, product: Product, owner: Option<&str>, path: &Path) -> Option<String> {
+    let by_machine = r
+        .machines
+        .iter()
+        .filter(|m| m.product == product && owner == Some(m.name.as_str()))
+        .find_map(|m| m.kept.clone());
+    by_machine.or_else(|| {
+        r.findings
+            .iter()
+            .filter(|f| f.path == path || path.starts_with(&f.path))
+            .find_map(|f| f.kept.clone())
+    })
+}
 
 fn machine<'a>(r: &'a ScanReport, product: Product, name: &str) -> Option<&'a Machine> {
     r.machines
@@ -56,7 +77,7 @@ fn used(pids: &[u32]) -> bool {
 }
 
 fn celesto(r: &ScanReport, f: &Finding) -> Option<Candidate> {
-    if used(&f.used_by) || f.is_dir {
+    if used(&f.used_by) || f.is_dir || f.verdict == Verdict::Unknown {
         return None;
     }
     let saved = match f.kind {
@@ -101,9 +122,13 @@ pub(crate) fn other_names(links: u64) -> String {
     )
 }
 
-/// The estimate of one disk, as the report carries it; `cache` is the scan's cache of tool
-/// versions.
-fn estimate_of((product, owner, saved, path): Candidate, cache: &Path) -> DiskEstimate {
+/// The estimate of one disk, as the report carries it: a kept one is not read. `cache` is the
+/// scan's cache of tool versions.
+fn estimate_of(
+    (product, owner, saved, path): Candidate,
+    kept: Option<String>,
+    cache: &Path,
+) -> DiskEstimate {
     let mut d = DiskEstimate {
         product,
         owner,
@@ -116,7 +141,12 @@ fn estimate_of((product, owner, saved, path): Candidate, cache: &Path) -> DiskEs
         cannot_tell: None,
         needs: None,
         path,
+        kept,
     };
+    if d.kept.is_some() {
+        d.allocated_bytes = allocated(&d.path);
+        return d;
+    }
     match super::estimate_cached(&d.path) {
         Ok(e) => {
             d.format = Some(e.format.as_str().to_string());
@@ -151,11 +181,53 @@ fn allocated(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.blocks() * 512)
 }
 
-/// The compaction estimates of a scan's disks, made in the environment `env` (whose data
-/// directory holds the scan's cache of tool versions).
+/// The compaction estimates of a scan's disks (after its keep rules were applied), made in the
+/// environment `env` (whose data directory holds the scan's cache of tool versions).
 pub(crate) fn survey(r: &ScanReport, env: &crate::env::EnvSnapshot) -> CompactReport {
     let cache = crate::keep::path_for(env, r.platform).with_file_name(super::tools::CACHE_FILE);
     let mut found: Vec<Candidate> = r.findings.iter().filter_map(|f| celesto(r, f)).collect();
     found.extend(r.machines.iter().flat_map(|m| smolvm(r, m)));
-    CompactReport::of(found.into_iter().map(|c| estimate_of(c, &cache)).collect())
+    let disks = found
+        .into_iter()
+        .map(|c| {
+            let kept = kept_by(r, c.0, c.1.as_deref(), &c.3);
+            estimate_of(c, kept, &cache)
+        })
+        .collect();
+    CompactReport::of(disks)
+}
+
+/// The keep rules saved at `path` applied to a report that was scanned and estimated already
+/// (the app's saved report, a window after "Keep"): what [`crate::keep::apply_at`] does, and a
+/// disk a rule now keeps loses its estimate and counts nowhere (one no rule keeps any more is
+/// estimated again); a keep file that cannot be read may keep every disk.
+pub fn apply_keeps_at(r: &mut ScanReport, path: &Path) {
+    let unreadable = crate::keep::Keeps::load(path).is_err();
+    crate::keep::apply_at(r, path);
+    apply_keeps(
+        r,
+        unreadable,
+        &path.with_file_name(super::tools::CACHE_FILE),
+    );
+}
+
+fn apply_keeps(r: &mut ScanReport, unreadable: bool, cache: &Path) {
+    let disks = std::mem::take(&mut r.compact.disks);
+    let disks = disks
+        .into_iter()
+        .map(|d| {
+            let kept = match unreadable {
+                true => Some(crate::keep::UNREADABLE.to_string()),
+                false => kept_by(r, d.product, d.owner.as_deref(), &d.path),
+            };
+            match (&d.kept, kept) {
+                (None, None) => d,
+                (Some(_), None) => estimate_of((d.product, d.owner, d.saved, d.path), None, cache),
+                (_, Some(rule)) => {
+                    estimate_of((d.product, d.owner, d.saved, d.path), Some(rule), cache)
+                }
+            }
+        })
+        .collect();
+    r.compact = CompactReport::of(disks);
 }

@@ -19,6 +19,7 @@ pub(crate) mod ctx;
 pub mod memo;
 pub(crate) mod procindex;
 mod smolvm;
+mod story;
 pub(crate) mod version;
 
 /// Watching the VM processes a scan found, to hear the moment one exits (the app rescans then).
@@ -133,6 +134,7 @@ pub(crate) fn scan_sized(
     crate::reach::attach(&mut report, holds);
     crate::reach::hard_links(&mut report);
     crate::keep::apply_for(&mut report, &opts.env);
+    story::tell(&mut report);
     report.compact = crate::compact::survey(&report, &opts.env);
     report.compute_totals();
     report

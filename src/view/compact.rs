@@ -50,6 +50,9 @@ pub fn disk_sentence(d: &DiskEstimate) -> String {
         .file_name()
         .map(|n| crate::pathser::shown(std::path::Path::new(n)))
         .unwrap_or_default();
+    if let Some(rule) = &d.kept {
+        return format!("{file}: {}; never compacted.", crate::keep::kept_why(rule));
+    }
     match (&d.cannot_tell, d.compactable_bytes) {
         (Some(why), _) => format!(
             "{file}: cannot tell what compacting would give back ({}).",
@@ -77,7 +80,8 @@ pub fn compact_view(r: &ScanReport) -> CompactView {
     let c: &CompactReport = &r.compact;
     let mut disks: Vec<&DiskEstimate> = c.disks.iter().collect();
     disks.sort_by_key(|d| std::cmp::Reverse(d.compactable_bytes));
-    let n = disks.len();
+    // A kept disk is listed, but counts nowhere.
+    let n = disks.iter().filter(|d| d.kept.is_none()).count();
     let cannot = c.cannot_tell_disks as usize;
     let known = n - cannot;
     let detail =

@@ -143,15 +143,34 @@ pub fn outcome_line(summary: &str, outcome: &crate::exec::Outcome, freed_bytes: 
 }
 
 /// What a person reads for the id of something a plan left out: `celesto:x` for the key
-/// `machine:celesto:x`, "pid 12" for `pid:12`, a finding id as it is.
+/// `machine:celesto:x`, "pid 12" for `pid:12`, the disk's path for `disk:PATH`, a finding id as
+/// it is.
 pub fn skipped_target(id: &str) -> String {
     if let Some(m) = id.strip_prefix("machine:") {
         return m.to_string();
+    }
+    if let Some(d) = id.strip_prefix("disk:") {
+        return d.to_string();
     }
     match id.strip_prefix("pid:") {
         Some(pid) => format!("pid {pid}"),
         None => id.to_string(),
     }
+}
+
+/// The heading of what a plan left out, on every surface (the CLI, the window's and the native
+/// dialogs, `browse`).
+pub const NOT_PLANNED: &str = "Not planned:";
+
+/// One thing a plan left out, as every surface lists it under [`NOT_PLANNED`]: what it is (its
+/// path when known, else [`skipped_target`]) and why: "/…/overlay.raw: cannot tell what
+/// compacting would give back (not an ext4 file system)".
+pub fn not_planned_line(id: &str, why: &str, path: Option<&std::path::Path>) -> String {
+    let what = match path {
+        Some(p) => crate::pathser::shown(p),
+        None => skipped_target(id),
+    };
+    format!("{what}: {}", crate::pathser::escape_text(why))
 }
 
 /// "1 sandbox", "2 machines": the VMs of each product that `which` picks from the plan's
@@ -253,19 +272,24 @@ pub fn confirmation(plan: &Plan) -> Confirmation {
         not_planned: plan
             .skipped_at_plan
             .iter()
-            .map(|s| crate::pathser::escape_text(&s.why))
+            .map(|s| not_planned_line(&s.id, &s.why, None))
             .collect(),
     }
 }
 
 /// The command that would remove what is left at `path`, judged by the scan `r`: one that
-/// will accept it, or what to do by hand when no Smolsweep command would.
+/// will accept it, or the command to run by hand when no Smolsweep command would. Always a fix,
+/// never the scan's reason (issue 39, item 7).
 pub(crate) fn fix_for_path(r: &ScanReport, path: &Path) -> String {
+    let by_hand = |dir: bool, why: &str| {
+        format!(
+            "rm {}-- {} ({why})",
+            if dir { "-r " } else { "" },
+            shell_word(&crate::pathser::shown(path))
+        )
+    };
     let Some(f) = r.findings.iter().find(|f| f.path == path) else {
-        return format!(
-            "check {} by hand: the scan does not judge it",
-            crate::pathser::shown(path)
-        );
+        return by_hand(path.is_dir(), "by hand: the scan does not judge it");
     };
     match f.verdict {
         Verdict::Reclaimable => "smolsweep prune".into(),
@@ -273,6 +297,11 @@ pub(crate) fn fix_for_path(r: &ScanReport, path: &Path) -> String {
             let flag = f.opt_in_class.map(|c| class_label(c).1).unwrap_or("");
             format!("smolsweep prune {flag}").trim_end().to_string()
         }
+        // What a keep rule keeps goes once the rule does.
+        _ if f.kept.is_some() => format!(
+            "smolsweep keep remove {}, then smolsweep prune",
+            f.kept.as_deref().unwrap_or_default()
+        ),
         // A machine's or sandbox's own storage goes with it: `delete` (which stops a running
         // one first) removes it, `stop` would not (issue 31).
         _ if owning_machine(r, f).is_some() => match owning_machine(r, f) {
@@ -286,7 +315,27 @@ pub(crate) fn fix_for_path(r: &ScanReport, path: &Path) -> String {
             .map(|pid| fix_for_process(r, *pid))
             .collect::<Vec<_>>()
             .join("; "),
-        _ => format!("check by hand: {}", crate::pathser::escape_text(&f.reason)),
+        // Named by a record Smolsweep does not list as a machine (a browser session): its
+        // product removes the record, then the scan frees what is left.
+        Verdict::Protected if f.owner.is_some() => format!(
+            "remove '{}' with {}'s own CLI, then smolsweep prune",
+            crate::pathser::escape_text(f.owner.as_deref().unwrap_or_default()),
+            f.product.display_name()
+        ),
+        Verdict::Protected => "smolsweep prune, once the scan no longer protects it".into(),
+        Verdict::Unknown => by_hand(
+            f.is_dir,
+            "by hand, once you know it is not needed: Smolsweep cannot verify it",
+        ),
+    }
+}
+
+/// `s` as one word of a shell command: as it is when it needs no quoting, else single-quoted.
+pub(crate) fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%,".contains(c);
+    match !s.is_empty() && s.chars().all(plain) {
+        true => s.to_string(),
+        false => format!("'{}'", s.replace('\'', r"'\''")),
     }
 }
 

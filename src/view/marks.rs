@@ -25,10 +25,33 @@ pub const QUIT_KEYS: &str = "y quit  n Esc stay (the marks stay)";
 pub const PROCESSES_HEADING: &str = "VM processes";
 
 /// What a machine row offers, as the window's buttons say it (`s` Stop, `x` Delete).
-pub const MACHINE_ACTIONS: &str = "s Stop  x Delete";
+pub const MACHINE_ACTIONS: &str = "s Stop  x Delete  c Compact";
 
-/// What a VM process row offers (`e` End process, `s` Stop its machine).
-pub const PROCESS_ACTIONS: &str = "e End process  s Stop";
+/// What the VM process rows offer: an orphan is ended, a VM its record owns is stopped through
+/// its machine; each has one action.
+pub const PROCESS_ACTIONS: &str = "e End process (orphaned)  s Stop (its machine's)";
+
+/// What an orphaned VM process row offers: its one action.
+pub const ORPHAN_ACTIONS: &str = "e End process";
+
+/// Where `c` works: "c compacts the disks of a machine or sandbox: move to its row."
+pub const COMPACT_WHERE: &str = "c compacts the disks of a machine or sandbox: move to its row.";
+
+/// What one machine row offers, the window's buttons in its order: Stop when it runs, Delete,
+/// Compact when its disks hold space to give back; `None` when a keep rule keeps it.
+pub fn machine_actions(can_stop: bool, can_delete: bool, can_compact: bool) -> Option<String> {
+    let mut keys = Vec::new();
+    if can_stop {
+        keys.push("s Stop");
+    }
+    if can_delete {
+        keys.push("x Delete");
+    }
+    if can_compact {
+        keys.push("c Compact");
+    }
+    (!keys.is_empty()).then(|| keys.join("  "))
+}
 
 /// Why a machine or process row offers no action: "Nothing to do here: it is another HOME's
 /// VM process (only its owner can end it)."
@@ -40,9 +63,6 @@ pub fn no_action(why: &str) -> String {
 pub fn act_instead(actions: &str) -> String {
     format!("Machines, sandboxes and VM processes are not marked; act on one: {actions}.")
 }
-
-/// What a machine row offers when it cannot be stopped (it does not run).
-pub const MACHINE_DELETE_ONLY: &str = "x Delete";
 
 /// What a VM process row of a machine offers when it is not an orphan (its machine is stopped).
 pub const PROCESS_STOP_ONLY: &str = "s Stop";

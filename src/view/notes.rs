@@ -53,11 +53,15 @@ fn orphans_of(report: &ScanReport) -> BTreeMap<String, (String, u64, bool)> {
     {
         for p in &report.processes {
             if p.is_this_homes_orphan() {
-                let who = p.owner.clone().unwrap_or_else(|| format!("pid {}", p.pid));
+                // "pid 3089" once: an orphan with no name is its VM process.
+                let who = match &p.owner {
+                    Some(o) => format!("{o} (pid {})", p.pid),
+                    None => format!("VM process (pid {})", p.pid),
+                };
                 current.insert(
                     format!("proc:{}:{}", p.pid, p.start_time),
                     (
-                        format!("{} {} (pid {})", p.product.display_name(), who, p.pid),
+                        format!("{} {who}", p.product.display_name()),
                         p.held_deleted_bytes,
                         true,
                     ),
@@ -276,6 +280,23 @@ mod tests {
         assert!(n.body.contains("2.0 GB"), "{}", n.body);
         assert!(n.review);
         assert_eq!(w.observe(&r, 5000), None, "second scan does not repeat it");
+    }
+
+    /// Hazard (issue 39, item 7): an orphan with no name was announced as "smol-machines
+    /// smolvm pid 3089 (pid 3089)". A notification says "pid 3089" once, named or not.
+    #[test]
+    fn a_notification_says_the_pid_once() {
+        for owner in [None, Some("box")] {
+            let mut p = proc_(3089, true, Scope::ThisHome);
+            p.owner = owner.map(String::from);
+            p.held_deleted_bytes = 0;
+            let n = OrphanWatch::default()
+                .observe(&report(vec![p]), 1000)
+                .unwrap();
+            let text = format!("{}\n{}", n.summary, n.body);
+            assert_eq!(text.matches("3089").count(), 1, "{text}");
+            assert!(text.contains("(pid 3089)"), "{text}");
+        }
     }
 
     #[test]

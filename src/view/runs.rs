@@ -51,6 +51,9 @@ pub struct Refusal {
     pub path: Option<PathBuf>,
     /// The planner's reason, in words.
     pub reason: String,
+    /// What every surface lists under "Not planned:" for it ([`crate::view::not_planned_line`]).
+    #[serde(default)]
+    pub line: String,
 }
 
 /// Exactly what a reclaim will do, shown before it runs: the core's plan for the chosen
@@ -140,10 +143,14 @@ pub fn plan_of(report: &ScanReport, core: CorePlan) -> PlanView {
     let refused = core
         .skipped_at_plan
         .iter()
-        .map(|s| Refusal {
-            id: s.id.clone(),
-            path: report.finding(&s.id).map(|f| f.path.clone()),
-            reason: s.why.clone(),
+        .map(|s| {
+            let path = report.finding(&s.id).map(|f| f.path.clone());
+            Refusal {
+                line: crate::view::not_planned_line(&s.id, &s.why, path.as_deref()),
+                id: s.id.clone(),
+                path,
+                reason: s.why.clone(),
+            }
         })
         .collect();
     PlanView {
@@ -283,8 +290,14 @@ impl ReclaimOutcome {
         );
         out.refused_line = match out.refused.len() {
             0 => String::new(),
-            1 => "1 selected item was not included (kept or not verified).".into(),
-            n => format!("{n} selected items were not included (kept or not verified)."),
+            1 => format!(
+                "{} 1 selected item (kept or not verified).",
+                crate::view::NOT_PLANNED
+            ),
+            n => format!(
+                "{} {n} selected items (kept or not verified).",
+                crate::view::NOT_PLANNED
+            ),
         };
         out
     }
@@ -433,7 +446,7 @@ impl TargetPlan {
                 estimate: crate::view::bytes(0),
                 reclaim_label: crate::view::reclaim_label(Some(0)),
                 lines: vec![],
-                not_planned: vec![s.why.clone()],
+                not_planned: vec![crate::view::not_planned_line(&s.id, &s.why, None)],
                 note: crate::view::run_note(false),
             },
         }
@@ -481,6 +494,7 @@ impl VmPlan {
                 .refused()
                 .into_iter()
                 .map(|s| Refusal {
+                    line: crate::view::not_planned_line(&s.id, &s.why, None),
                     id: s.id,
                     path: None,
                     reason: s.why,
@@ -715,7 +729,23 @@ pub struct HistoryRun {
     /// When it started, as `smolsweep history` writes it ("2026-12-03 04:36:22 +00:00",
     /// [`crate::view::history_time`]).
     pub started: String,
+    /// Which surface and command made it ("cli · prune"; "—" for runs of older versions).
+    pub origin_line: String,
+    /// What it freed ("1.2 GB"), "did not finish", or "—".
+    pub freed_line: String,
+    /// Every action's outcome as the CLI lists it ([`crate::view::outcome_line`]), in order.
+    pub lines: Vec<String>,
+    /// How many of `lines` are shown before the rest is folded ([`HISTORY_SHOWN`]).
+    pub shown: usize,
+    /// The folded rest, "…and 24 more" (absent when nothing is folded).
+    pub more: Option<String>,
 }
+
+/// What History says of a run that never finished (a crash or a kill).
+pub const DID_NOT_FINISH: &str = "did not finish";
+
+/// How many outcome lines of a run History shows before it folds the rest.
+pub const HISTORY_SHOWN: usize = 2;
 
 impl HistoryRun {
     fn of(run: crate::journal::RunSummary) -> Self {
@@ -731,7 +761,29 @@ impl HistoryRun {
         if run.failed > 0 {
             counts += &format!(", {} failed", run.failed);
         }
+        let lines: Vec<String> = run
+            .outcomes
+            .iter()
+            .map(|o| crate::view::outcome_line(&o.summary, &o.outcome, o.freed_bytes))
+            .collect();
+        // Folding one line saves nothing: a run of three shows all three.
+        let shown = match lines.len() {
+            n if n <= HISTORY_SHOWN + 1 => n,
+            _ => HISTORY_SHOWN,
+        };
         HistoryRun {
+            more: (lines.len() > shown).then(|| format!("…and {} more", lines.len() - shown)),
+            shown,
+            lines,
+            origin_line: match &run.origin {
+                Some(o) => format!("{} · {}", o.surface, o.command),
+                None => "—".into(),
+            },
+            freed_line: match (&freed, run.finished) {
+                (_, false) => DID_NOT_FINISH.to_string(),
+                (Some(f), true) => f.clone(),
+                (None, true) => "—".into(),
+            },
             started: crate::view::history_time(run.started_at_ms),
             estimated_line: estimated
                 .as_ref()
@@ -768,6 +820,26 @@ pub fn cut_line(c: &crate::journal::CutLine) -> String {
             _ => "",
         }
     )
+}
+
+/// What changes whenever any surface journals a run: the journal's identity, size and
+/// modification time in one string (empty when there is none). The window reads History again
+/// when it changes, whoever ran.
+pub fn history_stamp(journal: Option<&Path>) -> String {
+    use std::os::unix::fs::MetadataExt;
+    journal
+        .and_then(|p| std::fs::metadata(p).ok())
+        .map(|m| {
+            format!(
+                "{}:{}:{}:{}.{}",
+                m.dev(),
+                m.ino(),
+                m.size(),
+                m.mtime(),
+                m.mtime_nsec()
+            )
+        })
+        .unwrap_or_default()
 }
 
 /// Read the core journal at `journal` (a missing file is an empty history).

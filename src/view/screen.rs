@@ -208,7 +208,7 @@ impl ScanView {
             let of = |running: bool| {
                 self.machines
                     .iter()
-                    .filter(move |m| m.product == p && (m.state == "running") == running)
+                    .filter(move |m| m.product == p && m.running == running)
             };
             let n = of(true).count() + of(false).count();
             if n == 0 {
@@ -230,9 +230,11 @@ impl ScanView {
         Some(fit_lists("", lists, "", width, ascii))
     }
 
-    /// "VM processes: 2 (1 orphaned) — fire1 (Celesto QEMU VM, pid 12), …", fit to `width`
-    /// columns, orphans first; `all_homes` names other HOMEs' too, else it counts them ("; 2 of
-    /// other HOMEs (--all-homes lists them)"). `None` under a filter that picks items (kind, age, size).
+    /// "Running VMs: 2 (1 sandbox, 1 orphaned) — fire1 (Celesto QEMU VM, pid 12), …", the one
+    /// count ([`super::VmCount`]) with this HOME's VM processes named, orphans first, fit to
+    /// `width` columns; `all_homes` names other HOMEs' too (else they are counted apart, on
+    /// [`ScanView::other_homes_cli_line`]). `None` under a filter that picks items (kind, age,
+    /// size).
     pub fn processes_line(&self, width: usize, ascii: bool, all_homes: bool) -> Option<String> {
         if self.hidden.as_ref().is_some_and(|h| h.items_only) {
             return None;
@@ -242,28 +244,25 @@ impl ScanView {
             .iter()
             .filter(|p| p.this_home || all_homes)
             .collect();
-        let others = self.processes.len() - shown.len();
-        let tail = match others {
-            0 => String::new(),
-            n => format!("; {n} of other HOMEs (--all-homes lists them)"),
-        };
+        let head = self.vms_line.clone();
         if shown.is_empty() {
-            return Some(format!("VM processes: none for this HOME{tail}."));
+            return Some(format!("{head}."));
         }
-        let orphans = shown.iter().filter(|p| p.orphan).count();
-        let head = match orphans {
-            0 => format!("VM processes: {}", shown.len()),
-            n => format!("VM processes: {} ({n} orphaned)", shown.len()),
-        };
         let names = shown
             .iter()
-            .filter(|p| p.orphan)
-            .chain(shown.iter().filter(|p| !p.orphan))
+            .filter(|p| p.orphan && p.this_home)
+            .chain(shown.iter().filter(|p| !p.orphan && p.this_home))
+            .chain(shown.iter().filter(|p| !p.this_home))
             .map(|p| {
                 let whose = if p.this_home { "" } else { "another HOME's " };
+                let orphan = if p.orphan && p.this_home {
+                    "orphaned "
+                } else {
+                    ""
+                };
                 let owner = p.owner.as_deref().map(super::escape_text);
                 format!(
-                    "{} ({whose}{}, pid {})",
+                    "{} ({whose}{orphan}{}, pid {})",
                     owner.as_deref().unwrap_or("unnamed"),
                     p.what,
                     p.pid
@@ -273,10 +272,24 @@ impl ScanView {
         Some(fit_lists(
             &head,
             vec![(String::new(), names)],
-            &tail,
+            "",
             width,
             ascii,
         ))
+    }
+
+    /// Other HOMEs' VM processes, counted apart from this HOME's running VMs: "VM processes of
+    /// other HOMEs: 2 (--all-homes lists them)." (`all_homes`: "…: 2."); `None` when there are
+    /// none, or under a filter that picks items.
+    pub fn other_homes_cli_line(&self, all_homes: bool) -> Option<String> {
+        if self.hidden.as_ref().is_some_and(|h| h.items_only) {
+            return None;
+        }
+        let o = self.other_homes_count.as_ref()?;
+        Some(match all_homes {
+            true => format!("{o}."),
+            false => format!("{o} (--all-homes lists them)."),
+        })
     }
 }
 
@@ -341,20 +354,12 @@ impl FirstScreen<'_> {
     }
 }
 
-/// "2 VM processes of other HOMEs: shown, never acted on." for the window's folded group of
-/// them; `None` when there are none.
+/// "VM processes of other HOMEs: 2 (shown, never acted on)." for the window's folded group of
+/// them, the one count's words ([`super::VmCount`]); `None` when there are none.
 pub(super) fn other_homes_line(r: &crate::model::ScanReport) -> Option<String> {
-    let n = r
-        .processes
-        .iter()
-        .filter(|p| p.scope != crate::model::Scope::ThisHome)
-        .count();
-    (n > 0).then(|| {
-        format!(
-            "{} of other HOMEs: shown, never acted on.",
-            plural(n, "VM process", "VM processes")
-        )
-    })
+    super::VmCount::of(r)
+        .other_homes_line()
+        .map(|l| format!("{l} (shown, never acted on)."))
 }
 
 /// "3 of 46 items match --older-than 7d; not shown: 17 machines." or, when none match, "None
@@ -611,7 +616,7 @@ mod filter_tests {
         assert_eq!(v.machines_heading, "Machines");
         assert_eq!(
             v.other_homes_line.as_deref(),
-            Some("1 VM process of other HOMEs: shown, never acted on.")
+            Some("VM processes of other HOMEs: 1 (shown, never acted on).")
         );
     }
 

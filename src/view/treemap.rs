@@ -20,6 +20,9 @@ pub struct Tile {
     pub kind_label: &'static str,
     /// The path, escaped for display.
     pub path: String,
+    /// What the tile is labelled: a machine's name for its directory (smolvm names it by a
+    /// hash), else the file's name.
+    pub name: String,
     /// The path shortened from the middle (the full one is `path`).
     pub short_path: String,
     /// Allocated bytes: the tile's area.
@@ -126,6 +129,21 @@ fn squarify(sizes: &[f64], r: TileRect) -> Vec<TileRect> {
     out
 }
 
+/// A tile's label: the name of the machine a directory named by its hash belongs to (smolvm's
+/// `vms/<hash16>/`), else the file's name.
+fn tile_name(f: &Finding) -> String {
+    let file = f
+        .path
+        .file_name()
+        .map(|n| crate::pathser::shown(std::path::Path::new(n)))
+        .unwrap_or_default();
+    let hashed = file.len() == 16 && file.chars().all(|c| c.is_ascii_hexdigit());
+    match &f.owner {
+        Some(o) if hashed => crate::pathser::escape_text(o),
+        _ => file,
+    }
+}
+
 /// The treemap of a scan in a `width` × `height` area: products, then kinds, then items, each
 /// squarified by allocated bytes; items of no allocated bytes are left out (no area to draw).
 pub fn treemap(r: &ScanReport, width: f64, height: f64) -> Vec<Tile> {
@@ -163,6 +181,7 @@ pub fn treemap(r: &ScanReport, width: f64, height: f64) -> Vec<Tile> {
                     kind: f.kind,
                     kind_label: f.kind.label(),
                     path: crate::pathser::shown(&f.path),
+                    name: tile_name(f),
                     short_path: short_path(&f.path, 48),
                     bytes: f.allocated_bytes,
                     size: bytes(f.allocated_bytes),
@@ -183,6 +202,33 @@ pub fn treemap(r: &ScanReport, width: f64, height: f64) -> Vec<Tile> {
 #[cfg(test)]
 mod treemap_tests {
     use super::*;
+
+    /// A finding of `kind` at `path`, 10 bytes, of smolvm.
+    fn finding(path: &str, kind: FindingKind, verdict: Verdict) -> Finding {
+        Finding {
+            id: path.into(),
+            product: Product::Smolvm,
+            kind,
+            path: std::path::PathBuf::from(path),
+            owner: None,
+            apparent_bytes: 10,
+            allocated_bytes: 10,
+            verdict,
+            reason: String::new(),
+            opt_in_class: None,
+            identity: None,
+            is_dir: false,
+            root: None,
+            mounts_inside: vec![],
+            owner_recheck: None,
+            refs: vec![],
+            kept: None,
+            newest_change_ns: 0,
+            used_by: Vec::new(),
+            needed_by: Vec::new(),
+            held_by: Vec::new(),
+        }
+    }
 
     fn rect_of(t: &Tile) -> TileRect {
         TileRect {
@@ -223,28 +269,11 @@ mod treemap_tests {
 
     #[test]
     fn a_scan_s_treemap_nests_products_and_kinds_and_keeps_every_byte() {
-        let mk = |product, kind, name: &str, bytes: u64, verdict| Finding {
-            id: name.into(),
-            product,
-            kind,
-            path: std::path::PathBuf::from(format!("/h/{name}")),
-            owner: None,
-            apparent_bytes: bytes * 2,
-            allocated_bytes: bytes,
-            verdict,
-            reason: String::new(),
-            opt_in_class: None,
-            identity: None,
-            is_dir: false,
-            root: None,
-            mounts_inside: vec![],
-            owner_recheck: None,
-            refs: vec![],
-            kept: None,
-            newest_change_ns: 0,
-            used_by: Vec::new(),
-            needed_by: Vec::new(),
-            held_by: Vec::new(),
+        let mk = |product, kind, name: &str, bytes: u64, verdict| {
+            let mut f = finding(&format!("/h/{name}"), kind, verdict);
+            (f.id, f.product, f.apparent_bytes, f.allocated_bytes) =
+                (name.into(), product, bytes * 2, bytes);
+            f
         };
         let findings = vec![
             mk(
@@ -316,6 +345,30 @@ mod treemap_tests {
         let y0 = cel.iter().map(|r| r.y).fold(f64::INFINITY, f64::min);
         let y1 = cel.iter().map(|r| r.y + r.h).fold(0.0, f64::max);
         assert!(((x1 - x0) * (y1 - y0) - 900.0).abs() < 1e-6);
+    }
+
+    /// Hazard (issue 39, item 7): the treemap labelled a smolvm machine's directory by its hash
+    /// ("4b5e57f6eb2f42b9"). A machine's tile says its name; a file's tile its file name.
+    #[test]
+    fn the_treemap_labels_machines_by_name_not_hash() {
+        let f = |path: &str, owner: Option<&str>| {
+            let mut f = finding(path, FindingKind::SmolvmMachineDir, Verdict::Protected);
+            f.owner = owner.map(String::from);
+            f
+        };
+        assert_eq!(
+            tile_name(&f("/h/.cache/smolvm/vms/4b5e57f6eb2f42b9", Some("web"))),
+            "web"
+        );
+        assert_eq!(
+            tile_name(&f("/h/.cache/smolvm/vms/4b5e57f6eb2f42b9", None)),
+            "4b5e57f6eb2f42b9",
+            "no record: the hash is all there is"
+        );
+        assert_eq!(
+            tile_name(&f("/h/disks/orph1.ext4", Some("orph1"))),
+            "orph1.ext4"
+        );
     }
 
     /// Issue 17: a kept machine or VM process offers no Stop, Delete or End process in the

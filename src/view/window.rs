@@ -53,8 +53,11 @@ pub fn compact_ask(plan: PlanView) -> CompactAsk {
     for l in &c.lines {
         message.push_str(&format!("\n• {l}"));
     }
-    for n in &c.not_planned {
-        message.push_str(&format!("\n• Not compacted: {n}"));
+    if !c.not_planned.is_empty() {
+        message.push_str(&format!("\n\n{}", crate::view::NOT_PLANNED));
+        for n in &c.not_planned {
+            message.push_str(&format!("\n• {n}"));
+        }
     }
     CompactAsk {
         title: match plan.steps.is_empty() {
@@ -84,8 +87,9 @@ pub fn compact_outcome(
     out.refused_line = match out.refused.len() {
         0 => String::new(),
         n => format!(
-            "{} not planned (nothing to give back, or it cannot tell).",
-            plural(n, "disk was", "disks were")
+            "{} {}",
+            crate::view::NOT_PLANNED,
+            plural(n, "disk", "disks")
         ),
     };
     out
@@ -273,6 +277,7 @@ mod tests {
             read_bytes: 0,
             cannot_tell: None,
             needs: None,
+            kept: None,
         }
     }
 
@@ -297,9 +302,14 @@ mod tests {
             "{}",
             ask.message
         );
-        assert!(ask
-            .message
-            .contains("\n• Not compacted: nothing free inside"));
+        assert!(
+            ask.message.contains(&format!(
+                "\n\nNot planned:\n• {}: nothing free inside",
+                t.path().join("db.raw").display()
+            )),
+            "{}",
+            ask.message
+        );
         assert_eq!(ask.plan.steps.len(), 1);
         assert_eq!(ask.plan.steps[0].path, t.path().join("web.raw"));
         let web = compact_plan(&r, &[machine_target(Product::Smolvm, "web")]).unwrap();

@@ -48,8 +48,8 @@ words! {
     Overview = "overview" => "Overview",
     Findings = "findings" => "Findings",
     FindingsCount = "findings_count" => "findings",
-    RunningVms = "running_vms" => "Running VMs",
-    VmsCount = "vms_count" => "machines and VMs",
+    RunningVms = "running_vms" => crate::view::RUNNING_VMS,
+    VmsCount = "vms_count" => "running VMs of this HOME",
     History = "history" => "History",
     Settings = "settings" => "Settings",
     UninstallSmolvm = "uninstall_smolvm" => "Uninstall SmolVM",
@@ -131,8 +131,7 @@ words! {
     // The confirmation and a reclaim's run.
     Reclaim = "reclaim" => "Reclaim",
     AboutToFree = "about_to_free" => "; about {estimate} to free",
-    NotIncluded = "not_included" => "Not included:",
-    NotPlanned = "not_planned" => "Not planned:",
+    NotPlanned = "not_planned" => crate::view::NOT_PLANNED,
     Cascade = "cascade" => "Also delete the machines branched from it ({flag}); the plan names each one",
     Cancel = "cancel" => "Cancel",
     Starting = "starting" => "Starting…",
@@ -147,7 +146,6 @@ words! {
     HistoryLegacy = "history_legacy" => "Reclaims recorded by older versions of this window are in {legacy}; they were not imported.",
     NothingHasRun = "nothing_has_run" => "Nothing has run yet.",
     RunsNewestFirst = "runs_newest_first" => "Runs, newest first",
-    DidNotFinish = "did_not_finish" => "did not finish",
 
     // Settings.
     ScanEvery = "scan_every" => "Scan every",

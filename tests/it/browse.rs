@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 use smolsweep_fixtures::{age_tree, Home, Layout};
 
 /// A tmux server of this test's own (its socket in a scratch directory), killed on drop.
-struct Tmux {
+pub(crate) struct Tmux {
     socket: String,
     dir: PathBuf,
 }
 
 impl Tmux {
-    fn new(dir: &Path) -> Tmux {
+    pub(crate) fn new(dir: &Path) -> Tmux {
         static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Tmux {
@@ -40,7 +40,7 @@ impl Tmux {
         c
     }
 
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let out = self.cmd().args(args).output().unwrap_or_else(|e| {
             panic!("tmux: {e} (scripts/setup/00-rust.sh installs it)");
         });
@@ -52,18 +52,18 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         self.ok(&["capture-pane", "-p", "-t", "b"])
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "b"];
         args.extend_from_slice(keys);
         self.ok(&args);
     }
 
     /// The screen once `done` accepts it; panics with the last screen after a generous bound.
-    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
             let s = self.screen();
@@ -78,7 +78,7 @@ impl Tmux {
     }
 
     /// Move the cursor (the line starting with `>`) down to the first line containing `text`.
-    fn cursor_to(&self, text: &str) {
+    pub(crate) fn cursor_to(&self, text: &str) {
         let s = self.wait_for(text, |s| s.contains(text));
         let lines: Vec<&str> = s.lines().collect();
         let at = lines
@@ -102,7 +102,31 @@ impl Drop for Tmux {
     }
 }
 
-fn quote(p: &Path) -> String {
+/// `env -i VARS PATH=… LANG=… TERM=screen smolsweep ARGS`, as a shell command line: the binary
+/// with `vars` and nothing else of this process's environment.
+pub(crate) fn command_line(
+    vars: Vec<(String, String)>,
+    path: &str,
+    lang: &str,
+    args: &str,
+) -> String {
+    let mut env: Vec<String> = vars
+        .into_iter()
+        .map(|(k, v)| format!("{k}={}", quote(Path::new(&v))))
+        .collect();
+    env.extend([
+        format!("PATH={path}"),
+        format!("LANG={lang}"),
+        "TERM=screen".into(),
+    ]);
+    format!(
+        "env -i {} {} {args}",
+        env.join(" "),
+        quote(Path::new(env!("CARGO_BIN_EXE_smolsweep")))
+    )
+}
+
+pub(crate) fn quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
 }
 
@@ -141,21 +165,12 @@ impl Scratch {
 
     /// `env -i VAR=… smolsweep ARGS`, as a shell command line.
     fn command_line(&self, args: &str, lang: &str) -> String {
-        let mut env: Vec<String> = self
-            .home
-            .env_vars()
-            .into_iter()
-            .map(|(k, v)| format!("{k}={}", quote(Path::new(&v))))
-            .collect();
-        env.push(format!("SMOLSWEEP_DATA_DIR={}", quote(&self.data())));
-        env.push("PATH=/usr/bin:/bin".into());
-        env.push(format!("LANG={lang}"));
-        env.push("TERM=screen".into());
-        format!(
-            "env -i {} {} {args}",
-            env.join(" "),
-            quote(Path::new(env!("CARGO_BIN_EXE_smolsweep")))
-        )
+        let mut vars = self.home.env_vars();
+        vars.push((
+            "SMOLSWEEP_DATA_DIR".into(),
+            self.data().display().to_string(),
+        ));
+        command_line(vars, "/usr/bin:/bin", lang, args)
     }
 }
 

@@ -705,3 +705,84 @@ fn progress_on_a_terminal_is_one_bar_line_redrawn_in_place() {
         );
     }
 }
+
+/// Hazard (issue 39, item 7): `uninstall --dry-run` under `LANG=C` printed "—" and "…" that a
+/// C locale's terminal shows as garbage. Every verb's text for a person is ASCII when the
+/// locale is not UTF-8, on the fixture HOME of both products.
+#[test]
+fn uninstall_dry_run_and_every_verb_is_ascii_under_lang_c() {
+    let crate::golden::EdgeCases { home, t, _cases } = crate::golden::edge_case_home();
+    let data = t.path().join("smolsweep-data");
+    for args in [
+        &["uninstall", "--dry-run"][..],
+        &["uninstall", "--dry-run", "--product", "smolvm"],
+        &["prune", "-n", "--include-caches"],
+        &["compact", "-n"],
+        &["scan", "-v"],
+        &["why", "smolvm:web"],
+        &["kinds"],
+        &["keep", "list"],
+        &["history"],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_smolsweep"))
+            .args(args)
+            .env_clear()
+            .envs(home.env_vars())
+            .env("PATH", "/usr/bin:/bin")
+            .env("LANG", "C")
+            .env("COLUMNS", "80")
+            .env("SMOLSWEEP_DATA_DIR", &data)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            !out.trim().is_empty(),
+            "{args:?} printed nothing:\n{}",
+            text(&o)
+        );
+        for l in out.lines() {
+            assert!(l.is_ascii(), "{args:?}: not ASCII under LANG=C: {l:?}");
+        }
+    }
+}
+
+/// Hazard (issue 39, item 7): `verify`'s `fix=` held the scan's reason ("check by hand: Disk of
+/// sandbox 'bs-same', which exists in celesto.db.") where a fix belongs. On the fixture HOME of
+/// both products every `fix=` is something to run: a Smolsweep command, or the command to run
+/// by hand.
+#[test]
+fn verifys_fix_column_holds_a_fix() {
+    let crate::golden::EdgeCases { home, t, _cases } = crate::golden::edge_case_home();
+    let o = Command::new(env!("CARGO_BIN_EXE_smolsweep"))
+        .arg("verify")
+        .env_clear()
+        .envs(home.env_vars())
+        .env("PATH", "/usr/bin:/bin")
+        .env("LANG", "C.UTF-8")
+        .env("SMOLSWEEP_DATA_DIR", t.path().join("smolsweep-data"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    let fixes: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split_once(" fix="))
+        .map(|f| f.1)
+        .collect();
+    assert!(fixes.len() > 20, "{out}");
+    let commands = ["smolsweep ", "rm ", "remove '", "kill ", "not this HOME's"];
+    for f in &fixes {
+        assert!(
+            commands.iter().any(|c| f.starts_with(c)),
+            "not a fix: {f:?}\n{out}"
+        );
+        assert!(!f.contains("check by hand:"), "{f}");
+    }
+    assert!(
+        fixes
+            .iter()
+            .any(|f| f.starts_with("rm -- ") && f.contains("UPPER.qcow2")),
+        "an unrecognised file is removed by hand:\n{out}"
+    );
+}

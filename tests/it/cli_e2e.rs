@@ -182,3 +182,127 @@ fn smolsweep_stop_and_delete_reach_celesto_sandboxes_through_the_real_cli() {
     let (_, history) = run(&["history"]);
     assert!(history.contains("delete (cli)"), "{history}");
 }
+
+/// `scripts/run.sh ARGS` from the checkout, on `home`, without a graphical session, using the
+/// binaries this test run built.
+fn run_sh(home: &Home, args: &[&str]) -> std::process::Output {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin = Path::new(env!("CARGO_BIN_EXE_smolsweep")).parent().unwrap();
+    Command::new("bash")
+        .arg(repo.join("scripts/run.sh"))
+        .args(args)
+        .env_clear()
+        .envs(home.env_vars())
+        .env("PATH", "/usr/bin:/bin")
+        .env("LANG", "C.UTF-8")
+        .env("SMOLSWEEP_RUN_PREBUILT", "1")
+        .env("SMOLSWEEP_RUN_BIN_DIR", bin)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Hazard (issue 39, item 2): the main job's one command ran the CLI scan silently, wherever it
+/// ran. Without a graphical session `scripts/run.sh` scans this HOME and says how to start the
+/// tray app; with arguments it is `smolsweep scan ARGS`. (With a display it starts the app: the
+/// desktop suite's `run_sh_starts_the_tray_app_in_a_graphical_session`.)
+#[test]
+fn run_sh_without_a_display_scans_and_says_how_to_start_the_app() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let o = run_sh(&home, &[]);
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.starts_with("Smolsweep scan of "), "{out}");
+    assert!(err.contains("no graphical session here"), "{err}");
+    assert!(
+        err.contains(
+            "to use the tray app, run scripts/run.sh in a desktop session, or install the .deb"
+        ),
+        "{err}"
+    );
+    let o = run_sh(&home, &["--json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["schema"], "smolsweep.scan/1");
+}
+
+/// Hazard (issue 39, item 2): the quick start grew past the main job. The README's quick start
+/// is exactly two commands, one that runs the main job (`scripts/run.sh`: the tray app where a
+/// display is) and one that runs every test (`scripts/test.sh`); `.ci/run` calls
+/// `scripts/test.sh` and nothing else.
+#[test]
+fn the_quick_start_is_two_commands_and_ci_runs_test_sh_alone() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
+    let quick = readme
+        .split("\n## Quick start\n")
+        .nth(1)
+        .expect("a quick start")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let block = quick
+        .split("```bash\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a bash block");
+    let commands: Vec<&str> = block
+        .lines()
+        .map(|l| l.split('#').next().unwrap().trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(commands, ["scripts/run.sh", "scripts/test.sh"], "{block}");
+    let ci = std::fs::read_to_string(repo.join(".ci/run")).unwrap();
+    let steps: Vec<&str> = ci
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .collect();
+    assert_eq!(
+        steps,
+        [r#"exec bash "$(dirname "$0")/../scripts/test.sh""#],
+        "{ci}"
+    );
+}
+
+/// Hazard (issue 39, item 5): History listed a run of 26 actions as 26 lines. Its view shows the
+/// first two of the core's lines (what `smolsweep history RUN` prints) and folds the rest into
+/// "…and 24 more"; a run of three shows all three (folding one line saves nothing).
+#[test]
+fn history_folds_a_long_run_after_two_lines() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let d = home.celesto_data_dir().unwrap();
+    for i in 0..26 {
+        d.disk(&format!("gone{i:02}"), "qcow2", 1 << 16, 1 << 14)
+            .unwrap();
+    }
+    smolsweep_fixtures::age_tree(t.path(), OLD).unwrap();
+    let data = t.path().join("data");
+    let (code, v) = smolsweep(&home, &data, &["prune", "-y", "--json"], "/usr/bin:/bin");
+    assert_eq!(code, 0, "{v:#}");
+    let journal = data.join(smolsweep::journal::JOURNAL_FILE);
+    let h = smolsweep::view::runs::history(Some(&journal), None);
+    let run = &h.runs[0];
+    assert_eq!(run.lines.len(), 26);
+    assert_eq!(run.shown, 2);
+    assert_eq!(run.more.as_deref(), Some("…and 24 more"));
+    assert!(run.lines[0].starts_with("done "), "{:?}", run.lines[0]);
+    assert_eq!(run.origin_line, "cli · prune");
+    let stamp = smolsweep::view::runs::history_stamp(Some(&journal));
+    assert!(!stamp.is_empty());
+    // Another run, by any surface, changes the stamp the window watches.
+    for i in 0..3 {
+        d.disk(&format!("late{i}"), "qcow2", 1 << 16, 1 << 14)
+            .unwrap();
+    }
+    smolsweep_fixtures::age_tree(t.path(), OLD).unwrap();
+    let (code, _) = smolsweep(&home, &data, &["prune", "-y", "--json"], "/usr/bin:/bin");
+    assert_eq!(code, 0);
+    assert_ne!(smolsweep::view::runs::history_stamp(Some(&journal)), stamp);
+    let h = smolsweep::view::runs::history(Some(&journal), None);
+    assert_eq!((h.runs[0].shown, h.runs[0].more.is_none()), (3, true));
+}

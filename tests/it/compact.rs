@@ -508,11 +508,29 @@ fn compact_refuses_a_kept_machines_disk() {
     let h = home1(&sc);
     run(&sc, &["keep", "add", "smolvm:web"]);
     let was = allocated(&h.web_storage);
+    // Never planned (issue 39): refused by name, with the rule.
     let r = compact_json(&sc, &["smolvm:web", "-y"]);
-    let rec = &r["skipped"][0];
-    assert_eq!(rec["outcome"], "skipped", "{r:#}");
-    assert_eq!(rec["path"], s(&h.web_storage), "{r:#}");
-    assert!(rec["why"].as_str().unwrap().contains("kept"), "{r:#}");
+    assert!(
+        r["error"].as_str().unwrap().contains("kept by you"),
+        "{r:#}"
+    );
+    assert_eq!(allocated(&h.web_storage), was);
+    // A plan made before the rule is refused when it runs (the re-judge reads the rules).
+    let plan = plan_for(&sc, "smolvm:web");
+    let mut opts = crate::scan_options(&sc.home);
+    opts.env.vars.insert(
+        "SMOLSWEEP_DATA_DIR".into(),
+        sc.data.to_string_lossy().into_owned(),
+    );
+    let runner = RealRunner::new(opts.env.clone(), opts.platform);
+    let mut judge = Rejudge::new(opts);
+    let confirmed = Confirmed::of(&plan, How::YesFlag);
+    let r = exec::execute(
+        &plan,
+        ExecContext::confirmed(confirmed, &runner, &mut judge),
+    )
+    .unwrap();
+    assert!(skipped(&r, &h.web_storage).contains("kept"), "{r:#?}");
     assert_eq!(allocated(&h.web_storage), was);
 }
 

@@ -158,3 +158,155 @@ fn every_count_on_a_screen_equals_the_rows_it_counts() {
     );
     assert_eq!((p_items, p_machines), (items, machines), "{plan}\n{first}");
 }
+
+/// A HOME with one of each VM: a running smolvm machine (its stand-in VMM recorded with its
+/// pid), a running Celesto sandbox (recorded with a live pid), an orphaned VM process of this
+/// HOME (a `_boot-vm` whose machine has no record), and a VM process of another HOME; scanned
+/// once and saved, so every surface reads the same facts.
+struct Fleet {
+    t: tempfile::TempDir,
+    home: smolsweep_fixtures::Home,
+    report: smolsweep::model::ScanReport,
+    saved: std::path::PathBuf,
+    _vms: Vec<smolsweep_fixtures::vmm::FakeVmm>,
+    _other: tempfile::TempDir,
+}
+
+fn fleet() -> Fleet {
+    use smolsweep_fixtures::smolvm::{DiskSet, Smolvm};
+    use smolsweep_fixtures::vmm;
+    let t = tempfile::tempdir().unwrap();
+    let home = smolsweep_fixtures::Home::new(t.path(), smolsweep_fixtures::Layout::Linux).unwrap();
+    let bin = vmm::standin_bin(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let sm = home.smolvm().unwrap();
+    let dir = sm
+        .machine_dir(
+            "m1",
+            DiskSet::Raw {
+                storage: 1 << 16,
+                overlay: 1 << 16,
+            },
+        )
+        .unwrap();
+    let m1 = vmm::boot_vm(&bin, &home.root, &dir);
+    sm.record(
+        "m1",
+        serde_json::json!({"state": "running", "pid": m1.pid()}),
+    )
+    .unwrap();
+    let never = sm.vms_dir().join(Smolvm::hash("vm-ctrlc1"));
+    let orphan = vmm::boot_vm_holding(&bin, &home.root, &never, None);
+    let c = home.celesto_data_dir().unwrap();
+    c.row(
+        "sb1",
+        "running",
+        "qemu",
+        Some(i64::from(std::process::id())),
+    )
+    .unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let theirs = vmm::boot_vm(
+        &bin,
+        other.path(),
+        &other.path().join(".cache/smolvm/vms/0123456789abcdef"),
+    );
+    smolsweep_fixtures::age_tree(t.path(), smolsweep_fixtures::OLD).unwrap();
+    let report = smolsweep::scan::scan(&crate::scan_options(&home));
+    let saved = t.path().join("report.json");
+    std::fs::write(&saved, serde_json::to_vec(&report).unwrap()).unwrap();
+    Fleet {
+        t,
+        home,
+        report,
+        saved,
+        _vms: vec![m1, orphan, theirs],
+        _other: other,
+    }
+}
+
+/// Hazard (issue 39, item 3): at one moment the CLI said "VM processes: 4 (3 orphaned)", the
+/// tray "8–10 VMs still running", the window's badge "Running VMs 11–16" and browse "VM
+/// processes (5)" with another HOME's process inline. One count, defined once in the core
+/// (this HOME's running machines and sandboxes and its orphaned VM processes; other HOMEs'
+/// apart with their own count), is read here from the first screen, the tray, the window and
+/// browse, all from one HOME's scan.
+#[test]
+fn one_vm_count_on_the_first_screen_the_tray_the_window_and_browse() {
+    use smolsweep::view::{ScanView, VmCount};
+    let f = fleet();
+    let count = VmCount::of(&f.report);
+    assert_eq!(
+        (count.sandboxes, count.machines, count.orphans),
+        (1, 1, 1),
+        "{:#?}",
+        f.report.processes
+    );
+    assert!(
+        count.other_homes >= 1,
+        "the other HOME's VM is counted apart"
+    );
+    let line = count.line();
+    assert_eq!(line, "Running VMs: 3 (1 sandbox, 1 machine, 1 orphaned)");
+    let others = count.other_homes_line().unwrap();
+
+    // The CLI's first screen.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_smolsweep"))
+        .args(["scan", "--from-report"])
+        .arg(&f.saved)
+        .env_clear()
+        .envs(f.home.env_vars())
+        .env("PATH", "/usr/bin:/bin")
+        .env("LANG", "C.UTF-8")
+        .env("COLUMNS", "120")
+        .output()
+        .unwrap();
+    let cli = String::from_utf8(out.stdout).unwrap();
+    assert!(cli.contains(&line), "{cli}");
+    assert!(
+        cli.contains(&format!("{others} (--all-homes lists them).")),
+        "{cli}"
+    );
+
+    // The tray: the same line heads this HOME's VMs, other HOMEs' under their own.
+    let tray = smolsweep::tray::TrayModel::from_report(&f.report, &Default::default());
+    assert_eq!(tray.item("vms").unwrap().label, line);
+    assert_eq!(tray.item("vms.others").unwrap().label, others);
+
+    // The window: its badge is the core's number, its VMs view the same line.
+    let v = ScanView::of(&f.report);
+    assert_eq!(v.vms, count);
+    assert_eq!(v.vms.running(), 3);
+    assert_eq!(v.vms_line, line);
+    assert_eq!(v.other_homes_count.as_deref(), Some(others.as_str()));
+
+    // browse, in a terminal, from the same saved scan.
+    let tmux = crate::browse::Tmux::new(f.t.path());
+    let args = format!("browse --from-report {}", crate::browse::quote(&f.saved));
+    let cmd = crate::browse::command_line(f.home.env_vars(), "/usr/bin:/bin", "C.UTF-8", &args);
+    tmux.ok(&[
+        "new-session",
+        "-d",
+        "-s",
+        "b",
+        "-x",
+        "140",
+        "-y",
+        "40",
+        &cmd,
+    ]);
+    let screen = tmux.wait_for("the count", |s| s.contains("Running VMs"));
+    assert!(screen.contains(&format!("{line}; {others}")), "{screen}");
+    // This HOME's VM processes and other HOMEs' are two headings, each with its own count.
+    assert!(
+        screen.contains("VM processes (2)"),
+        "the machine's VM and the orphan:\n{screen}"
+    );
+    assert!(
+        screen.contains(&format!(
+            "VM processes of other HOMEs ({})",
+            count.other_homes
+        )),
+        "{screen}"
+    );
+    tmux.keys(&["q"]);
+}

@@ -32,22 +32,16 @@ pub(crate) fn scan_text(home: &Home, root: &Path, args: &[&str], env: &[(&str, &
 
 /// The scratch root becomes `<T>`, every pid `<pid>`, and the count of other HOMEs' VM
 /// processes goes: it is this machine's, not the fixture's (the suite runs on desktops with
-/// SmolVM VMs of their own). On the first screen that count is a clause of the VM processes
-/// line ("; 2 of other HOMEs (--all-homes lists them)"); under `-v` a line of its own.
+/// SmolVM VMs of their own). It is a line of its own, counted apart from this HOME's running
+/// VMs ("VM processes of other HOMEs: 2 (--all-homes lists them).").
 fn normalise(text: &str, root: &Path) -> String {
-    let mut text = text.replace(&root.display().to_string(), "<T>");
-    let clause = " of other HOMEs (--all-homes lists them)";
-    while let Some(end) = text.find(clause) {
-        match text[..end].rfind("; ") {
-            Some(start) if !text[start..end].contains('\n') => {
-                text.replace_range(start..end + clause.len(), "");
-            }
-            _ => break,
-        }
-    }
+    let text = text.replace(&root.display().to_string(), "<T>");
     let lines: Vec<&str> = text
         .split_inclusive('\n')
-        .filter(|l| !l.contains("of other HOMEs (--all-homes lists them)"))
+        .filter(|l| {
+            let plain = l.replace("\x1b[1m", "").replace("\x1b[0m", "");
+            !plain.contains("of other HOMEs: ") || !plain.contains("(--all-homes lists them)")
+        })
         .collect();
     // A "VM processes" heading left with nothing under it was there only for that count: it
     // goes with the blank line that closed its section.
@@ -171,7 +165,7 @@ fn scan_first_screen_fits_80x24() {
         for needed in [
             "Reclaimable:",
             "Sandboxes 9 (1 running): fire1",
-            "VM processes:",
+            "Running VMs:",
             "Next:",
             "Orphaned disks",
         ] {

@@ -10,6 +10,7 @@ mod cli_conventions;
 mod cli_e2e;
 mod cli_help;
 mod compact;
+mod compact_faces;
 mod counts;
 mod fixtures_selftest;
 mod fleet;
@@ -22,6 +23,7 @@ mod items;
 mod keep;
 mod nouns;
 mod one_number;
+mod one_story;
 mod pipeline;
 mod procmemo;
 // A real QEMU VM watched through `/proc`: Linux only.

@@ -77,6 +77,7 @@ impl Seeded {
             .env_clear()
             .envs(self.home.env_vars())
             .env("PATH", BASE_PATH)
+            .env("LANG", "C.UTF-8")
             .env("SMOLSWEEP_DATA_DIR", &self.data)
             .stdin(Stdio::null())
             .output()

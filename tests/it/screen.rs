@@ -199,3 +199,89 @@ fn product_filter_narrows_the_json_and_prometheus_reports_too() {
     ));
     assert!(!prom.contains("product=\"celesto\",kind"), "{prom}");
 }
+
+/// Hazard (issue 39, item 7): a paused Celesto sandbox whose VM process is gone was shown as
+/// plainly "paused" (a paused Celesto guest is a live QEMU or Firecracker process), and a stale
+/// running row said "stale" twice. A paused sandbox's dead pid is flagged stale, once; a paused
+/// smolvm machine (its pause is a checkpoint on disk, with no process) is not.
+#[test]
+fn a_paused_sandboxs_dead_pid_is_flagged_stale() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let c = home.celesto_data_dir().unwrap();
+    c.row(
+        "p1",
+        "paused",
+        "qemu",
+        Some(smolsweep_fixtures::IMPOSSIBLE_PID),
+    )
+    .unwrap();
+    c.row(
+        "r1",
+        "running",
+        "qemu",
+        Some(smolsweep_fixtures::IMPOSSIBLE_PID),
+    )
+    .unwrap();
+    let sm = home.smolvm().unwrap();
+    sm.record("m1", serde_json::json!({"state": "paused"}))
+        .unwrap();
+    let r = smolsweep::scan::scan(&crate::scan_options(&home));
+    let v = smolsweep::view::ScanView::of(&r);
+    let row = |name: &str| v.machines.iter().find(|m| m.name == name).unwrap();
+    assert!(row("p1").stale, "{:#?}", row("p1"));
+    assert_eq!(
+        row("p1").state_label,
+        "paused (stale: its VM process is gone)"
+    );
+    assert!(row("r1").stale);
+    assert_eq!(
+        row("r1").state_label.matches("stale").count(),
+        1,
+        "{}",
+        row("r1").state_label
+    );
+    assert!(!row("m1").stale, "{:#?}", row("m1"));
+    assert_eq!(v.vms.running(), 0, "nothing stale runs");
+}
+
+/// Hazard (issue 39, item 7): every group of what belongs to something that exists was marked
+/// "in use" (a stopped sandbox's disk, an idle machine's directory), though no process used it.
+/// "in use" is said only of a group where a process uses something.
+#[test]
+fn in_use_is_shown_only_where_a_process_uses_it() {
+    use smolsweep_fixtures::vmm::{self, Shape};
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path(), Layout::Linux).unwrap();
+    let c = home.celesto_data_dir().unwrap();
+    c.row("idle1", "stopped", "qemu", None).unwrap();
+    c.disk("idle1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    let held = c.disk("held1", "qcow2", 1 << 16, 1 << 14).unwrap();
+    smolsweep_fixtures::age_tree(t.path(), smolsweep_fixtures::OLD).unwrap();
+    let bin = vmm::standin_bin(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let _vm = vmm::spawn(
+        &bin,
+        &Shape {
+            argv: vec![
+                "qemu-system-x86_64".into(),
+                format!("-drive file={}", held.display()),
+            ],
+            open: Some(&held),
+            home: Some(&home.root),
+            ..Shape::default()
+        },
+    );
+    let r = smolsweep::scan::scan(&crate::scan_options(&home));
+    let v = smolsweep::view::ScanView::of(&r);
+    let group = |kind: &str| {
+        v.groups
+            .iter()
+            .find(|g| g.kind.as_str() == kind)
+            .unwrap_or_else(|| panic!("no {kind}: {:#?}", v.groups))
+    };
+    let idle = group("celesto.sandbox_disk");
+    assert_ne!(idle.risk_label, "in use", "no process uses it");
+    assert_eq!(idle.risk_label, smolsweep::view::LIVE_NOT_IN_USE);
+    let used = group("celesto.in_use_disk");
+    assert_eq!(used.risk_label, "in use");
+}

@@ -323,7 +323,7 @@ fn tray_icon_shows_orphans_and_opens_its_menu_in_a_tray_host() {
     s.save();
     let (_app, bus, path) = started(&s, "tray-orphans");
     menu_with(&bus, &path, "the orphan in the menu", |l| {
-        item(l, "1 VM still running").is_some()
+        item(l, "Running VMs: 1 (1 orphaned)").is_some()
     });
     std::thread::sleep(std::time::Duration::from_secs(1));
     let shot = dir.path().join("orphans.png");
@@ -532,5 +532,58 @@ fn tray_compact_follows_reclaim_and_compacts_after_the_native_dialog() {
             .iter()
             .any(|(app, sum, _)| app == "Smolsweep" && *sum == want)
             .then_some(())
+    });
+}
+
+/// Hazard (issue 39, item 2): no command started the tray app; `scripts/run.sh` ran the CLI's
+/// scan wherever it was. In a graphical session it starts the app (the binaries the suite
+/// built: `SMOLSWEEP_RUN_PREBUILT`): its tray menu is on the session bus with the scan's
+/// numbers, its window opens, and "Quit" ends it.
+#[test]
+#[ignore = "needs a display server: run scripts/desktop-tests.sh"]
+fn run_sh_starts_the_tray_app_in_a_graphical_session() {
+    let s = Scratch::with_leftovers();
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let log = log_dir().join("run-sh.log");
+    let child = std::process::Command::new("bash")
+        .arg(repo.join("scripts/run.sh"))
+        .envs(s.app_env())
+        .env("SMOLSWEEP_RUN_PREBUILT", "1")
+        .env(
+            "SMOLSWEEP_RUN_BIN_DIR",
+            std::path::Path::new(APP).parent().unwrap(),
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    // run.sh ends by exec'ing the app: the same process.
+    let mut app = AppProc { child, log };
+    let (bus, path) = wait_for(30, "the tray menu of the app run.sh started", || {
+        find_menu(app.pid())
+    });
+    let want = format!("Reclaimable: {}", human_bytes(s.reclaimable_bytes()));
+    menu_with(&bus, &path, &want, |l| item(l, &want).is_some());
+    wait_for(20, "its window", || {
+        run(
+            "xdotool",
+            &[
+                "search",
+                "--pid",
+                &app.pid().to_string(),
+                "--name",
+                "Smolsweep",
+            ],
+        )
+        .ok()
+        .filter(|o| !o.trim().is_empty())
+    });
+    let said = app.log_text();
+    assert!(said.contains("run.sh: starting"), "{said}");
+    if let Err(e) = click_label(&bus, &path, "Quit") {
+        assert!(e.contains("NoReply"), "{e}");
+    }
+    wait_for(10, "the app to quit", || {
+        app.child.try_wait().ok().flatten()
     });
 }

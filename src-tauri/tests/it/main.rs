@@ -12,6 +12,7 @@ mod common;
 #[cfg(target_os = "linux")]
 mod busy;
 mod display;
+mod launch;
 mod mock;
 mod real_scan;
 mod shell_words;

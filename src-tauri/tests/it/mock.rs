@@ -364,14 +364,15 @@ fn native_menu_shows_totals_and_every_action() {
 }
 
 #[test]
-fn menu_lists_orphaned_vms_with_stop_and_reap() {
+fn menu_lists_orphaned_vms_with_end_process() {
     let w = world(0, true);
     w.fake.report.lock().unwrap().processes.push(orphan(4321));
     call(&w, "rescan", json!({})).unwrap();
     let items = menu_items(&w);
     let ids: Vec<&str> = items.iter().map(|i| i.0.as_str()).collect();
     assert!(ids.contains(&"vm:4321:99"), "{ids:?}");
-    assert!(ids.contains(&"vm.stop:4321:99"));
+    // An orphan has one action, "End process" (issue 39): no "Stop" beside it.
+    assert!(!ids.contains(&"vm.stop:4321:99"), "{ids:?}");
     assert!(ids.contains(&"vm.reap:4321:99"));
     // Clicking "Reap" (confirmed) runs the core plan that ends exactly that process, journaled
     // as the tray's.
@@ -1591,8 +1592,8 @@ fn status_and_reclaim_carry_the_words_and_verdicts_the_window_shows() {
     assert!(refused >= 1, "{out:#}");
     let line = out["refused_line"].as_str().unwrap();
     assert!(
-        line.starts_with(&format!("{refused} selected item"))
-            && line.ends_with("not included (kept or not verified)."),
+        line.starts_with(&format!("Not planned: {refused} selected item"))
+            && line.ends_with("(kept or not verified)."),
         "{line}"
     );
     // The History tab's words for the run.
@@ -1754,6 +1755,7 @@ fn add_compactable_disk(w: &World, owner: &str) -> (PathBuf, u64) {
         read_bytes: 0,
         cannot_tell: None,
         needs: None,
+        kept: None,
     });
     r.compact = smolsweep::model::CompactReport::of(disks);
     (img, before)
@@ -1978,7 +1980,7 @@ fn other_homes_vm_processes_fold_into_one_group_with_a_count() {
     let st = call(&w, "rescan", json!({})).unwrap();
     assert_eq!(
         st["view"]["other_homes_line"],
-        json!("2 VM processes of other HOMEs: shown, never acted on.")
+        json!("VM processes of other HOMEs: 2 (shown, never acted on).")
     );
     let this_home: Vec<bool> = st["view"]["processes"]
         .as_array()

@@ -184,7 +184,7 @@ async fn window_select_confirm_execute_removes_exactly_the_selected_files() {
     nav(&c, "history").await;
     let row = wait_css(
         &c,
-        &format!("#history-list tr[data-plan='{}']", last.plan_id),
+        &format!("#history-list li.run[data-plan='{}']", last.plan_id),
     )
     .await;
     let text = row.text().await.unwrap();

@@ -27,6 +27,8 @@ use state::{App, Effect};
 pub struct BrowseArgs {
     #[command(flatten)]
     pub filter: crate::cli::filters::FilterArgs,
+    #[command(flatten)]
+    pub report: crate::cli::reclaim::ReportArgs,
 }
 
 /// The message and exit code without a terminal.
@@ -68,7 +70,10 @@ pub fn run(args: BrowseArgs) -> i32 {
 /// A scan of this environment and its view under the filter, as `smolsweep scan` makes them.
 fn scan_now(args: &BrowseArgs) -> anyhow::Result<(smolsweep::model::ScanReport, ScanView)> {
     let opts = ScanOptions::from_env()?;
-    let report = scan(&opts);
+    let report = match &args.report.from_report {
+        Some(f) => crate::cli::reclaim::saved_report(f)?,
+        None => scan(&opts),
+    };
     let filter = args.filter.filter();
     let view = if filter.is_empty() {
         ScanView::of(&report)

@@ -23,16 +23,21 @@ pub(crate) enum Entry {
     Machines,
     /// `machines[i]` of the view.
     Machine(usize),
-    /// The heading of the view's VM processes.
+    /// The heading of this HOME's VM processes.
     Processes,
-    /// `processes[i]` of the view.
+    /// The heading of other HOMEs' VM processes (counted apart, shown only).
+    Others,
+    /// `processes[i]` of the view (under [`Entry::Processes`] or [`Entry::Others`]).
     Process(usize),
 }
 
 impl Entry {
     /// A heading: a group, the machines' or the VM processes'.
     pub fn is_heading(self) -> bool {
-        matches!(self, Entry::Group(_) | Entry::Machines | Entry::Processes)
+        matches!(
+            self,
+            Entry::Group(_) | Entry::Machines | Entry::Processes | Entry::Others
+        )
     }
 }
 
@@ -102,9 +107,10 @@ pub(crate) struct App {
     pub order: Vec<usize>,
     /// Kinds whose group is open (kept across a rescan).
     pub open: BTreeSet<FindingKind>,
-    /// The machines' and the VM processes' sections are open.
+    /// The machines' and the VM processes' sections are open (this HOME's, other HOMEs').
     pub open_machines: bool,
     pub open_processes: bool,
+    pub open_others: bool,
     /// Index into [`App::entries`].
     pub cursor: usize,
     /// First entry drawn (set by the renderer so the cursor stays in sight).
@@ -134,6 +140,7 @@ impl App {
             open: BTreeSet::new(),
             open_machines: false,
             open_processes: false,
+            open_others: false,
             cursor: 0,
             offset: 0,
             page: 10,
@@ -205,6 +212,7 @@ impl App {
                 ("machines".to_string(), Some(key))
             }),
             Entry::Processes => Some(("processes".into(), None)),
+            Entry::Others => Some(("others".into(), None)),
             Entry::Process(i) => v.processes.get(i).map(|p| {
                 let key = format!("{}:{}", p.pid, p.start_time);
                 ("processes".to_string(), Some(key))
@@ -230,10 +238,19 @@ impl App {
                 out.extend((0..v.machines.len()).map(Entry::Machine));
             }
         }
-        if !v.processes.is_empty() {
-            out.push(Entry::Processes);
-            if self.open_processes {
-                out.extend((0..v.processes.len()).map(Entry::Process));
+        // This HOME's VM processes, then other HOMEs' apart (the one count's split).
+        for (heading, this_home, open) in [
+            (Entry::Processes, true, self.open_processes),
+            (Entry::Others, false, self.open_others),
+        ] {
+            let of: Vec<usize> = (0..v.processes.len())
+                .filter(|&i| v.processes[i].this_home == this_home)
+                .collect();
+            if !of.is_empty() {
+                out.push(heading);
+                if open {
+                    out.extend(of.into_iter().map(Entry::Process));
+                }
             }
         }
         out
@@ -281,12 +298,10 @@ impl App {
         }
         match &mut self.screen {
             Screen::Scanning | Screen::Running(_) => Effect::None,
+            // Any key closes the help, `q` and Esc too: they leave the help, not the browser.
             Screen::Help => {
                 self.screen = Screen::List;
-                match k.code {
-                    KeyCode::Char('q') => self.quit(),
-                    _ => Effect::None,
-                }
+                Effect::None
             }
             Screen::Quit => match k.code {
                 KeyCode::Char('y') | KeyCode::Char('Y') => Effect::Quit,
@@ -346,6 +361,7 @@ impl App {
             KeyCode::Char('s') => self.vm_review(VmAction::Stop),
             KeyCode::Char('e') => self.vm_review(VmAction::Reap),
             KeyCode::Char('x') => self.vm_review(VmAction::Delete),
+            KeyCode::Char('c') => self.compact_review(),
             _ => {}
         }
         Effect::None
@@ -405,12 +421,39 @@ impl App {
         }
     }
 
+    /// `c` on a machine or sandbox row: the compaction of its disks, planned as `smolsweep
+    /// compact NAME` plans it and reviewed like the marked items' plan; a row with nothing to
+    /// give back (a running machine, one a keep rule keeps) says why in the core's words.
+    fn compact_review(&mut self) {
+        let (Some(report), Some(v)) = (&self.report, &self.view) else {
+            return;
+        };
+        let Some(Entry::Machine(i)) = self.current() else {
+            self.status = Some(view::marks::COMPACT_WHERE.to_string());
+            return;
+        };
+        let Some(m) = v.machines.get(i) else { return };
+        let target = view::window::machine_target(m.product, &m.name);
+        match smolsweep::target::compact_plan(report, &[target]) {
+            Ok(plan) if !plan.is_empty() => {
+                self.screen = Screen::Review(Box::new(Review {
+                    confirmation: view::confirmation(&plan),
+                    plan,
+                    scroll: 0,
+                }))
+            }
+            Ok(plan) => self.status = Some(view::confirmation(&plan).sentence()),
+            Err(why) => self.status = Some(why),
+        }
+    }
+
     /// Enter opens or closes the group under the cursor; Right and `l` only open it.
     fn toggle_open(&mut self, code: KeyCode) {
         let current = self.current();
         let section = match current {
             Some(Entry::Machines) => Some(&mut self.open_machines),
             Some(Entry::Processes) => Some(&mut self.open_processes),
+            Some(Entry::Others) => Some(&mut self.open_others),
             _ => None,
         };
         if let Some(open) = section {
@@ -435,6 +478,20 @@ impl App {
             Some(Entry::Machines | Entry::Machine(_)) => {
                 self.open_machines = false;
                 Entry::Machines
+            }
+            Some(Entry::Process(i))
+                if self
+                    .view
+                    .as_ref()
+                    .and_then(|v| v.processes.get(i))
+                    .is_some_and(|p| !p.this_home) =>
+            {
+                self.open_others = false;
+                Entry::Others
+            }
+            Some(Entry::Others) => {
+                self.open_others = false;
+                Entry::Others
             }
             Some(Entry::Processes | Entry::Process(_)) => {
                 self.open_processes = false;
@@ -483,7 +540,7 @@ impl App {
                 self.status = Some(view::marks::act_instead(view::marks::MACHINE_ACTIONS));
                 return;
             }
-            Some(Entry::Processes | Entry::Process(_)) => {
+            Some(Entry::Processes | Entry::Process(_) | Entry::Others) => {
                 self.status = Some(view::marks::act_instead(view::marks::PROCESS_ACTIONS));
                 return;
             }

@@ -95,10 +95,16 @@ fn head_lines(app: &App, width: usize) -> Vec<Line<'static>> {
         let l = fit(app, &format!("  ! {}", view::escape_text(p)), width);
         out.push(Line::styled(text(app, &l), style(app, Color::Yellow)));
     }
-    // The machines of both products, one line, as the scan's first screen has it.
+    // The machines of both products, one line, as the scan's first screen has it; then the one
+    // count of running VMs, other HOMEs' apart.
     if let Some(l) = v.machines_line(width, app.ascii) {
         out.push(Line::raw(text(app, &l)));
     }
+    let count = match &v.other_homes_count {
+        Some(o) => format!("{}; {o}", v.vms_line),
+        None => v.vms_line.clone(),
+    };
+    out.push(Line::raw(text(app, &fit(app, &count, width))));
     if let Some(note) = &v.filter_note {
         out.push(Line::styled(
             text(app, &fit(app, note, width)),
@@ -201,7 +207,7 @@ fn entry_line(app: &App, e: Entry, at_cursor: bool, width: usize) -> Line<'stati
             (s, color)
         }
         Entry::Row(g, r) => row_line(app, g, r, cursor, width),
-        Entry::Machines | Entry::Processes => section_line(app, e, cursor),
+        Entry::Machines | Entry::Processes | Entry::Others => section_line(app, e, cursor),
         Entry::Machine(i) => machine_line(app, i, cursor, width),
         Entry::Process(i) => process_line(app, i, cursor, width),
     };
@@ -227,13 +233,16 @@ fn section_line(app: &App, e: Entry, cursor: &str) -> (String, Color) {
     let Some(v) = &app.view else {
         return (String::new(), Color::Reset);
     };
+    let of = |this_home: bool| {
+        v.processes
+            .iter()
+            .filter(|p| p.this_home == this_home)
+            .count()
+    };
     let (open, heading, n) = match e {
         Entry::Machines => (app.open_machines, v.machines_heading(), v.machines.len()),
-        _ => (
-            app.open_processes,
-            view::marks::PROCESSES_HEADING,
-            v.processes.len(),
-        ),
+        Entry::Others => (app.open_others, view::OTHER_HOMES, of(false)),
+        _ => (app.open_processes, view::marks::PROCESSES_HEADING, of(true)),
     };
     let s = format!("{cursor}{} {heading} ({n})", marker(app, open));
     (s, Color::Reset)
@@ -244,11 +253,11 @@ fn machine_line(app: &App, i: usize, cursor: &str, width: usize) -> (String, Col
     let Some(m) = app.view.as_ref().and_then(|v| v.machines.get(i)) else {
         return (String::new(), Color::Reset);
     };
-    let size = m
-        .size
-        .as_deref()
+    let size = [m.size.as_deref(), m.compactable.as_deref()]
+        .into_iter()
+        .flatten()
         .map(|x| format!(", {x}"))
-        .unwrap_or_default();
+        .collect::<String>();
     let s = format!(
         "{cursor}     {:<8} {:<8} {} {}{size}",
         m.product.as_str(),
@@ -266,11 +275,8 @@ fn process_line(app: &App, i: usize, cursor: &str, width: usize) -> (String, Col
         return (String::new(), Color::Reset);
     };
     let mut tags = Vec::new();
-    if !p.this_home {
-        tags.push("another HOME's".to_string());
-    }
-    if p.orphan {
-        tags.push("orphan".to_string());
+    if p.orphan && p.this_home {
+        tags.push(view::words::Word::Orphaned.text().to_string());
     }
     let s = format!(
         "{cursor}     pid {:<8} {} {} {}",
@@ -345,6 +351,12 @@ pub(crate) fn detail(app: &App) -> Vec<String> {
         },
         Some(Entry::Machines) => vec![view::marks::MACHINE_ACTIONS.to_string()],
         Some(Entry::Processes) => vec![view::marks::PROCESS_ACTIONS.to_string()],
+        Some(Entry::Others) => app
+            .view
+            .as_ref()
+            .and_then(|v| v.other_homes_line.clone())
+            .into_iter()
+            .collect(),
         Some(Entry::Machine(i)) => machine_detail(app, i),
         Some(Entry::Process(i)) => process_detail(app, i),
         None => Vec::new(),
@@ -364,24 +376,24 @@ fn machine_detail(app: &App, i: usize) -> Vec<String> {
         m.state_label
     )];
     out.extend(m.role.map(str::to_string));
+    out.extend(m.compactable.clone());
     out.extend(m.kept.clone());
     out.push(machine_actions(m));
     out
 }
 
 fn machine_actions(m: &view::MachineRow) -> String {
-    match (m.can_stop, m.can_delete) {
-        (true, true) => view::marks::MACHINE_ACTIONS.to_string(),
-        (false, true) => view::marks::MACHINE_DELETE_ONLY.to_string(),
-        _ => view::marks::no_action("a keep rule keeps it"),
-    }
+    view::marks::machine_actions(m.can_stop, m.can_delete, m.compactable.is_some())
+        .unwrap_or_else(|| view::marks::no_action("a keep rule keeps it"))
 }
 
+/// A VM process's one action: an orphan is ended, one its record owns is stopped.
 fn process_actions(p: &view::ProcessRow) -> String {
-    match (p.this_home, p.can_end) {
-        (true, true) => view::marks::PROCESS_ACTIONS.to_string(),
-        (true, false) => view::marks::PROCESS_STOP_ONLY.to_string(),
-        (false, _) => view::marks::no_action("it is another HOME's VM process"),
+    match (p.this_home, p.can_end, p.orphan) {
+        (true, true, _) => view::marks::ORPHAN_ACTIONS.to_string(),
+        (true, false, false) => view::marks::PROCESS_STOP_ONLY.to_string(),
+        (true, false, true) => view::marks::no_action("a keep rule keeps it"),
+        (false, ..) => view::marks::no_action("it is another HOME's VM process"),
     }
 }
 
@@ -537,7 +549,7 @@ fn help_screen(f: &mut Frame, app: &App, area: Rect) {
         "Enter → l"
     };
     let left = if app.ascii { "Left h" } else { "← h" };
-    let keys: [(&str, &str); 13] = [
+    let keys: [(&str, &str); 14] = [
         (arrows, "move"),
         ("PgUp PgDn", "move a page"),
         ("g G Home End", "first, last"),
@@ -554,9 +566,13 @@ fn help_screen(f: &mut Frame, app: &App, area: Rect) {
         ("s", "stop the machine or sandbox (or the VM process's)"),
         ("e", "end the orphaned VM process"),
         ("x", "delete the machine or sandbox"),
+        ("c", "compact the disks of the machine or sandbox"),
         ("r", "scan again"),
         ("?", "this help"),
-        ("q Esc", "quit (asks first while items are marked)"),
+        (
+            "q Esc",
+            "quit (asks first while items are marked); on this help: close it",
+        ),
     ];
     let mut lines = vec![Line::styled("Keys", bold()), Line::raw("")];
     for (k, what) in keys {

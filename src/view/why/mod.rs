@@ -116,6 +116,69 @@ pub fn explain(facts: &WhyFacts, asked: &Asked) -> Why {
         Asked::Machine { product, name } => machine_why(facts, *product, name, &mut why),
         Asked::Process(pid) => process_why(facts, *pid, &mut why),
     }
+    // A sandbox no inventory lists whose VM still runs: the VM, and the command that ends it.
+    if let (Asked::Machine { product, name }, None) = (asked, &why.record) {
+        unlisted_vm(facts, *product, name, &mut why);
+    }
+    // A disk inside what the scan judges as a whole (a smolvm machine's `storage.raw` in its
+    // directory) is estimated on its own: its estimate and its command are said too.
+    if let (Asked::Path(p), true) = (asked, why.compact.is_empty()) {
+        why.compact = facts
+            .report
+            .compact
+            .disks
+            .iter()
+            .filter(|d| d.path == *p)
+            .cloned()
+            .collect();
+    }
     why.lines = render(&why);
     why
+}
+
+/// The VM processes of this HOME that run `name` of `product`, which no inventory records, and
+/// the command that ends them (`smolsweep reap PID`): `why celesto:x` tells the story the scan
+/// tells of its VM and everything it holds.
+fn unlisted_vm(facts: &WhyFacts, product: Product, name: &str, why: &mut Why) {
+    let r = &facts.report;
+    let pids: Vec<u32> = r
+        .processes
+        .iter()
+        .filter(|p| p.product == product && p.owner.as_deref() == Some(name))
+        .filter(|p| p.scope == Scope::ThisHome)
+        .map(|p| p.pid)
+        .collect();
+    if pids.is_empty() {
+        return;
+    }
+    why.found = true;
+    // The scan's one story of it (`scan::story`), as its VM process and its leftovers say it.
+    why.reason = r
+        .processes
+        .iter()
+        .find(|p| pids.contains(&p.pid))
+        .map(|p| crate::pathser::escape_text(&p.reason));
+    why.processes = pids
+        .iter()
+        .map(|p| process_facts(facts, *p, None))
+        .collect();
+    let plan = crate::plan::Plan::from_scan(
+        r,
+        &crate::plan::Selection {
+            reap_pids: pids.clone(),
+            ..Default::default()
+        },
+    );
+    let list: Vec<String> = pids.iter().map(u32::to_string).collect();
+    why.free = Some(Free {
+        command: (!plan.is_empty()).then(|| format!("smolsweep reap {}", list.join(" "))),
+        plan: (!plan.is_empty()).then(|| crate::view::confirmation(&plan).sentence()),
+        estimated_bytes: plan.estimated_bytes,
+        blocked: plan
+            .skipped_at_plan
+            .iter()
+            .map(|s| crate::pathser::escape_text(&s.why))
+            .collect(),
+        ..Free::default()
+    });
 }

@@ -108,11 +108,29 @@ pub(super) fn render_finding(why: &Why, out: &mut Vec<Line>) {
     render_compact(why, out);
 }
 
-/// "Compact": one sentence per disk estimated (opt-in, never in the reclaimable total).
+/// "Compact": one sentence per disk estimated (opt-in, never in the reclaimable total), then the
+/// command that gives back what they hold (issue 39, item 4): `smolsweep compact smolvm:web`
+/// for a machine or sandbox, `smolsweep compact PATH` for a disk.
 pub(super) fn render_compact(why: &Why, out: &mut Vec<Line>) {
     for d in &why.compact {
         out.push(line("Compact", disk_sentence(d)));
     }
+    let open = why.compact.iter().filter(|d| d.kept.is_none());
+    let n: u64 = open.clone().map(|d| d.compactable_bytes).sum();
+    let Some(first) = open.clone().find(|d| d.compactable_bytes > 0) else {
+        return;
+    };
+    let target = match &why.asked {
+        Asked::Machine { product, name } => format!("{}:{name}", product.as_str()),
+        _ => crate::view::confirm::shell_word(&crate::pathser::shown(&first.path)),
+    };
+    out.push(line(
+        "Compact",
+        format!(
+            "`smolsweep compact {target}` gives back about {} (opt-in, not in the reclaimable total).",
+            bytes(n)
+        ),
+    ));
 }
 
 pub(super) fn use_words(u: Use) -> &'static str {
@@ -408,19 +426,36 @@ pub(super) fn render_machine(why: &Why, product: Product, name: &str, out: &mut 
             ));
             return;
         }
-        out.push(line(
-            "",
-            format!(
+        let head = match (&why.reason, why.processes.is_empty()) {
+            (Some(story), false) => format!("{shown}: {story}"),
+            _ => format!(
                 "{shown}: no {} inventory records it any more; the scan found what it left behind.",
                 product.display_name()
             ),
-        ));
+        };
+        out.push(line("", head));
+        // Its VM still runs: the one story the scan tells of it, and the command that ends it.
+        for p in &why.processes {
+            let vm = p.vm.as_ref().map(vm_words).unwrap_or_default();
+            out.push(line(
+                "Processes",
+                format!("{}, {vm}, runs it.", process_words(p)),
+            ));
+        }
         render_items("Leftovers", why, out);
         render_version(why, out);
-        out.push(line(
-            "To free",
-            "`smolsweep why PATH` explains each; `smolsweep prune` frees those that are reclaimable.",
-        ));
+        if why.processes.is_empty() {
+            out.push(line(
+                "To free",
+                "`smolsweep why PATH` explains each; `smolsweep prune` frees those that are reclaimable.",
+            ));
+        } else {
+            render_free(why, out);
+            out.push(line(
+                "To free",
+                "Once its VM has ended, `smolsweep prune` frees what it left.",
+            ));
+        }
         return;
     };
     out.push(line("", format!("{} {shown}", rec.noun)));

@@ -181,7 +181,7 @@ pub async fn text_of(c: &Client, css: &str) -> String {
 pub async fn history_row(c: &Client, plan_id: &str) -> String {
     nav(c, "overview").await;
     nav(c, "history").await;
-    text_of(c, &format!("#history-list tr[data-plan='{plan_id}']")).await
+    text_of(c, &format!("#history-list li.run[data-plan='{plan_id}']")).await
 }
 
 /// The app's command `cmd` through the page's IPC, as the window calls it; an error comes back
