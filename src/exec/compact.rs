@@ -75,17 +75,7 @@ pub(super) fn judge(
             "{shown} is no longer the disk of a stopped machine or a saved disk (its machine runs, is paused, or a process uses it); not compacted"
         ));
     };
-    if let Some(why) = &d.cannot_tell {
-        return Err(format!("{shown}: {why}; not compacted"));
-    }
-    if let Some(needs) = &d.needs {
-        return Err(format!("{shown}: {needs}; not compacted"));
-    }
-    if d.compactable_bytes == 0 {
-        return Err(format!(
-            "{shown}: nothing free inside to give back now; not compacted"
-        ));
-    }
+    // A keep rule first: the estimate of a kept disk is shaped by it (nothing to offer).
     let kept = report
         .machines
         .iter()
@@ -100,7 +90,21 @@ pub(super) fn judge(
         )
         .find(|k| !keep_overrides.iter().any(|o| o == k));
     if let Some(rule) = kept {
-        return Err(format!("{shown} is kept by the rule {rule}; not compacted"));
+        return Err(format!(
+            "{shown} is {}; not compacted",
+            crate::keep::kept_why(rule)
+        ));
+    }
+    if let Some(why) = &d.cannot_tell {
+        return Err(format!("{shown}: {why}; not compacted"));
+    }
+    if let Some(needs) = &d.needs {
+        return Err(format!("{shown}: {needs}; not compacted"));
+    }
+    if d.compactable_bytes == 0 {
+        return Err(format!(
+            "{shown}: nothing free inside to give back now; not compacted"
+        ));
     }
     if let Some(over) = backed_by(report, path) {
         return Err(format!(
