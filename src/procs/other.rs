@@ -21,12 +21,40 @@ pub(crate) fn list_identities() -> Vec<RawProcess> {
 
 /// Who holds `path` open: only Linux's leases tell, so "cannot tell" here (the whole table is
 /// read).
+#[cfg(test)]
 pub(crate) fn holders(
     _path: &Path,
     _devino: Option<(u64, u64)>,
     _budget: &mut usize,
 ) -> super::Holders {
     super::Holders::CannotTell
+}
+
+/// The whole table: `ps` tells no descriptors one by one.
+pub(crate) fn holdings(_identities: &[RawProcess]) -> super::Holdings {
+    super::Holdings {
+        whole: list_processes(),
+        ..Default::default()
+    }
+}
+
+/// Nothing is listed by identity here ([`holdings`]).
+pub(crate) fn held_names(held: &[super::HeldRef]) -> Vec<Option<std::path::PathBuf>> {
+    vec![None; held.len()]
+}
+
+/// Only Linux's leases tell: nothing is known here.
+pub(crate) fn held_below(
+    _path: &Path,
+    _devino: Option<(u64, u64)>,
+    _budget: &mut usize,
+) -> super::HeldBelow {
+    super::HeldBelow::default()
+}
+
+/// Not told by device here.
+pub(crate) fn devices_below(_path: &Path) -> Option<Vec<u64>> {
+    None
 }
 
 /// The unlinked files `pid` holds open: not measured without `/proc`.

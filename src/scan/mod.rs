@@ -39,14 +39,15 @@ pub(crate) fn list_processes() -> Vec<crate::procs::RawProcess> {
 
 /// Scan everything both products leave behind. Read-only: writes nothing, changes no timestamp.
 ///
-/// The process table is read in two steps: every process's identity and command line first
-/// (and everything of the VMM-shaped ones), the rest of it (open files, maps, working
-/// directories of every process) the first time the scan asks whether a path is in use. A HOME
-/// with nothing of SmolVM asks no such question and never pays for the rest.
+/// The process table is read in two steps: every process's identity, command line and working
+/// directories first (and everything of the VMM-shaped ones), the rest of it (open files by
+/// identity, maps) the first time the kernel says something the scan asks about is held; a
+/// descriptor's name only when a question needs it. A HOME with nothing of SmolVM asks no
+/// such question and never pays for the rest.
 pub fn scan(opts: &ScanOptions) -> ScanReport {
     scan_sized(
         opts,
-        || ProcIndex::deferred(crate::procs::list_identities(), crate::procs::list),
+        || ProcIndex::deferred(crate::procs::list_identities(), crate::procs::holdings),
         Sizer::new(),
     )
 }
