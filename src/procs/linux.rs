@@ -22,7 +22,6 @@ mod holdings;
 mod lease;
 mod table_memo;
 pub(crate) use holdings::{devices_below, held_below, held_names, holdings};
-#[cfg(test)]
 pub(crate) use lease::holders;
 pub(crate) use table_memo::TableMemo;
 

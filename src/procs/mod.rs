@@ -95,7 +95,6 @@ pub(crate) enum Holders {
 /// anywhere, by the kernel's own count (Linux leases; "cannot tell" elsewhere), asking about at
 /// most `budget` files. Nobody: no process holds or maps it, and the table's open files and
 /// maps need not be read to know it. ([`held_below`] also names the files.)
-#[cfg(test)]
 pub(crate) fn holders(
     path: &std::path::Path,
     devino: Option<(u64, u64)>,

@@ -21,7 +21,6 @@ pub(crate) fn list_identities() -> Vec<RawProcess> {
 
 /// Who holds `path` open: only Linux's leases tell, so "cannot tell" here (the whole table is
 /// read).
-#[cfg(test)]
 pub(crate) fn holders(
     _path: &Path,
     _devino: Option<(u64, u64)>,

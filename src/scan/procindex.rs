@@ -404,7 +404,11 @@ impl ProcIndex {
         pids.retain(|p| Some(*p) != me);
         let unseen = pids.is_empty()
             && match said {
-                Holders::CannotTell => self.ask_kernel(path, devino).said() == Holders::Someone,
+                // Not asked (an index of the whole table): the first answer tells.
+                Holders::CannotTell => {
+                    let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());
+                    crate::procs::holders(path, devino, &mut budget) == Holders::Someone
+                }
                 said => said == Holders::Someone,
             };
         Users { pids, unseen }
