@@ -66,7 +66,7 @@ pub(crate) fn scan_sized(
 ) -> ScanReport {
     let started = Instant::now();
     // First, so the lock table's wait overlaps reading the process table.
-    let locks = HeldLocks::start();
+    let locks = HeldLocks::start().asking(lock_file_opened);
     let procs = processes();
     let mut ctx = Ctx {
         opts,
@@ -133,6 +133,14 @@ pub(crate) fn scan_sized(
     report.compact = crate::compact::survey(&report);
     report.compute_totals();
     report
+}
+
+/// Whether any open description of the lock file at `path` (with this identity) may exist
+/// anywhere, by the kernel's own count ([`crate::procs::holders`]): a file nothing has open
+/// holds no lock, and the lock table need not be read (and waited for) to know it.
+pub(crate) fn lock_file_opened(path: &Path, devino: (u64, u64)) -> bool {
+    let mut one = 1;
+    crate::procs::holders(path, Some(devino), &mut one) != crate::procs::Holders::Nobody
 }
 
 /// A Celesto sandbox's size is what `celesto sandbox delete` removes with it: its disk, the
