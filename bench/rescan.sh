@@ -3,10 +3,19 @@
 # one process (examples/measure_rescan.rs), on the 105k-file `_shared` HOME of gen_shared_home.py.
 #
 # usage: bench/rescan.sh [--files N] [--runs N] [--dir DIR] [--keep] [--farm PROCSxFDS] [--bin PATH]
+#                        [--layout shared|scale] [--cli PATH]
 #
 # --farm 300x64: with a desktop-sized process table running beside it (bench/proc_farm.py:
 #   PROCS processes each holding FDS open files; killed and removed afterwards).
 # --bin PATH: measure this build of examples/measure_rescan instead of building one.
+# --layout scale: the HOME of bench/tray_launch.sh instead (the fixture crate's layouts of both
+#   products, inventories included, plus gen_scale_home.py's FILES files, dated 30 days back:
+#   machine directories with their vm.lock, sandbox disks, caches), needing
+#   target/release/smolsweep-fixture.
+# --cli PATH: the peer is the CLI: RUNS rounds alternating one measure_rescan (runs 1: a full
+#   scan, then the rescans) and one `PATH scan --json` of the same HOME as a whole process
+#   (bench/runstat.py once, `env -i HOME PATH`); prints the medians and the ratios of the
+#   rescans (wall and CPU) to the CLI's scan.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
@@ -16,6 +25,8 @@ dir=""
 keep=0
 farm=""
 bin=""
+layout=shared
+cli=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --files) files="$2"; shift 2 ;;
@@ -24,6 +35,8 @@ while [ $# -gt 0 ]; do
     --keep) keep=1; shift ;;
     --farm) farm="$2"; shift 2 ;;
     --bin) bin="$2"; shift 2 ;;
+    --layout) layout="$2"; shift 2 ;;
+    --cli) cli="$(realpath "$2")"; shift 2 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -48,6 +61,15 @@ cleanup() {
   rmdir "$scratch" 2>/dev/null || true
 }
 trap cleanup EXIT
+if [ ! -e "$dir" ] && [ "$layout" = scale ]; then
+  mkdir -p "$dir.fx"
+  "$repo/target/release/smolsweep-fixture" both "$dir.fx" >/dev/null
+  mv "$dir.fx/home" "$dir" && rm -rf "$dir.fx"
+  touch "$scratch/marker"
+  rootfs=$(ls -d "$repo"/.tools/smolmachines-*/agent-rootfs 2>/dev/null | head -1 || true)
+  python3 "$here/gen_scale_home.py" "$dir" "$files" ${rootfs:+--agent-rootfs "$rootfs"} >/dev/null
+  find "$dir" -newer "$scratch/marker" -exec touch -h -d "@$(( $(date +%s) - 30 * 86400 ))" {} +
+fi
 [ -e "$dir" ] || python3 "$here/gen_shared_home.py" "$dir" "$files" >/dev/null
 if [ -n "$farm" ]; then
   python3 "$here/proc_farm.py" "${farm%x*}" "${farm#*x}" "$scratch/farm" >"$scratch/farm.out" &
@@ -61,5 +83,33 @@ if [ -n "$farm" ]; then
   echo "farm: $farm ($(ls /proc | grep -c '^[0-9]') processes)"
 fi
 echo "cores: $(nproc), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$bin" "$dir" "$runs" 2>/dev/null
+if [ -z "$cli" ]; then
+  "$bin" "$dir" "$runs" 2>/dev/null
+else
+  echo "HOME: $(find "$dir" | wc -l) entries; peer: $cli scan --json"
+  for i in $(seq "$runs"); do
+    "$bin" "$dir" 1 2>/dev/null >>"$scratch/rescan.out"
+    python3 "$here/runstat.py" once -- env -i HOME="$dir" PATH=/usr/bin:/bin "$cli" scan --json \
+      >>"$scratch/cli.out"
+  done
+  python3 - "$scratch/rescan.out" "$scratch/cli.out" <<'PY'
+import json, sys
+rows = [dict(kv.split("=", 1) for kv in l.split()) for l in open(sys.argv[1]) if "=" in l]
+cli = [json.loads(l) for l in open(sys.argv[2])]
+med = lambda v: sorted(v)[len(v) // 2]
+f = lambda k: med([float(r[k]) for r in rows])
+cw, cc = med([c["wall_ms"] for c in cli]), med([c["cpu_ms"] for c in cli])
+print(f"CLI scan --json: wall {cw:.1f} ms, CPU {cc:.1f} ms (median of {len(cli)})")
+print(f"in-process full scan: wall {f('full_ms'):.1f} ms, CPU {f('full_cpu_ms'):.1f} ms")
+for k, c in [("rescan_nothing_after_full_ms", "rescan_nothing_after_full_cpu_ms"),
+             ("rescan_nothing_again_ms", None), ("rescan_one_orphan_ms", None),
+             ("rescan_after_writers_ms", None)]:
+    line = f"{k}: {f(k):.1f} ms = {f(k) / cw:.3f}x the CLI's wall"
+    if c:
+        line += f"; CPU {f(c):.1f} ms = {f(c) / cc:.3f}x the CLI's CPU"
+    print(line)
+print("processes kept/read per rescan:", f("processes_kept_per_rescan"), f("processes_read_per_rescan"),
+      "| files restated:", f("files_restated_per_rescan"))
+PY
+fi
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -6,9 +6,13 @@
 # 30 days so its leftovers are reclaimable), under Xvfb and a private session bus.
 # The peer: `smolsweep scan --json` of the same HOME by the CLI.
 #
-# usage: bench/tray_launch.sh [--files N] [--runs N] [--app BIN] [--cli BIN]...
+# usage: bench/tray_launch.sh [--files N] [--runs N] [--start cold|warm|both] [--app BIN] [--cli BIN]...
 #   --files N   files in the HOME (default 100000; 0: the fixture alone)
-#   --runs N    launches (default 5); each is followed by one run of every --cli
+#   --runs N    launches (default 5) of each start; each round is followed by one run of every --cli
+#   --start     cold: no menu saved by an earlier run (the app's tray-menu.json removed first);
+#               warm: the menu the run before saved is there (issue 40: the first menu shows
+#               its numbers, marked as from when, while the fresh scan runs); both (default):
+#               a cold and a warm launch in every round
 #   --app BIN   the desktop app (default target/debug/smolsweep-desktop, which
 #               `cargo test --workspace --no-run` builds)
 #   --cli BIN   a CLI to time as the peer (repeatable; default the `smolsweep` beside the app,
@@ -29,6 +33,7 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 files=100000
 runs=5
+starts=(cold warm)
 app=target/debug/smolsweep-desktop
 clis=()
 args=("$@")
@@ -36,6 +41,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --files) files="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
+    --start) case "$2" in both) starts=(cold warm) ;; *) starts=("$2") ;; esac; shift 2 ;;
     --app) app="$2"; shift 2 ;;
     --cli) clis+=("$2"); shift 2 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
@@ -104,10 +110,16 @@ scan_line() { # the CLI's own answer: "Reclaimable: <size>" as the tray would sa
   env -i "${fenv[@]}" PATH=/usr/bin:/bin "$1" scan -q 2>/dev/null | head -1
 }
 echo "the CLI says: $(scan_line "${clis[0]}")"
+# The app's own data directory (Tauri's, below the HOME), where it saves the last scan's menu.
+saved_menu="$home/.local/share/dev.smolsweep.desktop/tray-menu.json"
 
-launch_once() { # prints "outside_ms app_logged_ms cpu_ms private_dirty_kb status"
+launch_once() { # ID [cold|warm]: prints "outside_ms app_logged_ms cpu_ms private_dirty_kb found_ms status"
   local data=$scratch/data-$1 log=$scratch/app-$1.log start mp="" found=""
   mkdir -p "$data"
+  case "${2:-warm}" in
+    cold) rm -f "$saved_menu" ;;
+    warm) [ -f "$saved_menu" ] || { echo "bench: no saved menu for a warm start" >&2; exit 1; } ;;
+  esac
   start=$(date +%s%N)
   env -i "${fenv[@]}" PATH=/usr/bin:/bin DISPLAY="$DISPLAY" XAUTHORITY="${XAUTHORITY:-}" \
     DBUS_SESSION_BUS_ADDRESS="$DBUS_SESSION_BUS_ADDRESS" SMOLSWEEP_DATA_DIR="$data" \
@@ -135,25 +147,42 @@ launch_once() { # prints "outside_ms app_logged_ms cpu_ms private_dirty_kb statu
   local cpu pd
   cpu=$(( $(ticks "$app_pid") * 1000 / hz ))
   pd=$(dirty "$app_pid")
+  # A cold start saves the menu the warm start after it shows (just after its first scan).
+  [ "${2:-warm}" = cold ] && for _ in $(seq 1 100); do [ -f "$saved_menu" ] && break; sleep 0.1; done
   kill "$app_pid"
   wait "$app_pid" 2>/dev/null || true
   app_pid=""
   local logged
-  logged=$(grep -o "first menu with scan results after [0-9]* ms" "$log" | grep -o "[0-9]*" | head -1)
+  logged=$(grep -o "first menu with \(scan results\|the last scan's numbers\) after [0-9]* ms" "$log" |
+    grep -o "[0-9]* ms" | grep -o "[0-9]*" | head -1)
   echo "$seen ${logged:-?} $cpu $pd $found $line"
 }
 
-# One launch not counted: it starts the session's accessibility bus, as a desktop has running.
-launch_once 0 >/dev/null
-launches=()
+# One launch not counted: it starts the session's accessibility bus, as a desktop has running;
+# it also saves the menu a warm start shows (waited for: the app saves it after the first scan).
+launch_once 0 cold >/dev/null
+if [ ! -f "$saved_menu" ]; then # the app was ended before it saved its menu: let one run save it
+  env -i "${fenv[@]}" PATH=/usr/bin:/bin DISPLAY="$DISPLAY" XAUTHORITY="${XAUTHORITY:-}" \
+    DBUS_SESSION_BUS_ADDRESS="$DBUS_SESSION_BUS_ADDRESS" SMOLSWEEP_DATA_DIR="$scratch/data-save" \
+    "$app" >/dev/null 2>&1 &
+  app_pid=$!
+  for _ in $(seq 1 600); do [ -f "$saved_menu" ] && break; sleep 0.1; done
+  kill "$app_pid"; wait "$app_pid" 2>/dev/null || true; app_pid=""
+  [ -f "$saved_menu" ] || { echo "bench: the app saved no menu" >&2; exit 1; }
+fi
+declare -A results
 declare -A cli_t
 for i in $(seq 1 "$runs"); do
-  r=$(launch_once "$i")
-  launches+=("$r")
-  echo "launch $i: menu with a number after ${r%% *} ms (app's log: $(echo "$r" | cut -d' ' -f2) ms," \
-    "CPU $(echo "$r" | cut -d' ' -f3) ms, Private_Dirty $(echo "$r" | cut -d' ' -f4) KB," \
-    "menu object found after $(echo "$r" | cut -d' ' -f5) ms): $(echo "$r" | cut -d' ' -f6-)" \
-    "(load $(cut -d' ' -f1-3 /proc/loadavg))"
+  for mode in "${starts[@]}"; do
+    # A warm start needs the menu the launch before saved (saved just after its first scan).
+    [ "$mode" = warm ] && for _ in $(seq 1 50); do [ -f "$saved_menu" ] && break; sleep 0.1; done
+    r=$(launch_once "$i-$mode" "$mode")
+    results[$mode]+="$r"$'\n'
+    echo "launch $i ($mode): menu with a number after ${r%% *} ms (app's log: $(echo "$r" | cut -d' ' -f2) ms," \
+      "CPU $(echo "$r" | cut -d' ' -f3) ms, Private_Dirty $(echo "$r" | cut -d' ' -f4) KB," \
+      "menu object found after $(echo "$r" | cut -d' ' -f5) ms): $(echo "$r" | cut -d' ' -f6-)" \
+      "(load $(cut -d' ' -f1-3 /proc/loadavg))"
+  done
   for c in "${clis[@]}"; do
     t=$(python3 bench/runstat.py once -- env -i "${fenv[@]}" PATH=/usr/bin:/bin "$c" scan --json)
     cli_t[$c]+="$t"$'\n'
@@ -162,16 +191,19 @@ for i in $(seq 1 "$runs"); do
 done
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-seen_m=$(printf '%s\n' "${launches[@]}" | cut -d' ' -f1 | median)
-logged_m=$(printf '%s\n' "${launches[@]}" | cut -d' ' -f2 | median)
-cpu_m=$(printf '%s\n' "${launches[@]}" | cut -d' ' -f3 | median)
-pd_m=$(printf '%s\n' "${launches[@]}" | cut -d' ' -f4 | median)
 echo "app: $app"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "launch to a menu with a number: median ${seen_m} ms (app's own log ${logged_m} ms), CPU ${cpu_m} ms, Private_Dirty ${pd_m} KB, $runs launches"
-for c in "${clis[@]}"; do
-  w=$(printf '%s' "${cli_t[$c]}" | python3 -c 'import json,sys; print(sorted(json.loads(l)["wall_ms"] for l in sys.stdin)[int(sys.argv[1])//2])' "$runs")
-  u=$(printf '%s' "${cli_t[$c]}" | python3 -c 'import json,sys; print(sorted(json.loads(l)["cpu_ms"] for l in sys.stdin)[int(sys.argv[1])//2])' "$runs")
-  awk -v c="$c" -v w="$w" -v u="$u" -v s="$seen_m" -v cu="$cpu_m" \
-    'BEGIN {printf "%s scan --json: median wall %.0f ms, CPU %.0f ms; launch/scan: wall %.2f, CPU %.2f\n", c, w, u, s / w, cu / u}'
+for mode in "${starts[@]}"; do
+  rows=$(printf '%s' "${results[$mode]}")
+  seen_m=$(printf '%s\n' "$rows" | cut -d' ' -f1 | median)
+  logged_m=$(printf '%s\n' "$rows" | cut -d' ' -f2 | median)
+  cpu_m=$(printf '%s\n' "$rows" | cut -d' ' -f3 | median)
+  pd_m=$(printf '%s\n' "$rows" | cut -d' ' -f4 | median)
+  echo "$mode start: launch to a menu with a number: median ${seen_m} ms (app's own log ${logged_m} ms), CPU ${cpu_m} ms, Private_Dirty ${pd_m} KB, $runs launches"
+  for c in "${clis[@]}"; do
+    w=$(printf '%s' "${cli_t[$c]}" | python3 -c 'import json,sys; print(sorted(json.loads(l)["wall_ms"] for l in sys.stdin)[int(sys.argv[1])//2])' "$runs")
+    u=$(printf '%s' "${cli_t[$c]}" | python3 -c 'import json,sys; print(sorted(json.loads(l)["cpu_ms"] for l in sys.stdin)[int(sys.argv[1])//2])' "$runs")
+    awk -v c="$c" -v w="$w" -v u="$u" -v s="$seen_m" -v cu="$cpu_m" -v m="$mode" \
+      'BEGIN {printf "  %s start vs %s scan --json: median wall %.0f ms, CPU %.0f ms; launch/scan: wall %.2f, CPU %.2f\n", m, c, w, u, s / w, cu / u}'
+  done
 done

@@ -478,6 +478,85 @@ impl TrayModel {
     }
 }
 
+/// The file, in the app's data directory, holding the menu of the last scan for the next start
+/// ([`SavedMenu`]).
+pub const SAVED_MENU_FILE: &str = "tray-menu.json";
+
+/// The menu of the last scan, saved when it finished, so that the next start shows its numbers
+/// at once ([`TrayModel::from_last_scan`]) while the fresh scan runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedMenu {
+    /// `smolsweep.tray-menu/1`.
+    pub schema: String,
+    /// When that scan was made (seconds since the epoch).
+    pub scanned_at: u64,
+    /// Its menu, as it was drawn.
+    pub menu: TrayModel,
+}
+
+/// The schema of a [`SavedMenu`].
+pub const SAVED_MENU_SCHEMA: &str = "smolsweep.tray-menu/1";
+
+impl SavedMenu {
+    /// Save `menu`, drawn for the scan made at `scanned_at`, to `path` (atomically, private).
+    pub fn save(path: &std::path::Path, menu: &TrayModel, scanned_at: u64) -> std::io::Result<()> {
+        let saved = SavedMenu {
+            schema: SAVED_MENU_SCHEMA.into(),
+            scanned_at,
+            menu: menu.clone(),
+        };
+        let bytes = serde_json::to_vec(&saved).map_err(std::io::Error::other)?;
+        crate::atomic::write(path, &bytes, true)
+    }
+
+    /// The menu saved at `path`, if one is there and whole (anything else, an older schema
+    /// included, is no menu: the start shows "Scanning…" as without one).
+    pub fn load(path: &std::path::Path) -> Option<SavedMenu> {
+        let bytes = crate::input::read_input(
+            path,
+            crate::input::MAX_SETTINGS_BYTES,
+            "the tray menu Smolsweep saved",
+        )
+        .ok()?;
+        let saved: SavedMenu = serde_json::from_slice(&bytes).ok()?;
+        (saved.schema == SAVED_MENU_SCHEMA).then_some(saved)
+    }
+}
+
+impl TrayModel {
+    /// The menu at start, before this run's first scan has finished: the last scan's numbers
+    /// (`saved`), marked as from when ("Reclaimable: 290 MB (last scan 12 min ago)"), with
+    /// nothing in it that acts on what it shows: Reclaim, the compaction and every VM's entry
+    /// wait for the fresh scan (their plans are made from it); Rescan, Open, Uninstall and
+    /// Quit work.
+    pub fn from_last_scan(saved: &SavedMenu, now: u64) -> TrayModel {
+        let mut m = saved.menu.clone();
+        let when = match crate::view::ago(saved.scanned_at, now) {
+            ago if ago.is_empty() => "last scan".to_string(),
+            ago => format!("last scan {ago}"),
+        };
+        m.status = format!("{} ({when})", m.status);
+        m.tooltip = format!("Smolsweep — {} — {}", m.status, crate::view::SCANNING);
+        m.reclaim_ids.clear();
+        let acts = |id: &str| ![ids::RECLAIM, ids::COMPACT].contains(&id);
+        for e in &mut m.entries {
+            match e {
+                TrayEntry::Item(i) if i.id == ids::STATUS => i.label = m.status.clone(),
+                TrayEntry::Item(i) => i.enabled &= acts(&i.id),
+                TrayEntry::Separator => {}
+                TrayEntry::Submenu { enabled, items, .. } => {
+                    *enabled = false;
+                    items.iter_mut().for_each(|i| i.enabled = false);
+                }
+            }
+        }
+        if let Some(c) = &mut m.compact {
+            c.enabled = false;
+        }
+        m
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -568,6 +647,43 @@ mod tests {
 
     fn labels(m: &TrayModel) -> Vec<String> {
         m.items().iter().map(|i| i.label.clone()).collect()
+    }
+
+    #[test]
+    fn the_first_menu_shows_the_last_scans_numbers_marked_as_from_when_and_acts_on_nothing() {
+        let rep = report(
+            vec![finding("/a", Verdict::Reclaimable, 1_000_000_000, None)],
+            vec![process(7, true, Scope::ThisHome, 0)],
+        );
+        let fresh = TrayModel::from_report(&rep, &TraySettings::default());
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(SAVED_MENU_FILE);
+        assert_eq!(SavedMenu::load(&path), None, "nothing saved yet");
+        SavedMenu::save(&path, &fresh, 1_000).unwrap();
+        let saved = SavedMenu::load(&path).expect("saved");
+        let m = TrayModel::from_last_scan(&saved, 1_000 + 12 * 60);
+        assert_eq!(m.status, "Reclaimable: 1.0 GB (last scan 12 min ago)");
+        assert_eq!(m.item(ids::STATUS).unwrap().label, m.status);
+        assert!(m.tooltip.ends_with("— Scanning…"), "{}", m.tooltip);
+        assert_eq!(m.icon, fresh.icon);
+        assert!(m.reclaim_ids.is_empty());
+        assert!(
+            !m.item(ids::RECLAIM).unwrap().enabled,
+            "plans wait for the fresh scan"
+        );
+        assert!(m
+            .items()
+            .iter()
+            .filter(|i| i.id.starts_with("vm."))
+            .all(|i| !i.enabled));
+        for id in [ids::RESCAN, ids::OPEN, ids::UNINSTALL, ids::QUIT] {
+            assert!(m.item(id).unwrap().enabled, "{id}");
+        }
+        // A damaged or older file is no menu.
+        std::fs::write(&path, b"{\"schema\": \"smolsweep.tray-menu/0\"}").unwrap();
+        assert_eq!(SavedMenu::load(&path), None);
+        std::fs::write(&path, b"{").unwrap();
+        assert_eq!(SavedMenu::load(&path), None);
     }
 
     #[test]

@@ -150,6 +150,12 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, deps: Deps) -> Builder<R> {
                     .show_menu_on_left_click(true)
                     .on_menu_event(|app, ev| handle_menu_id(app, ev.id().as_ref()))
                     .build(app)?;
+                if let (true, Some(t0)) = (lock(&st.last_menu).is_some(), menu::STARTED.get()) {
+                    tracing::info!(
+                        "first menu with the last scan's numbers after {} ms",
+                        t0.elapsed().as_millis()
+                    );
+                }
             }
             if background {
                 watch::start(app.handle());
@@ -164,7 +170,12 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, deps: Deps) -> Builder<R> {
 
 /// Build and run a real app from any builder (the real plugins are added by [`run`]).
 pub fn run_app<R: Runtime>(builder: Builder<R>, context: tauri::Context<R>) {
-    let app = build_app(builder, Deps::real())
+    run_app_with(builder, context, Deps::real())
+}
+
+/// [`run_app`] with the given dependencies.
+fn run_app_with<R: Runtime>(builder: Builder<R>, context: tauri::Context<R>, deps: Deps) {
+    let app = build_app(builder, deps)
         .build(context)
         .expect("starting Smolsweep");
     app.run(|_app, event| {
@@ -199,5 +210,7 @@ pub fn run() {
             None,
         ))
         .plugin(tauri_plugin_dialog::init());
-    run_app(builder, tauri::generate_context!());
+    let deps = Deps::real();
+    scan::prefetch_first_scan(deps.backend.clone());
+    run_app_with(builder, tauri::generate_context!(), deps);
 }

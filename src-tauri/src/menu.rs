@@ -78,7 +78,9 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
             (_, Some(e)) => TrayModel::scan_failed(e),
             (Some(r), None) => TrayModel::from_report(r, &lock(&st.settings).tray())
                 .with_trend(lock(&st.trend).as_ref()),
-            (None, None) => TrayModel::scanning(),
+            (None, None) => lock(&st.last_menu)
+                .clone()
+                .unwrap_or_else(TrayModel::scanning),
         }
     };
     // Redraw only what changed: a rebuilt menu gets new item ids, which closes a menu the user

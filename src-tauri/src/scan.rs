@@ -3,10 +3,12 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use smolsweep::model::ScanReport;
 use tauri::{AppHandle, Manager, Runtime};
 
+use crate::backend::Backend;
 use crate::menu::refresh;
 use crate::notify::{notify_low_space, notify_orphans};
 use crate::state::*;
@@ -20,8 +22,9 @@ pub async fn scan_now<R: Runtime>(app: &AppHandle<R>) -> Result<ScanReport, Stri
         let _g = st.scan_lock.lock().await;
         st.scanning.store(true, Ordering::SeqCst);
         let b = st.backend.clone();
+        let first = take_first_scan(&st);
         let res = tauri::async_runtime::spawn_blocking(move || {
-            b.scan().map(|mut r| {
+            first.unwrap_or_else(|| b.scan()).map(|mut r| {
                 keeps::apply_keeps(&*b, &mut r);
                 r
             })
@@ -51,11 +54,54 @@ pub async fn scan_now<R: Runtime>(app: &AppHandle<R>) -> Result<ScanReport, Stri
     }
     refresh(app);
     if let Ok(r) = &res {
+        save_menu(app, r.scanned_at).await;
+    }
+    if let Ok(r) = &res {
         notify_orphans(app, r);
         notify_low_space(app, r);
         watch::update(app, r);
     }
     res
+}
+
+/// The first scan, started before the shell's window system and tray are up
+/// ([`prefetch_first_scan`]), for the first [`scan_now`] to take instead of scanning again.
+static FIRST_SCAN: Mutex<Option<std::thread::JoinHandle<anyhow::Result<ScanReport>>>> =
+    Mutex::new(None);
+
+/// Start the first scan now, beside the start of the window system and the tray, so that the
+/// first menu with fresh numbers comes as soon as both are done, not one after the other.
+pub(crate) fn prefetch_first_scan(backend: Arc<dyn Backend>) {
+    let started = std::thread::Builder::new()
+        .name("smolsweep-first-scan".into())
+        .spawn(move || backend.scan());
+    if let Ok(h) = started {
+        *lock(&FIRST_SCAN) = Some(h);
+    }
+}
+
+/// The first scan started by [`prefetch_first_scan`], when there is one and it still scans as
+/// a scan now would (no product's newer version accepted in the settings, which were read
+/// after it started).
+fn take_first_scan(st: &AppState) -> Option<anyhow::Result<ScanReport>> {
+    let first = lock(&FIRST_SCAN).take()?;
+    let same = lock(&st.settings).accept_newer.is_empty();
+    let r = first.join().ok()?;
+    same.then_some(r)
+}
+
+/// Save the menu just drawn for the next start (`smolsweep::tray::SavedMenu`).
+async fn save_menu<R: Runtime>(app: &AppHandle<R>, scanned_at: u64) {
+    let st = app.state::<AppState>();
+    let (Some(path), menu) = (st.saved_menu_path(), lock(&st.tray_model).clone()) else {
+        return;
+    };
+    let _ = tauri::async_runtime::spawn_blocking(move || {
+        if let Err(e) = smolsweep::tray::SavedMenu::save(&path, &menu, scanned_at) {
+            tracing::warn!("saving the tray menu for the next start: {e}");
+        }
+    })
+    .await;
 }
 
 /// What the file watcher has read since the app started: (inotify events, reads that asked for

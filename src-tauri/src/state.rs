@@ -89,6 +89,9 @@ pub struct AppState {
     pub(crate) report: Mutex<Option<ScanReport>>,
     pub(crate) scan_error: Mutex<Option<String>>,
     pub(crate) tray_model: Mutex<TrayModel>,
+    /// The last scan's menu, saved by the run before, drawn until this run's first scan is in
+    /// (`smolsweep::tray::TrayModel::from_last_scan`).
+    pub(crate) last_menu: Mutex<Option<TrayModel>>,
     pub(crate) settings: Mutex<Settings>,
     pub(crate) orphans: Mutex<OrphanWatch>,
     /// Held for the whole of a scan or a reclaim: never two at once.
@@ -134,6 +137,7 @@ impl AppState {
             report: Mutex::new(None),
             scan_error: Mutex::new(None),
             tray_model: Mutex::new(TrayModel::scanning()),
+            last_menu: Mutex::new(None),
             settings: Mutex::new(Settings::default()),
             orphans: Mutex::new(OrphanWatch::default()),
             scan_lock: tokio::sync::Mutex::new(()),
@@ -168,6 +172,13 @@ impl AppState {
                 *lock(&self.orphans) = w;
             }
         }
+        // The tray is drawn at once with the last scan's numbers, marked as from when.
+        let saved = smolsweep::tray::SavedMenu::load(&data.join(smolsweep::tray::SAVED_MENU_FILE));
+        if let Some(saved) = saved {
+            let menu = TrayModel::from_last_scan(&saved, now_secs());
+            *lock(&self.tray_model) = menu.clone();
+            *lock(&self.last_menu) = Some(menu);
+        }
         let _ = self.dirs.set(Dirs { config, data });
     }
     pub(crate) fn settings_path(&self) -> Option<PathBuf> {
@@ -178,6 +189,12 @@ impl AppState {
         self.dirs
             .get()
             .map(|d| d.data.join(backend::LEGACY_HISTORY_FILE))
+    }
+    /// The last scan's menu, for the next start ([`smolsweep::tray::SavedMenu`]).
+    pub(crate) fn saved_menu_path(&self) -> Option<PathBuf> {
+        self.dirs
+            .get()
+            .map(|d| d.data.join(smolsweep::tray::SAVED_MENU_FILE))
     }
     pub(crate) fn orphans_path(&self) -> Option<PathBuf> {
         self.dirs.get().map(|d| d.data.join("notified.json"))

@@ -18,8 +18,10 @@ use rustix::io::Errno;
 
 use super::{OpenFile, RawProcess};
 
+mod holdings;
 mod lease;
 mod table_memo;
+pub(crate) use holdings::{devices_below, held_below, held_names, holdings};
 pub(crate) use lease::{holders, holders_of_open};
 pub(crate) use table_memo::TableMemo;
 
@@ -239,9 +241,7 @@ fn read_rest(
         // Permission problems on cmdline are unusual; keep the process with an empty argv.
         Err(_) => Vec::new(),
     };
-    // Kernel threads (children of kthreadd, or kthreadd itself) have no user memory: no argv,
-    // no environment, no files worth reading.
-    let kernel_thread = argv.is_empty() && (stat.ppid == 2 || pid == 2);
+    let kernel_thread = is_kernel_thread(pid, stat.ppid, &argv);
 
     let mut p = RawProcess {
         pid,
@@ -276,6 +276,12 @@ fn read_rest(
     (again.start_time == p.start_time).then_some(p)
 }
 
+/// Kernel threads (children of kthreadd, or kthreadd itself) have no user memory: no argv, no
+/// environment, no files worth reading.
+fn is_kernel_thread(pid: u32, ppid: u32, argv: &[String]) -> bool {
+    argv.is_empty() && (ppid == 2 || pid == 2)
+}
+
 /// What the "in use" rule asks of a process: its open files, working and root directories and
 /// mapped files.
 fn read_uses(dir: BorrowedFd<'_>, p: &mut RawProcess, s: &mut Scratch) {
@@ -304,31 +310,15 @@ fn gone(e: Errno) -> bool {
 
 /// Regular files open in `<pid dir>/fd`, or `None` when the directory cannot be read.
 fn read_open_files_at(pid_dir: BorrowedFd<'_>, s: &mut Scratch) -> Option<Vec<OpenFile>> {
-    let fd_dir = open_dir(pid_dir, c"fd").ok()?;
     let mut files = Vec::new();
-    let mut entries = RawDir::new(&fd_dir, &mut s.dents);
-    while let Some(entry) = entries.next() {
-        // An unreadable entry ends the listing (the process is gone or the table changed).
-        let Ok(entry) = entry else { break };
-        let name = entry.file_name();
-        if name.to_bytes().first() == Some(&b'.') {
-            continue;
-        }
-        // `stat` through the magic link reaches the open inode even when it is unlinked.
-        // Asked first: only a regular file's name is read (sockets, pipes, devices and
-        // directories are never in the index), one system call fewer for each of those.
-        let Ok(st) = statat(&fd_dir, name, AtFlags::empty()) else {
-            continue;
-        };
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-            continue;
-        }
-        let Some(target) = read_link(fd_dir.as_fd(), name, &mut s.link) else {
-            continue;
+    let Scratch { dents, link, .. } = s;
+    each_open_file(pid_dir, dents, |fd_dir, name, st| {
+        let Some(target) = read_link(fd_dir, name, link) else {
+            return;
         };
         // Anonymous inodes (memfd names aside) are not paths.
         if !target.starts_with(b"/") {
-            continue;
+            return;
         }
         let (path, suffixed) = strip_deleted_bytes(target);
         files.push(OpenFile {
@@ -340,8 +330,37 @@ fn read_open_files_at(pid_dir: BorrowedFd<'_>, s: &mut Scratch) -> Option<Vec<Op
             ino: st.st_ino,
             allocated: (st.st_blocks as u64).saturating_mul(512),
         });
-    }
+    })?;
     Some(files)
+}
+
+/// Each regular file open in `<pid dir>/fd`: the open `fd` directory, the descriptor's entry
+/// name and what `stat` through it says. `None` when the directory cannot be read.
+///
+/// `stat` through the magic link reaches the open inode even when it is unlinked, and is asked
+/// first: sockets, pipes, devices and directories (never in the index) cost one system call.
+fn each_open_file(
+    pid_dir: BorrowedFd<'_>,
+    dents: &mut [MaybeUninit<u8>],
+    mut each: impl FnMut(BorrowedFd<'_>, &CStr, &rustix::fs::Stat),
+) -> Option<()> {
+    let fd_dir = open_dir(pid_dir, c"fd").ok()?;
+    let mut entries = RawDir::new(&fd_dir, dents);
+    while let Some(entry) = entries.next() {
+        // An unreadable entry ends the listing (the process is gone or the table changed).
+        let Ok(entry) = entry else { break };
+        let name = entry.file_name();
+        if name.to_bytes().first() == Some(&b'.') {
+            continue;
+        }
+        let Ok(st) = statat(&fd_dir, name, AtFlags::empty()) else {
+            continue;
+        };
+        if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile {
+            each(fd_dir.as_fd(), name, &st);
+        }
+    }
+    Some(())
 }
 
 /// The unlinked files process `pid` holds open, each inode once: `((st_dev, st_ino),

@@ -94,7 +94,7 @@ pub(crate) enum Holders {
 /// Whether anything at `path` (a regular file, or any regular file below a directory) is open
 /// anywhere, by the kernel's own count (Linux leases; "cannot tell" elsewhere), asking about at
 /// most `budget` files. Nobody: no process holds or maps it, and the table's open files and
-/// maps need not be read to know it.
+/// maps need not be read to know it. ([`held_below`] also names the files.)
 pub(crate) fn holders(
     path: &std::path::Path,
     devino: Option<(u64, u64)>,
@@ -108,6 +108,106 @@ pub(crate) fn holders(
 /// holds open itself.
 pub(crate) fn holders_of_open(fd: std::os::fd::BorrowedFd<'_>) -> Holders {
     os::holders_of_open(fd)
+}
+
+/// A file a process holds open or maps, known by its identity alone: one kernel call per
+/// descriptor (`stat` through `/proc/<pid>/fd/N`) or per mapping (`PROCMAP_QUERY` on
+/// `/proc/<pid>/maps`, without the name). Its name is read only when a question needs it
+/// ([`held_names`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct HeldRef {
+    /// Inode of the file.
+    pub ino: u64,
+    /// Its device: `st_dev` for a descriptor, the file system's for a mapping (which can differ
+    /// on file systems such as btrfs: mappings are matched by inode).
+    pub dev: u64,
+    /// The process holding it.
+    pub pid: u32,
+    /// The process's start time, to read the name from the same process.
+    pub start_time: u64,
+    /// How it holds it.
+    pub how: HeldHow,
+}
+
+/// How a process holds a [`HeldRef`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum HeldHow {
+    /// Open as descriptor `fd`; `linked`: the file still has a name (an unlinked one is held by
+    /// its identity alone).
+    Fd { fd: u32, linked: bool },
+    /// Mapped (at least) at address `addr`.
+    Map { addr: u64 },
+}
+
+/// What the table holds besides the identities ([`list_identities`]): what naming the holders
+/// of a held file needs ([`holdings`]).
+#[derive(Debug, Default)]
+pub(crate) struct Holdings {
+    /// Processes read whole: those the identities did not list as they are now (started since,
+    /// or their pid reused), and everything where descriptors cannot be read one by one.
+    pub whole: Vec<RawProcess>,
+    /// The regular files every other process holds open and the files it maps (each once),
+    /// by identity, without names, sorted.
+    pub held: Vec<HeldRef>,
+    /// The mapped files of a process whose mappings could only be read as text (a kernel
+    /// without `PROCMAP_QUERY`): its pid and the files, named.
+    pub mapped: Vec<(u32, Vec<PathBuf>)>,
+}
+
+/// The rest of the table after `identities`: every process's open regular files and mapped
+/// files by identity (not by name); a process `identities` does not have as it is now is
+/// read whole. VMM-shaped processes and kernel threads are not read again (the identities hold
+/// everything of them). Elsewhere than Linux: the whole table.
+pub(crate) fn holdings(identities: &[RawProcess]) -> Holdings {
+    os::holdings(identities)
+}
+
+/// The name of each of `held` (as the kernel writes it, without a ` (deleted)` suffix), read
+/// now; `None` where the process, the descriptor or the mapping is gone or now holds another
+/// file.
+pub(crate) fn held_names(held: &[HeldRef]) -> Vec<Option<PathBuf>> {
+    os::held_names(held)
+}
+
+/// The devices (`st_dev`) of every file whose name, as this process sees names, can be `path`
+/// or lie below it: the file system holding `path` and every one mounted below it. `None` when
+/// that cannot be told by device (a file system whose files need not have its device, such as
+/// btrfs subvolumes or overlayfs; an unreadable mount table; a path that cannot be resolved).
+pub(crate) fn devices_below(path: &std::path::Path) -> Option<Vec<u64>> {
+    os::devices_below(path)
+}
+
+/// The regular files at or below a path that the kernel says are held ([`held_below`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct HeldBelow {
+    /// Their identities (device, inode), sorted.
+    pub files: Vec<(u64, u64)>,
+    /// Every file there was asked about and answered (otherwise `files` is a lower bound).
+    pub complete: bool,
+}
+
+impl HeldBelow {
+    /// The kernel's answer for the whole path, as [`holders`] gives it.
+    pub(crate) fn said(&self) -> Holders {
+        if !self.files.is_empty() {
+            Holders::Someone
+        } else if self.complete {
+            Holders::Nobody
+        } else {
+            Holders::CannotTell
+        }
+    }
+}
+
+/// [`holders`] of `path`, naming the files: the identity of every regular file at or below it
+/// that an open description anywhere holds (asking about at most `budget` files and
+/// directories), and whether every one was asked about.
+pub(crate) fn held_below(
+    path: &std::path::Path,
+    devino: Option<(u64, u64)>,
+    budget: &mut usize,
+) -> HeldBelow {
+    os::held_below(path, devino, budget)
 }
 
 /// Every process's identity and command line, and everything of the processes shaped like a

@@ -34,6 +34,33 @@ pub(crate) fn holders_of_open(_fd: std::os::fd::BorrowedFd<'_>) -> super::Holder
     super::Holders::CannotTell
 }
 
+/// The whole table: `ps` tells no descriptors one by one.
+pub(crate) fn holdings(_identities: &[RawProcess]) -> super::Holdings {
+    super::Holdings {
+        whole: list_processes(),
+        ..Default::default()
+    }
+}
+
+/// Nothing is listed by identity here ([`holdings`]).
+pub(crate) fn held_names(held: &[super::HeldRef]) -> Vec<Option<std::path::PathBuf>> {
+    vec![None; held.len()]
+}
+
+/// Only Linux's leases tell: nothing is known here.
+pub(crate) fn held_below(
+    _path: &Path,
+    _devino: Option<(u64, u64)>,
+    _budget: &mut usize,
+) -> super::HeldBelow {
+    super::HeldBelow::default()
+}
+
+/// Not told by device here.
+pub(crate) fn devices_below(_path: &Path) -> Option<Vec<u64>> {
+    None
+}
+
 /// The unlinked files `pid` holds open: not measured without `/proc`.
 pub(crate) fn deleted_open_files(_pid: u32) -> Vec<((u64, u64), u64)> {
     Vec::new()

@@ -33,7 +33,7 @@
 //! (`size::MEMO_MAX_DIRS`) meets new directories every time, so it reads the whole
 //! table every time. The memo keeps one copy of the table between scans.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -87,10 +87,13 @@ struct Table {
     whole_at: Option<Instant>,
     /// The last scan left a table the next may take processes from.
     trusted: bool,
-    /// The last scan's findings (path, device and inode), sorted.
-    findings: Vec<(PathBuf, Option<(u64, u64)>)>,
+    /// The last scan's findings, sorted.
+    findings: Vec<Seen>,
     stats: TableStats,
 }
+
+/// A finding as the next scan compares it: its path as bytes, its device and inode.
+type Seen = (Box<[u8]>, Option<(u64, u64)>);
 
 /// Where a memo scan's processes come from.
 enum Source {
@@ -236,10 +239,15 @@ impl Table {
     /// After a scan: whether its walk met nothing new (no directory it was not watching, no
     /// finding the scan before did not have), which the next scan's trust in the table needs.
     fn settle(&mut self, r: &ScanReport, st: MemoStats) -> bool {
-        let mut findings: Vec<(PathBuf, Option<(u64, u64)>)> = r
+        // By the bytes of the path: only equality matters here, and bytes compare faster than
+        // paths component by component.
+        let mut findings: Vec<Seen> = r
             .findings
             .iter()
-            .map(|f| (f.path.clone(), f.identity.as_ref().map(|i| (i.dev, i.ino))))
+            .map(|f| {
+                let path = f.path.as_os_str().as_encoded_bytes().into();
+                (path, f.identity.as_ref().map(|i| (i.dev, i.ino)))
+            })
             .collect();
         findings.sort_unstable();
         let new_finding = findings

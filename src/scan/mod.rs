@@ -40,14 +40,15 @@ pub(crate) fn list_processes() -> Vec<crate::procs::RawProcess> {
 
 /// Scan everything both products leave behind. Read-only: writes nothing, changes no timestamp.
 ///
-/// The process table is read in two steps: every process's identity and command line first
-/// (and everything of the VMM-shaped ones), the rest of it (open files, maps, working
-/// directories of every process) the first time the scan asks whether a path is in use. A HOME
-/// with nothing of SmolVM asks no such question and never pays for the rest.
+/// The process table is read in two steps: every process's identity, command line and working
+/// directories first (and everything of the VMM-shaped ones), the rest of it (open files by
+/// identity, maps) the first time the kernel says something the scan asks about is held; a
+/// descriptor's name only when a question needs it. A HOME with nothing of SmolVM asks no
+/// such question and never pays for the rest.
 pub fn scan(opts: &ScanOptions) -> ScanReport {
     scan_sized(
         opts,
-        || ProcIndex::deferred(crate::procs::list_identities(), crate::procs::list),
+        || ProcIndex::deferred(crate::procs::list_identities(), crate::procs::holdings),
         Sizer::new(),
     )
 }
@@ -66,7 +67,7 @@ pub(crate) fn scan_sized(
 ) -> ScanReport {
     let started = Instant::now();
     // First, so the lock table's wait overlaps reading the process table.
-    let locks = HeldLocks::start();
+    let locks = HeldLocks::start().asking(lock_file_opened);
     let procs = processes();
     let mut ctx = Ctx {
         opts,
@@ -138,6 +139,14 @@ pub(crate) fn scan_sized(
     report.compact = crate::compact::survey(&report, &opts.env);
     report.compute_totals();
     report
+}
+
+/// Whether any open description of the lock file at `path` (with this identity) may exist
+/// anywhere, by the kernel's own count ([`crate::procs::holders`]): a file nothing has open
+/// holds no lock, and the lock table need not be read (and waited for) to know it.
+pub(crate) fn lock_file_opened(path: &Path, devino: (u64, u64)) -> bool {
+    let mut one = 1;
+    crate::procs::holders(path, Some(devino), &mut one) != crate::procs::Holders::Nobody
 }
 
 /// A Celesto sandbox's size is what `celesto sandbox delete` removes with it: its disk, the

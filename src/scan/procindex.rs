@@ -8,16 +8,18 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use crate::procs::shape::{detect_all, VmmShape};
-use crate::procs::{Holders, RawProcess};
+use crate::procs::{HeldBelow, HeldHow, HeldRef, Holders, Holdings, RawProcess};
 
 /// The process table, indexed for in-use checks.
 ///
 /// Built either from the whole table ([`ProcIndex::build`]) or from every process's identity,
 /// arguments and working directories ([`ProcIndex::deferred`]): then whether anything asked
-/// about is held open or mapped is asked of the kernel first ([`crate::procs::holders`]),
-/// and only when something is (or the kernel cannot tell) is the whole table read, once, to
-/// name who. A scan of a HOME whose leftovers nobody holds never reads the open files and maps
-/// of every process on the machine.
+/// about is held open or mapped is asked of the kernel first ([`crate::procs::held_below`]),
+/// and only when something is (or the kernel cannot tell) is the rest of the table read, once,
+/// to name who ([`crate::procs::holdings`]): every open regular file by its identity (one
+/// kernel call per descriptor) and every mapped file, and a descriptor's name only when a
+/// question needs it ([`Names`]). A scan of a HOME whose leftovers nobody holds never reads the
+/// open files and maps of every process on the machine.
 #[derive(Debug, Default)]
 pub(crate) struct ProcIndex {
     pub raw: Vec<RawProcess>,
@@ -25,10 +27,13 @@ pub(crate) struct ProcIndex {
     pub vmms: Vec<(usize, VmmShape)>,
     /// What `raw` says processes use (everything, for an index of the whole table).
     known: OnceLock<Uses>,
-    /// A deferred index's: what the whole table says, read by `whole` on first need.
+    /// A deferred index's: what the rest of the table says (by identity, mapped files, the
+    /// processes read whole), read by `rest` on first need.
     held: OnceLock<Uses>,
-    /// Reads the whole process table, for a deferred index until it is read.
-    whole: Mutex<Option<ReadTable>>,
+    /// A deferred index's descriptors held open, whose names are read on demand.
+    names: OnceLock<Names>,
+    /// Reads the rest of the process table, for a deferred index until it is read.
+    rest: Mutex<Option<ReadRest>>,
     /// Files the kernel may still be asked about before the whole table is read anyway.
     budget: Mutex<usize>,
 }
@@ -61,8 +66,105 @@ fn kernel_questions(processes: usize) -> usize {
     (KERNEL_QUESTIONS_PER_PROCESS * processes).max(KERNEL_QUESTIONS_MIN)
 }
 
-/// Reads the whole process table ([`crate::procs::list`], or a stand-in in tests).
-pub(crate) type ReadTable = fn() -> Vec<RawProcess>;
+/// Reads the rest of the process table after the identities ([`crate::procs::holdings`], or a
+/// stand-in in tests).
+pub(crate) type ReadRest = fn(&[RawProcess]) -> Holdings;
+
+/// The descriptors and mappings a deferred index read by identity alone, and the names it read
+/// of them: a name is read only when a question needs it. When the kernel answered a question
+/// about a path completely (every file there asked about), the candidates are the descriptors
+/// holding one of the files it says are held there (by device and inode) and the mappings of
+/// one (by inode: a mapping's device is its file system's, which on btrfs is not the file's);
+/// when it could not, everything on a file system where a name at or below the path can lie
+/// ([`crate::procs::devices_below`]), or everything when that cannot be told. Either way what
+/// is named at or below the path is found, as the whole table would find it: the answers do
+/// not change, only what is read. An unlinked file's descriptor is never named (its old name
+/// is nobody's).
+#[derive(Debug, Default)]
+struct Names {
+    /// Every regular file held open and every file mapped, outside the processes read whole,
+    /// sorted by inode.
+    held: Vec<HeldRef>,
+    read: Mutex<NamesRead>,
+}
+
+#[derive(Debug, Default)]
+struct NamesRead {
+    /// Per entry of [`Names::held`]: its name was asked for.
+    asked: Vec<bool>,
+    /// The names read, as [`path_key`]s with the pid, sorted.
+    used: Vec<(Box<[u8]>, u32)>,
+}
+
+impl Names {
+    fn new(held: Vec<HeldRef>) -> Self {
+        Names {
+            read: Mutex::new(NamesRead {
+                asked: vec![false; held.len()],
+                used: Vec::new(),
+            }),
+            held,
+        }
+    }
+
+    /// Reads the names a question about `path` needs, given what the kernel said of it.
+    fn read_for(&self, path: &Path, said: &HeldBelow) {
+        if said.said() == Holders::Nobody {
+            return;
+        }
+        let mut read = self.read.lock().unwrap_or_else(|e| e.into_inner());
+        let unasked = |i: &usize| {
+            !read.asked[*i] && !matches!(self.held[*i].how, HeldHow::Fd { linked: false, .. })
+        };
+        let wanted: Vec<usize> = if said.complete {
+            said.files
+                .iter()
+                .flat_map(|&(dev, ino)| {
+                    let start = self.held.partition_point(|h| h.ino < ino);
+                    let n = self.held[start..]
+                        .iter()
+                        .take_while(|h| h.ino == ino)
+                        .count();
+                    (start..start + n).filter(move |&i| {
+                        matches!(self.held[i].how, HeldHow::Map { .. }) || self.held[i].dev == dev
+                    })
+                })
+                .filter(unasked)
+                .collect()
+        } else {
+            let devices = crate::procs::devices_below(path);
+            (0..self.held.len())
+                .filter(unasked)
+                .filter(|&i| {
+                    devices
+                        .as_ref()
+                        .is_none_or(|d| d.contains(&self.held[i].dev))
+                })
+                .collect()
+        };
+        if wanted.is_empty() {
+            return;
+        }
+        let asked: Vec<HeldRef> = wanted.iter().map(|&i| self.held[i]).collect();
+        let mut key = Vec::new();
+        for (&i, name) in wanted.iter().zip(crate::procs::held_names(&asked)) {
+            read.asked[i] = true;
+            if let Some(name) = name {
+                path_key(&name, &mut key);
+                read.used.push((key.as_slice().into(), self.held[i].pid));
+            }
+        }
+        read.used.sort_unstable();
+        read.used.dedup();
+    }
+
+    /// Pids of the processes whose names read so far are the path whose [`path_key`] is `pk`,
+    /// or below it.
+    fn users(&self, pk: &[u8]) -> Vec<u32> {
+        let read = self.read.lock().unwrap_or_else(|e| e.into_inner());
+        users_by_key(&read.used, pk).collect()
+    }
+}
 
 /// The paths and files processes use, for [`ProcIndex::in_use`].
 #[derive(Debug, Default)]
@@ -121,6 +223,38 @@ impl Uses {
         u.used.dedup();
         u
     }
+
+    /// What the rest of the table says: everything of the processes read whole, the open files
+    /// of the others by identity, and the mapped files read by name.
+    fn of_holdings(h: &Holdings) -> Self {
+        let mut u = Uses::build(&h.whole, &vmms_of(&h.whole));
+        u.open.extend(h.held.iter().filter_map(|f| match f.how {
+            HeldHow::Fd { .. } => Some(((f.dev, f.ino), f.pid)),
+            HeldHow::Map { .. } => None,
+        }));
+        let mut key = Vec::new();
+        for (pid, files) in &h.mapped {
+            for q in files {
+                path_key(q, &mut key);
+                u.used.push((key.as_slice().into(), *pid));
+            }
+        }
+        u.open.sort_unstable();
+        u.open.dedup();
+        u.used.sort_unstable();
+        u.used.dedup();
+        u
+    }
+}
+
+/// The pids of `used` (sorted [`path_key`]s) at the path whose key is `pk` or below it: one
+/// contiguous run.
+fn users_by_key<'a>(used: &'a [(Box<[u8]>, u32)], pk: &'a [u8]) -> impl Iterator<Item = u32> + 'a {
+    let start = used.partition_point(|(q, _)| **q < *pk);
+    used[start..]
+        .iter()
+        .take_while(move |(q, _)| q.starts_with(pk) && q.get(pk.len()).is_none_or(|&b| b == 0))
+        .map(|(_, pid)| *pid)
 }
 
 impl Uses {
@@ -137,13 +271,7 @@ impl Uses {
                     .map(|(_, i)| *i),
             );
         }
-        let start = self.used.partition_point(|(q, _)| **q < *pk);
-        pids.extend(
-            self.used[start..]
-                .iter()
-                .take_while(|(q, _)| q.starts_with(pk) && q.get(pk.len()).is_none_or(|&b| b == 0))
-                .map(|(_, pid)| *pid),
-        );
+        pids.extend(users_by_key(&self.used, pk));
         pids
     }
 }
@@ -193,16 +321,24 @@ impl ProcIndex {
 
     /// An index of `identities` (every process's identity, command line and working
     /// directories, and everything of the VMM-shaped ones: [`crate::procs::list_identities`])
-    /// that reads the whole table with `whole` the first time the kernel says a file asked
+    /// that reads the rest of the table with `rest` the first time the kernel says a file asked
     /// about is held, or cannot tell.
-    pub(crate) fn deferred(identities: Vec<RawProcess>, whole: ReadTable) -> Self {
+    pub(crate) fn deferred(identities: Vec<RawProcess>, rest: ReadRest) -> Self {
         ProcIndex {
             vmms: vmms_of(&identities),
-            whole: Mutex::new(Some(whole)),
+            rest: Mutex::new(Some(rest)),
             budget: Mutex::new(kernel_questions(identities.len())),
             raw: identities,
             ..Default::default()
         }
+    }
+
+    /// This index asking the kernel about at most `budget` more files (tests: with none, the
+    /// kernel cannot tell, and names are read by device).
+    #[cfg(test)]
+    pub(crate) fn with_budget(self, budget: usize) -> Self {
+        *self.budget.lock().unwrap_or_else(|e| e.into_inner()) = budget;
+        self
     }
 
     fn known(&self) -> &Uses {
@@ -210,32 +346,38 @@ impl ProcIndex {
             .get_or_init(|| Uses::build(&self.raw, &self.vmms))
     }
 
-    /// The whole table's uses when `path` (or anything below it) may be held: for a deferred
-    /// index, unless the kernel says nothing there is open; once read, always. With what the
-    /// kernel said, when it was asked.
+    /// The rest of the table's uses when `path` (or anything below it) may be held: for a
+    /// deferred index, unless the kernel says nothing there is open; once read, always (an
+    /// index of the whole table has them all in [`ProcIndex::known`]). With what the kernel
+    /// said, when it was asked: a deferred index asks about every path, and reads the names
+    /// the answer needs ([`Names::read_for`]).
     fn held(&self, path: &Path, devino: Option<(u64, u64)>) -> (Option<&Uses>, Holders) {
-        if let Some(held) = self.held.get() {
-            return (Some(held), Holders::CannotTell);
+        if let Some(names) = self.names.get() {
+            let held = self.ask_kernel(path, devino);
+            names.read_for(path, &held);
+            return (self.held.get(), held.said());
         }
-        let mut whole = self.whole.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(read) = *whole else {
-            return (None, Holders::CannotTell);
+        let mut rest = self.rest.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(read) = *rest else {
+            return (self.held.get(), Holders::CannotTell);
         };
-        let said = self.ask_kernel(path, devino);
-        if said == Holders::Nobody {
-            return (None, said);
+        let held = self.ask_kernel(path, devino);
+        if held.said() == Holders::Nobody {
+            return (None, Holders::Nobody);
         }
-        *whole = None;
-        let raw = read();
-        (
-            Some(self.held.get_or_init(|| Uses::build(&raw, &vmms_of(&raw)))),
-            said,
-        )
+        *rest = None;
+        let mut h = read(&self.raw);
+        let uses = self.held.get_or_init(|| Uses::of_holdings(&h));
+        let names = self
+            .names
+            .get_or_init(|| Names::new(std::mem::take(&mut h.held)));
+        names.read_for(path, &held);
+        (Some(uses), held.said())
     }
 
-    fn ask_kernel(&self, path: &Path, devino: Option<(u64, u64)>) -> Holders {
+    fn ask_kernel(&self, path: &Path, devino: Option<(u64, u64)>) -> HeldBelow {
         let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());
-        crate::procs::holders(path, devino, &mut budget)
+        crate::procs::held_below(path, devino, &mut budget)
     }
 
     /// **The one "in use" rule.** Pids of processes (of any user whose table could be read) that
@@ -255,7 +397,11 @@ impl ProcIndex {
         let (pids, said) = self.answer(path, devino);
         let unseen = pids.is_empty()
             && match said {
-                Holders::CannotTell => self.ask_kernel(path, devino) == Holders::Someone,
+                // Not asked (an index of the whole table): the first answer tells.
+                Holders::CannotTell => {
+                    let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());
+                    crate::procs::holders(path, devino, &mut budget) == Holders::Someone
+                }
                 said => said == Holders::Someone,
             };
         Users { pids, unseen }
@@ -268,6 +414,9 @@ impl ProcIndex {
         let (held, said) = self.held(path, devino);
         if let Some(held) = held {
             pids.extend(held.users(&pk, devino));
+        }
+        if let Some(names) = self.names.get() {
+            pids.extend(names.users(&pk));
         }
         pids.sort_unstable();
         pids.dedup();

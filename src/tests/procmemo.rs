@@ -423,3 +423,32 @@ fn what_deletes_never_reads_the_remembered_table() {
         &ghost.join("agent-startup-error.log")
     ));
 }
+
+#[test]
+fn a_kernel_thread_seen_before_is_kept_without_its_schedstat() {
+    // A kernel thread (no arguments, a child of kthreadd) has no files, arguments or user
+    // memory that could change: the same one (same start time) is kept without reading its
+    // threads; a pid reused by a user process is read afresh.
+    let fx = FakeProc::new();
+    let a = fx.file("a");
+    fx.process(50, 2, &[], &a);
+    fx.schedstat(50, 50, Some("0 0 0"));
+    let mut memo = TableMemo::default();
+    memo.list(&fx.root(), true);
+    assert_eq!(held_by(&fx, &mut memo, 50), (vec![], true));
+    fx.process(60, 1, &["sleeper"], &a);
+    fx.schedstat(60, 60, Some("0 0 0"));
+    memo.list(&fx.root(), true);
+    assert_eq!(
+        held_by(&fx, &mut memo, 60),
+        (vec![a.clone()], false),
+        "a user process without a schedstat is read in full"
+    );
+    fx.stat(50, 1, 3000);
+    std::fs::write(fx.pid_dir(50).join("cmdline"), "sleeper\0").unwrap();
+    assert_eq!(
+        held_by(&fx, &mut memo, 50),
+        (vec![a], false),
+        "the pid reused"
+    );
+}

@@ -5,6 +5,7 @@
 //! real program. Every process is killed by its own PID when its guard drops.
 
 use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -658,9 +659,10 @@ fn a_file_held_by_a_process_missing_from_the_identities_is_in_use() {
     // it.
     type Held = (PathBuf, u32, (u64, u64));
     static HOLDER: std::sync::Mutex<Option<Held>> = std::sync::Mutex::new(None);
-    fn whole() -> Vec<RawProcess> {
+    fn rest(identities: &[RawProcess]) -> crate::procs::Holdings {
+        assert!(identities.is_empty());
         let (path, pid, (dev, ino)) = HOLDER.lock().unwrap().clone().expect("set");
-        vec![RawProcess {
+        let whole = vec![RawProcess {
             pid,
             start_time: 7,
             argv: vec!["cp".into()],
@@ -673,7 +675,11 @@ fn a_file_held_by_a_process_missing_from_the_identities_is_in_use() {
                 allocated: 0,
             }],
             ..Default::default()
-        }]
+        }];
+        crate::procs::Holdings {
+            whole,
+            ..Default::default()
+        }
     }
     let tmp = scratch();
     let disk = tmp.path().join("disks/a.qcow2");
@@ -683,7 +689,7 @@ fn a_file_held_by_a_process_missing_from_the_identities_is_in_use() {
     let m = std::fs::metadata(&disk).unwrap();
     let devino = (m.dev(), m.ino());
     *HOLDER.lock().unwrap() = Some((disk.clone(), holder.pid(), devino));
-    let idx = crate::scan::ProcIndex::deferred(Vec::new(), whole);
+    let idx = crate::scan::ProcIndex::deferred(Vec::new(), rest);
     assert!(idx.by_pid(holder.pid()).is_none());
     assert_eq!(idx.in_use(&disk, None), vec![holder.pid()]);
     assert_eq!(idx.in_use(disk.parent().unwrap(), None), vec![holder.pid()]);
@@ -693,12 +699,12 @@ fn a_file_held_by_a_process_missing_from_the_identities_is_in_use() {
     );
 }
 
-/// How many times [`counted_whole`] read the whole table.
+/// How many times [`counted_rest`] read the rest of the table.
 static WHOLE_READS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-fn counted_whole() -> Vec<RawProcess> {
+fn counted_rest(identities: &[RawProcess]) -> crate::procs::Holdings {
     WHOLE_READS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    linux::list_processes()
+    crate::procs::holdings(identities)
 }
 
 #[test]
@@ -718,7 +724,7 @@ fn a_scan_with_nothing_to_judge_never_reads_the_whole_table() {
         };
         crate::scan::scan_sized(
             &opts,
-            || crate::scan::ProcIndex::deferred(crate::procs::list_identities(), counted_whole),
+            || crate::scan::ProcIndex::deferred(crate::procs::list_identities(), counted_rest),
             crate::size::Sizer::new(),
         )
     };
@@ -888,4 +894,192 @@ fn a_disk_smolsweep_itself_names_is_still_asked_of_the_kernel() {
     let _holder = fake(&["holder"], None, Some(&disk));
     let users = idx.users(&disk, None);
     assert!(users.unseen && users.pids.is_empty(), "{users:?}");
+}
+
+/// The scan's index of the table read by identity ([`crate::procs::holdings`]: names only
+/// where a question needs them), asking the kernel about at most `budget` files when given.
+fn by_identity(budget: Option<usize>) -> crate::scan::ProcIndex {
+    let idx =
+        crate::scan::ProcIndex::deferred(crate::procs::list_identities(), crate::procs::holdings);
+    match budget {
+        Some(b) => idx.with_budget(b),
+        None => idx,
+    }
+}
+
+/// What the whole table (every descriptor named) says of `path`, asserted equal to what the
+/// scan's index read by identity says, both when the kernel answers (candidates by identity)
+/// and when it cannot tell (candidates by device).
+fn same_answer(path: &Path, devino: Option<(u64, u64)>) -> Vec<u32> {
+    let whole = crate::scan::ProcIndex::build(linux::list_processes(), 0).in_use(path, devino);
+    for budget in [None, Some(0)] {
+        assert_eq!(
+            by_identity(budget).in_use(path, devino),
+            whole,
+            "{} ({devino:?}), budget {budget:?}",
+            path.display()
+        );
+    }
+    whole
+}
+
+fn devino_of(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+#[test]
+fn the_table_read_by_identity_answers_as_the_whole_table() {
+    // The in-use cases of this file, asked of the scan's index, which reads descriptors by
+    // identity and names only what the kernel says is held (issue 40): renamed, hard-linked,
+    // unlinked, below a directory, mapped after close, a working directory, odd names.
+    let tmp = scratch();
+    let vms = tmp.path().join("vms");
+    let disk = vms.join("m1/storage.raw");
+    let mapped = vms.join("m2/overlay.raw");
+    let cwd = vms.join("m3/rootfs");
+    let linked = tmp.path().join("elsewhere/disk.img");
+    let other = vms.join("m4/disk.img");
+    let odd = vms.join(std::ffi::OsStr::from_bytes(
+        b"m5/disk\nof \xff (deleted).raw",
+    ));
+    for d in [&disk, &mapped, &other, &linked, &odd] {
+        std::fs::create_dir_all(d.parent().unwrap()).unwrap();
+    }
+    std::fs::create_dir_all(&cwd).unwrap();
+    for f in [&disk, &mapped, &linked, &odd] {
+        std::fs::write(f, vec![7u8; 8192]).unwrap();
+    }
+    std::fs::hard_link(&linked, &other).unwrap();
+    let holder = python_with("f = open(os.environb[b'P'], 'rb')", &disk, None);
+    let mapper = python_with(
+        "f = open(os.environb[b'P'], 'rb')\nm = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\nf.close()\nos.closerange(3, 4096)",
+        &mapped,
+        None,
+    );
+    let worker = python_with("pass", &cwd, Some(&cwd));
+    let link_holder = python_with("f = open(os.environb[b'P'], 'rb')", &linked, None);
+    let odd_holder = python_with("f = open(os.environb[b'P'], 'rb')", &odd, None);
+
+    assert!(same_answer(&disk, devino_of(&disk)).contains(&holder.pid()));
+    assert!(same_answer(&vms, None).contains(&holder.pid()));
+    assert!(same_answer(&mapped, devino_of(&mapped)).contains(&mapper.pid()));
+    assert!(same_answer(mapped.parent().unwrap(), None).contains(&mapper.pid()));
+    assert!(same_answer(&cwd, None).contains(&worker.pid()));
+    assert!(same_answer(&odd, None).contains(&odd_holder.pid()));
+    // Held under another name: only the inode ties this one to the process.
+    assert!(same_answer(&other, devino_of(&other)).contains(&link_holder.pid()));
+    assert!(!same_answer(other.parent().unwrap(), None).contains(&link_holder.pid()));
+    // Renamed while held: the kernel's name follows, and so does the answer.
+    let moved = vms.join("m1/renamed.raw");
+    std::fs::rename(&disk, &moved).unwrap();
+    assert!(same_answer(&moved, None).contains(&holder.pid()));
+    assert!(!same_answer(&disk, None).contains(&holder.pid()));
+    // The name it was opened by unlinked: the other name is still held, by its inode.
+    std::fs::remove_file(&linked).unwrap();
+    assert!(same_answer(&other, devino_of(&other)).contains(&link_holder.pid()));
+    // Unlinked altogether: held by its identity alone, never by its old name.
+    let gone = devino_of(&moved);
+    std::fs::remove_file(&moved).unwrap();
+    assert!(same_answer(&moved, gone).contains(&holder.pid()));
+    assert!(!same_answer(&vms.join("m1"), None).contains(&holder.pid()));
+}
+
+#[test]
+fn a_disk_held_through_a_bind_mount_of_its_file_system_is_in_use() {
+    // A bind mount shows the same file system (the same device) at another place: the
+    // kernel names the holder's descriptor by the bind mount's path. Making one needs a
+    // mount namespace of this test's own, so that the machine's mounts stay untouched: the
+    // test runs itself again as root of a new user and mount namespace (`unshare -rm`,
+    // unprivileged), or fails saying why it cannot.
+    const CHILD: &str = "SMOLSWEEP_PROCS_TEST_IN_USERNS";
+    if std::env::var_os(CHILD).is_some() {
+        return disk_held_through_a_bind_mount();
+    }
+    let name = "tests::procs::a_disk_held_through_a_bind_mount_of_its_file_system_is_in_use";
+    let out = Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount"])
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run `unshare` (util-linux), which this test needs to bind-mount a \
+                 file system in a mount namespace of its own: {e}"
+            )
+        });
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        !stderr.starts_with("unshare:"),
+        "this test needs a user and mount namespace of its own (`unshare --user \
+         --map-root-user --mount`) to make a bind mount without touching the machine's \
+         mounts, and this machine refused one (user namespaces disabled or restricted): {stderr}"
+    );
+    assert!(out.status.success(), "in the namespace: {stdout}{stderr}");
+    assert!(stdout.contains("1 passed"), "{stdout}");
+}
+
+/// [`a_disk_held_through_a_bind_mount_of_its_file_system_is_in_use`], in its namespace.
+fn disk_held_through_a_bind_mount() {
+    let tmp = scratch();
+    let home =
+        smolsweep_fixtures::Home::new(tmp.path(), smolsweep_fixtures::Layout::Linux).expect("home");
+    let disks = home.celesto_data_dir().expect("celesto data dir").disks();
+    let disk = disks.join("bound.qcow2");
+    std::fs::write(&disk, vec![1u8; 4096]).unwrap();
+    smolsweep_fixtures::age_tree(&home.root, smolsweep_fixtures::OLD).unwrap();
+    let bind = tmp.path().join("bind");
+    std::fs::create_dir(&bind).unwrap();
+    let st = Command::new("mount")
+        .arg("--bind")
+        .args([&disks, &bind])
+        .status()
+        .expect("mount (util-linux)");
+    assert!(st.success(), "mount --bind in the test's own namespace");
+    let seen = bind.join("bound.qcow2");
+    let devino = devino_of(&disk);
+    assert_eq!(devino_of(&seen), devino, "one file, one device, two places");
+    let holder = python_with("f = open(os.environb[b'P'], 'rb')", &seen, None);
+    let h = read(holder.pid());
+    assert!(
+        h.open_files.iter().any(|f| f.path == seen),
+        "named by the bind mount"
+    );
+
+    // Held by its identity, named below the bind mount only, whether the kernel answers or
+    // cannot tell (then names are read by device: a bind mount's files have the device of
+    // the file system it shows).
+    assert!(same_answer(&disk, devino).contains(&holder.pid()));
+    assert!(same_answer(&seen, None).contains(&holder.pid()));
+    assert!(same_answer(&bind, None).contains(&holder.pid()));
+    assert!(!same_answer(&disks, None).contains(&holder.pid()));
+    assert!(
+        by_identity(None).users(&disks, None).unseen,
+        "held there, by no name below it"
+    );
+
+    let mut env = crate::env::EnvSnapshot::from_pairs(home.root.clone(), home.env_vars());
+    env.euid = rustix::process::geteuid().as_raw();
+    let opts = crate::scan::ScanOptions {
+        env,
+        platform: crate::model::Platform::Linux,
+        age_guard: Duration::from_secs(120),
+        now: std::time::SystemTime::now(),
+    };
+    let r = crate::scan::scan(&opts);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.path == disk)
+        .expect("the disk is judged");
+    assert_eq!(f.verdict, crate::model::Verdict::Protected, "{}", f.reason);
+    assert!(
+        f.used_by.contains(&holder.pid()),
+        "{:?}: {}",
+        f.used_by,
+        f.reason
+    );
 }

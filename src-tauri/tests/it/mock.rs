@@ -262,6 +262,10 @@ fn world(delay_ms: u64, confirm: bool) -> World {
 }
 
 fn call(w: &World, cmd: &str, args: Value) -> Result<Value, Value> {
+    call_in(&w.window, cmd, args)
+}
+
+fn call_in(window: &WebviewWindow<MockRuntime>, cmd: &str, args: Value) -> Result<Value, Value> {
     let req = InvokeRequest {
         cmd: cmd.into(),
         callback: tauri::ipc::CallbackFn(0),
@@ -271,7 +275,7 @@ fn call(w: &World, cmd: &str, args: Value) -> Result<Value, Value> {
         headers: Default::default(),
         invoke_key: tauri::test::INVOKE_KEY.to_string(),
     };
-    get_ipc_response(&w.window, req).map(|b| b.deserialize::<Value>().unwrap())
+    get_ipc_response(window, req).map(|b| b.deserialize::<Value>().unwrap())
 }
 
 fn ids_by_verdict(w: &World, v: &str) -> Vec<String> {
@@ -335,6 +339,70 @@ fn report_is_empty_until_the_first_scan() {
     assert_eq!(st["scans"], 1);
     assert_eq!(st["report"]["findings"].as_array().unwrap().len(), 5);
     assert_eq!(st["tray"]["icon"], "reclaimable");
+}
+
+#[test]
+fn the_first_menu_shows_the_last_scans_numbers_until_the_fresh_scan_is_in() {
+    // A run scans and saves its menu; the next start draws it at once, marked as from when and
+    // acting on nothing, until its own first scan replaces it (issue 40, item 4).
+    let w = world(0, false);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    w.fake.report.lock().unwrap().scanned_at = now - 5 * 60;
+    call(&w, "rescan", json!({})).unwrap();
+    let drawn: smolsweep::tray::TrayModel =
+        serde_json::from_value(call(&w, "get_tray_model", json!({})).unwrap()).unwrap();
+    let data = w._dir.path().join("data");
+    assert!(data.join(smolsweep::tray::SAVED_MENU_FILE).is_file());
+    let next = build_app(
+        mock_builder(),
+        Deps {
+            backend: w.fake.clone(),
+            notifier: w.notes.clone(),
+            config_dir: Some(w._dir.path().join("config")),
+            data_dir: Some(data),
+            tray: false,
+            background: false,
+            confirm_answer: false,
+        },
+    )
+    .build(mock_context(noop_assets()))
+    .unwrap();
+    let window = WebviewWindowBuilder::new(&next, "main", Default::default())
+        .build()
+        .unwrap();
+    let model = |w: &WebviewWindow<MockRuntime>| -> smolsweep::tray::TrayModel {
+        serde_json::from_value(call_in(w, "get_tray_model", json!({})).unwrap()).unwrap()
+    };
+    let first = model(&window);
+    assert_eq!(
+        first.status,
+        format!("{} (last scan 5 min ago)", drawn.status)
+    );
+    assert_eq!(first.icon, drawn.icon);
+    assert_eq!(
+        call_in(&window, "get_report", json!({})).unwrap(),
+        Value::Null
+    );
+    let items = build_menu(&next, &first).unwrap().items().unwrap();
+    let enabled = |id: &str| {
+        items.iter().find_map(|k| match k {
+            MenuItemKind::MenuItem(i) if i.id().as_ref() == id => Some(i.is_enabled().unwrap()),
+            _ => None,
+        })
+    };
+    assert_eq!(
+        enabled("reclaim"),
+        Some(false),
+        "plans wait for the fresh scan"
+    );
+    assert_eq!(enabled("rescan"), Some(true));
+    call_in(&window, "rescan", json!({})).unwrap();
+    let fresh = model(&window);
+    assert_eq!(fresh.status, drawn.status);
+    assert_eq!(fresh.reclaim_ids, drawn.reclaim_ids);
 }
 
 #[test]

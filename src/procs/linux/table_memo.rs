@@ -24,7 +24,9 @@
 //! are read in full; exited ones are dropped; a `schedstat` that cannot be read (a kernel
 //! without it, reading `0 0 0`; a thread gone meanwhile; permission) means "read in full".
 //! A process shaped like a VMM of either product is always read in full: it is what the report
-//! describes in detail (the bytes of unlinked files it holds, its environment).
+//! describes in detail (the bytes of unlinked files it holds, its environment). A kernel thread
+//! (the same one, by its start time) is kept without a fingerprint: it has no files, arguments
+//! or user memory that could change.
 //!
 //! **What changes under a process that does not run**, and how each is met:
 //!
@@ -60,7 +62,9 @@ use std::path::Path;
 
 use rustix::fs::RawDir;
 
-use super::{open_dir, parse_stat, read_file, read_rest, read_table, Depth, Scratch};
+use super::{
+    is_kernel_thread, open_dir, parse_stat, read_file, read_rest, read_table, Depth, Scratch,
+};
 use crate::procs::RawProcess;
 
 /// What tells whether a process ran: its start time, and each thread (ascending) with its
@@ -151,10 +155,18 @@ fn read_or_keep(
     let dir = dir.as_fd();
     read_file(dir, c"stat", &mut s.file).ok()?;
     let stat = parse_stat(&s.file)?;
-    let fingerprint = fingerprint(dir, stat.start_time, s);
-    let same = remembered
-        .and_then(|r| find(r, pid))
-        .filter(|r| fingerprint.is_some() && r.fingerprint == fingerprint)
+    let before = remembered.and_then(|r| find(r, pid));
+    // A kernel thread (the same one: same start time) never has files, arguments or a user
+    // memory to change: no fingerprint is needed to keep it.
+    let kernel_thread = before.is_some_and(|r| {
+        r.process.start_time == stat.start_time && is_kernel_thread(pid, stat.ppid, &r.process.argv)
+    });
+    let fingerprint = match kernel_thread {
+        true => None,
+        false => fingerprint(dir, stat.start_time, s),
+    };
+    let same = before
+        .filter(|r| kernel_thread || (fingerprint.is_some() && r.fingerprint == fingerprint))
         .filter(|r| !crate::procs::shape::may_be_vmm(&r.process));
     if same.is_some() {
         let process = RawProcess {

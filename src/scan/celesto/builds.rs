@@ -46,7 +46,7 @@ pub(super) fn declare_drives(ctx: &mut Ctx<'_>, dirs: &[InvDir]) {
 
 /// Whether the lock file at `p` is held right now (by a build under way).
 fn lock_held(ctx: &Ctx<'_>, p: &Path) -> bool {
-    fsread::lstat(p).is_some_and(|m| ctx.locks.is_held(m.dev(), m.ino()))
+    fsread::lstat(p).is_some_and(|m| ctx.locks.is_held(p, m.dev(), m.ino()))
 }
 
 /// Whether `p` changed within the age guard (something may be writing it).

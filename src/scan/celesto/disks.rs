@@ -252,7 +252,7 @@ impl DataDir<'_> {
         let lock = self.dir.join("locks").join(format!("{id}.create.lock"));
         let held = fsread::lstat(&lock).is_some_and(|m| {
             use std::os::unix::fs::MetadataExt;
-            ctx.locks.is_held(m.dev(), m.ino())
+            ctx.locks.is_held(&lock, m.dev(), m.ino())
         });
         (lock, held)
     }

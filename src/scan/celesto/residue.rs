@@ -129,7 +129,7 @@ impl Residue<'_> {
     fn lock(&self, ctx: &Ctx<'_>, e: &Entry, d: Draft, snapshot_ids: &HashSet<String>) -> Draft {
         use std::os::unix::fs::MetadataExt;
         let name = e.name_str().unwrap_or_default().to_string();
-        let held = ctx.locks.is_held(e.meta.dev(), e.meta.ino());
+        let held = ctx.locks.is_held(&e.path, e.meta.dev(), e.meta.ino());
         let in_resources = e.path.parent().is_some_and(|p| p.ends_with("resources"));
         let id = name
             .strip_suffix(".create.lock")

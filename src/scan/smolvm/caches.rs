@@ -186,7 +186,7 @@ impl SetScan<'_> {
     pub(super) fn judge_libs_cache(&self, ctx: &mut Ctx<'_>) {
         for e in fsread::read_dir_or_empty(&self.set.libs_cache) {
             let d = Draft::new(P, FindingKind::SmolvmLibsCache, &e.path).root(&self.set.libs_cache);
-            let held = e.is_file() && ctx.locks.is_held(e.meta.dev(), e.meta.ino());
+            let held = e.is_file() && ctx.locks.is_held(&e.path, e.meta.dev(), e.meta.ino());
             let users = ctx.procs.users_below(&e.path);
             let d = if held || !users.is_empty() {
                 d.verdict(

@@ -79,7 +79,8 @@ fn read_name_file(dir: &Path) -> Option<String> {
 
 /// Whether `<dir>/vm.lock` is locked right now (the system lock table, not its holders' fds).
 fn vm_lock_held(ctx: &Ctx<'_>, dir: &Path) -> bool {
-    fsread::lstat(&dir.join("vm.lock")).is_some_and(|m| ctx.locks.is_held(m.dev(), m.ino()))
+    let lock = dir.join("vm.lock");
+    fsread::lstat(&lock).is_some_and(|m| ctx.locks.is_held(&lock, m.dev(), m.ino()))
 }
 
 fn is_hash16(s: &str) -> bool {
@@ -528,7 +529,7 @@ impl<'s> SetScan<'s> {
             )
         } else if !ctx.locks.readable() {
             d.verdict(Verdict::Unknown, "Lock file; the system lock table is not readable here, so Smolsweep cannot tell whether it is held.")
-        } else if ctx.locks.is_held(e.meta.dev(), e.meta.ino()) {
+        } else if ctx.locks.is_held(&e.path, e.meta.dev(), e.meta.ino()) {
             d.verdict(
                 Verdict::Protected,
                 "Lock file held by a running smolvm process right now.",
