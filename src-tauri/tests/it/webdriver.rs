@@ -323,8 +323,10 @@ async fn window_ends_an_orphaned_vm_through_its_plan_and_both_histories_show_the
     c.set_window_size(1280, 800).await.ok();
 
     nav(&c, "vms").await;
-    let vm = wait_css_for(&c, &format!(".vm[data-pid='{pid}']"), 30).await;
-    let text = vm.text().await.unwrap();
+    let row = format!(".vm[data-pid='{pid}']");
+    wait_css_for(&c, &row, 30).await;
+    // The list is drawn again when the app's scan comes in: each read looks the row up again.
+    let text = text_of(&c, &row).await;
     assert!(
         text.contains("vm-stray") && text.contains("orphaned"),
         "{text}"
@@ -332,12 +334,7 @@ async fn window_ends_an_orphaned_vm_through_its_plan_and_both_histories_show_the
     shot(&c, "window-vms").await;
 
     // The confirmation is the core plan: one action, its summary, nothing run yet.
-    vm.find(Locator::Css("button[data-action='reap']"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click_css(&c, &format!("{row} button[data-action='reap']"), 20).await;
     let steps = c
         .wait()
         .at_most(Duration::from_secs(20))

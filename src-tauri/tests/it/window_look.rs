@@ -467,6 +467,14 @@ async fn history_never_overlaps_folds_long_runs_and_follows_every_surface() {
             plan
         };
         let run = format!("#history-list li.run[data-plan='{plan}']");
+        // The command line journals its run action by action, and History reads the journal
+        // again whenever it changes: a read in the middle of the run shows part of it, and the
+        // next one the whole run.
+        let fold = format!("{run} details.more > summary");
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while text_of(&c, &fold).await != "…and 24 more" && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
         let shown = js(&c, &format!("return [...document.querySelectorAll(\"{run} > ul.outcomes > li\")].map((e) => e.textContent)")).await;
         assert_eq!(shown.as_array().map(Vec::len), Some(2), "{shown}");
         assert_eq!(
