@@ -1,7 +1,10 @@
 //! Issue 11: cost of the app's incremental rescan against a full scan of the same HOME, in one
 //! process, alternating.
 //!
-//! `cargo run --release --example measure_rescan -- HOME [RUNS] [--no-procs]`
+//! `cargo run --release --example measure_rescan -- HOME [RUNS] [--no-procs] [--rescans-only N]`
+//!
+//! `--rescans-only N`: after the two memo scans below, only N rescans with nothing changed,
+//! 30 ms apart (for a profiler: `perf record -g -- measure_rescan HOME 1 --rescans-only 150`).
 //!
 //! `--no-procs`: both scans are given an empty process table instead of reading this machine's,
 //! so the figures are the walk's alone (issue 20: a machine whose table is large hides it).
@@ -61,7 +64,14 @@ fn main() {
         .next()
         .and_then(|r| r.to_str()?.parse().ok())
         .unwrap_or(9);
-    let no_procs = args.next().is_some_and(|a| a == "--no-procs");
+    let (mut no_procs, mut only) = (false, None);
+    while let Some(a) = args.next() {
+        match a.to_str() {
+            Some("--no-procs") => no_procs = true,
+            Some("--rescans-only") => only = args.next().and_then(|n| n.to_str()?.parse().ok()),
+            _ => panic!("unknown argument {a:?}"),
+        }
+    }
     let mut env = EnvSnapshot::from_pairs(
         home.clone(),
         vec![
@@ -117,6 +127,21 @@ fn main() {
         }
     };
     let first = scan_with_memo(&opts, &memo);
+    if let Some(n) = only {
+        // For a profiler: only rescans with nothing changed, 30 ms apart, after one more
+        // (the second memo scan still reads the whole process table).
+        scan_with_memo(&opts, &memo);
+        for _ in 0..n {
+            std::thread::sleep(Duration::from_millis(30));
+            scan_with_memo(&opts, &memo);
+        }
+        println!(
+            "rescans={n} last: {:?} {:?}",
+            memo.stats(),
+            memo.table_stats()
+        );
+        return;
+    }
     let same = |a: &smolsweep::model::ScanReport, b: &smolsweep::model::ScanReport| {
         let j = |r: &smolsweep::model::ScanReport| serde_json::to_string(&r.findings).unwrap();
         assert_eq!(j(a), j(b), "an incremental rescan differs from a full scan");
