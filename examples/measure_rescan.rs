@@ -131,12 +131,14 @@ fn main() {
         // For a profiler: only rescans with nothing changed, 30 ms apart, after one more
         // (the second memo scan still reads the whole process table).
         scan_with_memo(&opts, &memo);
+        let mut cpus = Vec::new();
         for _ in 0..n {
             std::thread::sleep(Duration::from_millis(30));
-            scan_with_memo(&opts, &memo);
+            cpus.push(timed(|| scan_with_memo(&opts, &memo)).2);
         }
         println!(
-            "rescans={n} last: {:?} {:?}",
+            "rescans={n} median_cpu_ms={:.1} last: {:?} {:?}",
+            median(cpus).as_secs_f64() * 1e3,
             memo.stats(),
             memo.table_stats()
         );

@@ -35,7 +35,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use rustix::fd::AsFd;
-use rustix::fs::OFlags;
+use rustix::fs::{AtFlags, OFlags};
 
 use super::lock;
 use super::memo::{DirMemo, MemoInner, RESTAT_BYTES};
@@ -109,9 +109,9 @@ impl fsread::Listings for DirMemo {
         let key = path.as_os_str().as_bytes();
         // The directory the path leads to now (following a symlink, as the listing does).
         if let Ok(st) = rustix::fs::stat(path) {
-            let kept = lock(&self.inner).listing(key, (st.st_dev, st.st_ino));
+            let kept = lock(&self.inner).listing(key, dev_ino(&st));
             if let Some((mut entries, restat)) = kept {
-                if restat_all(&mut entries, &restat) {
+                if restat_all(path, dev_ino(&st), &mut entries, &restat) {
                     lock(&self.inner).stats.listings_reused += 1;
                     return Ok(entries);
                 }
@@ -121,26 +121,82 @@ impl fsread::Listings for DirMemo {
     }
 }
 
-/// `lstat` the entries at `restat` again; false when one is gone or cannot be.
-fn restat_all(entries: &mut [Entry], restat: &[usize]) -> bool {
+/// `lstat` the entries at `restat` of the directory `id` at `path` again; false when one is
+/// gone or cannot be. Each is asked relative to the directory (its path is looked up once), and
+/// an entry whose `lstat` says what the kept one does keeps it; one that changed is read anew.
+fn restat_all(path: &Path, id: (u64, u64), entries: &mut [Entry], restat: &[usize]) -> bool {
+    if restat.is_empty() {
+        return true;
+    }
+    let Ok(dir) = fsread::open_noatime(path, OFlags::DIRECTORY) else {
+        return false;
+    };
+    if rustix::fs::fstat(&dir).map(|st| dev_ino(&st)).ok() != Some(id) {
+        return false;
+    }
     for &i in restat {
-        match entries.get_mut(i) {
-            Some(e) => match std::fs::symlink_metadata(&e.path) {
+        let Some(e) = entries.get_mut(i) else {
+            return false;
+        };
+        let now = rustix::fs::statat(&dir, e.name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW);
+        match now {
+            Ok(st) if same(&st, &e.meta) => {}
+            Ok(_) => match std::fs::symlink_metadata(&e.path) {
                 Ok(m) => e.meta = m,
                 Err(_) => return false,
             },
-            None => return false,
+            Err(_) => return false,
         }
     }
     true
+}
+
+/// Whether a fresh `lstat` says of a file all a kept one says that a judge may read: what it
+/// is, its owner and mode, links, size, allocation and times of change.
+#[allow(clippy::unnecessary_cast)] // the `stat` fields' widths differ between platforms
+fn same(st: &rustix::fs::Stat, m: &std::fs::Metadata) -> bool {
+    let now = [
+        st.st_dev as i128,
+        st.st_ino as i128,
+        st.st_mode as i128,
+        st.st_nlink as i128,
+        st.st_uid as i128,
+        st.st_gid as i128,
+        st.st_size as i128,
+        st.st_blocks as i128,
+        st.st_mtime as i128,
+        st.st_mtime_nsec as i128,
+        st.st_ctime as i128,
+        st.st_ctime_nsec as i128,
+    ];
+    let kept = [
+        m.dev() as i128,
+        m.ino() as i128,
+        m.mode() as i128,
+        m.nlink() as i128,
+        m.uid() as i128,
+        m.gid() as i128,
+        m.size() as i128,
+        m.blocks() as i128,
+        m.mtime() as i128,
+        m.mtime_nsec() as i128,
+        m.ctime() as i128,
+        m.ctime_nsec() as i128,
+    ];
+    now == kept
+}
+
+/// A `stat`'s device and inode.
+#[allow(clippy::unnecessary_cast)] // `st_dev` is narrower on macOS
+fn dev_ino(st: &rustix::fs::Stat) -> (u64, u64) {
+    (st.st_dev as u64, st.st_ino as u64)
 }
 
 impl DirMemo {
     /// List `path` from the file system, watched before it is read, and keep the listing.
     fn list_fresh(&self, path: &Path) -> std::io::Result<Vec<Entry>> {
         let fd = fsread::open_noatime(path, OFlags::DIRECTORY)?;
-        let st = rustix::fs::fstat(&fd)?;
-        let id = (st.st_dev, st.st_ino);
+        let id = dev_ino(&rustix::fs::fstat(&fd)?);
         let watched = {
             let mut m = lock(&self.inner);
             m.stats.listings_read += 1;
