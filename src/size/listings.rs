@@ -41,6 +41,9 @@ use super::lock;
 use super::memo::{DirMemo, MemoInner, RESTAT_BYTES};
 use crate::fsread::{self, Entry};
 
+/// Most listings kept (one watch each, beside the walk's).
+const LISTINGS_MAX: usize = 4096;
+
 /// One directory as the memo last listed it.
 pub(super) struct Listing {
     /// The directory's device and inode, from the descriptor it was read through.
@@ -201,6 +204,14 @@ impl DirMemo {
             let mut m = lock(&self.inner);
             m.stats.listings_read += 1;
             m.listings.by_path.remove(path.as_os_str().as_bytes());
+            if m.listings.len() >= LISTINGS_MAX {
+                return fsread::read_dir_from(fd, path);
+            }
+            // As for the walk's directories: until this watch stands, a name moved in is seen
+            // by no event (the process table's memo, `scan::memo`, counts on this).
+            if !m.watches.watched(id) {
+                m.stats.new_dirs += 1;
+            }
             match m.watches.add(fd.as_fd(), id) {
                 Ok(replaced) => {
                     if let Some(old) = replaced {
