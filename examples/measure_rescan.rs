@@ -15,8 +15,9 @@
 //! roots and the inventories; only the walk differs. Prints medians (wall time, and CPU time of
 //! the process, every thread, for the full scan and the first rescan) and ratios to the full scan,
 //! and checks every rescan's findings equal a full scan's. Also prints how many files a rescan
-//! with nothing changed stat'ed again (large, sparse or multiply linked: issue 20), and how
-//! many processes it took from the process table's memo and read in full (issue 20).
+//! with nothing changed stat'ed again (large, sparse or multiply linked: issue 20), the judges'
+//! listings it kept and read (issue 40), and how many processes it took from the process
+//! table's memo and read in full (issue 20).
 //!
 //! Then (issue 32) a memo rescan after two VMs wrote their disks for longer than the memo's
 //! inotify queue holds: two files in two `_shared` stores written in place in turn, 4 KiB at a
@@ -154,6 +155,7 @@ fn main() {
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut full_cpu, mut nothing_cpu) = (Vec::new(), Vec::new());
     let (mut restated, mut disturbed) = (0, 0);
+    let mut listings = (0, 0);
     let (mut kept, mut read, mut again) = (Vec::new(), Vec::new(), 0);
     let (mut writers, mut writers_read) = (Vec::new(), Vec::new());
     for _ in 0..runs {
@@ -178,6 +180,7 @@ fn main() {
         nothing.push(wall);
         nothing_cpu.push(c);
         restated = st.restated;
+        listings = (st.listings_reused, st.listings_read);
         let table = memo.table_stats();
         kept.push(table.kept);
         read.push(table.read);
@@ -222,7 +225,7 @@ fn main() {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let ratio = |d: Duration| d.as_secs_f64() / f.as_secs_f64();
     println!(
-        "findings={} runs={runs} no_procs={no_procs} full_cpu_ms={:.1} rescan_nothing_after_full_cpu_ms={:.1} cpu_ratio_nothing_after_full={:.3} full_ms={:.1} rescan_nothing_after_full_ms={:.1} rescan_nothing_again_ms={:.1} rescan_one_orphan_ms={:.1} rescan_after_writers_ms={:.1} dirs_read_after_writers={} ratio_after_writers={:.3} ratio_nothing_after_full={:.3} ratio_nothing_again={:.3} ratio_one_orphan={:.3} remembered_dirs={} files_restated_per_rescan={restated} processes_kept_per_rescan={} processes_read_per_rescan={} orphan_rescans_made_twice={again} rounds_left_out={disturbed}",
+        "findings={} runs={runs} no_procs={no_procs} full_cpu_ms={:.1} rescan_nothing_after_full_cpu_ms={:.1} cpu_ratio_nothing_after_full={:.3} full_ms={:.1} rescan_nothing_after_full_ms={:.1} rescan_nothing_again_ms={:.1} rescan_one_orphan_ms={:.1} rescan_after_writers_ms={:.1} dirs_read_after_writers={} ratio_after_writers={:.3} ratio_nothing_after_full={:.3} ratio_nothing_again={:.3} ratio_one_orphan={:.3} remembered_dirs={} files_restated_per_rescan={restated} listings_kept_read_per_rescan={}/{} processes_kept_per_rescan={} processes_read_per_rescan={} orphan_rescans_made_twice={again} rounds_left_out={disturbed}",
         first.findings.len(),
         ms(fc),
         ms(nc),
@@ -238,6 +241,8 @@ fn main() {
         ratio(w),
         ratio(o),
         memo.stats().remembered,
+        listings.0,
+        listings.1,
         kept.get(kept.len() / 2).copied().unwrap_or(0),
         read.get(read.len() / 2).copied().unwrap_or(0),
     );
