@@ -1,7 +1,10 @@
 //! Issue 11: cost of the app's incremental rescan against a full scan of the same HOME, in one
 //! process, alternating.
 //!
-//! `cargo run --release --example measure_rescan -- HOME [RUNS] [--no-procs]`
+//! `cargo run --release --example measure_rescan -- HOME [RUNS] [--no-procs] [--rescans-only N]`
+//!
+//! `--rescans-only N`: after the two memo scans below, only N rescans with nothing changed,
+//! 30 ms apart (for a profiler: `perf record -g -- measure_rescan HOME 1 --rescans-only 150`).
 //!
 //! `--no-procs`: both scans are given an empty process table instead of reading this machine's,
 //! so the figures are the walk's alone (issue 20: a machine whose table is large hides it).
@@ -12,8 +15,9 @@
 //! roots and the inventories; only the walk differs. Prints medians (wall time, and CPU time of
 //! the process, every thread, for the full scan and the first rescan) and ratios to the full scan,
 //! and checks every rescan's findings equal a full scan's. Also prints how many files a rescan
-//! with nothing changed stat'ed again (large, sparse or multiply linked: issue 20), and how
-//! many processes it took from the process table's memo and read in full (issue 20).
+//! with nothing changed stat'ed again (large, sparse or multiply linked: issue 20), the judges'
+//! listings it kept and read (issue 40), and how many processes it took from the process
+//! table's memo and read in full (issue 20).
 //!
 //! Then (issue 32) a memo rescan after two VMs wrote their disks for longer than the memo's
 //! inotify queue holds: two files in two `_shared` stores written in place in turn, 4 KiB at a
@@ -61,7 +65,14 @@ fn main() {
         .next()
         .and_then(|r| r.to_str()?.parse().ok())
         .unwrap_or(9);
-    let no_procs = args.next().is_some_and(|a| a == "--no-procs");
+    let (mut no_procs, mut only) = (false, None);
+    while let Some(a) = args.next() {
+        match a.to_str() {
+            Some("--no-procs") => no_procs = true,
+            Some("--rescans-only") => only = args.next().and_then(|n| n.to_str()?.parse().ok()),
+            _ => panic!("unknown argument {a:?}"),
+        }
+    }
     let mut env = EnvSnapshot::from_pairs(
         home.clone(),
         vec![
@@ -117,6 +128,23 @@ fn main() {
         }
     };
     let first = scan_with_memo(&opts, &memo);
+    if let Some(n) = only {
+        // For a profiler: only rescans with nothing changed, 30 ms apart, after one more
+        // (the second memo scan still reads the whole process table).
+        scan_with_memo(&opts, &memo);
+        let mut cpus = Vec::new();
+        for _ in 0..n {
+            std::thread::sleep(Duration::from_millis(30));
+            cpus.push(timed(|| scan_with_memo(&opts, &memo)).2);
+        }
+        println!(
+            "rescans={n} median_cpu_ms={:.1} last: {:?} {:?}",
+            median(cpus).as_secs_f64() * 1e3,
+            memo.stats(),
+            memo.table_stats()
+        );
+        return;
+    }
     let same = |a: &smolsweep::model::ScanReport, b: &smolsweep::model::ScanReport| {
         let j = |r: &smolsweep::model::ScanReport| serde_json::to_string(&r.findings).unwrap();
         assert_eq!(j(a), j(b), "an incremental rescan differs from a full scan");
@@ -127,6 +155,7 @@ fn main() {
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut full_cpu, mut nothing_cpu) = (Vec::new(), Vec::new());
     let (mut restated, mut disturbed) = (0, 0);
+    let mut listings = (0, 0);
     let (mut kept, mut read, mut again) = (Vec::new(), Vec::new(), 0);
     let (mut writers, mut writers_read) = (Vec::new(), Vec::new());
     for _ in 0..runs {
@@ -151,6 +180,7 @@ fn main() {
         nothing.push(wall);
         nothing_cpu.push(c);
         restated = st.restated;
+        listings = (st.listings_reused, st.listings_read);
         let table = memo.table_stats();
         kept.push(table.kept);
         read.push(table.read);
@@ -195,7 +225,7 @@ fn main() {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let ratio = |d: Duration| d.as_secs_f64() / f.as_secs_f64();
     println!(
-        "findings={} runs={runs} no_procs={no_procs} full_cpu_ms={:.1} rescan_nothing_after_full_cpu_ms={:.1} cpu_ratio_nothing_after_full={:.3} full_ms={:.1} rescan_nothing_after_full_ms={:.1} rescan_nothing_again_ms={:.1} rescan_one_orphan_ms={:.1} rescan_after_writers_ms={:.1} dirs_read_after_writers={} ratio_after_writers={:.3} ratio_nothing_after_full={:.3} ratio_nothing_again={:.3} ratio_one_orphan={:.3} remembered_dirs={} files_restated_per_rescan={restated} processes_kept_per_rescan={} processes_read_per_rescan={} orphan_rescans_made_twice={again} rounds_left_out={disturbed}",
+        "findings={} runs={runs} no_procs={no_procs} full_cpu_ms={:.1} rescan_nothing_after_full_cpu_ms={:.1} cpu_ratio_nothing_after_full={:.3} full_ms={:.1} rescan_nothing_after_full_ms={:.1} rescan_nothing_again_ms={:.1} rescan_one_orphan_ms={:.1} rescan_after_writers_ms={:.1} dirs_read_after_writers={} ratio_after_writers={:.3} ratio_nothing_after_full={:.3} ratio_nothing_again={:.3} ratio_one_orphan={:.3} remembered_dirs={} files_restated_per_rescan={restated} listings_kept_read_per_rescan={}/{} processes_kept_per_rescan={} processes_read_per_rescan={} orphan_rescans_made_twice={again} rounds_left_out={disturbed}",
         first.findings.len(),
         ms(fc),
         ms(nc),
@@ -211,6 +241,8 @@ fn main() {
         ratio(w),
         ratio(o),
         memo.stats().remembered,
+        listings.0,
+        listings.1,
         kept.get(kept.len() / 2).copied().unwrap_or(0),
         read.get(read.len() / 2).copied().unwrap_or(0),
     );

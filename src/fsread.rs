@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{Mode, OFlags};
 
 /// One directory entry with its `lstat` metadata.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Entry {
     pub name: OsString,
     pub path: PathBuf,
@@ -38,7 +38,7 @@ pub(crate) const NOATIME: OFlags = OFlags::NOATIME;
 #[cfg(not(target_os = "linux"))]
 pub(crate) const NOATIME: OFlags = OFlags::empty();
 
-fn open_noatime(path: &Path, flags: OFlags) -> std::io::Result<rustix::fd::OwnedFd> {
+pub(crate) fn open_noatime(path: &Path, flags: OFlags) -> std::io::Result<rustix::fd::OwnedFd> {
     let base = flags | OFlags::RDONLY | OFlags::CLOEXEC;
     match rustix::fs::open(path, base | NOATIME, Mode::empty()) {
         Ok(fd) => Ok(fd),
@@ -50,8 +50,18 @@ fn open_noatime(path: &Path, flags: OFlags) -> std::io::Result<rustix::fd::Owned
 /// List a directory without touching its atime; entries come with `lstat` metadata, sorted by
 /// name. Entries that vanish while listing are left out. `path` itself may be a symlink to a
 /// directory (a root configured that way); nothing inside is followed.
+///
+/// Within [`with_listings`], the listing comes from the memo given there.
 pub(crate) fn read_dir(path: &Path) -> std::io::Result<Vec<Entry>> {
-    let fd = open_noatime(path, OFlags::DIRECTORY)?;
+    let memo = LISTINGS.with(|l| l.borrow().clone());
+    match memo {
+        Some(memo) => memo.read_dir(path),
+        None => read_dir_from(open_noatime(path, OFlags::DIRECTORY)?, path),
+    }
+}
+
+/// [`read_dir`] of the directory open as `fd` (opened from `path`).
+pub(crate) fn read_dir_from(fd: rustix::fd::OwnedFd, path: &Path) -> std::io::Result<Vec<Entry>> {
     let mut dir = rustix::fs::Dir::read_from(&fd)?;
     let mut out = Vec::new();
     while let Some(ent) = dir.read() {
@@ -74,6 +84,31 @@ pub(crate) fn read_dir(path: &Path) -> std::io::Result<Vec<Entry>> {
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
+}
+
+/// Where [`read_dir`] takes its listings from for a while (the app's rescans: a memo that
+/// reads again only what its watches saw change).
+pub(crate) trait Listings: Send + Sync {
+    /// What [`read_dir`] of `path` gives now.
+    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<Entry>>;
+}
+
+thread_local! {
+    static LISTINGS: std::cell::RefCell<Option<std::sync::Arc<dyn Listings>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Run `f` with [`read_dir`] on this thread listing through `memo`.
+pub(crate) fn with_listings<T>(memo: std::sync::Arc<dyn Listings>, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<std::sync::Arc<dyn Listings>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let before = self.0.take();
+            LISTINGS.with(|l| *l.borrow_mut() = before);
+        }
+    }
+    let _restore = Restore(LISTINGS.with(|l| l.borrow_mut().replace(memo)));
+    f()
 }
 
 /// A `std::fs::DirEntry` look-alike produced by [`read_dir_std`].

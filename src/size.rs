@@ -34,6 +34,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat, CWD};
 
 use crate::model::FileIdentity;
 
+mod listings;
 mod memo;
 mod walk;
 mod watches;

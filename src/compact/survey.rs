@@ -43,7 +43,8 @@ fn kept_by(r: &ScanReport, product: Product, owner: Option<&str>, path: &Path) -
     by_machine.or_else(|| {
         r.findings
             .iter()
-            .filter(|f| f.path == path || path.starts_with(&f.path))
+            // The cheap question first: a rescan's survey asked every finding's path.
+            .filter(|f| f.kept.is_some() && (f.path == path || path.starts_with(&f.path)))
             .find_map(|f| f.kept.clone())
     })
 }
@@ -101,7 +102,7 @@ fn smolvm(r: &ScanReport, m: &Machine) -> Vec<Candidate> {
     let in_use = r
         .findings
         .iter()
-        .any(|f| (f.path == dir || f.path.starts_with(dir)) && used(&f.used_by));
+        .any(|f| used(&f.used_by) && (f.path == dir || f.path.starts_with(dir)));
     if m.product != Product::Smolvm || !stopped(m) || in_use {
         return Vec::new();
     }

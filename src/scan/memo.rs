@@ -3,9 +3,12 @@
 //! the kernel reported no change in (see [`DirMemo`] for exactly what that trusts), and so is
 //! the process table, for every process that has not run since it was read.
 //!
-//! Everything else is read afresh on every scan: roots, inventories, lock table, the `lstat`
-//! of every finding's path. A rescan gives the findings a full scan would give; the memo only
-//! saves re-reading unchanged directories and processes that did not run.
+//! So are the judges' listings of the products' directories (each entry with its `lstat`),
+//! while the same watches prove them unchanged (`size::listings` says exactly what that
+//! trusts). Everything else is read afresh on every scan: inventories (unless their files are
+//! unchanged, `inventory::cache`), lock table, the `lstat` of every finding's path. A rescan
+//! gives the findings a full scan would give; the memo only saves re-reading unchanged
+//! directories and processes that did not run.
 //!
 //! **What deletes or stops never uses the memo**: plans are judged again by the executor
 //! (`exec::judge`, `exec::runner`) on its own fresh scans and a fresh process table, and
@@ -193,11 +196,15 @@ fn scan_pass(
             .whole_at
             .is_none_or(|t| t.elapsed() >= PROC_FULL_READ_EVERY);
     let euid = opts.env.euid;
-    let r = scan_sized(
-        opts,
-        || ProcIndex::build(table.read(source, whole), euid),
-        Sizer::with_memo(Arc::clone(&memo.dirs)),
-    );
+    // The judges' listings of directories come from the memo too (`size::listings`).
+    let listings: Arc<dyn crate::fsread::Listings> = Arc::clone(&memo.dirs) as _;
+    let r = crate::fsread::with_listings(listings, || {
+        scan_sized(
+            opts,
+            || ProcIndex::build(table.read(source, whole), euid),
+            Sizer::with_memo(Arc::clone(&memo.dirs)),
+        )
+    });
     memo.dirs.end_scan();
     let nothing_new = table.settle(&r, memo.dirs.stats());
     if let Source::Given(_) = source {

@@ -367,6 +367,11 @@ impl ProcIndex {
         }
         *rest = None;
         let mut h = read(&self.raw);
+        // Smolsweep's own descriptors and mappings are no use of anything, as in an index of
+        // the whole table ([`Uses::build`]).
+        let me = std::process::id();
+        h.held.retain(|f| f.pid != me);
+        h.mapped.retain(|(pid, _)| *pid != me);
         let uses = self.held.get_or_init(|| Uses::of_holdings(&h));
         let names = self
             .names

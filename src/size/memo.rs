@@ -74,6 +74,8 @@ pub(super) struct MemoInner {
     /// A name was created, removed or moved in a watched directory (or the memo was emptied)
     /// since the last [`DirMemo::begin_scan`]: reported by the next one.
     pub(super) names_moved: bool,
+    /// The judges' listings of directories, kept while the watches prove them unchanged.
+    pub(super) listings: listings::Listings,
 }
 
 /// Counts of the last scan that used a [`DirMemo`].
@@ -89,6 +91,12 @@ pub struct MemoStats {
     pub remembered: u64,
     /// Files stat'ed again in remembered directories (large, sparse or multiply linked).
     pub restated: u64,
+    /// Directory listings of the scan's judges taken as kept ([`listings`]).
+    pub listings_reused: u64,
+    /// Directory listings read from the file system.
+    pub listings_read: u64,
+    /// Listings kept after the scan.
+    pub listings_kept: u64,
     /// Since the scan before: a name was created, removed or moved in a watched directory,
     /// or the memo was emptied (then every directory is new to it). A file renamed into a
     /// walked tree raises this (the process table's memo, `scan::memo`, relies on it).
@@ -293,6 +301,9 @@ impl DirMemo {
             m.unwatch(id);
         }
         m.stats.remembered = m.nodes.len() as u64;
+        let gone = m.watches.take_gone();
+        m.listings.drop_dirs(&gone);
+        m.stats.listings_kept = m.listings.len() as u64;
     }
 
     pub(super) fn get(&self, id: (u64, u64)) -> Option<Arc<Node>> {
@@ -486,6 +497,7 @@ impl MemoInner {
         self.roots.clear();
         self.nodes.clear();
         self.watches.clear();
+        self.listings.clear();
     }
 
     pub(super) fn unwatch(&mut self, id: (u64, u64)) {
@@ -501,6 +513,8 @@ impl MemoInner {
                 self.stats.invalidated += 1;
             }
             watches::Drained::Changed(dirs) => {
+                let ids: Vec<(u64, u64)> = dirs.iter().map(|(id, _)| *id).collect();
+                self.listings.drop_dirs(&ids);
                 for (id, moved) in dirs {
                     self.names_moved |= moved;
                     if self.drop_node(id) {

@@ -47,6 +47,9 @@ pub(super) struct Watches {
     /// Content watch descriptor → directory (armed, not fired yet), and back.
     content_wds: HashMap<i32, Dir>,
     content_by_dir: HashMap<Dir, i32>,
+    /// Directories whose names watch went since [`Watches::take_gone`] (removed, or its
+    /// descriptor now another directory's): whatever relied on it stands no more.
+    gone: Vec<Dir>,
 }
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -117,6 +120,7 @@ impl Watches {
         let replaced = self.wds.insert(wd, id).filter(|old| *old != id);
         if let Some(old) = replaced {
             self.by_dir.remove(&old);
+            self.gone.push(old);
         }
         self.by_dir.insert(id, wd);
         Ok(replaced)
@@ -131,12 +135,14 @@ impl Watches {
     fn forget_names(&mut self, wd: i32) {
         if let Some(id) = self.wds.remove(&wd) {
             self.by_dir.remove(&id);
+            self.gone.push(id);
         }
     }
 
     /// Stop watching directory `id`.
     pub(super) fn remove(&mut self, id: Dir) {
         if let Some(wd) = self.by_dir.remove(&id) {
+            self.gone.push(id);
             self.wds.remove(&wd);
             #[cfg(any(target_os = "linux", target_os = "android"))]
             if let Some(ino) = &self.names {
@@ -150,6 +156,11 @@ impl Watches {
                 let _ = rustix::fs::inotify::remove_watch(ino, wd);
             }
         }
+    }
+
+    /// The directories whose names watch went since the last call.
+    pub(super) fn take_gone(&mut self) -> Vec<Dir> {
+        std::mem::take(&mut self.gone)
     }
 
     /// Drop every watch (closing the descriptors drops them at once).

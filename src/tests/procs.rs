@@ -985,6 +985,32 @@ fn the_table_read_by_identity_answers_as_the_whole_table() {
 }
 
 #[test]
+fn smolsweeps_own_open_file_is_no_use_when_the_table_is_read_by_identity() {
+    // Smolsweep's own process is no user of anything in any scan (issue 38): the index of
+    // the whole table leaves it out, and so must the scan's index that reads the rest of the
+    // table by identity once the kernel says something is held (issue 40). A process that
+    // holds a file open in a directory finding (the app's measurement keeps disks open in
+    // stores it scans) saw its own pid among the directory's users in a full scan and not in
+    // the app's rescans.
+    let tmp = scratch();
+    let store = tmp.path().join("store");
+    std::fs::create_dir_all(&store).unwrap();
+    let mine = store.join("vm-disk.img");
+    let _open = std::fs::File::create(&mine).unwrap();
+    let theirs = store.join("other.img");
+    std::fs::write(&theirs, vec![7u8; 4096]).unwrap();
+    let holder = python_with("f = open(os.environb[b'P'], 'rb')", &theirs, None);
+    let me = std::process::id();
+    // Asked first about the file only this process holds, then about its directory (where
+    // another process holds a file too), as a scan asks.
+    let pids = same_answer(&mine, devino_of(&mine));
+    assert!(pids.is_empty(), "{pids:?}");
+    let pids = same_answer(&store, None);
+    assert!(!pids.contains(&me), "{pids:?}");
+    assert!(pids.contains(&holder.pid()), "{pids:?}");
+}
+
+#[test]
 fn a_disk_held_through_a_bind_mount_of_its_file_system_is_in_use() {
     // A bind mount shows the same file system (the same device) at another place: the
     // kernel names the holder's descriptor by the bind mount's path. Making one needs a

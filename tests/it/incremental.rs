@@ -548,3 +548,116 @@ fn vms_writing_their_disks_between_scans_do_not_overflow_the_memo_queue() {
     let st = rescan_equals_full(&fx, &memo);
     assert!(st.names_moved, "{st:?}");
 }
+
+/// The finding at `path` in a rescan that equals a full scan.
+fn finding_at(fx: &Fixture, memo: &ScanMemo, path: &Path) -> Option<serde_json::Value> {
+    let opts = options(&fx.home);
+    let inc = scan_with_memo_and(&opts, vec![], memo);
+    assert_eq!(findings(&inc), findings(&scan_with(&opts, vec![])));
+    findings(&inc)
+        .into_iter()
+        .find(|f| f["path"] == path.to_str().unwrap())
+}
+
+/// A memo warmed by two scans, whose rescan with nothing changed lists no directory again.
+fn warmed(fx: &Fixture) -> ScanMemo {
+    let memo = ScanMemo::new();
+    rescan_equals_full(fx, &memo);
+    rescan_equals_full(fx, &memo);
+    let st = rescan_equals_full(fx, &memo);
+    assert_eq!(st.listings_read, 0, "nothing changed: {st:?}");
+    assert!(st.listings_reused >= 5, "the judges' listings kept: {st:?}");
+    memo
+}
+
+#[test]
+fn a_rescan_after_a_file_appears_in_a_root_directory_sees_it() {
+    // The judges' listings of the products' directories are kept between rescans while the
+    // watches saw nothing there (issue 40, item 3): a disk that appears is an event there.
+    let fx = fixture();
+    let memo = warmed(&fx);
+    let disk = fx.areas[2].join("vm77.qcow2");
+    fs::write(&disk, vec![1u8; 5000]).unwrap();
+    let f = finding_at(&fx, &memo, &disk).expect("the new disk is a finding");
+    assert_eq!(f["kind"], "celesto.young_disk", "{f}");
+    let st = memo.stats();
+    assert!(st.listings_read >= 1 && st.listings_reused >= 1, "{st:?}");
+}
+
+#[test]
+fn a_rescan_after_an_lstat_only_change_of_a_root_entry_sees_it() {
+    // No name changes: only what `lstat` says of an entry of a listed directory (its times,
+    // its size). Each is an event of the directory's watches (attributes; a write), which
+    // drops the kept listing.
+    let fx = fixture();
+    let memo = warmed(&fx);
+    let disk = fx.areas[2].join("vm01.qcow2");
+    let kind = |memo: &ScanMemo| finding_at(&fx, memo, &disk).expect("judged")["kind"].clone();
+    assert_eq!(kind(&memo), "celesto.orphan_disk");
+    // Touched: its mtime is now, so a create may be under way.
+    smolsweep_fixtures::set_mtime(&disk, SystemTime::now()).unwrap();
+    assert_eq!(kind(&memo), "celesto.young_disk");
+    // Old again, then grown in place by a write (its size and mtime change).
+    smolsweep_fixtures::age_tree(&disk, smolsweep_fixtures::OLD).unwrap();
+    assert_eq!(kind(&memo), "celesto.orphan_disk");
+    assert_eq!(kind(&memo), "celesto.orphan_disk");
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&disk)
+        .unwrap()
+        .write_all(&[2u8; 3000])
+        .unwrap();
+    let f = finding_at(&fx, &memo, &disk).unwrap();
+    assert_eq!(f["kind"], "celesto.young_disk", "{f}");
+    assert_eq!(f["apparent_bytes"], 8000, "{f}");
+}
+
+#[test]
+fn a_rescan_after_a_change_deep_inside_a_listed_subdirectory_sees_it() {
+    // A subdirectory's own times change when a name is made in it, which is no event of the
+    // directory that lists it: a kept listing's subdirectory entry is trusted only while a
+    // watch of its own stands (else it is `lstat`ed again). An unrecorded machine directory
+    // is young while anything in it changed within the age guard (its newest mtime is read
+    // through listings all the way down).
+    let fx = fixture();
+    let smolvm = fx.home.smolvm().unwrap();
+    smolvm.record("kept", serde_json::json!({})).unwrap();
+    let ghost = smolvm
+        .vms_dir()
+        .join(smolsweep_fixtures::smolvm::Smolvm::hash("ghost"));
+    write(&ghost.join("layers/l0/blob"), 2000);
+    write(&ghost.join("name"), 5);
+    smolsweep_fixtures::age_tree(&fx.home.root, smolsweep_fixtures::OLD).unwrap();
+    let memo = warmed(&fx);
+    let kind = |memo: &ScanMemo| finding_at(&fx, memo, &ghost).expect("judged")["kind"].clone();
+    let old = kind(&memo);
+    assert_ne!(old, "smolvm.young_dir");
+    // A name made and removed again: only the times of `l0` tell (no new entry anywhere).
+    write(&ghost.join("layers/l0/new"), 10);
+    fs::remove_file(ghost.join("layers/l0/new")).unwrap();
+    assert_eq!(kind(&memo), "smolvm.young_dir");
+    // Aged again: what the listings kept of the tree's times follows.
+    smolsweep_fixtures::age_tree(&ghost, smolsweep_fixtures::OLD).unwrap();
+    assert_eq!(kind(&memo), old);
+}
+
+#[test]
+fn after_the_watch_queue_overflowed_a_rescan_lists_every_directory_again() {
+    // An event lost to a full queue may have been the one that said a listing changed: the
+    // memo keeps nothing then.
+    let fx = fixture();
+    let memo = warmed(&fx);
+    let kept = memo.stats().listings_kept;
+    let busy = fx.areas[2].join("busy.tmp");
+    for _ in 0..queue_length() / 2 + 100 {
+        fs::write(&busy, b"x").unwrap();
+        fs::remove_file(&busy).unwrap();
+    }
+    // Queued after the overflow: its event is lost.
+    let disk = fx.areas[2].join("vm01.qcow2");
+    smolsweep_fixtures::set_mtime(&disk, SystemTime::now()).unwrap();
+    let f = finding_at(&fx, &memo, &disk).unwrap();
+    assert_eq!(f["kind"], "celesto.young_disk", "{f}");
+    let st = memo.stats();
+    assert!(st.invalidated >= 1 && st.listings_read >= kept, "{st:?}");
+}
