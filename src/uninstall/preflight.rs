@@ -790,8 +790,16 @@ fn scan_options(env: &EnvSnapshot, platform: Platform) -> crate::scan::ScanOptio
 
 /// The preflight for people.
 pub fn render(p: &Preflight) -> String {
-    use std::fmt::Write;
     let mut s = String::new();
+    render_installed(p, &mut s);
+    render_running(p, &mut s);
+    render_outside(p, &mut s);
+    s
+}
+
+/// The preflight's head: the installations and the state directories found.
+fn render_installed(p: &Preflight, s: &mut String) {
+    use std::fmt::Write;
     let _ = writeln!(s, "Uninstall preflight for {}", p.home.display());
     let _ = writeln!(s, "\nInstallations:");
     if p.installs.is_empty() {
@@ -828,6 +836,11 @@ pub fn render(p: &Preflight) -> String {
             d.other_entries.len()
         );
     }
+}
+
+/// The preflight's machines, sandboxes, VM processes and mounts.
+fn render_running(p: &Preflight, s: &mut String) {
+    use std::fmt::Write;
     let counts: Vec<String> = Product::ALL
         .iter()
         .map(|&pr| pr.count(p.machines.iter().filter(|m| m.product == pr).count()))
@@ -853,6 +866,12 @@ pub fn render(p: &Preflight) -> String {
     for m in &p.mounts {
         let _ = writeln!(s, "  mount {}", m.display());
     }
+}
+
+/// What the preflight found outside the state directories: launchers, PATH blocks,
+/// credentials, system files and problems.
+fn render_outside(p: &Preflight, s: &mut String) {
+    use std::fmt::Write;
     for l in &p.launchers {
         let _ = writeln!(
             s,
@@ -890,7 +909,6 @@ pub fn render(p: &Preflight) -> String {
     for e in &p.problems {
         let _ = writeln!(s, "Problem: {e}");
     }
-    s
 }
 
 #[cfg(test)]
