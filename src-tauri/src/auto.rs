@@ -7,8 +7,8 @@ use serde::Serialize;
 use smolsweep::exec::How;
 use smolsweep::model::ScanReport;
 use smolsweep::plan::Plan as CorePlan;
-use smolsweep::policy::Decision;
 pub use smolsweep::view::auto::{preview, AskReason, AutoPreview};
+use smolsweep::Decision;
 use tauri::{AppHandle, Manager, Runtime};
 
 use crate::backend::{self, ReclaimOutcome};

@@ -57,10 +57,10 @@ pub trait Backend: Send + Sync + 'static {
         ))
     }
     /// Where the automatic clean-up policy is saved for the systemd user timer
-    /// (`smolsweep::policy::path_for`).
+    /// (`smolsweep::policy_path`).
     fn auto_policy_path(&self) -> Option<PathBuf> {
         let env = smolsweep::env::EnvSnapshot::capture().ok()?;
-        Some(smolsweep::policy::path_for(&env.home))
+        Some(smolsweep::policy_path(&env.home))
     }
     /// What the uninstall wizard works on (the live system unless a test says otherwise).
     fn uninstaller(&self) -> std::sync::Arc<dyn crate::uninstaller::Uninstaller> {
@@ -75,9 +75,9 @@ pub struct RealBackend;
 impl Backend for RealBackend {
     fn scan(&self) -> anyhow::Result<ScanReport> {
         if let Some(path) = std::env::var_os(REPORT_FILE_ENV) {
-            let text = smolsweep::input::read_input(
+            let text = smolsweep::read_input(
                 std::path::Path::new(&path),
-                smolsweep::input::MAX_REPORT_BYTES,
+                smolsweep::MAX_REPORT_BYTES,
                 "a scan report Smolsweep wrote",
             )?;
             let mut r: ScanReport = serde_json::from_slice(&text)?;

@@ -107,9 +107,9 @@ pub struct AppState {
     pub(crate) clock: Mutex<Arc<dyn Clock>>,
     /// Counts held-back notification timers, so only the latest one acts.
     pub(crate) note_timers: AtomicU64,
-    /// The window's filter (`smolsweep::filter::Filter`): what the findings view shows and
+    /// The window's filter (`smolsweep::Filter`): what the findings view shows and
     /// what its Reclaim can select.
-    pub(crate) filter: Mutex<smolsweep::filter::Filter>,
+    pub(crate) filter: Mutex<smolsweep::Filter>,
     pub(crate) filter_input: Mutex<FilterInput>,
     /// An automatic run waiting for the user (its first run, or above the cap).
     pub(crate) auto_pending: Mutex<Option<AutoPreview>>,
@@ -162,9 +162,9 @@ impl AppState {
         let settings = Settings::load(&config.join("settings.json"));
         settings.apply_accept_newer();
         *lock(&self.settings) = settings;
-        let notified = smolsweep::input::read_input(
+        let notified = smolsweep::read_input(
             &data.join("notified.json"),
-            smolsweep::input::MAX_REPORT_BYTES,
+            smolsweep::MAX_REPORT_BYTES,
             "notification state Smolsweep wrote",
         );
         if let Ok(s) = notified {

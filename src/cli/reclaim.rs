@@ -222,9 +222,9 @@ impl Where {
 
 /// The scan report saved at `f` (`--from-report`).
 pub(crate) fn saved_report(f: &Path) -> anyhow::Result<ScanReport> {
-    let text = smolsweep::input::read_input_text(
+    let text = smolsweep::read_input_text(
         f,
-        smolsweep::input::MAX_REPORT_BYTES,
+        smolsweep::MAX_REPORT_BYTES,
         "a scan report Smolsweep wrote",
     )?;
     serde_json::from_str(&text)
@@ -406,7 +406,7 @@ pub fn delete(a: DeleteArgs) -> i32 {
 
 pub fn compact(a: CompactArgs) -> i32 {
     with_report(&a.report, a.run.json, |s| {
-        let plan = match smolsweep::target::compact_plan(&s.report, &a.targets) {
+        let plan = match smolsweep::compact_plan(&s.report, &a.targets) {
             Ok(p) => p,
             Err(e) => return fail(a.run.json, &e),
         };
@@ -468,17 +468,16 @@ fn may_overwrite(path: &Path) -> Result<(), String> {
     if !meta.is_file() {
         return refuse("it exists and is not a regular file");
     }
-    let text =
-        match smolsweep::input::read_input_text(path, smolsweep::input::MAX_PLAN_BYTES, "a plan") {
-            Ok(t) => t,
-            Err(smolsweep::input::InputError::TooLarge { .. }) => {
-                return refuse(&format!(
-                    "it exists and is larger than {} MiB",
-                    smolsweep::input::MAX_PLAN_BYTES >> 20
-                ))
-            }
-            Err(_) => return refuse("it exists and is not a text file"),
-        };
+    let text = match smolsweep::read_input_text(path, smolsweep::MAX_PLAN_BYTES, "a plan") {
+        Ok(t) => t,
+        Err(smolsweep::InputError::TooLarge { .. }) => {
+            return refuse(&format!(
+                "it exists and is larger than {} MiB",
+                smolsweep::MAX_PLAN_BYTES >> 20
+            ))
+        }
+        Err(_) => return refuse("it exists and is not a text file"),
+    };
     match serde_json::from_str::<serde_json::Value>(&text) {
         Ok(v) if v.get("schema").and_then(|s| s.as_str()) == Some(smolsweep::plan::PLAN_SCHEMA) => {
             Ok(())
@@ -553,9 +552,9 @@ pub fn plan(a: PlanArgs) -> i32 {
 }
 
 pub fn apply(a: ApplyArgs) -> i32 {
-    let text = match smolsweep::input::read_input_text(
+    let text = match smolsweep::read_input_text(
         &a.file,
-        smolsweep::input::MAX_PLAN_BYTES,
+        smolsweep::MAX_PLAN_BYTES,
         "a plan Smolsweep wrote",
     ) {
         Ok(t) => t,

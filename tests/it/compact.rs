@@ -397,7 +397,7 @@ fn skipped(r: &exec::ExecReport, p: &Path) -> String {
 
 fn plan_for(sc: &Scratch, target: &str) -> Plan {
     let report = smolsweep::scan::scan(&crate::scan_options(&sc.home));
-    smolsweep::target::compact_plan(&report, &[target.to_string()]).unwrap()
+    smolsweep::compact_plan(&report, &[target.to_string()]).unwrap()
 }
 
 /// Hazard: a machine started, or a process that opened its disk, after the plan was made.
@@ -771,7 +771,7 @@ fn compact_plan_is_confirmed_with_the_cores_sentence() {
     let sc = Scratch::new();
     home1(&sc);
     let report = smolsweep::scan::scan(&crate::scan_options(&sc.home));
-    let plan = smolsweep::target::compact_plan(&report, &[]).unwrap();
+    let plan = smolsweep::compact_plan(&report, &[]).unwrap();
     let c = smolsweep::view::confirmation(&plan);
     assert_eq!(c.headline, "Compact 3 disks");
     assert_eq!(

@@ -224,7 +224,7 @@ fn a_plan_file_larger_than_the_cap_is_refused_unread() {
     // Sparse: 64 MiB and one byte of nothing, taking no space.
     let big = s.dir().join("big-plan.json");
     let f = std::fs::File::create(&big).unwrap();
-    f.set_len(smolsweep::input::MAX_PLAN_BYTES + 1).unwrap();
+    f.set_len(smolsweep::MAX_PLAN_BYTES + 1).unwrap();
     drop(f);
     let r = run(&s, &["apply", big.to_str().unwrap(), "--yes"]);
     assert_eq!(r.code, 1, "{}", r.text());
@@ -246,7 +246,7 @@ fn a_plan_file_larger_than_the_cap_is_refused_unread() {
     );
     assert_eq!(
         std::fs::metadata(&big).unwrap().len(),
-        smolsweep::input::MAX_PLAN_BYTES + 1
+        smolsweep::MAX_PLAN_BYTES + 1
     );
     assert_all_exist(&orphans, &r);
     assert_no_run_journaled(&s);

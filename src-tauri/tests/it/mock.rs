@@ -233,7 +233,7 @@ fn world(delay_ms: u64, confirm: bool) -> World {
         calls: Mutex::new(vec![]),
         journal: dir.path().join("smolsweep-data/journal.jsonl"),
         keep: dir.path().join("smolsweep-data/keep.json"),
-        policy: smolsweep::policy::path_for(&home),
+        policy: smolsweep::policy_path(&home),
     });
     let notes = Arc::new(Notes::default());
     let deps = Deps {
@@ -1446,9 +1446,8 @@ fn automatic_clean_up_asks_once_then_runs_within_its_cap() {
     s["auto_confirmed"] = json!(true); // the window cannot confirm by itself
     let s = call(&w, "set_settings", json!({"settings": s})).unwrap();
     assert_eq!(s["auto_confirmed"], false);
-    let file = smolsweep::policy::path_for(&w.home);
-    let saved =
-        smolsweep::policy::Policy::from_json(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let file = smolsweep::policy_path(&w.home);
+    let saved = smolsweep::Policy::from_json(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert!(saved.enabled);
 
     // First run: a preview, one notification, nothing deleted; the next scan does not ask again.
