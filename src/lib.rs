@@ -30,6 +30,7 @@
 //! | [`Policy`], [`Decision`], [`policy_path`] | what the app's automatic runs may do |
 //! | [`read_input`], [`read_input_text`], [`InputError`], `MAX_*_BYTES` | reading a file a user names, safely |
 //! | [`write_atomic`] | writing Smolsweep's own small state files atomically (the app's settings too) |
+//! | [`now_secs`], [`lock`] | the wall clock in Unix seconds; a mutex taken also after a panic |
 //!
 //! Everything else (walking, sizing, inventories, the process table, product layouts) is
 //! private to the crate.
@@ -49,6 +50,7 @@ pub mod uninstall;
 pub mod view;
 
 pub use atomic::write as write_atomic;
+pub use basics::{lock, now_secs};
 pub use filter::{parse_age_flag, parse_size_flag, Filter};
 pub use input::{
     read_input, read_input_text, InputError, MAX_PLAN_BYTES, MAX_REPORT_BYTES, MAX_SETTINGS_BYTES,
@@ -57,6 +59,7 @@ pub use policy::{path_for as policy_path, Decision, Policy, DEFAULT_KINDS, POLIC
 pub use target::{apply_keeps_at, compact_plan, plan_for, Target, TargetPlan, VmAction};
 
 mod atomic;
+mod basics;
 mod chains;
 mod compact;
 mod filter;

@@ -17,6 +17,8 @@ use crate::desktop_notes::DesktopNotifier;
 use crate::notes::{Clock, Notifier, OrphanWatch, SystemClock};
 use crate::settings::Settings;
 
+pub(crate) use smolsweep::lock;
+pub(crate) use smolsweep::now_secs;
 pub use smolsweep::view::runs::{NOTHING_TO_RECLAIM, NO_SCAN_YET, PLAN_CHANGED, VM_PLAN_CHANGED};
 
 /// A window closed (hidden) this long without being shown again is destroyed, which ends its
@@ -124,10 +126,6 @@ pub struct AppState {
     pub(crate) reclaim_review: OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl AppState {
     pub(crate) fn new(d: &Deps) -> AppState {
         AppState {
@@ -199,11 +197,4 @@ impl AppState {
     pub(crate) fn orphans_path(&self) -> Option<PathBuf> {
         self.dirs.get().map(|d| d.data.join("notified.json"))
     }
-}
-
-pub(crate) fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }

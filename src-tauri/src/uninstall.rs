@@ -24,6 +24,7 @@ use tauri::{AppHandle, Emitter, Manager, Runtime};
 
 use crate::state::{AppState, EV_UNINSTALL_PROGRESS};
 pub use crate::uninstaller::{RealUninstaller, Uninstaller};
+use smolsweep::lock;
 
 /// What the wizard has shown so far.
 #[derive(Default)]
@@ -33,10 +34,6 @@ pub struct WizardState {
     /// The plan in `plan` has run (it stays for the proof).
     ran: Mutex<bool>,
     last_run: Mutex<Option<RunReport>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A step of the run that finished, sent while the run goes on.

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::basics::now_secs;
 use serde::{Deserialize, Serialize};
 
 /// Why a confirmed reclaim did not run: the plan made now is not the one shown.
@@ -870,11 +871,4 @@ pub fn history(journal: Option<&Path>, legacy: Option<&Path>) -> History {
         Err(e) => h.error = Some(format!("cannot read {}: {e}", path.display())),
     }
     h
-}
-
-fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
