@@ -236,21 +236,7 @@ fn world(delay_ms: u64, confirm: bool) -> World {
         policy: smolsweep::policy_path(&home),
     });
     let notes = Arc::new(Notes::default());
-    let deps = Deps {
-        backend: fake.clone(),
-        notifier: notes.clone(),
-        config_dir: Some(dir.path().join("config")),
-        data_dir: Some(dir.path().join("data")),
-        tray: false,
-        background: false,
-        confirm_answer: confirm,
-    };
-    let app = build_app(mock_builder(), deps)
-        .build(mock_context(noop_assets()))
-        .unwrap();
-    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
-        .build()
-        .unwrap();
+    let (app, window) = crate::common::mock_app(fake.clone(), notes.clone(), dir.path(), confirm);
     World {
         _dir: dir,
         home,
