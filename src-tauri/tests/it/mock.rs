@@ -14,7 +14,6 @@ use smolsweep::model::{
     Totals, Verdict, VmProcess, SCAN_SCHEMA,
 };
 use smolsweep::plan::Plan as CorePlan;
-use smolsweep_desktop::backend::run_plan;
 use smolsweep_desktop::{build_app, build_menu, handle_menu_id, Backend, Deps, Note, Notifier};
 use tauri::menu::MenuItemKind;
 use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime};
@@ -87,15 +86,11 @@ impl Backend for Fake {
         progress: &dyn Fn(&ProgressEvent),
     ) -> Result<ExecReport, String> {
         let runner = Recorder(&self.calls);
-        run_plan(
-            plan,
-            confirmed,
-            &self.journal,
-            &mut AsPlanned,
-            &runner,
-            origin,
-            progress,
-        )
+        let mut judge = AsPlanned;
+        let road = smolsweep::exec::Road::given(&mut judge, &runner)
+            .journal_at(self.journal.clone())
+            .sink(progress);
+        smolsweep::exec::run(plan, Some(confirmed), origin, road).map_err(|e| e.to_string())
     }
     fn journal_path(&self) -> Option<PathBuf> {
         Some(self.journal.clone())
