@@ -90,6 +90,16 @@ pub enum Decision {
 }
 
 impl Policy {
+    /// Whether a first run confirmed under `old` still stands under this policy: it is on, it
+    /// was on, and it takes no kind and no opt-in class `old` did not. Turning it on again or
+    /// widening what it may take asks for a new preview.
+    pub fn keeps_confirmation_of(&self, old: &Policy) -> bool {
+        self.enabled
+            && old.enabled
+            && self.kinds.iter().all(|k| old.kinds.contains(k))
+            && self.include.is_subset(&old.include)
+    }
+
     /// Parse and check a policy file.
     pub fn from_json(text: &str) -> Result<Policy, String> {
         let p: Policy = serde_json::from_str(text).map_err(|e| format!("not a policy: {e}"))?;
@@ -180,5 +190,39 @@ mod app_helper_tests {
         p.save(&path).unwrap();
         let back = Policy::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(back, p);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 41: when the automatic run needs a fresh confirmation is the core's rule: a
+    /// confirmed first run stands while the policy stays on and takes nothing more; turning it
+    /// off and on again, or a kind or an opt-in class more, asks again.
+    #[test]
+    fn a_confirmed_first_run_stands_until_the_policy_widens_or_is_turned_on_again() {
+        let on = Policy {
+            enabled: true,
+            ..Policy::default()
+        };
+        assert!(on.keeps_confirmation_of(&on));
+        let narrower = Policy {
+            kinds: on.kinds[..1].to_vec(),
+            ..on.clone()
+        };
+        assert!(narrower.keeps_confirmation_of(&on));
+        assert!(!on.keeps_confirmation_of(&narrower), "a kind more");
+        let wider = Policy {
+            include: [OptInClass::Caches].into(),
+            ..on.clone()
+        };
+        assert!(!wider.keeps_confirmation_of(&on), "an opt-in class more");
+        let off = Policy {
+            enabled: false,
+            ..on.clone()
+        };
+        assert!(!on.keeps_confirmation_of(&off), "turned on again");
+        assert!(!off.keeps_confirmation_of(&on), "turned off");
     }
 }
