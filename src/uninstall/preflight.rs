@@ -231,6 +231,51 @@ pub struct Preflight {
     pub kept: Vec<KeptItem>,
 }
 
+/// The preflight's lines as the window lists them beside each item.
+impl Preflight {
+    /// What the shared `~/.smolvm` holds, in words, when there is one: "shared: 3 entries of
+    /// smol-machines smolvm, 1 of Celesto SmolVM, 0 others".
+    pub fn dot_smolvm_line(&self) -> Option<String> {
+        self.dot_smolvm.as_ref().map(|d| {
+            format!(
+                "shared: {} entries of {}, {} of {}, {} others",
+                d.smolvm_entries.len(),
+                Product::Smolvm.display_name(),
+                d.celesto_entries.len(),
+                Product::Celesto.display_name(),
+                d.other_entries.len()
+            )
+        })
+    }
+
+    /// What each state directory is, in `state_dirs` order: "Celesto SmolVM · data · 2 mounts
+    /// inside".
+    pub fn state_dir_lines(&self) -> Vec<String> {
+        self.state_dirs
+            .iter()
+            .map(|d| {
+                let mounts = match d.mounts.len() {
+                    0 => String::new(),
+                    1 => " · 1 mount inside".into(),
+                    n => format!(" · {n} mounts inside"),
+                };
+                format!("{} · {}{mounts}", d.product.display_name(), d.label)
+            })
+            .collect()
+    }
+
+    /// What each VM process is, in `processes` order: "Celesto SmolVM · Celesto QEMU VM · …".
+    pub fn process_lines(&self) -> Vec<String> {
+        self.processes
+            .iter()
+            .map(|v| {
+                let name = v.product.display_name();
+                format!("{name} · {} · {}", v.shape.label(), v.reason)
+            })
+            .collect()
+    }
+}
+
 impl Preflight {
     /// State directories of one product that exist.
     pub fn existing_dirs(&self, product: Product) -> impl Iterator<Item = &StateDir> {

@@ -525,6 +525,32 @@ impl VmPlan {
             .map(|r| format!("not planned: {}", r.reason));
         self.steps.iter().cloned().chain(refused).collect()
     }
+
+    /// The message of a native dialog (the tray's Stop / End process / Delete): the question,
+    /// then each of [`lines`](Self::lines) as a bullet.
+    pub fn native_message(&self) -> String {
+        format!("{}\n\n• {}", self.question, self.lines().join("\n• "))
+    }
+}
+
+/// How many action lines a native dialog lists before it says how many more there are.
+const NATIVE_LINES: usize = 8;
+
+impl PlanView {
+    /// A reclaim's native dialog (the tray's): its title ("Reclaim 1.2 GB") and its message,
+    /// the core's confirmation as the CLI and the window word it: the sentence with the
+    /// estimate, then the first action lines and how many more.
+    pub fn native_dialog(&self) -> (String, String) {
+        let c = &self.confirmation;
+        let mut msg = format!("{}?\n", c.sentence());
+        for l in c.lines.iter().take(NATIVE_LINES) {
+            msg.push_str(&format!("\n• {l}"));
+        }
+        if c.lines.len() > NATIVE_LINES {
+            msg.push_str(&format!("\n… and {} more", c.lines.len() - NATIVE_LINES));
+        }
+        (format!("Reclaim {}", c.estimate), msg)
+    }
 }
 
 /// The core plan for Stop / End process / Delete of the VM process `pid` (with the start time

@@ -842,3 +842,55 @@ const tip = `${f.kind}: smolvm.dangling_dir`;
         .collect();
     assert_eq!(got, [2, 4]);
 }
+
+// ---- no count worded by the shell -----------------------------------------------------------
+
+/// The literals of `code` (its tests and log lines left out) that word a count: a number before
+/// a word (`"1 check failed"`, `" · 1 mount inside"`), or a plural's ending chosen in code
+/// (`if n == 1 { "" } else { "s" }`). Counting is wording: the core's.
+fn counts_worded(code: &str) -> Vec<(usize, String)> {
+    rust_literals(code, true)
+        .into_iter()
+        .filter(|(_, lit)| {
+            let toks: Vec<&str> = lit.split_whitespace().collect();
+            let numbered = toks.windows(2).any(|p| {
+                p[0].chars().all(|c| c.is_ascii_digit())
+                    && p[1].chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            });
+            numbered || lit == "s" || lit == "es"
+        })
+        .collect()
+}
+
+/// The shell words no count (issue 41): "1 check failed" and "{n} checks failed", "1 mount
+/// inside", "… and 3 more" are the core's, which chooses singular or plural once.
+#[test]
+fn the_shell_words_no_count_of_its_own() {
+    let code = r#"
+fn f(n: usize) -> String {
+    let a = "1 check failed: it names what remains.";
+    let b = format!("{n} item{}", if n == 1 { "" } else { "s" });
+    let c = format!("{n} checks failed");
+    tracing::info!("2 scans ran");
+    let d = "port 8080";
+}
+"#;
+    let got: Vec<usize> = counts_worded(code).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(got, [3, 4]);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "rs") {
+            let code = std::fs::read_to_string(&p).unwrap();
+            for (n, lit) in counts_worded(&code) {
+                found.push(format!("{}:{n}: {lit:?}", p.display()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "counts worded in the shell (the core words them):\n{}",
+        found.join("\n")
+    );
+}
