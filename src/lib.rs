@@ -55,7 +55,9 @@ pub use filter::{parse_age_flag, parse_size_flag, Filter};
 pub use input::{
     read_input, read_input_text, InputError, MAX_PLAN_BYTES, MAX_REPORT_BYTES, MAX_SETTINGS_BYTES,
 };
-pub use policy::{path_for as policy_path, Decision, Policy, DEFAULT_KINDS, POLICY_SCHEMA};
+pub use policy::{
+    path_for as policy_path, Decision, Policy, Step as PolicyStep, DEFAULT_KINDS, POLICY_SCHEMA,
+};
 pub use target::{apply_keeps_at, compact_plan, plan_for, Target, TargetPlan, VmAction};
 
 mod atomic;

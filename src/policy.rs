@@ -89,6 +89,57 @@ pub enum Decision {
     },
 }
 
+/// What the app does after a scheduled scan, from the policy's [`Decision`] and whether the
+/// policy's first run was confirmed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Nothing to do.
+    Nothing,
+    /// Run this plan unattended.
+    Run(Plan),
+    /// Show this plan and wait for a person.
+    Ask {
+        /// The plan a person is asked to confirm.
+        plan: Plan,
+        /// Why it waits.
+        reason: crate::view::auto::AskReason,
+        /// The cap it exceeds, when that is why.
+        cap: Option<u64>,
+    },
+}
+
+impl Step {
+    /// The plan it runs or asks about, if any.
+    pub fn into_plan(self) -> Option<Plan> {
+        match self {
+            Step::Nothing => None,
+            Step::Run(plan) | Step::Ask { plan, .. } => Some(plan),
+        }
+    }
+}
+
+impl Decision {
+    /// The app's step: a run above the cap asks; a first run not yet confirmed is shown once
+    /// as a preview to confirm; a confirmed one runs unattended.
+    pub fn step(self, first_run_confirmed: bool) -> Step {
+        use crate::view::auto::AskReason;
+        match self {
+            Decision::Nothing => Step::Nothing,
+            Decision::Ask { plan, cap } => Step::Ask {
+                plan,
+                reason: AskReason::Cap,
+                cap: Some(cap),
+            },
+            Decision::Run(plan) if !first_run_confirmed => Step::Ask {
+                plan,
+                reason: AskReason::First,
+                cap: None,
+            },
+            Decision::Run(plan) => Step::Run(plan),
+        }
+    }
+}
+
 impl Policy {
     /// Whether a first run confirmed under `old` still stands under this policy: it is on, it
     /// was on, and it takes no kind and no opt-in class `old` did not. Turning it on again or
@@ -224,5 +275,41 @@ mod tests {
         };
         assert!(!on.keeps_confirmation_of(&off), "turned on again");
         assert!(!off.keeps_confirmation_of(&on), "turned off");
+    }
+
+    /// Issue 41: whether the automatic run asks is the core's rule: above the cap it asks
+    /// (the cap said), a first run not yet confirmed asks once, a confirmed one runs.
+    #[test]
+    fn a_run_above_the_cap_asks_and_an_unconfirmed_first_run_asks_once() {
+        use crate::view::auto::AskReason;
+        let empty = ScanReport {
+            schema: crate::model::SCAN_SCHEMA.into(),
+            home: "/h".into(),
+            platform: crate::model::Platform::Linux,
+            products: vec![],
+            findings: vec![],
+            machines: vec![],
+            processes: vec![],
+            totals: Default::default(),
+            scanned_at: 0,
+            scanned_at_ns: 0,
+            duration_ms: 0,
+            compact: Default::default(),
+        };
+        let plan = Plan::from_scan(&empty, &Selection::default());
+        let ask = |d: Decision, confirmed| match d.step(confirmed) {
+            Step::Ask { reason, cap, .. } => Some((reason, cap)),
+            _ => None,
+        };
+        let above = || Decision::Ask {
+            plan: plan.clone(),
+            cap: 7,
+        };
+        assert_eq!(ask(above(), true), Some((AskReason::Cap, Some(7))));
+        assert_eq!(ask(above(), false), Some((AskReason::Cap, Some(7))));
+        let run = || Decision::Run(plan.clone());
+        assert_eq!(ask(run(), false), Some((AskReason::First, None)));
+        assert_eq!(run().step(true), Step::Run(plan.clone()));
+        assert_eq!(Decision::Nothing.step(false), Step::Nothing);
     }
 }
