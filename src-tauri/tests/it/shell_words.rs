@@ -7,6 +7,28 @@
 
 use std::path::Path;
 
+/// Every Rust file of the shell (`src-tauri/src/`) with its text.
+fn shell_sources() -> Vec<(std::path::PathBuf, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut out: Vec<_> = std::fs::read_dir(&src)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| {
+            let code = std::fs::read_to_string(&p).unwrap();
+            (p, code)
+        })
+        .collect();
+    out.sort();
+    assert!(
+        out.len() > 10,
+        "only {} files in {}",
+        out.len(),
+        src.display()
+    );
+    out
+}
+
 /// The shell's code without its tests.
 fn without_tests(code: &str) -> &str {
     code.split("#[cfg(test)]\nmod tests")
@@ -67,15 +89,10 @@ fn rust_literals(code: &str, skip_logs: bool) -> Vec<(usize, String)> {
 
 #[test]
 fn the_shell_holds_no_sentence_of_its_own() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut found = Vec::new();
-    for e in std::fs::read_dir(&src).unwrap() {
-        let p = e.unwrap().path();
-        if p.extension().is_some_and(|x| x == "rs") {
-            let code = std::fs::read_to_string(&p).unwrap();
-            for (n, lit) in sentences(&code) {
-                found.push(format!("{}:{n}: {lit:?}", p.display()));
-            }
+    for (p, code) in shell_sources() {
+        for (n, lit) in sentences(&code) {
+            found.push(format!("{}:{n}: {lit:?}", p.display()));
         }
     }
     assert!(
@@ -746,16 +763,11 @@ fn kind_variants(code: &str) -> Vec<(usize, String)> {
 fn kinds_named_by_the_shell_and_the_window() -> Vec<String> {
     let names = kind_names();
     let mut found = Vec::new();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    for e in std::fs::read_dir(&src).unwrap() {
-        let p = e.unwrap().path();
-        if p.extension().is_some_and(|x| x == "rs") {
-            let code = std::fs::read_to_string(&p).unwrap();
-            let mut hits = kind_literals(rust_literals(&code, false), &names);
-            hits.extend(kind_variants(&code));
-            for (n, lit) in hits {
-                found.push(format!("{}:{n}: {lit:?}", p.display()));
-            }
+    for (p, code) in shell_sources() {
+        let mut hits = kind_literals(rust_literals(&code, false), &names);
+        hits.extend(kind_variants(&code));
+        for (n, lit) in hits {
+            found.push(format!("{}:{n}: {lit:?}", p.display()));
         }
     }
     for (name, text) in ui_files() {
@@ -877,15 +889,10 @@ fn f(n: usize) -> String {
 "#;
     let got: Vec<usize> = counts_worded(code).into_iter().map(|(n, _)| n).collect();
     assert_eq!(got, [3, 4]);
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut found = Vec::new();
-    for e in std::fs::read_dir(&src).unwrap() {
-        let p = e.unwrap().path();
-        if p.extension().is_some_and(|x| x == "rs") {
-            let code = std::fs::read_to_string(&p).unwrap();
-            for (n, lit) in counts_worded(&code) {
-                found.push(format!("{}:{n}: {lit:?}", p.display()));
-            }
+    for (p, code) in shell_sources() {
+        for (n, lit) in counts_worded(&code) {
+            found.push(format!("{}:{n}: {lit:?}", p.display()));
         }
     }
     assert!(
