@@ -141,6 +141,17 @@ impl Decision {
 }
 
 impl Policy {
+    /// The policy with what a person left empty (the minimum age, the cap) set to its default.
+    pub fn with_defaults(mut self) -> Policy {
+        if self.min_age.trim().is_empty() {
+            self.min_age = default_age();
+        }
+        if self.ask_above.trim().is_empty() {
+            self.ask_above = default_cap();
+        }
+        self
+    }
+
     /// Whether a first run confirmed under `old` still stands under this policy: it is on, it
     /// was on, and it takes no kind and no opt-in class `old` did not. Turning it on again or
     /// widening what it may take asks for a new preview.
@@ -275,6 +286,24 @@ mod tests {
         };
         assert!(!on.keeps_confirmation_of(&off), "turned on again");
         assert!(!off.keeps_confirmation_of(&on), "turned off");
+    }
+
+    /// Issue 41: the automatic clean-up's defaults are the core's: a minimum age or a cap a
+    /// person left empty is the default again, not a policy that cannot be read.
+    #[test]
+    fn an_empty_age_or_cap_is_the_policys_default() {
+        let typed = Policy {
+            min_age: " ".into(),
+            ask_above: String::new(),
+            ..Policy::default()
+        }
+        .with_defaults();
+        assert_eq!(typed, Policy::default());
+        let own = Policy {
+            min_age: "3d".into(),
+            ..Policy::default()
+        };
+        assert_eq!(own.clone().with_defaults(), own);
     }
 
     /// Issue 41: whether the automatic run asks is the core's rule: above the cap it asks

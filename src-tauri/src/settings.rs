@@ -66,6 +66,7 @@ impl Settings {
         self.include_opt_in.dedup();
         self.accept_newer.sort();
         self.accept_newer.dedup();
+        self.auto = self.auto.with_defaults();
         self.auto.schema = smolsweep::POLICY_SCHEMA.into();
         self.auto.kinds.sort();
         self.auto.kinds.dedup();

@@ -176,6 +176,17 @@ pub enum StepStatus {
     Failed,
 }
 
+impl StepStatus {
+    /// The status as a result line says it (and as it is serialised).
+    pub fn word(self) -> &'static str {
+        match self {
+            StepStatus::Removed => "removed",
+            StepStatus::Skipped => "skipped",
+            StepStatus::Failed => "failed",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 /// What happened to one step of a reclaim.
 pub struct StepResult {
@@ -222,6 +233,12 @@ pub struct ReclaimOutcome {
     /// The journal could not be written: the run stopped before the next action.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_error: Option<String>,
+    /// Some step was not removed: the result is shown as partial.
+    #[serde(default)]
+    pub partial: bool,
+    /// Each step that was not removed, in words: "skipped: /path — why".
+    #[serde(default)]
+    pub other_lines: Vec<String>,
 }
 
 impl ReclaimOutcome {
@@ -300,6 +317,13 @@ impl ReclaimOutcome {
                 crate::view::NOT_PLANNED
             ),
         };
+        out.other_lines = out
+            .steps
+            .iter()
+            .filter(|s| s.status != StepStatus::Removed)
+            .map(|s| format!("{}: {} — {}", s.status.word(), s.path.display(), s.message))
+            .collect();
+        out.partial = !out.other_lines.is_empty();
         out
     }
 
@@ -645,6 +669,10 @@ pub struct VmOutcome {
     /// Each step's line ([`ActionResult::line`]), in `steps` order.
     #[serde(default)]
     pub lines: Vec<String>,
+    /// Not every action was done ([`all_done`](Self::all_done) is false): the result is
+    /// shown as partial.
+    #[serde(default)]
+    pub partial: bool,
 }
 
 impl VmOutcome {
@@ -660,6 +688,7 @@ impl VmOutcome {
             journal_error: None,
             heading: String::new(),
             lines: vec![],
+            partial: false,
         };
         match result {
             Ok(r) => {
@@ -703,6 +732,7 @@ impl VmOutcome {
         }
         out.heading = outcome_heading(out.all_done(), &out.command, &out.target);
         out.lines = out.steps.iter().map(ActionResult::line).collect();
+        out.partial = !out.all_done();
         out
     }
 

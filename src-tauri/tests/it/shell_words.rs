@@ -901,3 +901,62 @@ fn f(n: usize) -> String {
         found.join("\n")
     );
 }
+
+// ---- no decision in the window ---------------------------------------------------------------
+
+/// What a window script decides that is the core's: a step's or an outcome's status compared
+/// with a literal (`s.status !== "removed"`: what counts as a partial run), or a policy default
+/// typed again (`|| "7d"`), with their line numbers.
+fn window_decisions(code: &str, defaults: &[String]) -> Vec<(usize, String)> {
+    let mut out: Vec<(usize, String)> = code
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            ["status ===", "status !==", "status ==", "status !="]
+                .iter()
+                .any(|c| l.contains(c))
+        })
+        .map(|(n, l)| (n + 1, l.trim().to_string()))
+        .collect();
+    out.extend(
+        literals(code)
+            .into_iter()
+            .filter(|l| defaults.contains(&l.text))
+            .map(|l| (l.line, l.text)),
+    );
+    out.sort();
+    out
+}
+
+/// The window decides nothing the core decides (issue 41): whether a run was partial, and the
+/// automatic clean-up's defaults, come from the core (`partial`, `other_lines`,
+/// `Policy::with_defaults`).
+#[test]
+fn the_window_decides_no_outcome_and_types_no_policy_default() {
+    let p = smolsweep::Policy::default();
+    let defaults = vec![p.min_age.clone(), p.ask_above.clone()];
+    let js = r##"
+const other = out.steps.filter((s) => s.status !== "removed");
+const age = $("#a-age").value.trim() || "7d";
+box.className = `result${out.partial ? " partial" : ""}`;
+el("li", { dataset: { status: s.status } }, out.lines[i]);
+"##;
+    let got: Vec<usize> = window_decisions(js, &defaults)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(got, [2, 3]);
+    let mut found = Vec::new();
+    for (name, text) in ui_files() {
+        if name == "app.js" {
+            for (n, l) in window_decisions(&text, &defaults) {
+                found.push(format!("ui/{name}:{n}: {l}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "decisions in the window (they belong in the core):\n{}",
+        found.join("\n")
+    );
+}
