@@ -317,14 +317,19 @@ impl ReclaimOutcome {
                 crate::view::NOT_PLANNED
             ),
         };
-        out.other_lines = out
+        out.with_others()
+    }
+
+    /// The outcome with the steps not removed in words, and partial when there is one.
+    fn with_others(mut self) -> Self {
+        self.other_lines = self
             .steps
             .iter()
             .filter(|s| s.status != StepStatus::Removed)
             .map(|s| format!("{}: {} — {}", s.status.word(), s.path.display(), s.message))
             .collect();
-        out.partial = !out.other_lines.is_empty();
-        out
+        self.partial = !self.other_lines.is_empty();
+        self
     }
 
     /// How many steps ended `s`.
