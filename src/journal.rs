@@ -105,14 +105,6 @@ fn now_ms() -> u64 {
 }
 
 impl Journal {
-    /// Open (creating the data directory and file when needed) the journal at the default place.
-    pub fn open_default() -> io::Result<Journal> {
-        let path = default_path().ok_or_else(|| {
-            io::Error::new(io::ErrorKind::NotFound, "no data directory for the journal")
-        })?;
-        Journal::open(&path)
-    }
-
     /// Open the journal file at `path` for appending.
     ///
     /// The directory is created private (0700); the file is never reached through a symlink

@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 
+use crate::basics::now_secs;
 use crate::kind::{FindingKind, ProcShape};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -834,13 +835,6 @@ impl Plan {
         }
         m
     }
-}
-
-pub(crate) fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

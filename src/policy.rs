@@ -89,7 +89,79 @@ pub enum Decision {
     },
 }
 
+/// What the app does after a scheduled scan, from the policy's [`Decision`] and whether the
+/// policy's first run was confirmed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Nothing to do.
+    Nothing,
+    /// Run this plan unattended.
+    Run(Plan),
+    /// Show this plan and wait for a person.
+    Ask {
+        /// The plan a person is asked to confirm.
+        plan: Plan,
+        /// Why it waits.
+        reason: crate::view::auto::AskReason,
+        /// The cap it exceeds, when that is why.
+        cap: Option<u64>,
+    },
+}
+
+impl Step {
+    /// The plan it runs or asks about, if any.
+    pub fn into_plan(self) -> Option<Plan> {
+        match self {
+            Step::Nothing => None,
+            Step::Run(plan) | Step::Ask { plan, .. } => Some(plan),
+        }
+    }
+}
+
+impl Decision {
+    /// The app's step: a run above the cap asks; a first run not yet confirmed is shown once
+    /// as a preview to confirm; a confirmed one runs unattended.
+    pub fn step(self, first_run_confirmed: bool) -> Step {
+        use crate::view::auto::AskReason;
+        match self {
+            Decision::Nothing => Step::Nothing,
+            Decision::Ask { plan, cap } => Step::Ask {
+                plan,
+                reason: AskReason::Cap,
+                cap: Some(cap),
+            },
+            Decision::Run(plan) if !first_run_confirmed => Step::Ask {
+                plan,
+                reason: AskReason::First,
+                cap: None,
+            },
+            Decision::Run(plan) => Step::Run(plan),
+        }
+    }
+}
+
 impl Policy {
+    /// The policy with what a person left empty (the minimum age, the cap) set to its default.
+    pub fn with_defaults(mut self) -> Policy {
+        if self.min_age.trim().is_empty() {
+            self.min_age = default_age();
+        }
+        if self.ask_above.trim().is_empty() {
+            self.ask_above = default_cap();
+        }
+        self
+    }
+
+    /// Whether a first run confirmed under `old` still stands under this policy: it is on, it
+    /// was on, and it takes no kind and no opt-in class `old` did not. Turning it on again or
+    /// widening what it may take asks for a new preview.
+    pub fn keeps_confirmation_of(&self, old: &Policy) -> bool {
+        self.enabled
+            && old.enabled
+            && self.kinds.iter().all(|k| old.kinds.contains(k))
+            && self.include.is_subset(&old.include)
+    }
+
     /// Parse and check a policy file.
     pub fn from_json(text: &str) -> Result<Policy, String> {
         let p: Policy = serde_json::from_str(text).map_err(|e| format!("not a policy: {e}"))?;
@@ -180,5 +252,93 @@ mod app_helper_tests {
         p.save(&path).unwrap();
         let back = Policy::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(back, p);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 41: when the automatic run needs a fresh confirmation is the core's rule: a
+    /// confirmed first run stands while the policy stays on and takes nothing more; turning it
+    /// off and on again, or a kind or an opt-in class more, asks again.
+    #[test]
+    fn a_confirmed_first_run_stands_until_the_policy_widens_or_is_turned_on_again() {
+        let on = Policy {
+            enabled: true,
+            ..Policy::default()
+        };
+        assert!(on.keeps_confirmation_of(&on));
+        let narrower = Policy {
+            kinds: on.kinds[..1].to_vec(),
+            ..on.clone()
+        };
+        assert!(narrower.keeps_confirmation_of(&on));
+        assert!(!on.keeps_confirmation_of(&narrower), "a kind more");
+        let wider = Policy {
+            include: [OptInClass::Caches].into(),
+            ..on.clone()
+        };
+        assert!(!wider.keeps_confirmation_of(&on), "an opt-in class more");
+        let off = Policy {
+            enabled: false,
+            ..on.clone()
+        };
+        assert!(!on.keeps_confirmation_of(&off), "turned on again");
+        assert!(!off.keeps_confirmation_of(&on), "turned off");
+    }
+
+    /// Issue 41: the automatic clean-up's defaults are the core's: a minimum age or a cap a
+    /// person left empty is the default again, not a policy that cannot be read.
+    #[test]
+    fn an_empty_age_or_cap_is_the_policys_default() {
+        let typed = Policy {
+            min_age: " ".into(),
+            ask_above: String::new(),
+            ..Policy::default()
+        }
+        .with_defaults();
+        assert_eq!(typed, Policy::default());
+        let own = Policy {
+            min_age: "3d".into(),
+            ..Policy::default()
+        };
+        assert_eq!(own.clone().with_defaults(), own);
+    }
+
+    /// Issue 41: whether the automatic run asks is the core's rule: above the cap it asks
+    /// (the cap said), a first run not yet confirmed asks once, a confirmed one runs.
+    #[test]
+    fn a_run_above_the_cap_asks_and_an_unconfirmed_first_run_asks_once() {
+        use crate::view::auto::AskReason;
+        let empty = ScanReport {
+            schema: crate::model::SCAN_SCHEMA.into(),
+            home: "/h".into(),
+            platform: crate::model::Platform::Linux,
+            products: vec![],
+            findings: vec![],
+            machines: vec![],
+            processes: vec![],
+            totals: Default::default(),
+            scanned_at: 0,
+            scanned_at_ns: 0,
+            duration_ms: 0,
+            compact: Default::default(),
+        };
+        let plan = Plan::from_scan(&empty, &Selection::default());
+        let ask = |d: Decision, confirmed| match d.step(confirmed) {
+            Step::Ask { reason, cap, .. } => Some((reason, cap)),
+            _ => None,
+        };
+        let above = || Decision::Ask {
+            plan: plan.clone(),
+            cap: 7,
+        };
+        assert_eq!(ask(above(), true), Some((AskReason::Cap, Some(7))));
+        assert_eq!(ask(above(), false), Some((AskReason::Cap, Some(7))));
+        let run = || Decision::Run(plan.clone());
+        assert_eq!(ask(run(), false), Some((AskReason::First, None)));
+        assert_eq!(run().step(true), Step::Run(plan.clone()));
+        assert_eq!(Decision::Nothing.step(false), Step::Nothing);
     }
 }

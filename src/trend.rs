@@ -75,7 +75,7 @@ impl Point {
         let at = if report.scanned_at > 0 {
             report.scanned_at
         } else {
-            crate::plan::now_secs()
+            crate::basics::now_secs()
         };
         let mut products = BTreeMap::new();
         for p in Product::ALL {
@@ -351,7 +351,7 @@ pub fn record_default(point: Point) -> Option<Recorded> {
         &path,
         journal.as_deref(),
         point,
-        crate::plan::now_secs(),
+        crate::basics::now_secs(),
     ))
 }
 

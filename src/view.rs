@@ -300,6 +300,8 @@ pub struct MachineRow {
     pub name: String,
     /// "sandbox" (Celesto) or "machine" (smolvm): [`Product::noun`], the one noun on every surface.
     pub noun: &'static str,
+    /// The noun and the name, as a row and its buttons name it: "sandbox sb-live".
+    pub label: String,
     /// The state a person should see (`running`, `stopped`,
     /// `stale: recorded running, process gone`, ...).
     pub state: String,
@@ -713,6 +715,7 @@ fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
         product: m.product,
         name: m.name.clone(),
         noun,
+        label: format!("{noun} {}", m.name),
         running: m.alive,
         stale,
         // Said once: the scan's state may say it already ("stale: recorded running, …").

@@ -520,12 +520,12 @@ function renderVms(v) {
   const parts = [];
   if (v.machines.length) {
     const rows = v.machines.map((m) => {
-      const label = `${m.noun} ${m.name}`;
+      const label = m.label;
       const button = (action, text, cls) => el("button", { type: "button", class: cls, dataset: { action }, "aria-label": `${text} ${label}`, onclick: () => planMachine(m, action, false) }, text);
       const meta = [m.pid ? w("pid", { pid: m.pid }) : "", m.size ? m.size : "", m.compactable || ""].filter(Boolean).join(" · ");
       return el("div", { class: "vm machine", role: "listitem", dataset: { product: m.product, name: m.name, stale: m.stale ? "1" : "" } },
         el("div", {},
-          el("div", {}, el("b", { text: `${m.noun} ${m.name}` }), " ",
+          el("div", {}, el("b", { text: m.label }), " ",
             el("span", { class: `badge ${m.stale ? "orphan" : "state"}`, text: m.state_label }),
             m.role ? el("span", { class: "badge role", text: m.role }) : null),
           meta ? el("div", { class: "meta", text: meta }) : null,
@@ -655,11 +655,10 @@ async function runCompact(pend) {
   box.replaceChildren(el("p", { class: "small", text: `${$("#confirm-headline").textContent}…` }));
   try {
     const out = await invoke("execute_compact", { machine: pend.machine, digest: pend.digest });
-    const other = out.steps.filter((s) => s.status !== "removed");
-    box.className = `result${other.length ? " partial" : ""}`;
+    box.className = `result${out.partial ? " partial" : ""}`;
     box.replaceChildren(
       el("p", { class: "compact-summary", text: out.summary }),
-      ...(other.length ? [el("ul", { class: "small" }, other.map((s) => el("li", { text: `${s.status}: ${s.path} — ${s.message}` })))] : []),
+      ...(out.other_lines.length ? [el("ul", { class: "small" }, out.other_lines.map((l) => el("li", { text: l })))] : []),
       ...(out.refused_line ? [el("p", { class: "small muted", text: out.refused_line })] : []),
       ...(out.journal_error ? [el("p", { class: "small", text: out.journal_error })] : []));
   } catch (e) {
@@ -752,8 +751,7 @@ async function runVm(plan) {
     const out = plan.machine
       ? await invoke("execute_machine_action", { product: plan.machine.product, name: plan.machine.name, action: plan.action, cascade: plan.cascade, digest: plan.digest })
       : await invoke("execute_vm_action", { pid: plan.pid, startTime: plan.start_time, action: plan.action, cascade: plan.cascade, digest: plan.digest });
-    const ok = out.steps.length && out.steps.every((s) => s.status === "done") && !out.journal_error;
-    box.className = `result${ok ? "" : " partial"}`;
+    box.className = `result${out.partial ? " partial" : ""}`;
     box.replaceChildren(
       el("h2", { text: out.heading }),
       el("ul", { class: "small" }, out.steps.map((s, i) => el("li", { dataset: { status: s.status } }, out.lines[i]))),
@@ -767,13 +765,12 @@ async function runVm(plan) {
 }
 
 function showResult(out) {
-  const other = out.steps.filter((s) => s.status !== "removed");
   const box = $("#result");
-  box.className = `result${other.length ? " partial" : ""}`;
+  box.className = `result${out.partial ? " partial" : ""}`;
   box.replaceChildren(
     el("h2", {}, wn("freed_measured", { measured: el("span", { id: "result-measured", text: out.measured }) })),
     el("p", { class: "small", id: "result-summary", text: out.summary }),
-    ...(other.length ? [el("ul", { class: "small" }, other.map((s) => el("li", { text: `${s.status}: ${s.path} — ${s.message}` })))] : []),
+    ...(out.other_lines.length ? [el("ul", { class: "small" }, out.other_lines.map((l) => el("li", { text: l })))] : []),
     ...(out.refused_line ? [el("p", { class: "small muted", text: out.refused_line })] : []),
     ...(out.journal_error ? [el("p", { class: "small", text: out.journal_error })] : []));
 }
@@ -859,8 +856,8 @@ async function saveSettings() {
     auto: {
       ...(state.settings ? state.settings.auto : {}),
       enabled: $("#a-enabled").checked,
-      min_age: $("#a-age").value.trim() || "7d",
-      ask_above: $("#a-cap").value.trim() || "20G",
+      min_age: $("#a-age").value.trim(),
+      ask_above: $("#a-cap").value.trim(),
       include: $$(".a-class").filter((c) => c.checked).map((c) => c.value),
     },
   };

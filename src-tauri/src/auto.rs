@@ -7,8 +7,8 @@ use serde::Serialize;
 use smolsweep::exec::How;
 use smolsweep::model::ScanReport;
 use smolsweep::plan::Plan as CorePlan;
-use smolsweep::policy::Decision;
 pub use smolsweep::view::auto::{preview, AskReason, AutoPreview};
+use smolsweep::PolicyStep;
 use tauri::{AppHandle, Manager, Runtime};
 
 use crate::backend::{self, ReclaimOutcome};
@@ -31,15 +31,12 @@ pub enum AutoStep {
     Failed { error: String },
 }
 
-/// What the policy makes of `report` now (the shell's clock).
-fn decide(st: &AppState, report: &ScanReport) -> Result<Option<(CorePlan, Option<u64>)>, String> {
+/// What the policy makes of `report` now (the shell's clock), its first run confirmed or not
+/// (the core's rule, [`smolsweep::Decision::step`]).
+fn decide(st: &AppState, report: &ScanReport, confirmed: bool) -> Result<PolicyStep, String> {
     let s = lock(&st.settings).clone();
     let now = time_of(lock(&st.clock).now());
-    Ok(match s.auto.decide(report, now)? {
-        Decision::Nothing => None,
-        Decision::Run(p) => Some((p, None)),
-        Decision::Ask { plan, cap } => Some((plan, Some(cap))),
-    })
+    Ok(s.auto.decide(report, now)?.step(confirmed))
 }
 
 /// The automatic step after a scheduled scan of `report`.
@@ -53,22 +50,18 @@ pub async fn after_scan<R: Runtime>(app: &AppHandle<R>, report: &ScanReport) -> 
         *lock(&st.auto_pending) = None;
         return AutoStep::Off;
     }
-    let decided = match decide(&st, report) {
-        Ok(d) => d,
+    let (plan, reason, cap) = match decide(&st, report, confirmed) {
         Err(error) => return AutoStep::Failed { error },
-    };
-    let Some((plan, cap)) = decided else {
-        *lock(&st.auto_pending) = None;
-        return AutoStep::Nothing;
-    };
-    let reason = match (cap, confirmed) {
-        (Some(_), _) => AskReason::Cap,
-        (None, false) => AskReason::First,
-        (None, true) => {
+        Ok(PolicyStep::Nothing) => {
+            *lock(&st.auto_pending) = None;
+            return AutoStep::Nothing;
+        }
+        Ok(PolicyStep::Run(plan)) => {
             *lock(&st.auto_pending) = None;
             let outcome = run(app, report, plan, How::Policy).await;
             return AutoStep::Ran { outcome };
         }
+        Ok(PolicyStep::Ask { plan, reason, cap }) => (plan, reason, cap),
     };
     let pv = preview(&plan, reason, cap);
     let new = {
@@ -123,7 +116,9 @@ pub async fn confirm<R: Runtime>(
         .map(|p| p.reason)
         .ok_or(crate::state::PLAN_CHANGED)?;
     let report = lock(&st.report).clone().ok_or(NO_SCAN_YET)?;
-    let (plan, _) = decide(&st, &report)?.ok_or(crate::state::PLAN_CHANGED)?;
+    let plan = decide(&st, &report, true)?
+        .into_plan()
+        .ok_or(crate::state::PLAN_CHANGED)?;
     if plan.action_digest() != digest {
         *lock(&st.auto_pending) = None;
         return Err(crate::state::PLAN_CHANGED.into());

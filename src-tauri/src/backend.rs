@@ -11,9 +11,9 @@
 //! scanning. Display-server tests use it to give the app a known state. The executor's re-judge
 //! always looks at the real system.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use smolsweep::exec::{ActionRunner, Confirmed, ExecReport, Judge, Origin, ProgressEvent};
+use smolsweep::exec::{Confirmed, ExecReport, Origin, ProgressEvent};
 use smolsweep::model::ScanReport;
 use smolsweep::plan::Plan as CorePlan;
 
@@ -57,10 +57,10 @@ pub trait Backend: Send + Sync + 'static {
         ))
     }
     /// Where the automatic clean-up policy is saved for the systemd user timer
-    /// (`smolsweep::policy::path_for`).
+    /// (`smolsweep::policy_path`).
     fn auto_policy_path(&self) -> Option<PathBuf> {
         let env = smolsweep::env::EnvSnapshot::capture().ok()?;
-        Some(smolsweep::policy::path_for(&env.home))
+        Some(smolsweep::policy_path(&env.home))
     }
     /// What the uninstall wizard works on (the live system unless a test says otherwise).
     fn uninstaller(&self) -> std::sync::Arc<dyn crate::uninstaller::Uninstaller> {
@@ -75,9 +75,9 @@ pub struct RealBackend;
 impl Backend for RealBackend {
     fn scan(&self) -> anyhow::Result<ScanReport> {
         if let Some(path) = std::env::var_os(REPORT_FILE_ENV) {
-            let text = smolsweep::input::read_input(
+            let text = smolsweep::read_input(
                 std::path::Path::new(&path),
-                smolsweep::input::MAX_REPORT_BYTES,
+                smolsweep::MAX_REPORT_BYTES,
                 "a scan report Smolsweep wrote",
             )?;
             let mut r: ScanReport = serde_json::from_slice(&text)?;
@@ -117,35 +117,24 @@ impl Backend for RealBackend {
             .ok_or("no data directory for the journal, so nothing was done")?;
         let road = smolsweep::exec::Road::from_env()
             .map_err(|e| format!("cannot read the environment, so nothing was done: {e:#}"))?;
-        smolsweep::exec::run(
+        run_on(
             plan,
-            Some(confirmed),
+            confirmed,
             origin,
             road.journal_at(journal).sink(progress),
         )
-        .map_err(|e| match e {
-            smolsweep::exec::RunError::Exec(e) => format!("not run: {e}"),
-            e => e.to_string(),
-        })
     }
 }
 
-/// The one road every action of the app takes ([`smolsweep::exec::run`]): the core journal at
-/// `journal` opened (nothing runs without it), then `plan`, which `confirmed` was made for,
-/// executed with `judge` asked before every action and `runner` carrying out what is not a path
-/// deletion.
-pub fn run_plan(
+/// The one road every action of the app takes ([`smolsweep::exec::run`]): `plan`, which
+/// `confirmed` was made for, run on `road` (its journal opened first: nothing runs without it);
+/// a plan the executor refuses whole is said "not run".
+fn run_on(
     plan: &CorePlan,
     confirmed: Confirmed,
-    journal: &Path,
-    judge: &mut dyn Judge,
-    runner: &dyn ActionRunner,
     origin: Origin,
-    progress: &dyn Fn(&ProgressEvent),
+    road: smolsweep::exec::Road<'_>,
 ) -> Result<ExecReport, String> {
-    let road = smolsweep::exec::Road::given(judge, runner)
-        .journal_at(journal.to_path_buf())
-        .sink(progress);
     smolsweep::exec::run(plan, Some(confirmed), origin, road).map_err(|e| match e {
         smolsweep::exec::RunError::Exec(e) => format!("not run: {e}"),
         e => e.to_string(),
@@ -155,10 +144,27 @@ pub fn run_plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smolsweep::exec::How;
+    use smolsweep::exec::{ActionRunner, How};
     use smolsweep::model::Product;
     use smolsweep::model::Scope;
     use smolsweep::plan::Action;
+
+    /// `plan` on the app's road with `judge` and `runner` of the test's own, journaled at
+    /// `journal`.
+    fn run_plan(
+        plan: &CorePlan,
+        confirmed: Confirmed,
+        journal: &Path,
+        judge: &mut dyn smolsweep::exec::Judge,
+        runner: &dyn ActionRunner,
+        origin: Origin,
+        progress: &dyn Fn(&ProgressEvent),
+    ) -> Result<ExecReport, String> {
+        let road = smolsweep::exec::Road::given(judge, runner)
+            .journal_at(journal.to_path_buf())
+            .sink(progress);
+        run_on(plan, confirmed, origin, road)
+    }
 
     /// The executor's mechanics on hand-built findings: the re-judge answers "as planned".
     struct AsPlanned;

@@ -58,15 +58,12 @@ pub(crate) async fn rescan<R: Runtime>(app: AppHandle<R>) -> Result<Status, Stri
     Ok(status(&app.state::<AppState>()))
 }
 
-/// The ids of `ids` the window's filter shows (the window's Reclaim selects only from them).
+/// The ids of `ids` the window's filter shows (the core's rule, [`window_view::in_view`]).
 pub(crate) fn in_view(st: &AppState, ids: Vec<String>) -> Vec<String> {
     let Some(r) = lock(&st.report).clone() else {
         return ids;
     };
-    let shown = keeps::filtered(st, &r);
-    ids.into_iter()
-        .filter(|id| shown.finding(id).is_some() || r.finding(id).is_none())
-        .collect()
+    window_view::in_view(&r, &keeps::filtered(st, &r), ids)
 }
 
 #[tauri::command]
@@ -108,9 +105,7 @@ pub(crate) fn plan_compact(
     state: tauri::State<'_, AppState>,
     machine: Option<MachineRef>,
 ) -> Result<CompactAsk, String> {
-    let report = lock(&state.report)
-        .clone()
-        .ok_or("no scan has finished yet")?;
+    let report = lock(&state.report).clone().ok_or(NO_SCAN_YET)?;
     let plan = window_view::compact_plan(&report, &compact_targets(machine))?;
     Ok(window_view::compact_ask(plan))
 }
@@ -280,13 +275,9 @@ pub fn apply_settings<R: Runtime>(app: &AppHandle<R>, s: Settings) -> Result<Set
     s.auto.filter()?;
     s.auto.cap()?;
     {
-        // Only a confirmed preview sets `auto_confirmed`; turning the policy on again or
-        // widening what it may take asks for a new preview.
+        // Only a confirmed preview sets `auto_confirmed`; the core says when a change keeps it.
         let old = lock(&st.settings);
-        let same = old.auto.enabled == s.auto.enabled
-            && s.auto.kinds.iter().all(|k| old.auto.kinds.contains(k))
-            && s.auto.include.is_subset(&old.auto.include);
-        s.auto_confirmed = old.auto_confirmed && same && s.auto.enabled;
+        s.auto_confirmed = old.auto_confirmed && s.auto.keeps_confirmation_of(&old.auto);
     }
     let old = std::mem::replace(&mut *lock(&st.settings), s.clone());
     if let Some(p) = st.settings_path() {

@@ -1,6 +1,6 @@
 //! Keep rules and filters in the window. Both are the core's: a rule is a
 //! `smolsweep::keep::Rule` written through `Keeps` (the file `smolsweep keep` reads), and a filter
-//! is a `smolsweep::filter::Filter`; the shell only resolves what the user clicked to a rule
+//! is a `smolsweep::Filter`; the shell only resolves what the user clicked to a rule
 //! target and keeps the window's current filter.
 
 use std::collections::BTreeMap;
@@ -32,13 +32,13 @@ pub(crate) fn filtered(st: &AppState, r: &ScanReport) -> ScanReport {
 }
 
 /// Apply the saved keep rules to a report from the backend, by the core's rule
-/// (`smolsweep::target::apply_keeps_at`: the keep rules, and the compaction estimates they
+/// (`smolsweep::apply_keeps_at`: the keep rules, and the compaction estimates they
 /// shape): a real scan has applied them already and applying again changes nothing; a saved
 /// report gets them the same way, unreadable rules included (then nothing is reclaimable, and
 /// no disk is offered for compaction).
 pub(crate) fn apply_keeps(b: &dyn crate::backend::Backend, r: &mut ScanReport) {
     let Some(p) = b.keep_path() else { return };
-    smolsweep::target::apply_keeps_at(r, &p);
+    smolsweep::apply_keeps_at(r, &p);
     r.compute_totals();
 }
 

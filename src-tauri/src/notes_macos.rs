@@ -22,6 +22,7 @@ use objc2_user_notifications::{
 };
 
 use crate::notes::{picks_review, review_category, review_label, Note, REVIEW_ACTION};
+use smolsweep::lock;
 
 type OnReview = Box<dyn FnOnce() + Send>;
 
@@ -79,10 +80,6 @@ impl Delegate {
         // SAFETY: NSObject's designated initialiser.
         unsafe { msg_send![super(this), init] }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Once per process: the delegate (kept for the process's life: the centre holds it weakly)

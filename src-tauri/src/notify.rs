@@ -28,7 +28,7 @@ pub(crate) fn notify_orphans<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
         if *w != before {
             if let Some(p) = st.orphans_path() {
                 let bytes = serde_json::to_vec(&*w).unwrap_or_default();
-                let _ = smolsweep::atomic::write(&p, &bytes, true);
+                let _ = smolsweep::write_atomic(&p, &bytes, true);
             }
         }
         (note, due)

@@ -38,7 +38,8 @@ pub(crate) async fn execute(
 
 /// What one kind of confirmed run asks of its plan: what a changed plan says, whether the
 /// window follows its progress, the journal's command, the fingerprint shown, the core plan to
-/// execute (or why nothing runs) and the outcome.
+/// execute (or why nothing runs), the outcome and the notification it sends (when notifications
+/// are on).
 trait RunKind {
     type Plan: Send + 'static;
     type Outcome;
@@ -48,6 +49,9 @@ trait RunKind {
     fn digest(plan: &Self::Plan) -> &str;
     fn core(plan: &Self::Plan) -> Result<CorePlan, String>;
     fn outcome(plan: &Self::Plan, r: Result<ExecReport, String>, started: u64) -> Self::Outcome;
+    fn note(_: &Self::Outcome) -> Option<notes::Note> {
+        None
+    }
 }
 
 /// A reclaim of findings (the window's and the tray's).
@@ -70,6 +74,9 @@ impl RunKind for Reclaim {
     fn outcome(plan: &Self::Plan, r: Result<ExecReport, String>, started: u64) -> ReclaimOutcome {
         ReclaimOutcome::of(plan, r, started)
     }
+    fn note(out: &ReclaimOutcome) -> Option<notes::Note> {
+        Some(notes::reclaim_note(out))
+    }
 }
 
 /// A compaction of disks.
@@ -91,6 +98,9 @@ impl RunKind for Compact {
     }
     fn outcome(plan: &Self::Plan, r: Result<ExecReport, String>, started: u64) -> ReclaimOutcome {
         window_view::compact_outcome(plan, r, started)
+    }
+    fn note(out: &ReclaimOutcome) -> Option<notes::Note> {
+        Some(window_view::compact_note(out))
     }
 }
 
@@ -119,8 +129,25 @@ impl RunKind for Vm {
 /// The one confirmed run: under the scan lock, `plan_of` the latest scan; when it no longer has
 /// the `digest` that was shown nothing runs (the user reviews again), nor when it plans nothing
 /// (it says why); otherwise it runs through [`execute`], journaled with `surface` and the kind's
-/// command, its progress sent to the window when the kind has it.
+/// command, its progress sent to the window when the kind has it; then the kind's notification
+/// (when notifications are on) and a rescan.
 async fn run_confirmed<R: Runtime, K: RunKind>(
+    app: &AppHandle<R>,
+    plan_of: impl FnOnce(&smolsweep::model::ScanReport) -> Result<K::Plan, String>,
+    digest: Option<String>,
+    surface: &str,
+) -> Result<K::Outcome, String> {
+    let out = run_locked::<R, K>(app, plan_of, digest, surface).await?;
+    let st = app.state::<AppState>();
+    if let Some(note) = K::note(&out).filter(|_| lock(&st.settings).notifications) {
+        send_note(app, note, None);
+    }
+    let _ = scan_now(app).await;
+    Ok(out)
+}
+
+/// [`run_confirmed`] up to the outcome, under the scan lock.
+async fn run_locked<R: Runtime, K: RunKind>(
     app: &AppHandle<R>,
     plan_of: impl FnOnce(&smolsweep::model::ScanReport) -> Result<K::Plan, String>,
     digest: Option<String>,
@@ -161,13 +188,7 @@ pub async fn reclaim<R: Runtime>(
     surface: &str,
 ) -> Result<ReclaimOutcome, String> {
     let plan_of = |report: &_| Ok(backend::plan(report, &ids));
-    let out = run_confirmed::<R, Reclaim>(app, plan_of, digest, surface).await?;
-    let st = app.state::<AppState>();
-    if lock(&st.settings).notifications {
-        send_note(app, notes::reclaim_note(&out), None);
-    }
-    let _ = scan_now(app).await;
-    Ok(out)
+    run_confirmed::<R, Reclaim>(app, plan_of, digest, surface).await
 }
 
 /// Compact the disks `targets` names (every disk with something to give back when empty),
@@ -181,13 +202,7 @@ pub async fn compact<R: Runtime>(
     surface: &str,
 ) -> Result<ReclaimOutcome, String> {
     let plan_of = |report: &_| window_view::compact_plan(report, &targets);
-    let out = run_confirmed::<R, Compact>(app, plan_of, digest, surface).await?;
-    let st = app.state::<AppState>();
-    if lock(&st.settings).notifications {
-        send_note(app, window_view::compact_note(&out), None);
-    }
-    let _ = scan_now(app).await;
-    Ok(out)
+    run_confirmed::<R, Compact>(app, plan_of, digest, surface).await
 }
 
 /// Plan Stop / End process / Delete of one VM from a fresh scan ([`backend::vm_plan`]).
@@ -226,7 +241,5 @@ pub async fn run_target<R: Runtime>(
     digest: Option<String>,
 ) -> Result<VmOutcome, String> {
     let plan_of = |report: &_| Ok(VmPlan::of(report, &target, action, cascade));
-    let out = run_confirmed::<R, Vm>(app, plan_of, digest, surface).await?;
-    let _ = scan_now(app).await;
-    Ok(out)
+    run_confirmed::<R, Vm>(app, plan_of, digest, surface).await
 }

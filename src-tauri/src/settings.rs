@@ -4,8 +4,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use smolsweep::model::{OptInClass, Product};
-use smolsweep::policy::Policy;
 use smolsweep::tray::TraySettings;
+use smolsweep::Policy;
 
 /// Shortest scan interval a user can choose.
 pub const MIN_INTERVAL_SECS: u64 = 60;
@@ -34,7 +34,7 @@ pub struct Settings {
     /// (`smolsweep::scan::accept_newer`, the CLI's `--accept-newer`).
     pub accept_newer: Vec<Product>,
     /// Automatic clean-up after scheduled scans (`smolsweep.policy/1`, off by default); also
-    /// saved where the systemd user timer reads it (`smolsweep::policy::path_for`).
+    /// saved where the systemd user timer reads it (`smolsweep::policy_path`).
     pub auto: Policy,
     /// The policy's first run was shown as a preview and confirmed: later runs go unattended.
     /// Only the shell sets it; turning the policy on again or widening its classes clears it.
@@ -66,7 +66,8 @@ impl Settings {
         self.include_opt_in.dedup();
         self.accept_newer.sort();
         self.accept_newer.dedup();
-        self.auto.schema = smolsweep::policy::POLICY_SCHEMA.into();
+        self.auto = self.auto.with_defaults();
+        self.auto.schema = smolsweep::POLICY_SCHEMA.into();
         self.auto.kinds.sort();
         self.auto.kinds.dedup();
         self.version = SETTINGS_VERSION;
@@ -91,13 +92,13 @@ impl Settings {
     }
 
     /// Load from `path`; defaults when missing or unreadable (also when it is not a regular
-    /// file or is larger than `smolsweep::input::MAX_SETTINGS_BYTES`: it is never waited on).
+    /// file or is larger than `smolsweep::MAX_SETTINGS_BYTES`: it is never waited on).
     /// A version-1 file (no `version`) keeps its values; the fields it did not have take their
     /// defaults.
     pub fn load(path: &Path) -> Settings {
-        smolsweep::input::read_input(
+        smolsweep::read_input(
             path,
-            smolsweep::input::MAX_SETTINGS_BYTES,
+            smolsweep::MAX_SETTINGS_BYTES,
             "settings Smolsweep wrote",
         )
         .ok()
@@ -117,7 +118,7 @@ impl Settings {
     /// synced, renamed over the file).
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
         let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
-        smolsweep::atomic::write(path, &bytes, true)
+        smolsweep::write_atomic(path, &bytes, true)
     }
 }
 
@@ -189,10 +190,10 @@ mod tests {
         assert_eq!(Settings::load(&p), Settings::default());
         std::fs::remove_file(&p).unwrap();
         let mut big = br#"{"scan_interval_secs":300}"#.to_vec();
-        big.resize(smolsweep::input::MAX_SETTINGS_BYTES as usize + 1, b' ');
+        big.resize(smolsweep::MAX_SETTINGS_BYTES as usize + 1, b' ');
         std::fs::write(&p, &big).unwrap();
         assert_eq!(Settings::load(&p), Settings::default());
-        big.truncate(smolsweep::input::MAX_SETTINGS_BYTES as usize);
+        big.truncate(smolsweep::MAX_SETTINGS_BYTES as usize);
         std::fs::write(&p, &big).unwrap();
         assert_eq!(Settings::load(&p).scan_interval_secs, 300);
     }
@@ -246,9 +247,9 @@ mod tests {
         let s = Settings::load(&p);
         assert!(s.auto.enabled && s.auto_confirmed);
         assert_eq!(s.auto.min_age, "2d");
-        assert_eq!(s.auto.schema, smolsweep::policy::POLICY_SCHEMA);
+        assert_eq!(s.auto.schema, smolsweep::POLICY_SCHEMA);
         assert_eq!(s.auto.kinds, {
-            let mut k = smolsweep::policy::DEFAULT_KINDS.to_vec();
+            let mut k = smolsweep::DEFAULT_KINDS.to_vec();
             k.sort();
             k
         });

@@ -17,6 +17,8 @@ use crate::desktop_notes::DesktopNotifier;
 use crate::notes::{Clock, Notifier, OrphanWatch, SystemClock};
 use crate::settings::Settings;
 
+pub(crate) use smolsweep::lock;
+pub(crate) use smolsweep::now_secs;
 pub use smolsweep::view::runs::{NOTHING_TO_RECLAIM, NO_SCAN_YET, PLAN_CHANGED, VM_PLAN_CHANGED};
 
 /// A window closed (hidden) this long without being shown again is destroyed, which ends its
@@ -107,9 +109,9 @@ pub struct AppState {
     pub(crate) clock: Mutex<Arc<dyn Clock>>,
     /// Counts held-back notification timers, so only the latest one acts.
     pub(crate) note_timers: AtomicU64,
-    /// The window's filter (`smolsweep::filter::Filter`): what the findings view shows and
+    /// The window's filter (`smolsweep::Filter`): what the findings view shows and
     /// what its Reclaim can select.
-    pub(crate) filter: Mutex<smolsweep::filter::Filter>,
+    pub(crate) filter: Mutex<smolsweep::Filter>,
     pub(crate) filter_input: Mutex<FilterInput>,
     /// An automatic run waiting for the user (its first run, or above the cap).
     pub(crate) auto_pending: Mutex<Option<AutoPreview>>,
@@ -122,10 +124,6 @@ pub struct AppState {
     /// What a notification's "Reclaim N" action opens: the tray's reclaim confirmation (set
     /// when the app is built, so notifications need not know the tray).
     pub(crate) reclaim_review: OnceLock<Box<dyn Fn() + Send + Sync>>,
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl AppState {
@@ -162,9 +160,9 @@ impl AppState {
         let settings = Settings::load(&config.join("settings.json"));
         settings.apply_accept_newer();
         *lock(&self.settings) = settings;
-        let notified = smolsweep::input::read_input(
+        let notified = smolsweep::read_input(
             &data.join("notified.json"),
-            smolsweep::input::MAX_REPORT_BYTES,
+            smolsweep::MAX_REPORT_BYTES,
             "notification state Smolsweep wrote",
         );
         if let Ok(s) = notified {
@@ -199,11 +197,4 @@ impl AppState {
     pub(crate) fn orphans_path(&self) -> Option<PathBuf> {
         self.dirs.get().map(|d| d.data.join("notified.json"))
     }
-}
-
-pub(crate) fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }

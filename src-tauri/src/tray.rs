@@ -56,7 +56,7 @@ pub(crate) fn confirm_tray_vm<R: Runtime>(
             Ok(p) => p,
             Err(e) => return tracing::warn!("{e}"),
         };
-        let msg = format!("{}\n\n• {}", plan.question, plan.lines().join("\n• "));
+        let msg = plan.native_message();
         if plan.steps.is_empty() {
             return tell(&app, &plan.title, &msg);
         }
@@ -131,16 +131,7 @@ pub(crate) fn confirm_tray_compact<R: Runtime>(app: &AppHandle<R>) {
     });
 }
 
-/// The tray's native confirmation for a reclaim: the core's confirmation of the plan, as the CLI
-/// and the window word it (headline, estimate, then the first action lines).
+/// The tray's native confirmation for a reclaim: the core's words ([`PlanView::native_dialog`]).
 pub fn tray_reclaim_text(plan: &PlanView) -> (String, String) {
-    let c = &plan.confirmation;
-    let mut msg = format!("{}?\n", c.sentence());
-    for l in c.lines.iter().take(8) {
-        msg.push_str(&format!("\n• {l}"));
-    }
-    if c.lines.len() > 8 {
-        msg.push_str(&format!("\n… and {} more", c.lines.len() - 8));
-    }
-    (format!("Reclaim {}", c.estimate), msg)
+    plan.native_dialog()
 }

@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use smolsweep::env::EnvSnapshot;
 use smolsweep::exec::{Outcome, ProgressEvent};
-use smolsweep::model::Product;
 use smolsweep::uninstall::plan::{self as uplan, ProductChoice, UninstallOptions};
 use smolsweep::uninstall::preflight::{self, Preflight};
 use smolsweep::uninstall::run::{self as urun, RunReport};
@@ -24,6 +23,7 @@ use tauri::{AppHandle, Emitter, Manager, Runtime};
 
 use crate::state::{AppState, EV_UNINSTALL_PROGRESS};
 pub use crate::uninstaller::{RealUninstaller, Uninstaller};
+use smolsweep::lock;
 
 /// What the wizard has shown so far.
 #[derive(Default)]
@@ -33,10 +33,6 @@ pub struct WizardState {
     /// The plan in `plan` has run (it stays for the proof).
     ran: Mutex<bool>,
     last_run: Mutex<Option<RunReport>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A step of the run that finished, sent while the run goes on.
@@ -81,36 +77,9 @@ pub struct PreflightShown {
 
 impl From<Preflight> for PreflightShown {
     fn from(preflight: Preflight) -> Self {
-        let dot_smolvm_line = preflight.dot_smolvm.as_ref().map(|d| {
-            format!(
-                "shared: {} entries of {}, {} of {}, {} others",
-                d.smolvm_entries.len(),
-                Product::Smolvm.display_name(),
-                d.celesto_entries.len(),
-                Product::Celesto.display_name(),
-                d.other_entries.len()
-            )
-        });
-        let state_dir_lines = preflight
-            .state_dirs
-            .iter()
-            .map(|d| {
-                let mounts = match d.mounts.len() {
-                    0 => String::new(),
-                    1 => " · 1 mount inside".into(),
-                    n => format!(" · {n} mounts inside"),
-                };
-                format!("{} · {}{mounts}", d.product.display_name(), d.label)
-            })
-            .collect();
-        let process_lines = preflight
-            .processes
-            .iter()
-            .map(|v| {
-                let name = v.product.display_name();
-                format!("{name} · {} · {}", v.shape.label(), v.reason)
-            })
-            .collect();
+        let dot_smolvm_line = preflight.dot_smolvm_line();
+        let state_dir_lines = preflight.state_dir_lines();
+        let process_lines = preflight.process_lines();
         PreflightShown {
             default_product: uplan::default_choice(&preflight),
             preflight,
@@ -193,7 +162,7 @@ pub struct ProofReport {
     /// The plan's choices, each step and what happened, what was kept, the commands left for
     /// the user, and the proof: for the clipboard.
     pub report: String,
-    /// "2 checks failed: each names what remains and what removes it.", or "" when none did.
+    /// `Proof::failed_line`: "2 checks failed: …", or "" when none did.
     #[serde(default)]
     pub failed_line: String,
 }
@@ -295,13 +264,8 @@ pub fn apply_checks(
 }
 
 fn proof_report(plan: &UninstallPlan, run: Option<&RunReport>, proof: Proof) -> ProofReport {
-    let failed = proof.checks.iter().filter(|c| !c.ok).count();
     ProofReport {
-        failed_line: match failed {
-            0 => String::new(),
-            1 => "1 check failed: it names what remains and what removes it.".into(),
-            n => format!("{n} checks failed: each names what remains and what removes it."),
-        },
+        failed_line: proof.failed_line(),
         clean: proof.is_clean(),
         kv: verify::render_kv(&proof),
         report: smolsweep::uninstall::run::copyable_report(plan, run, &proof),

@@ -229,7 +229,7 @@ pub(crate) fn update<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
     };
     ws.exits.watch(r);
     let want = dirs_to_watch(r);
-    let mut cur = ws.current.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cur = smolsweep::lock(&ws.current);
     if cur.is_none() {
         match DirWatcher::new(ws.tx.clone(), ws.counts.clone()) {
             Ok(w) => *cur = Some(w),

@@ -103,7 +103,7 @@ impl Exits {
 
     /// Wait for `want`; the watch is replaced only when the set of processes changes.
     pub(crate) fn watch_set(&self, want: VmSet) {
-        let mut cur = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cur = smolsweep::lock(&self.current);
         if cur.as_ref().is_some_and(|(have, _)| *have == want) {
             return;
         }

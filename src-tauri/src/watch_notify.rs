@@ -101,7 +101,7 @@ pub(crate) fn update<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
     };
     ws.exits.watch(r);
     let want: BTreeSet<PathBuf> = dirs_to_watch(r).into_keys().collect();
-    let mut cur = ws.current.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cur = smolsweep::lock(&ws.current);
     if cur.is_none() {
         match make_watcher(ws.tx.clone()) {
             Ok(w) => *cur = Some((BTreeSet::new(), w)),

@@ -97,7 +97,7 @@ pub(crate) async fn why_of<R: tauri::Runtime>(
     let st = app.state::<crate::state::AppState>();
     let report = crate::state::lock(&st.report)
         .clone()
-        .ok_or("no scan has finished yet")?;
+        .ok_or(crate::state::NO_SCAN_YET)?;
     let keep_file = st.backend.keep_path();
     tauri::async_runtime::spawn_blocking(move || {
         why_of_report(report, keep_file.as_deref(), target)

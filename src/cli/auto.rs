@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use smolsweep::exec::{self, Confirmed, How};
-use smolsweep::policy::{Decision, Policy};
+use smolsweep::{Decision, Policy};
 
 #[derive(Debug, clap::Args)]
 pub struct AutoArgs {
@@ -32,9 +32,9 @@ fn refuse(status: &str, msg: &str) -> i32 {
 }
 
 pub fn run(a: AutoArgs) -> i32 {
-    let text = match smolsweep::input::read_input_text(
+    let text = match smolsweep::read_input_text(
         &a.policy,
-        smolsweep::input::MAX_SETTINGS_BYTES,
+        smolsweep::MAX_SETTINGS_BYTES,
         "a policy Smolsweep wrote",
     ) {
         Ok(t) => t,

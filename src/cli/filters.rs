@@ -1,8 +1,8 @@
 //! `--older-than`, `--min-size`, `--product`, `--kind`: the filters of `scan`, `prune` and `plan`.
 
-use smolsweep::filter::{parse_age_flag, parse_size_flag, Filter};
 use smolsweep::model::FindingKind;
 use smolsweep::model::Product;
+use smolsweep::{parse_age_flag, parse_size_flag, Filter};
 
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct FilterArgs {

@@ -2,21 +2,30 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod apply;
 pub mod auto;
 pub mod browse;
+pub mod compact;
+pub mod delete;
 pub mod filters;
 pub mod help;
+pub mod history;
 pub mod keep;
 pub mod out;
+pub mod plan;
 pub(crate) use smolsweep::prefix;
 pub mod progress;
 pub mod prom;
 pub mod prompt;
-pub mod reclaim;
+pub mod prune;
+pub mod reap;
 pub mod report;
+pub mod run;
 pub mod scan;
+pub mod stop;
 pub mod trend;
 pub mod uninstall;
+pub mod verify;
 pub mod why;
 
 #[derive(Debug, Parser)]
@@ -43,25 +52,25 @@ pub enum Command {
     /// Browse the scan in the terminal: open groups, mark items, review and reclaim them.
     Browse(browse::BrowseArgs),
     /// Delete what the scan found reclaimable (plan, confirm, execute).
-    Prune(reclaim::PruneArgs),
+    Prune(prune::PruneArgs),
     /// End orphaned VM processes of this HOME (pid + start time proven).
-    Reap(reclaim::ReapArgs),
+    Reap(reap::ReapArgs),
     /// Stop machines or sandboxes through their product's CLI.
-    Stop(reclaim::StopArgs),
+    Stop(stop::StopArgs),
     /// Delete machines or sandboxes (record and storage) through their product's CLI.
-    Delete(reclaim::DeleteArgs),
+    Delete(delete::DeleteArgs),
     /// Give back the space the guest freed inside the disks of stopped machines and saved disks.
-    Compact(reclaim::CompactArgs),
+    Compact(compact::CompactArgs),
     /// Write a plan to a file for review (`smolsweep apply FILE` runs it).
-    Plan(reclaim::PlanArgs),
+    Plan(plan::PlanArgs),
     /// Run a plan written by `smolsweep plan`, re-checking every item.
-    Apply(reclaim::ApplyArgs),
+    Apply(apply::ApplyArgs),
     /// Show the journal of executed plans.
-    History(reclaim::HistoryArgs),
+    History(history::HistoryArgs),
     /// Uninstall SmolVM (either product or both), then prove what is left.
     Uninstall(uninstall::UninstallArgs),
     /// Prove that no machine, VM directory or VM process of this HOME is left (read-only).
-    Verify(uninstall::VerifyArgs),
+    Verify(verify::VerifyArgs),
     /// Keep findings, machines or whole kinds out of every reclaim.
     Keep(keep::KeepArgs),
     /// Apply an automatic clean-up policy without asking (prints the run as JSON).
@@ -314,16 +323,16 @@ pub fn main() -> i32 {
     match cli.command {
         Command::Scan(a) => scan::run(a),
         Command::Browse(a) => browse::run(a),
-        Command::Prune(a) => reclaim::prune(a),
-        Command::Reap(a) => reclaim::reap(a),
-        Command::Stop(a) => reclaim::stop(a),
-        Command::Delete(a) => reclaim::delete(a),
-        Command::Compact(a) => reclaim::compact(a),
-        Command::Plan(a) => reclaim::plan(a),
-        Command::Apply(a) => reclaim::apply(a),
-        Command::History(a) => reclaim::history(a),
-        Command::Uninstall(a) => uninstall::run_uninstall(a),
-        Command::Verify(a) => uninstall::run_verify(a),
+        Command::Prune(a) => prune::run(a),
+        Command::Reap(a) => reap::run(a),
+        Command::Stop(a) => stop::run(a),
+        Command::Delete(a) => delete::run(a),
+        Command::Compact(a) => compact::run(a),
+        Command::Plan(a) => plan::run(a),
+        Command::Apply(a) => apply::run(a),
+        Command::History(a) => history::run(a),
+        Command::Uninstall(a) => uninstall::run(a),
+        Command::Verify(a) => verify::run(a),
         Command::Keep(a) => keep::run(a),
         Command::Auto(a) => auto::run(a),
         Command::Trend(a) => trend::run(a),

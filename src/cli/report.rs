@@ -8,10 +8,10 @@
 use std::fmt::Write;
 use std::time::SystemTime;
 
-use smolsweep::filter::Filter;
 use smolsweep::model::FindingKind;
 use smolsweep::model::*;
 use smolsweep::view::{self, Group, ScanView};
+use smolsweep::Filter;
 
 /// The lines the first screen fits in.
 pub const SCREEN_LINES: usize = 24;

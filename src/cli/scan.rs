@@ -29,7 +29,7 @@ pub struct ScanArgs {
     #[arg(long)]
     pub record: bool,
     #[command(flatten)]
-    pub report: crate::cli::reclaim::ReportArgs,
+    pub report: crate::cli::run::ReportArgs,
 }
 
 /// Terminal facts the renderer needs, read from the process's environment.
@@ -76,7 +76,7 @@ pub fn run(args: ScanArgs) -> i32 {
         }
     };
     let mut report = match &args.report.from_report {
-        Some(f) => match crate::cli::reclaim::saved_report(f) {
+        Some(f) => match crate::cli::run::saved_report(f) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("smolsweep: {e:#}");

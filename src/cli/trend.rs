@@ -5,6 +5,7 @@
 //! journal.
 
 use smolsweep::model::ScanReport;
+use smolsweep::now_secs;
 use smolsweep::{journal, trend, view};
 
 #[derive(Debug, clap::Args)]
@@ -12,12 +13,6 @@ pub struct TrendArgs {
     /// Print the series as one JSON object (schema smolsweep.trend-view/1).
     #[arg(long)]
     pub json: bool,
-}
-
-fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// Record a point of `report` in the history beside the journal (what the timer's `auto`

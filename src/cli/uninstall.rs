@@ -1,4 +1,4 @@
-//! `smolsweep uninstall` and `smolsweep verify`.
+//! `smolsweep uninstall`.
 //!
 //! Same conventions as `prune`: without `--yes` the plan is only shown; on a terminal the user is
 //! asked (step count and bytes); when stdin is not a terminal the plan is printed and the exit
@@ -7,9 +7,8 @@
 //! dirty proof and one closing line). Exit codes: 0 done (and clean) or nothing to do, 1
 //! refused, any failure or a dirty proof, 2 usage.
 
-use std::path::PathBuf;
-
 use super::progress::{Progress, Style};
+use super::run::RunArgs;
 use smolsweep::env::EnvSnapshot;
 use smolsweep::exec::{How, Outcome};
 use smolsweep::model::Platform;
@@ -37,7 +36,14 @@ impl From<ProductChoice> for plan::ProductChoice {
     }
 }
 
+/// The run flags are `prune`'s ([`RunArgs`]), said of a preflight, steps and a proof.
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("dry_run", |a| a.help("Show the preflight and the plan; change nothing")),
+    mut_arg("json", |a| a.help("Print JSON instead of text")),
+    mut_arg("quiet", |a| a.help("Print only errors and the closing line (no plan, no progress, no proof unless dirty)")),
+    mut_arg("verbose", |a| a.help("One progress line per step as it finishes")),
+)]
 pub struct UninstallArgs {
     /// Which product to uninstall.
     #[arg(long, value_enum, default_value = "all")]
@@ -52,84 +58,15 @@ pub struct UninstallArgs {
     /// list`); without it, every step that would take a kept item is left out.
     #[arg(long)]
     pub remove_kept: bool,
-    /// Show the preflight and the plan; change nothing.
-    #[arg(long, short = 'n')]
-    pub dry_run: bool,
-    /// Do it without asking.
-    #[arg(long, short = 'y')]
-    pub yes: bool,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// Print only errors and the closing line (no plan, no progress, no proof unless dirty).
-    #[arg(long, short = 'q', conflicts_with = "verbose")]
-    pub quiet: bool,
-    /// One progress line per step as it finishes.
-    #[arg(long, short = 'v')]
-    pub verbose: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
-#[derive(Debug, clap::Args)]
-pub struct VerifyArgs {
-    /// A directory that must not have been modified since --since.
-    #[arg(long, requires = "since")]
-    pub protected: Option<PathBuf>,
-    /// Unix seconds, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ (UTC).
-    #[arg(long, requires = "protected")]
-    pub since: Option<String>,
-    /// Only check this product.
-    #[arg(long, value_enum, default_value = "all")]
-    pub product: ProductChoice,
-    /// A directory that must be gone (repeatable).
-    #[arg(long = "removed-root")]
-    pub removed_roots: Vec<PathBuf>,
-    /// Print JSON instead of key=value lines.
-    #[arg(long)]
-    pub json: bool,
-}
-
-fn env_or_exit() -> Result<EnvSnapshot, i32> {
+pub(crate) fn env_or_exit() -> Result<EnvSnapshot, i32> {
     EnvSnapshot::capture().map_err(|e| {
         eprintln!("smolsweep: {e:#}");
         1
     })
-}
-
-pub fn run_verify(args: VerifyArgs) -> i32 {
-    let env = match env_or_exit() {
-        Ok(e) => e,
-        Err(c) => return c,
-    };
-    let protected = match (&args.protected, &args.since) {
-        (Some(dir), Some(since)) => match verify::parse_since(since) {
-            Some(t) => Some((dir.clone(), t)),
-            None => {
-                eprintln!("smolsweep: --since: expected Unix seconds, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, got '{since}'");
-                return 2;
-            }
-        },
-        _ => None,
-    };
-    let opts = VerifyOptions {
-        products: plan::ProductChoice::from(args.product).products(),
-        removed_roots: args.removed_roots.clone(),
-        protected,
-    };
-    let proof = verify::verify(&env, Platform::current(), &opts);
-    print_proof(&proof, args.json);
-    if proof.is_clean() {
-        0
-    } else {
-        1
-    }
-}
-
-fn print_proof(proof: &Proof, json: bool) {
-    if json {
-        crate::cli::out::json(proof);
-    } else {
-        crate::cli::out::raw(&verify::render_kv(proof));
-    }
 }
 
 /// The JSON answer of `uninstall`.
@@ -145,7 +82,7 @@ struct Envelope<'a> {
     proof: Option<&'a Proof>,
 }
 
-pub fn run_uninstall(args: UninstallArgs) -> i32 {
+pub fn run(args: UninstallArgs) -> i32 {
     let env = match env_or_exit() {
         Ok(e) => e,
         Err(c) => return c,
@@ -167,19 +104,19 @@ pub fn run_uninstall(args: UninstallArgs) -> i32 {
         plan: &plan,
     };
     if plan.is_empty() {
-        if !args.quiet {
+        if !args.run.quiet {
             session.show(None, None, true);
         }
-        if !args.json {
+        if !args.run.json {
             crate::outln!("Nothing to do.");
         }
         return 0;
     }
-    if args.dry_run {
+    if args.run.dry_run {
         session.show(None, None, true);
         return 0;
     }
-    if !args.yes {
+    if !args.run.yes {
         session.show(None, None, true);
         if let Err(code) = confirm(&plan) {
             return code;
@@ -211,7 +148,7 @@ impl Session<'_> {
     /// Print the answer: before a run the preflight and the plan, after it each step's result,
     /// the leftovers and the proof (JSON: one envelope; `--quiet`: only the closing summary).
     fn show(&self, run: Option<&RunReport>, proof: Option<&Proof>, dry: bool) {
-        if self.args.json {
+        if self.args.run.json {
             let env = Envelope {
                 schema: "smolsweep.uninstall/1",
                 dry_run: dry,
@@ -223,7 +160,7 @@ impl Session<'_> {
             crate::cli::out::json(&env);
             return;
         }
-        if self.args.quiet {
+        if self.args.run.quiet {
             if let Some(r) = run {
                 print_quiet(r, proof);
             }
@@ -250,8 +187,8 @@ impl Session<'_> {
         let (args, plan) = (self.args, self.plan);
         let (_, index_of) = plan.core_plan();
         let progress = Progress::new(
-            Style::for_stderr(args.json || args.quiet),
-            args.verbose && !args.json,
+            Style::for_stderr(args.run.json || args.run.quiet),
+            args.run.verbose && !args.run.json,
             index_of
                 .iter()
                 .map(|i| plan.steps.get(*i).map_or(0, |s| s.bytes))
@@ -271,7 +208,7 @@ impl Session<'_> {
         let road = smolsweep::exec::Road::new(opts)
             .runner(&runner)
             .sink(&listen);
-        let how = if args.yes {
+        let how = if args.run.yes {
             How::YesFlag
         } else {
             How::Answered

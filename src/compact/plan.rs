@@ -133,7 +133,7 @@ pub fn compact_plan(report: &ScanReport, targets: &[String]) -> Result<Plan, Str
     let mut plan = Plan {
         schema: PLAN_SCHEMA.into(),
         id: String::new(),
-        created_at: crate::plan::now_secs(),
+        created_at: crate::basics::now_secs(),
         scanned_at: report.scanned_at,
         scanned_at_ns: report.scanned_at_ns,
         home: report.home.clone(),

@@ -204,6 +204,69 @@ impl Rejudge {
     }
 }
 
+impl Rejudge {
+    /// A machine delete: the machine and every branch it takes are not kept, and its branches
+    /// are still the ones the plan showed.
+    fn judge_delete_machine(
+        &mut self,
+        plan: &Plan,
+        (product, name): (crate::model::Product, &str),
+        children: &[String],
+    ) -> Result<(), String> {
+        let r = &self.facts().report;
+        let m = machine(r, product, name)?;
+        not_kept(m, &plan.keep_overrides)?;
+        let branches = crate::plan::branch_descendants(r, m);
+        for c in &branches {
+            not_kept(c, &plan.keep_overrides)?;
+        }
+        let now: BTreeSet<String> = branches.iter().map(|c| c.name.clone()).collect();
+        let shown: BTreeSet<String> = children.iter().cloned().collect();
+        if now == shown {
+            Ok(())
+        } else {
+            Err(format!(
+                "the machines branched from '{name}' are not the ones shown ({}); not deleted",
+                now.into_iter().collect::<Vec<_>>().join(", ")
+            ))
+        }
+    }
+}
+
+/// A product directory removed if empty is still one of this environment's removal roots.
+fn product_dir_now(roots: &[PathBuf], path: &Path) -> Result<(), String> {
+    if roots.iter().any(|r| r == path) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} is not a product directory in this environment now; not removed",
+            path.display()
+        ))
+    }
+}
+
+/// A launcher is removed only inside HOME, and only when its install prefix is removed too.
+fn launcher_prefix_now(
+    roots: &[PathBuf],
+    home: &Path,
+    link: &Path,
+    prefix: &Path,
+) -> Result<(), String> {
+    if !strictly_inside(link, home) {
+        Err("the launcher is not inside HOME; not removed".into())
+    } else if !roots
+        .iter()
+        .any(|r| r == prefix || strictly_inside(prefix, r))
+    {
+        Err(format!(
+            "{} is not an install prefix removed in this environment now; the launcher is kept",
+            prefix.display()
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 impl Judge for Rejudge {
     fn still_confirmed(&mut self, plan: &Plan, action: &Action) -> Result<(), String> {
         self.keeps
@@ -245,25 +308,7 @@ impl Judge for Rejudge {
                 name,
                 children,
                 ..
-            } => {
-                let r = &self.facts().report;
-                let m = machine(r, *product, name)?;
-                not_kept(m, &plan.keep_overrides)?;
-                let branches = crate::plan::branch_descendants(r, m);
-                for c in &branches {
-                    not_kept(c, &plan.keep_overrides)?;
-                }
-                let now: BTreeSet<String> = branches.iter().map(|c| c.name.clone()).collect();
-                let shown: BTreeSet<String> = children.iter().cloned().collect();
-                if now == shown {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "the machines branched from '{name}' are not the ones shown ({}); not deleted",
-                        now.into_iter().collect::<Vec<_>>().join(", ")
-                    ))
-                }
-            }
+            } => self.judge_delete_machine(plan, (*product, name), children),
             Action::Detach { mountpoint } => judge_mount(self.facts(), mountpoint),
             Action::RemoveTree { path, root, .. } => {
                 let roots = self.removal_roots();
@@ -271,32 +316,9 @@ impl Judge for Rejudge {
                 holds_nothing_kept(&self.facts().report, path, &plan.keep_overrides)?;
                 self.not_in_use(path)
             }
-            Action::RemoveDirIfEmpty { path, .. } => {
-                let roots = self.removal_roots();
-                if roots.iter().any(|r| r == path) {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "{} is not a product directory in this environment now; not removed",
-                        path.display()
-                    ))
-                }
-            }
+            Action::RemoveDirIfEmpty { path, .. } => product_dir_now(&self.removal_roots(), path),
             Action::RemoveLauncher { link, prefix, .. } => {
-                let roots = self.removal_roots();
-                if !strictly_inside(link, &home) {
-                    Err("the launcher is not inside HOME; not removed".into())
-                } else if !roots
-                    .iter()
-                    .any(|r| r == prefix || strictly_inside(prefix, r))
-                {
-                    Err(format!(
-                        "{} is not an install prefix removed in this environment now; the launcher is kept",
-                        prefix.display()
-                    ))
-                } else {
-                    Ok(())
-                }
+                launcher_prefix_now(&self.removal_roots(), &home, link, prefix)
             }
             Action::RemovePathBlock { file } => {
                 if strictly_inside(file, &home) {

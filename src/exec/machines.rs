@@ -371,17 +371,37 @@ impl SmolvmCli {
         if let Err(o) = self.precheck(name) {
             return o;
         }
-        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-        match run_captured(&self.program, &args, &self.env, self.timeout) {
-            Ok(run) => classify_smolvm(verb, name, &run),
-            Err(RunError::Missing(_)) => MachineOutcome::CliMissing,
-            Err(RunError::TimedOut { .. }) => MachineOutcome::TimedOut,
-            Err(RunError::Io(e)) => MachineOutcome::Unexpected {
-                code: None,
-                stdout: String::new(),
-                stderr: e.to_string(),
-            },
-        }
+        let run = run_cli(&self.program, args, &self.env, self.timeout);
+        outcome_of(run, |run| classify_smolvm(verb, name, run))
+    }
+}
+
+/// Runs a product's CLI with `args`, as [`run_captured`] does.
+fn run_cli(
+    program: &Path,
+    args: &[&str],
+    env: &[(OsString, OsString)],
+    timeout: Duration,
+) -> Result<CapturedRun, RunError> {
+    let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+    run_captured(program, &args, env, timeout)
+}
+
+/// What a product CLI's run came to: its output as `classify` reads it, or the CLI missing,
+/// timed out or not started, the same way for both products.
+fn outcome_of(
+    run: Result<CapturedRun, RunError>,
+    classify: impl FnOnce(&CapturedRun) -> MachineOutcome,
+) -> MachineOutcome {
+    match run {
+        Ok(run) => classify(&run),
+        Err(RunError::Missing(_)) => MachineOutcome::CliMissing,
+        Err(RunError::TimedOut { .. }) => MachineOutcome::TimedOut,
+        Err(RunError::Io(e)) => MachineOutcome::Unexpected {
+            code: None,
+            stdout: String::new(),
+            stderr: e.to_string(),
+        },
     }
 }
 
@@ -645,17 +665,8 @@ impl CelestoCli {
     }
 
     fn run_json(&self, id: &str, args: &[&str], verb: CelestoVerb) -> MachineOutcome {
-        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-        match run_captured(&self.program, &args, &self.env, self.timeout) {
-            Ok(run) => classify_celesto(verb, id, &run),
-            Err(RunError::Missing(_)) => MachineOutcome::CliMissing,
-            Err(RunError::TimedOut { .. }) => MachineOutcome::TimedOut,
-            Err(RunError::Io(e)) => MachineOutcome::Unexpected {
-                code: None,
-                stdout: String::new(),
-                stderr: e.to_string(),
-            },
-        }
+        let run = run_cli(&self.program, args, &self.env, self.timeout);
+        outcome_of(run, |run| classify_celesto(verb, id, run))
     }
 }
 

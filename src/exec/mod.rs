@@ -148,7 +148,7 @@ impl ActionRunner for UnwiredRunner {
 
 /// Everything [`execute`] needs besides the plan, made only by [`ExecContext::confirmed`] or
 /// [`ExecContext::dry_run`]; a journal, progress events and the origin are added to it.
-pub struct ExecContext<'a> {
+pub(crate) struct ExecContext<'a> {
     mode: RunMode,
     /// Appended to as the plan runs (never in a dry run).
     journal: Option<&'a mut Journal>,
@@ -163,7 +163,7 @@ pub struct ExecContext<'a> {
 impl<'a> ExecContext<'a> {
     /// Carry out the plan `confirmed` was made for (any other plan is refused whole), without a
     /// journal or progress events until they are added.
-    pub fn confirmed(
+    pub(crate) fn confirmed(
         confirmed: Confirmed,
         runner: &'a dyn ActionRunner,
         judge: &'a mut dyn Judge,
@@ -179,7 +179,7 @@ impl<'a> ExecContext<'a> {
     }
 
     /// A dry run: read-only checks, nothing journaled.
-    pub fn dry_run(runner: &'a dyn ActionRunner, judge: &'a mut dyn Judge) -> Self {
+    pub(crate) fn dry_run(runner: &'a dyn ActionRunner, judge: &'a mut dyn Judge) -> Self {
         ExecContext {
             mode: RunMode::DryRun,
             journal: None,
@@ -191,7 +191,7 @@ impl<'a> ExecContext<'a> {
     }
 
     /// Journal the run in `journal` (a dry run writes nothing to it).
-    pub fn journal(self, journal: &'a mut Journal) -> Self {
+    pub(crate) fn journal(self, journal: &'a mut Journal) -> Self {
         ExecContext {
             journal: Some(journal),
             ..self
@@ -199,7 +199,7 @@ impl<'a> ExecContext<'a> {
     }
 
     /// Tell `listen` as each action starts and finishes.
-    pub fn progress(self, listen: &'a dyn Fn(&ProgressEvent)) -> Self {
+    pub(crate) fn progress(self, listen: &'a dyn Fn(&ProgressEvent)) -> Self {
         ExecContext {
             progress: Some(listen),
             ..self
@@ -207,7 +207,7 @@ impl<'a> ExecContext<'a> {
     }
 
     /// Which surface and command asked (recorded in the journal).
-    pub fn origin(self, origin: Origin) -> Self {
+    pub(crate) fn origin(self, origin: Origin) -> Self {
         ExecContext { origin, ..self }
     }
 }
@@ -234,7 +234,7 @@ pub enum ExecError {
 }
 
 /// Run `plan`. Each path is re-checked against its recorded identity when it is acted on.
-pub fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecError> {
+pub(crate) fn execute(plan: &Plan, ctx: ExecContext<'_>) -> Result<ExecReport, ExecError> {
     plan.verify()?;
     let ExecContext {
         mode,

@@ -91,7 +91,7 @@ pub(super) fn remove_launcher(link: &Path, target: &Path, home: &Path) -> Outcom
 pub(crate) const BACKED_UP_TO: &str = "backed up to ";
 
 pub(super) fn remove_path_block(file: &Path, home: &Path) -> Outcome {
-    let now = crate::plan::now_secs();
+    let now = crate::basics::now_secs();
     match rcfile::remove(file, home, now) {
         Ok(Some(backup)) => Outcome::done(format!("{BACKED_UP_TO}{}", backup.display())),
         Ok(None) => Outcome::skipped("no PATH block left in the file"),

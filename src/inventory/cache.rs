@@ -22,6 +22,7 @@ use std::sync::{LazyLock, Mutex};
 use super::celesto::{read_celesto_db, CelestoInventory};
 use super::smolvm::{read_smolvm_inventory, SmolvmInventory};
 use super::InventoryError;
+use crate::basics::lock;
 
 type FileStamp = Option<(u64, u64, u64, i64, i64, i64, i64)>;
 type Stamp = Vec<FileStamp>;
@@ -67,10 +68,6 @@ fn stamp(db: &Path) -> Stamp {
         }
     }
     out
-}
-
-fn lock<T>(c: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    c.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn cached<T: Clone>(

@@ -231,6 +231,51 @@ pub struct Preflight {
     pub kept: Vec<KeptItem>,
 }
 
+/// The preflight's lines as the window lists them beside each item.
+impl Preflight {
+    /// What the shared `~/.smolvm` holds, in words, when there is one: "shared: 3 entries of
+    /// smol-machines smolvm, 1 of Celesto SmolVM, 0 others".
+    pub fn dot_smolvm_line(&self) -> Option<String> {
+        self.dot_smolvm.as_ref().map(|d| {
+            format!(
+                "shared: {} entries of {}, {} of {}, {} others",
+                d.smolvm_entries.len(),
+                Product::Smolvm.display_name(),
+                d.celesto_entries.len(),
+                Product::Celesto.display_name(),
+                d.other_entries.len()
+            )
+        })
+    }
+
+    /// What each state directory is, in `state_dirs` order: "Celesto SmolVM · data · 2 mounts
+    /// inside".
+    pub fn state_dir_lines(&self) -> Vec<String> {
+        self.state_dirs
+            .iter()
+            .map(|d| {
+                let mounts = match d.mounts.len() {
+                    0 => String::new(),
+                    1 => " · 1 mount inside".into(),
+                    n => format!(" · {n} mounts inside"),
+                };
+                format!("{} · {}{mounts}", d.product.display_name(), d.label)
+            })
+            .collect()
+    }
+
+    /// What each VM process is, in `processes` order: "Celesto SmolVM · Celesto QEMU VM · …".
+    pub fn process_lines(&self) -> Vec<String> {
+        self.processes
+            .iter()
+            .map(|v| {
+                let name = v.product.display_name();
+                format!("{name} · {} · {}", v.shape.label(), v.reason)
+            })
+            .collect()
+    }
+}
+
 impl Preflight {
     /// State directories of one product that exist.
     pub fn existing_dirs(&self, product: Product) -> impl Iterator<Item = &StateDir> {
@@ -790,8 +835,16 @@ fn scan_options(env: &EnvSnapshot, platform: Platform) -> crate::scan::ScanOptio
 
 /// The preflight for people.
 pub fn render(p: &Preflight) -> String {
-    use std::fmt::Write;
     let mut s = String::new();
+    render_installed(p, &mut s);
+    render_running(p, &mut s);
+    render_outside(p, &mut s);
+    s
+}
+
+/// The preflight's head: the installations and the state directories found.
+fn render_installed(p: &Preflight, s: &mut String) {
+    use std::fmt::Write;
     let _ = writeln!(s, "Uninstall preflight for {}", p.home.display());
     let _ = writeln!(s, "\nInstallations:");
     if p.installs.is_empty() {
@@ -828,6 +881,11 @@ pub fn render(p: &Preflight) -> String {
             d.other_entries.len()
         );
     }
+}
+
+/// The preflight's machines, sandboxes, VM processes and mounts.
+fn render_running(p: &Preflight, s: &mut String) {
+    use std::fmt::Write;
     let counts: Vec<String> = Product::ALL
         .iter()
         .map(|&pr| pr.count(p.machines.iter().filter(|m| m.product == pr).count()))
@@ -853,6 +911,12 @@ pub fn render(p: &Preflight) -> String {
     for m in &p.mounts {
         let _ = writeln!(s, "  mount {}", m.display());
     }
+}
+
+/// What the preflight found outside the state directories: launchers, PATH blocks,
+/// credentials, system files and problems.
+fn render_outside(p: &Preflight, s: &mut String) {
+    use std::fmt::Write;
     for l in &p.launchers {
         let _ = writeln!(
             s,
@@ -890,7 +954,6 @@ pub fn render(p: &Preflight) -> String {
     for e in &p.problems {
         let _ = writeln!(s, "Problem: {e}");
     }
-    s
 }
 
 #[cfg(test)]

@@ -94,6 +94,16 @@ pub struct Proof {
 }
 
 impl Proof {
+    /// How many checks failed, in words, or "" when none did: "2 checks failed: each names
+    /// what remains and what removes it.".
+    pub fn failed_line(&self) -> String {
+        match self.checks.iter().filter(|c| !c.ok).count() {
+            0 => String::new(),
+            1 => "1 check failed: it names what remains and what removes it.".into(),
+            n => format!("{n} checks failed: each names what remains and what removes it."),
+        }
+    }
+
     /// Whether every check is clean.
     pub fn is_clean(&self) -> bool {
         self.result == "clean"

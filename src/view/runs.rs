@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::basics::now_secs;
 use serde::{Deserialize, Serialize};
 
 /// Why a confirmed reclaim did not run: the plan made now is not the one shown.
@@ -175,6 +176,17 @@ pub enum StepStatus {
     Failed,
 }
 
+impl StepStatus {
+    /// The status as a result line says it (and as it is serialised).
+    pub fn word(self) -> &'static str {
+        match self {
+            StepStatus::Removed => "removed",
+            StepStatus::Skipped => "skipped",
+            StepStatus::Failed => "failed",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 /// What happened to one step of a reclaim.
 pub struct StepResult {
@@ -221,6 +233,12 @@ pub struct ReclaimOutcome {
     /// The journal could not be written: the run stopped before the next action.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_error: Option<String>,
+    /// Some step was not removed: the result is shown as partial.
+    #[serde(default)]
+    pub partial: bool,
+    /// Each step that was not removed, in words: "skipped: /path — why".
+    #[serde(default)]
+    pub other_lines: Vec<String>,
 }
 
 impl ReclaimOutcome {
@@ -299,7 +317,19 @@ impl ReclaimOutcome {
                 crate::view::NOT_PLANNED
             ),
         };
-        out
+        out.with_others()
+    }
+
+    /// The outcome with the steps not removed in words, and partial when there is one.
+    fn with_others(mut self) -> Self {
+        self.other_lines = self
+            .steps
+            .iter()
+            .filter(|s| s.status != StepStatus::Removed)
+            .map(|s| format!("{}: {} — {}", s.status.word(), s.path.display(), s.message))
+            .collect();
+        self.partial = !self.other_lines.is_empty();
+        self
     }
 
     /// How many steps ended `s`.
@@ -524,6 +554,32 @@ impl VmPlan {
             .map(|r| format!("not planned: {}", r.reason));
         self.steps.iter().cloned().chain(refused).collect()
     }
+
+    /// The message of a native dialog (the tray's Stop / End process / Delete): the question,
+    /// then each of [`lines`](Self::lines) as a bullet.
+    pub fn native_message(&self) -> String {
+        format!("{}\n\n• {}", self.question, self.lines().join("\n• "))
+    }
+}
+
+/// How many action lines a native dialog lists before it says how many more there are.
+const NATIVE_LINES: usize = 8;
+
+impl PlanView {
+    /// A reclaim's native dialog (the tray's): its title ("Reclaim 1.2 GB") and its message,
+    /// the core's confirmation as the CLI and the window word it: the sentence with the
+    /// estimate, then the first action lines and how many more.
+    pub fn native_dialog(&self) -> (String, String) {
+        let c = &self.confirmation;
+        let mut msg = format!("{}?\n", c.sentence());
+        for l in c.lines.iter().take(NATIVE_LINES) {
+            msg.push_str(&format!("\n• {l}"));
+        }
+        if c.lines.len() > NATIVE_LINES {
+            msg.push_str(&format!("\n… and {} more", c.lines.len() - NATIVE_LINES));
+        }
+        (format!("Reclaim {}", c.estimate), msg)
+    }
 }
 
 /// The core plan for Stop / End process / Delete of the VM process `pid` (with the start time
@@ -618,6 +674,10 @@ pub struct VmOutcome {
     /// Each step's line ([`ActionResult::line`]), in `steps` order.
     #[serde(default)]
     pub lines: Vec<String>,
+    /// Not every action was done ([`all_done`](Self::all_done) is false): the result is
+    /// shown as partial.
+    #[serde(default)]
+    pub partial: bool,
 }
 
 impl VmOutcome {
@@ -633,6 +693,7 @@ impl VmOutcome {
             journal_error: None,
             heading: String::new(),
             lines: vec![],
+            partial: false,
         };
         match result {
             Ok(r) => {
@@ -676,6 +737,7 @@ impl VmOutcome {
         }
         out.heading = outcome_heading(out.all_done(), &out.command, &out.target);
         out.lines = out.steps.iter().map(ActionResult::line).collect();
+        out.partial = !out.all_done();
         out
     }
 
@@ -870,11 +932,4 @@ pub fn history(journal: Option<&Path>, legacy: Option<&Path>) -> History {
         Err(e) => h.error = Some(format!("cannot read {}: {e}", path.display())),
     }
     h
-}
-
-fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }

@@ -87,46 +87,50 @@ fn squarify(sizes: &[f64], r: TileRect) -> Vec<TileRect> {
         }
         let row = &order[i..j];
         let s: f64 = row.iter().map(|&k| area(k)).sum();
-        if rect.w >= rect.h {
-            let cw = s / rect.h;
-            let mut y = rect.y;
-            for &k in row {
-                let hh = area(k) / cw;
-                out[k] = TileRect {
-                    x: rect.x,
-                    y,
-                    w: cw,
-                    h: hh,
-                };
-                y += hh;
-            }
-            rect = TileRect {
-                x: rect.x + cw,
-                w: (rect.w - cw).max(0.0),
-                ..rect
-            };
-        } else {
-            let rh = s / rect.w;
-            let mut x = rect.x;
-            for &k in row {
-                let ww = area(k) / rh;
-                out[k] = TileRect {
-                    x,
-                    y: rect.y,
-                    w: ww,
-                    h: rh,
-                };
-                x += ww;
-            }
-            rect = TileRect {
-                y: rect.y + rh,
-                h: (rect.h - rh).max(0.0),
-                ..rect
-            };
-        }
+        rect = lay_row(rect, row.iter().map(|&k| (k, area(k))), s, &mut out);
         i = j;
     }
     out
+}
+
+/// Lays one row of the squarified layout (`(index, area)`, areas summing to `s`) along the
+/// shorter side of `rect` and returns what is left of it: a column at the left, top to bottom,
+/// in a rectangle at least as wide as it is tall; in a taller one the same turned a quarter (a
+/// row along the top, left to right).
+fn lay_row(
+    rect: TileRect,
+    row: impl Iterator<Item = (usize, f64)>,
+    s: f64,
+    out: &mut [TileRect],
+) -> TileRect {
+    let wide = rect.w >= rect.h;
+    let turn = |t: TileRect| match wide {
+        true => t,
+        false => TileRect {
+            x: t.y,
+            y: t.x,
+            w: t.h,
+            h: t.w,
+        },
+    };
+    let r = turn(rect);
+    let cw = s / r.h;
+    let mut y = r.y;
+    for (k, a) in row {
+        let hh = a / cw;
+        out[k] = turn(TileRect {
+            x: r.x,
+            y,
+            w: cw,
+            h: hh,
+        });
+        y += hh;
+    }
+    turn(TileRect {
+        x: r.x + cw,
+        w: (r.w - cw).max(0.0),
+        ..r
+    })
 }
 
 /// A tile's label: the name of the machine a directory named by its hash belongs to (smolvm's

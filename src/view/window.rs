@@ -235,6 +235,15 @@ impl WindowView {
     }
 }
 
+/// The ids of `ids` a Reclaim of the window's selection counts: those `shown` (the report as the
+/// window's filter shows it) lists, and any `report` does not know, which the planner refuses
+/// by name. A finding the filter hides is never reclaimed for having been selected before.
+pub fn in_view(report: &ScanReport, shown: &ScanReport, ids: Vec<String>) -> Vec<String> {
+    ids.into_iter()
+        .filter(|id| shown.finding(id).is_some() || report.finding(id).is_none())
+        .collect()
+}
+
 /// A machine's compaction target as `compact_plan` takes it (`smolvm:web`).
 pub fn machine_target(product: crate::model::Product, name: &str) -> String {
     format!("{}:{name}", product.as_str())
@@ -279,6 +288,49 @@ mod tests {
             needs: None,
             kept: None,
         }
+    }
+
+    /// Issue 41: which selected findings a Reclaim counts is the core's rule, not the shell's:
+    /// what the filter shows, and an id the report does not know (the planner refuses it by
+    /// name); a finding the filter hides is left out even when it was selected before.
+    #[test]
+    fn a_reclaim_of_the_selection_counts_only_what_the_filter_shows() {
+        use crate::model::{Finding, FindingKind, Verdict};
+        let t = tempfile::tempdir().unwrap();
+        let finding = |id: &str, bytes: u64| Finding {
+            id: id.into(),
+            product: Product::Smolvm,
+            kind: FindingKind::SmolvmDanglingDir,
+            path: t.path().join(id),
+            owner: None,
+            apparent_bytes: bytes,
+            allocated_bytes: bytes,
+            verdict: Verdict::Reclaimable,
+            reason: String::new(),
+            opt_in_class: None,
+            identity: None,
+            is_dir: true,
+            root: None,
+            mounts_inside: vec![],
+            owner_recheck: None,
+            refs: vec![],
+            kept: None,
+            newest_change_ns: 0,
+            used_by: Vec::new(),
+            needed_by: Vec::new(),
+            held_by: Vec::new(),
+        };
+        let mut r = report(t.path(), vec![]);
+        r.findings = vec![finding("big", 1 << 30), finding("small", 10)];
+        let mut shown = r.clone();
+        let f = crate::filter::Filter {
+            min_bytes: Some(1 << 20),
+            ..Default::default()
+        };
+        f.apply(&mut shown, std::time::SystemTime::now());
+        let ids = ["big", "small", "gone"].map(String::from).to_vec();
+        assert_eq!(in_view(&r, &shown, ids.clone()), ["big", "gone"]);
+        assert_eq!(in_view(&r, &r, ids.clone()), ids);
     }
 
     /// The compaction is asked with the core's sentence and its actions; a disk with nothing

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
-use smolsweep::exec::{self, Confirmed, ExecContext, How, Outcome, RealRunner, Rejudge};
+use smolsweep::exec::{self, Confirmed, How, Outcome, Road};
 use smolsweep::plan::{Action, Plan};
 use smolsweep_fixtures::disks::{debugfs_w, ext4_image, run as tool, s, to_qcow2};
 use smolsweep_fixtures::smolvm::{DiskSet, Smolvm};
@@ -373,13 +373,12 @@ fn compact_gives_back_free_space_of_raw_and_qcow2_disks_and_keeps_every_file() {
     }
 }
 
-/// Execute `plan` through the one executor, judged on a fresh scan of `sc`'s HOME.
+/// Execute `plan` through the one road every surface takes, judged on a fresh scan of `sc`'s
+/// HOME.
 fn execute(sc: &Scratch, plan: &Plan) -> exec::ExecReport {
-    let opts = crate::scan_options(&sc.home);
-    let runner = RealRunner::new(opts.env.clone(), opts.platform);
-    let mut judge = Rejudge::new(opts);
+    let road = Road::new(crate::scan_options(&sc.home));
     let confirmed = Confirmed::of(plan, How::YesFlag);
-    exec::execute(plan, ExecContext::confirmed(confirmed, &runner, &mut judge)).expect("runs")
+    crate::run_given(plan, Some(confirmed), road).expect("runs")
 }
 
 /// Why the compaction of `p` was skipped.
@@ -397,7 +396,7 @@ fn skipped(r: &exec::ExecReport, p: &Path) -> String {
 
 fn plan_for(sc: &Scratch, target: &str) -> Plan {
     let report = smolsweep::scan::scan(&crate::scan_options(&sc.home));
-    smolsweep::target::compact_plan(&report, &[target.to_string()]).unwrap()
+    smolsweep::compact_plan(&report, &[target.to_string()]).unwrap()
 }
 
 /// Hazard: a machine started, or a process that opened its disk, after the plan was made.
@@ -524,14 +523,8 @@ fn compact_refuses_a_kept_machines_disk() {
         "SMOLSWEEP_DATA_DIR".into(),
         sc.data.to_string_lossy().into_owned(),
     );
-    let runner = RealRunner::new(opts.env.clone(), opts.platform);
-    let mut judge = Rejudge::new(opts);
     let confirmed = Confirmed::of(&plan, How::YesFlag);
-    let r = exec::execute(
-        &plan,
-        ExecContext::confirmed(confirmed, &runner, &mut judge),
-    )
-    .unwrap();
+    let r = crate::run_given(&plan, Some(confirmed), Road::new(opts)).unwrap();
     assert!(skipped(&r, &h.web_storage).contains("kept"), "{r:#?}");
     assert_eq!(allocated(&h.web_storage), was);
 }
@@ -771,7 +764,7 @@ fn compact_plan_is_confirmed_with_the_cores_sentence() {
     let sc = Scratch::new();
     home1(&sc);
     let report = smolsweep::scan::scan(&crate::scan_options(&sc.home));
-    let plan = smolsweep::target::compact_plan(&report, &[]).unwrap();
+    let plan = smolsweep::compact_plan(&report, &[]).unwrap();
     let c = smolsweep::view::confirmation(&plan);
     assert_eq!(c.headline, "Compact 3 disks");
     assert_eq!(

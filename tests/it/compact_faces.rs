@@ -142,7 +142,7 @@ fn a_kept_machines_disk_is_never_estimated_counted_offered_or_planned_for_compac
         assert!(s.contains(&total), "a second total {s:?} in:\n{dry}");
     }
     assert!(!dry.contains(disks[1].to_str().unwrap()), "{dry}");
-    let plan = smolsweep::target::compact_plan(&r, &[]).unwrap();
+    let plan = smolsweep::compact_plan(&r, &[]).unwrap();
     assert_eq!(plan.actions.len(), 1, "{plan:#?}");
     let m2_dir = disks[1].parent().unwrap().to_str().unwrap();
     assert!(
@@ -155,7 +155,7 @@ fn a_kept_machines_disk_is_never_estimated_counted_offered_or_planned_for_compac
     assert_eq!(code, 1, "{out}{err}");
     assert!(err.contains("kept by you (keep rule"), "{err}");
     assert!(
-        smolsweep::target::compact_plan(&r, &["smolvm:m2".into()]).is_err(),
+        smolsweep::compact_plan(&r, &["smolvm:m2".into()]).is_err(),
         "never planned"
     );
 }
@@ -172,7 +172,7 @@ fn a_disk_kept_after_the_scan_is_no_longer_offered_for_compaction() {
     let (code, _, err) = cli(&sc, &["keep", "add", "smolvm:m2"]);
     assert_eq!(code, 0, "{err}");
     let keep_file = sc.data.join("keep.json");
-    smolsweep::target::apply_keeps_at(&mut r, &keep_file);
+    smolsweep::apply_keeps_at(&mut r, &keep_file);
     assert!(disk(&r, &disks[1]).kept.is_some());
     assert_eq!(r.compact.compactable_disks, 1);
     let tray = TrayModel::from_report(&r, &TraySettings::default());

@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 use smolsweep::env::EnvSnapshot;
 use smolsweep::exec::RealRunner;
-use smolsweep::exec::{self, ActionRunner, Confirmed, ExecContext, How, Outcome, UnwiredRunner};
+use smolsweep::exec::{self, ActionRunner, Confirmed, How, Outcome, Road, UnwiredRunner};
 use smolsweep::exec::{ProcessRef, ReapOptions};
 use smolsweep::model::{
     Finding, OptInClass, OwnerRecord, Platform, Product, ScanReport, Scope, Verdict, VmProcess,
@@ -143,8 +143,7 @@ fn execute_with(plan: &Plan, runner: &dyn ActionRunner) -> exec::ExecReport {
         now: SystemTime::now(),
     });
     let confirmed = Confirmed::of(plan, How::YesFlag);
-    exec::execute(plan, ExecContext::confirmed(confirmed, runner, &mut judge))
-        .expect("the plan runs")
+    crate::run_given(plan, Some(confirmed), Road::given(&mut judge, runner)).expect("the plan runs")
 }
 
 /// Path deletions only (no machine, process or mount action is wired in).

@@ -15,8 +15,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use smolsweep::exec::{self, Confirmed, ExecContext, ExecError, How, Judge, Origin, UnwiredRunner};
-use smolsweep::journal::{self, Journal};
+use smolsweep::exec::{
+    self, Confirmed, ExecError, How, Judge, Origin, Road, RunError, UnwiredRunner,
+};
+use smolsweep::journal;
 use smolsweep::plan::{Action, Plan, PlanError, PlannedAction, MAX_ACTIONS};
 use smolsweep_fixtures::{Home, Layout, Scratch, OLD};
 
@@ -224,7 +226,7 @@ fn a_plan_file_larger_than_the_cap_is_refused_unread() {
     // Sparse: 64 MiB and one byte of nothing, taking no space.
     let big = s.dir().join("big-plan.json");
     let f = std::fs::File::create(&big).unwrap();
-    f.set_len(smolsweep::input::MAX_PLAN_BYTES + 1).unwrap();
+    f.set_len(smolsweep::MAX_PLAN_BYTES + 1).unwrap();
     drop(f);
     let r = run(&s, &["apply", big.to_str().unwrap(), "--yes"]);
     assert_eq!(r.code, 1, "{}", r.text());
@@ -246,7 +248,7 @@ fn a_plan_file_larger_than_the_cap_is_refused_unread() {
     );
     assert_eq!(
         std::fs::metadata(&big).unwrap().len(),
-        smolsweep::input::MAX_PLAN_BYTES + 1
+        smolsweep::MAX_PLAN_BYTES + 1
     );
     assert_all_exist(&orphans, &r);
     assert_no_run_journaled(&s);
@@ -280,23 +282,18 @@ impl Judge for AsPlanned {
 /// Execute `plan` for real (confirmed, journaled at `s`'s journal, every action judged as
 /// planned): the error that refused it.
 fn execute_refused(s: &Scratch, plan: &Plan) -> PlanError {
-    let mut j = Journal::open(&s.data.join("journal.jsonl")).unwrap();
-    let r = exec::execute(
+    let r = exec::run(
         plan,
-        ExecContext::confirmed(
-            Confirmed::of(plan, How::YesFlag),
-            &UnwiredRunner,
-            &mut AsPlanned,
-        )
-        .journal(&mut j)
-        .origin(Origin::new("cli", "test")),
+        Some(Confirmed::of(plan, How::YesFlag)),
+        Origin::new("cli", "test"),
+        Road::given(&mut AsPlanned, &UnwiredRunner).journal_at(s.data.join("journal.jsonl")),
     );
     let entries = journal::read(&s.data.join("journal.jsonl"))
         .unwrap()
         .entries;
     assert!(entries.is_empty(), "journaled: {entries:?}");
     match r {
-        Err(ExecError::Plan(e)) => e,
+        Err(RunError::Exec(ExecError::Plan(e))) => e,
         other => panic!("the plan ran: {other:?}"),
     }
 }

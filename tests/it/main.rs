@@ -57,3 +57,21 @@ pub(crate) fn scan_options(home: &smolsweep_fixtures::Home) -> smolsweep::scan::
         now: std::time::SystemTime::now(),
     }
 }
+
+/// Run `plan` the way every surface does (`exec::run`), on `road` (a test's own judge and runner:
+/// `Road::given`), journaled in a scratch journal that is dropped afterwards: `confirmed`, or a
+/// dry run when it is `None`. A test that reads the journal sets its own with `journal_at`.
+pub(crate) fn run_given(
+    plan: &smolsweep::plan::Plan,
+    confirmed: Option<smolsweep::exec::Confirmed>,
+    road: smolsweep::exec::Road<'_>,
+) -> Result<smolsweep::exec::ExecReport, smolsweep::exec::RunError> {
+    let scratch = tempfile::tempdir().expect("a scratch directory for the journal");
+    let road = road.journal_at(scratch.path().join("journal.jsonl"));
+    smolsweep::exec::run(
+        plan,
+        confirmed,
+        smolsweep::exec::Origin::new("cli", "test"),
+        road,
+    )
+}

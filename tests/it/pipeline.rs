@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use smolsweep::env::EnvSnapshot;
-use smolsweep::exec::{self, Confirmed, ExecContext, How, Outcome, UnwiredRunner};
+use smolsweep::exec::{self, Confirmed, How, Outcome, Road, UnwiredRunner};
 use smolsweep::model::{Platform, ScanReport};
 use smolsweep::plan::{Action, Plan, Selection};
 use smolsweep::scan::{scan, ScanOptions};
@@ -43,13 +43,10 @@ thread_local! {
 fn execute(plan: &Plan) -> exec::ExecReport {
     let opts = LAST.with(|l| l.borrow().clone()).expect("scanned first");
     let mut judge = exec::Rejudge::new(opts);
-    exec::execute(
+    crate::run_given(
         plan,
-        ExecContext::confirmed(
-            Confirmed::of(plan, How::YesFlag),
-            &UnwiredRunner,
-            &mut judge,
-        ),
+        Some(Confirmed::of(plan, How::YesFlag)),
+        Road::given(&mut judge, &UnwiredRunner),
     )
     .unwrap()
 }

@@ -15,8 +15,8 @@ use std::time::{Duration, SystemTime};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use smolsweep::exec::{
-    execute, ActionRunner, Confirmed, ExecContext, ExecError, ExecReport, How, Judge, Origin,
-    Outcome, ProgressEvent,
+    ActionRunner, Confirmed, ExecError, ExecReport, How, Judge, Origin, Outcome, ProgressEvent,
+    Road, RunError,
 };
 use smolsweep::journal::{self, Journal, JournalEntry};
 use smolsweep::model::*;
@@ -189,15 +189,11 @@ impl Judge for AsPlanned {
 
 fn run(plan: &Plan, runner: &dyn ActionRunner) -> ExecReport {
     let confirmed = Confirmed::of(plan, How::YesFlag);
-    execute(
-        plan,
-        ExecContext::confirmed(confirmed, runner, &mut AsPlanned),
-    )
-    .unwrap()
+    crate::run_given(plan, Some(confirmed), Road::given(&mut AsPlanned, runner)).unwrap()
 }
 
 fn dry(plan: &Plan, runner: &dyn ActionRunner) -> ExecReport {
-    execute(plan, ExecContext::dry_run(runner, &mut AsPlanned)).unwrap()
+    crate::run_given(plan, None, Road::given(&mut AsPlanned, runner)).unwrap()
 }
 
 fn exists(p: &Path) -> bool {
@@ -321,14 +317,14 @@ fn dry_run_never_reaches_delete_primitive() {
 
     let data = tempfile::tempdir().unwrap();
     let jpath = data.path().join("journal.jsonl");
-    let mut j = Journal::open(&jpath).unwrap();
+    Journal::open(&jpath).unwrap();
     let runner = Recorder::default();
     let before = smolsweep::exec::delete_calls_on_this_thread();
-    let r = execute(
+    let r = smolsweep::exec::run(
         &plan,
-        ExecContext::dry_run(&runner, &mut AsPlanned)
-            .journal(&mut j)
-            .origin(Origin::new("cli", "test")),
+        None,
+        Origin::new("cli", "test"),
+        Road::given(&mut AsPlanned, &runner).journal_at(jpath.clone()),
     )
     .unwrap();
     assert_eq!(smolsweep::exec::delete_calls_on_this_thread(), before);
@@ -979,31 +975,28 @@ fn plan_id_tamper_is_refused() {
     // The executor refuses a changed plan and a confirmation given for another plan.
     let mut edited = plan.clone();
     edited.roots.push("/".into());
-    let e = execute(
+    let e = crate::run_given(
         &edited,
-        ExecContext::confirmed(
-            Confirmed::of(&edited, How::YesFlag),
-            &Recorder::default(),
-            &mut AsPlanned,
-        ),
+        Some(Confirmed::of(&edited, How::YesFlag)),
+        Road::given(&mut AsPlanned, &Recorder::default()),
     );
     assert!(matches!(
         e,
-        Err(ExecError::Plan(PlanError::Tampered { .. }))
+        Err(RunError::Exec(ExecError::Plan(PlanError::Tampered { .. })))
     ));
     let other = Plan::from_scan(
         &report(&s.home, &[&s.root], vec![]),
         &Selection::reclaimable(),
     );
-    let e = execute(
+    let e = crate::run_given(
         &plan,
-        ExecContext::confirmed(
-            Confirmed::of(&other, How::YesFlag),
-            &Recorder::default(),
-            &mut AsPlanned,
-        ),
+        Some(Confirmed::of(&other, How::YesFlag)),
+        Road::given(&mut AsPlanned, &Recorder::default()),
     );
-    assert!(matches!(e, Err(ExecError::WrongConfirmation { .. })));
+    assert!(matches!(
+        e,
+        Err(RunError::Exec(ExecError::WrongConfirmation { .. }))
+    ));
     assert!(s.root.join("a.log").exists());
 }
 
@@ -1028,17 +1021,20 @@ fn a_confirmation_of_one_plan_does_not_run_another() {
     a_changed.id = a_changed.content_id();
     let data = tempfile::tempdir().unwrap();
     let jpath = data.path().join("journal.jsonl");
-    let mut j = Journal::open(&jpath).unwrap();
     let runner = Recorder::default();
     for other in [&b, &a_changed] {
         let before = smolsweep::exec::delete_calls_on_this_thread();
-        let r = execute(
+        let r = smolsweep::exec::run(
             other,
-            ExecContext::confirmed(Confirmed::of(&a, How::Answered), &runner, &mut AsPlanned)
-                .journal(&mut j),
+            Some(Confirmed::of(&a, How::Answered)),
+            Origin::new("cli", "test"),
+            Road::given(&mut AsPlanned, &runner).journal_at(jpath.clone()),
         );
         let e = r.expect_err("a token for plan A ran another plan");
-        assert!(matches!(e, ExecError::WrongConfirmation { .. }), "{e}");
+        assert!(
+            matches!(e, RunError::Exec(ExecError::WrongConfirmation { .. })),
+            "{e}"
+        );
         assert!(e.to_string().contains("nothing was done"), "{e}");
         assert_eq!(smolsweep::exec::delete_calls_on_this_thread(), before);
     }
@@ -1068,7 +1064,6 @@ fn journal_survives_a_crash_mid_run() {
     let plan = Plan::from_scan(&report(&s.home, &[&s.root], f), &Selection::reclaimable());
     let data = tempfile::tempdir().unwrap();
     let jpath = data.path().join("journal.jsonl");
-    let mut j = Journal::open(&jpath).unwrap();
     // plan_started must be on disk before the first action starts.
     let seen_before_first = RefCell::new(None);
     let progress = |ev: &ProgressEvent| {
@@ -1077,16 +1072,13 @@ fn journal_survives_a_crash_mid_run() {
             *seen_before_first.borrow_mut() = Some(c.entries.clone());
         }
     };
-    let r = execute(
+    let r = smolsweep::exec::run(
         &plan,
-        ExecContext::confirmed(
-            Confirmed::of(&plan, How::YesFlag),
-            &Recorder::default(),
-            &mut AsPlanned,
-        )
-        .journal(&mut j)
-        .progress(&progress)
-        .origin(Origin::new("cli", "test")),
+        Some(Confirmed::of(&plan, How::YesFlag)),
+        Origin::new("cli", "test"),
+        Road::given(&mut AsPlanned, &Recorder::default())
+            .journal_at(jpath.clone())
+            .sink(&progress),
     )
     .unwrap();
     let first = seen_before_first.into_inner().unwrap();
@@ -1121,21 +1113,15 @@ fn journal_survives_a_crash_mid_run() {
     assert_eq!(runs[0].freed_bytes, None);
 
     // The next run appends after the damaged line and is readable in full.
-    drop(j);
-    let mut j = Journal::open(&jpath).unwrap();
     let empty = Plan::from_scan(
         &report(&s.home, &[&s.root], vec![]),
         &Selection::reclaimable(),
     );
-    execute(
+    smolsweep::exec::run(
         &empty,
-        ExecContext::confirmed(
-            Confirmed::of(&empty, How::YesFlag),
-            &Recorder::default(),
-            &mut AsPlanned,
-        )
-        .journal(&mut j)
-        .origin(Origin::new("cli", "test")),
+        Some(Confirmed::of(&empty, How::YesFlag)),
+        Origin::new("cli", "test"),
+        Road::given(&mut AsPlanned, &Recorder::default()).journal_at(jpath.clone()),
     )
     .unwrap();
     let c = journal::read(&jpath).unwrap();
@@ -1208,9 +1194,8 @@ fn freed_bytes_are_not_moved_by_another_program_writing_to_the_same_disk() {
         }
     };
     let (runner, mut judge) = (Recorder::default(), AsPlanned);
-    let ctx = ExecContext::confirmed(Confirmed::of(&plan, How::YesFlag), &runner, &mut judge)
-        .progress(&writer);
-    let r = execute(&plan, ctx).unwrap();
+    let road = Road::given(&mut judge, &runner).sink(&writer);
+    let r = crate::run_given(&plan, Some(Confirmed::of(&plan, How::YesFlag)), road).unwrap();
     assert_eq!(r.done().count(), 2, "{:#?}", r.records);
     assert!(other.exists(), "the other program wrote its file");
     let fsm = &r.filesystems[0];

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::json;
-use smolsweep::exec::{self, ActionRunner, Confirmed, ExecContext, How, Outcome, Rejudge};
+use smolsweep::exec::{self, ActionRunner, Confirmed, How, Outcome, Rejudge, Road};
 use smolsweep::journal::{Journal, JournalEntry};
 use smolsweep::model::{Product, ScanReport};
 use smolsweep::plan::{Action, Plan, PlanError, PlannedAction, Selection};
@@ -54,7 +54,7 @@ impl ActionRunner for Recorder {
 fn execute(home: &Home, plan: &Plan, runner: &dyn ActionRunner) -> exec::ExecReport {
     let mut judge = Rejudge::new(opts(home));
     let confirmed = Confirmed::of(plan, How::YesFlag);
-    exec::execute(plan, ExecContext::confirmed(confirmed, runner, &mut judge)).expect("runs")
+    crate::run_given(plan, Some(confirmed), Road::given(&mut judge, runner)).expect("runs")
 }
 
 fn outcome_for<'r>(r: &'r exec::ExecReport, p: &Path) -> &'r Outcome {
@@ -403,7 +403,6 @@ fn journal_on_a_full_file_system_stops_the_run() {
     let mut placeholder = vec![b'#'; pre - 1];
     placeholder.push(b'\n');
     std::fs::write(&jpath, &placeholder).unwrap();
-    let mut j = Journal::open(&jpath).unwrap();
     let pages_needed = (pre + line).div_ceil(PAGE) - pre.div_ceil(PAGE);
     let filler = mnt.join("filler");
     {
@@ -419,8 +418,9 @@ fn journal_on_a_full_file_system_stops_the_run() {
     let mut judge = Rejudge::new(opts(&home));
     let runner = Recorder::default();
     let confirmed = Confirmed::of(&plan, How::YesFlag);
-    let ctx = ExecContext::confirmed(confirmed, &runner, &mut judge).journal(&mut j);
-    let r = exec::execute(&plan, ctx).expect("plan_started fits");
+    let road = Road::given(&mut judge, &runner).journal_at(jpath.clone());
+    let origin = exec::Origin::new("cli", "test");
+    let r = exec::run(&plan, Some(confirmed), origin, road).expect("plan_started fits");
     assert!(r.journal_error.is_some(), "{r:#?}");
     assert!(r.any_failed(), "a run whose journal failed reports failure");
     let done = r.done().count();
@@ -458,7 +458,7 @@ fn a_dry_run_previews_a_base_deleted_after_its_overlay_and_does_not_weaken_the_n
     assert!(plan.actions.iter().any(|a| base_action(&a.action)));
     let mut judge = Rejudge::new(opts(&home));
     let runner = exec::UnwiredRunner;
-    let dry = exec::execute(&plan, ExecContext::dry_run(&runner, &mut judge)).unwrap();
+    let dry = crate::run_given(&plan, None, Road::given(&mut judge, &runner)).unwrap();
     let rec = dry.records.iter().find(|r| base_action(&r.action)).unwrap();
     assert!(
         matches!(rec.outcome, Outcome::WouldDo { .. }),
@@ -468,9 +468,10 @@ fn a_dry_run_previews_a_base_deleted_after_its_overlay_and_does_not_weaken_the_n
     // The same judge, then a real run of the base alone (its overlay stays): refused.
     let alone = edited(&plan, |p| p.actions.retain(|a| base_action(&a.action)));
     assert_eq!(alone.actions.len(), 1);
-    let real = exec::execute(
+    let real = crate::run_given(
         &alone,
-        ExecContext::confirmed(Confirmed::of(&alone, How::YesFlag), &runner, &mut judge),
+        Some(Confirmed::of(&alone, How::YesFlag)),
+        Road::given(&mut judge, &runner),
     )
     .unwrap();
     assert!(
@@ -535,8 +536,8 @@ fn a_keep_rule_added_mid_run_keeps_what_it_names() {
     let mut judge = Rejudge::new(o);
     let confirmed = Confirmed::of(&plan, How::YesFlag);
     let runner = Recorder::default();
-    let ctx = ExecContext::confirmed(confirmed, &runner, &mut judge);
-    let r = exec::execute(&plan, ctx.progress(&progress)).expect("runs");
+    let road = Road::given(&mut judge, &runner).sink(&progress);
+    let r = crate::run_given(&plan, Some(confirmed), road).expect("runs");
     assert!(outcome_for(&r, &first).is_done(), "{r:?}");
     assert!(!first.exists());
     let why = skipped_why(outcome_for(&r, &last));
@@ -598,8 +599,8 @@ fn a_keep_rule_added_between_two_actions_of_one_run_keeps_the_whole_saved_disk()
     let mut judge = Rejudge::new(o);
     let confirmed = Confirmed::of(&plan, How::YesFlag);
     let runner = Recorder::default();
-    let ctx = ExecContext::confirmed(confirmed, &runner, &mut judge);
-    let r = exec::execute(&plan, ctx.progress(&progress)).expect("runs");
+    let road = Road::given(&mut judge, &runner).sink(&progress);
+    let r = crate::run_given(&plan, Some(confirmed), road).expect("runs");
     assert!(outcome_for(&r, &companion).is_done(), "{r:?}");
     for p in [&disk, &marker] {
         assert!(

@@ -8,11 +8,11 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
 use smolsweep::env::EnvSnapshot;
-use smolsweep::filter::Filter;
 use smolsweep::model::{Platform, Product};
 use smolsweep::scan::{scan, ScanOptions};
 use smolsweep::trend::{self, Point};
 use smolsweep::view::ScanView;
+use smolsweep::Filter;
 use smolsweep_fixtures::smolvm::DiskSet;
 use smolsweep_fixtures::{age_tree, Scratch};
 

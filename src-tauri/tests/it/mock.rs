@@ -14,7 +14,6 @@ use smolsweep::model::{
     Totals, Verdict, VmProcess, SCAN_SCHEMA,
 };
 use smolsweep::plan::Plan as CorePlan;
-use smolsweep_desktop::backend::run_plan;
 use smolsweep_desktop::{build_app, build_menu, handle_menu_id, Backend, Deps, Note, Notifier};
 use tauri::menu::MenuItemKind;
 use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime};
@@ -87,15 +86,11 @@ impl Backend for Fake {
         progress: &dyn Fn(&ProgressEvent),
     ) -> Result<ExecReport, String> {
         let runner = Recorder(&self.calls);
-        run_plan(
-            plan,
-            confirmed,
-            &self.journal,
-            &mut AsPlanned,
-            &runner,
-            origin,
-            progress,
-        )
+        let mut judge = AsPlanned;
+        let road = smolsweep::exec::Road::given(&mut judge, &runner)
+            .journal_at(self.journal.clone())
+            .sink(progress);
+        smolsweep::exec::run(plan, Some(confirmed), origin, road).map_err(|e| e.to_string())
     }
     fn journal_path(&self) -> Option<PathBuf> {
         Some(self.journal.clone())
@@ -233,24 +228,10 @@ fn world(delay_ms: u64, confirm: bool) -> World {
         calls: Mutex::new(vec![]),
         journal: dir.path().join("smolsweep-data/journal.jsonl"),
         keep: dir.path().join("smolsweep-data/keep.json"),
-        policy: smolsweep::policy::path_for(&home),
+        policy: smolsweep::policy_path(&home),
     });
     let notes = Arc::new(Notes::default());
-    let deps = Deps {
-        backend: fake.clone(),
-        notifier: notes.clone(),
-        config_dir: Some(dir.path().join("config")),
-        data_dir: Some(dir.path().join("data")),
-        tray: false,
-        background: false,
-        confirm_answer: confirm,
-    };
-    let app = build_app(mock_builder(), deps)
-        .build(mock_context(noop_assets()))
-        .unwrap();
-    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
-        .build()
-        .unwrap();
+    let (app, window) = crate::common::mock_app(fake.clone(), notes.clone(), dir.path(), confirm);
     World {
         _dir: dir,
         home,
@@ -1446,9 +1427,8 @@ fn automatic_clean_up_asks_once_then_runs_within_its_cap() {
     s["auto_confirmed"] = json!(true); // the window cannot confirm by itself
     let s = call(&w, "set_settings", json!({"settings": s})).unwrap();
     assert_eq!(s["auto_confirmed"], false);
-    let file = smolsweep::policy::path_for(&w.home);
-    let saved =
-        smolsweep::policy::Policy::from_json(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let file = smolsweep::policy_path(&w.home);
+    let saved = smolsweep::Policy::from_json(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert!(saved.enabled);
 
     // First run: a preview, one notification, nothing deleted; the next scan does not ask again.

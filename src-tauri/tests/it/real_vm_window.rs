@@ -364,9 +364,13 @@ async fn window_stops_then_deletes_a_real_celesto_sandbox_through_celestos_cli()
     // `$XDG_CACHE_HOME` otherwise) goes outside the HOME, which must change only as planned.
     let mesa = s.root.join("mesa-shader-cache");
     let extra = [("MESA_SHADER_CACHE_DIR", mesa.to_str().unwrap())];
-    let (driver, port) = spawn_driver(s.env(&s.celesto_path()), &extra, "tauri-driver-real-vm.log");
-    let c = connect(port).await;
-    c.set_window_size(1280, 800).await.ok();
+    let (driver, c) = open_window(
+        s.env(&s.celesto_path()),
+        &extra,
+        "tauri-driver-real-vm.log",
+        (1280, 800),
+    )
+    .await;
     nav(&c, "vms").await;
     wait_css_for(&c, &row_css(ID), 60).await;
     let row = view_row(&c, ID)

@@ -7,17 +7,60 @@
 
 use std::path::Path;
 
+/// Every Rust file of the shell (`src-tauri/src/`) with its text.
+fn shell_sources() -> Vec<(std::path::PathBuf, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut out: Vec<_> = std::fs::read_dir(&src)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| {
+            let code = std::fs::read_to_string(&p).unwrap();
+            (p, code)
+        })
+        .collect();
+    out.sort();
+    assert!(
+        out.len() > 10,
+        "only {} files in {}",
+        out.len(),
+        src.display()
+    );
+    out
+}
+
+/// The shell's code without its tests.
+fn without_tests(code: &str) -> &str {
+    code.split("#[cfg(test)]\nmod tests")
+        .next()
+        .unwrap_or_default()
+}
+
 /// The string literals of `code` (its tests and log lines left out) that read as a sentence or
 /// a heading, with their line numbers.
 fn sentences(code: &str) -> Vec<(usize, String)> {
-    let code = code
-        .split("#[cfg(test)]\nmod tests")
-        .next()
-        .unwrap_or_default();
+    let words = |lit: &str| {
+        lit.split(|c: char| !c.is_ascii_alphabetic())
+            .filter(|w| !w.is_empty())
+            .count()
+    };
+    let capital = |lit: &str| {
+        lit.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+            && lit.chars().nth(1).is_some_and(|c| c.is_ascii_lowercase())
+    };
+    rust_literals(code, true)
+        .into_iter()
+        .filter(|(_, lit)| words(lit) >= 3 && capital(lit))
+        .collect()
+}
+
+/// The one-line string literals of `code` (its tests and comment lines left out, and its log
+/// lines when `skip_logs`), with their line numbers.
+fn rust_literals(code: &str, skip_logs: bool) -> Vec<(usize, String)> {
     let mut out = Vec::new();
-    for (i, line) in code.lines().enumerate() {
+    for (i, line) in without_tests(code).lines().enumerate() {
         let t = line.trim_start();
-        if t.starts_with("//") || t.contains("tracing::") {
+        if t.starts_with("//") || (skip_logs && t.contains("tracing::")) {
             continue;
         }
         let mut rest = line;
@@ -37,16 +80,7 @@ fn sentences(code: &str) -> Vec<(usize, String)> {
                 }
             }
             let Some(end) = end else { break };
-            let lit = &after[..end];
-            let words = lit
-                .split(|c: char| !c.is_ascii_alphabetic())
-                .filter(|w| !w.is_empty())
-                .count();
-            let capital = lit.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-                && lit.chars().nth(1).is_some_and(|c| c.is_ascii_lowercase());
-            if words >= 3 && capital {
-                out.push((i + 1, lit.to_string()));
-            }
+            out.push((i + 1, after[..end].to_string()));
             rest = &after[end + 1..];
         }
     }
@@ -55,15 +89,10 @@ fn sentences(code: &str) -> Vec<(usize, String)> {
 
 #[test]
 fn the_shell_holds_no_sentence_of_its_own() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut found = Vec::new();
-    for e in std::fs::read_dir(&src).unwrap() {
-        let p = e.unwrap().path();
-        if p.extension().is_some_and(|x| x == "rs") {
-            let code = std::fs::read_to_string(&p).unwrap();
-            for (n, lit) in sentences(&code) {
-                found.push(format!("{}:{n}: {lit:?}", p.display()));
-            }
+    for (p, code) in shell_sources() {
+        for (n, lit) in sentences(&code) {
+            found.push(format!("{}:{n}: {lit:?}", p.display()));
         }
     }
     assert!(
@@ -682,4 +711,252 @@ function f(p, what) {
         ]
     );
     assert_eq!(keys, ["overview", "notify_me", "auto_note", "auto_min_age"]);
+}
+
+// ---- no kind of finding named by the shell or the window ----------------------------------
+
+/// What names a kind of finding in code: its stable string (`celesto.orphan_disk`), its short
+/// name (`orphaned-disks`) and its variant (`FindingKind::CelestoOrphanDisk`). A kind is the
+/// core's to decide on; the shell and the window carry the kinds the core hands them.
+fn kind_names() -> Vec<String> {
+    use smolsweep::model::FindingKind;
+    let mut out = Vec::new();
+    for k in FindingKind::ALL {
+        out.push(k.as_str().to_string());
+        out.push(k.short().to_string());
+    }
+    out
+}
+
+/// The literals of `lits` that name a kind: one holding a stable string, or one that is a short
+/// name.
+fn kind_literals(lits: Vec<(usize, String)>, names: &[String]) -> Vec<(usize, String)> {
+    lits.into_iter()
+        .filter(|(_, l)| {
+            names
+                .iter()
+                .any(|n| l == n || (n.contains('.') && l.contains(n.as_str())))
+        })
+        .collect()
+}
+
+/// The lines of Rust `code` (its tests left out) that name a kind's variant (not `ALL`).
+fn kind_variants(code: &str) -> Vec<(usize, String)> {
+    without_tests(code)
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let t = l.trim_start();
+            !t.starts_with("//")
+                && l.match_indices("FindingKind::").any(|(at, m)| {
+                    let mut rest = l[at + m.len()..].chars();
+                    rest.next().is_some_and(|c| c.is_ascii_uppercase())
+                        && rest.next().is_some_and(|c| c.is_ascii_lowercase())
+                })
+        })
+        .map(|(n, l)| (n + 1, l.trim().to_string()))
+        .collect()
+}
+
+/// Every kind of finding named in the shell's code or the window's scripts and page: the kinds
+/// are the core's, which decides what each means.
+fn kinds_named_by_the_shell_and_the_window() -> Vec<String> {
+    let names = kind_names();
+    let mut found = Vec::new();
+    for (p, code) in shell_sources() {
+        let mut hits = kind_literals(rust_literals(&code, false), &names);
+        hits.extend(kind_variants(&code));
+        for (n, lit) in hits {
+            found.push(format!("{}:{n}: {lit:?}", p.display()));
+        }
+    }
+    for (name, text) in ui_files() {
+        let lits: Vec<(usize, String)> = match name.ends_with(".html") {
+            true => text
+                .lines()
+                .enumerate()
+                .map(|(n, l)| (n + 1, l.to_string()))
+                .collect(),
+            false => literals(&text)
+                .into_iter()
+                .map(|l| (l.line, l.text))
+                .collect(),
+        };
+        let stable: Vec<String> = names.iter().filter(|n| n.contains('.')).cloned().collect();
+        let names = if name.ends_with(".html") {
+            &stable
+        } else {
+            &names
+        };
+        for (n, lit) in kind_literals(lits, names) {
+            found.push(format!("ui/{name}:{n}: {lit:?}"));
+        }
+    }
+    found
+}
+
+/// No kind literal in the shell or the window (issue 41): which kinds a surface treats apart is
+/// decided in the core, by the kind's row, never by a shell naming `celesto.orphan_disk`.
+#[test]
+fn no_kind_literal_in_the_shell_or_the_window() {
+    let found = kinds_named_by_the_shell_and_the_window();
+    assert!(
+        found.is_empty(),
+        "kinds of finding named outside the core (decide by the kind's row in smolsweep):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The check itself: a stable string, a short name and a variant are found in Rust and in a
+/// script; a kind handed on from the core, a file name and the same words in a test are not.
+#[test]
+fn a_kind_literal_is_found_and_a_kind_handed_on_is_not() {
+    let names = kind_names();
+    let rust = r#"
+fn f(k: &str) {
+    if k == "celesto.orphan_disk" { return; }
+    let s = "orphaned-disks";
+    let v = smolsweep::model::FindingKind::SmolvmDanglingDir;
+    let db = dir.join("celesto.db");
+    // "celesto.saved_disk" in a comment
+    let kind = finding.kind;
+    let all = smolsweep::model::FindingKind::ALL;
+}
+#[cfg(test)]
+mod tests {
+    const K: &str = "celesto.orphan_disk";
+}
+"#;
+    let lits = kind_literals(rust_literals(rust, false), &names);
+    assert_eq!(
+        lits,
+        [
+            (3, "celesto.orphan_disk".to_string()),
+            (4, "orphaned-disks".to_string())
+        ]
+    );
+    assert_eq!(
+        kind_variants(rust),
+        [(
+            5,
+            "let v = smolsweep::model::FindingKind::SmolvmDanglingDir;".to_string()
+        )]
+    );
+    let js = r#"
+const saved = findings.filter((f) => f.kind === "celesto.saved_disk");
+const opts = kinds.map((k) => el("option", { value: k.kind, text: k.label }));
+const tip = `${f.kind}: smolvm.dangling_dir`;
+"#;
+    let lits: Vec<(usize, String)> = literals(js).into_iter().map(|l| (l.line, l.text)).collect();
+    let got: Vec<usize> = kind_literals(lits, &names)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(got, [2, 4]);
+}
+
+// ---- no count worded by the shell -----------------------------------------------------------
+
+/// The literals of `code` (its tests and log lines left out) that word a count: a number before
+/// a word (`"1 check failed"`, `" · 1 mount inside"`), or a plural's ending chosen in code
+/// (`if n == 1 { "" } else { "s" }`). Counting is wording: the core's.
+fn counts_worded(code: &str) -> Vec<(usize, String)> {
+    rust_literals(code, true)
+        .into_iter()
+        .filter(|(_, lit)| {
+            let toks: Vec<&str> = lit.split_whitespace().collect();
+            let numbered = toks.windows(2).any(|p| {
+                p[0].chars().all(|c| c.is_ascii_digit())
+                    && p[1].chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            });
+            numbered || lit == "s" || lit == "es"
+        })
+        .collect()
+}
+
+/// The shell words no count (issue 41): "1 check failed" and "{n} checks failed", "1 mount
+/// inside", "… and 3 more" are the core's, which chooses singular or plural once.
+#[test]
+fn the_shell_words_no_count_of_its_own() {
+    let code = r#"
+fn f(n: usize) -> String {
+    let a = "1 check failed: it names what remains.";
+    let b = format!("{n} item{}", if n == 1 { "" } else { "s" });
+    let c = format!("{n} checks failed");
+    tracing::info!("2 scans ran");
+    let d = "port 8080";
+}
+"#;
+    let got: Vec<usize> = counts_worded(code).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(got, [3, 4]);
+    let mut found = Vec::new();
+    for (p, code) in shell_sources() {
+        for (n, lit) in counts_worded(&code) {
+            found.push(format!("{}:{n}: {lit:?}", p.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "counts worded in the shell (the core words them):\n{}",
+        found.join("\n")
+    );
+}
+
+// ---- no decision in the window ---------------------------------------------------------------
+
+/// What a window script decides that is the core's: a step's or an outcome's status compared
+/// with a literal (`s.status !== "removed"`: what counts as a partial run), or a policy default
+/// typed again (`|| "7d"`), with their line numbers.
+fn window_decisions(code: &str, defaults: &[String]) -> Vec<(usize, String)> {
+    let mut out: Vec<(usize, String)> = code
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            ["status ===", "status !==", "status ==", "status !="]
+                .iter()
+                .any(|c| l.contains(c))
+        })
+        .map(|(n, l)| (n + 1, l.trim().to_string()))
+        .collect();
+    out.extend(
+        literals(code)
+            .into_iter()
+            .filter(|l| defaults.contains(&l.text))
+            .map(|l| (l.line, l.text)),
+    );
+    out.sort();
+    out
+}
+
+/// The window decides nothing the core decides (issue 41): whether a run was partial, and the
+/// automatic clean-up's defaults, come from the core (`partial`, `other_lines`,
+/// `Policy::with_defaults`).
+#[test]
+fn the_window_decides_no_outcome_and_types_no_policy_default() {
+    let p = smolsweep::Policy::default();
+    let defaults = vec![p.min_age.clone(), p.ask_above.clone()];
+    let js = r##"
+const other = out.steps.filter((s) => s.status !== "removed");
+const age = $("#a-age").value.trim() || "7d";
+box.className = `result${out.partial ? " partial" : ""}`;
+el("li", { dataset: { status: s.status } }, out.lines[i]);
+"##;
+    let got: Vec<usize> = window_decisions(js, &defaults)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(got, [2, 3]);
+    let mut found = Vec::new();
+    for (name, text) in ui_files() {
+        if name == "app.js" {
+            for (n, l) in window_decisions(&text, &defaults) {
+                found.push(format!("ui/{name}:{n}: {l}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "decisions in the window (they belong in the core):\n{}",
+        found.join("\n")
+    );
 }

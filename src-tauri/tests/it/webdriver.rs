@@ -18,12 +18,9 @@ use smolsweep::model::{human_bytes, Scope, Verdict, VmProcess};
 use smolsweep_fixtures::vmm::{spawn, standin_bin, Shape};
 use smolsweep_fixtures::{age_tree, Home, Layout, OLD};
 
-fn start_driver(s: &Scratch) -> (Driver, u16) {
-    start_driver_with(s, &[])
-}
-
-fn start_driver_with(s: &Scratch, extra_env: &[(&str, &str)]) -> (Driver, u16) {
-    spawn_driver(s.app_env(), extra_env, "tauri-driver.log")
+/// The window of the app on `s`'s HOME at 1280x800.
+async fn open(s: &Scratch, extra_env: &[(&str, &str)]) -> (Driver, Client) {
+    open_window(s.app_env(), extra_env, "tauri-driver.log", (1280, 800)).await
 }
 
 async fn checkbox(c: &Client, id: &str) -> fantoccini::elements::Element {
@@ -34,9 +31,7 @@ async fn checkbox(c: &Client, id: &str) -> fantoccini::elements::Element {
 #[ignore = "needs a display server, tauri-driver and WebKitWebDriver: run scripts/desktop-tests.sh"]
 async fn window_select_confirm_execute_removes_exactly_the_selected_files() {
     let s = Scratch::with_leftovers();
-    let (_driver, port) = start_driver(&s);
-    let c = connect(port).await;
-    c.set_window_size(1280, 800).await.ok();
+    let (_driver, c) = open(&s, &[]).await;
 
     // The overview with totals, after the first scan.
     let total = human_bytes(s.reclaimable_bytes());
@@ -253,9 +248,7 @@ async fn window_select_confirm_execute_removes_exactly_the_selected_files() {
 #[ignore = "needs a display server, tauri-driver and WebKitWebDriver: run scripts/desktop-tests.sh"]
 async fn window_follows_a_dark_desktop_theme() {
     let s = Scratch::with_leftovers();
-    let (_driver, port) = start_driver_with(&s, &[("GTK_THEME", "Adwaita:dark")]);
-    let c = connect(port).await;
-    c.set_window_size(1280, 800).await.ok();
+    let (_driver, c) = open(&s, &[("GTK_THEME", "Adwaita:dark")]).await;
     wait_css(&c, "tr.finding").await;
     let bg = c
         .execute(
@@ -318,9 +311,7 @@ async fn window_ends_an_orphaned_vm_through_its_plan_and_both_histories_show_the
         env.push((k.into(), home.path(rel).display().to_string()));
     }
     env.push(("SMOLSWEEP_DATA_DIR".into(), data.display().to_string()));
-    let (_driver, port) = spawn_driver(env, &[], "tauri-driver-end-process.log");
-    let c = connect(port).await;
-    c.set_window_size(1280, 800).await.ok();
+    let (_driver, c) = open_window(env, &[], "tauri-driver-end-process.log", (1280, 800)).await;
 
     nav(&c, "vms").await;
     let row = format!(".vm[data-pid='{pid}']");
@@ -440,9 +431,7 @@ async fn window_end_process_is_judged_again_when_it_runs_and_a_foreign_vm_plans_
         ..theirs.as_orphan("theirs", 0)
     });
     s.save();
-    let (_driver, port) = start_driver(&s);
-    let c = connect(port).await;
-    c.set_window_size(1280, 800).await.ok();
+    let (_driver, c) = open(&s, &[]).await;
     wait_css(&c, "tr.finding").await;
     nav(&c, "vms").await;
     let vm = wait_css(&c, &format!(".vm[data-pid='{}']", vmm.pid)).await;
@@ -585,9 +574,7 @@ async fn one_plan_gives_the_same_estimate_and_words_in_the_cli_the_tray_and_the_
         "the link counts once: {bytes}"
     );
 
-    let (_driver, port) = spawn_driver(env.clone(), &[], "tauri-driver-truth.log");
-    let c = connect(port).await;
-    c.set_window_size(1280, 800).await.ok();
+    let (_driver, c) = open_window(env.clone(), &[], "tauri-driver-truth.log", (1280, 800)).await;
     // The tray's model, as the app draws it.
     wait_css_for(&c, "tr.finding", 30).await;
     let tray = invoke(&c, "get_tray_model").await;
@@ -716,22 +703,7 @@ async fn axe(c: &Client) -> Vec<String> {
 async fn every_view_and_dialog_works_by_keyboard_and_axe_finds_no_serious_violation() {
     use fantoccini::key::Key;
     let mut s = Scratch::with_leftovers();
-    s.report.machines.push(smolsweep::model::Machine {
-        product: smolsweep::model::Product::Celesto,
-        name: "sb-live".into(),
-        state: "stopped".into(),
-        pid: None,
-        alive: false,
-        effective_state: "stopped".into(),
-        pid_start_time: None,
-        ephemeral: false,
-        created_at: None,
-        dir: None,
-        allocated_bytes: 1_000_000,
-        db: None,
-        branched_from: None,
-        kept: None,
-    });
+    s.add_stopped_sandbox("sb-live", 1_000_000);
     let mut theirs = FakeVmm::spawn(s.dir.path(), "theirs");
     s.add_process(VmProcess {
         scope: Scope::Foreign,
@@ -740,9 +712,7 @@ async fn every_view_and_dialog_works_by_keyboard_and_axe_finds_no_serious_violat
         ..theirs.as_orphan("theirs", 0)
     });
     s.save();
-    let (_driver, port) = start_driver(&s);
-    let c = connect(port).await;
-    c.set_window_size(1280, 800).await.ok();
+    let (_driver, c) = open(&s, &[]).await;
     wait_css(&c, "tr.finding").await;
     let mut violations = vec![];
     let mut check = |name: &str, v: Vec<String>| {
@@ -861,9 +831,7 @@ async fn every_view_and_dialog_works_by_keyboard_and_axe_finds_no_serious_violat
 #[ignore = "needs a display server, tauri-driver and WebKitWebDriver: run scripts/desktop-tests.sh"]
 async fn a_treemap_tile_selects_its_item_and_keep_marks_a_row_kept_by_you() {
     let s = Scratch::with_leftovers();
-    let (_driver, port) = start_driver(&s);
-    let c = connect(port).await;
-    c.set_window_size(1280, 800).await.ok();
+    let (_driver, c) = open(&s, &[]).await;
     let opt_in = s
         .report
         .findings
@@ -942,9 +910,7 @@ async fn a_treemap_tile_selects_its_item_and_keep_marks_a_row_kept_by_you() {
 #[ignore = "needs a display server, tauri-driver and WebKitWebDriver: run scripts/desktop-tests.sh"]
 async fn the_size_filter_narrows_the_list_and_what_reclaim_selects() {
     let s = Scratch::with_leftovers();
-    let (_driver, port) = start_driver(&s);
-    let c = connect(port).await;
-    c.set_window_size(1280, 800).await.ok();
+    let (_driver, c) = open(&s, &[]).await;
     wait_css(&c, "tr.finding").await;
     nav(&c, "findings").await;
     let all = c.find_all(Locator::Css("tr.finding")).await.unwrap().len();
@@ -1033,9 +999,7 @@ async fn the_first_automatic_run_is_previewed_and_confirmed_once_in_the_window()
         serde_json::to_vec(&json!({"version": 3, "auto": policy})).unwrap(),
     )
     .unwrap();
-    let (_driver, port) = start_driver(&s);
-    let c = connect(port).await;
-    c.set_window_size(1280, 800).await.ok();
+    let (_driver, c) = open(&s, &[]).await;
     let banner = wait_css(&c, "#auto-banner").await;
     assert!(banner
         .text()
@@ -1110,9 +1074,7 @@ async fn the_overview_draws_the_space_history_and_its_table_from_the_cores_view(
         runs: 1,
     });
     smolsweep::trend::save(&s.data_dir().join(TREND_FILE), &t).unwrap();
-    let (_driver, port) = start_driver(&s);
-    let c = connect(port).await;
-    c.set_window_size(1280, 800).await.ok();
+    let (_driver, c) = open(&s, &[]).await;
     wait_css(&c, "tr.finding").await;
     let dots = "return Array.from(document.querySelectorAll('#trend-chart circle.dot.celesto')).map((e) => e.querySelector('title').textContent)";
     let mut titles: Vec<String> = vec![];
@@ -1187,9 +1149,7 @@ async fn why_on_a_finding_row_shows_the_cores_text() {
         .find(|f| f.verdict == Verdict::Reclaimable)
         .unwrap()
         .clone();
-    let (_driver, port) = start_driver(&s);
-    let c = connect(port).await;
-    c.set_window_size(1280, 800).await.ok();
+    let (_driver, c) = open(&s, &[]).await;
     wait_css(&c, "tr.finding").await;
     nav(&c, "findings").await;
     wait_css(&c, &format!("tr.finding[data-id='{}'] button.why", f.id))

@@ -13,7 +13,7 @@ use crate::common::*;
 use fantoccini::{Client, Locator};
 use serde_json::{json, Value};
 use smolsweep::model::{
-    CompactReport, DiskEstimate, FindingKind, Machine, Product, Scope, Verdict, VmProcess,
+    CompactReport, DiskEstimate, FindingKind, Product, Scope, Verdict, VmProcess,
 };
 
 /// The fixture HOME and the processes it names (ended when dropped).
@@ -31,22 +31,7 @@ fn look() -> Look {
     ] {
         s.orphan_disk(id, 1_500_000);
     }
-    s.report.machines.push(Machine {
-        product: Product::Celesto,
-        name: "sb-live".into(),
-        state: "stopped".into(),
-        pid: None,
-        alive: false,
-        effective_state: "stopped".into(),
-        pid_start_time: None,
-        ephemeral: false,
-        created_at: None,
-        dir: None,
-        allocated_bytes: 1_000_000,
-        db: None,
-        branched_from: None,
-        kept: None,
-    });
+    s.add_stopped_sandbox("sb-live", 1_000_000);
     let disk = s.home.join(".local/state/celesto/disks/sb-live.qcow2");
     s.report.compact = CompactReport::of(vec![DiskEstimate {
         product: Product::Celesto,
@@ -85,9 +70,7 @@ async fn open(l: &Look, dark: bool, log: &str) -> (Driver, Client) {
     } else {
         &[]
     };
-    let (driver, port) = spawn_driver(l.s.app_env(), extra, log);
-    let c = connect(port).await;
-    c.set_window_size(1280, 800).await.ok();
+    let (driver, c) = open_window(l.s.app_env(), extra, log, (1280, 800)).await;
     wait_css(&c, "tr.finding").await;
     (driver, c)
 }

@@ -14,12 +14,12 @@ use smolsweep::model::{Platform, Product, ScanReport};
 use smolsweep::uninstall::UninstallPlan;
 use smolsweep_desktop::uninstall::Uninstaller;
 use smolsweep_desktop::EV_UNINSTALL_PROGRESS;
-use smolsweep_desktop::{build_app, Backend, Deps, Note, Notifier};
+use smolsweep_desktop::{Backend, Note, Notifier};
 use smolsweep_fixtures::smolvm::Smolvm;
 use smolsweep_fixtures::{Home, Layout};
-use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime};
+use tauri::test::{get_ipc_response, MockRuntime};
 use tauri::webview::InvokeRequest;
-use tauri::{App, Listener, WebviewWindow, WebviewWindowBuilder};
+use tauri::{App, Listener, WebviewWindow};
 
 /// Machine actions as the CLI would report them, recorded.
 #[derive(Default)]
@@ -148,21 +148,12 @@ fn world() -> World {
         journal: dir.path().join("data/journal.jsonl"),
         calls: Arc::default(),
     });
-    let deps = Deps {
-        backend: Arc::new(Fake(scratch.clone())),
-        notifier: Arc::new(NoNotes),
-        config_dir: Some(dir.path().join("config")),
-        data_dir: Some(dir.path().join("data")),
-        tray: false,
-        background: false,
-        confirm_answer: false,
-    };
-    let app = build_app(mock_builder(), deps)
-        .build(mock_context(noop_assets()))
-        .unwrap();
-    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
-        .build()
-        .unwrap();
+    let (app, window) = crate::common::mock_app(
+        Arc::new(Fake(scratch.clone())),
+        Arc::new(NoNotes),
+        dir.path(),
+        false,
+    );
     let progress = Arc::new(Mutex::new(vec![]));
     let p2 = progress.clone();
     app.listen_any(EV_UNINSTALL_PROGRESS, move |e| {

@@ -74,8 +74,9 @@ impl Home {
     }
 }
 
-fn start_driver(h: &Home, extra_env: &[(&str, &str)]) -> (Driver, u16) {
-    spawn_driver(h.env(), extra_env, "tauri-driver-wizard.log")
+/// The window of the app on `h`'s HOME, `size` wide and high.
+async fn open(h: &Home, extra_env: &[(&str, &str)], size: (u32, u32)) -> (Driver, Client) {
+    open_window(h.env(), extra_env, "tauri-driver-wizard.log", size).await
 }
 
 async fn click(c: &Client, css: &str) {
@@ -104,9 +105,7 @@ fn assert_gone(p: &Path) {
 async fn wizard_uninstalls_a_real_smolvm_and_proves_it_clean() {
     let h = Home::with_smolvm();
     let home = h.home.clone();
-    let (_driver, port) = start_driver(&h, &[]);
-    let c = connect(port).await;
-    c.set_window_size(960, 720).await.ok();
+    let (_driver, c) = open(&h, &[], (960, 720)).await;
 
     // 1. Preflight, from the nav (the tray's "Uninstall SmolVM…" opens the same view).
     click(&c, "nav button[data-view='uninstall']").await;
@@ -234,9 +233,7 @@ async fn wizard_uninstalls_a_real_smolvm_and_proves_it_clean() {
 #[ignore = "needs a display server, tauri-driver, WebKitWebDriver and the smolmachines wheel: run scripts/desktop-tests.sh"]
 async fn wizard_plan_in_a_dark_800x600_window_skips_unticked_steps_in_the_confirmation() {
     let h = Home::with_smolvm();
-    let (_driver, port) = start_driver(&h, &[("GTK_THEME", "Adwaita:dark")]);
-    let c = connect(port).await;
-    c.set_window_size(800, 600).await.ok();
+    let (_driver, c) = open(&h, &[("GTK_THEME", "Adwaita:dark")], (800, 600)).await;
     // The way the tray's "Uninstall SmolVM…" reaches an open window: a `navigate` event.
     wait_css(&c, "#view-overview.active").await;
     c.execute(

@@ -28,7 +28,7 @@ pub struct BrowseArgs {
     #[command(flatten)]
     pub filter: crate::cli::filters::FilterArgs,
     #[command(flatten)]
-    pub report: crate::cli::reclaim::ReportArgs,
+    pub report: crate::cli::run::ReportArgs,
 }
 
 /// The message and exit code without a terminal.
@@ -71,7 +71,7 @@ pub fn run(args: BrowseArgs) -> i32 {
 fn scan_now(args: &BrowseArgs) -> anyhow::Result<(smolsweep::model::ScanReport, ScanView)> {
     let opts = ScanOptions::from_env()?;
     let report = match &args.report.from_report {
-        Some(f) => crate::cli::reclaim::saved_report(f)?,
+        Some(f) => crate::cli::run::saved_report(f)?,
         None => scan(&opts),
     };
     let filter = args.filter.filter();

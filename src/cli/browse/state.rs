@@ -434,7 +434,7 @@ impl App {
         };
         let Some(m) = v.machines.get(i) else { return };
         let target = view::window::machine_target(m.product, &m.name);
-        match smolsweep::target::compact_plan(report, &[target]) {
+        match smolsweep::compact_plan(report, &[target]) {
             Ok(plan) if !plan.is_empty() => {
                 self.screen = Screen::Review(Box::new(Review {
                     confirmation: view::confirmation(&plan),

@@ -284,7 +284,7 @@ impl UninstallPlan {
         let mut plan = Plan {
             schema: PLAN_SCHEMA.to_string(),
             id: String::new(),
-            created_at: crate::plan::now_secs(),
+            created_at: crate::basics::now_secs(),
             scanned_at: 0,
             scanned_at_ns: 0,
             home: self.home.clone(),

@@ -206,6 +206,26 @@ impl Scratch {
         f
     }
 
+    /// A stopped Celesto sandbox `name` whose VM is not running, with `bytes` of storage.
+    pub fn add_stopped_sandbox(&mut self, name: &str, bytes: u64) {
+        self.report.machines.push(smolsweep::model::Machine {
+            product: smolsweep::model::Product::Celesto,
+            name: name.into(),
+            state: "stopped".into(),
+            pid: None,
+            alive: false,
+            effective_state: "stopped".into(),
+            pid_start_time: None,
+            ephemeral: false,
+            created_at: None,
+            dir: None,
+            allocated_bytes: bytes,
+            db: None,
+            branched_from: None,
+            kept: None,
+        });
+    }
+
     pub fn add_process(&mut self, p: VmProcess) {
         self.report.processes.push(p);
     }
@@ -615,4 +635,36 @@ pub fn screenshot(name: &str) {
     if let Err(e) = run("import", &["-window", "root", &path]) {
         eprintln!("screenshot {name}: {e}");
     }
+}
+
+/// The app on tauri's mock runtime with its window "main", as the mock tests build it: no tray,
+/// no background scans; `backend` and `notifier` stand in for the core and the desktop, the
+/// settings and the notification state live under `dir`, and every confirmation is answered
+/// `confirm`.
+pub fn mock_app(
+    backend: std::sync::Arc<dyn smolsweep_desktop::Backend>,
+    notifier: std::sync::Arc<dyn smolsweep_desktop::Notifier>,
+    dir: &Path,
+    confirm: bool,
+) -> (
+    tauri::App<tauri::test::MockRuntime>,
+    tauri::WebviewWindow<tauri::test::MockRuntime>,
+) {
+    use tauri::test::{mock_builder, mock_context, noop_assets};
+    let deps = smolsweep_desktop::Deps {
+        backend,
+        notifier,
+        config_dir: Some(dir.join("config")),
+        data_dir: Some(dir.join("data")),
+        tray: false,
+        background: false,
+        confirm_answer: confirm,
+    };
+    let app = smolsweep_desktop::build_app(mock_builder(), deps)
+        .build(mock_context(noop_assets()))
+        .unwrap();
+    let window = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+    (app, window)
 }

@@ -86,6 +86,21 @@ pub fn spawn_driver(
     (Driver(child), port)
 }
 
+/// The app's window through WebDriver, as every window test opens it: tauri-driver started with
+/// the app's environment (and `extra_env`; its stderr in `log`), a session with the app, the
+/// window `width` x `height`. The app ends when the returned [`Driver`] is dropped.
+pub async fn open_window(
+    env: Vec<(String, String)>,
+    extra_env: &[(&str, &str)],
+    log: &str,
+    (width, height): (u32, u32),
+) -> (Driver, Client) {
+    let (driver, port) = spawn_driver(env, extra_env, log);
+    let c = connect(port).await;
+    c.set_window_size(width, height).await.ok();
+    (driver, c)
+}
+
 /// A WebDriver session with the app (started with its window shown).
 pub async fn connect(port: u16) -> Client {
     let mut caps = serde_json::Map::new();
