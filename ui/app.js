@@ -793,6 +793,8 @@ async function loadHistory() {
   if (h.journal) notes.push(el("p", { class: "muted small" }, wn("history_journal", { journal: el("code", { text: h.journal }), command: el("code", { text: w("history_command") }) })));
   if (h.legacy) notes.push(el("p", { class: "muted small" }, wn("history_legacy", { legacy: el("code", { text: h.legacy }) })));
   if (h.damaged_line) notes.push(el("p", { class: "muted small", text: h.damaged_line }));
+  for (const t of h.cut_lines || []) notes.push(el("p", { class: "muted small", text: t }));
+  if (h.older_line) notes.push(el("p", { class: "muted small", text: h.older_line }));
   $("#history-note").replaceChildren(...notes);
   if (!h.runs.length) { list.replaceChildren(el("div", { class: "empty", text: w("nothing_has_run") })); return; }
   // One run per item: its head (time, origin, counts, what it freed) wraps onto lines of its

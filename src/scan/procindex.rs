@@ -335,7 +335,7 @@ impl ProcIndex {
 
     /// This index asking the kernel about at most `budget` more files (tests: with none, the
     /// kernel cannot tell, and names are read by device).
-    #[cfg(test)]
+    #[cfg(all(test, target_os = "linux"))]
     pub(crate) fn with_budget(self, budget: usize) -> Self {
         *self.budget.lock().unwrap_or_else(|e| e.into_inner()) = budget;
         self

@@ -771,7 +771,16 @@ pub struct History {
     pub error: Option<String>,
     /// The window's old `history.jsonl`, when it is still there.
     pub legacy: Option<PathBuf>,
+    /// "312 older runs not shown; …", or "" when every run is shown: the window reads the
+    /// newest [`HISTORY_RUNS`] runs from the journal's end, whatever its size.
+    pub older_line: String,
+    /// Lines too long to read whole, in words ([`cut_line`]).
+    pub cut_lines: Vec<String>,
 }
+
+/// How many runs the window's History reads, from the journal's end: its memory and time are
+/// bounded by what it shows, not by the journal's size.
+pub const HISTORY_RUNS: usize = 100;
 
 /// One run of the History tab: the journal's summary with its bytes in words.
 #[derive(Debug, Clone, Serialize)]
@@ -915,13 +924,22 @@ pub fn history(journal: Option<&Path>, legacy: Option<&Path>) -> History {
         h.error = Some("no data directory for the journal".into());
         return h;
     };
-    match crate::journal::read(path) {
+    match crate::journal::read_newest(path, HISTORY_RUNS) {
         Ok(c) => {
             h.runs = crate::journal::runs(&c.entries)
                 .into_iter()
                 .rev()
                 .map(HistoryRun::of)
                 .collect();
+            h.older_line = match c.runs_before {
+                0 => String::new(),
+                n => format!(
+                    "{n} older run{} not shown; `smolsweep history -n {}` shows every run.",
+                    if n == 1 { "" } else { "s" },
+                    n + h.runs.len()
+                ),
+            };
+            h.cut_lines = c.cut_lines.iter().map(cut_line).collect();
             h.damaged_lines = c.damaged_lines;
             h.damaged_line = match h.damaged_lines.len() {
                 0 => String::new(),

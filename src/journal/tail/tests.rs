@@ -255,3 +255,43 @@ fn an_action_line_longer_than_the_limit_is_shown_cut() {
         n.damaged_lines
     );
 }
+
+/// Hazard: the window's History read the whole journal into memory (a 2 GB journal, 2 GB),
+/// whatever it showed. It reads the newest [`crate::view::runs::HISTORY_RUNS`] runs from the
+/// end, holding at most a line's head of a huge line, says how many older runs it leaves to
+/// `smolsweep history`, and shows a cut line in words.
+#[test]
+fn the_windows_history_reads_the_newest_runs_in_bounded_memory() {
+    use crate::view::runs::{history, HISTORY_RUNS};
+    let t = tempfile::tempdir().unwrap();
+    let p = journal(t.path(), HISTORY_RUNS as u64 + 30);
+    let huge = JournalEntry::PlanStarted {
+        at_ms: 1_000_000,
+        plan_id: format!("{:064x}", 1_000),
+        home: "/home/u".into(),
+        estimated_bytes: 10,
+        actions: (0..100_000).map(|i| PlannedAction::of(action(i))).collect(),
+        origin: Some(Origin::new("prune", "cli")),
+    };
+    append(&p, std::slice::from_ref(&huge));
+    let bound = MAX_LINE + super::super::lines::TAIL + 2 * CHUNK;
+    let _ = super::super::lines::held();
+    let h = history(Some(&p), None);
+    assert!(super::super::lines::held() <= bound, "held a whole line");
+    assert_eq!(h.runs.len(), HISTORY_RUNS);
+    assert_eq!(h.runs[0].run.started_at_ms, 1_000_000, "newest first");
+    assert_eq!(
+        h.older_line,
+        format!(
+            "31 older runs not shown; `smolsweep history -n {}` shows every run.",
+            HISTORY_RUNS + 31
+        )
+    );
+    assert_eq!(h.cut_lines.len(), 1, "{:?}", h.cut_lines);
+    assert!(h.cut_lines[0].contains("shown cut"), "{}", h.cut_lines[0]);
+    assert_eq!(h.damaged_lines, read(&p).unwrap().damaged_lines);
+    // A journal of fewer runs is shown whole, with no line about older ones.
+    let t = tempfile::tempdir().unwrap();
+    let h = history(Some(&journal(t.path(), 7)), None);
+    assert_eq!((h.runs.len(), h.older_line.as_str()), (7, ""));
+}
