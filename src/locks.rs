@@ -81,11 +81,7 @@ impl HeldLocks {
 
     fn table(&self) -> &Table {
         self.table.get_or_init(|| {
-            let pending = self
-                .pending
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take();
+            let pending = crate::basics::lock(&self.pending).take();
             pending
                 .and_then(|h| h.join().ok())
                 .unwrap_or_else(read_table)

@@ -172,12 +172,12 @@ static HEADERS: std::sync::Mutex<Option<HashMap<FileKey, Kept>>> = std::sync::Mu
 const HEADERS_MAX: usize = 8192;
 
 fn remembered(k: FileKey) -> Option<Kept> {
-    let cache = HEADERS.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = crate::basics::lock(&HEADERS);
     cache.as_ref()?.get(&k).cloned()
 }
 
 fn remember(k: FileKey, h: &Kept) {
-    let mut cache = HEADERS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cache = crate::basics::lock(&HEADERS);
     let map = cache.get_or_insert_with(HashMap::new);
     if map.len() >= HEADERS_MAX {
         map.clear();

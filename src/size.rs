@@ -22,6 +22,7 @@
 //! open only while subdirectories of them are pending, so open descriptors grow with depth, not
 //! with breadth.
 
+use crate::basics::lock;
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 use std::io;
@@ -330,10 +331,6 @@ impl Measure {
         self.mounts = acc.mounts;
         self
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What every thread of one measurement shares.

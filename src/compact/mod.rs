@@ -316,14 +316,14 @@ pub(crate) fn estimate_cached(path: &Path) -> Outcome {
     for link in crate::qcow2::backing_chain(path, qmap::MAX_DEPTH) {
         key.push(ident(&link).unwrap_or_default());
     }
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cache = crate::basics::lock(&CACHE);
     let map = cache.get_or_insert_with(HashMap::new);
     if let Some(hit) = map.get(&key) {
         return hit.clone();
     }
     drop(cache);
     let out = estimate(path);
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cache = crate::basics::lock(&CACHE);
     let map = cache.get_or_insert_with(HashMap::new);
     if map.len() >= CACHE_MAX {
         map.clear();

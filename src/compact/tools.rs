@@ -349,14 +349,12 @@ fn remember(file: &Path, key: &BinIdent, printed: &str) {
 /// cache at `cache` (when given), else read now (and remembered in both).
 fn printed(t: &Trusted, key: &BinIdent, cache: Option<&Path>) -> Option<String> {
     let seen = |k: &BinIdent| {
-        SEEN.lock()
-            .unwrap_or_else(|e| e.into_inner())
+        crate::basics::lock(&SEEN)
             .as_ref()
             .and_then(|s| s.get(k).cloned())
     };
     let keep = |out: &String| {
-        SEEN.lock()
-            .unwrap_or_else(|e| e.into_inner())
+        crate::basics::lock(&SEEN)
             .get_or_insert_with(HashMap::new)
             .insert(key.clone(), out.clone());
     };

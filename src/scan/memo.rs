@@ -36,6 +36,7 @@
 //! (`size::MEMO_MAX_DIRS`) meets new directories every time, so it reads the whole
 //! table every time. The memo keeps one copy of the table between scans.
 
+use crate::basics::lock;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -133,10 +134,6 @@ impl ScanMemo {
     pub(crate) fn with_table<T>(&self, f: impl FnOnce(&mut TableMemo) -> T) -> T {
         f(&mut lock(&self.table).memo)
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// [`super::scan`], reusing what `memo` remembers and remembering what this scan reads.

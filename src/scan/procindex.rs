@@ -337,7 +337,7 @@ impl ProcIndex {
     /// kernel cannot tell, and names are read by device).
     #[cfg(all(test, target_os = "linux"))]
     pub(crate) fn with_budget(self, budget: usize) -> Self {
-        *self.budget.lock().unwrap_or_else(|e| e.into_inner()) = budget;
+        *crate::basics::lock(&self.budget) = budget;
         self
     }
 

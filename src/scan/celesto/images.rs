@@ -144,7 +144,6 @@ pub(super) fn scan_image_dir(
     } else {
         dists.join(" or ")
     };
-    let newest = installed.iter().map(|(_, v)| v).max();
     let real_dir = canon(dir);
     build_staging_and_restore_images(ctx, dir);
     for e in fsread::read_dir_or_empty(dir) {
@@ -186,55 +185,68 @@ pub(super) fn scan_image_dir(
             FindingKind::CelestoImageCache
         };
         let d = Draft::new(P, kind, &e.path).root(dir);
-        let parsed = Version::parse(ver);
-        let d = if !users.is_empty() {
-            Draft { kind: FindingKind::CelestoImageCacheInUse, ..d }.verdict(
+        ctx.add(cache_verdict(d, (ver, link), &users, installed, &who));
+    }
+}
+
+/// The verdict on one versioned image cache `ver` of an image directory (`link`: a symlink
+/// named like one): used by sandboxes `users`, the installed version's, newer than it, old, or
+/// of a version that cannot be ordered; `who` names the products that would use it.
+fn cache_verdict(
+    d: Draft,
+    (ver, link): (&str, bool),
+    users: &[&str],
+    installed: &[(String, Version)],
+    who: &str,
+) -> Draft {
+    let newest = installed.iter().map(|(_, v)| v).max();
+    let parsed = Version::parse(ver);
+    if !users.is_empty() {
+        Draft { kind: FindingKind::CelestoImageCacheInUse, ..d }.verdict(
+            Verdict::Protected,
+            format!("Image cache v{ver} that sandbox {} backs onto or boots from; deleting it would break them (Celesto B1).", users.iter().map(|u| format!("'{u}'")).collect::<Vec<_>>().join(", ")),
+        )
+    } else if installed
+        .iter()
+        .any(|(s, v)| s == ver || Some(v) == parsed.as_ref())
+    {
+        Draft {
+            kind: FindingKind::CelestoImageCacheCurrent,
+            ..d
+        }
+        .verdict(
+            Verdict::Protected,
+            format!("Image cache of the installed version {ver}."),
+        )
+    } else if let (Some(newest), Some(v)) = (newest, parsed.as_ref()) {
+        if v > newest {
+            Draft { kind: FindingKind::CelestoImageCacheNewer, ..d }.verdict(
                 Verdict::Protected,
-                format!("Image cache v{ver} that sandbox {} backs onto or boots from; deleting it would break them (Celesto B1).", users.iter().map(|u| format!("'{u}'")).collect::<Vec<_>>().join(", ")),
+                format!("Image cache of v{ver}, newer than the installed version; Celesto's own clean-up would delete it, Smolsweep leaves it alone."),
             )
-        } else if installed
-            .iter()
-            .any(|(s, v)| s == ver || Some(v) == parsed.as_ref())
-        {
+        } else if link {
+            d.verdict(Verdict::Reclaimable, format!("Link to an image cache of old version {ver}; only the link is removed, its target stays (Celesto's own clean-up counts the target's bytes: B12)."))
+        } else {
             Draft {
-                kind: FindingKind::CelestoImageCacheCurrent,
+                kind: FindingKind::CelestoImageCacheStale,
                 ..d
             }
             .verdict(
-                Verdict::Protected,
-                format!("Image cache of the installed version {ver}."),
+                Verdict::Reclaimable,
+                format!(
+                    "Image cache of old version {ver}; no sandbox backs onto or boots from it."
+                ),
             )
-        } else if let (Some(newest), Some(v)) = (newest, parsed.as_ref()) {
-            if v > newest {
-                Draft { kind: FindingKind::CelestoImageCacheNewer, ..d }.verdict(
-                    Verdict::Protected,
-                    format!("Image cache of v{ver}, newer than the installed version; Celesto's own clean-up would delete it, Smolsweep leaves it alone."),
-                )
-            } else if link {
-                d.verdict(Verdict::Reclaimable, format!("Link to an image cache of old version {ver}; only the link is removed, its target stays (Celesto's own clean-up counts the target's bytes: B12)."))
-            } else {
-                Draft {
-                    kind: FindingKind::CelestoImageCacheStale,
-                    ..d
-                }
-                .verdict(
-                    Verdict::Reclaimable,
-                    format!(
-                        "Image cache of old version {ver}; no sandbox backs onto or boots from it."
-                    ),
-                )
-            }
-        } else if parsed.is_none() {
-            d.verdict(
-                Verdict::Unknown,
-                format!("Image cache with a version '{ver}' Smolsweep cannot order; left alone."),
-            )
-        } else {
-            Draft { kind: FindingKind::CelestoImageCacheStale, ..d }.opt_in(
-                OptInClass::Caches,
-                format!("Image cache of v{ver}; {who} is not installed here, so no version is current, and no sandbox uses it."),
-            )
-        };
-        ctx.add(d);
+        }
+    } else if parsed.is_none() {
+        d.verdict(
+            Verdict::Unknown,
+            format!("Image cache with a version '{ver}' Smolsweep cannot order; left alone."),
+        )
+    } else {
+        Draft { kind: FindingKind::CelestoImageCacheStale, ..d }.opt_in(
+            OptInClass::Caches,
+            format!("Image cache of v{ver}; {who} is not installed here, so no version is current, and no sandbox uses it."),
+        )
     }
 }
