@@ -243,6 +243,29 @@ pub(crate) enum Made {
     Socket,
 }
 
+/// A row with no declared reference, made as a directory (the products' tables call it `row`).
+pub(crate) const fn plain(
+    at: Place,
+    name: Name,
+    example: &'static str,
+    what: &'static str,
+    is: Is,
+    cleans: &'static str,
+    since: &'static str,
+) -> Row {
+    Row {
+        at,
+        name,
+        example,
+        what,
+        is,
+        declares: &[],
+        cleans,
+        since,
+        made: Made::Dir,
+    }
+}
+
 /// `r`, made as a regular file.
 pub(crate) const fn file(r: Row) -> Row {
     Row {

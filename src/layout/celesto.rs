@@ -3,7 +3,7 @@
 //! `images/builder.py`, `images/manager.py`, `macos/images.py`, `host/lume.py`,
 //! `dashboard/server.py`, `runtime/_libkrun_launcher.py`.
 
-use super::{file, socket, Declares as D, Is, Made, Name, Never, Place, Row, Sub};
+use super::{file, plain as row, socket, Declares as D, Is, Made, Name, Never, Place, Row, Sub};
 use crate::kind::FindingKind as K;
 use crate::root_kind::RootKind as R;
 
@@ -11,29 +11,6 @@ const DATA: Place = Place::Root(R::DataDir);
 const IMAGES: Place = Place::Root(R::ImageDir);
 const HOME: Place = Place::Root(R::CelestoHome);
 const SOCKETS: Place = Place::Root(R::SocketDir);
-
-/// A row with no declared reference.
-const fn row(
-    at: Place,
-    name: Name,
-    example: &'static str,
-    what: &'static str,
-    is: Is,
-    cleans: &'static str,
-    since: &'static str,
-) -> Row {
-    Row {
-        at,
-        name,
-        example,
-        what,
-        is,
-        declares: &[],
-        cleans,
-        since,
-        made: Made::Dir,
-    }
-}
 
 const DISK_KINDS: &[K] = &[
     K::CelestoOrphanDisk,

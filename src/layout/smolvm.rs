@@ -2,7 +2,7 @@
 //! Evidence: smol-machines-smolvm.md §2.2–2.4, census-2026-12.md §1–2, upstream's
 //! `src/artifact_cache.rs` (leases, sidecars, bases), `src/cli/machine.rs` (init bakes).
 
-use super::{file, Declares as D, Is, Made, Name, Never, Place, Row, Sub};
+use super::{file, plain as row, Declares as D, Is, Made, Name, Never, Place, Row, Sub};
 use crate::kind::FindingKind as K;
 use crate::root_kind::RootKind as R;
 
@@ -11,29 +11,6 @@ const CACHE: Place = Place::Root(R::CacheRoot);
 const VMS: Place = Place::Root(R::VmsDir);
 const SHARED: Place = Place::In(Sub::SmolvmShared);
 const MACHINE: Place = Place::In(Sub::SmolvmMachine);
-
-/// A row with no declared reference.
-const fn row(
-    at: Place,
-    name: Name,
-    example: &'static str,
-    what: &'static str,
-    is: Is,
-    cleans: &'static str,
-    since: &'static str,
-) -> Row {
-    Row {
-        at,
-        name,
-        example,
-        what,
-        is,
-        declares: &[],
-        cleans,
-        since,
-        made: Made::Dir,
-    }
-}
 
 /// A record beside a shared extraction (`<crc8><suffix>`): it belongs to `<crc8>/`.
 const fn sidecar(suffix: &'static str, example: &'static str, what: &'static str) -> Row {
