@@ -8,22 +8,7 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 use smolsweep_fixtures::{age_tree, Scratch, OLD};
 
-fn run(s: &Scratch, args: &[&str]) -> (i32, String) {
-    let out = s
-        .command(env!("CARGO_BIN_EXE_smolsweep"), args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
-    )
-}
-
-fn scan(s: &Scratch) -> Value {
-    let (code, out) = run(s, &["scan", "--json"]);
-    assert_eq!(code, 0, "{out}");
-    serde_json::from_str(&out).unwrap()
-}
+use crate::{cli_run as run, cli_scan as scan};
 
 /// How deletable a verdict is: never (0), when asked for (1), by default (2).
 fn rank(verdict: &str) -> u8 {

@@ -75,3 +75,22 @@ pub(crate) fn run_given(
         road,
     )
 }
+
+/// `smolsweep ARGS` in scratch `s`: its exit code, and its stdout followed by its stderr.
+pub(crate) fn cli_run(s: &smolsweep_fixtures::Scratch, args: &[&str]) -> (i32, String) {
+    let out = s
+        .command(env!("CARGO_BIN_EXE_smolsweep"), args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+/// `smolsweep scan --json` in scratch `s`, which must succeed, as JSON.
+pub(crate) fn cli_scan(s: &smolsweep_fixtures::Scratch) -> serde_json::Value {
+    let (code, out) = cli_run(s, &["scan", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    serde_json::from_str(&out).unwrap()
+}

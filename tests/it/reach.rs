@@ -11,22 +11,7 @@ use smolsweep_fixtures::real_tools::{install_smolvm_script_layout, run_ok, smolv
 use smolsweep_fixtures::smolvm::Smolvm;
 use smolsweep_fixtures::{age_tree, sparse_file, write, Scratch, OLD};
 
-fn run(s: &Scratch, args: &[&str]) -> (i32, String) {
-    let out = s
-        .command(env!("CARGO_BIN_EXE_smolsweep"), args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
-    )
-}
-
-fn scan(s: &Scratch) -> Value {
-    let (code, out) = run(s, &["scan", "--json"]);
-    assert_eq!(code, 0, "{out}");
-    serde_json::from_str(&out).unwrap()
-}
+use crate::{cli_run as run, cli_scan as scan};
 
 /// The finding at `p` in a JSON report.
 fn finding<'v>(r: &'v Value, p: &Path) -> &'v Value {
