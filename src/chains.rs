@@ -35,12 +35,7 @@ pub(crate) fn link(
         .filter(|(_, f)| is_file(f))
         .filter_map(|(i, f)| f.identity.map(|id| ((id.dev, id.ino), i)))
         .collect();
-    let by_path: HashMap<&Path, usize> = report
-        .findings
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (f.path.as_path(), i))
-        .collect();
+    let by_path = report.index_by_path();
     let mut needed: Vec<Vec<usize>> = vec![Vec::new(); report.findings.len()];
     let mut holds: Vec<(PathBuf, Hold)> = Vec::new();
     for (d, owner) in report.findings.iter().enumerate() {

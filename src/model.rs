@@ -581,6 +581,15 @@ impl CompactReport {
 }
 
 impl ScanReport {
+    /// Each finding's index by its path.
+    pub(crate) fn index_by_path(&self) -> std::collections::HashMap<&std::path::Path, usize> {
+        self.findings
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.path.as_path(), i))
+            .collect()
+    }
+
     /// Recompute the totals from findings and processes.
     pub fn compute_totals(&mut self) {
         let mut t = Totals::default();

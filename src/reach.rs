@@ -98,12 +98,7 @@ fn holder_stays(h: &Hold, findings: &[Finding], by_path: &HashMap<&Path, usize>)
 /// extraction, the extraction its bases). Pure and idempotent.
 pub(crate) fn mark(report: &mut ScanReport) {
     loop {
-        let by_path: HashMap<&Path, usize> = report
-            .findings
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.path.as_path(), i))
-            .collect();
+        let by_path = report.index_by_path();
         let held: Vec<(usize, String)> = report
             .findings
             .iter()
@@ -198,12 +193,7 @@ pub(crate) fn chain<'r>(
     report: &'r ScanReport,
     f: &'r Finding,
 ) -> Vec<(&'r Hold, Option<&'r Finding>)> {
-    let by_path: HashMap<&Path, usize> = report
-        .findings
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (f.path.as_path(), i))
-        .collect();
+    let by_path = report.index_by_path();
     let mut out = Vec::new();
     let mut seen = vec![false; report.findings.len()];
     let mut at = f;
