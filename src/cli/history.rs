@@ -64,11 +64,7 @@ pub fn run(a: HistoryArgs) -> i32 {
         crate::outln!("({})", smolsweep::view::runs::cut_line(c));
     }
     if older > 0 {
-        crate::outln!(
-            "({older} older run{} not shown; `smolsweep history -n {}` shows every run.)",
-            if older == 1 { "" } else { "s" },
-            total
-        );
+        crate::outln!("({})", smolsweep::view::runs::older_runs_line(older, total));
     }
     if !contents.damaged_lines.is_empty() {
         crate::outln!(

@@ -868,6 +868,19 @@ impl HistoryRun {
     }
 }
 
+/// "3 older runs not shown; `smolsweep history -n 13` shows every run.", of `older` runs left
+/// out of `total`; "" when none is: what History and `smolsweep history` say of what they did
+/// not read.
+pub fn older_runs_line(older: usize, total: usize) -> String {
+    match older {
+        0 => String::new(),
+        n => format!(
+            "{n} older run{} not shown; `smolsweep history -n {total}` shows every run.",
+            if n == 1 { "" } else { "s" }
+        ),
+    }
+}
+
 /// A journal line too long to read whole ([`crate::journal::CutLine`]), in words: where it
 /// is, what it is, its size, and that it is shown cut.
 pub fn cut_line(c: &crate::journal::CutLine) -> String {
@@ -931,14 +944,7 @@ pub fn history(journal: Option<&Path>, legacy: Option<&Path>) -> History {
                 .rev()
                 .map(HistoryRun::of)
                 .collect();
-            h.older_line = match c.runs_before {
-                0 => String::new(),
-                n => format!(
-                    "{n} older run{} not shown; `smolsweep history -n {}` shows every run.",
-                    if n == 1 { "" } else { "s" },
-                    n + h.runs.len()
-                ),
-            };
+            h.older_line = older_runs_line(c.runs_before, c.runs_before + h.runs.len());
             h.cut_lines = c.cut_lines.iter().map(cut_line).collect();
             h.damaged_lines = c.damaged_lines;
             h.damaged_line = match h.damaged_lines.len() {
