@@ -62,15 +62,8 @@ pub(crate) fn read_dir(path: &Path) -> std::io::Result<Vec<Entry>> {
 
 /// [`read_dir`] of the directory open as `fd` (opened from `path`).
 pub(crate) fn read_dir_from(fd: rustix::fd::OwnedFd, path: &Path) -> std::io::Result<Vec<Entry>> {
-    let mut dir = rustix::fs::Dir::read_from(&fd)?;
     let mut out = Vec::new();
-    while let Some(ent) = dir.read() {
-        let ent = ent?;
-        let bytes = ent.file_name().to_bytes();
-        if bytes == b"." || bytes == b".." {
-            continue;
-        }
-        let name = OsString::from_vec(bytes.to_vec());
+    for name in names_in(&fd)? {
         let p = path.join(&name);
         match std::fs::symlink_metadata(&p) {
             Ok(meta) => out.push(Entry {
@@ -83,6 +76,21 @@ pub(crate) fn read_dir_from(fd: rustix::fd::OwnedFd, path: &Path) -> std::io::Re
         }
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// The names in the directory open as `fd`, in the order the file system lists them, without
+/// `.` and `..`: the one directory-reading loop of [`read_dir_from`] and [`read_dir_std`].
+fn names_in(fd: &rustix::fd::OwnedFd) -> std::io::Result<Vec<OsString>> {
+    let mut dir = rustix::fs::Dir::read_from(fd)?;
+    let mut out = Vec::new();
+    while let Some(ent) = dir.read() {
+        let ent = ent?;
+        let bytes = ent.file_name().to_bytes();
+        if bytes != b"." && bytes != b".." {
+            out.push(OsString::from_vec(bytes.to_vec()));
+        }
+    }
     Ok(out)
 }
 
@@ -133,20 +141,15 @@ pub(crate) fn read_dir_std(
 ) -> std::io::Result<std::vec::IntoIter<std::io::Result<DirEntryLite>>> {
     let path = path.as_ref();
     let fd = open_noatime(path, OFlags::DIRECTORY)?;
-    let mut dir = rustix::fs::Dir::read_from(&fd)?;
-    let mut out = Vec::new();
-    while let Some(ent) = dir.read() {
-        let ent = ent?;
-        let bytes = ent.file_name().to_bytes();
-        if bytes == b"." || bytes == b".." {
-            continue;
-        }
-        let name = OsString::from_vec(bytes.to_vec());
-        out.push(Ok(DirEntryLite {
-            path: path.join(&name),
-            name,
-        }));
-    }
+    let out: Vec<_> = names_in(&fd)?
+        .into_iter()
+        .map(|name| {
+            Ok(DirEntryLite {
+                path: path.join(&name),
+                name,
+            })
+        })
+        .collect();
     Ok(out.into_iter())
 }
 
