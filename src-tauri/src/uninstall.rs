@@ -497,6 +497,9 @@ mod tests {
         assert_eq!(p.steps[0].kept_by, ours.steps[0].kept_by);
     }
 
+    /// An edit of a plan on its way back from the window.
+    type Edit = Box<dyn Fn(&mut UninstallPlan)>;
+
     /// Issue 41: the uninstall's run compared the whole plan's JSON sent back by the window,
     /// where every other run compares the digest of what was shown. Now the window sends the
     /// digest and its ticks: a plan edited on the way (any field of any step, the options, the
@@ -508,7 +511,7 @@ mod tests {
         kept.checked = false;
         kept.kept_by = vec!["~/.smolvm/machines/demo".into()];
         let ours = plan_with(vec![kept, remove("/home/u/b")]);
-        let edits: Vec<(&str, Box<dyn Fn(&mut UninstallPlan)>)> = vec![
+        let edits: Vec<(&str, Edit)> = vec![
             ("path", Box::new(|p| p.steps[1] = remove("/etc"))),
             ("summary", Box::new(|p| p.steps[1].summary += "x")),
             ("why", Box::new(|p| p.steps[1].why += "x")),
