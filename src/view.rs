@@ -41,6 +41,8 @@ pub mod runs;
 mod screen;
 mod treemap;
 mod trend;
+/// The guided uninstall's words: the preflight's lines, outcomes, flags, refusals.
+pub mod uninstall;
 mod vmcount;
 /// `why`: how Smolsweep judges one finding, path, machine or process, and on what evidence.
 pub mod why;

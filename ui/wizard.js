@@ -6,10 +6,10 @@
 (() => {
   const wz = { page: "preflight", pre: null, plan: null, running: false, loaded: false, progress: 0, ticks: null, ticksSeq: 0 };
   const PAGES = ["preflight", "choices", "plan", "confirm", "progress", "proof"];
-  // The uninstall commands return the core's preflight and plan with their words: each
-  // product's name (`Product::display_name`), each step's size, the plan's tally and question,
-  // the run's freed sentence. Nothing here counts, sums or formats bytes.
-  const pname = (p) => ((wz.pre && wz.pre.product_names) || {})[p] || p;
+  // The uninstall commands return the core's preflight and plan with their words
+  // (`view::uninstall`): each item's row, each step's size, the plan's tally and question, what
+  // is left in place, each step's outcome, the run's freed sentence. Nothing here counts, sums,
+  // formats bytes or words an outcome.
 
   function page(name) {
     wz.page = name;
@@ -66,8 +66,10 @@
   }
 
   const item = (main, detail, size) =>
-    el("li", {}, el("div", { class: "wz-item" }, el("span", { class: "path", text: main }), size !== undefined ? el("span", { class: "wz-size", text: size }) : null),
+    el("li", {}, el("div", { class: "wz-item" }, el("span", { class: "path", text: main }), size ? el("span", { class: "wz-size", text: size }) : null),
       detail ? el("div", { class: "reason", text: detail }) : null);
+  // A row of the core's (`view::uninstall::Row`).
+  const rowItem = (r) => item(r.main, r.detail, r.size);
 
   // ---- 1. preflight ---------------------------------------------------------------------------
 
@@ -75,20 +77,17 @@
     const body = $("#wz-pre-body");
     const parts = [];
     parts.push(el("p", { class: "small" }, wn("audited_home", { home: el("code", { text: p.home }) })));
-    parts.push(section(w("installations"), p.installs.map((i) =>
-      item(i.path, `${pname(i.product)} · ${i.method}${i.distribution ? " (" + i.distribution + ")" : ""} · ${i.version || w("version_unknown")}`)), w("no_installation")));
-    const dot = p.dot_smolvm;
-    const dirItems = p.state_dirs.map((d, i) => d.exists ? item(d.path, p.state_dir_lines[i], d.size) : null).filter(Boolean);
-    if (dot) dirItems.push(item(dot.path, p.dot_smolvm_line));
-    parts.push(section(w("state_directories"), dirItems, w("no_state_directory")));
-    parts.push(section(w("machines"), p.machines.map((m) => item(m.name, `${pname(m.product)} · ${m.state}${m.pid ? " · " + w("pid", { pid: m.pid }) : ""}`)), w("no_machine")));
-    parts.push(section(w("vm_processes_here"), p.processes.map((v, i) => item(w("pid", { pid: v.pid }), p.process_lines[i])), w("no_vm_process")));
-    parts.push(section(w("mounts"), p.mounts.map((m) => item(m)), p.mounts_checked ? w("no_mount") : w("mount_table_unread")));
-    parts.push(section(w("launchers"), p.launchers.map((l) => item(l.path, `→ ${l.target}`)), w("no_launcher")));
-    parts.push(section(w("path_blocks"), p.path_blocks.map((b) => item(`${b.file}:${b.line}`, b.lines.join(" ⏎ "))), w("no_path_block")));
-    parts.push(section(w("credentials_and_keys"), p.credentials.map((c) => item(c.path, `${pname(c.product)} · ${c.what}`)), w("none")));
-    const sys = section(w("system_files"), p.system.map((s) => cmdLine(s.command, `${pname(s.product)} · ${s.what}`)), w("none"));
-    if (p.system.length) sys.append(el("div", { class: "wz-none muted small", text: w("never_runs_these") }));
+    const r = p.rows;
+    parts.push(section(w("installations"), r.installs.map(rowItem), w("no_installation")));
+    parts.push(section(w("state_directories"), r.state_dirs.map(rowItem), w("no_state_directory")));
+    parts.push(section(w("machines"), r.machines.map(rowItem), w("no_machine")));
+    parts.push(section(w("vm_processes_here"), r.processes.map(rowItem), w("no_vm_process")));
+    parts.push(section(w("mounts"), r.mounts.map(rowItem), p.mounts_checked ? w("no_mount") : w("mount_table_unread")));
+    parts.push(section(w("launchers"), r.launchers.map(rowItem), w("no_launcher")));
+    parts.push(section(w("path_blocks"), r.path_blocks.map(rowItem), w("no_path_block")));
+    parts.push(section(w("credentials_and_keys"), r.credentials.map(rowItem), w("none")));
+    const sys = section(w("system_files"), r.system.map((s) => cmdLine(s.main, s.detail)), w("none"));
+    if (r.system.length) sys.append(el("div", { class: "wz-none muted small", text: w("never_runs_these") }));
     parts.push(sys);
     if (p.problems.length) parts.push(...p.problems.map((e) => el("div", { class: "problem small", text: e })));
     body.replaceChildren(...parts);
@@ -117,19 +116,17 @@
       // The core's choice: the only product found here, else both.
       $(`input[name='wz-product'][value='${p.default_product}']`).checked = true;
     }
-    $("#wz-creds-list").replaceChildren(...p.credentials.map((c) => el("li", {}, el("code", { text: c.path }), ` ${c.what}`)));
-    $("#wz-pathblock-list").replaceChildren(...p.path_blocks.map((b) => el("li", {}, el("code", { text: `${b.file}:${b.line}` }), ` ${b.lines.filter((l) => l.trim()).join(" ")}`)));
+    const choice = (r) => el("li", {}, el("code", { text: r.main }), " ", r.detail);
+    $("#wz-creds-list").replaceChildren(...p.rows.credential_choices.map(choice));
+    $("#wz-pathblock-list").replaceChildren(...p.rows.path_block_choices.map(choice));
     page("choices");
   }
 
   // ---- 3. plan --------------------------------------------------------------------------------
 
-  // The core names its CLI flags; here they are the choices of step 2.
-  const how = (h) => ({ "--remove-credentials": w("how_credentials"), "--remove-path-block": w("how_path_block") })[h] || h;
-
   function leftovers(plan, into) {
     const parts = [];
-    if (plan.kept.length) parts.push(section(w("left_in_place"), plan.kept.map((k) => item(k.path, w("remove_with", { what: k.what, how: how(k.how) })))));
+    if (plan.kept_rows.length) parts.push(section(w("left_in_place"), plan.kept_rows.map(rowItem)));
     if (plan.user_commands.length) parts.push(section(w("run_yourself"), plan.user_commands.map((c) => cmdLine(c.command, c.why))));
     for (const n of plan.notes) parts.push(el("p", { class: "muted small", text: n }));
     into.replaceChildren(...parts);
@@ -203,19 +200,13 @@
 
   // ---- 5. progress ----------------------------------------------------------------------------
 
-  // An outcome's word (none for an outcome the window does not know).
-  const outcomeWord = (o) => ({ done: w("outcome_done"), skipped: w("outcome_skipped"), failed: w("outcome_failed") })[o];
-  function outcomeText(r) {
-    return r.outcome === "done" ? r.detail : r.outcome === "skipped" ? r.why : r.error;
-  }
-
   listen("uninstall-progress", (e) => {
     if (!wz.running) return;
     const p = e.payload;
     const pct = p.total ? Math.round((100 * p.done) / p.total) : 0;
     $("#wz-progress-fill").style.width = `${Math.min(90, pct)}%`;
-    $("#wz-progress-text").textContent = `${p.summary || w("step")}: ${outcomeWord(p.result.outcome) || p.result.outcome}`;
-    $("#wz-progress-list").append(el("li", { class: `wz-o-${p.result.outcome}` }, el("span", { text: p.summary }), el("span", { class: "wz-tag", text: outcomeWord(p.result.outcome) })));
+    $("#wz-progress-text").textContent = p.line;
+    $("#wz-progress-list").append(el("li", { class: `wz-o-${p.result.outcome}` }, el("span", { text: p.summary }), el("span", { class: "wz-tag", text: p.word })));
   });
 
   async function run() {
@@ -226,9 +217,10 @@
     $("#wz-progress-text").textContent = w("stopping_then_removing");
     page("progress");
     try {
-      const res = await invoke("uninstall_run", { plan: wz.plan });
+      // The plan shown, by its digest, with the ticks shown: the shell runs its own plan.
+      const res = await invoke("uninstall_run", { digest: wz.plan.digest, checked: wz.plan.steps.map((s) => s.checked) });
       $("#wz-progress-fill").style.width = "100%";
-      renderProof(res.proof, res.run, res.freed);
+      renderProof(res.proof, res.run, res.freed, res.steps);
     } catch (e) {
       // Refused before anything ran (the plan changed, nothing ticked, no journal).
       toast(String(e));
@@ -241,7 +233,7 @@
 
   // ---- 6. proof -------------------------------------------------------------------------------
 
-  function renderProof(pr, runReport, freed) {
+  function renderProof(pr, runReport, freed, steps) {
     const proof = pr.proof;
     const box = $("#wz-result");
     box.classList.toggle("partial", !pr.clean);
@@ -257,10 +249,10 @@
         ...(c.ok ? [] : [el("div", { class: "reason", text: w("found", { value: c.value }) })]),
         ...(c.remaining || []).map((r) => el("div", { class: "reason wz-remains" }, wn("remains", { what: r.what, fix: [el("b", { text: w("fix") }), ` ${r.fix}`] })))))));
     if (pr.failed_line) $("#wz-checks").prepend(el("p", { class: "status warn", text: pr.failed_line }));
-    $("#wz-outcomes").replaceChildren(...(runReport ? [section(w("steps"), runReport.records.map((r) =>
+    $("#wz-outcomes").replaceChildren(...(runReport ? [section(w("steps"), runReport.records.map((r, i) =>
       el("li", { class: `wz-o-${r.result.outcome}`, dataset: { index: String(r.index) } },
-        el("div", { class: "wz-item" }, el("span", { text: `${r.index + 1}. ${r.summary}` }), el("span", { class: "wz-tag", text: outcomeWord(r.result.outcome) })),
-        el("div", { class: "reason", text: outcomeText(r.result) }))))] : []));
+        el("div", { class: "wz-item" }, el("span", { text: steps[i].line }), el("span", { class: "wz-tag", text: steps[i].word })),
+        el("div", { class: "reason", text: steps[i].detail }))))] : []));
     if (wz.plan) leftovers(wz.plan, $("#wz-proof-left"));
     $("#wz-report").value = pr.report;
     $("#wz-copied").textContent = "";

@@ -25,6 +25,7 @@ pub use super::known::StateKind;
 pub use crate::exec::detach::{parse_mount_output, MountEntry};
 /// One row of the process table, as [`gather_with`] takes it.
 pub use crate::procs::RawProcess;
+pub use crate::view::uninstall::PreflightRows;
 
 /// Schema name of the preflight report.
 pub const PREFLIGHT_SCHEMA: &str = "smolsweep.uninstall.preflight/1";
@@ -231,48 +232,57 @@ pub struct Preflight {
     pub kept: Vec<KeptItem>,
 }
 
-/// The preflight's lines as the window lists them beside each item.
+/// The preflight as the window lists it ([`crate::view::uninstall`]'s rows).
 impl Preflight {
-    /// What the shared `~/.smolvm` holds, in words, when there is one: "shared: 3 entries of
-    /// smol-machines smolvm, 1 of Celesto SmolVM, 0 others".
-    pub fn dot_smolvm_line(&self) -> Option<String> {
-        self.dot_smolvm.as_ref().map(|d| {
-            format!(
-                "shared: {} entries of {}, {} of {}, {} others",
+    /// One row per item, in the preflight's order; state directories that exist only.
+    pub fn rows(&self) -> PreflightRows {
+        use crate::view::uninstall as v;
+        let mut state_dirs: Vec<v::Row> = self
+            .state_dirs
+            .iter()
+            .filter(|d| d.exists)
+            .map(|d| v::state_dir_row(d.product, &d.label, d.mounts.len(), &d.path, &d.size))
+            .collect();
+        if let Some(d) = &self.dot_smolvm {
+            state_dirs.push(v::dot_smolvm_row(
+                &d.path,
                 d.smolvm_entries.len(),
-                Product::Smolvm.display_name(),
                 d.celesto_entries.len(),
-                Product::Celesto.display_name(),
-                d.other_entries.len()
-            )
-        })
-    }
-
-    /// What each state directory is, in `state_dirs` order: "Celesto SmolVM · data · 2 mounts
-    /// inside".
-    pub fn state_dir_lines(&self) -> Vec<String> {
-        self.state_dirs
-            .iter()
-            .map(|d| {
-                let mounts = match d.mounts.len() {
-                    0 => String::new(),
-                    1 => " · 1 mount inside".into(),
-                    n => format!(" · {n} mounts inside"),
-                };
-                format!("{} · {}{mounts}", d.product.display_name(), d.label)
-            })
-            .collect()
-    }
-
-    /// What each VM process is, in `processes` order: "Celesto SmolVM · Celesto QEMU VM · …".
-    pub fn process_lines(&self) -> Vec<String> {
-        self.processes
-            .iter()
-            .map(|v| {
-                let name = v.product.display_name();
-                format!("{name} · {} · {}", v.shape.label(), v.reason)
-            })
-            .collect()
+                d.other_entries.len(),
+            ));
+        }
+        PreflightRows {
+            installs: self.installs.iter().map(v::install_row).collect(),
+            state_dirs,
+            machines: self.machines.iter().map(v::machine_row).collect(),
+            processes: self.processes.iter().map(v::process_row).collect(),
+            mounts: self
+                .mounts
+                .iter()
+                .map(|m| v::Row {
+                    main: m.display().to_string(),
+                    ..Default::default()
+                })
+                .collect(),
+            launchers: (self.launchers.iter())
+                .map(|l| v::launcher_row(&l.path, &l.target))
+                .collect(),
+            path_blocks: self.path_blocks.iter().map(v::path_block_row).collect(),
+            path_block_choices: self.path_blocks.iter().map(v::path_block_choice).collect(),
+            credentials: (self.credentials.iter())
+                .map(|c| v::credential_row(c.product, &c.path, &c.what))
+                .collect(),
+            credential_choices: (self.credentials.iter())
+                .map(|c| v::Row {
+                    main: c.path.display().to_string(),
+                    detail: c.what.clone(),
+                    ..Default::default()
+                })
+                .collect(),
+            system: (self.system.iter())
+                .map(|i| v::system_row(i.product, &i.command, &i.what))
+                .collect(),
+        }
     }
 }
 
@@ -833,7 +843,7 @@ fn scan_options(env: &EnvSnapshot, platform: Platform) -> crate::scan::ScanOptio
     }
 }
 
-/// The preflight for people.
+/// The preflight for people: the CLI's text, each line [`crate::view::uninstall`]'s.
 pub fn render(p: &Preflight) -> String {
     let mut s = String::new();
     render_installed(p, &mut s);
@@ -842,118 +852,86 @@ pub fn render(p: &Preflight) -> String {
     s
 }
 
+/// Each line of `lines`, ended.
+fn lines(s: &mut String, lines: impl IntoIterator<Item = String>) {
+    for l in lines {
+        s.push_str(&l);
+        s.push('\n');
+    }
+}
+
 /// The preflight's head: the installations and the state directories found.
 fn render_installed(p: &Preflight, s: &mut String) {
-    use std::fmt::Write;
-    let _ = writeln!(s, "Uninstall preflight for {}", p.home.display());
-    let _ = writeln!(s, "\nInstallations:");
+    use crate::view::uninstall as v;
+    lines(
+        s,
+        [
+            v::preflight_head(&p.home),
+            String::new(),
+            v::INSTALLATIONS.into(),
+        ],
+    );
     if p.installs.is_empty() {
-        let _ = writeln!(s, "  none found");
+        lines(s, [v::NONE_FOUND.to_string()]);
     }
-    for i in &p.installs {
-        let _ = writeln!(
-            s,
-            "  {} ({}) {} at {}",
-            i.product.display_name(),
-            i.method,
-            i.version.as_deref().unwrap_or("version unknown"),
-            i.path.display()
-        );
-    }
-    let _ = writeln!(s, "\nState directories:");
-    for d in p.state_dirs.iter().filter(|d| d.exists) {
-        let _ = writeln!(
-            s,
-            "  {:>9}  {} {} ({})",
-            human_bytes(d.allocated_bytes),
-            d.product.as_str(),
-            d.path.display(),
-            d.kind.label()
-        );
-    }
-    if let Some(d) = &p.dot_smolvm {
-        let _ = writeln!(
-            s,
-            "  {}: {} smol-machines entries, {} Celesto entries, {} others",
-            d.path.display(),
-            d.smolvm_entries.len(),
-            d.celesto_entries.len(),
-            d.other_entries.len()
-        );
-    }
+    lines(s, p.installs.iter().map(v::install_line));
+    lines(s, [String::new(), v::STATE_DIRECTORIES.into()]);
+    lines(
+        s,
+        (p.state_dirs.iter().filter(|d| d.exists))
+            .map(|d| v::state_dir_line(d.product, d.allocated_bytes, &d.path, d.kind.label())),
+    );
+    lines(
+        s,
+        p.dot_smolvm.iter().map(|d| {
+            v::dot_smolvm_line(
+                &d.path,
+                d.smolvm_entries.len(),
+                d.celesto_entries.len(),
+                d.other_entries.len(),
+            )
+        }),
+    );
 }
 
 /// The preflight's machines, sandboxes, VM processes and mounts.
 fn render_running(p: &Preflight, s: &mut String) {
-    use std::fmt::Write;
-    let counts: Vec<String> = Product::ALL
+    use crate::view::uninstall as v;
+    let counts: Vec<(Product, usize)> = Product::ALL
         .iter()
-        .map(|&pr| pr.count(p.machines.iter().filter(|m| m.product == pr).count()))
+        .map(|&pr| (pr, p.machines.iter().filter(|m| m.product == pr).count()))
         .collect();
-    let _ = writeln!(s, "\n{}:", counts.join(", "));
-    for m in &p.machines {
-        let _ = writeln!(
-            s,
-            "  {} {} {} ({})",
-            m.product.as_str(),
-            m.product.noun(),
-            m.name,
-            m.state
-        );
-    }
-    let _ = writeln!(s, "VM processes of this HOME: {}", p.processes.len());
-    for v in &p.processes {
-        let _ = writeln!(s, "  pid {} {}: {}", v.pid, v.shape.label(), v.reason);
-    }
+    lines(s, [String::new(), v::records_heading(&counts)]);
+    lines(s, p.machines.iter().map(v::machine_line));
+    lines(s, [v::processes_heading(p.processes.len())]);
+    lines(s, p.processes.iter().map(v::process_line));
     if !p.mounts_checked {
-        let _ = writeln!(s, "Mounts: the mount table could not be read");
+        lines(s, [v::MOUNTS_UNREAD.to_string()]);
     }
-    for m in &p.mounts {
-        let _ = writeln!(s, "  mount {}", m.display());
-    }
+    lines(s, p.mounts.iter().map(|m| v::mount_line(m)));
 }
 
 /// What the preflight found outside the state directories: launchers, PATH blocks,
 /// credentials, system files and problems.
 fn render_outside(p: &Preflight, s: &mut String) {
-    use std::fmt::Write;
-    for l in &p.launchers {
-        let _ = writeln!(
-            s,
-            "Launcher: {} -> {}",
-            l.path.display(),
-            l.target.display()
-        );
-    }
-    for b in &p.path_blocks {
-        let _ = writeln!(
-            s,
-            "PATH block: {} line {}: {}",
-            b.file.display(),
-            b.line,
-            b.lines.join(" | ")
-        );
-    }
-    for c in &p.credentials {
-        let _ = writeln!(
-            s,
-            "Left in place unless asked: {} — {}",
-            c.path.display(),
-            c.what
-        );
-    }
+    use crate::view::uninstall as v;
+    lines(
+        s,
+        (p.launchers.iter()).map(|l| v::launcher_line(&l.path, &l.target)),
+    );
+    lines(s, p.path_blocks.iter().map(v::path_block_line));
+    lines(
+        s,
+        (p.credentials.iter()).map(|c| v::credential_line(&c.path, &c.what)),
+    );
     if !p.system.is_empty() {
-        let _ = writeln!(
+        lines(s, [String::new(), v::SYSTEM_FILES.into()]);
+        lines(
             s,
-            "\nSystem files that need root (Smolsweep never runs these; run them yourself):"
+            (p.system.iter()).map(|i| v::system_line(&i.command, &i.what)),
         );
-        for i in &p.system {
-            let _ = writeln!(s, "  {}  # {}", i.command, i.what);
-        }
     }
-    for e in &p.problems {
-        let _ = writeln!(s, "Problem: {e}");
-    }
+    lines(s, p.problems.iter().map(|e| v::problem_line(e)));
 }
 
 #[cfg(test)]

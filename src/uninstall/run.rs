@@ -51,6 +51,14 @@ impl RunReport {
     pub fn freed_line(&self) -> String {
         format!("Freed about {}.", human_bytes(self.freed_bytes))
     }
+    /// Each step and what happened, as the window lists them
+    /// ([`crate::view::uninstall::step_row`]), in `records` order.
+    pub fn step_rows(&self) -> Vec<crate::view::uninstall::StepRow> {
+        self.records
+            .iter()
+            .map(|r| crate::view::uninstall::step_row(r.index, &r.summary, &r.result))
+            .collect()
+    }
     /// Whether a step failed or the journal could not be written.
     pub fn any_failed(&self) -> bool {
         self.journal_error.is_some()
@@ -68,12 +76,8 @@ pub fn render(report: &RunReport) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     for rec in &report.records {
-        let (tag, detail) = match &rec.result {
-            Outcome::Done { detail } | Outcome::WouldDo { detail } => ("done", detail),
-            Outcome::Skipped { why, .. } => ("skipped", why),
-            Outcome::Failed { error } => ("FAILED", error),
-        };
-        let _ = writeln!(s, "{:>2}. {tag}: {} — {detail}", rec.index + 1, rec.summary);
+        let line = crate::view::uninstall::step_line(rec.index, &rec.summary, &rec.result);
+        let _ = writeln!(s, "{line}");
     }
     let _ = writeln!(s, "{}", report.freed_line());
     for b in &report.backups {

@@ -195,6 +195,21 @@ fn plan(w: &World, product: &str, creds: bool, path_block: bool) -> Value {
     .unwrap()
 }
 
+/// Run the plan shown as the window does: its digest and its ticks.
+fn run(w: &World, plan: &Value) -> Result<Value, Value> {
+    let checked: Vec<bool> = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["checked"] == true)
+        .collect();
+    call(
+        w,
+        "uninstall_run",
+        json!({ "digest": plan["digest"], "checked": checked }),
+    )
+}
+
 fn step_index(plan: &Value, f: impl Fn(&Value) -> bool) -> usize {
     plan["steps"]
         .as_array()
@@ -256,7 +271,7 @@ fn wizard_preflight_plan_run_proof_leaves_smolvm_gone_and_credentials_kept() {
         .any(|k| k["path"] == json!(w.smol.config_dir)));
 
     // 5. Run: every step reported as it finishes, then the proof.
-    let res = call(&w, "uninstall_run", json!({ "plan": p })).unwrap();
+    let res = run(&w, &p).unwrap();
     let calls = w.scratch.calls.0.lock().unwrap().clone();
     assert!(calls.contains(&"delete demo".to_string()), "{calls:?}");
     let progress = w.progress.lock().unwrap().clone();
@@ -305,7 +320,7 @@ fn wizard_preflight_plan_run_proof_leaves_smolvm_gone_and_credentials_kept() {
         "the run is in the report"
     );
     // A plan runs once.
-    let e = call(&w, "uninstall_run", json!({ "plan": p })).unwrap_err();
+    let e = run(&w, &p).unwrap_err();
     assert!(e.as_str().unwrap().contains("already run"), "{e}");
     assert_eq!(w.scratch.calls.0.lock().unwrap().len(), calls.len());
 }
@@ -326,9 +341,17 @@ fn wizard_unticked_step_is_skipped_and_the_proof_says_what_remains() {
         s["action"] == "remove_tree" && s["path"] == json!(registry)
     });
     p["steps"][i]["checked"] = json!(false);
-    let res = call(&w, "uninstall_run", json!({ "plan": p })).unwrap();
+    let res = run(&w, &p).unwrap();
     let rec = &res["run"]["records"][i];
     assert_eq!(rec["result"]["outcome"], "skipped", "{rec:#}");
+    // Its line and word are the core's (`view::uninstall::step_row`), as the CLI says them.
+    let row = &res["steps"][i];
+    assert_eq!(row["word"], "skipped", "{row:#}");
+    assert_eq!(row["detail"], "unticked", "{row:#}");
+    assert_eq!(
+        row["line"],
+        format!("{}. {}", i + 1, rec["summary"].as_str().unwrap())
+    );
     assert!(registry.is_dir(), "the unticked step was not carried out");
     assert!(!w.home.join(".smolvm").exists());
     // Credentials removed on request; the rc file lost only the block, and was backed up.
@@ -352,26 +375,34 @@ fn wizard_unticked_step_is_skipped_and_the_proof_says_what_remains() {
 fn wizard_run_refuses_a_plan_it_did_not_make() {
     let w = world();
     // No plan yet.
-    let e = call(&w, "uninstall_run", json!({"plan": {"schema": "x", "home": "/", "products": [], "options": {"product": "all", "remove_credentials": false, "remove_path_block": false}, "steps": [], "kept": [], "user_commands": [], "removed_roots": [], "notes": []}})).unwrap_err();
+    let e = call(&w, "uninstall_run", json!({"digest": "x", "checked": []})).unwrap_err();
     assert!(e.as_str().unwrap().contains("no plan"), "{e}");
     call(&w, "uninstall_preflight", json!({})).unwrap();
     let p = plan(&w, "smolvm", false, false);
-    // A step pointed elsewhere by the window.
+    // Another plan's digest (a step pointed elsewhere on the way) is not the plan shown.
     let mut bad = p.clone();
-    let i = step_index(&bad, |s| s["action"] == "remove_tree");
-    bad["steps"][i]["path"] = json!(w.home.join(".config/smolvm"));
-    let e = call(&w, "uninstall_run", json!({ "plan": bad })).unwrap_err();
+    bad["digest"] = json!("0".repeat(64));
+    let e = run(&w, &bad).unwrap_err();
     assert!(e.as_str().unwrap().contains("not the one shown"), "{e}");
-    // Options changed by the window (credentials) are not honoured either.
-    let mut bad = p.clone();
-    bad["options"]["remove_credentials"] = json!(true);
-    assert!(call(&w, "uninstall_run", json!({ "plan": bad })).is_err());
+    // Nor is the plan shown before a new one was made (with credentials this time).
+    let with_creds = plan(&w, "smolvm", true, false);
+    assert_ne!(with_creds["digest"], p["digest"]);
+    let e = run(&w, &p).unwrap_err();
+    assert!(e.as_str().unwrap().contains("not the one shown"), "{e}");
+    let p = plan(&w, "smolvm", false, false);
+    // One tick per step.
+    let e = call(
+        &w,
+        "uninstall_run",
+        json!({ "digest": p["digest"], "checked": [true] }),
+    );
+    assert!(e.is_err() || p["steps"].as_array().unwrap().len() == 1);
     // Nothing ticked: nothing to do.
     let mut none = p.clone();
     for s in none["steps"].as_array_mut().unwrap() {
         s["checked"] = json!(false);
     }
-    let e = call(&w, "uninstall_run", json!({ "plan": none })).unwrap_err();
+    let e = run(&w, &none).unwrap_err();
     assert!(e.as_str().unwrap().contains("nothing to do"), "{e}");
     assert!(w.scratch.calls.0.lock().unwrap().is_empty());
     assert!(w.home.join(".smolvm/smolvm-bin").is_file());
@@ -385,15 +416,25 @@ fn wizard_commands_carry_sizes_names_tally_question_and_freed_line() {
     use smolsweep::model::human_bytes;
     let w = world();
     let pre = call(&w, "uninstall_preflight", json!({})).unwrap();
-    for p in [Product::Celesto, Product::Smolvm] {
-        assert_eq!(
-            pre["product_names"][p.as_str()],
-            p.display_name(),
-            "{pre:#}"
+    // Each item is the core's row (`view::uninstall`), its product named.
+    let installs = pre["installs"].as_array().unwrap();
+    let rows = pre["rows"]["installs"].as_array().unwrap();
+    assert_eq!(rows.len(), installs.len());
+    assert!(!rows.is_empty(), "{pre:#}");
+    for (i, r) in installs.iter().zip(rows) {
+        let product: Product = serde_json::from_value(i["product"].clone()).unwrap();
+        assert_eq!(r["main"], i["path"], "{r:#}");
+        assert!(
+            r["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with(product.display_name()),
+            "{r:#}"
         );
     }
     if !pre["dot_smolvm"].is_null() {
-        let line = pre["dot_smolvm_line"].as_str().unwrap();
+        let rows = pre["rows"]["state_dirs"].as_array().unwrap();
+        let line = rows.last().unwrap()["detail"].as_str().unwrap();
         assert!(line.contains(Product::Smolvm.display_name()), "{line}");
     }
     let p = plan(&w, "smolvm", false, false);
@@ -452,7 +493,7 @@ fn wizard_commands_carry_sizes_names_tally_question_and_freed_line() {
     );
     assert!(call(&w, "uninstall_ticks", json!({ "checked": [true] })).is_err() || n == 1);
     // The run: the freed line, and no failed check.
-    let res = call(&w, "uninstall_run", json!({ "plan": p })).unwrap();
+    let res = run(&w, &p).unwrap();
     let freed = res["run"]["freed_bytes"].as_u64().unwrap();
     assert_eq!(res["freed"], format!("Freed about {}.", human_bytes(freed)));
     assert_eq!(res["proof"]["clean"], true, "{}", res["proof"]["kv"]);

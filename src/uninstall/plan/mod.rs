@@ -304,6 +304,42 @@ impl UninstallPlan {
         (plan, index_of)
     }
 
+    /// What the plan does whatever is ticked: SHA-256 over its canonical JSON with every step
+    /// ticked, as every other run's [`Plan::action_digest`]. The window shows a plan with its
+    /// digest and sends back the digest and its ticks: a plan made anew since, or edited on the
+    /// way, has another digest and does not run.
+    pub fn digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut all = self.clone();
+        for s in &mut all.steps {
+            s.checked = true;
+        }
+        let text = serde_json::to_string(&all).unwrap_or_else(|e| format!("{e}: {all:?}"));
+        hex::encode(Sha256::digest(text.as_bytes()))
+    }
+
+    /// The plan with the window's ticks, when `digest` is this plan's ([`Self::digest`]) and
+    /// there is one tick per step; `None` otherwise: the plan shown is not this one.
+    pub fn with_ticks(&self, digest: &str, checked: &[bool]) -> Option<UninstallPlan> {
+        if digest != self.digest() || checked.len() != self.steps.len() {
+            return None;
+        }
+        let mut plan = self.clone();
+        for (s, c) in plan.steps.iter_mut().zip(checked) {
+            s.checked = *c;
+        }
+        Some(plan)
+    }
+
+    /// What is left in place, as the window lists it: each path with what it is and the
+    /// choice that removes it ([`crate::view::uninstall::kept_row`]).
+    pub fn kept_rows(&self) -> Vec<crate::view::uninstall::Row> {
+        self.kept
+            .iter()
+            .map(|k| crate::view::uninstall::kept_row(&k.path, &k.what, &k.how))
+            .collect()
+    }
+
     /// Clear (or set) the `checked` flag of step `index`.
     pub fn set_checked(&mut self, index: usize, checked: bool) -> bool {
         match self.steps.get_mut(index) {
@@ -353,10 +389,8 @@ pub fn render_leftovers(plan: &UninstallPlan) -> String {
         for k in &plan.kept {
             let _ = writeln!(
                 s,
-                "  {} — {} (remove with {})",
-                k.path.display(),
-                k.what,
-                k.how
+                "{}",
+                crate::view::uninstall::kept_line(&k.path, &k.what, &k.how)
             );
         }
     }
