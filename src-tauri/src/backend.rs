@@ -389,7 +389,7 @@ mod tests {
             Origin::new("window", "reclaim"),
             &|e| events.borrow_mut().extend(progress_of(&core, e)),
         );
-        (ReclaimOutcome::of(p, r, 0, 0), events.into_inner())
+        (ReclaimOutcome::of(p, r, (0, 0)), events.into_inner())
     }
 
     #[test]

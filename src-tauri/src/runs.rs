@@ -36,6 +36,9 @@ pub(crate) async fn execute(
     .unwrap_or_else(|e| Err(format!("the run failed: {e}")))
 }
 
+/// What the executor returned, or why nothing ran.
+type Ran = Result<ExecReport, String>;
+
 /// What one kind of confirmed run asks of its plan: what a changed plan says, whether the
 /// window follows its progress, the journal's command, the fingerprint shown, the core plan to
 /// execute (or why nothing runs), the outcome and the notification it sends (when notifications
@@ -48,11 +51,8 @@ trait RunKind {
     fn command(plan: &Self::Plan) -> &str;
     fn digest(plan: &Self::Plan) -> &str;
     fn core(plan: &Self::Plan) -> Result<CorePlan, String>;
-    fn outcome(
-        plan: &Self::Plan,
-        r: Result<ExecReport, String>,
-        times: (u64, u64),
-    ) -> Self::Outcome;
+    /// The outcome of `r`, which ran between `times` (Unix seconds).
+    fn outcome(plan: &Self::Plan, r: Ran, times: (u64, u64)) -> Self::Outcome;
     fn note(_: &Self::Outcome) -> Option<notes::Note> {
         None
     }
@@ -75,12 +75,8 @@ impl RunKind for Reclaim {
         let core = plan.core.clone().filter(|_| !plan.steps.is_empty());
         core.ok_or_else(|| NOTHING_TO_RECLAIM.into())
     }
-    fn outcome(
-        plan: &Self::Plan,
-        r: Result<ExecReport, String>,
-        times: (u64, u64),
-    ) -> ReclaimOutcome {
-        ReclaimOutcome::of(plan, r, times.0, times.1)
+    fn outcome(plan: &Self::Plan, r: Ran, times: (u64, u64)) -> ReclaimOutcome {
+        ReclaimOutcome::of(plan, r, times)
     }
     fn note(out: &ReclaimOutcome) -> Option<notes::Note> {
         Some(notes::reclaim_note(out))
@@ -104,12 +100,8 @@ impl RunKind for Compact {
         let core = plan.core.clone().filter(|_| !plan.steps.is_empty());
         core.ok_or_else(|| window_view::compact_ask(plan.clone()).message)
     }
-    fn outcome(
-        plan: &Self::Plan,
-        r: Result<ExecReport, String>,
-        times: (u64, u64),
-    ) -> ReclaimOutcome {
-        window_view::compact_outcome(plan, r, times.0, times.1)
+    fn outcome(plan: &Self::Plan, r: Ran, times: (u64, u64)) -> ReclaimOutcome {
+        window_view::compact_outcome(plan, r, times)
     }
     fn note(out: &ReclaimOutcome) -> Option<notes::Note> {
         Some(window_view::compact_note(out))
@@ -133,7 +125,7 @@ impl RunKind for Vm {
         let core = plan.core.clone().filter(|_| !plan.steps.is_empty());
         core.ok_or_else(|| plan.lines().join("; "))
     }
-    fn outcome(plan: &VmPlan, r: Result<ExecReport, String>, _: (u64, u64)) -> VmOutcome {
+    fn outcome(plan: &VmPlan, r: Ran, _: (u64, u64)) -> VmOutcome {
         VmOutcome::of(plan, r)
     }
 }

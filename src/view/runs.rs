@@ -212,13 +212,9 @@ pub struct ReclaimOutcome {
 
 impl ReclaimOutcome {
     /// What a reclaim of `plan` did, from the executor's report, or why nothing ran; it
-    /// started at `started_at` and ended at `finished_at` (Unix seconds).
-    pub fn of(
-        plan: &PlanView,
-        result: Result<ExecReport, String>,
-        started_at: u64,
-        finished_at: u64,
-    ) -> Self {
+    /// started and ended at `times` (Unix seconds).
+    pub fn of(plan: &PlanView, result: Result<ExecReport, String>, times: (u64, u64)) -> Self {
+        let (started_at, finished_at) = times;
         let mut out = ReclaimOutcome {
             started_at,
             estimated_bytes: plan.estimated_bytes,

@@ -67,10 +67,9 @@ pub fn compact_ask(plan: PlanView) -> CompactAsk {
 pub fn compact_outcome(
     plan: &PlanView,
     result: Result<ExecReport, String>,
-    started_at: u64,
-    finished_at: u64,
+    times: (u64, u64),
 ) -> ReclaimOutcome {
-    let mut out = ReclaimOutcome::of(plan, result, started_at, finished_at);
+    let mut out = ReclaimOutcome::of(plan, result, times);
     let done = out.count(StepStatus::Removed);
     out.summary = format!(
         "Compacted {}; estimated {}, measured {}.",
@@ -380,7 +379,7 @@ mod tests {
             vec![disk(&t.path().join("web.raw"), "web", 12_000_000)],
         );
         let plan = compact_plan(&r, &[]).unwrap();
-        let out = compact_outcome(&plan, Err("not run: the journal".into()), 0, 0);
+        let out = compact_outcome(&plan, Err("not run: the journal".into()), (0, 0));
         assert_eq!(
             out.summary,
             "Compacted 0 disks; estimated 12.0 MB, measured 0 B."
