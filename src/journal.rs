@@ -104,6 +104,26 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// What changes whenever any surface journals a run: the journal's identity, size and
+/// modification time in one string (empty when there is none). The window reads History again
+/// when it changes, whoever ran.
+pub fn stamp(journal: Option<&Path>) -> String {
+    use std::os::unix::fs::MetadataExt;
+    journal
+        .and_then(|p| std::fs::metadata(p).ok())
+        .map(|m| {
+            format!(
+                "{}:{}:{}:{}.{}",
+                m.dev(),
+                m.ino(),
+                m.size(),
+                m.mtime(),
+                m.mtime_nsec()
+            )
+        })
+        .unwrap_or_default()
+}
+
 impl Journal {
     /// Open the journal file at `path` for appending.
     ///

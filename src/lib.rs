@@ -31,6 +31,8 @@
 //! | [`read_input`], [`read_input_text`], [`InputError`], `MAX_*_BYTES` | reading a file a user names, safely |
 //! | [`write_atomic`] | writing Smolsweep's own small state files atomically (the app's settings too) |
 //! | [`now_secs`], [`lock`] | the wall clock in Unix seconds; a mutex taken also after a panic |
+//! | [`space_of`] | the free space of the fullest file system holding SmolVM state, for the low-space alert |
+//! | [`WhyFacts`] | what `why` reads (a scan, the process table, the keep rules, the roots) and the evidence it gathers for one target, worded by [`view::why`] |
 //!
 //! Everything else (walking, sizing, inventories, the process table, product layouts) is
 //! private to the crate.
@@ -58,7 +60,9 @@ pub use input::{
 pub use policy::{
     path_for as policy_path, Decision, Policy, Step as PolicyStep, DEFAULT_KINDS, POLICY_SCHEMA,
 };
+pub use size::space_of;
 pub use target::{apply_keeps_at, compact_plan, plan_for, Target, TargetPlan, VmAction};
+pub use why::WhyFacts;
 
 mod atomic;
 mod basics;
@@ -87,6 +91,7 @@ mod size;
 mod table;
 mod target;
 mod upstream;
+mod why;
 
 #[cfg(test)]
 mod tests;

@@ -706,6 +706,42 @@ impl Plan {
         Self::from_scan_at(report, selection, now_secs())
     }
 
+    /// The plan for findings chosen one by one (the window's, the tray's and `browse`'s
+    /// selection), duplicates dropped: what their Reclaim runs and its button estimates.
+    pub fn of_ids(report: &ScanReport, ids: &[String]) -> Plan {
+        let mut seen = BTreeSet::new();
+        let ids = ids
+            .iter()
+            .filter(|i| seen.insert(i.as_str()))
+            .cloned()
+            .collect();
+        Self::from_scan(
+            report,
+            &Selection {
+                ids,
+                ..Default::default()
+            },
+        )
+    }
+
+    /// The plan of everything reclaimable in `report` (what "Reclaim" frees: a scan view's
+    /// totals and next steps).
+    pub fn reclaimable(report: &ScanReport) -> Plan {
+        Self::from_scan(report, &Selection::reclaimable())
+    }
+
+    /// [`Plan::reclaimable`] of what `filter` selects at `now` (every machine kept for the
+    /// planner): the totals of a filtered view, what `prune` with the same filter frees.
+    pub fn reclaimable_of(
+        report: &ScanReport,
+        filter: &crate::filter::Filter,
+        now: std::time::SystemTime,
+    ) -> Plan {
+        let mut items = report.clone();
+        filter.apply(&mut items, now);
+        Self::reclaimable(&items)
+    }
+
     /// [`Plan::from_scan`] with an explicit creation time (tests, reproducible ids).
     pub(crate) fn from_scan_at(
         report: &ScanReport,

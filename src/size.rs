@@ -37,10 +37,12 @@ use crate::model::FileIdentity;
 
 mod listings;
 mod memo;
+mod space;
 mod walk;
 mod watches;
 
 pub use memo::*;
+pub use space::{space_of, Space};
 use walk::*;
 
 /// Upper bound on walker threads for one sizer.

@@ -374,7 +374,9 @@ impl TrayModel {
             .map(|f| f.id.clone())
             .collect();
         // The planner's number (hard links once), as the confirmation will say.
-        let reclaim_bytes = crate::view::selection_estimate(report, &reclaim_ids).estimate_bytes;
+        let reclaim_bytes =
+            crate::view::confirmation(&crate::plan::Plan::of_ids(report, &reclaim_ids))
+                .estimate_bytes;
         let reclaimable = (!reclaim_ids.is_empty()).then_some(reclaim_bytes);
         let orphans = report
             .processes

@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::filter::{Filter, Hidden};
 use crate::kind::{FindingKind, Risk};
 use crate::model::*;
-use crate::plan::{Action, Plan, Selection};
+use crate::plan::{Action, Plan};
 
 /// An automatic clean-up waiting for the user.
 pub mod auto;
@@ -56,8 +56,7 @@ pub use compact::{compact_view, disk_sentence, CompactView};
 use confirm::vms;
 pub use confirm::{
     closing_line, confirmation, estimate_bytes, freeing, not_planned_line, outcome_line,
-    reclaim_label, run_note, selection_estimate, skipped_target, Confirmation, NOT_PLANNED,
-    RECLAIM,
+    reclaim_label, run_note, skipped_target, Confirmation, NOT_PLANNED, RECLAIM,
 };
 pub(crate) use confirm::{fix_for_path, fix_for_process};
 pub use lines::action_line;
@@ -436,22 +435,26 @@ pub struct ScanView {
 }
 
 impl ScanView {
-    /// The view of a scan (its totals from the planner, as "Reclaim" will free).
-    pub fn of(r: &ScanReport) -> ScanView {
-        ScanView::build(r, r, None)
+    /// The view of a scan, its totals those of `reclaim`, the planner's plan of everything
+    /// reclaimable in it ([`Plan::reclaimable`]), as "Reclaim" will free.
+    pub fn of(r: &ScanReport, reclaim: &Plan) -> ScanView {
+        ScanView::build(r, reclaim, None)
     }
 
     /// The view of a scan narrowed by `filter` at `now`: only the findings that match, only
     /// the machines and VM processes it shows ([`Filter::shows_machines_of`]), totals and next
     /// steps of what is shown (the commands carrying the filter's flags, so they do what they
     /// say), and a line saying what it hid. The planner's totals are those `prune` with the
-    /// same filter frees.
-    pub fn filtered(r: &ScanReport, filter: &Filter, now: std::time::SystemTime) -> ScanView {
-        let mut items = r.clone();
-        filter.apply(&mut items, now);
+    /// same filter frees: `reclaim`, made by [`Plan::reclaimable_of`] with the same filter.
+    pub fn filtered(
+        r: &ScanReport,
+        filter: &Filter,
+        now: std::time::SystemTime,
+        reclaim: &Plan,
+    ) -> ScanView {
         let mut shown = r.clone();
         let hidden = filter.narrow(&mut shown, now);
-        let mut v = ScanView::build(&shown, &items, hidden);
+        let mut v = ScanView::build(&shown, reclaim, hidden);
         // A product filter says nothing of the other product (issue 39, item 7).
         if !filter.products.is_empty() {
             v.products.retain(|p| filter.products.contains(&p.product));
@@ -459,15 +462,15 @@ impl ScanView {
         v
     }
 
-    /// `r` is what is shown; `planned` the same findings with every machine, for the planner.
-    fn build(r: &ScanReport, planned: &ScanReport, hidden: Option<Hidden>) -> ScanView {
-        let mut v = ScanView::build_rows(r, planned, hidden);
+    /// `r` is what is shown; `reclaim` the planner's plan of the same findings with every
+    /// machine.
+    fn build(r: &ScanReport, reclaim: &Plan, hidden: Option<Hidden>) -> ScanView {
+        let mut v = ScanView::build_rows(r, reclaim, hidden);
         v.machines_heading = v.machines_heading();
         v
     }
 
-    fn build_rows(r: &ScanReport, planned: &ScanReport, hidden: Option<Hidden>) -> ScanView {
-        let reclaim = Plan::from_scan(planned, &Selection::reclaimable());
+    fn build_rows(r: &ScanReport, reclaim: &Plan, hidden: Option<Hidden>) -> ScanView {
         let groups = groups(r);
         ScanView {
             home: crate::pathser::shown(&r.home),
@@ -475,24 +478,24 @@ impl ScanView {
             products: r.products.iter().map(product_line).collect(),
             legend: legend(&groups),
             totals: TotalsView {
-                reclaimable_bytes: estimate_bytes(&reclaim),
-                reclaimable: bytes(estimate_bytes(&reclaim)),
+                reclaimable_bytes: estimate_bytes(reclaim),
+                reclaimable: bytes(estimate_bytes(reclaim)),
                 reclaimable_count: reclaim.delete_count(),
-                reclaimable_machines: machine_deletes(&reclaim),
+                reclaimable_machines: machine_deletes(reclaim),
                 opt_in_bytes: r.totals.opt_in_allocated_bytes,
                 opt_in: bytes(r.totals.opt_in_allocated_bytes),
                 opt_in_count: r.totals.opt_in_count as usize,
                 orphan_processes: orphans(r),
                 held_deleted: bytes(r.totals.held_deleted_bytes),
                 findings: groups.iter().map(|g| g.count).sum(),
-                reclaimable_items: items_and_machines(&reclaim),
+                reclaimable_items: items_and_machines(reclaim),
                 opt_in_items: plural(r.totals.opt_in_count as usize, "item", "items"),
                 held_line: match r.totals.held_deleted_bytes {
                     0 => String::new(),
                     b => format!("holding {} of deleted files", bytes(b)),
                 },
             },
-            next_steps: next_steps(r, &reclaim, hidden.as_ref()),
+            next_steps: next_steps(r, reclaim, hidden.as_ref()),
             machines: r.machines.iter().map(|m| machine_row(r, m)).collect(),
             compact: compact_view(r),
             processes: r.processes.iter().map(process_row).collect(),

@@ -95,7 +95,7 @@ async fn run<R: Runtime>(
         let _g = st.scan_lock.lock().await;
         let origin = smolsweep::exec::Origin::new("auto", "auto");
         let r = crate::runs::execute(&st, &_g, plan, (how, origin), Box::new(|_, _| {})).await;
-        ReclaimOutcome::of(&shown, r, started)
+        ReclaimOutcome::of(&shown, r, (started, now_secs()))
     };
     if lock(&st.settings).notifications {
         crate::notify::send_note(app, crate::notes::auto_note(&out), Some("history"));

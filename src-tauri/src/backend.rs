@@ -19,11 +19,91 @@ use smolsweep::plan::Plan as CorePlan;
 
 // The plan and its outcome as a person sees them are the core's (`smolsweep::view::runs`).
 pub use smolsweep::view::runs::{
-    core_plan, history, machine_plan, outcome_heading, plan, plan_of, progress_of,
-    selection_estimate, vm_plan, ActionResult, ActionStatus, History, HistoryRun, MachineRef,
-    PlanStep, PlanView, Progress, ReclaimOutcome, Refusal, StepResult, StepStatus, VmAction,
-    VmOutcome, VmPlan, VmTarget, LEGACY_HISTORY_FILE,
+    outcome_heading, plan_of, progress_of, ActionResult, ActionStatus, History, HistoryRun,
+    MachineRef, PlanStep, PlanView, Progress, ReclaimOutcome, Refusal, StepResult, StepStatus,
+    VmAction, VmOutcome, VmPlan, VmTarget, LEGACY_HISTORY_FILE,
 };
+use smolsweep::view::{self, Confirmation};
+
+// What the shell shows is planned by the core's planner and then worded by its view: these ask
+// the one, then the other.
+
+/// The core plan for the chosen finding ids (duplicates dropped, [`CorePlan::of_ids`]).
+pub fn core_plan(report: &ScanReport, ids: &[String]) -> CorePlan {
+    CorePlan::of_ids(report, ids)
+}
+
+/// What the Reclaim button says for a selection: the core's confirmation of its plan.
+pub fn selection_estimate(report: &ScanReport, ids: &[String]) -> Confirmation {
+    view::confirmation(&core_plan(report, ids))
+}
+
+/// The plan for the chosen finding ids as the window confirms it: protected, unknown and
+/// unknown-id findings are refused by the core planner, with its reasons.
+pub fn plan(report: &ScanReport, ids: &[String]) -> PlanView {
+    plan_of(report, core_plan(report, ids))
+}
+
+/// The plan for Stop / End process / Delete of one VM or machine ([`smolsweep::plan_for`]).
+pub fn target_plan(
+    report: &ScanReport,
+    target: &VmTarget,
+    action: VmAction,
+    cascade: bool,
+) -> VmPlan {
+    VmPlan::of(
+        &smolsweep::plan_for(report, target, action, cascade),
+        cascade,
+    )
+}
+
+/// The plan for Stop / End process / Delete of the VM process `pid` (with the start time the
+/// user saw).
+pub fn vm_plan(
+    report: &ScanReport,
+    pid: u32,
+    start_time: u64,
+    action: VmAction,
+    cascade: bool,
+) -> VmPlan {
+    let target = VmTarget::Process { pid, start_time };
+    target_plan(report, &target, action, cascade)
+}
+
+/// The plan for Stop / Delete of the machine or sandbox `name` of `product`, as the Running
+/// VMs view lists it.
+pub fn machine_plan(
+    report: &ScanReport,
+    product: smolsweep::model::Product,
+    name: &str,
+    action: VmAction,
+    cascade: bool,
+) -> VmPlan {
+    let name = name.into();
+    target_plan(
+        report,
+        &VmTarget::Machine { product, name },
+        action,
+        cascade,
+    )
+}
+
+/// The compaction of `targets` (machines as `product:name`, or disk paths; every disk with
+/// something to give back when empty), planned as `smolsweep compact` plans it, as the window
+/// and the tray confirm it.
+pub fn compact_plan(report: &ScanReport, targets: &[String]) -> Result<PlanView, String> {
+    smolsweep::compact_plan(report, targets).map(|core| plan_of(report, core))
+}
+
+/// History: the newest runs of the core journal at `journal` (a missing file is an empty
+/// history), and the window's old history file when it is still there.
+pub fn history(journal: Option<&std::path::Path>, legacy: Option<&std::path::Path>) -> History {
+    let read = journal.map(|p| {
+        let newest = smolsweep::journal::read_newest(p, view::runs::HISTORY_RUNS);
+        (p, newest)
+    });
+    view::runs::history(read, legacy.filter(|p| p.is_file()))
+}
 
 /// Environment variable naming a saved scan report to use instead of a real scan.
 pub const REPORT_FILE_ENV: &str = "SMOLSWEEP_REPORT_FILE";
@@ -309,7 +389,7 @@ mod tests {
             Origin::new("window", "reclaim"),
             &|e| events.borrow_mut().extend(progress_of(&core, e)),
         );
-        (ReclaimOutcome::of(p, r, 0), events.into_inner())
+        (ReclaimOutcome::of(p, r, (0, 0)), events.into_inner())
     }
 
     #[test]

@@ -106,7 +106,7 @@ pub(crate) fn plan_compact(
     machine: Option<MachineRef>,
 ) -> Result<CompactAsk, String> {
     let report = lock(&state.report).clone().ok_or(NO_SCAN_YET)?;
-    let plan = window_view::compact_plan(&report, &compact_targets(machine))?;
+    let plan = backend::compact_plan(&report, &compact_targets(machine))?;
     Ok(window_view::compact_ask(plan))
 }
 
@@ -180,11 +180,11 @@ pub(crate) fn get_history(state: tauri::State<'_, AppState>) -> History {
     backend::history(journal.as_deref(), state.legacy_history_path().as_deref())
 }
 
-/// What changes whenever any surface journals a run (`smolsweep::view::runs::history_stamp`):
-/// the window reads History again when it does.
+/// What changes whenever any surface journals a run (`smolsweep::journal::stamp`): the window
+/// reads History again when it does.
 #[tauri::command]
 pub(crate) fn get_history_stamp(state: tauri::State<'_, AppState>) -> String {
-    smolsweep::view::runs::history_stamp(state.backend.journal_path().as_deref())
+    smolsweep::journal::stamp(state.backend.journal_path().as_deref())
 }
 
 /// The space history as the core's view: the series per product, the freed runs, the
@@ -227,7 +227,7 @@ pub(crate) async fn plan_machine_action<R: Runtime>(
 ) -> Result<VmPlan, String> {
     let report = scan_now(&app).await?;
     let target = VmTarget::Machine { product, name };
-    Ok(VmPlan::of(
+    Ok(backend::target_plan(
         &report,
         &target,
         action,

@@ -69,7 +69,8 @@ pub(crate) fn notify_low_space<R: Runtime>(app: &AppHandle<R>, r: &ScanReport) {
     let growth = lock(&st.trend)
         .as_ref()
         .and_then(smolsweep::view::trend_growth);
-    let alert = lock(&st.low_space).check(r, reclaim, growth, now);
+    let fs = smolsweep::space_of(r);
+    let alert = lock(&st.low_space).check(fs, r, reclaim, growth, now);
     let on = lock(&st.settings).notifications;
     if let (Some(a), true) = (alert, on) {
         let note = a.note();

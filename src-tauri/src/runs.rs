@@ -36,6 +36,9 @@ pub(crate) async fn execute(
     .unwrap_or_else(|e| Err(format!("the run failed: {e}")))
 }
 
+/// What the executor returned, or why nothing ran.
+type Ran = Result<ExecReport, String>;
+
 /// What one kind of confirmed run asks of its plan: what a changed plan says, whether the
 /// window follows its progress, the journal's command, the fingerprint shown, the core plan to
 /// execute (or why nothing runs), the outcome and the notification it sends (when notifications
@@ -48,7 +51,8 @@ trait RunKind {
     fn command(plan: &Self::Plan) -> &str;
     fn digest(plan: &Self::Plan) -> &str;
     fn core(plan: &Self::Plan) -> Result<CorePlan, String>;
-    fn outcome(plan: &Self::Plan, r: Result<ExecReport, String>, started: u64) -> Self::Outcome;
+    /// The outcome of `r`, which ran between `times` (Unix seconds).
+    fn outcome(plan: &Self::Plan, r: Ran, times: (u64, u64)) -> Self::Outcome;
     fn note(_: &Self::Outcome) -> Option<notes::Note> {
         None
     }
@@ -71,8 +75,8 @@ impl RunKind for Reclaim {
         let core = plan.core.clone().filter(|_| !plan.steps.is_empty());
         core.ok_or_else(|| NOTHING_TO_RECLAIM.into())
     }
-    fn outcome(plan: &Self::Plan, r: Result<ExecReport, String>, started: u64) -> ReclaimOutcome {
-        ReclaimOutcome::of(plan, r, started)
+    fn outcome(plan: &Self::Plan, r: Ran, times: (u64, u64)) -> ReclaimOutcome {
+        ReclaimOutcome::of(plan, r, times)
     }
     fn note(out: &ReclaimOutcome) -> Option<notes::Note> {
         Some(notes::reclaim_note(out))
@@ -96,8 +100,8 @@ impl RunKind for Compact {
         let core = plan.core.clone().filter(|_| !plan.steps.is_empty());
         core.ok_or_else(|| window_view::compact_ask(plan.clone()).message)
     }
-    fn outcome(plan: &Self::Plan, r: Result<ExecReport, String>, started: u64) -> ReclaimOutcome {
-        window_view::compact_outcome(plan, r, started)
+    fn outcome(plan: &Self::Plan, r: Ran, times: (u64, u64)) -> ReclaimOutcome {
+        window_view::compact_outcome(plan, r, times)
     }
     fn note(out: &ReclaimOutcome) -> Option<notes::Note> {
         Some(window_view::compact_note(out))
@@ -121,7 +125,7 @@ impl RunKind for Vm {
         let core = plan.core.clone().filter(|_| !plan.steps.is_empty());
         core.ok_or_else(|| plan.lines().join("; "))
     }
-    fn outcome(plan: &VmPlan, r: Result<ExecReport, String>, _: u64) -> VmOutcome {
+    fn outcome(plan: &VmPlan, r: Ran, _: (u64, u64)) -> VmOutcome {
         VmOutcome::of(plan, r)
     }
 }
@@ -173,7 +177,7 @@ async fn run_locked<R: Runtime, K: RunKind>(
         false => Box::new(|_, _| {}),
     };
     let r = execute(&st, &_g, core, (How::Click, origin), progress).await;
-    Ok(K::outcome(&plan, r, started))
+    Ok(K::outcome(&plan, r, (started, now_secs())))
 }
 
 /// Execute the plan for `ids` against the latest scan through the core executor (journaled
@@ -201,7 +205,7 @@ pub async fn compact<R: Runtime>(
     digest: Option<String>,
     surface: &str,
 ) -> Result<ReclaimOutcome, String> {
-    let plan_of = |report: &_| window_view::compact_plan(report, &targets);
+    let plan_of = |report: &_| backend::compact_plan(report, &targets);
     run_confirmed::<R, Compact>(app, plan_of, digest, surface).await
 }
 
@@ -240,6 +244,6 @@ pub async fn run_target<R: Runtime>(
     (action, cascade): (VmAction, bool),
     digest: Option<String>,
 ) -> Result<VmOutcome, String> {
-    let plan_of = |report: &_| Ok(VmPlan::of(report, &target, action, cascade));
+    let plan_of = |report: &_| Ok(backend::target_plan(report, &target, action, cascade));
     run_confirmed::<R, Vm>(app, plan_of, digest, surface).await
 }

@@ -4,6 +4,7 @@ use std::sync::atomic::Ordering;
 
 use serde::Serialize;
 use smolsweep::model::{Product, ScanReport};
+use smolsweep::plan::Plan;
 use smolsweep::tray::TrayModel;
 use smolsweep::view::window::WindowView;
 use smolsweep::view::ScanView;
@@ -61,7 +62,9 @@ pub(crate) fn status(st: &AppState) -> Status {
     let error = lock(&st.scan_error).clone();
     let filter = lock(&st.filter).clone();
     let now = keeps::time_of(lock(&st.clock).now());
-    let view = report.as_ref().map(|r| ScanView::filtered(r, &filter, now));
+    let view = report
+        .as_ref()
+        .map(|r| ScanView::filtered(r, &filter, now, &Plan::reclaimable_of(r, &filter, now)));
     Status {
         window: report
             .as_ref()

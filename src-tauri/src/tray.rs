@@ -112,7 +112,7 @@ pub(crate) fn confirm_tray_compact<R: Runtime>(app: &AppHandle<R>) {
     let Some(report) = lock(&app.state::<AppState>().report).clone() else {
         return;
     };
-    let ask = match smolsweep::view::window::compact_plan(&report, &[]) {
+    let ask = match crate::backend::compact_plan(&report, &[]) {
         Ok(plan) => smolsweep::view::window::compact_ask(plan),
         Err(e) => return tracing::warn!("compact: {e}"),
     };

@@ -5,8 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 use smolsweep::model::Product;
-use smolsweep::view::why::{explain, Asked, Why, WhyFacts};
+use smolsweep::view::why::{Asked, Why};
 use smolsweep::view::window::WhyPanel;
+use smolsweep::WhyFacts;
 
 /// What a row asks about.
 #[derive(Debug, Clone, Deserialize)]
@@ -51,7 +52,7 @@ pub fn why_of_report(
 ) -> Result<WhyShown, String> {
     let env = smolsweep::env::EnvSnapshot::capture().map_err(|e| format!("{e:#}"))?;
     let facts = WhyFacts::of_report(report, &env, keep_file);
-    let why = explain(&facts, &target.asked());
+    let why = facts.explain(&target.asked());
     if !why.found {
         return Err(why.text().trim_end().to_string());
     }

@@ -81,7 +81,12 @@ impl Paint {
 
 /// Render for a terminal as `o` says (`r` is the whole scan; `o.filter` narrows it).
 pub fn render_with(r: &ScanReport, o: &RenderOptions) -> String {
-    let v = ScanView::filtered(r, &o.filter, o.now);
+    let v = ScanView::filtered(
+        r,
+        &o.filter,
+        o.now,
+        &smolsweep::plan::Plan::reclaimable_of(r, &o.filter, o.now),
+    );
     let paint = Paint(o.color);
     let mut s = String::new();
     if o.quiet {

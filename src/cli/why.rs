@@ -5,7 +5,8 @@
 use std::path::{Component, Path, PathBuf};
 
 use smolsweep::model::Product;
-use smolsweep::view::why::{explain, Asked, WhyFacts};
+use smolsweep::view::why::Asked;
+use smolsweep::WhyFacts;
 
 use crate::cli::prefix::{self, Found};
 
@@ -147,7 +148,7 @@ pub fn run(a: WhyArgs) -> i32 {
             return 1;
         }
     };
-    let why = explain(&facts, &asked);
+    let why = facts.explain(&asked);
     if a.json {
         crate::cli::out::json(&why);
     } else if why.found {

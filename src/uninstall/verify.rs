@@ -278,7 +278,7 @@ impl<'a> Audit<'a> {
                         Ok(inner) if inner.is_empty() => empty += 1,
                         _ => rem.push(Remaining {
                             what: format!("machine directory {}", e.path.display()),
-                            fix: crate::view::fix_for_path(&self.report, &e.path),
+                            fix: crate::view::fix_for_path(&self.report, &e.path, e.path.is_dir()),
                         }),
                     }
                 }
@@ -304,7 +304,7 @@ impl<'a> Audit<'a> {
             for e in entries.into_iter().filter(|e| !e.is_dir()) {
                 rem.push(Remaining {
                     what: format!("sandbox disk {}", e.path.display()),
-                    fix: crate::view::fix_for_path(&self.report, &e.path),
+                    fix: crate::view::fix_for_path(&self.report, &e.path, e.path.is_dir()),
                 });
             }
         }

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::model::*;
-use crate::plan::{Action, Plan, Selection};
+use crate::plan::{Action, Plan};
 
 use super::*;
 
@@ -13,15 +13,6 @@ use super::*;
 /// number the confirmation, the journal, the result JSON, the tray and the window all show.
 pub fn estimate_bytes(plan: &Plan) -> u64 {
     plan.estimated_bytes
-}
-
-/// The confirmation for findings chosen one by one (the window's and the tray's selection).
-pub fn selection_estimate(report: &ScanReport, ids: &[String]) -> Confirmation {
-    let sel = Selection {
-        ids: ids.to_vec(),
-        ..Default::default()
-    };
-    confirmation(&Plan::from_scan(report, &sel))
 }
 
 /// What a confirmation says, on every surface, for one plan.
@@ -96,7 +87,7 @@ pub fn freeing(what: &str, bytes: u64) -> String {
 /// The one closing line of a run or dry run, on every surface: "Dry run: nothing changed;
 /// it would free about 2.0 MB.", "3 done, 1 skipped, 0 failed. Freed 1.9 MB (measured; about
 /// 2.0 MB estimated)." A run that frees nothing (a stop) names no bytes.
-pub fn closing_line(r: &crate::exec::ExecReport) -> String {
+pub fn closing_line(r: &crate::record::ExecReport) -> String {
     if r.dry_run {
         return match r.estimated_bytes {
             0 => "Dry run: nothing changed.".to_string(),
@@ -124,8 +115,8 @@ pub fn closing_line(r: &crate::exec::ExecReport) -> String {
 
 /// One action's result as a run lists it: `done`, `would`, `skipped` or `FAILED`, then the
 /// action's summary (and why, for a skip or a failure; what it freed, for a measured delete).
-pub fn outcome_line(summary: &str, outcome: &crate::exec::Outcome, freed_bytes: u64) -> String {
-    use crate::exec::Outcome;
+pub fn outcome_line(summary: &str, outcome: &crate::record::Outcome, freed_bytes: u64) -> String {
+    use crate::record::Outcome;
     match outcome {
         Outcome::Done { .. } if freed_bytes > 0 => format!(
             "done     {summary}: freed {} (measured)",
@@ -279,8 +270,9 @@ pub fn confirmation(plan: &Plan) -> Confirmation {
 
 /// The command that would remove what is left at `path`, judged by the scan `r`: one that
 /// will accept it, or the command to run by hand when no Smolsweep command would. Always a fix,
-/// never the scan's reason (issue 39, item 7).
-pub(crate) fn fix_for_path(r: &ScanReport, path: &Path) -> String {
+/// never the scan's reason (issue 39, item 7). `is_dir`: whether `path` is a directory, for
+/// the command to run by hand.
+pub(crate) fn fix_for_path(r: &ScanReport, path: &Path, is_dir: bool) -> String {
     let by_hand = |dir: bool, why: &str| {
         format!(
             "rm {}-- {} ({why})",
@@ -289,7 +281,7 @@ pub(crate) fn fix_for_path(r: &ScanReport, path: &Path) -> String {
         )
     };
     let Some(f) = r.findings.iter().find(|f| f.path == path) else {
-        return by_hand(path.is_dir(), "by hand: the scan does not judge it");
+        return by_hand(is_dir, "by hand: the scan does not judge it");
     };
     match f.verdict {
         Verdict::Reclaimable => "smolsweep prune".into(),

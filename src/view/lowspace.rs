@@ -3,9 +3,9 @@
 //! notification with a "Reclaim N" action; rate-limited; re-armed once space recovers.
 //!
 //! [`LowSpaceWatch::observe`] is the pure decision (statvfs numbers in, an alert or nothing
-//! out); [`space_of`] reads the numbers.
+//! out); [`crate::space_of`] reads the numbers.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::model::ScanReport;
 use serde::{Deserialize, Serialize};
@@ -18,14 +18,7 @@ pub const LOW_BYTES: u64 = 10_000_000_000;
 /// At most one alert in this many seconds, even after space recovered and fell again.
 pub const MIN_GAP_SECS: u64 = 3_600;
 
-/// A file system's size and the bytes available to the user (`statvfs`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Space {
-    /// Bytes available to the user.
-    pub avail: u64,
-    /// The file system's size.
-    pub total: u64,
-}
+pub use crate::size::Space;
 
 impl Space {
     /// The free space below which it is low.
@@ -120,16 +113,18 @@ impl LowSpaceWatch {
         Some((reclaimable, held_deleted))
     }
 
-    /// Look at the file system holding `report`'s SmolVM state and decide; `reclaimable` is
-    /// what the tray's "Reclaim" would free, `growth` how the space history says SmolVM grew.
+    /// Decide on the fullest file system holding `report`'s SmolVM state, `fs` ([`crate::space_of`]
+    /// read it); `reclaimable` is what the tray's "Reclaim" would free, `growth` how the space
+    /// history says SmolVM grew.
     pub fn check(
         &mut self,
+        fs: Option<(PathBuf, Space)>,
         report: &ScanReport,
         reclaimable: u64,
         growth: Option<String>,
         now: u64,
     ) -> Option<Alert> {
-        let (path, space) = space_of(report)?;
+        let (path, space) = fs?;
         let held: u64 = report
             .processes
             .iter()
@@ -145,35 +140,6 @@ impl LowSpaceWatch {
             growth,
         })
     }
-}
-
-fn statvfs(p: &Path) -> Option<Space> {
-    let v = rustix::fs::statvfs(p).ok()?;
-    let frsize = v.f_frsize;
-    Some(Space {
-        avail: v.f_bavail.saturating_mul(frsize),
-        total: v.f_blocks.saturating_mul(frsize),
-    })
-}
-
-/// The fullest file system holding SmolVM state: the products' roots and the findings' roots
-/// that exist.
-pub fn space_of(report: &ScanReport) -> Option<(PathBuf, Space)> {
-    let mut paths: Vec<PathBuf> = report
-        .products
-        .iter()
-        .flat_map(|p| p.roots.values().cloned())
-        .chain(report.findings.iter().filter_map(|f| f.root.clone()))
-        .collect();
-    paths.sort();
-    paths.dedup();
-    paths
-        .into_iter()
-        .filter_map(|p| statvfs(&p).map(|s| (p, s)))
-        .min_by(|(_, a), (_, b)| {
-            (a.avail as f64 / a.total.max(1) as f64)
-                .total_cmp(&(b.avail as f64 / b.total.max(1) as f64))
-        })
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::basics::now_secs;
 use serde::{Deserialize, Serialize};
 
 /// Why a confirmed reclaim did not run: the plan made now is not the one shown.
@@ -21,9 +20,10 @@ pub const NO_SCAN_YET: &str = "no scan has finished yet";
 /// Why a reclaim of the selection runs nothing.
 pub const NOTHING_TO_RECLAIM: &str = "nothing selected can be reclaimed";
 
-use crate::exec::{ExecReport, Outcome, ProgressEvent};
+use crate::journal::Newest;
 use crate::model::{Product, ScanReport};
-use crate::plan::{Action, Plan as CorePlan, Selection};
+use crate::plan::{Action, Plan as CorePlan};
+use crate::record::{ExecReport, Outcome, ProgressEvent};
 use crate::target::TargetPlan;
 use crate::view::words::Word;
 use crate::view::Confirmation;
@@ -76,37 +76,6 @@ pub struct PlanView {
     /// The core plan itself (what [`Backend::execute`] runs).
     #[serde(skip)]
     pub core: Option<CorePlan>,
-}
-
-/// The core plan for the chosen finding ids (duplicates dropped).
-pub fn core_plan(report: &ScanReport, ids: &[String]) -> CorePlan {
-    CorePlan::from_scan(
-        report,
-        &Selection {
-            ids: dedup(ids),
-            ..Default::default()
-        },
-    )
-}
-
-fn dedup(ids: &[String]) -> Vec<String> {
-    let mut seen = std::collections::BTreeSet::new();
-    ids.iter()
-        .filter(|i| seen.insert(i.as_str()))
-        .cloned()
-        .collect()
-}
-
-/// What the Reclaim button says for a selection: the core's confirmation of the plan for it
-/// (`view::selection_estimate`).
-pub fn selection_estimate(report: &ScanReport, ids: &[String]) -> Confirmation {
-    crate::view::selection_estimate(report, &dedup(ids))
-}
-
-/// Build the plan for the chosen finding ids: protected, unknown and unknown-id findings are
-/// refused by the core planner, with its reasons. Pure: looks at the report only.
-pub fn plan(report: &ScanReport, ids: &[String]) -> PlanView {
-    plan_of(report, core_plan(report, ids))
 }
 
 /// The window's plan for a core plan made from `report` (the confirmation, steps and refusals).
@@ -242,8 +211,10 @@ pub struct ReclaimOutcome {
 }
 
 impl ReclaimOutcome {
-    /// What a reclaim of `plan` did, from the executor's report, or why nothing ran.
-    pub fn of(plan: &PlanView, result: Result<ExecReport, String>, started_at: u64) -> Self {
+    /// What a reclaim of `plan` did, from the executor's report, or why nothing ran; it
+    /// started and ended at `times` (Unix seconds).
+    pub fn of(plan: &PlanView, result: Result<ExecReport, String>, times: (u64, u64)) -> Self {
+        let (started_at, finished_at) = times;
         let mut out = ReclaimOutcome {
             started_at,
             estimated_bytes: plan.estimated_bytes,
@@ -292,7 +263,7 @@ impl ReclaimOutcome {
                     .collect();
             }
         }
-        out.finished_at = now_secs();
+        out.finished_at = finished_at;
         out.estimated = crate::view::bytes(out.estimated_bytes);
         out.measured = crate::view::bytes(out.measured_bytes);
         let removed = out
@@ -501,9 +472,9 @@ pub fn outcome_heading(done: bool, command: &str, target: &str) -> String {
 }
 
 impl VmPlan {
-    /// The plan for `action` on `target` from `report`, as the window and the tray show it.
-    pub fn of(report: &ScanReport, target: &VmTarget, action: VmAction, cascade: bool) -> Self {
-        let t = crate::target::plan_for(report, target, action, cascade);
+    /// The planner's plan for one target ([`crate::target::plan_for`], asked with `cascade`),
+    /// as the window and the tray show it.
+    pub fn of(t: &TargetPlan, cascade: bool) -> Self {
         let confirmation = t.confirmation();
         let core = t.plan.clone().ok();
         VmPlan {
@@ -580,39 +551,6 @@ impl PlanView {
         }
         (format!("Reclaim {}", c.estimate), msg)
     }
-}
-
-/// The core plan for Stop / End process / Delete of the VM process `pid` (with the start time
-/// the user saw). Pure: looks at the report only.
-pub fn vm_plan(
-    report: &ScanReport,
-    pid: u32,
-    start_time: u64,
-    action: VmAction,
-    cascade: bool,
-) -> VmPlan {
-    VmPlan::of(
-        report,
-        &VmTarget::Process { pid, start_time },
-        action,
-        cascade,
-    )
-}
-
-/// The core plan for Stop / Delete of the machine or sandbox `name` of `product`, as the
-/// Running VMs view lists it (`view::MachineRow`). Pure.
-pub fn machine_plan(
-    report: &ScanReport,
-    product: Product,
-    name: &str,
-    action: VmAction,
-    cascade: bool,
-) -> VmPlan {
-    let target = VmTarget::Machine {
-        product,
-        name: name.into(),
-    };
-    VmPlan::of(report, &target, action, cascade)
 }
 
 /// What happened to one action.
@@ -906,38 +844,21 @@ pub fn cut_line(c: &crate::journal::CutLine) -> String {
     )
 }
 
-/// What changes whenever any surface journals a run: the journal's identity, size and
-/// modification time in one string (empty when there is none). The window reads History again
-/// when it changes, whoever ran.
-pub fn history_stamp(journal: Option<&Path>) -> String {
-    use std::os::unix::fs::MetadataExt;
-    journal
-        .and_then(|p| std::fs::metadata(p).ok())
-        .map(|m| {
-            format!(
-                "{}:{}:{}:{}.{}",
-                m.dev(),
-                m.ino(),
-                m.size(),
-                m.mtime(),
-                m.mtime_nsec()
-            )
-        })
-        .unwrap_or_default()
-}
-
-/// Read the core journal at `journal` (a missing file is an empty history).
-pub fn history(journal: Option<&Path>, legacy: Option<&Path>) -> History {
+/// The History tab of the core journal: `read` is the journal's path and what
+/// [`crate::journal::read_newest`] read of its newest [`HISTORY_RUNS`] runs (a missing file is
+/// an empty history), `None` when there is no data directory for it; `legacy` the window's old
+/// history file, when it is still there.
+pub fn history(read: Option<(&Path, std::io::Result<Newest>)>, legacy: Option<&Path>) -> History {
     let mut h = History {
-        journal: journal.map(Path::to_path_buf),
-        legacy: legacy.filter(|p| p.is_file()).map(Path::to_path_buf),
+        journal: read.as_ref().map(|(p, _)| p.to_path_buf()),
+        legacy: legacy.map(Path::to_path_buf),
         ..Default::default()
     };
-    let Some(path) = journal else {
+    let Some((path, read)) = read else {
         h.error = Some("no data directory for the journal".into());
         return h;
     };
-    match crate::journal::read_newest(path, HISTORY_RUNS) {
+    match read {
         Ok(c) => {
             h.runs = crate::journal::runs(&c.entries)
                 .into_iter()

@@ -565,7 +565,8 @@ mod filter_tests {
             products: vec![Product::Smolvm],
             ..Filter::default()
         };
-        let v = ScanView::filtered(&r, &f, SystemTime::now());
+        let now = SystemTime::now();
+        let v = ScanView::filtered(&r, &f, now, &crate::plan::Plan::reclaimable_of(&r, &f, now));
         assert!(v.groups.iter().all(|g| g.product == Product::Smolvm));
         assert!(v.machines.iter().all(|m| m.product == Product::Smolvm));
         assert!(v.processes.iter().all(|p| p.product == Product::Smolvm));
@@ -593,7 +594,13 @@ mod filter_tests {
             Some("1 of 2 items matches --product smolvm; not shown: 1 sandbox, 1 VM process.")
         );
         // Unfiltered, both are there and nothing is said about a filter.
-        let all = ScanView::filtered(&r, &Filter::default(), SystemTime::now());
+        let (all, now) = (Filter::default(), SystemTime::now());
+        let all = ScanView::filtered(
+            &r,
+            &all,
+            now,
+            &crate::plan::Plan::reclaimable_of(&r, &all, now),
+        );
         assert_eq!((all.machines.len(), all.processes.len()), (2, 2));
         assert!(all.filter_note.is_none() && all.hidden.is_none());
         assert!(all
@@ -607,12 +614,12 @@ mod filter_tests {
     #[test]
     fn the_window_gets_the_machines_heading_and_the_other_homes_line() {
         let mut r = both_products();
-        let v = ScanView::of(&r);
+        let v = ScanView::of(&r, &crate::plan::Plan::reclaimable(&r));
         assert_eq!(v.machines_heading, "Sandboxes and machines");
         assert_eq!(v.other_homes_line, None);
         r.processes[0].scope = Scope::Foreign;
         r.machines.retain(|m| m.product == Product::Smolvm);
-        let v = ScanView::of(&r);
+        let v = ScanView::of(&r, &crate::plan::Plan::reclaimable(&r));
         assert_eq!(v.machines_heading, "Machines");
         assert_eq!(
             v.other_homes_line.as_deref(),
@@ -628,7 +635,8 @@ mod filter_tests {
             older_than_secs: Some(3650 * 86_400),
             ..Filter::default()
         };
-        let v = ScanView::filtered(&r, &f, SystemTime::now());
+        let now = SystemTime::now();
+        let v = ScanView::filtered(&r, &f, now, &crate::plan::Plan::reclaimable_of(&r, &f, now));
         assert!(v.groups.is_empty() && v.machines.is_empty() && v.processes.is_empty());
         assert_eq!(
             v.filter_note.as_deref(),
@@ -641,7 +649,8 @@ mod filter_tests {
             older_than_secs: Some(7 * 86_400),
             ..Filter::default()
         };
-        let v = ScanView::filtered(&r, &f, SystemTime::now());
+        let now = SystemTime::now();
+        let v = ScanView::filtered(&r, &f, now, &crate::plan::Plan::reclaimable_of(&r, &f, now));
         assert_eq!(v.groups.len(), 1);
         assert_eq!(v.groups[0].kind, FindingKind::CelestoOrphanLog);
         assert!(v

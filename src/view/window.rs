@@ -8,23 +8,16 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::exec::ExecReport;
 use crate::model::ScanReport;
+use crate::record::ExecReport;
 use crate::view::notes::Note;
-use crate::view::runs::{plan_of, PlanView, ReclaimOutcome, StepStatus};
+use crate::view::runs::{PlanView, ReclaimOutcome, StepStatus};
 use crate::view::why::{Free, Line, Why};
 use crate::view::{plural, ScanView};
 
 /// Why a confirmed compaction did not run: a scan in between changed its plan.
 pub const COMPACT_PLAN_CHANGED: &str =
     "What would be compacted changed since it was shown (a scan ran in between); nothing was compacted. Review it again.";
-
-/// The compaction of `targets` (machines as `product:name`, or disk paths; every disk with
-/// something to give back when empty), planned as `smolsweep compact` plans it, as the window
-/// and the tray confirm it.
-pub fn compact_plan(report: &ScanReport, targets: &[String]) -> Result<PlanView, String> {
-    crate::target::compact_plan(report, targets).map(|core| plan_of(report, core))
-}
 
 /// A compaction's native confirmation (the tray's) and the window's dialog title and button.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -74,9 +67,9 @@ pub fn compact_ask(plan: PlanView) -> CompactAsk {
 pub fn compact_outcome(
     plan: &PlanView,
     result: Result<ExecReport, String>,
-    started_at: u64,
+    times: (u64, u64),
 ) -> ReclaimOutcome {
-    let mut out = ReclaimOutcome::of(plan, result, started_at);
+    let mut out = ReclaimOutcome::of(plan, result, times);
     let done = out.count(StepStatus::Removed);
     out.summary = format!(
         "Compacted {}; estimated {}, measured {}.",
@@ -254,6 +247,12 @@ mod tests {
     use super::*;
     use crate::model::{CompactReport, DiskEstimate, Platform, Product, Totals, SCAN_SCHEMA};
     use crate::view::history_time;
+    use crate::view::runs::plan_of;
+
+    /// The compaction of `targets` as the window and the tray confirm it.
+    fn compact_plan(report: &ScanReport, targets: &[String]) -> Result<PlanView, String> {
+        crate::target::compact_plan(report, targets).map(|core| plan_of(report, core))
+    }
 
     fn report(home: &Path, disks: Vec<DiskEstimate>) -> ScanReport {
         ScanReport {
@@ -380,7 +379,7 @@ mod tests {
             vec![disk(&t.path().join("web.raw"), "web", 12_000_000)],
         );
         let plan = compact_plan(&r, &[]).unwrap();
-        let out = compact_outcome(&plan, Err("not run: the journal".into()), 0);
+        let out = compact_outcome(&plan, Err("not run: the journal".into()), (0, 0));
         assert_eq!(
             out.summary,
             "Compacted 0 disks; estimated 12.0 MB, measured 0 B."
@@ -467,13 +466,13 @@ mod tests {
     fn nothing_compactable_offers_no_compaction_button() {
         let t = tempfile::tempdir().unwrap();
         let r = report(t.path(), vec![disk(&t.path().join("d.raw"), "d", 0)]);
-        let w = WindowView::of(&r, &ScanView::of(&r));
+        let w = WindowView::of(&r, &ScanView::of(&r, &crate::plan::Plan::reclaimable(&r)));
         assert_eq!(w.compact_button, None);
         let r = report(
             t.path(),
             vec![disk(&t.path().join("d.raw"), "d", 2_000_000)],
         );
-        let w = WindowView::of(&r, &ScanView::of(&r));
+        let w = WindowView::of(&r, &ScanView::of(&r, &crate::plan::Plan::reclaimable(&r)));
         assert_eq!(w.compact_button.as_deref(), Some("Compact 1 disk: 2.0 MB…"));
     }
 }

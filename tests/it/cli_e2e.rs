@@ -285,14 +285,14 @@ fn history_folds_a_long_run_after_two_lines() {
     let (code, v) = smolsweep(&home, &data, &["prune", "-y", "--json"], "/usr/bin:/bin");
     assert_eq!(code, 0, "{v:#}");
     let journal = data.join(smolsweep::journal::JOURNAL_FILE);
-    let h = smolsweep::view::runs::history(Some(&journal), None);
+    let h = history(&journal);
     let run = &h.runs[0];
     assert_eq!(run.lines.len(), 26);
     assert_eq!(run.shown, 2);
     assert_eq!(run.more.as_deref(), Some("…and 24 more"));
     assert!(run.lines[0].starts_with("done "), "{:?}", run.lines[0]);
     assert_eq!(run.origin_line, "cli · prune");
-    let stamp = smolsweep::view::runs::history_stamp(Some(&journal));
+    let stamp = smolsweep::journal::stamp(Some(&journal));
     assert!(!stamp.is_empty());
     // Another run, by any surface, changes the stamp the window watches.
     for i in 0..3 {
@@ -302,7 +302,14 @@ fn history_folds_a_long_run_after_two_lines() {
     smolsweep_fixtures::age_tree(t.path(), OLD).unwrap();
     let (code, _) = smolsweep(&home, &data, &["prune", "-y", "--json"], "/usr/bin:/bin");
     assert_eq!(code, 0);
-    assert_ne!(smolsweep::view::runs::history_stamp(Some(&journal)), stamp);
-    let h = smolsweep::view::runs::history(Some(&journal), None);
+    assert_ne!(smolsweep::journal::stamp(Some(&journal)), stamp);
+    let h = history(&journal);
     assert_eq!((h.runs[0].shown, h.runs[0].more.is_none()), (3, true));
+}
+
+/// History as the window reads it: the journal's newest runs, in the core's words.
+fn history(journal: &std::path::Path) -> smolsweep::view::runs::History {
+    use smolsweep::view::runs::HISTORY_RUNS;
+    let newest = smolsweep::journal::read_newest(journal, HISTORY_RUNS);
+    smolsweep::view::runs::history(Some((journal, newest)), None)
 }

@@ -122,7 +122,7 @@ fn a_kept_machines_disk_is_never_estimated_counted_offered_or_planned_for_compac
         label.starts_with(&format!("Compact 1 disk: {total}")),
         "{label}"
     );
-    let v = ScanView::of(&r);
+    let v = ScanView::of(&r, &smolsweep::plan::Plan::reclaimable(&r));
     assert_eq!(v.compact.compactable_disks, 1);
     assert_eq!(v.compact.size, total);
     let row = |name: &str| v.machines.iter().find(|m| m.name == name).unwrap();
@@ -270,7 +270,8 @@ fn a_skipped_disk_is_worded_one_way_on_every_surface() {
     let flat = dry.replace("\n  ", "\n").replace("\n", " ");
     assert!(flat.contains(&format!("Not planned: {line}")), "{dry}");
     // The window's dialog (its refusals and its heading) and the tray's native dialog.
-    let plan = smolsweep::view::window::compact_plan(&r, &[]).unwrap();
+    let core = smolsweep::compact_plan(&r, &[]).unwrap();
+    let plan = smolsweep::view::runs::plan_of(&r, core);
     assert_eq!(plan.refused.len(), 1, "{:#?}", plan.refused);
     assert_eq!(plan.refused[0].line, line);
     assert_eq!(plan.confirmation.not_planned, vec![line.clone()]);

@@ -273,7 +273,7 @@ fn one_vm_count_on_the_first_screen_the_tray_the_window_and_browse() {
     assert_eq!(tray.item("vms.others").unwrap().label, others);
 
     // The window: its badge is the core's number, its VMs view the same line.
-    let v = ScanView::of(&f.report);
+    let v = ScanView::of(&f.report, &smolsweep::plan::Plan::reclaimable(&f.report));
     assert_eq!(v.vms, count);
     assert_eq!(v.vms.running(), 3);
     assert_eq!(v.vms_line, line);

@@ -17,6 +17,7 @@ mod fleet;
 mod golden;
 mod hazards;
 mod headless;
+mod house;
 mod incremental;
 mod inputs;
 mod items;

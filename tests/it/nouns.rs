@@ -107,7 +107,11 @@ fn one_noun_per_object_on_every_surface() {
     surfaces.push(("tray".into(), texts.join("\n")));
     let mut texts = Vec::new();
     strings(
-        &serde_json::to_value(smolsweep::view::ScanView::of(&report)).unwrap(),
+        &serde_json::to_value(smolsweep::view::ScanView::of(
+            &report,
+            &smolsweep::plan::Plan::reclaimable(&report),
+        ))
+        .unwrap(),
         &mut texts,
     );
     surfaces.push(("window's scan view".into(), texts.join("\n")));

@@ -142,7 +142,8 @@ fn prune_has_one_estimate_in_the_plan_the_dry_run_the_tray_the_window_and_the_jo
     );
     let tray = TrayModel::from_report(&r, &TraySettings::default());
     assert_eq!(tray.reclaim_bytes, est, "the tray's Reclaim item");
-    let window = smolsweep::view::selection_estimate(&r, &tray.reclaim_ids);
+    let window =
+        smolsweep::view::confirmation(&smolsweep::plan::Plan::of_ids(&r, &tray.reclaim_ids));
     assert_eq!(window.estimate_bytes, est, "the window's confirmation");
     assert!(
         window.sentence().contains(&human_bytes(est)),

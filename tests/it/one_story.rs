@@ -116,7 +116,7 @@ fn a_sandbox_with_no_row_whose_vm_still_runs_is_told_one_way_everywhere() {
     }
     // The window's rows are the scan view's.
     let report: smolsweep::model::ScanReport = serde_json::from_str(&json).unwrap();
-    let v = smolsweep::view::ScanView::of(&report);
+    let v = smolsweep::view::ScanView::of(&report, &smolsweep::plan::Plan::reclaimable(&report));
     let rows: Vec<&smolsweep::view::Row> = v
         .groups
         .iter()

@@ -227,7 +227,7 @@ fn a_paused_sandboxs_dead_pid_is_flagged_stale() {
     sm.record("m1", serde_json::json!({"state": "paused"}))
         .unwrap();
     let r = smolsweep::scan::scan(&crate::scan_options(&home));
-    let v = smolsweep::view::ScanView::of(&r);
+    let v = smolsweep::view::ScanView::of(&r, &smolsweep::plan::Plan::reclaimable(&r));
     let row = |name: &str| v.machines.iter().find(|m| m.name == name).unwrap();
     assert!(row("p1").stale, "{:#?}", row("p1"));
     assert_eq!(
@@ -272,7 +272,7 @@ fn in_use_is_shown_only_where_a_process_uses_it() {
         },
     );
     let r = smolsweep::scan::scan(&crate::scan_options(&home));
-    let v = smolsweep::view::ScanView::of(&r);
+    let v = smolsweep::view::ScanView::of(&r, &smolsweep::plan::Plan::reclaimable(&r));
     let group = |kind: &str| {
         v.groups
             .iter()

@@ -202,7 +202,7 @@ fn a_points_numbers_are_the_scan_views_per_product() {
     });
     let point = Point::of(&r);
     assert_eq!(point.at, r.scanned_at);
-    let whole = ScanView::of(&r).totals;
+    let whole = ScanView::of(&r, &smolsweep::plan::Plan::reclaimable(&r)).totals;
     let sum = |f: fn(&trend::ProductTotals) -> u64| point.products.values().map(f).sum::<u64>();
     assert_eq!(sum(|t| t.reclaimable), whole.reclaimable_bytes);
     assert_eq!(sum(|t| t.opt_in), whole.opt_in_bytes);
@@ -215,7 +215,13 @@ fn a_points_numbers_are_the_scan_views_per_product() {
             products: vec![product],
             ..Default::default()
         };
-        let shown = ScanView::filtered(&r, &filter, now).totals;
+        let shown = ScanView::filtered(
+            &r,
+            &filter,
+            now,
+            &smolsweep::plan::Plan::reclaimable_of(&r, &filter, now),
+        )
+        .totals;
         let t = &point.products[&product];
         assert_eq!(t.reclaimable, shown.reclaimable_bytes, "{product:?}");
         assert_eq!(t.opt_in, shown.opt_in_bytes, "{product:?}");

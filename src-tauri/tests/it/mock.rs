@@ -969,7 +969,7 @@ fn the_old_window_history_is_left_in_place_and_not_imported() {
 }
 
 /// One plan, one set of words: the Reclaim button's total and the confirmation are the core's
-/// (`view::selection_estimate`, `view::confirmation`), which counts a hard-linked file once — a
+/// (`Plan::of_ids`, worded by `view::confirmation`), which counts a hard-linked file once — a
 /// sum over the selected rows would count it twice.
 #[test]
 fn the_reclaim_button_and_the_confirmation_are_the_planners() {

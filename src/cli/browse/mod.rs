@@ -76,9 +76,14 @@ fn scan_now(args: &BrowseArgs) -> anyhow::Result<(smolsweep::model::ScanReport, 
     };
     let filter = args.filter.filter();
     let view = if filter.is_empty() {
-        ScanView::of(&report)
+        ScanView::of(&report, &smolsweep::plan::Plan::reclaimable(&report))
     } else {
-        ScanView::filtered(&report, &filter, opts.now)
+        ScanView::filtered(
+            &report,
+            &filter,
+            opts.now,
+            &smolsweep::plan::Plan::reclaimable_of(&report, &filter, opts.now),
+        )
     };
     Ok((report, view))
 }

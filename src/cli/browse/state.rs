@@ -10,6 +10,7 @@ use smolsweep::model::{FindingKind, ScanReport};
 use smolsweep::plan::{Plan, Selection};
 use smolsweep::view::runs::VmAction;
 use smolsweep::view::{self, Confirmation, Group, Row, ScanView};
+use smolsweep::{plan_for, Target};
 
 /// One line of the list: a group (a kind of finding) or one of its rows; the machines'
 /// heading or one machine or sandbox; the VM processes' heading or one VM process.
@@ -270,7 +271,7 @@ impl App {
     }
 
     /// The core plan for exactly the marked finding ids: what the window's "reclaim
-    /// selection" plans (`view::selection_estimate`, the desktop's `core_plan`).
+    /// selection" plans (`Plan::of_ids`, as the desktop plans it).
     pub fn plan(&self) -> Option<Plan> {
         let report = self.report.as_ref()?;
         let sel = Selection {
@@ -283,7 +284,7 @@ impl App {
     /// Recompute the marked items' sentence.
     fn remark(&mut self) {
         self.marked_sentence = match (&self.report, self.marked.is_empty()) {
-            (Some(r), false) => Some(view::selection_estimate(r, &self.marked).sentence()),
+            (Some(r), false) => Some(view::confirmation(&Plan::of_ids(r, &self.marked)).sentence()),
             _ => None,
         };
     }
@@ -379,7 +380,7 @@ impl App {
     /// The question [`Screen::Quit`] asks: the core's, with the marked items' estimate.
     pub fn quit_question(&self) -> String {
         let estimate = match &self.report {
-            Some(r) => view::selection_estimate(r, &self.marked).estimate,
+            Some(r) => view::confirmation(&Plan::of_ids(r, &self.marked)).estimate,
             None => view::bytes(0),
         };
         view::marks::quit_question(self.marked.len(), &estimate)
@@ -392,17 +393,24 @@ impl App {
         let (Some(report), Some(v)) = (&self.report, &self.view) else {
             return;
         };
-        let vp = match self.current() {
+        let target = match self.current() {
             Some(Entry::Machine(i)) => match v.machines.get(i) {
-                Some(m) => view::runs::machine_plan(report, m.product, &m.name, action, false),
+                Some(m) => Target::Machine {
+                    product: m.product,
+                    name: m.name.clone(),
+                },
                 None => return,
             },
             Some(Entry::Process(i)) => match v.processes.get(i) {
-                Some(p) => view::runs::vm_plan(report, p.pid, p.start_time, action, false),
+                Some(p) => Target::Process {
+                    pid: p.pid,
+                    start_time: p.start_time,
+                },
                 None => return,
             },
             _ => return,
         };
+        let vp = view::runs::VmPlan::of(&plan_for(report, &target, action, false), false);
         match vp.core.filter(|p| !p.is_empty()) {
             Some(plan) => {
                 self.screen = Screen::Review(Box::new(Review {

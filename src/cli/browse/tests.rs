@@ -67,7 +67,10 @@ fn relocate(r: &mut ScanReport, from: &Path, to: &Path) {
 
 fn app(s: &Scanned, ascii: bool) -> App {
     let mut a = App::new(ascii, false);
-    a.load(s.report.clone(), ScanView::of(&s.report));
+    a.load(
+        s.report.clone(),
+        ScanView::of(&s.report, &smolsweep::plan::Plan::reclaimable(&s.report)),
+    );
     a
 }
 
@@ -262,7 +265,7 @@ fn review_plans_exactly_the_marked_items_and_y_runs_that_plan() {
     key(&mut a, KeyCode::Char(' '));
     let marked = a.marked.clone();
     assert!(marked.len() > 1, "Space on a group marks its rows");
-    let want = smolsweep::view::selection_estimate(&s.report, &marked);
+    let want = smolsweep::view::confirmation(&smolsweep::plan::Plan::of_ids(&s.report, &marked));
     assert_eq!(a.marked_sentence.as_deref(), Some(want.sentence().as_str()));
     key(&mut a, KeyCode::Char('d'));
     let Screen::Review(r) = &a.screen else {
@@ -297,7 +300,10 @@ fn a_rescan_keeps_the_cursor_on_the_same_item_and_drops_gone_marks() {
     let (gone, here) = (a.marked[0].clone(), a.row(g, r).unwrap().id.clone());
     let mut after = s.report.clone();
     after.findings.retain(|f| f.id != gone);
-    a.load(after.clone(), ScanView::of(&after));
+    a.load(
+        after.clone(),
+        ScanView::of(&after, &smolsweep::plan::Plan::reclaimable(&after)),
+    );
     assert!(a.marked.is_empty(), "the mark of an item that is gone");
     let Some(Entry::Row(g, r)) = a.current() else {
         panic!("a row")
@@ -402,7 +408,11 @@ fn a_collapsed_group_shows_its_marks_count() {
 /// them (`view::runs`), reviewed like the marked items' plan and run by the same executor.
 #[test]
 fn machines_and_processes_are_rows_with_the_windows_actions() {
-    use smolsweep::view::runs::{machine_plan, vm_plan, VmAction};
+    use smolsweep::view::runs::{VmAction, VmPlan};
+    use smolsweep::{plan_for, Target};
+    let planned = |report: &_, target: Target, action| {
+        VmPlan::of(&plan_for(report, &target, action, false), false)
+    };
     let s = scanned();
     let mut report = s.report.clone();
     report.processes.push(
@@ -414,7 +424,10 @@ fn machines_and_processes_are_rows_with_the_windows_actions() {
         .unwrap(),
     );
     let mut a = App::new(false, false);
-    a.load(report.clone(), ScanView::of(&report));
+    a.load(
+        report.clone(),
+        ScanView::of(&report, &smolsweep::plan::Plan::reclaimable(&report)),
+    );
     go_to(&mut a, |_, e| e == Entry::Machines);
     key(&mut a, KeyCode::Enter);
     let (i, m) = a
@@ -432,7 +445,11 @@ fn machines_and_processes_are_rows_with_the_windows_actions() {
     let Screen::Review(r) = &a.screen else {
         panic!("review: {:?}", a.status)
     };
-    let want = machine_plan(&report, m.product, &m.name, VmAction::Stop, false);
+    let machine = Target::Machine {
+        product: m.product,
+        name: m.name.clone(),
+    };
+    let want = planned(&report, machine, VmAction::Stop);
     assert_eq!(
         Some(&r.plan.actions),
         want.core.as_ref().map(|p| &p.actions)
@@ -454,7 +471,11 @@ fn machines_and_processes_are_rows_with_the_windows_actions() {
     let Screen::Review(r) = &a.screen else {
         panic!("review: {:?}", a.status)
     };
-    let want = vm_plan(&report, 4_000_001, 7, VmAction::Reap, false);
+    let orphan = Target::Process {
+        pid: 4_000_001,
+        start_time: 7,
+    };
+    let want = planned(&report, orphan, VmAction::Reap);
     assert_eq!(
         Some(&r.plan.actions),
         want.core.as_ref().map(|p| &p.actions)

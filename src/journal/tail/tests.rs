@@ -276,7 +276,7 @@ fn the_windows_history_reads_the_newest_runs_in_bounded_memory() {
     append(&p, std::slice::from_ref(&huge));
     let bound = MAX_LINE + super::super::lines::TAIL + 2 * CHUNK;
     let _ = super::super::lines::held();
-    let h = history(Some(&p), None);
+    let h = history(Some((&p, read_newest(&p, HISTORY_RUNS))), None);
     assert!(super::super::lines::held() <= bound, "held a whole line");
     assert_eq!(h.runs.len(), HISTORY_RUNS);
     assert_eq!(h.runs[0].run.started_at_ms, 1_000_000, "newest first");
@@ -292,6 +292,7 @@ fn the_windows_history_reads_the_newest_runs_in_bounded_memory() {
     assert_eq!(h.damaged_lines, read(&p).unwrap().damaged_lines);
     // A journal of fewer runs is shown whole, with no line about older ones.
     let t = tempfile::tempdir().unwrap();
-    let h = history(Some(&journal(t.path(), 7)), None);
+    let p = journal(t.path(), 7);
+    let h = history(Some((&p, read_newest(&p, HISTORY_RUNS))), None);
     assert_eq!((h.runs.len(), h.older_line.as_str()), (7, ""));
 }

@@ -308,7 +308,7 @@ pub struct Why {
 }
 
 impl Why {
-    pub(super) fn new(asked: Asked) -> Why {
+    pub(crate) fn new(asked: Asked) -> Why {
         Why {
             schema: WHY_SCHEMA,
             asked,

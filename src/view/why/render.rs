@@ -35,7 +35,7 @@ pub(super) fn capital(s: &str) -> String {
         .unwrap_or_default()
 }
 
-pub(super) fn render(why: &Why) -> Vec<Line> {
+pub(crate) fn render(why: &Why) -> Vec<Line> {
     let mut out = Vec::new();
     match &why.asked {
         Asked::Machine { product, name } => render_machine(why, *product, name, &mut out),

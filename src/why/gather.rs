@@ -1,5 +1,6 @@
-//! The facts `why` reads for one target: its finding, the processes using it, the record
-//! claiming it, the keep rule, the chain, the version and the smallest command that frees it.
+//! The facts `why` gathers for one target: its finding, the processes using it and how, the
+//! record claiming it, the keep rule, the backing chain read from the disk, and the plans that
+//! would free it (the planner's, worded by the view).
 
 use std::path::{Path, PathBuf};
 
@@ -9,11 +10,9 @@ use crate::model::*;
 use crate::plan::{Action, Plan, Selection};
 use crate::procs::RawProcess;
 
-use super::facts::*;
 use super::WhyFacts;
-use crate::view::{class_label, confirmation, fix_for_process, verdict_word};
-
-// ---- Facts ------------------------------------------------------------------------------------
+use crate::view::why::*;
+use crate::view::{class_label, confirmation, fix_for_process};
 
 /// The process table, without the process asking: it names the target on its command line,
 /// and is not a user of it.
@@ -55,44 +54,6 @@ pub(super) fn roots_of(report: &ScanReport, env: &EnvSnapshot, platform: Platfor
     out
 }
 
-/// A root's report name (`data_dir_2`, `cache_root`) in words.
-pub(super) fn root_what(key: &str) -> &'static str {
-    crate::root_kind::RootKind::of_key(key).map_or("state directory", |k| k.what())
-}
-
-pub(super) fn item(f: &Finding) -> Item {
-    Item {
-        id: f.id.clone(),
-        product: f.product,
-        kind: f.kind,
-        label: f.kind.label(),
-        path: f.path.clone(),
-        verdict: f.verdict,
-        verdict_word: verdict_word(f.verdict),
-        bytes: f.allocated_bytes,
-        apparent_bytes: f.apparent_bytes,
-    }
-}
-
-pub(super) fn record(m: &Machine) -> Record {
-    let noun = m.product.noun();
-    Record {
-        product: m.product,
-        noun,
-        name: m.name.clone(),
-        state: if m.effective_state.is_empty() {
-            m.state.clone()
-        } else {
-            m.effective_state.clone()
-        },
-        pid: m.pid,
-        inventory: m.db.clone(),
-        created_at: m.created_at,
-        branched_from: m.branched_from.clone(),
-        bytes: m.allocated_bytes,
-    }
-}
-
 pub(super) fn keep_facts(facts: &WhyFacts, rule: &str) -> KeepFacts {
     let found = facts
         .keeps
@@ -106,28 +67,6 @@ pub(super) fn keep_facts(facts: &WhyFacts, rule: &str) -> KeepFacts {
         keeps: found.map(|r| r.describe()),
         reason: found.map(|r| r.why.clone()).filter(|w| !w.is_empty()),
     }
-}
-
-pub(super) fn version_facts(r: &ScanReport, product: Product) -> Option<VersionFacts> {
-    let p = r.products.iter().find(|p| p.product == product)?;
-    let note = p
-        .problems
-        .iter()
-        .find(|s| s.contains("newer than the versions Smolsweep knows"))
-        .cloned();
-    Some(VersionFacts {
-        product,
-        installed: p.version.clone(),
-        verified_up_to: crate::upstream::VERIFIED
-            .iter()
-            .filter(|(q, ..)| *q == product)
-            .map(|(_, d, v)| format!("{d} {v}"))
-            .collect(),
-        verified: note
-            .as_deref()
-            .is_none_or(|n| n.contains("because you accepted the risk")),
-        note,
-    })
 }
 
 /// When a process started, in seconds since the epoch.
@@ -240,7 +179,7 @@ pub(super) fn free_finding(facts: &WhyFacts, f: &Finding) -> Free {
     let r = &facts.report;
     let mut free = Free::default();
     if !matches!(f.verdict, Verdict::Reclaimable | Verdict::OptIn) {
-        free.blocked = blocked(facts, f);
+        free.blocked = blocked(&facts.report, f);
         return free;
     }
     let include: Vec<OptInClass> = f.opt_in_class.into_iter().collect();
@@ -311,58 +250,6 @@ pub(super) fn only_this(r: &ScanReport, f: &Finding) -> Option<String> {
     Some(format!(
         "smolsweep plan{ids} --out plan.json && smolsweep apply plan.json"
     ))
-}
-
-/// What keeps a protected or unverifiable finding, and what would release it.
-pub(super) fn blocked(facts: &WhyFacts, f: &Finding) -> Vec<String> {
-    let r = &facts.report;
-    let mut out = Vec::new();
-    if let Some(k) = &f.kept {
-        out.push(format!(
-            "It is {}.",
-            crate::keep::kept_why(k).replace("; `", ": `")
-        ));
-    }
-    for pid in &f.used_by {
-        let fix = fix_for_process(r, *pid);
-        out.push(match fix.strip_prefix("smolsweep ") {
-            Some(_) => format!("Process {pid} uses it: `{fix}` would end that first."),
-            None => format!("Process {pid} uses it: {fix}."),
-        });
-    }
-    if let Some((h, holder)) = crate::reach::chain(r, f).first() {
-        out.push(crate::reach::sentence(h, *holder));
-    }
-    let owner = r
-        .machines
-        .iter()
-        .find(|m| m.product == f.product && Some(m.name.as_str()) == f.owner.as_deref());
-    if let Some(m) = owner {
-        out.push(format!(
-            "It belongs to {} {}, which exists: `smolsweep delete {}:{}` deletes it with everything of it.",
-            record(m).noun,
-            m.name,
-            m.product.as_str(),
-            m.name
-        ));
-    }
-    let newer = version_facts(r, f.product).is_some_and(|v| !v.verified);
-    if f.verdict == Verdict::Unknown && out.is_empty() && newer {
-        out.push(format!(
-            "It is judged again once Smolsweep knows the installed version; `--accept-newer {}` accepts the risk now.",
-            f.product.as_str()
-        ));
-    }
-    if f.verdict == Verdict::Unknown && out.is_empty() {
-        out.push("Smolsweep never acts on what it cannot verify: check it by hand.".into());
-    }
-    if out.is_empty() {
-        out.push(match f.kind.removal() {
-            crate::kind::Removal::Never => "Smolsweep never removes this kind of item.".into(),
-            _ => "Nothing Smolsweep runs deletes it while it is protected.".into(),
-        });
-    }
-    out
 }
 
 pub(super) fn path_why(facts: &WhyFacts, p: &Path, why: &mut Why) {
@@ -501,84 +388,4 @@ pub(super) fn process_why(facts: &WhyFacts, pid: u32, why: &mut Why) {
         why.free = Some(free);
     }
     why.processes = vec![p];
-}
-
-// ---- Sentences --------------------------------------------------------------------------------
-
-/// What the reference graph says of `f`: the chain that holds it, or, for what may go, that
-/// nothing staying reaches it. `None` for what stays on its own (in use, recorded, kept).
-pub(super) fn reach_of(r: &ScanReport, f: &Finding) -> Option<Reach> {
-    let chain = crate::reach::chain(r, f);
-    if chain.is_empty() {
-        if !matches!(f.verdict, Verdict::Reclaimable | Verdict::OptIn) {
-            return None;
-        }
-        let leases = r
-            .findings
-            .iter()
-            .flat_map(|g| &g.held_by)
-            .filter(|h| h.via == Via::Lease)
-            .count();
-        return Some(Reach::Nothing {
-            records: r.machines.len(),
-            leases,
-        });
-    }
-    let steps = chain
-        .iter()
-        .map(|(h, holder)| HeldStep {
-            via: h.via,
-            how: h.via.what(),
-            by: holder.map(|g| g.path.clone()),
-            text: crate::reach::sentence(h, *holder),
-        })
-        .collect();
-    let root = match chain.last() {
-        Some((h, None)) => match &h.by {
-            Holder::Record { product, name } => format!(
-                "{} {} '{name}' is recorded in its inventory: a record is a root, and nothing it reaches is offered.",
-                product.display_name(),
-                product.noun()
-            ),
-            Holder::Path(p) => format!(
-                "{} is no leftover Smolsweep would delete: it stays.",
-                crate::pathser::shown(p)
-            ),
-        },
-        Some((_, Some(g))) => format!(
-            "{} stays ({}): {}",
-            crate::pathser::shown(&g.path),
-            g.verdict.as_str(),
-            crate::upstream::split_refs(&g.reason).0
-        ),
-        None => String::new(),
-    };
-    Some(Reach::Held { chain: steps, root })
-}
-
-/// What the layout table says `p` is, below the deepest root of the report that holds it.
-pub(super) fn upstream_of(r: &ScanReport, p: &Path) -> Option<Upstream> {
-    let (kind, root) = r
-        .products
-        .iter()
-        .flat_map(|pr| &pr.roots)
-        .filter_map(|(k, v)| Some((crate::root_kind::RootKind::of_key(k)?, v)))
-        .filter(|(_, v)| p.starts_with(v) && p != v.as_path())
-        .max_by_key(|(_, v)| v.components().count())?;
-    let (row, exact) = crate::layout::row_of(kind, root, p)?;
-    Some(Upstream {
-        what: row.what,
-        cleans: row.cleans,
-        since: row.since,
-        never: match row.is {
-            crate::layout::Is::Never(n) => Some(n.what()),
-            _ => None,
-        },
-        declares: row.declares.iter().map(|d| d.what()).collect(),
-        holds: match row.is {
-            crate::layout::Is::Holds(crate::layout::Place::In(s)) => Some(s.what()),
-            _ => None,
-        },
-        exact,
-    })
 }
