@@ -205,3 +205,36 @@ mod tests {
         assert!(!snap.under_sudo(), "unknown sudo user is direct root");
     }
 }
+
+/// The local time zone: its offset from UTC at an instant (an offset can differ by date). The
+/// view words every time through the zone it is given and reads none itself.
+pub trait Zone {
+    /// The offset from UTC at `secs` since the epoch; `None` when it cannot be told.
+    fn offset_at(&self, secs: i64) -> Option<chrono::FixedOffset>;
+}
+
+/// One offset at every instant (tests, and anyone who already knows theirs).
+impl Zone for chrono::FixedOffset {
+    fn offset_at(&self, _secs: i64) -> Option<chrono::FixedOffset> {
+        Some(*self)
+    }
+}
+
+/// This process's zone as the C library reads it (`TZ`, else /etc/localtime): `localtime_r`'s
+/// `tm_gmtoff`. chrono's own `Local` reads the zone through `iana-time-zone`, which on macOS
+/// links CoreFoundation: the CLI needs only libSystem there.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemZone;
+
+impl Zone for SystemZone {
+    fn offset_at(&self, secs: i64) -> Option<chrono::FixedOffset> {
+        let t: libc::time_t = secs;
+        // SAFETY: an all-zero `tm` is a valid value; `localtime_r` fills it.
+        let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+        // SAFETY: valid pointers to a time_t and a tm owned here; `localtime_r` keeps neither.
+        if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+            return None;
+        }
+        chrono::FixedOffset::east_opt(i32::try_from(tm.tm_gmtoff).ok()?)
+    }
+}

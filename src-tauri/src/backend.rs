@@ -102,7 +102,11 @@ pub fn history(journal: Option<&std::path::Path>, legacy: Option<&std::path::Pat
         let newest = smolsweep::journal::read_newest(p, view::runs::HISTORY_RUNS);
         (p, newest)
     });
-    view::runs::history(read, legacy.filter(|p| p.is_file()))
+    view::runs::history(
+        read,
+        legacy.filter(|p| p.is_file()),
+        &smolsweep::env::SystemZone,
+    )
 }
 
 /// Environment variable naming a saved scan report to use instead of a real scan.

@@ -202,7 +202,7 @@ pub(crate) fn get_trend(state: tauri::State<'_, AppState>) -> smolsweep::view::T
             None => Default::default(),
         },
     };
-    smolsweep::view::trend_view(&t, damaged.as_ref())
+    smolsweep::view::trend_view(&t, damaged.as_ref(), &smolsweep::env::SystemZone)
 }
 
 #[tauri::command]

@@ -207,10 +207,9 @@ fn runs_named<'r, T>(
 }
 
 /// `YYYY-MM-DD HH:MM:SS +HH:MM` in the local time zone (`TZ`, else /etc/localtime) from
-/// milliseconds since the epoch.
-/// A time as every History shows it (the core's `view::history_time`).
+/// milliseconds since the epoch, as every History shows it (the core's `view::history_time`).
 fn local_time(ms: u64) -> String {
-    smolsweep::view::history_time(ms)
+    smolsweep::view::history_time(ms, &smolsweep::env::SystemZone)
 }
 
 #[cfg(test)]

@@ -90,7 +90,7 @@ pub fn run(a: TrendArgs) -> i32 {
             t.note_runs(&runs, now_secs());
         }
     }
-    let v = view::trend_view(&t, loaded.damaged.as_ref());
+    let v = view::trend_view(&t, loaded.damaged.as_ref(), &smolsweep::env::SystemZone);
     if a.json {
         let mut j = serde_json::json!({
             "schema": "smolsweep.trend-view/1",

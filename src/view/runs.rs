@@ -757,7 +757,7 @@ pub const DID_NOT_FINISH: &str = "did not finish";
 pub const HISTORY_SHOWN: usize = 2;
 
 impl HistoryRun {
-    fn of(run: crate::journal::RunSummary) -> Self {
+    fn of(run: crate::journal::RunSummary, zone: &dyn crate::env::Zone) -> Self {
         let freed = run
             .freed_bytes
             .filter(|&b| b > 0 || run.estimated_bytes > 0)
@@ -793,7 +793,7 @@ impl HistoryRun {
                 (Some(f), true) => f.clone(),
                 (None, true) => "—".into(),
             },
-            started: crate::view::history_time(run.started_at_ms),
+            started: crate::view::history_time(run.started_at_ms, zone),
             estimated_line: estimated
                 .as_ref()
                 .map(|e| format!("est. {e}"))
@@ -847,8 +847,12 @@ pub fn cut_line(c: &crate::journal::CutLine) -> String {
 /// The History tab of the core journal: `read` is the journal's path and what
 /// [`crate::journal::read_newest`] read of its newest [`HISTORY_RUNS`] runs (a missing file is
 /// an empty history), `None` when there is no data directory for it; `legacy` the window's old
-/// history file, when it is still there.
-pub fn history(read: Option<(&Path, std::io::Result<Newest>)>, legacy: Option<&Path>) -> History {
+/// history file, when it is still there. Times are in `zone`.
+pub fn history(
+    read: Option<(&Path, std::io::Result<Newest>)>,
+    legacy: Option<&Path>,
+    zone: &dyn crate::env::Zone,
+) -> History {
     let mut h = History {
         journal: read.as_ref().map(|(p, _)| p.to_path_buf()),
         legacy: legacy.map(Path::to_path_buf),
@@ -863,7 +867,7 @@ pub fn history(read: Option<(&Path, std::io::Result<Newest>)>, legacy: Option<&P
             h.runs = crate::journal::runs(&c.entries)
                 .into_iter()
                 .rev()
-                .map(HistoryRun::of)
+                .map(|r| HistoryRun::of(r, zone))
                 .collect();
             h.older_line = older_runs_line(c.runs_before, c.runs_before + h.runs.len());
             h.cut_lines = c.cut_lines.iter().map(cut_line).collect();

@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use super::bytes;
+use crate::env::Zone;
 use crate::model::Product;
 use crate::trend::{Damaged, Point, ProductTotals, Trend, WEEK};
 
@@ -85,9 +86,9 @@ pub fn trend_notice(d: &Damaged) -> String {
     format!("The space history {d}; it starts afresh.")
 }
 
-/// A point's time for a person: `2026-12-02 14:00`, local time (`TZ`).
-fn time_text(at: u64) -> String {
-    match super::local_time(at as i64) {
+/// A point's time for a person: `2026-12-02 14:00`, in `zone`.
+fn time_text(at: u64, zone: &dyn Zone) -> String {
+    match super::local_time(at as i64, zone) {
         Some(t) => t.format("%Y-%m-%d %H:%M").to_string(),
         None => format!("{at} s after the epoch"),
     }
@@ -175,9 +176,9 @@ pub struct TrendView {
     pub axis: Option<String>,
 }
 
-fn cells(at: u64, t: &ProductTotals) -> [String; 6] {
+fn cells(at: u64, t: &ProductTotals, zone: &dyn Zone) -> [String; 6] {
     [
-        time_text(at),
+        time_text(at, zone),
         bytes(t.on_disk),
         bytes(t.reclaimable),
         bytes(t.opt_in),
@@ -186,8 +187,9 @@ fn cells(at: u64, t: &ProductTotals) -> [String; 6] {
     ]
 }
 
-/// The view of a history (`damaged`: what [`crate::trend::load`] said of its file).
-pub fn trend_view(t: &Trend, damaged: Option<&Damaged>) -> TrendView {
+/// The view of a history (`damaged`: what [`crate::trend::load`] said of its file), its times
+/// in `zone`.
+pub fn trend_view(t: &Trend, damaged: Option<&Damaged>, zone: &dyn Zone) -> TrendView {
     let (first, last) = match (t.points.first(), t.points.last()) {
         (Some(f), Some(l)) => (f.at, l.at),
         _ => (0, 0),
@@ -220,7 +222,7 @@ pub fn trend_view(t: &Trend, damaged: Option<&Damaged>) -> TrendView {
             let totals = pt.products.get(&s.product).copied().unwrap_or_default();
             let y0 = base as f64 / top;
             base += totals.on_disk;
-            let cells = cells(pt.at, &totals);
+            let cells = cells(pt.at, &totals, zone);
             s.rows.push(TrendRow {
                 at: pt.at,
                 label: format!(
@@ -244,7 +246,7 @@ pub fn trend_view(t: &Trend, damaged: Option<&Damaged>) -> TrendView {
             runs: f.runs,
             label: format!(
                 "{}: freed {} ({} run{})",
-                time_text(f.at),
+                time_text(f.at, zone),
                 bytes(f.freed_bytes),
                 f.runs,
                 if f.runs == 1 { "" } else { "s" }
@@ -265,12 +267,12 @@ auto` one per run, and `smolsweep scan --record` one each time you run it."
         products,
         freed,
         scale: bytes(top as u64),
-        span: (!t.points.is_empty()).then(|| (time_text(first), time_text(last))),
+        span: (!t.points.is_empty()).then(|| (time_text(first, zone), time_text(last, zone))),
         axis: (!t.points.is_empty()).then(|| {
             format!(
                 "{} to {}; the top line is {}",
-                time_text(first),
-                time_text(last),
+                time_text(first, zone),
+                time_text(last, zone),
                 bytes(top as u64)
             )
         }),
@@ -280,6 +282,8 @@ auto` one per run, and `smolsweep scan --record` one each time you run it."
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const UTC: chrono::FixedOffset = chrono::FixedOffset::east_opt(0).unwrap();
 
     fn pt(at: u64, celesto: u64, smolvm: u64) -> Point {
         let t = |b| ProductTotals {
@@ -354,7 +358,7 @@ mod tests {
             freed_bytes: 1_500_000_000,
             runs: 2,
         });
-        let v = trend_view(&t, None);
+        let v = trend_view(&t, None, &UTC);
         assert_eq!(v.products.len(), 2);
         let (c, s) = (&v.products[0].rows, &v.products[1].rows);
         assert_eq!((c[0].x, c[1].x), (0.0, 1.0));
@@ -375,6 +379,6 @@ mod tests {
         );
         assert_eq!(v.scale, "4 B");
         assert!(v.empty.is_none());
-        assert!(trend_view(&Trend::default(), None).empty.is_some());
+        assert!(trend_view(&Trend::default(), None, &UTC).empty.is_some());
     }
 }

@@ -397,8 +397,9 @@ mod tests {
     #[test]
     fn history_time_is_the_clis_format() {
         let ms = 1_796_115_907_123;
-        let s = history_time(ms);
-        let want = crate::view::local_time(1_796_115_907)
+        let zone = chrono::FixedOffset::west_opt(3 * 3600).unwrap();
+        let s = history_time(ms, &zone);
+        let want = crate::view::local_time(1_796_115_907, &zone)
             .unwrap()
             .format("%Y-%m-%d %H:%M:%S %:z")
             .to_string();

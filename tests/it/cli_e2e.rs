@@ -311,5 +311,5 @@ fn history_folds_a_long_run_after_two_lines() {
 fn history(journal: &std::path::Path) -> smolsweep::view::runs::History {
     use smolsweep::view::runs::HISTORY_RUNS;
     let newest = smolsweep::journal::read_newest(journal, HISTORY_RUNS);
-    smolsweep::view::runs::history(Some((journal, newest)), None)
+    smolsweep::view::runs::history(Some((journal, newest)), None, &smolsweep::env::SystemZone)
 }

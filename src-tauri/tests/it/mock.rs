@@ -2006,7 +2006,13 @@ fn history_time_is_the_clis_format_from_the_core() {
     call(&w, "execute_reclaim", json!({ "ids": ids })).unwrap();
     let run = &runs(&w)[0];
     let ms = run["started_at_ms"].as_u64().unwrap();
-    assert_eq!(run["started"], json!(smolsweep::view::history_time(ms)));
+    assert_eq!(
+        run["started"],
+        json!(smolsweep::view::history_time(
+            ms,
+            &smolsweep::env::SystemZone
+        ))
+    );
 }
 
 /// Hazard: Running VMs opening with every other HOME's VM process expanded. The core counts

@@ -302,7 +302,10 @@ async fn history_time_text_equals_the_cores_format() {
         &format!("#history-list li.run[data-plan='{}'] .when", run.plan_id),
     )
     .await;
-    assert_eq!(when, smolsweep::view::history_time(run.started_at_ms));
+    assert_eq!(
+        when,
+        smolsweep::view::history_time(run.started_at_ms, &smolsweep::env::SystemZone)
+    );
     let b = when.as_bytes();
     assert_eq!(when.len(), 26, "{when}");
     assert_eq!(

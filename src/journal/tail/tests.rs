@@ -276,7 +276,11 @@ fn the_windows_history_reads_the_newest_runs_in_bounded_memory() {
     append(&p, std::slice::from_ref(&huge));
     let bound = MAX_LINE + super::super::lines::TAIL + 2 * CHUNK;
     let _ = super::super::lines::held();
-    let h = history(Some((&p, read_newest(&p, HISTORY_RUNS))), None);
+    let h = history(
+        Some((&p, read_newest(&p, HISTORY_RUNS))),
+        None,
+        &crate::env::SystemZone,
+    );
     assert!(super::super::lines::held() <= bound, "held a whole line");
     assert_eq!(h.runs.len(), HISTORY_RUNS);
     assert_eq!(h.runs[0].run.started_at_ms, 1_000_000, "newest first");
@@ -293,6 +297,10 @@ fn the_windows_history_reads_the_newest_runs_in_bounded_memory() {
     // A journal of fewer runs is shown whole, with no line about older ones.
     let t = tempfile::tempdir().unwrap();
     let p = journal(t.path(), 7);
-    let h = history(Some((&p, read_newest(&p, HISTORY_RUNS))), None);
+    let h = history(
+        Some((&p, read_newest(&p, HISTORY_RUNS))),
+        None,
+        &crate::env::SystemZone,
+    );
     assert_eq!((h.runs.len(), h.older_line.as_str()), (7, ""));
 }
