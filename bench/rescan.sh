@@ -83,12 +83,21 @@ if [ -n "$farm" ]; then
   echo "farm: $farm ($(ls /proc | grep -c '^[0-9]') processes)"
 fi
 echo "cores: $(nproc), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+# measure_rescan's own messages go to a log, shown when it fails: a failing run stops the bench
+# saying why instead of silently.
+measure() {
+  "$bin" "$@" 2>>"$scratch/measure.err" || {
+    echo "bench/rescan.sh: $bin $* failed:" >&2
+    tail -n 20 "$scratch/measure.err" >&2
+    exit 1
+  }
+}
 if [ -z "$cli" ]; then
-  "$bin" "$dir" "$runs" 2>/dev/null
+  measure "$dir" "$runs"
 else
   echo "HOME: $(find "$dir" | wc -l) entries; peer: $cli scan --json"
   for i in $(seq "$runs"); do
-    "$bin" "$dir" 1 2>/dev/null >>"$scratch/rescan.out"
+    measure "$dir" 1 >>"$scratch/rescan.out"
     python3 "$here/runstat.py" once -- env -i HOME="$dir" PATH=/usr/bin:/bin "$cli" scan --json \
       >>"$scratch/cli.out"
   done
