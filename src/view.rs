@@ -236,6 +236,8 @@ pub struct Group {
     pub bytes: u64,
     /// `bytes` in words.
     pub size: String,
+    /// `count` and `size` as the group's header says them: "3 · 1.5 GB".
+    pub count_line: String,
     /// Allocated bytes of its reclaimable findings.
     pub reclaimable_bytes: u64,
     /// Allocated bytes of its opt-in findings.
@@ -324,6 +326,10 @@ pub struct MachineRow {
     pub can_stop: bool,
     /// Whether Delete is offered: no keep rule keeps it.
     pub can_delete: bool,
+    /// The Stop button's name for a reader: "Stop sandbox sb-live".
+    pub stop_label: String,
+    /// The Delete button's name for a reader: "Delete sandbox sb-live".
+    pub delete_label: String,
     /// Why it is left alone because of a keep rule (the core's sentence).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kept: Option<String>,
@@ -331,6 +337,10 @@ pub struct MachineRow {
     /// something could.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compactable: Option<String>,
+    /// The compaction button's name for a reader ("Compact… sandbox sb-live"), when something
+    /// is compactable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compact_label: Option<String>,
 }
 
 /// A slice of the overview's legend.
@@ -347,6 +357,10 @@ pub struct LegendEntry {
     pub verdict: Verdict,
     /// `verdict` as tables word it ([`verdict_word`]).
     pub verdict_word: &'static str,
+    /// Its slice of the bar's tooltip: "Orphaned disks: 1.5 GB, reclaimable".
+    pub title: String,
+    /// Its entry in the legend: "Orphaned disks 1.5 GB".
+    pub line: String,
     /// Its share of the legend's bytes, in percent (the bar's layout).
     pub percent: f64,
 }
@@ -594,6 +608,7 @@ fn groups(r: &ScanReport) -> Vec<Group> {
                     count: 0,
                     bytes: 0,
                     size: String::new(),
+                    count_line: String::new(),
                     reclaimable_bytes: 0,
                     opt_in_bytes: 0,
                     reclaimable_count: 0,
@@ -625,6 +640,7 @@ fn groups(r: &ScanReport) -> Vec<Group> {
     }
     for g in &mut out {
         g.size = bytes(g.bytes);
+        g.count_line = format!("{} · {}", g.count, g.size);
         g.rows
             .sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.path.cmp(&b.path)));
     }
@@ -645,10 +661,13 @@ fn legend(groups: &[Group]) -> Vec<LegendEntry> {
     let slice = |label: String, gs: &[&Group]| {
         let b: u64 = gs.iter().map(|g| g.bytes).sum();
         let verdict = main_verdict(gs.iter().flat_map(|g| g.rows.iter()));
+        let size = bytes(b);
         LegendEntry {
+            title: format!("{label}: {size}, {}", verdict_word(verdict)),
+            line: format!("{label} {size}"),
             label,
             bytes: b,
-            size: bytes(b),
+            size,
             verdict,
             verdict_word: verdict_word(verdict),
             percent: 0.0,
@@ -716,11 +735,16 @@ fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
     };
     let noun = m.product.noun();
     let stale = stale_record(m);
+    let label = format!("{noun} {}", m.name);
+    let compactable = r.compact.of_machine(m.product, &m.name);
     MachineRow {
         product: m.product,
         name: m.name.clone(),
         noun,
-        label: format!("{noun} {}", m.name),
+        stop_label: format!("{STOP} {label}"),
+        delete_label: format!("{DELETE} {label}"),
+        compact_label: (compactable > 0).then(|| format!("{} {label}", window::COMPACT_MACHINE)),
+        label,
         running: m.alive,
         stale,
         // Said once: the scan's state may say it already ("stale: recorded running, …").
@@ -736,7 +760,7 @@ fn machine_row(r: &ScanReport, m: &Machine) -> MachineRow {
         state,
         pid: m.pid,
         size: (m.allocated_bytes > 0).then(|| bytes(m.allocated_bytes)),
-        compactable: match r.compact.of_machine(m.product, &m.name) {
+        compactable: match compactable {
             0 => None,
             b => Some(format!("{} compactable", bytes(b))),
         },
@@ -784,6 +808,13 @@ Celesto no longer uses go, as with its own `image prune`)";
 /// The risk of a group of what belongs to something that exists, when no process uses any of
 /// it ("in use" is said only where one does).
 pub const LIVE_NOT_IN_USE: &str = "belongs to what exists";
+
+/// A machine's Stop button, on every surface that offers it (the window's `stop` word, which
+/// also names the button of its confirmation).
+pub(crate) const STOP: &str = "Stop";
+
+/// A machine's Delete button, likewise.
+pub(crate) const DELETE: &str = "Delete";
 
 /// What a smolvm helper machine is, on every surface that lists machines.
 const HELPER_ROLE: &str = "helper machine of an image build";

@@ -231,10 +231,10 @@ function renderChart(v) {
   const bar = el("div", { class: "bar", "aria-hidden": "true" });
   const legend = el("ul", { class: "legend", "aria-label": w("space_by_kind") });
   v.legend.forEach((e) => {
-    const seg = el("div", { class: "seg", title: `${e.label}: ${e.size}, ${e.verdict_word}`, dataset: { verdict: e.verdict } });
+    const seg = el("div", { class: "seg", title: e.title, dataset: { verdict: e.verdict } });
     seg.style.width = `${e.percent}%`;
     bar.append(seg);
-    legend.append(el("li", { dataset: { label: e.label, verdict: e.verdict }, title: e.verdict_word }, el("i", { "aria-hidden": "true", dataset: { verdict: e.verdict } }), `${e.label} ${e.size}`));
+    legend.append(el("li", { dataset: { label: e.label, verdict: e.verdict }, title: e.verdict_word }, el("i", { "aria-hidden": "true", dataset: { verdict: e.verdict } }), e.line));
   });
   chart.replaceChildren(bar, legend);
 }
@@ -395,10 +395,10 @@ async function showWhy(target, what, from) {
       ? [el("dt", { text: sec.label }), el("dd", {}, paras)]
       : [el("dd", { class: "why-head" }, paras)];
   });
-  const cmd = (label, c) => [el("dt", { text: label }), el("dd", { class: "why-command" }, el("code", { text: c }), " ",
-    el("button", { type: "button", class: "copy small", "aria-label": `${p.copy} ${c}`, onclick: () => copyPath(c) }, p.copy))];
-  if (p.command) rows.push(cmd(p.command_label, p.command));
-  if (p.only_this) rows.push(cmd(p.command_label, p.only_this));
+  const cmd = (label, c, copyLabel) => [el("dt", { text: label }), el("dd", { class: "why-command" }, el("code", { text: c }), " ",
+    el("button", { type: "button", class: "copy small", "aria-label": copyLabel, onclick: () => copyPath(c) }, p.copy))];
+  if (p.command) rows.push(cmd(p.command_label, p.command, p.copy_command));
+  if (p.only_this) rows.push(cmd(p.command_label, p.only_this, p.copy_only_this));
   $("#why-body").replaceChildren(el("dl", { class: "why" }, rows.flat()));
   const d = $("#why-dialog");
   d.returnTo = from;
@@ -481,7 +481,7 @@ function renderFindings(v) {
       el("header", {},
         el("h2", { id: hid, class: "group-title", text: g.label }),
         el("span", { class: "muted small", text: g.risk_label }),
-        el("span", { class: "size", text: `${g.count} · ${g.size}` })),
+        el("span", { class: "size", text: g.count_line })),
       el("p", { class: "meaning small muted", text: g.meaning }),
       el("table", { "aria-labelledby": hid }, el("tbody", {}, trs))));
   });
@@ -505,7 +505,7 @@ async function updateSelection() {
   let c;
   try { c = await invoke("selection_estimate", { ids }); } catch (e) { toast(String(e)); return; }
   if (seq !== state.estimateSeq) return;
-  $("#selection-summary").textContent = `${w("n_selected", { n: ids.length })} · ${c.headline}`;
+  $("#selection-summary").textContent = c.selected_line;
   btn.disabled = state.busy || !c.lines.length;
   btn.textContent = c.reclaim_label;
   btn.dataset.estimate = c.estimate;
@@ -521,7 +521,7 @@ function renderVms(v) {
   if (v.machines.length) {
     const rows = v.machines.map((m) => {
       const label = m.label;
-      const button = (action, text, cls) => el("button", { type: "button", class: cls, dataset: { action }, "aria-label": `${text} ${label}`, onclick: () => planMachine(m, action, false) }, text);
+      const button = (action, text, name, cls) => el("button", { type: "button", class: cls, dataset: { action }, "aria-label": name, onclick: () => planMachine(m, action, false) }, text);
       const meta = [m.pid ? w("pid", { pid: m.pid }) : "", m.size ? m.size : "", m.compactable || ""].filter(Boolean).join(" · ");
       return el("div", { class: "vm machine", role: "listitem", dataset: { product: m.product, name: m.name, stale: m.stale ? "1" : "" } },
         el("div", {},
@@ -533,9 +533,9 @@ function renderVms(v) {
         el("div", { class: "buttons" },
           whyButton({ by: "machine", product: m.product, name: m.name }, label),
           keepControl({ by: "machine", product: m.product, name: m.name }, label),
-          m.compactable ? el("button", { type: "button", class: "secondary", dataset: { action: "compact" }, "aria-label": `${win.compact_machine} ${label}`, onclick: () => planCompact({ product: m.product, name: m.name }, $("#vm-result")) }, win.compact_machine) : null,
-          m.can_stop ? button("stop", w("stop"), "secondary") : null,
-          m.can_delete ? button("delete", w("delete"), "danger") : null));
+          m.compactable ? el("button", { type: "button", class: "secondary", dataset: { action: "compact" }, "aria-label": m.compact_label, onclick: () => planCompact({ product: m.product, name: m.name }, $("#vm-result")) }, win.compact_machine) : null,
+          m.can_stop ? button("stop", w("stop"), m.stop_label, "secondary") : null,
+          m.can_delete ? button("delete", w("delete"), m.delete_label, "danger") : null));
     });
     parts.push(el("h2", { id: "h-machines", text: v.machines_heading }), el("div", { class: "group", role: "list", "aria-labelledby": "h-machines" }, rows));
   }
@@ -746,7 +746,7 @@ $("#confirm-dialog").addEventListener("close", async () => {
 async function runVm(plan) {
   const box = $("#vm-result");
   box.className = "result";
-  box.replaceChildren(el("p", { text: `${plan.ok}: ${plan.target}…` }));
+  box.replaceChildren(el("p", { text: plan.running_line }));
   try {
     const out = plan.machine
       ? await invoke("execute_machine_action", { product: plan.machine.product, name: plan.machine.name, action: plan.action, cascade: plan.cascade, digest: plan.digest })

@@ -23,7 +23,7 @@ pub use smolsweep::view::runs::{
     MachineRef, PlanStep, PlanView, Progress, ReclaimOutcome, Refusal, StepResult, StepStatus,
     VmAction, VmOutcome, VmPlan, VmTarget, LEGACY_HISTORY_FILE,
 };
-use smolsweep::view::{self, Confirmation};
+use smolsweep::view::{self, window::SelectionView};
 
 // What the shell shows is planned by the core's planner and then worded by its view: these ask
 // the one, then the other.
@@ -33,9 +33,10 @@ pub fn core_plan(report: &ScanReport, ids: &[String]) -> CorePlan {
     CorePlan::of_ids(report, ids)
 }
 
-/// What the Reclaim button says for a selection: the core's confirmation of its plan.
-pub fn selection_estimate(report: &ScanReport, ids: &[String]) -> Confirmation {
-    view::confirmation(&core_plan(report, ids))
+/// What the Reclaim button and the line beside it say for a selection: the core's count of it
+/// and confirmation of its plan.
+pub fn selection_estimate(report: &ScanReport, ids: &[String]) -> SelectionView {
+    SelectionView::of(ids, &core_plan(report, ids))
 }
 
 /// The plan for the chosen finding ids as the window confirms it: protected, unknown and

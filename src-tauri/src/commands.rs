@@ -2,8 +2,7 @@
 
 use smolsweep::model::{Product, ScanReport};
 use smolsweep::tray::TrayModel;
-use smolsweep::view::window::{self as window_view, CompactAsk};
-use smolsweep::view::Confirmation;
+use smolsweep::view::window::{self as window_view, CompactAsk, SelectionView};
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 
 use crate::backend::{
@@ -76,13 +75,13 @@ pub(crate) fn plan_reclaim(
     Ok(backend::plan(&report, &ids))
 }
 
-/// What the Reclaim button says for the current selection: the core's estimate and
-/// confirmation of the plan for it.
+/// What the Reclaim button and the line beside it say for the current selection: the core's
+/// count of it, and its estimate and confirmation of the plan for it.
 #[tauri::command]
 pub(crate) fn selection_estimate(
     state: tauri::State<'_, AppState>,
     ids: Vec<String>,
-) -> Result<Confirmation, String> {
+) -> Result<SelectionView, String> {
     let ids = in_view(&state, ids);
     let report = lock(&state.report).clone().ok_or(NO_SCAN_YET)?;
     Ok(backend::selection_estimate(&report, &ids))

@@ -413,6 +413,8 @@ pub struct VmPlan {
     pub question: String,
     /// The button that runs it.
     pub ok: String,
+    /// What the window says while it runs: "Stop: sandbox sb-live…".
+    pub running_line: String,
     /// The result's heading if the run cannot start: "Not done: stop smolvm:m1".
     pub not_done: String,
     #[serde(skip)]
@@ -512,6 +514,7 @@ impl VmPlan {
             title: t.title(),
             question: t.question(),
             ok: t.ok().into(),
+            running_line: format!("{}…", t.title()),
             not_done: outcome_heading(false, t.command(), &t.target),
             core,
         }

@@ -3,17 +3,18 @@
 //! times.
 //! The window draws these as they are; none of its words is its own.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde::Serialize;
 
 use crate::model::ScanReport;
+use crate::plan::Plan;
 use crate::record::ExecReport;
 use crate::view::notes::Note;
 use crate::view::runs::{PlanView, ReclaimOutcome, StepStatus};
 use crate::view::why::{Free, Line, Why};
-use crate::view::{plural, ScanView};
+use crate::view::{plural, Confirmation, ScanView};
 
 /// Why a confirmed compaction did not run: a scan in between changed its plan.
 pub const COMPACT_PLAN_CHANGED: &str =
@@ -161,6 +162,10 @@ pub struct WhyPanel {
     pub only_this: Option<String>,
     /// The copy button's label.
     pub copy: &'static str,
+    /// The name for a reader of `command`'s copy button: "Copy smolsweep prune".
+    pub copy_command: Option<String>,
+    /// The name for a reader of `only_this`'s copy button.
+    pub copy_only_this: Option<String>,
     /// The label of the command's row.
     pub command_label: &'static str,
 }
@@ -186,15 +191,25 @@ impl WhyPanel {
                 }),
             }
         }
+        let command = free.and_then(|f| f.command.clone());
+        let only_this = free.and_then(|f| f.only_this.clone());
+        let copy = crate::view::words::Word::Copy.text();
+        let copy_of = |c: &Option<String>| c.as_ref().map(|c| format!("{copy} {c}"));
         WhyPanel {
             sections,
-            command: free.and_then(|f| f.command.clone()),
-            only_this: free.and_then(|f| f.only_this.clone()),
-            copy: crate::view::words::Word::Copy.text(),
+            copy_command: copy_of(&command),
+            copy_only_this: copy_of(&only_this),
+            command,
+            only_this,
+            copy,
             command_label: "Command",
         }
     }
 }
+
+/// A machine row's compaction button ([`crate::view::MachineRow::compact_label`] names it with
+/// the machine).
+pub const COMPACT_MACHINE: &str = "Compact…";
 
 /// What the window shows beside the scan's view (which carries the rows' short verdict labels,
 /// the machines' heading and the line of other HOMEs' VM processes): the compaction's labels
@@ -218,12 +233,37 @@ impl WindowView {
         WindowView {
             compact_card: "Compactable (opt-in)",
             compact_button: view.compact.tray_label.as_ref().map(|l| format!("{l}…")),
-            compact_machine: "Compact…",
+            compact_machine: COMPACT_MACHINE,
             paths: report
                 .findings
                 .iter()
                 .map(|f| (f.id.clone(), path_fits(&f.path)))
                 .collect(),
+        }
+    }
+}
+
+/// What the window says of its selection: the line beside the Reclaim button and the button's
+/// confirmation of the selection's plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct SelectionView {
+    /// How many findings are selected and what their plan does: "3 selected · Delete 3 items
+    /// (1.5 GB)".
+    pub selected_line: String,
+    /// The core's confirmation of the selection's plan ([`crate::view::confirmation`]).
+    #[serde(flatten)]
+    pub confirmation: Confirmation,
+}
+
+impl SelectionView {
+    /// The selection of the findings `ids` (each counted once) whose plan is `plan`, the
+    /// planner's plan for them.
+    pub fn of(ids: &[String], plan: &Plan) -> SelectionView {
+        let selected = ids.iter().collect::<BTreeSet<_>>().len();
+        let confirmation = crate::view::confirmation(plan);
+        SelectionView {
+            selected_line: format!("{selected} selected · {}", confirmation.headline),
+            confirmation,
         }
     }
 }
@@ -289,27 +329,29 @@ mod tests {
         }
     }
 
-    /// Issue 41: which selected findings a Reclaim counts is the core's rule, not the shell's:
-    /// what the filter shows, and an id the report does not know (the planner refuses it by
-    /// name); a finding the filter hides is left out even when it was selected before.
-    #[test]
-    fn a_reclaim_of_the_selection_counts_only_what_the_filter_shows() {
-        use crate::model::{Finding, FindingKind, Verdict};
-        let t = tempfile::tempdir().unwrap();
-        let finding = |id: &str, bytes: u64| Finding {
+    /// A reclaimable directory `id` of `bytes` in the root `vms` under `dir`.
+    fn finding(dir: &Path, id: &str, bytes: u64) -> crate::model::Finding {
+        use crate::model::{FileIdentity, Finding, FindingKind, Verdict};
+        Finding {
             id: id.into(),
             product: Product::Smolvm,
             kind: FindingKind::SmolvmDanglingDir,
-            path: t.path().join(id),
+            path: dir.join("vms").join(id),
             owner: None,
             apparent_bytes: bytes,
             allocated_bytes: bytes,
             verdict: Verdict::Reclaimable,
             reason: String::new(),
             opt_in_class: None,
-            identity: None,
+            identity: Some(FileIdentity {
+                dev: 1,
+                ino: id.bytes().map(u64::from).sum(),
+                file_type: crate::size::file_type(libc::S_IFDIR),
+                size: bytes,
+                mtime_ns: 0,
+            }),
             is_dir: true,
-            root: None,
+            root: Some(dir.join("vms")),
             mounts_inside: vec![],
             owner_recheck: None,
             refs: vec![],
@@ -318,7 +360,36 @@ mod tests {
             used_by: Vec::new(),
             needed_by: Vec::new(),
             held_by: Vec::new(),
-        };
+        }
+    }
+
+    /// A stopped smolvm machine `name` of this HOME.
+    fn machine(name: &str) -> crate::model::Machine {
+        crate::model::Machine {
+            product: Product::Smolvm,
+            name: name.into(),
+            state: "stopped".into(),
+            pid: None,
+            alive: false,
+            effective_state: String::new(),
+            pid_start_time: None,
+            ephemeral: false,
+            created_at: None,
+            dir: None,
+            allocated_bytes: 0,
+            db: None,
+            branched_from: None,
+            kept: None,
+        }
+    }
+
+    /// Issue 41: which selected findings a Reclaim counts is the core's rule, not the shell's:
+    /// what the filter shows, and an id the report does not know (the planner refuses it by
+    /// name); a finding the filter hides is left out even when it was selected before.
+    #[test]
+    fn a_reclaim_of_the_selection_counts_only_what_the_filter_shows() {
+        let t = tempfile::tempdir().unwrap();
+        let finding = |id: &str, bytes: u64| finding(t.path(), id, bytes);
         let mut r = report(t.path(), vec![]);
         r.findings = vec![finding("big", 1 << 30), finding("small", 10)];
         let mut shown = r.clone();
@@ -461,6 +532,61 @@ mod tests {
         );
         assert_eq!(p.command.as_deref(), Some("smolsweep prune"));
         assert_eq!(p.only_this.as_deref(), Some("smolsweep prune --id abc"));
+        assert_eq!(p.copy_command.as_deref(), Some("Copy smolsweep prune"));
+        assert_eq!(
+            p.copy_only_this.as_deref(),
+            Some("Copy smolsweep prune --id abc")
+        );
+        assert_eq!(WhyPanel::from_lines(&lines, None).copy_command, None);
+    }
+
+    /// Issue 41, hazard: lines composed in the window (`${e.label}: ${e.size}, …`, `${g.count} ·
+    /// ${g.size}`, `${text} ${label}`, `${n} selected · …`, `${plan.ok}: ${plan.target}…`). The
+    /// core sends each finished, in the words the window showed.
+    #[test]
+    fn the_window_is_sent_every_line_finished() {
+        let t = tempfile::tempdir().unwrap();
+        let mut r = report(
+            t.path(),
+            vec![disk(&t.path().join("web.raw"), "web", 2_000_000)],
+        );
+        r.findings = vec![
+            finding(t.path(), "a", 3_000_000),
+            finding(t.path(), "b", 1_000_000),
+        ];
+        r.machines = vec![machine("web"), machine("db")];
+        let v = ScanView::of(&r, &Plan::reclaimable(&r));
+        let kind = crate::model::FindingKind::SmolvmDanglingDir.label();
+        assert_eq!(v.legend.len(), 1);
+        assert_eq!(v.legend[0].title, format!("{kind}: 4.0 MB, reclaimable"));
+        assert_eq!(v.legend[0].line, format!("{kind} 4.0 MB"));
+        assert_eq!(v.groups[0].count_line, "2 · 4.0 MB");
+        let web = &v.machines.iter().find(|m| m.name == "web").unwrap();
+        assert_eq!(web.stop_label, "Stop machine web");
+        assert_eq!(web.delete_label, "Delete machine web");
+        assert_eq!(web.compact_label.as_deref(), Some("Compact… machine web"));
+        let db = &v.machines.iter().find(|m| m.name == "db").unwrap();
+        assert_eq!(db.compact_label, None, "nothing to compact, no button");
+
+        let ids = ["a", "b", "a"].map(String::from);
+        let s = SelectionView::of(&ids, &Plan::of_ids(&r, &ids));
+        assert_eq!(s.confirmation.headline, "Delete 2 items");
+        assert_eq!(s.selected_line, "2 selected · Delete 2 items");
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["selected_line"], s.selected_line.as_str());
+        assert_eq!(
+            json["reclaim_label"], "Reclaim 4.0 MB…",
+            "the button's words beside it"
+        );
+
+        let target = crate::target::Target::Machine {
+            product: Product::Smolvm,
+            name: "web".into(),
+        };
+        let stop = crate::target::plan_for(&r, &target, crate::view::runs::VmAction::Stop, false);
+        let p = crate::view::runs::VmPlan::of(&stop, false);
+        assert_eq!(p.running_line, format!("{}: {}…", p.ok, p.target));
+        assert_eq!(p.running_line, "Stop: smol-machines smolvm web…");
     }
 
     #[test]

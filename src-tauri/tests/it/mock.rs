@@ -1001,7 +1001,13 @@ fn the_reclaim_button_and_the_confirmation_are_the_planners() {
         },
     );
     let want = serde_json::to_value(smolsweep::view::confirmation(&core)).unwrap();
-    assert_eq!(button, want);
+    let selection = smolsweep::view::window::SelectionView::of(&ids, &core);
+    assert_eq!(button, serde_json::to_value(selection).unwrap());
+    assert_eq!(
+        button["selected_line"],
+        format!("3 selected · {}", button["headline"].as_str().unwrap()),
+        "the line beside the button counts the selection as the core does"
+    );
     let one = report.findings[0].allocated_bytes;
     assert_eq!(
         button["estimate_bytes"],
