@@ -9,20 +9,11 @@ use std::path::{Path, PathBuf};
 use smolsweep_fixtures::{age_tree, Home, Layout, OLD};
 
 use crate::layout::{self, Is, Made, Place};
-use crate::model::{Platform, ScanReport};
+use crate::model::ScanReport;
 use crate::root_kind::RootKind;
 
 fn opts(home: &Home) -> crate::scan::ScanOptions {
-    let mut vars = home.env_vars();
-    vars.push(("PATH".into(), "/usr/bin:/bin".into()));
-    let mut env = crate::env::EnvSnapshot::from_pairs(home.root.clone(), vars);
-    env.euid = rustix::process::geteuid().as_raw();
-    crate::scan::ScanOptions {
-        env,
-        platform: Platform::Linux,
-        age_guard: std::time::Duration::from_secs(120),
-        now: std::time::SystemTime::now(),
-    }
+    crate::tests::scan_options(home, &[("PATH", "/usr/bin:/bin")])
 }
 
 /// Where each place lies in this HOME: the roots as the scan resolves them, then every

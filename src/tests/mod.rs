@@ -16,6 +16,24 @@ mod reap;
 mod roots;
 mod size;
 
+/// Scan options for a scratch HOME as this test process sees it: the HOME's own variables plus
+/// `extra` (e.g. `PATH`), this process's euid, Linux's layout, the usual age guard, now.
+pub(crate) fn scan_options(
+    home: &smolsweep_fixtures::Home,
+    extra: &[(&str, &str)],
+) -> crate::scan::ScanOptions {
+    let mut vars = home.env_vars();
+    vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let mut env = crate::env::EnvSnapshot::from_pairs(home.root.clone(), vars);
+    env.euid = rustix::process::geteuid().as_raw();
+    crate::scan::ScanOptions {
+        env,
+        platform: crate::model::Platform::Linux,
+        age_guard: std::time::Duration::from_secs(120),
+        now: std::time::SystemTime::now(),
+    }
+}
+
 /// A scratch directory for this test process's compiled helpers (`CARGO_TARGET_TMPDIR` exists
 /// only for integration tests).
 #[cfg(target_os = "linux")]

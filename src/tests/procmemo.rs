@@ -9,7 +9,6 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::{Duration, SystemTime};
 
 use crate::procs::linux::{self, TableMemo};
 use crate::procs::RawProcess;
@@ -323,16 +322,7 @@ fn a_process_shaped_like_a_vmm_is_always_read_in_full() {
 // ---- what deletes ------------------------------------------------------------------------
 
 fn opts(home: &smolsweep_fixtures::Home) -> crate::scan::ScanOptions {
-    let mut vars = home.env_vars();
-    vars.push(("PATH".into(), "/usr/bin:/bin".into()));
-    let mut env = crate::env::EnvSnapshot::from_pairs(home.root.clone(), vars);
-    env.euid = rustix::process::geteuid().as_raw();
-    crate::scan::ScanOptions {
-        env,
-        platform: crate::model::Platform::Linux,
-        age_guard: Duration::from_secs(120),
-        now: SystemTime::now(),
-    }
+    crate::tests::scan_options(home, &[("PATH", "/usr/bin:/bin")])
 }
 
 fn used_by(r: &crate::model::ScanReport, path: &Path) -> Vec<u32> {

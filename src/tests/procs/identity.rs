@@ -95,14 +95,7 @@ fn a_scan_with_nothing_to_judge_never_reads_the_whole_table() {
     let home =
         smolsweep_fixtures::Home::new(tmp.path(), smolsweep_fixtures::Layout::Linux).expect("home");
     let scan = || {
-        let mut env = crate::env::EnvSnapshot::from_pairs(home.root.clone(), home.env_vars());
-        env.euid = rustix::process::geteuid().as_raw();
-        let opts = crate::scan::ScanOptions {
-            env,
-            platform: crate::model::Platform::Linux,
-            age_guard: Duration::from_secs(120),
-            now: std::time::SystemTime::now(),
-        };
+        let opts = crate::tests::scan_options(&home, &[]);
         crate::scan::scan_sized(
             &opts,
             || crate::scan::ProcIndex::deferred(crate::procs::list_identities(), counted_rest),
@@ -227,14 +220,7 @@ fn a_file_held_only_by_a_process_smolsweep_cannot_see_is_left_alone() {
         "below a directory"
     );
 
-    let mut env = crate::env::EnvSnapshot::from_pairs(home.root.clone(), home.env_vars());
-    env.euid = rustix::process::geteuid().as_raw();
-    let opts = crate::scan::ScanOptions {
-        env,
-        platform: crate::model::Platform::Linux,
-        age_guard: Duration::from_secs(120),
-        now: std::time::SystemTime::now(),
-    };
+    let opts = crate::tests::scan_options(&home, &[]);
     let r = crate::scan::scan_with(&opts, Vec::new());
     let f = |p: &Path| {
         r.findings
@@ -469,14 +455,7 @@ fn disk_held_through_a_bind_mount() {
         "held there, by no name below it"
     );
 
-    let mut env = crate::env::EnvSnapshot::from_pairs(home.root.clone(), home.env_vars());
-    env.euid = rustix::process::geteuid().as_raw();
-    let opts = crate::scan::ScanOptions {
-        env,
-        platform: crate::model::Platform::Linux,
-        age_guard: Duration::from_secs(120),
-        now: std::time::SystemTime::now(),
-    };
+    let opts = crate::tests::scan_options(&home, &[]);
     let r = crate::scan::scan(&opts);
     let f = r
         .findings
