@@ -16,8 +16,8 @@ SMOLSWEEP_MACOS_PROFILE=${SMOLSWEEP_MACOS_PROFILE:-dev} packaging/macos/build-ma
 echo "apple: CLI linked for ${APPLE_TARGETS[*]}: $((SECONDS - start)) s"
 start=$SECONDS
 # Clippy as the workspace's compiler wrapper on `check`: dependencies are type-checked once,
-# the workspace's crates linted (the Debian toolchain's clippy-driver, matching its rustc).
-RUSTC_WORKSPACE_WRAPPER=/usr/bin/clippy-driver \
+# the workspace's crates linted (the clippy-driver of the toolchain apple-env.sh chose).
+RUSTC_WORKSPACE_WRAPPER="$APPLE_CLIPPY_DRIVER" \
   CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" \
   apple_cargo check --workspace --all-targets
 echo "apple: check + clippy -D warnings, whole workspace, all targets: $((SECONDS - start)) s"
