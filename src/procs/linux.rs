@@ -21,6 +21,8 @@ use super::{OpenFile, RawProcess};
 mod holdings;
 mod lease;
 mod table_memo;
+#[cfg(test)]
+pub(crate) use holdings::holdings_in;
 pub(crate) use holdings::{devices_below, held_below, held_names, holdings};
 pub(crate) use lease::{holders, holders_of_open};
 pub(crate) use table_memo::TableMemo;
@@ -68,28 +70,31 @@ pub(crate) fn list_processes_in(proc_root: &Path) -> Vec<RawProcess> {
 
 /// [`list_processes_in`], each process read to `depth`.
 pub(crate) fn list_processes_at(proc_root: &Path, depth: Depth) -> Vec<RawProcess> {
-    read_table(proc_root, |root, pid, s| read_at(root, pid, depth, s))
-        .into_iter()
-        .map(|(_, p)| p)
-        .collect()
+    read_table(proc_root, |root, pid, ino, s| {
+        read_at(root, pid, depth, s).map(|p| RawProcess { proc_ino: ino, ..p })
+    })
+    .into_iter()
+    .map(|(_, p)| p)
+    .collect()
 }
 
-/// `each` of every pid of `proc_root` (given the open mount, the pid and the thread's buffers),
-/// in parallel as [`list_processes_in`] describes, by pid; `None` from `each` leaves it out.
+/// `each` of every pid of `proc_root` (given the open mount, the pid, the inode number the
+/// listing gave its directory and the thread's buffers), in parallel as [`list_processes_in`]
+/// describes, by pid; `None` from `each` leaves it out.
 fn read_table<T: Send>(
     proc_root: &Path,
-    each: impl Fn(BorrowedFd<'_>, u32, &mut Scratch) -> Option<T> + Sync,
+    each: impl Fn(BorrowedFd<'_>, u32, u64, &mut Scratch) -> Option<T> + Sync,
 ) -> Vec<(u32, T)> {
     let Ok(root) = open_dir(rustix::fs::CWD, proc_root) else {
         return Vec::new();
     };
     let mut scratch = Scratch::new();
-    let mut pids: Vec<u32> = Vec::new();
+    let mut pids: Vec<(u32, u64)> = Vec::new();
     {
         let mut dir = RawDir::new(&root, &mut scratch.dents);
         while let Some(Ok(e)) = dir.next() {
             if let Some(pid) = e.file_name().to_str().ok().and_then(|n| n.parse().ok()) {
-                pids.push(pid);
+                pids.push((pid, e.ino()));
             }
         }
     }
@@ -113,7 +118,7 @@ fn read_table<T: Send>(
             mine.extend(
                 chunk
                     .iter()
-                    .filter_map(|&pid| Some((pid, each(root.as_fd(), pid, scratch)?))),
+                    .filter_map(|&(pid, ino)| Some((pid, each(root.as_fd(), pid, ino, scratch)?))),
             );
         }
         mine
@@ -176,14 +181,32 @@ fn open_dir(at: impl AsFd, path: impl rustix::path::Arg) -> Result<OwnedFd, Errn
 
 /// The whole of the file `name` in `dir`, into `buf`.
 fn read_file(dir: BorrowedFd<'_>, name: &CStr, buf: &mut Vec<u8>) -> Result<(), Errno> {
+    read_into(dir, name, buf, false)
+}
+
+/// [`read_file`] of a file the kernel writes as one record (`stat`, `status`): a `seq_file` of
+/// one record answers a read with all of it when it fits, so a read that leaves the buffer
+/// room had it all, and the read that would return 0 is not made.
+fn read_record(dir: BorrowedFd<'_>, name: &CStr, buf: &mut Vec<u8>) -> Result<(), Errno> {
+    read_into(dir, name, buf, true)
+}
+
+fn read_into(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    buf: &mut Vec<u8>,
+    one_record: bool,
+) -> Result<(), Errno> {
     buf.clear();
     let fd = openat(dir, name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
     loop {
         if buf.capacity() - buf.len() < 4096 {
             buf.reserve(buf.capacity().max(4096));
         }
+        let room = buf.capacity() - buf.len();
         match rustix::io::read(&fd, rustix::buffer::spare_capacity(buf)) {
             Ok(0) => return Ok(()),
+            Ok(n) if one_record && n < room => return Ok(()),
             Ok(_) => {}
             Err(Errno::INTR) => {}
             Err(e) => return Err(e),
@@ -218,7 +241,7 @@ pub(crate) fn read_process(proc_root: &Path, pid: u32) -> Option<RawProcess> {
 fn read_at(root: BorrowedFd<'_>, pid: u32, depth: Depth, s: &mut Scratch) -> Option<RawProcess> {
     let dir = open_dir(root, pid.to_string()).ok()?;
     let dir = dir.as_fd();
-    read_file(dir, c"stat", &mut s.file).ok()?;
+    read_record(dir, c"stat", &mut s.file).ok()?;
     let stat = parse_stat(&s.file)?;
     read_rest(dir, pid, stat, depth, s)
 }
@@ -233,7 +256,7 @@ fn read_rest(
     depth: Depth,
     s: &mut Scratch,
 ) -> Option<RawProcess> {
-    read_file(dir, c"status", &mut s.file).ok()?;
+    read_record(dir, c"status", &mut s.file).ok()?;
     let uid = parse_status_uid(&s.file)?;
     let argv = match read_file(dir, c"cmdline", &mut s.file) {
         Ok(()) => split_nul(&s.file),
@@ -269,11 +292,12 @@ fn read_rest(
             }
         }
     }
-    // The pid may have exited (or even been reused) while we read it: keep only a process
-    // whose stat still shows the same start time.
-    read_file(dir, c"stat", &mut s.file).ok()?;
-    let again = parse_stat(&s.file)?;
-    (again.start_time == p.start_time).then_some(p)
+    // The process may have ended while it was read: keep it only if it is still there now.
+    // Everything was read through its own directory, which never shows another process (had
+    // its pid been reused meanwhile, the reads would have failed), so its name still being
+    // there is enough.
+    statat(dir, c"stat", AtFlags::empty()).ok()?;
+    Some(p)
 }
 
 /// Kernel threads (children of kthreadd, or kthreadd itself) have no user memory: no argv, no

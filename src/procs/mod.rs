@@ -71,6 +71,12 @@ pub struct RawProcess {
     /// Read from macOS `ps` text: argv boundaries were rebuilt from spaces (see
     /// [`macos::parse_ps_output`]) and `comm` is argv[0]'s basename (macOS has no comm rename).
     pub from_ps: bool,
+    /// Linux: the inode number `/proc` listed for this process's directory when it was read (0
+    /// when not known). `/proc` numbers each directory it makes afresh, and a directory is made
+    /// again once its process has ended: the same number for the same pid later in a scan is
+    /// the same process, without reading its `stat` again. Another number tells nothing (the
+    /// directory may only have left the kernel's cache).
+    pub proc_ino: u64,
 }
 
 /// Every process of this machine: `/proc` on Linux; `ps` plus `lsof +L1` on macOS (processes

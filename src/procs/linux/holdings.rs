@@ -28,7 +28,7 @@ use rustix::fs::{openat, statat, AtFlags, Mode, OFlags};
 
 use super::{
     each_open_file, is_kernel_thread, open_dir, parse_maps, parse_stat, path_of, read_file,
-    read_link, read_rest, read_table, strip_deleted_bytes, Depth, Scratch, PROC,
+    read_link, read_record, read_rest, read_table, strip_deleted_bytes, Depth, Scratch, PROC,
 };
 use crate::procs::{HeldBelow, HeldHow, HeldRef, Holders, Holdings, RawProcess};
 
@@ -50,22 +50,30 @@ enum Row {
 
 /// [`holdings`] over another proc mount (tests).
 pub(crate) fn holdings_in(proc_root: &Path, identities: &[RawProcess]) -> Holdings {
-    // By pid: its start time, and whether the identity read took everything of it already.
-    let mut known: Vec<(u32, u64, bool)> = identities
+    // By pid: how the identities have it.
+    let mut known: Vec<(u32, Known)> = identities
         .iter()
         .map(|p| {
             let done =
                 crate::procs::shape::may_be_vmm(p) || is_kernel_thread(p.pid, p.ppid, &p.argv);
-            (p.pid, p.start_time, done)
+            let k = Known {
+                start_time: p.start_time,
+                proc_ino: p.proc_ino,
+                done,
+            };
+            (p.pid, k)
         })
         .collect();
-    known.sort_unstable();
+    known.sort_unstable_by_key(|k| k.0);
     let lookup = |pid: u32| {
         let i = known.binary_search_by_key(&pid, |k| k.0).ok()?;
-        Some((known[i].1, known[i].2))
+        Some(known[i].1)
     };
     let mut h = Holdings::default();
-    for (pid, row) in read_table(proc_root, |root, pid, s| hold_at(root, pid, lookup(pid), s)) {
+    let rows = read_table(proc_root, |root, pid, _, s| {
+        hold_at(root, pid, lookup(pid), s)
+    });
+    for (pid, row) in rows {
         match row {
             Row::Whole(p) => h.whole.push(p),
             Row::Held(held, mapped) => {
@@ -81,23 +89,37 @@ pub(crate) fn holdings_in(proc_root: &Path, identities: &[RawProcess]) -> Holdin
     h
 }
 
+/// A process as the identities have it.
+#[derive(Debug, Clone, Copy)]
+struct Known {
+    start_time: u64,
+    /// The inode number of its `/proc` directory then (0: not known).
+    proc_ino: u64,
+    /// Whether the identity read took everything of it already.
+    done: bool,
+}
+
 /// One process's part of the holdings; `None` when it is gone (or its pid was reused while it
-/// was read). `known`: its start time as the identities have it, and whether they hold
-/// everything of it.
-fn hold_at(
-    root: BorrowedFd<'_>,
-    pid: u32,
-    known: Option<(u64, bool)>,
-    s: &mut Scratch,
-) -> Option<Row> {
+/// was read). `known`: how the identities have the process of that pid.
+fn hold_at(root: BorrowedFd<'_>, pid: u32, known: Option<Known>, s: &mut Scratch) -> Option<Row> {
     let dir = open_dir(root, pid.to_string()).ok()?;
     let dir = dir.as_fd();
-    read_file(dir, c"stat", &mut s.file).ok()?;
-    let stat = parse_stat(&s.file)?;
-    let start_time = stat.start_time;
-    let done = match known {
-        Some((t, done)) if t == start_time => done,
-        _ => return read_rest(dir, pid, stat, Depth::Whole, s).map(Row::Whole),
+    // The same process as the identities read when its directory, just opened (so looked up
+    // afresh: a directory of an ended process is never reached), is the one they listed; else
+    // when its start time is theirs.
+    let same_dir = |k: &Known| {
+        k.proc_ino != 0 && rustix::fs::fstat(dir).is_ok_and(|st| st.st_ino == k.proc_ino)
+    };
+    let (start_time, done) = match known {
+        Some(k) if same_dir(&k) => (k.start_time, k.done),
+        _ => {
+            read_record(dir, c"stat", &mut s.file).ok()?;
+            let stat = parse_stat(&s.file)?;
+            match known {
+                Some(k) if k.start_time == stat.start_time => (k.start_time, k.done),
+                _ => return read_rest(dir, pid, stat, Depth::Whole, s).map(Row::Whole),
+            }
+        }
     };
     if done {
         return Some(Row::Done);
@@ -314,7 +336,7 @@ fn same_process(
     s: &mut Scratch,
 ) -> Option<OwnedFd> {
     let dir = open_dir(root, pid.to_string()).ok()?;
-    read_file(dir.as_fd(), c"stat", &mut s.file).ok()?;
+    read_record(dir.as_fd(), c"stat", &mut s.file).ok()?;
     (parse_stat(&s.file)?.start_time == start_time).then_some(dir)
 }
 

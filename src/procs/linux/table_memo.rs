@@ -63,7 +63,8 @@ use std::path::Path;
 use rustix::fs::RawDir;
 
 use super::{
-    is_kernel_thread, open_dir, parse_stat, read_file, read_rest, read_table, Depth, Scratch,
+    is_kernel_thread, open_dir, parse_stat, read_file, read_record, read_rest, read_table, Depth,
+    Scratch,
 };
 use crate::procs::RawProcess;
 
@@ -99,7 +100,7 @@ impl TableMemo {
     pub(crate) fn list(&mut self, proc_root: &Path, whole: bool) -> Vec<RawProcess> {
         let old = std::mem::take(&mut self.procs);
         let remembered = (!whole).then_some(old.as_slice());
-        let mut now: Vec<Remembered> = read_table(proc_root, |root, pid, s| {
+        let mut now: Vec<Remembered> = read_table(proc_root, |root, pid, _, s| {
             read_or_keep(root, pid, s, remembered)
         })
         .into_iter()
@@ -153,7 +154,7 @@ fn read_or_keep(
 ) -> Option<Remembered> {
     let dir = open_dir(root, pid.to_string()).ok()?;
     let dir = dir.as_fd();
-    read_file(dir, c"stat", &mut s.file).ok()?;
+    read_record(dir, c"stat", &mut s.file).ok()?;
     let stat = parse_stat(&s.file)?;
     let before = remembered.and_then(|r| find(r, pid));
     // A kernel thread (the same one: same start time) never has files, arguments or a user

@@ -470,3 +470,64 @@ fn disk_held_through_a_bind_mount() {
         f.reason
     );
 }
+
+/// Issue 40: the rest of the table takes a process as the one the identities read when its
+/// `/proc` directory is the one they listed (no `stat` read again), else when its start time is
+/// theirs; a process neither way is another one (its pid reused) and is read whole.
+#[test]
+fn a_pid_reused_between_the_identities_and_the_rest_of_the_table_is_read_whole() {
+    let tmp = scratch();
+    let held = tmp.path().join("held.img");
+    std::fs::write(&held, b"disk").unwrap();
+    let plain = python_with("f = open(os.environb[b'P'], 'rb')", &held, Some(tmp.path()));
+    let ino = std::fs::metadata(&held).unwrap().ino();
+    let proc = Path::new("/proc");
+    let ids = linux::list_processes_at(proc, linux::Depth::Identities);
+    let me = ids
+        .iter()
+        .find(|p| p.pid == plain.pid())
+        .expect("listed")
+        .clone();
+    let dir_ino = std::fs::metadata(format!("/proc/{}", plain.pid()))
+        .unwrap()
+        .ino();
+    assert_eq!(
+        me.proc_ino, dir_ino,
+        "the identities keep the directory's number"
+    );
+
+    // The rest of the table with the identities changed for that pid only.
+    let rest_with = |start_time: u64, proc_ino: u64| {
+        let mut ids = ids.clone();
+        let p = ids.iter_mut().find(|p| p.pid == plain.pid()).unwrap();
+        (p.start_time, p.proc_ino) = (start_time, proc_ino);
+        let h = linux::holdings_in(proc, &ids);
+        let whole = h.whole.iter().any(|p| p.pid == plain.pid());
+        let held: Vec<u64> = h
+            .held
+            .iter()
+            .filter(|r| r.pid == plain.pid() && r.ino == ino)
+            .map(|r| r.start_time)
+            .collect();
+        (whole, held)
+    };
+    // As listed: known by its directory, its descriptor held by identity.
+    assert_eq!(
+        rest_with(me.start_time, me.proc_ino),
+        (false, vec![me.start_time])
+    );
+    // Its directory not known (0) or another one: known by its start time.
+    assert_eq!(rest_with(me.start_time, 0), (false, vec![me.start_time]));
+    assert_eq!(
+        rest_with(me.start_time, dir_ino ^ 1),
+        (false, vec![me.start_time])
+    );
+    // Another start time and no directory to tell: another process, read whole.
+    assert_eq!(rest_with(me.start_time + 1, 0), (true, vec![]));
+    assert_eq!(rest_with(me.start_time + 1, dir_ino ^ 1), (true, vec![]));
+    // The same directory is the same process whatever start time was written down.
+    assert_eq!(
+        rest_with(me.start_time + 1, me.proc_ino),
+        (false, vec![me.start_time + 1])
+    );
+}
