@@ -532,6 +532,33 @@ mod opt_identity_repr {
     }
 }
 
+/// The plan of everything reclaimable among what a filter selects at a time, with that filter
+/// and time ([`Plan::reclaimable_of`] alone makes one): what a filtered view shows and narrows
+/// by.
+#[derive(Debug, Clone)]
+pub struct FilteredPlan {
+    filter: crate::filter::Filter,
+    now: std::time::SystemTime,
+    plan: Plan,
+}
+
+impl FilteredPlan {
+    /// The filter the plan was made of.
+    pub fn filter(&self) -> &crate::filter::Filter {
+        &self.filter
+    }
+
+    /// The time the filter was applied at (ages are counted to it).
+    pub fn now(&self) -> std::time::SystemTime {
+        self.now
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+}
+
 /// An action with the line a person reads in the confirmation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlannedAction {
@@ -731,15 +758,21 @@ impl Plan {
     }
 
     /// [`Plan::reclaimable`] of what `filter` selects at `now` (every machine kept for the
-    /// planner): the totals of a filtered view, what `prune` with the same filter frees.
+    /// planner): the totals of a filtered view, what `prune` with the same filter frees. Handed
+    /// over with the filter and the time it was made for ([`FilteredPlan`]), so a view narrows
+    /// the scan by exactly what the plan was made of.
     pub fn reclaimable_of(
         report: &ScanReport,
         filter: &crate::filter::Filter,
         now: std::time::SystemTime,
-    ) -> Plan {
+    ) -> FilteredPlan {
         let mut items = report.clone();
         filter.apply(&mut items, now);
-        Self::reclaimable(&items)
+        FilteredPlan {
+            filter: filter.clone(),
+            now,
+            plan: Self::reclaimable(&items),
+        }
     }
 
     /// [`Plan::from_scan`] with an explicit creation time (tests, reproducible ids).

@@ -14,10 +14,10 @@ pub use trend::{
 
 use serde::Serialize;
 
-use crate::filter::{Filter, Hidden};
+use crate::filter::Hidden;
 use crate::kind::{FindingKind, Risk};
 use crate::model::*;
-use crate::plan::{Action, Plan};
+use crate::plan::{Action, FilteredPlan, Plan};
 
 /// An automatic clean-up waiting for the user.
 pub mod auto;
@@ -455,20 +455,17 @@ impl ScanView {
         ScanView::build(r, reclaim, None)
     }
 
-    /// The view of a scan narrowed by `filter` at `now`: only the findings that match, only
-    /// the machines and VM processes it shows ([`Filter::shows_machines_of`]), totals and next
-    /// steps of what is shown (the commands carrying the filter's flags, so they do what they
-    /// say), and a line saying what it hid. The planner's totals are those `prune` with the
-    /// same filter frees: `reclaim`, made by [`Plan::reclaimable_of`] with the same filter.
-    pub fn filtered(
-        r: &ScanReport,
-        filter: &Filter,
-        now: std::time::SystemTime,
-        reclaim: &Plan,
-    ) -> ScanView {
+    /// The view of a scan narrowed by the filter `reclaim` was made of, at its time: only the
+    /// findings that match, only the machines and VM processes it shows
+    /// ([`Filter::shows_machines_of`]), totals and next steps of what is shown (the commands
+    /// carrying the filter's flags, so they do what they say), and a line saying what it hid.
+    /// The planner's totals are those `prune` with the same filter frees: `reclaim`'s plan
+    /// ([`Plan::reclaimable_of`]).
+    pub fn filtered(r: &ScanReport, reclaim: &FilteredPlan) -> ScanView {
+        let filter = reclaim.filter();
         let mut shown = r.clone();
-        let hidden = filter.narrow(&mut shown, now);
-        let mut v = ScanView::build(&shown, reclaim, hidden);
+        let hidden = filter.narrow(&mut shown, reclaim.now());
+        let mut v = ScanView::build(&shown, reclaim.plan(), hidden);
         // A product filter says nothing of the other product (issue 39, item 7).
         if !filter.products.is_empty() {
             v.products.retain(|p| filter.products.contains(&p.product));

@@ -64,7 +64,7 @@ pub(crate) fn status(st: &AppState) -> Status {
     let now = keeps::time_of(lock(&st.clock).now());
     let view = report
         .as_ref()
-        .map(|r| ScanView::filtered(r, &filter, now, &Plan::reclaimable_of(r, &filter, now)));
+        .map(|r| ScanView::filtered(r, &Plan::reclaimable_of(r, &filter, now)));
     Status {
         window: report
             .as_ref()

@@ -83,8 +83,6 @@ impl Paint {
 pub fn render_with(r: &ScanReport, o: &RenderOptions) -> String {
     let v = ScanView::filtered(
         r,
-        &o.filter,
-        o.now,
         &smolsweep::plan::Plan::reclaimable_of(r, &o.filter, o.now),
     );
     let paint = Paint(o.color);

@@ -566,7 +566,7 @@ mod filter_tests {
             ..Filter::default()
         };
         let now = SystemTime::now();
-        let v = ScanView::filtered(&r, &f, now, &crate::plan::Plan::reclaimable_of(&r, &f, now));
+        let v = ScanView::filtered(&r, &crate::plan::Plan::reclaimable_of(&r, &f, now));
         assert!(v.groups.iter().all(|g| g.product == Product::Smolvm));
         assert!(v.machines.iter().all(|m| m.product == Product::Smolvm));
         assert!(v.processes.iter().all(|p| p.product == Product::Smolvm));
@@ -595,12 +595,7 @@ mod filter_tests {
         );
         // Unfiltered, both are there and nothing is said about a filter.
         let (all, now) = (Filter::default(), SystemTime::now());
-        let all = ScanView::filtered(
-            &r,
-            &all,
-            now,
-            &crate::plan::Plan::reclaimable_of(&r, &all, now),
-        );
+        let all = ScanView::filtered(&r, &crate::plan::Plan::reclaimable_of(&r, &all, now));
         assert_eq!((all.machines.len(), all.processes.len()), (2, 2));
         assert!(all.filter_note.is_none() && all.hidden.is_none());
         assert!(all
@@ -636,7 +631,7 @@ mod filter_tests {
             ..Filter::default()
         };
         let now = SystemTime::now();
-        let v = ScanView::filtered(&r, &f, now, &crate::plan::Plan::reclaimable_of(&r, &f, now));
+        let v = ScanView::filtered(&r, &crate::plan::Plan::reclaimable_of(&r, &f, now));
         assert!(v.groups.is_empty() && v.machines.is_empty() && v.processes.is_empty());
         assert_eq!(
             v.filter_note.as_deref(),
@@ -650,7 +645,7 @@ mod filter_tests {
             ..Filter::default()
         };
         let now = SystemTime::now();
-        let v = ScanView::filtered(&r, &f, now, &crate::plan::Plan::reclaimable_of(&r, &f, now));
+        let v = ScanView::filtered(&r, &crate::plan::Plan::reclaimable_of(&r, &f, now));
         assert_eq!(v.groups.len(), 1);
         assert_eq!(v.groups[0].kind, FindingKind::CelestoOrphanLog);
         assert!(v

@@ -215,13 +215,8 @@ fn a_points_numbers_are_the_scan_views_per_product() {
             products: vec![product],
             ..Default::default()
         };
-        let shown = ScanView::filtered(
-            &r,
-            &filter,
-            now,
-            &smolsweep::plan::Plan::reclaimable_of(&r, &filter, now),
-        )
-        .totals;
+        let shown =
+            ScanView::filtered(&r, &smolsweep::plan::Plan::reclaimable_of(&r, &filter, now)).totals;
         let t = &point.products[&product];
         assert_eq!(t.reclaimable, shown.reclaimable_bytes, "{product:?}");
         assert_eq!(t.opt_in, shown.opt_in_bytes, "{product:?}");

@@ -80,8 +80,6 @@ fn scan_now(args: &BrowseArgs) -> anyhow::Result<(smolsweep::model::ScanReport, 
     } else {
         ScanView::filtered(
             &report,
-            &filter,
-            opts.now,
             &smolsweep::plan::Plan::reclaimable_of(&report, &filter, opts.now),
         )
     };
