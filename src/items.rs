@@ -220,27 +220,10 @@ mod tests {
 
     fn f(kind: FindingKind, path: &str, owner: Option<&str>) -> Finding {
         Finding {
-            id: path.into(),
-            product: kind.product(),
-            kind,
-            path: path.into(),
             owner: owner.map(str::to_string),
             apparent_bytes: 1,
             allocated_bytes: 1,
-            verdict: Verdict::OptIn,
-            reason: String::new(),
-            opt_in_class: None,
-            identity: None,
-            is_dir: false,
-            root: None,
-            mounts_inside: Vec::new(),
-            owner_recheck: None,
-            refs: Vec::new(),
-            kept: None,
-            newest_change_ns: 0,
-            used_by: Vec::new(),
-            needed_by: Vec::new(),
-            held_by: Vec::new(),
+            ..Finding::new(path, kind.product(), kind, path, Verdict::OptIn)
         }
     }
 

@@ -195,6 +195,43 @@ pub struct Finding {
     pub held_by: Vec<Hold>,
 }
 
+impl Finding {
+    /// A finding of `kind` at `path` with `verdict` and nothing else known: no owner, no
+    /// bytes, no reason, no identity, a file not a directory, under no root, held by nothing.
+    /// The rest is set with struct update syntax (`Finding { is_dir: true, ..Finding::new(…) }`).
+    pub fn new(
+        id: impl Into<String>,
+        product: Product,
+        kind: FindingKind,
+        path: impl Into<PathBuf>,
+        verdict: Verdict,
+    ) -> Finding {
+        Finding {
+            id: id.into(),
+            product,
+            kind,
+            path: path.into(),
+            owner: None,
+            apparent_bytes: 0,
+            allocated_bytes: 0,
+            verdict,
+            reason: String::new(),
+            opt_in_class: None,
+            identity: None,
+            is_dir: false,
+            root: None,
+            mounts_inside: Vec::new(),
+            owner_recheck: None,
+            refs: Vec::new(),
+            kept: None,
+            newest_change_ns: 0,
+            used_by: Vec::new(),
+            needed_by: Vec::new(),
+            held_by: Vec::new(),
+        }
+    }
+}
+
 crate::table::closed_table! {
     /// How one thing holds another in the reference graph.
     pub enum Via ("reference") -> (&'static str,) {

@@ -913,14 +913,8 @@ mod tests {
 
     fn f(id: &str, path: &str, verdict: Verdict, class: Option<OptInClass>) -> Finding {
         Finding {
-            id: id.into(),
-            product: Product::Smolvm,
-            kind: crate::model::FindingKind::SmolvmDanglingDir,
-            path: path.into(),
-            owner: None,
             apparent_bytes: 10,
             allocated_bytes: 100,
-            verdict,
             reason: "r".into(),
             opt_in_class: class,
             identity: Some(FileIdentity {
@@ -932,14 +926,13 @@ mod tests {
             }),
             is_dir: true,
             root: Some("/h/.cache/smolvm".into()),
-            mounts_inside: vec![],
-            owner_recheck: None,
-            refs: Vec::new(),
-            kept: None,
-            newest_change_ns: 0,
-            used_by: Vec::new(),
-            needed_by: Vec::new(),
-            held_by: Vec::new(),
+            ..Finding::new(
+                id,
+                Product::Smolvm,
+                crate::model::FindingKind::SmolvmDanglingDir,
+                path,
+                verdict,
+            )
         }
     }
 

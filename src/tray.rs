@@ -570,14 +570,8 @@ mod tests {
         let kind = crate::model::FindingKind::CelestoOrphanDisk;
         let path = format!("/data{path}");
         Finding {
-            id: finding_id(Product::Celesto, kind, path.as_ref()),
-            product: Product::Celesto,
-            kind,
-            path: PathBuf::from(&path),
-            owner: None,
             apparent_bytes: bytes,
             allocated_bytes: bytes,
-            verdict,
             reason: "test".into(),
             opt_in_class: class,
             identity: Some(crate::model::FileIdentity {
@@ -587,16 +581,14 @@ mod tests {
                 size: bytes,
                 mtime_ns: 0,
             }),
-            is_dir: false,
             root: Some(PathBuf::from("/data")),
-            mounts_inside: vec![],
-            owner_recheck: None,
-            refs: Vec::new(),
-            kept: None,
-            newest_change_ns: 0,
-            used_by: Vec::new(),
-            needed_by: Vec::new(),
-            held_by: Vec::new(),
+            ..Finding::new(
+                finding_id(Product::Celesto, kind, path.as_ref()),
+                Product::Celesto,
+                kind,
+                PathBuf::from(&path),
+                verdict,
+            )
         }
     }
 

@@ -273,27 +273,19 @@ mod tests {
         let md = std::fs::symlink_metadata(path).ok();
         let kind = smolsweep::model::FindingKind::CelestoOrphanDisk;
         Finding {
-            id: finding_id(Product::Celesto, kind, path),
-            product: Product::Celesto,
-            kind,
-            path: path.to_path_buf(),
-            owner: None,
             apparent_bytes: 4096,
             allocated_bytes: 4096,
-            verdict,
             reason: "no sandbox owns it".into(),
-            opt_in_class: None,
             identity: md.and_then(|_| smolsweep::model::FileIdentity::of(path).ok()),
             is_dir: path.is_dir(),
             root: Some(root.to_path_buf()),
-            mounts_inside: vec![],
-            owner_recheck: None,
-            refs: Vec::new(),
-            kept: None,
-            newest_change_ns: 0,
-            used_by: Vec::new(),
-            needed_by: Vec::new(),
-            held_by: Vec::new(),
+            ..Finding::new(
+                finding_id(Product::Celesto, kind, path),
+                Product::Celesto,
+                kind,
+                path.to_path_buf(),
+                verdict,
+            )
         }
     }
 

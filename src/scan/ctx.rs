@@ -196,39 +196,19 @@ impl Ctx<'_> {
         for m in &mounts {
             self.finding_paths.insert(m.clone());
             self.findings.push(Finding {
-                id: finding_id(d.product, FindingKind::mount_point(d.product), m),
-                product: d.product,
-                kind: FindingKind::mount_point(d.product),
-                path: m.clone(),
                 owner: d.owner.clone(),
-                apparent_bytes: 0,
-                allocated_bytes: 0,
-                verdict: Verdict::Protected,
                 reason: "A file system is mounted here; Smolsweep never walks into or deletes through a mount point.".into(),
-                opt_in_class: None,
                 identity: crate::size::identity(m).ok(),
                 is_dir: true,
                 root: d.root.clone(),
-                mounts_inside: Vec::new(),
-                owner_recheck: None,
-                refs: Vec::new(),
-                kept: None,
-                newest_change_ns: 0,
-                used_by: Vec::new(),
-                needed_by: Vec::new(),
-                held_by: Vec::new(),
+                ..Finding::new(finding_id(d.product, FindingKind::mount_point(d.product), m), d.product, FindingKind::mount_point(d.product), m.clone(), Verdict::Protected)
             });
         }
         let (reason, refs) = crate::upstream::split_refs(&reason);
         self.findings.push(Finding {
-            id: finding_id(d.product, d.kind, &d.path),
-            product: d.product,
-            kind: d.kind,
-            path: d.path,
             owner: d.owner,
             apparent_bytes: apparent,
             allocated_bytes: allocated,
-            verdict,
             reason,
             opt_in_class,
             identity,
@@ -237,11 +217,15 @@ impl Ctx<'_> {
             mounts_inside: mounts,
             owner_recheck: d.owner_recheck,
             refs,
-            kept: None,
             newest_change_ns: newest,
             used_by: users.pids,
-            needed_by: Vec::new(),
-            held_by: Vec::new(),
+            ..Finding::new(
+                finding_id(d.product, d.kind, &d.path),
+                d.product,
+                d.kind,
+                d.path,
+                verdict,
+            )
         });
     }
 

@@ -346,27 +346,15 @@ mod tests {
         let mut w = OrphanWatch::default();
         let mut r = report(vec![]);
         r.findings.push(crate::model::Finding {
-            id: "f1".into(),
-            product: Product::Celesto,
-            kind: crate::model::FindingKind::CelestoOrphanDisk,
-            path: "/h/d.qcow2".into(),
-            owner: None,
             apparent_bytes: 5,
             allocated_bytes: 5,
-            verdict: Verdict::Reclaimable,
-            reason: String::new(),
-            opt_in_class: None,
-            identity: None,
-            is_dir: false,
-            root: None,
-            mounts_inside: vec![],
-            owner_recheck: None,
-            refs: Vec::new(),
-            kept: None,
-            newest_change_ns: 0,
-            used_by: Vec::new(),
-            needed_by: Vec::new(),
-            held_by: Vec::new(),
+            ..crate::model::Finding::new(
+                "f1",
+                Product::Celesto,
+                crate::model::FindingKind::CelestoOrphanDisk,
+                "/h/d.qcow2",
+                Verdict::Reclaimable,
+            )
         });
         assert!(w
             .observe(&r, 1000)

@@ -210,27 +210,15 @@ mod treemap_tests {
     /// A finding of `kind` at `path`, 10 bytes, of smolvm.
     fn finding(path: &str, kind: FindingKind, verdict: Verdict) -> Finding {
         Finding {
-            id: path.into(),
-            product: Product::Smolvm,
-            kind,
-            path: std::path::PathBuf::from(path),
-            owner: None,
             apparent_bytes: 10,
             allocated_bytes: 10,
-            verdict,
-            reason: String::new(),
-            opt_in_class: None,
-            identity: None,
-            is_dir: false,
-            root: None,
-            mounts_inside: vec![],
-            owner_recheck: None,
-            refs: vec![],
-            kept: None,
-            newest_change_ns: 0,
-            used_by: Vec::new(),
-            needed_by: Vec::new(),
-            held_by: Vec::new(),
+            ..Finding::new(
+                path,
+                Product::Smolvm,
+                kind,
+                std::path::PathBuf::from(path),
+                verdict,
+            )
         }
     }
 

@@ -333,16 +333,8 @@ mod tests {
     fn finding(dir: &Path, id: &str, bytes: u64) -> crate::model::Finding {
         use crate::model::{FileIdentity, Finding, FindingKind, Verdict};
         Finding {
-            id: id.into(),
-            product: Product::Smolvm,
-            kind: FindingKind::SmolvmDanglingDir,
-            path: dir.join("vms").join(id),
-            owner: None,
             apparent_bytes: bytes,
             allocated_bytes: bytes,
-            verdict: Verdict::Reclaimable,
-            reason: String::new(),
-            opt_in_class: None,
             identity: Some(FileIdentity {
                 dev: 1,
                 ino: id.bytes().map(u64::from).sum(),
@@ -352,14 +344,13 @@ mod tests {
             }),
             is_dir: true,
             root: Some(dir.join("vms")),
-            mounts_inside: vec![],
-            owner_recheck: None,
-            refs: vec![],
-            kept: None,
-            newest_change_ns: 0,
-            used_by: Vec::new(),
-            needed_by: Vec::new(),
-            held_by: Vec::new(),
+            ..Finding::new(
+                id,
+                Product::Smolvm,
+                FindingKind::SmolvmDanglingDir,
+                dir.join("vms").join(id),
+                Verdict::Reclaimable,
+            )
         }
     }
 

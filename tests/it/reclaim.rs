@@ -75,31 +75,24 @@ fn finding_sized(root: &Path, path: &Path, verdict: Verdict, walk: bool) -> Find
         }
     }
     Finding {
-        id: finding_id(
-            Product::Celesto,
-            smolsweep::model::FindingKind::CelestoOrphanDisk,
-            path,
-        ),
-        product: Product::Celesto,
-        kind: smolsweep::model::FindingKind::CelestoOrphanDisk,
-        path: path.to_path_buf(),
-        owner: None,
         apparent_bytes: apparent,
         allocated_bytes: allocated,
-        verdict,
         reason: "test".into(),
         opt_in_class: (verdict == Verdict::OptIn).then_some(OptInClass::Caches),
         identity: Some(FileIdentity::of(path).unwrap()),
         is_dir: md.is_dir(),
         root: Some(root.to_path_buf()),
-        mounts_inside: vec![],
-        owner_recheck: None,
-        refs: Vec::new(),
-        kept: None,
-        newest_change_ns: 0,
-        used_by: Vec::new(),
-        needed_by: Vec::new(),
-        held_by: Vec::new(),
+        ..Finding::new(
+            finding_id(
+                Product::Celesto,
+                smolsweep::model::FindingKind::CelestoOrphanDisk,
+                path,
+            ),
+            Product::Celesto,
+            smolsweep::model::FindingKind::CelestoOrphanDisk,
+            path.to_path_buf(),
+            verdict,
+        )
     }
 }
 

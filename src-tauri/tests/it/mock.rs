@@ -124,27 +124,19 @@ fn file_finding(root: &Path, name: &str, verdict: Verdict, class: Option<OptInCl
     };
     let identity = smolsweep::model::FileIdentity::of(&path).unwrap();
     Finding {
-        id: finding_id(Product::Celesto, kind, &path),
-        product: Product::Celesto,
-        kind,
-        path,
-        owner: None,
         apparent_bytes: md.size(),
         allocated_bytes: md.blocks() * 512,
-        verdict,
         reason: format!("{name} reason"),
         opt_in_class: class,
         identity: Some(identity),
-        is_dir: false,
         root: Some(root.to_path_buf()),
-        mounts_inside: vec![],
-        owner_recheck: None,
-        refs: Vec::new(),
-        kept: None,
-        newest_change_ns: 0,
-        used_by: Vec::new(),
-        needed_by: Vec::new(),
-        held_by: Vec::new(),
+        ..Finding::new(
+            finding_id(Product::Celesto, kind, &path),
+            Product::Celesto,
+            kind,
+            path,
+            verdict,
+        )
     }
 }
 

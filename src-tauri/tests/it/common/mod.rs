@@ -176,16 +176,11 @@ impl Scratch {
             .sum();
         let md = std::fs::symlink_metadata(&file).unwrap();
         let f = Finding {
-            id: finding_id(Product::Celesto, kind, &path),
-            product: Product::Celesto,
-            kind,
-            path: path.clone(),
             owner: (!is_dir)
                 .then(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
                 .flatten(),
             apparent_bytes: md.size(),
             allocated_bytes: allocated,
-            verdict,
             reason: reason.into(),
             opt_in_class: class,
             // The identity formula the core re-checks (lstat: dev, ino, type, size, mtime).
@@ -193,14 +188,13 @@ impl Scratch {
             is_dir,
             // The directory holding it, as the scanner records for a product root's entry.
             root: Some(path.parent().unwrap().to_path_buf()),
-            mounts_inside: vec![],
-            owner_recheck: None,
-            refs: Vec::new(),
-            kept: None,
-            newest_change_ns: 0,
-            used_by: Vec::new(),
-            needed_by: Vec::new(),
-            held_by: Vec::new(),
+            ..Finding::new(
+                finding_id(Product::Celesto, kind, &path),
+                Product::Celesto,
+                kind,
+                path.clone(),
+                verdict,
+            )
         };
         self.report.findings.push(f.clone());
         f
