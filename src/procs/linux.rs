@@ -234,7 +234,12 @@ fn path_of(bytes: &[u8]) -> PathBuf {
 #[cfg(test)]
 pub(crate) fn read_process(proc_root: &Path, pid: u32) -> Option<RawProcess> {
     let root = open_dir(rustix::fs::CWD, proc_root).ok()?;
-    read_at(root.as_fd(), pid, Depth::Whole, &mut Scratch::new())
+    let p = read_at(root.as_fd(), pid, Depth::Whole, &mut Scratch::new())?;
+    // The number `/proc` lists its directory under, as a read of the whole table keeps it.
+    let proc_ino = statat(&root, pid.to_string(), AtFlags::empty())
+        .ok()?
+        .st_ino;
+    Some(RawProcess { proc_ino, ..p })
 }
 
 /// [`read_process`] relative to an open proc mount.

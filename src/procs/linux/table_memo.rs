@@ -100,8 +100,8 @@ impl TableMemo {
     pub(crate) fn list(&mut self, proc_root: &Path, whole: bool) -> Vec<RawProcess> {
         let old = std::mem::take(&mut self.procs);
         let remembered = (!whole).then_some(old.as_slice());
-        let mut now: Vec<Remembered> = read_table(proc_root, |root, pid, _, s| {
-            read_or_keep(root, pid, s, remembered)
+        let mut now: Vec<Remembered> = read_table(proc_root, |root, pid, ino, s| {
+            read_or_keep(root, pid, ino, s, remembered)
         })
         .into_iter()
         .map(|(_, r)| r)
@@ -145,10 +145,12 @@ fn find(procs: &[Remembered], pid: u32) -> Option<&Remembered> {
 
 /// One process: read in full, or, when `remembered` holds it with the same fingerprint as now
 /// (and it is not shaped like a VMM), marked `kept` with only what its `stat` says now (the rest
-/// is taken from the memo by [`take_kept`]). `None` when it is gone.
+/// is taken from the memo by [`take_kept`]). `None` when it is gone. `ino`: its directory's inode
+/// number as `/proc` listed it (kept as the process's `proc_ino`).
 fn read_or_keep(
     root: BorrowedFd<'_>,
     pid: u32,
+    ino: u64,
     s: &mut Scratch,
     remembered: Option<&[Remembered]>,
 ) -> Option<Remembered> {
@@ -175,6 +177,7 @@ fn read_or_keep(
             ppid: stat.ppid,
             start_time: stat.start_time,
             comm: stat.comm,
+            proc_ino: ino,
             ..RawProcess::default()
         };
         return Some(Remembered {
@@ -184,7 +187,10 @@ fn read_or_keep(
         });
     }
     Some(Remembered {
-        process: read_rest(dir, pid, stat, Depth::Whole, s)?,
+        process: RawProcess {
+            proc_ino: ino,
+            ..read_rest(dir, pid, stat, Depth::Whole, s)?
+        },
         fingerprint,
         kept: false,
     })
@@ -203,6 +209,7 @@ fn take_kept(mut old: Vec<Remembered>, now: &mut [Remembered]) {
             let stat = std::mem::replace(&mut r.process, std::mem::take(&mut o.process));
             r.process.ppid = stat.ppid;
             r.process.comm = stat.comm;
+            r.process.proc_ino = stat.proc_ino;
             j += 1;
         }
     }
@@ -233,7 +240,13 @@ fn wake_parents_of_gone(old: &[Remembered], now: &mut Vec<Remembered>, proc_root
         if !r.kept || !parents.contains(&r.process.pid) {
             return true;
         }
-        match read_or_keep(root.as_fd(), r.process.pid, &mut s, None) {
+        match read_or_keep(
+            root.as_fd(),
+            r.process.pid,
+            r.process.proc_ino,
+            &mut s,
+            None,
+        ) {
             Some(again) => {
                 *r = again;
                 true
