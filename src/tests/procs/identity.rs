@@ -482,6 +482,9 @@ fn a_pid_reused_between_the_identities_and_the_rest_of_the_table_is_read_whole()
     let plain = python_with("f = open(os.environb[b'P'], 'rb')", &held, Some(tmp.path()));
     let ino = std::fs::metadata(&held).unwrap().ino();
     let proc = Path::new("/proc");
+    // Its directory held open for the whole test: the kernel cannot drop it from its cache
+    // and make (and number) it anew meanwhile.
+    let _pinned = std::fs::File::open(format!("/proc/{}", plain.pid())).unwrap();
     let ids = linux::list_processes_at(proc, linux::Depth::Identities);
     let me = ids
         .iter()
