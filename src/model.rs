@@ -355,6 +355,31 @@ pub struct Machine {
     pub kept: Option<String>,
 }
 
+impl Machine {
+    /// A record of `product` named `name` in `state` and nothing else known: no process, not
+    /// alive, no shown state, not ephemeral, no creation time, directory, bytes, inventory,
+    /// branch or keep rule. The rest is set with struct update syntax, as for
+    /// [`Finding::new`].
+    pub fn new(product: Product, name: impl Into<String>, state: impl Into<String>) -> Machine {
+        Machine {
+            product,
+            name: name.into(),
+            state: state.into(),
+            pid: None,
+            alive: false,
+            effective_state: String::new(),
+            pid_start_time: None,
+            ephemeral: false,
+            created_at: None,
+            dir: None,
+            allocated_bytes: 0,
+            db: None,
+            branched_from: None,
+            kept: None,
+        }
+    }
+}
+
 /// Whether a VM process belongs to the HOME being scanned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

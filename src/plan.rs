@@ -1060,20 +1060,11 @@ mod tests {
             proc_(12, false, Scope::ThisHome, vec![]),
         ];
         r.machines = vec![Machine {
-            product: Product::Smolvm,
-            name: "m".into(),
-            state: "running".into(),
             pid: Some(12),
             alive: true,
             effective_state: "running".into(),
             pid_start_time: Some(5),
-            ephemeral: false,
-            created_at: None,
-            dir: None,
-            allocated_bytes: 0,
-            db: None,
-            branched_from: None,
-            kept: None,
+            ..Machine::new(Product::Smolvm, "m", "running")
         }];
         let sel = Selection {
             all_reclaimable: true,
@@ -1132,20 +1123,12 @@ mod tests {
 
     fn machine(name: &str, branched_from: Option<&str>) -> Machine {
         Machine {
-            product: Product::Smolvm,
-            name: name.into(),
-            state: "stopped".into(),
-            pid: None,
-            alive: false,
             effective_state: "stopped".into(),
-            pid_start_time: None,
-            ephemeral: false,
-            created_at: None,
             dir: Some(format!("/h/.cache/smolvm/vms/{name}").into()),
             allocated_bytes: 4096,
             db: Some("/h/.local/share/smolvm/server/smolvm.db".into()),
             branched_from: branched_from.map(String::from),
-            kept: None,
+            ..Machine::new(Product::Smolvm, name, "stopped")
         }
     }
 

@@ -517,20 +517,11 @@ mod tests {
 
     fn machine(name: &str, branched_from: Option<&str>) -> smolsweep::model::Machine {
         smolsweep::model::Machine {
-            product: Product::Smolvm,
-            name: name.into(),
-            state: "running".into(),
-            pid: None,
             alive: true,
             effective_state: "running".into(),
-            pid_start_time: None,
-            ephemeral: false,
-            created_at: None,
-            dir: None,
             allocated_bytes: 2_000_000,
-            db: None,
             branched_from: branched_from.map(String::from),
-            kept: None,
+            ..smolsweep::model::Machine::new(Product::Smolvm, name, "running")
         }
     }
 

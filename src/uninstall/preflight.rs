@@ -774,20 +774,10 @@ pub(crate) fn as_recorded(
     db: &Path,
 ) -> Machine {
     Machine {
-        product,
-        name: name.to_string(),
-        state: state.to_string(),
         pid,
-        alive: false,
         effective_state: state.to_string(),
-        pid_start_time: None,
-        ephemeral: false,
-        created_at: None,
-        dir: None,
-        allocated_bytes: 0,
         db: Some(db.to_path_buf()),
-        branched_from: None,
-        kept: None,
+        ..Machine::new(product, name, state)
     }
 }
 

@@ -357,20 +357,7 @@ mod tests {
     /// A stopped smolvm machine `name` of this HOME.
     fn machine(name: &str) -> crate::model::Machine {
         crate::model::Machine {
-            product: Product::Smolvm,
-            name: name.into(),
-            state: "stopped".into(),
-            pid: None,
-            alive: false,
-            effective_state: String::new(),
-            pid_start_time: None,
-            ephemeral: false,
-            created_at: None,
-            dir: None,
-            allocated_bytes: 0,
-            db: None,
-            branched_from: None,
-            kept: None,
+            ..crate::model::Machine::new(Product::Smolvm, name, "stopped")
         }
     }
 

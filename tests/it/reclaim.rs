@@ -282,20 +282,8 @@ fn dry_run_never_reaches_delete_primitive() {
         kept: None,
     });
     rep.machines.push(Machine {
-        product: Product::Smolvm,
-        name: "m2".into(),
-        state: "running".into(),
-        pid: None,
         alive: true,
-        effective_state: String::new(),
-        pid_start_time: None,
-        ephemeral: false,
-        created_at: None,
-        dir: None,
-        allocated_bytes: 0,
-        db: None,
-        branched_from: None,
-        kept: None,
+        ..Machine::new(Product::Smolvm, "m2", "running")
     });
     let plan = Plan::from_scan(
         &rep,

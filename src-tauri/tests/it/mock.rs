@@ -460,20 +460,11 @@ fn vm_action_refuses_a_vm_not_in_the_scan() {
 
 fn machine(name: &str, branched_from: Option<&str>) -> Machine {
     Machine {
-        product: Product::Smolvm,
-        name: name.into(),
-        state: "running".into(),
-        pid: None,
         alive: true,
         effective_state: "running".into(),
-        pid_start_time: None,
-        ephemeral: false,
-        created_at: None,
-        dir: None,
         allocated_bytes: 3_000_000,
-        db: None,
         branched_from: branched_from.map(String::from),
-        kept: None,
+        ..Machine::new(Product::Smolvm, name, "running")
     }
 }
 

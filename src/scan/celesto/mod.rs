@@ -405,9 +405,6 @@ pub(super) fn sandboxes_as_machines(
             .find(|e| e.name_str().and_then(|n| n.split('.').next()) == Some(s.id.as_str()))
             .map(|e| e.path.clone());
         ctx.machines.push(Machine {
-            product: P,
-            name: s.id.clone(),
-            state: s.status.clone(),
             pid,
             alive,
             effective_state: effective,
@@ -415,13 +412,9 @@ pub(super) fn sandboxes_as_machines(
                 .filter(|_| alive)
                 .and_then(|p| ctx.procs.by_pid(p))
                 .map(|p| p.start_time),
-            ephemeral: false,
-            created_at: None,
             dir,
-            allocated_bytes: 0,
             db: Some(inv.db_path.clone()),
-            branched_from: None,
-            kept: None,
+            ..Machine::new(P, s.id.clone(), s.status.clone())
         });
     }
 }

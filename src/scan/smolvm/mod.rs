@@ -323,9 +323,6 @@ fn record_machine(
         .find(|d| d.is_dir());
     let effective = effective_state(ctx, r, alive, dir.as_deref(), &mut know.unclaimed_vm_dirs);
     ctx.machines.push(Machine {
-        product: P,
-        name: r.name.clone(),
-        state: r.state.clone(),
         pid: r.pid,
         alive,
         effective_state: effective,
@@ -333,10 +330,9 @@ fn record_machine(
         ephemeral: r.ephemeral,
         created_at: r.created_at,
         dir,
-        allocated_bytes: 0,
         db: Some(set.db_path.clone()),
         branched_from: r.golden.clone(),
-        kept: None,
+        ..Machine::new(P, r.name.clone(), r.state.clone())
     });
     running
 }

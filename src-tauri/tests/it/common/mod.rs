@@ -203,20 +203,9 @@ impl Scratch {
     /// A stopped Celesto sandbox `name` whose VM is not running, with `bytes` of storage.
     pub fn add_stopped_sandbox(&mut self, name: &str, bytes: u64) {
         self.report.machines.push(smolsweep::model::Machine {
-            product: smolsweep::model::Product::Celesto,
-            name: name.into(),
-            state: "stopped".into(),
-            pid: None,
-            alive: false,
             effective_state: "stopped".into(),
-            pid_start_time: None,
-            ephemeral: false,
-            created_at: None,
-            dir: None,
             allocated_bytes: bytes,
-            db: None,
-            branched_from: None,
-            kept: None,
+            ..smolsweep::model::Machine::new(smolsweep::model::Product::Celesto, name, "stopped")
         });
     }
 
