@@ -477,8 +477,7 @@ const S_IFREG: u32 = file_type(libc::S_IFREG);
 /// Bytes available to an unprivileged user on the file system holding `path`
 /// (`statvfs`: `f_bavail × f_frsize`).
 pub fn fs_free_bytes(path: &Path) -> io::Result<u64> {
-    let v = rustix::fs::statvfs(path)?;
-    Ok((v.f_bavail as u64).saturating_mul(v.f_frsize as u64))
+    Space::of(path).map(|s| s.avail)
 }
 
 /// Whether two existing paths live on the same file system (same `st_dev` of their `lstat`).

@@ -16,13 +16,16 @@ pub struct Space {
     pub total: u64,
 }
 
-fn statvfs(p: &Path) -> Option<Space> {
-    let v = rustix::fs::statvfs(p).ok()?;
-    let frsize = v.f_frsize;
-    Some(Space {
-        avail: v.f_bavail.saturating_mul(frsize),
-        total: v.f_blocks.saturating_mul(frsize),
-    })
+impl Space {
+    /// The file system holding `p` (`statvfs`: `f_bavail` and `f_blocks`, × `f_frsize`).
+    pub(crate) fn of(p: &Path) -> std::io::Result<Space> {
+        let v = rustix::fs::statvfs(p)?;
+        let frsize = v.f_frsize;
+        Ok(Space {
+            avail: v.f_bavail.saturating_mul(frsize),
+            total: v.f_blocks.saturating_mul(frsize),
+        })
+    }
 }
 
 /// The fullest file system holding SmolVM state: the products' roots and the findings' roots
@@ -38,7 +41,7 @@ pub fn space_of(report: &ScanReport) -> Option<(PathBuf, Space)> {
     paths.dedup();
     paths
         .into_iter()
-        .filter_map(|p| statvfs(&p).map(|s| (p, s)))
+        .filter_map(|p| Space::of(&p).ok().map(|s| (p, s)))
         .min_by(|(_, a), (_, b)| {
             (a.avail as f64 / a.total.max(1) as f64)
                 .total_cmp(&(b.avail as f64 / b.total.max(1) as f64))
