@@ -356,9 +356,7 @@ mod tests {
 
     /// A stopped smolvm machine `name` of this HOME.
     fn machine(name: &str) -> crate::model::Machine {
-        crate::model::Machine {
-            ..crate::model::Machine::new(Product::Smolvm, name, "stopped")
-        }
+        crate::model::Machine::new(Product::Smolvm, name, "stopped")
     }
 
     /// Issue 41: which selected findings a Reclaim counts is the core's rule, not the shell's:
